@@ -1,0 +1,40 @@
+# Two entry points that work on a fresh machine with Python, Java and a C compiler:
+#   make demo   -- create .venv, install lancenb, run the demo job
+#   make test   -- create .venv, install lancenb with dev extras, run the whole suite
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+
+.PHONY: demo test test-kernels-nojit lint protos bench clean
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(VENV)/bin/python
+	$(PIP) install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-dev: pyproject.toml | $(VENV)/bin/python
+	$(PIP) install --quiet -e '.[dev]'
+	touch $@ $(VENV)/.installed
+
+demo: $(VENV)/.installed
+	$(PY) -m lancenb.cli demo
+
+test: $(VENV)/.installed-dev
+	$(PY) -m pytest -q
+	NUMBA_DISABLE_JIT=1 $(PY) -m pytest -q tests/kernels
+
+lint: $(VENV)/.installed-dev
+	$(PY) -m ruff check lancenb kernels tests benchmarks scripts
+
+protos: $(VENV)/.installed-dev
+	$(PY) scripts/gen_protos.py
+
+bench: $(VENV)/.installed-dev
+	$(PY) benchmarks/bench_file.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

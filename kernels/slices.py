@@ -1,0 +1,69 @@
+"""Concatenating byte and bit slices (the inner loop of chunked decoders).
+
+``concat_slices``: ``src=[a b c d e f]``, ``starts=[1, 4]``, ``sizes=[2, 2]`` →
+``out=[b c e f]``. ``concat_bits`` does the same with LSB-first bit runs: slice ``i``
+is ``nbits[i]`` bits starting at bit 0 of byte ``byte_starts[i]``.
+
+Both return 0, or -1 (with nothing guaranteed written) when a slice lies outside
+``src`` or the output is too small.
+"""
+
+import numpy as np
+
+from ._jit import kernel
+
+OK = 0
+OUT_OF_BOUNDS = -1
+
+
+@kernel
+def concat_slices(src, starts, sizes, out):
+    total = 0
+    for i in range(starts.shape[0]):
+        s = starts[i]
+        n = sizes[i]
+        if s < 0 or n < 0 or s + n > src.shape[0]:
+            return OUT_OF_BOUNDS
+        total += n
+    if total > out.shape[0]:
+        return OUT_OF_BOUNDS
+    pos = 0
+    for i in range(starts.shape[0]):
+        s = starts[i]
+        n = sizes[i]
+        out[pos:pos + n] = src[s:s + n]
+        pos += n
+    return OK
+
+
+@kernel
+def concat_bits(src, byte_starts, nbits, out):
+    total = 0
+    for i in range(byte_starts.shape[0]):
+        s = byte_starts[i]
+        n = nbits[i]
+        if s < 0 or n < 0 or s + (n + 7) // 8 > src.shape[0]:
+            return OUT_OF_BOUNDS
+        total += n
+    if (total + 7) // 8 > out.shape[0]:
+        return OUT_OF_BOUNDS
+    out[:] = 0
+    bit = 0
+    for i in range(byte_starts.shape[0]):
+        s = byte_starts[i]
+        n = nbits[i]
+        if bit % 8 == 0:
+            # byte-aligned destination: copy whole bytes, then mask the tail
+            nb = n // 8
+            d = bit // 8
+            out[d:d + nb] = src[s:s + nb]
+            rem = n - nb * 8
+            if rem:
+                out[d + nb] = src[s + nb] & np.uint8((1 << rem) - 1)
+        else:
+            for j in range(n):
+                if (src[s + (j >> 3)] >> (j & 7)) & 1:
+                    b = bit + j
+                    out[b >> 3] |= np.uint8(1 << (b & 7))
+        bit += n
+    return OK

@@ -1,0 +1,1 @@
+"""Arrow arrays <-> Lance pages: data blocks, compressive encodings and layouts."""

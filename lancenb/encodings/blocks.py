@@ -1,0 +1,128 @@
+"""Data blocks: the plain buffers an Arrow array is cut into before encoding.
+
+* :class:`FixedWidth` -- ``num_values`` values of ``bits`` bits each, packed
+  (``bits == 1`` is an LSB-first bitmap, as Arrow booleans are).
+* :class:`Variable` -- Arrow-style ``offsets`` (int64, ``num_values + 1``, starting at
+  0) into ``data``.
+
+Validity is carried separately (a numpy bool array, or ``None`` when every value is
+valid). Converting back builds Arrow arrays with ``pa.Array.from_buffers``: no
+per-row Python either way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from lancenb.errors import NotSupportedError
+
+__all__ = ["FixedWidth", "Variable", "from_arrow", "to_arrow", "fixed_bits", "is_variable",
+           "offset_bits"]
+
+
+@dataclass
+class FixedWidth:
+    bits: int
+    data: np.ndarray  # uint8
+    num_values: int
+
+
+@dataclass
+class Variable:
+    offsets: np.ndarray  # int64, num_values + 1, offsets[0] == 0
+    data: np.ndarray  # uint8
+    num_values: int
+    offset_bits: int  # 32 or 64: the width the column's Arrow type uses
+
+
+def is_variable(dt: pa.DataType) -> bool:
+    return (pa.types.is_string(dt) or pa.types.is_binary(dt) or pa.types.is_large_string(dt)
+            or pa.types.is_large_binary(dt))
+
+
+def offset_bits(dt: pa.DataType) -> int:
+    return 64 if (pa.types.is_large_string(dt) or pa.types.is_large_binary(dt)) else 32
+
+
+def fixed_bits(dt: pa.DataType) -> int | None:
+    """Bits per value of a fixed-width primitive type, or None."""
+    if pa.types.is_boolean(dt):
+        return 1
+    if pa.types.is_fixed_size_binary(dt):
+        return dt.byte_width * 8
+    if (pa.types.is_integer(dt) or pa.types.is_floating(dt) or pa.types.is_temporal(dt)
+            or pa.types.is_decimal(dt)):
+        return dt.bit_width
+    return None
+
+
+def _u8(buf: pa.Buffer | None) -> np.ndarray:
+    if buf is None:
+        return np.zeros(0, np.uint8)
+    return np.frombuffer(buf, dtype=np.uint8)
+
+
+def validity_of(arr: pa.Array) -> np.ndarray | None:
+    """Validity as a bool array, or None when nothing is null."""
+    if arr.null_count == 0:
+        return None
+    if pa.types.is_null(arr.type):
+        return np.zeros(len(arr), dtype=bool)
+    bits = _u8(arr.buffers()[0])
+    return np.unpackbits(bits, bitorder="little")[arr.offset:arr.offset + len(arr)].astype(bool)
+
+
+def from_arrow(arr: pa.Array):
+    """Cut a flat Arrow array into ``(block, validity)``."""
+    dt = arr.type
+    n = len(arr)
+    bufs = arr.buffers()
+    if pa.types.is_dictionary(dt) or pa.types.is_nested(dt):
+        raise NotSupportedError(f"writing {dt} columns is not supported yet")
+    if is_variable(dt):
+        ob = offset_bits(dt)
+        raw = np.frombuffer(bufs[1], dtype=np.int32 if ob == 32 else np.int64)
+        offs = raw[arr.offset:arr.offset + n + 1].astype(np.int64)
+        if n == 0:
+            offs = np.zeros(1, np.int64)
+        data = _u8(bufs[2])[offs[0]:offs[-1]]
+        return Variable(offs - offs[0], data, n, ob), validity_of(arr)
+    bits = fixed_bits(dt)
+    if bits is None:
+        raise NotSupportedError(f"writing {dt} columns is not supported yet")
+    raw = _u8(bufs[1])
+    if bits == 1:
+        if arr.offset % 8 == 0:
+            data = raw[arr.offset // 8:(arr.offset + n + 7) // 8]
+        else:
+            unpacked = np.unpackbits(raw, bitorder="little")[arr.offset:arr.offset + n]
+            data = np.packbits(unpacked, bitorder="little")
+        return FixedWidth(1, data, n), validity_of(arr)
+    width = bits // 8
+    return FixedWidth(bits, raw[arr.offset * width:(arr.offset + n) * width], n), validity_of(arr)
+
+
+def _validity_buffer(validity: np.ndarray | None) -> pa.Buffer | None:
+    if validity is None or validity.all():
+        return None
+    return pa.py_buffer(np.packbits(validity, bitorder="little"))
+
+
+def to_arrow(dt: pa.DataType, block, validity: np.ndarray | None) -> pa.Array:
+    """Build an Arrow array of type ``dt`` from a decoded block and validity."""
+    vbuf = _validity_buffer(validity)
+    if isinstance(block, Variable):
+        n = block.num_values
+        if offset_bits(dt) == 32:
+            if block.offsets[-1] > np.iinfo(np.int32).max:
+                # too many bytes for 32-bit offsets: the caller splits pages, so this is
+                # only reachable with a single page over 2 GiB
+                raise NotSupportedError(f"{dt} page with more than 2 GiB of data")
+            offs = block.offsets.astype(np.int32)
+        else:
+            offs = block.offsets
+        return pa.Array.from_buffers(dt, n, [vbuf, pa.py_buffer(offs), pa.py_buffer(block.data)])
+    return pa.Array.from_buffers(dt, block.num_values, [vbuf, pa.py_buffer(block.data)])

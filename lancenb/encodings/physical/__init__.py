@@ -1,0 +1,1 @@
+"""Compressive encodings (one module each): bytes of values <-> compressed buffers."""

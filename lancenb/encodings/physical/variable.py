@@ -1,0 +1,74 @@
+"""Variable: variable-width values (strings, binary) with an offsets table.
+
+Mini-block chunk buffer: ``n + 1`` offsets (u32, or u64 for 64-bit offsets) counted
+from the start of the buffer, the values' bytes, then 0x48 padding to the offset
+width. Example (u32): ``["ab", "", "c"]`` → ``10 00 00 00 12 00 00 00 12 00 00 00 13
+00 00 00 61 62 63 48``.
+
+Chunking: the largest power-of-two count whose offsets and bytes fit in 4 KiB (the
+reference's target chunk size), the last chunk taking the rest once that fits.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lancenb.encodings import pb
+from lancenb.encodings.blocks import Variable
+from lancenb.errors import CorruptFileError, NotSupportedError
+from lancenb.kernels import variable as kv
+
+__all__ = ["plan", "encode_chunks", "decode_chunks", "description"]
+
+AIM_CHUNK_BYTES = 4096
+MAX_CHUNK_VALUE_BYTES = 32 * 1024 - 64  # a chunk (headers included) must stay within 32 KiB
+MAX_CHUNK_VALUES = 4096
+
+
+def description(block: Variable):
+    return pb.variable(block.offset_bits)
+
+
+def plan(block: Variable) -> np.ndarray:
+    w = block.offset_bits // 8
+    bounds = np.empty(block.num_values + 1, dtype=np.int64)
+    nc = kv.plan_chunks(block.offsets, w, AIM_CHUNK_BYTES, MAX_CHUNK_VALUE_BYTES,
+                        MAX_CHUNK_VALUES, bounds)
+    if nc < 0:
+        raise NotSupportedError(
+            "values too large for mini-block chunks (two values must fit in 32 KiB); "
+            "use lance-encoding:structural-encoding=fullzip")
+    return bounds[:nc + 1].copy()
+
+
+def encode_chunks(block: Variable, bounds: np.ndarray):
+    w = block.offset_bits // 8
+    sizes = kv.chunk_buffer_sizes(block.offsets, bounds, w)
+    starts = np.zeros(len(sizes), dtype=np.int64)
+    np.cumsum(sizes[:-1], out=starts[1:])
+    out = np.empty(int(sizes.sum()), dtype=np.uint8)
+    kv.fill_chunks(block.offsets, block.data, bounds, w, out, starts)
+    return out, starts[:, None], sizes[:, None].astype(np.int64)
+
+
+_ERRORS = {kv.OFFSETS_PAST_BUFFER: "offset table does not fit in the value buffer",
+           kv.BAD_OFFSET: "offsets decrease or point past the value buffer"}
+
+
+def decode_chunks(offset_bits: int, data: np.ndarray, starts: np.ndarray, sizes: np.ndarray,
+                  counts: np.ndarray, where: str) -> Variable:
+    if offset_bits not in (32, 64):
+        raise CorruptFileError(f"{where}: variable offsets of {offset_bits} bits")
+    w = offset_bits // 8
+    starts = starts.astype(np.int64)
+    sizes = sizes.astype(np.int64)
+    counts = counts.astype(np.int64)
+    err = np.zeros(2, dtype=np.int64)
+    total = kv.decode_size(data, starts, sizes, counts, w, err)
+    if total < 0:
+        raise CorruptFileError(f"{where}, chunk {err[0]}, offset {err[1]}: {_ERRORS[total]}")
+    n = int(counts.sum())
+    offsets = np.empty(n + 1, dtype=np.int64)
+    out = np.empty(int(total), dtype=np.uint8)
+    kv.decode_fill(data, starts, counts, w, offsets, out)
+    return Variable(offsets, out, n, offset_bits)

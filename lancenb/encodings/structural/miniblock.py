@@ -1,0 +1,213 @@
+"""Mini-block pages: values (and rep/def levels) cut into small, independently
+decodable chunks.
+
+Page buffers: ``[0]`` chunk metadata words, ``[1]`` the chunks (framing in
+``lancenb.kernels.miniblock``). Description: ``MiniBlockLayout`` with the value
+compression, the def-level compression (``Flat(16)``: raw u16 levels) when the page
+has nulls, and ``layers`` (``[ALL_VALID_ITEM]`` or ``[NULLABLE_ITEM]`` for flat data).
+
+Decoding can take any run of chunks, so ranges and takes read only the chunks they
+touch: :class:`ChunkTable` maps items to chunks from buffer 0 alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from lancenb.encodings import pb
+from lancenb.encodings.blocks import FixedWidth, Variable
+from lancenb.encodings.physical import flat, variable
+from lancenb.errors import CorruptFileError, NotSupportedError
+from lancenb.kernels import miniblock as km
+from lancenb.kernels import slices
+
+__all__ = ["encode", "MiniBlockDecoder", "ChunkTable"]
+
+MAX_CHUNK_BYTES = 32 * 1024  # a u16 metadata word can describe at most 4096 words of 8 bytes
+MAX_LARGE_CHUNK_BYTES = (1 << 28) * 8
+
+L = pb.e21.RepDefLayer
+
+
+def encode(block, validity: np.ndarray | None, *, large_chunks: bool = False):
+    """Encode one page: ``(buffers, PageLayout)``."""
+    codec = variable if isinstance(block, Variable) else flat
+    bounds = codec.plan(block)
+    vsrc, vstarts, vsizes = codec.encode_chunks(block, bounds)
+    counts = np.diff(bounds)
+    nc = len(counts)
+    if validity is not None:
+        defs = (~validity).astype(np.uint16)
+        lsrc = defs.view(np.uint8)
+        starts = np.concatenate([bounds[:-1, None] * 2, vstarts], axis=1)
+        sizes = np.concatenate([counts[:, None] * 2, vsizes], axis=1)
+        n_level = 1
+        num_levels = counts
+        layers = [L.REPDEF_NULLABLE_ITEM]
+    else:
+        lsrc = np.zeros(0, np.uint8)
+        starts, sizes, n_level = vstarts, vsizes, 0
+        num_levels = np.zeros(nc, dtype=np.int64)
+        layers = [L.REPDEF_ALL_VALID_ITEM]
+    size_width = 4 if large_chunks else 2
+    cbytes = km.chunk_bytes(sizes, n_level, size_width)
+    limit = MAX_LARGE_CHUNK_BYTES if large_chunks else MAX_CHUNK_BYTES
+    if nc and int(cbytes.max()) > limit:
+        raise NotSupportedError(f"a mini-block chunk would need {int(cbytes.max())} bytes "
+                                f"(limit {limit}); values this large need a full-zip page")
+    out_starts = np.zeros(nc, dtype=np.int64)
+    np.cumsum(cbytes[:-1], out=out_starts[1:])
+    data = np.empty(int(cbytes.sum()), dtype=np.uint8)
+    km.pack_chunks(lsrc, vsrc, starts.astype(np.int64), sizes.astype(np.int64),
+                   num_levels.astype(np.int64), n_level, size_width, data, out_starts)
+    log2 = np.zeros(nc, dtype=np.int64)
+    if nc > 1:
+        log2[:-1] = np.log2(counts[:-1]).astype(np.int64)
+    words = ((cbytes // 8 - 1) << 4) | log2
+    meta = words.astype(np.uint32 if large_chunks else np.uint16)
+    layout = pb.e21.MiniBlockLayout(
+        value_compression=(variable if isinstance(block, Variable) else flat).description(block),
+        layers=layers, num_buffers=1, num_items=block.num_values)
+    if validity is not None:
+        layout.def_compression.CopyFrom(pb.flat(16))
+    if large_chunks:
+        layout.has_large_chunk = True
+    return [meta.view(np.uint8), data], pb.e21.PageLayout(mini_block_layout=layout)
+
+
+@dataclass
+class ChunkTable:
+    """Where each chunk lives and which items it holds (from buffer 0 only)."""
+
+    words: np.ndarray        # the metadata words, widened to int64
+    offsets: np.ndarray      # byte offset of each chunk in buffer 1
+    nbytes: np.ndarray       # bytes of each chunk
+    item_starts: np.ndarray  # first item of each chunk, plus the total at the end
+
+    @classmethod
+    def from_words(cls, raw: np.ndarray, num_items: int, data_size: int, where: str):
+        words = raw.astype(np.int64)
+        nbytes = ((words >> 4) + 1) * 8
+        log2 = words & 0xF
+        counts = np.left_shift(1, log2)
+        if len(words):
+            counts[-1] = num_items - int(counts[:-1].sum()) if log2[-1] == 0 else counts[-1]
+        bad = np.flatnonzero(log2[:-1] == 0)
+        if bad.size or (len(words) and counts[-1] <= 0) or int(counts.sum()) != num_items:
+            raise CorruptFileError(f"{where}: chunk metadata describes "
+                                   f"{int(counts.sum())} items, the page has {num_items}")
+        offsets = np.zeros(len(words), dtype=np.int64)
+        np.cumsum(nbytes[:-1], out=offsets[1:])
+        if len(words) and int(offsets[-1] + nbytes[-1]) > data_size:
+            raise CorruptFileError(f"{where}: chunks need {int(offsets[-1] + nbytes[-1])} "
+                                   f"bytes, the chunk buffer has {data_size}")
+        item_starts = np.zeros(len(words) + 1, dtype=np.int64)
+        np.cumsum(counts, out=item_starts[1:])
+        return cls(words, offsets, nbytes, item_starts)
+
+
+class MiniBlockDecoder:
+    """Decodes a mini-block page of flat (non-repeated) data."""
+
+    def __init__(self, layout, num_rows: int, buffer_sizes, where: str, dtype_bits):
+        self.where = where
+        self.layout = layout
+        if layout.HasField("rep_compression") or layout.repetition_index_depth:
+            raise NotSupportedError(f"{where}: pages with repetition levels (lists) are not "
+                                    f"supported yet")
+        if layout.HasField("dictionary"):
+            raise NotSupportedError(f"{where}: dictionary-encoded pages are not supported yet")
+        layers = list(layout.layers)
+        if layers not in ([L.REPDEF_ALL_VALID_ITEM], [L.REPDEF_NULLABLE_ITEM]):
+            names = [L.Name(x) if x in L.values() else str(x) for x in layers]
+            raise NotSupportedError(f"{where}: rep/def layers {names} are not supported yet")
+        self.has_def = layout.HasField("def_compression")
+        if self.has_def:
+            d = layout.def_compression
+            if d.WhichOneof("compression") != "flat" or d.flat.bits_per_value != 16 \
+                    or d.flat.HasField("data"):
+                raise NotSupportedError(
+                    f"{where}: definition levels use encoding {pb.describe(d)}, which lancenb "
+                    f"does not decode yet (it decodes flat(16))")
+        vc = layout.value_compression
+        kind = vc.WhichOneof("compression")
+        if kind == "flat" and not vc.flat.HasField("data"):
+            self.codec, self.bits = flat, int(vc.flat.bits_per_value)
+            if dtype_bits is not None and self.bits != dtype_bits:
+                raise CorruptFileError(f"{where}: flat values of {self.bits} bits for a column "
+                                       f"of {dtype_bits}-bit values")
+        elif (kind == "variable" and vc.variable.offsets.WhichOneof("compression") == "flat"
+              and not vc.variable.HasField("values")):
+            self.codec, self.bits = variable, int(vc.variable.offsets.flat.bits_per_value)
+        else:
+            raise NotSupportedError(f"{where}: value encoding {pb.describe(vc)} is not "
+                                    f"supported yet (lancenb decodes flat and variable)")
+        if layout.num_buffers != 1:
+            raise CorruptFileError(f"{where}: {layout.num_buffers} value buffers per chunk "
+                                   f"for a {kind} page (expected 1)")
+        if layout.num_items != num_rows:
+            raise CorruptFileError(f"{where}: layout has {layout.num_items} items for "
+                                   f"{num_rows} rows")
+        if len(buffer_sizes) != 2:
+            raise CorruptFileError(f"{where}: mini-block page has {len(buffer_sizes)} buffers, "
+                                   f"expected 2")
+        self.size_width = 4 if layout.has_large_chunk else 2
+        self.num_items = num_rows
+        self.buffer_sizes = buffer_sizes
+
+    def chunk_table(self, meta: memoryview) -> ChunkTable:
+        wdt = np.uint32 if self.size_width == 4 else np.uint16
+        if len(meta) % np.dtype(wdt).itemsize:
+            raise CorruptFileError(f"{self.where}: chunk metadata of {len(meta)} bytes is not a "
+                                   f"whole number of words")
+        raw = np.frombuffer(meta, dtype=wdt)
+        return ChunkTable.from_words(raw, self.num_items, self.buffer_sizes[1], self.where)
+
+    def decode(self, table: ChunkTable, first: int, last: int, data: np.ndarray):
+        """Decode chunks ``first..last-1`` whose bytes are ``data`` (back to back).
+
+        Returns ``(block, validity)`` for the items of those chunks.
+        """
+        words = table.words[first:last]
+        n_items = int(table.item_starts[last] - table.item_starts[first])
+        nl = 1 if self.has_def else 0
+        nc = last - first
+        offs = np.empty(nc, np.int64)
+        items = np.empty(nc, np.int64)
+        levels = np.empty(nc, np.int64)
+        starts = np.empty((nc, nl + 1), np.int64)
+        sizes = np.empty((nc, nl + 1), np.int64)
+        err = np.zeros(2, np.int64)
+        status = km.parse_chunks(words, data, n_items, nl, 1, self.size_width, offs, items,
+                                 levels, starts, sizes, err)
+        if status != 0:
+            what = {km.CHUNKS_PAST_END: "chunk runs past the end of the chunk buffer",
+                    km.BAD_ITEM_COUNT: "chunk item counts do not match the page",
+                    km.HEADER_PAST_CHUNK: "chunk header is larger than the chunk",
+                    km.BUFFER_PAST_CHUNK: "buffer size points past the end of the chunk",
+                    }[status]
+            raise CorruptFileError(f"{self.where}, chunk {first + int(err[0])}, byte "
+                                   f"{int(err[1])} of the chunk data: {what}")
+        validity = None
+        if self.has_def:
+            if not np.array_equal(levels, items) or not np.array_equal(sizes[:, 0], items * 2):
+                raise CorruptFileError(f"{self.where}: definition level counts do not match "
+                                       f"the chunks' values")
+            defs = np.empty(n_items * 2, np.uint8)
+            slices.concat_slices(data, starts[:, 0].copy(), sizes[:, 0].copy(), defs)
+            defs = defs.view(np.uint16)
+            if defs.size and int(defs.max()) > 1:
+                raise CorruptFileError(f"{self.where}: definition level {int(defs.max())} in a "
+                                       f"page whose only layer is a nullable item")
+            validity = defs == 0
+        block = self.codec.decode_chunks(self.bits, data, starts[:, nl].copy(),
+                                         sizes[:, nl].copy(), items, self.where)
+        return block, validity
+
+
+def empty_block(dtype_bits: int | None, offset_bits: int = 32):
+    if dtype_bits is None:
+        return Variable(np.zeros(1, np.int64), np.zeros(0, np.uint8), 0, offset_bits)
+    return FixedWidth(dtype_bits, np.zeros(0, np.uint8), 0)

@@ -1,0 +1,62 @@
+"""lancenb's exceptions.
+
+Every error lancenb raises on purpose derives from :class:`LanceError`. Each subclass
+also inherits the builtin a caller would naturally catch (``ValueError``, ``OSError``,
+...), so ``except ValueError`` keeps working for code written against other libraries.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "LanceError",
+    "CorruptFileError",
+    "NotSupportedError",
+    "InvalidInputError",
+    "SchemaError",
+    "LanceIOError",
+    "LanceFileNotFoundError",
+]
+
+
+class LanceError(Exception):
+    """Root of every error raised by lancenb."""
+
+
+class CorruptFileError(LanceError, ValueError):
+    """Bytes read from storage do not form a valid Lance file (or manifest).
+
+    The message names the file and, where known, the column, page and byte offset.
+    """
+
+
+class NotSupportedError(LanceError, NotImplementedError):
+    """The input is valid Lance but uses a feature lancenb does not implement (yet)."""
+
+
+class InvalidInputError(LanceError, ValueError):
+    """An argument or option passed by the caller is invalid."""
+
+
+class SchemaError(InvalidInputError):
+    """A schema (or data that does not match it) cannot be written."""
+
+
+class LanceIOError(LanceError, OSError):
+    """Reading or writing bytes through the storage layer failed."""
+
+
+class LanceFileNotFoundError(LanceIOError, FileNotFoundError):
+    """A file or dataset that should exist does not."""
+
+
+def corrupt(path: str, what: str, *, column: int | None = None, page: int | None = None,
+            offset: int | None = None) -> CorruptFileError:
+    """Build a :class:`CorruptFileError` whose message says where the damage is."""
+    where = [f"file {path!r}"]
+    if column is not None:
+        where.append(f"column {column}")
+    if page is not None:
+        where.append(f"page {page}")
+    if offset is not None:
+        where.append(f"offset {offset}")
+    return CorruptFileError(f"{', '.join(where)}: {what}")

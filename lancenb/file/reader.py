@@ -1,0 +1,256 @@
+"""``LanceFileReader``: read a Lance 2.1/2.2 file, whole, by range or by row."""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pyarrow as pa
+
+from lancenb import io as lio
+from lancenb._proto import file2_pb2, file_pb2
+from lancenb.encodings import pb
+from lancenb.encodings.page import PageDecoder, PageInfo
+from lancenb.errors import CorruptFileError, InvalidInputError, NotSupportedError
+from lancenb.file.format import FOOTER_SIZE, Footer, parse_offset_table
+from lancenb.file.schema import fields_to_schema
+from lancenb.file.version import FileVersion, version_from_footer
+
+__all__ = ["LanceFileReader", "ReaderResults", "LanceFileMetadata"]
+
+# The first read takes this much of the file's tail: enough for the footer and, for
+# most files, every piece of metadata, so that opening costs one request.
+TAIL_READ_BYTES = 64 * 1024
+
+
+class ReaderResults:
+    """The rows a read produced, as a Table or a stream of batches."""
+
+    def __init__(self, table: pa.Table, batch_size: int):
+        self._table = table
+        self._batch_size = batch_size
+
+    def to_table(self) -> pa.Table:
+        return self._table
+
+    def to_batches(self) -> pa.RecordBatchReader:
+        return pa.RecordBatchReader.from_batches(
+            self._table.schema, self._table.to_batches(max_chunksize=self._batch_size))
+
+
+class LanceFileMetadata:
+    """What the file's metadata says (schema, rows, version, columns)."""
+
+    def __init__(self, schema, num_rows, version, columns, global_buffers):
+        self.schema = schema
+        self.num_rows = num_rows
+        self.major_version, self.minor_version = version.footer
+        self.version = version
+        self.columns = columns
+        self.global_buffers = global_buffers
+
+    def __repr__(self) -> str:
+        return (f"LanceFileMetadata(version={self.version.label}, num_rows={self.num_rows}, "
+                f"columns={len(self.columns)})")
+
+
+class LanceFileReader:
+    """Read a Lance file (same surface as pylance's ``lance.file.LanceFileReader``).
+
+    Opening reads the footer and every piece of metadata in one request (two when
+    the metadata is larger than 64 KiB). Only the projected ``columns`` are decoded.
+    """
+
+    def __init__(self, path, storage_options: dict | None = None,
+                 columns: list[str] | None = None):
+        self.path = os.fspath(path)
+        self._io = lio.open_reader(self.path, storage_options)
+        size = self._io.size()
+        if size < FOOTER_SIZE:
+            raise CorruptFileError(f"file {self.path!r}: {size} bytes is too small to be a Lance "
+                                   f"file (the footer alone is {FOOTER_SIZE})")
+        tail_start = max(0, size - TAIL_READ_BYTES)
+        tail = self._io.read(tail_start, size - tail_start)
+        footer = Footer.parse(tail, size, self.path)
+        self.version = version_from_footer(footer.major, footer.minor, self.path)
+        if self.version not in (FileVersion.V2_1, FileVersion.V2_2):
+            raise NotSupportedError(f"file {self.path!r} is a Lance {self.version.label} file "
+                                    f"(footer version {footer.major}.{footer.minor}); lancenb "
+                                    f"reads 2.1 and 2.2 files")
+        meta_end = size - FOOTER_SIZE
+        gbo = parse_offset_table(
+            self._slice(tail, tail_start, footer.gbo_position, 16 * footer.num_global_buffers),
+            footer.num_global_buffers, footer.cmo_position, "global buffer", self.path)
+        cmo = parse_offset_table(
+            self._slice(tail, tail_start, footer.cmo_position, 16 * footer.num_columns),
+            footer.num_columns, footer.cmo_position, "column metadata", self.path)
+        self._gbo = gbo
+        # everything from the schema buffer to the end; a second read if the tail missed it
+        need_from = min(int(gbo[0, 0]), footer.column_meta_start)
+        if need_from < tail_start:
+            head = self._io.read(need_from, tail_start - need_from)
+            tail = head + tail
+            tail_start = need_from
+        self._meta = memoryview(tail)
+        self._meta_start = tail_start
+        desc = pb.parse(file_pb2.FileDescriptor,
+                        self._slice(tail, tail_start, int(gbo[0, 0]), int(gbo[0, 1])),
+                        f"file {self.path!r}: schema (global buffer 0)")
+        self._num_rows = int(desc.length)
+        self.schema_full, self._fields = fields_to_schema(desc.schema.fields,
+                                                          desc.schema.metadata)
+        self._cmo = cmo
+        self._columns_of = self._leaf_columns(footer.num_columns)
+        if columns is None:
+            self._projection = list(range(len(self._fields)))
+        else:
+            names = [f.name for f in self._fields]
+            missing = [c for c in columns if c not in names]
+            if missing:
+                raise InvalidInputError(f"{self.path!r}: no column(s) {missing}; the file has "
+                                        f"{names}")
+            self._projection = [names.index(c) for c in columns]
+        self.schema = pa.schema([self.schema_full.field(i) for i in self._projection],
+                                metadata=self.schema_full.metadata)
+        self._decoders: dict[int, list[PageDecoder]] = {}
+
+    # -- metadata ------------------------------------------------------------
+    def _slice(self, buf: bytes, buf_start: int, pos: int, size: int) -> bytes:
+        if pos < buf_start or pos + size > buf_start + len(buf):
+            raise CorruptFileError(f"file {self.path!r}: metadata at {pos} (+{size}) is outside "
+                                   f"the metadata region")
+        return buf[pos - buf_start: pos - buf_start + size]
+
+    def _leaf_columns(self, num_columns: int) -> list[int]:
+        """Top-level field index -> its (single, for flat types) column index."""
+        out = []
+        col = 0
+        for f in self._fields:
+            out.append(col)
+            # 2.1/2.2: leaves own columns (structs and lists recurse into children)
+            col += max(1, sum(1 for x in f.walk() if not x.children) if f.children else 1)
+        if col != num_columns:
+            raise CorruptFileError(f"file {self.path!r}: the schema needs {col} columns, the "
+                                   f"footer says {num_columns}")
+        return out
+
+    def _column_pages(self, field_idx: int) -> list[PageDecoder]:
+        if field_idx in self._decoders:
+            return self._decoders[field_idx]
+        f = self._fields[field_idx]
+        if f.children:
+            raise NotSupportedError(f"file {self.path!r}: column {f.name!r} is {f.arrow.type}; "
+                                    f"reading nested columns is not supported yet")
+        ci = self._columns_of[field_idx]
+        pos, size = int(self._cmo[ci, 0]), int(self._cmo[ci, 1])
+        where = f"file {self.path!r}, column {ci} ({f.name!r})"
+        cm = pb.parse(file2_pb2.ColumnMetadata, self._slice(self._meta, self._meta_start, pos,
+                                                            size), where)
+        decoders = []
+        row = 0
+        for p_i, page in enumerate(cm.pages):
+            pwhere = f"{where}, page {p_i}"
+            if len(page.buffer_offsets) != len(page.buffer_sizes):
+                raise CorruptFileError(f"{pwhere}: {len(page.buffer_offsets)} buffer offsets "
+                                       f"but {len(page.buffer_sizes)} sizes")
+            for o, s in zip(page.buffer_offsets, page.buffer_sizes):
+                if o + s > self._io.size():
+                    raise CorruptFileError(f"{pwhere}: buffer at offset {o} with size {s} runs "
+                                           f"past the end of the file ({self._io.size()} bytes)")
+            if page.encoding.WhichOneof("location") != "direct":
+                raise NotSupportedError(f"{pwhere}: only direct page encodings are supported")
+            info = PageInfo(list(page.buffer_offsets), list(page.buffer_sizes), int(page.length),
+                            row)
+            decoders.append(PageDecoder(page.encoding.direct.encoding, info, f.arrow.type, pwhere))
+            row += int(page.length)
+        if row != self._num_rows:
+            raise CorruptFileError(f"{where}: pages hold {row} rows, the file has "
+                                   f"{self._num_rows}")
+        self._decoders[field_idx] = decoders
+        return decoders
+
+    def metadata(self) -> LanceFileMetadata:
+        cols = [self._column_pages(i) for i in range(len(self._fields))
+                if not self._fields[i].children]
+        return LanceFileMetadata(self.schema_full, self._num_rows, self.version, cols,
+                                 [tuple(map(int, r)) for r in self._gbo])
+
+    def num_rows(self) -> int:
+        return self._num_rows
+
+    def read_global_buffer(self, index: int) -> bytes:
+        if not 0 <= index < len(self._gbo):
+            raise InvalidInputError(f"{self.path!r}: no global buffer {index} (the file has "
+                                    f"{len(self._gbo)})")
+        pos, size = map(int, self._gbo[index])
+        return self._io.read(pos, size)
+
+    # -- data ----------------------------------------------------------------
+    def _read_column_all(self, field_idx: int) -> pa.ChunkedArray:
+        decs = self._column_pages(field_idx)
+        f = self._fields[field_idx]
+        if not decs:
+            return pa.chunked_array([], type=f.arrow.type)
+        ranges = [r for d in decs for r in d.buffer_ranges()]
+        views = self._io.read_ranges(ranges)
+        arrays, k = [], 0
+        for d in decs:
+            nb = len(d.page.sizes)
+            arrays.append(d.decode_all(views[k:k + nb]))
+            k += nb
+        return pa.chunked_array(arrays, type=f.arrow.type)
+
+    def _read_column_rows(self, field_idx: int, rows: np.ndarray) -> pa.ChunkedArray:
+        """``rows`` sorted ascending (duplicates allowed)."""
+        decs = self._column_pages(field_idx)
+        f = self._fields[field_idx]
+        firsts = np.array([d.page.first_row for d in decs] + [self._num_rows], dtype=np.int64)
+        page_of = np.searchsorted(firsts, rows, side="right") - 1
+        parts = []
+        for p in np.unique(page_of):
+            sel = rows[page_of == p] - firsts[p]
+            parts.append(decs[int(p)].read_rows(self._io, sel))
+        return pa.chunked_array(parts, type=f.arrow.type)
+
+    def _table(self, fn) -> pa.Table:
+        cols = self._projection
+        if len(cols) > 1:
+            with ThreadPoolExecutor(max_workers=min(len(cols), os.cpu_count() or 1)) as ex:
+                arrays = list(ex.map(fn, cols))
+        else:
+            arrays = [fn(c) for c in cols]
+        return pa.Table.from_arrays(arrays, schema=self.schema)
+
+    def read_all(self, *, batch_size: int = 1024, batch_readahead: int = 16) -> ReaderResults:
+        return ReaderResults(self._table(self._read_column_all), batch_size)
+
+    def read_range(self, start: int, num_rows: int, *, batch_size: int = 1024,
+                   batch_readahead: int = 16) -> ReaderResults:
+        start, num_rows = int(start), int(num_rows)
+        if start < 0 or num_rows < 0 or start + num_rows > self._num_rows:
+            raise InvalidInputError(f"{self.path!r}: range [{start}, {start + num_rows}) is "
+                                    f"outside the file's {self._num_rows} rows")
+        rows = np.arange(start, start + num_rows, dtype=np.int64)
+        return ReaderResults(self._table(lambda c: self._read_column_rows(c, rows)), batch_size)
+
+    def take_rows(self, indices, *, batch_size: int = 1024,
+                  batch_readahead: int = 16) -> ReaderResults:
+        """Rows at ``indices``, in the order given (duplicates allowed)."""
+        idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+        if idx.size and (idx.min() < 0 or idx.max() >= self._num_rows):
+            bad = int(idx[(idx < 0) | (idx >= self._num_rows)][0])
+            raise InvalidInputError(f"{self.path!r}: row {bad} is out of range (the file has "
+                                    f"{self._num_rows} rows)")
+        order = None
+        if idx.size > 1 and np.any(np.diff(idx) < 0):
+            order = np.argsort(idx, kind="stable")
+            rows = idx[order]
+        else:
+            rows = idx
+        table = self._table(lambda c: self._read_column_rows(c, rows))
+        if order is not None:
+            inverse = np.empty_like(order)
+            inverse[order] = np.arange(len(order))
+            table = table.take(pa.array(inverse))
+        return ReaderResults(table, batch_size)

@@ -1,0 +1,172 @@
+"""Arrow schema <-> Lance fields (``lance.file.Field``).
+
+Lance stores a schema as a flat list of fields in pre-order (a parent, then its
+children, depth first), ids counting from 0, ``parent_id`` -1 at the top level. Each
+field carries a *logical type* string, e.g. ``int32``, ``float`` (float32),
+``double``, ``timestamp:us:UTC``, ``decimal:128:38:10``, ``fixed_size_list:float:8``,
+``dict:string:int32:false``. A list's child is named ``item``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from lancenb._proto import file_pb2
+from lancenb.errors import CorruptFileError, SchemaError
+
+__all__ = ["LanceField", "schema_to_fields", "fields_to_schema", "logical_type",
+           "parse_logical_type"]
+
+_SIMPLE = {
+    pa.null(): "null", pa.bool_(): "bool",
+    pa.int8(): "int8", pa.uint8(): "uint8", pa.int16(): "int16", pa.uint16(): "uint16",
+    pa.int32(): "int32", pa.uint32(): "uint32", pa.int64(): "int64", pa.uint64(): "uint64",
+    pa.float16(): "halffloat", pa.float32(): "float", pa.float64(): "double",
+    pa.string(): "string", pa.binary(): "binary", pa.large_string(): "large_string",
+    pa.large_binary(): "large_binary", pa.date32(): "date32:day", pa.date64(): "date64:ms",
+}
+_SIMPLE_BACK = {v: k for k, v in _SIMPLE.items()}
+_UNITS = ("s", "ms", "us", "ns")
+
+
+def logical_type(dt: pa.DataType) -> str:
+    """The Lance logical type string of an Arrow type."""
+    if dt in _SIMPLE:
+        return _SIMPLE[dt]
+    if pa.types.is_time32(dt) or pa.types.is_time64(dt):
+        return f"time{dt.bit_width}:{dt.unit}"
+    if pa.types.is_timestamp(dt):
+        return f"timestamp:{dt.unit}:{dt.tz if dt.tz is not None else '-'}"
+    if pa.types.is_duration(dt):
+        return f"duration:{dt.unit}"
+    if pa.types.is_decimal128(dt):
+        return f"decimal:128:{dt.precision}:{dt.scale}"
+    if pa.types.is_decimal256(dt):
+        return f"decimal:256:{dt.precision}:{dt.scale}"
+    if pa.types.is_fixed_size_binary(dt):
+        return f"fixed_size_binary:{dt.byte_width}"
+    if pa.types.is_struct(dt):
+        return "struct"
+    if pa.types.is_list(dt) or pa.types.is_large_list(dt):
+        base = "list" if pa.types.is_list(dt) else "large_list"
+        return base + (".struct" if pa.types.is_struct(dt.value_type) else "")
+    if pa.types.is_fixed_size_list(dt):
+        return f"fixed_size_list:{logical_type(dt.value_type)}:{dt.list_size}"
+    if pa.types.is_dictionary(dt):
+        return f"dict:{logical_type(dt.value_type)}:{logical_type(dt.index_type)}:false"
+    raise SchemaError(f"lancenb cannot store Arrow type {dt}")
+
+
+def parse_logical_type(lt: str, children: list[pa.Field] | None = None) -> pa.DataType:
+    """The Arrow type of a logical type string (``children`` for struct/list)."""
+    if lt in _SIMPLE_BACK:
+        return _SIMPLE_BACK[lt]
+    parts = lt.split(":")
+    head = parts[0]
+    try:
+        if head in ("time32", "time64") and len(parts) == 2 and parts[1] in _UNITS:
+            return (pa.time32 if head == "time32" else pa.time64)(parts[1])
+        if head == "timestamp" and len(parts) >= 3 and parts[1] in _UNITS:
+            tz = ":".join(parts[2:])
+            return pa.timestamp(parts[1], None if tz == "-" else tz)
+        if head == "duration" and len(parts) == 2 and parts[1] in _UNITS:
+            return pa.duration(parts[1])
+        if head == "decimal" and len(parts) == 4:
+            ctor = {"128": pa.decimal128, "256": pa.decimal256}[parts[1]]
+            return ctor(int(parts[2]), int(parts[3]))
+        if head == "fixed_size_binary" and len(parts) == 2:
+            return pa.binary(int(parts[1]))
+        if head == "dict" and len(parts) == 4:
+            return pa.dictionary(parse_logical_type(parts[2]), parse_logical_type(parts[1]))
+        if head == "fixed_size_list" and len(parts) >= 3:
+            inner = ":".join(parts[1:-1])
+            if inner == "lance.bfloat16":
+                raise SchemaError("bfloat16 vectors are not supported yet")
+            if children:
+                return pa.list_(children[0], int(parts[-1]))
+            return pa.list_(parse_logical_type(inner), int(parts[-1]))
+        if lt == "struct":
+            return pa.struct(children or [])
+        if lt in ("list", "list.struct", "large_list", "large_list.struct"):
+            if not children or len(children) != 1:
+                raise CorruptFileError(f"list field has {len(children or [])} children, not 1")
+            return (pa.list_ if lt.startswith("list") else pa.large_list)(children[0])
+    except (KeyError, ValueError, pa.ArrowInvalid) as e:
+        if isinstance(e, SchemaError):
+            raise
+        raise CorruptFileError(f"bad logical type {lt!r}: {e}") from e
+    raise CorruptFileError(f"unknown logical type {lt!r}")
+
+
+def _encoding_of(dt: pa.DataType) -> int:
+    if pa.types.is_struct(dt):
+        return file_pb2.NONE
+    if pa.types.is_dictionary(dt):
+        return file_pb2.DICTIONARY
+    if (pa.types.is_string(dt) or pa.types.is_binary(dt) or pa.types.is_large_string(dt)
+            or pa.types.is_large_binary(dt)):
+        return file_pb2.VAR_BINARY
+    return file_pb2.PLAIN
+
+
+@dataclass
+class LanceField:
+    """One field of a Lance schema, with its children (a tree view of the flat list)."""
+
+    id: int
+    name: str
+    arrow: pa.Field
+    children: list["LanceField"] = field(default_factory=list)
+
+    def walk(self):
+        yield self
+        for c in self.children:
+            yield from c.walk()
+
+
+def _flatten(f: pa.Field, parent: int, out: list) -> LanceField:
+    dt = f.type
+    lf = LanceField(len(out), f.name, f)
+    msg = file_pb2.Field(name=f.name, id=lf.id, parent_id=parent, logical_type=logical_type(dt),
+                         nullable=f.nullable, encoding=_encoding_of(dt))
+    for k, v in (f.metadata or {}).items():
+        msg.metadata[k.decode("utf-8", "replace") if isinstance(k, bytes) else k] = (
+            v if isinstance(v, bytes) else str(v).encode())
+    out.append(msg)
+    if pa.types.is_struct(dt):
+        lf.children = [_flatten(dt.field(i), lf.id, out) for i in range(dt.num_fields)]
+    elif pa.types.is_list(dt) or pa.types.is_large_list(dt):
+        lf.children = [_flatten(dt.value_field.with_name("item"), lf.id, out)]
+    return lf
+
+
+def schema_to_fields(schema: pa.Schema) -> tuple[list, list[LanceField]]:
+    """Flatten an Arrow schema: ``(Field protos in pre-order, top-level LanceFields)``."""
+    out: list = []
+    tops = [_flatten(f, -1, out) for f in schema]
+    return out, tops
+
+
+def fields_to_schema(fields, metadata=None) -> tuple[pa.Schema, list[LanceField]]:
+    """Rebuild the Arrow schema from flat Field protos (as read from a file)."""
+    by_parent: dict[int, list] = {}
+    ids = set()
+    for f in fields:
+        if f.id in ids:
+            raise CorruptFileError(f"schema has field id {f.id} twice")
+        ids.add(f.id)
+        by_parent.setdefault(f.parent_id, []).append(f)
+
+    def build(f, depth: int) -> LanceField:
+        if depth > 64:
+            raise CorruptFileError("schema nesting is deeper than 64 levels")
+        kids = [build(c, depth + 1) for c in by_parent.get(f.id, [])]
+        dt = parse_logical_type(f.logical_type, [k.arrow for k in kids])
+        md = {k: bytes(v) for k, v in f.metadata.items()} or None
+        return LanceField(f.id, f.name, pa.field(f.name, dt, f.nullable, metadata=md), kids)
+
+    tops = [build(f, 0) for f in by_parent.get(-1, [])]
+    md = {k: bytes(v) for k, v in (metadata or {}).items()} or None
+    return pa.schema([t.arrow for t in tops], metadata=md), tops

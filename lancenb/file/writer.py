@@ -1,0 +1,216 @@
+"""``LanceFileWriter``: Arrow batches in, one Lance 2.x file out."""
+
+from __future__ import annotations
+
+import os
+
+import pyarrow as pa
+
+from lancenb import io as lio
+from lancenb._proto import file2_pb2, file_pb2
+from lancenb.encodings import pb
+from lancenb.encodings.page import encode_page
+from lancenb.errors import InvalidInputError, LanceError, NotSupportedError, SchemaError
+from lancenb.file.format import FOOTER_SIZE, PAD_BYTE, PAGE_ALIGN, Footer, pack_offset_table
+from lancenb.file.schema import schema_to_fields
+from lancenb.file.version import FileVersion
+
+__all__ = ["LanceFileWriter"]
+
+DEFAULT_COLUMN_BUDGET = 8 * 1024 * 1024  # bytes buffered per column before a page is written
+MAX_ROWS_PER_WRITE = 2**32 - 1
+
+
+class _Column:
+    """Buffers one column's arrays until they make a page."""
+
+    def __init__(self, field: pa.Field):
+        self.field = field
+        self.arrays: list[pa.Array] = []
+        self.nbytes = 0
+        self.pages: list = []
+        self.rows_written = 0
+
+
+class LanceFileWriter:
+    """Write a Lance file (the same surface as pylance's ``lance.file.LanceFileWriter``).
+
+    Parameters
+    ----------
+    path : str
+        Local path or URI (anything fsspec resolves, e.g. ``memory://``).
+    schema : pyarrow.Schema, optional
+        The schema; taken from the first batch when omitted.
+    data_cache_bytes : int, optional
+        Bytes buffered across all columns before pages are written (split evenly;
+        default 8 MiB per column). Smaller values make more, smaller pages.
+    version : str, optional
+        File format version: ``"2.1"`` (default) or ``"2.2"``.
+    storage_options : dict, optional
+        Passed to fsspec.
+    """
+
+    def __init__(self, path, schema: pa.Schema | None = None, *,
+                 data_cache_bytes: int | None = None, version: str | None = None,
+                 storage_options: dict | None = None, max_page_bytes: int | None = None,
+                 **kwargs):
+        if kwargs:
+            raise InvalidInputError(f"unknown LanceFileWriter options: {sorted(kwargs)}")
+        self.version = FileVersion.resolve(version)
+        if self.version not in (FileVersion.V2_1, FileVersion.V2_2):
+            raise NotSupportedError(f"lancenb writes file versions 2.1 and 2.2, not "
+                                    f"{self.version.label}")
+        if data_cache_bytes is not None and data_cache_bytes <= 0:
+            raise InvalidInputError("data_cache_bytes must be positive")
+        self.path = os.fspath(path)
+        self._data_cache_bytes = data_cache_bytes
+        self._max_page_bytes = max_page_bytes
+        self._out = lio.open_writer(self.path, storage_options)
+        self._global_buffers: list[tuple[int, int]] = []
+        self._schema_metadata: dict[str, bytes] = {}
+        self._schema: pa.Schema | None = None
+        self._columns: list[_Column] = []
+        self._rows = 0
+        self.closed = False
+        self.size_bytes: int | None = None
+        if schema is not None:
+            self._set_schema(schema)
+
+    # -- setup ---------------------------------------------------------------
+    def _set_schema(self, schema: pa.Schema) -> None:
+        for f in schema:
+            if pa.types.is_nested(f.type) or pa.types.is_dictionary(f.type):
+                self._fail(NotSupportedError(
+                    f"column {f.name!r}: writing {f.type} is not supported yet"))
+        try:
+            schema_to_fields(schema)  # checks every type is storable
+        except LanceError as e:
+            self._fail(e)
+        self._schema = schema
+        for k, v in (schema.metadata or {}).items():
+            self._schema_metadata.setdefault(k.decode(), v)
+        self._columns = [_Column(f) for f in schema]
+        budget = (self._data_cache_bytes / max(1, len(schema))
+                  if self._data_cache_bytes else DEFAULT_COLUMN_BUDGET)
+        self._budget = max(1, int(budget))
+
+    def _fail(self, exc: Exception):
+        self._out.abort()
+        self.closed = True
+        raise exc
+
+    def _write_buffer(self, data) -> tuple[int, int]:
+        """Write one 64-aligned buffer, 'H'-padded after; return (position, size)."""
+        pos = self._out.tell()
+        n = self._out.write(data)
+        pad = (-n) % PAGE_ALIGN
+        if pad:
+            self._out.write(PAD_BYTE * pad)
+        return pos, n
+
+    # -- public API ----------------------------------------------------------
+    def add_schema_metadata(self, key: str, value: str) -> None:
+        self._check_open()
+        self._schema_metadata[key] = value.encode() if isinstance(value, str) else bytes(value)
+
+    def add_global_buffer(self, data: bytes) -> int:
+        """Write ``data`` as a global buffer now; returns its index (1, 2, ...)."""
+        self._check_open()
+        self._global_buffers.append(self._write_buffer(memoryview(data)))
+        return len(self._global_buffers)
+
+    def write_batch(self, batch: pa.RecordBatch | pa.Table) -> None:
+        self._check_open()
+        if isinstance(batch, pa.Table):
+            for b in batch.to_batches():
+                self.write_batch(b)
+            return
+        if not isinstance(batch, pa.RecordBatch):
+            raise InvalidInputError(f"write_batch takes a RecordBatch or Table, not "
+                                    f"{type(batch).__name__}")
+        if self._schema is None:
+            self._set_schema(batch.schema)
+        elif not batch.schema.equals(self._schema, check_metadata=False):
+            raise SchemaError(f"batch schema does not match the file's schema:\n"
+                              f"{batch.schema}\nvs\n{self._schema}")
+        if batch.num_rows > MAX_ROWS_PER_WRITE:
+            raise InvalidInputError("a single write_batch may hold at most 2^32-1 rows")
+        for col, arr in zip(self._columns, batch.columns):
+            if len(arr):
+                col.arrays.append(arr)
+                col.nbytes += arr.nbytes
+                if col.nbytes >= self._budget:
+                    self._flush(col)
+        self._rows += batch.num_rows
+
+    def _flush(self, col: _Column) -> None:
+        if not col.arrays:
+            return
+        arr = col.arrays[0] if len(col.arrays) == 1 else pa.concat_arrays(col.arrays)
+        col.arrays, col.nbytes = [], 0
+        buffers, layout = encode_page(arr, version_minor=self.version.footer[1])
+        positions = [self._write_buffer(b) for b in buffers]
+        page = file2_pb2.ColumnMetadata.Page(buffer_offsets=[p for p, _ in positions],
+                              buffer_sizes=[s for _, s in positions], length=len(arr),
+                              priority=col.rows_written)
+        page.encoding.direct.encoding = pb.pack_any(layout)
+        col.pages.append(page)
+        col.rows_written += len(arr)
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise InvalidInputError(f"the writer for {self.path!r} is closed")
+
+    def close(self) -> int | None:
+        """Flush, write metadata and footer; returns the number of rows (None if closed)."""
+        if self.closed:
+            return None
+        if self._schema is None:
+            self._fail(SchemaError(f"{self.path!r}: no schema given and no batch written"))
+        try:
+            for col in self._columns:
+                self._flush(col)
+            fields, _ = schema_to_fields(self._schema)
+            schema_pb = file_pb2.Schema(fields=fields)
+            for k, v in self._schema_metadata.items():
+                schema_pb.metadata[k] = v
+            desc = file_pb2.FileDescriptor(schema=schema_pb, length=self._rows)
+            gb0 = desc.SerializeToString()
+            gb0_pos = self._out.tell()
+            self._out.write(gb0)
+            colenc = pb.column_encoding_bytes()
+            cmo = []
+            meta_start = self._out.tell()
+            for col in self._columns:
+                cm = file2_pb2.ColumnMetadata(pages=col.pages)
+                cm.encoding.direct.encoding = colenc
+                data = cm.SerializeToString()
+                cmo.append((self._out.tell(), len(data)))
+                self._out.write(data)
+            cmo_pos = self._out.tell()
+            self._out.write(pack_offset_table(cmo))
+            gbo_pos = self._out.tell()
+            gbs = [(gb0_pos, len(gb0))] + self._global_buffers
+            self._out.write(pack_offset_table(gbs))
+            major, minor = self.version.footer
+            self._out.write(Footer(meta_start, cmo_pos, gbo_pos, len(gbs), len(self._columns),
+                                   major, minor).pack())
+            self.size_bytes = self._out.tell()
+            assert self.size_bytes == gbo_pos + 16 * len(gbs) + FOOTER_SIZE
+            self._out.close()
+        except BaseException:
+            self._out.abort()
+            self.closed = True
+            raise
+        self.closed = True
+        return self._rows
+
+    def __enter__(self) -> "LanceFileWriter":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.close()
+        elif not self.closed:
+            self._out.abort()
+            self.closed = True
