@@ -53,6 +53,7 @@ class PageDecoder:
         layout = pb.parse(pb.e21.PageLayout, value, where)
         kind = layout.WhichOneof("layout")
         self.kind = kind
+        self.layout = layout
         self._table = None
         if kind == "mini_block_layout":
             if pa.types.is_null(dtype):
@@ -69,6 +70,16 @@ class PageDecoder:
             raise CorruptFileError(f"{where}: page layout is empty")
         else:
             raise NotSupportedError(f"{where}: {kind} pages are not supported yet")
+
+    def describe(self) -> str:
+        """The page's layout and value encoding, e.g. ``mini_block:variable(flat(32))``."""
+        if self.kind == "mini_block_layout":
+            lay = self.layout.mini_block_layout
+            out = "mini_block:" + pb.describe(lay.value_compression)
+            if lay.HasField("def_compression"):
+                out += " def=" + pb.describe(lay.def_compression)
+            return out
+        return self.kind.replace("_layout", "")
 
     # -- helpers -------------------------------------------------------------
     def _to_arrow(self, block, validity) -> pa.Array:

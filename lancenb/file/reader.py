@@ -35,8 +35,18 @@ class ReaderResults:
         return self._table
 
     def to_batches(self) -> pa.RecordBatchReader:
-        return pa.RecordBatchReader.from_batches(
-            self._table.schema, self._table.to_batches(max_chunksize=self._batch_size))
+        """Batches of ``batch_size`` rows (the last may be shorter)."""
+        t, bs = self._table, max(1, self._batch_size)
+
+        def gen():
+            for i in range(0, t.num_rows, bs):
+                part = t.slice(i, bs)
+                # a batch spanning two pages needs its chunks joined (a copy of that batch)
+                if any(c.num_chunks > 1 for c in part.columns):
+                    part = part.combine_chunks()
+                yield from part.to_batches()
+
+        return pa.RecordBatchReader.from_batches(t.schema, gen())
 
 
 class LanceFileMetadata:

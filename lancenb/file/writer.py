@@ -122,6 +122,8 @@ class LanceFileWriter:
     def write_batch(self, batch: pa.RecordBatch | pa.Table) -> None:
         self._check_open()
         if isinstance(batch, pa.Table):
+            if self._schema is None:
+                self._set_schema(batch.schema)
             for b in batch.to_batches():
                 self.write_batch(b)
             return
