@@ -101,7 +101,7 @@ def parse_logical_type(lt: str, children: list[pa.Field] | None = None) -> pa.Da
 
 
 def _encoding_of(dt: pa.DataType) -> int:
-    if pa.types.is_struct(dt):
+    if pa.types.is_struct(dt) or pa.types.is_null(dt):
         return file_pb2.NONE
     if pa.types.is_dictionary(dt):
         return file_pb2.DICTIONARY
