@@ -302,7 +302,7 @@ def probe_columns(tables, tmp, rng_seed):
                 expect_equal(lnb.scan(path, [cname]), sub, "read_all(columns=[...])")
                 expect_equal(lnb.take(path, idx), sub.take(idx), "take_rows")
                 keep.append(cname)
-            except Exception as e:  # noqa: BLE001 - anything lancenb raises drops the column
+            except Exception as e:  # anything lancenb raises drops the column
                 reason = short_tb(e)
                 dropped.append((tname, cname, str(table.schema.field(cname).type), reason))
                 banner(f"NOTE: dropping column {tname}.{cname} "
@@ -404,7 +404,7 @@ def cross_read(tname, table, res):
         try:
             got = make_impl(reader).scan(res["paths"][writer])
             status = "ok" if got.equals(table) else "DIFFERENT RESULT"
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             status = f"error: {short_tb(e, 2)}"
         out.append(f"{reader} reads {writer}'s file: {status}")
     return out
@@ -545,7 +545,7 @@ def bench_memory(results, tables, impls, tmp, numba_cache):
             try:
                 out[(tname, name)] = run_child(MEMORY_CHILD, [name, res["paths"][name], warm_path],
                                                env=env)
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 out[(tname, name)] = {"error": str(e).splitlines()[-1]}
             _unlink(warm_path)
     return out
@@ -780,7 +780,8 @@ def write_out(path, report):
         if a != -1 and b != -1 and b > a:
             new = old[:a] + block.rstrip("\n") + old[b + len(MARK_END):]
         else:
-            new = old + ("" if old.endswith("\n") or not old else "\n") + ("\n" if old else "") + block
+            sep = "" if not old else ("\n" if old.endswith("\n") else "\n\n")
+            new = old + sep + block
     else:
         new = block
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
