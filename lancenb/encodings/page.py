@@ -3,8 +3,8 @@
 ``encode_page`` turns an Arrow array into page buffers and a ``PageLayout``.
 ``PageDecoder`` is built from a page's description and buffer locations; it reads
 what it needs through a :class:`lancenb.io.RangeReader` and returns Arrow arrays for
-the whole page (:meth:`read_all`) or for a sorted set of rows (:meth:`read_rows`),
-touching only the chunks those rows live in.
+the whole page (:meth:`decode_all`) or for a sorted set of rows (:meth:`read_rows`),
+touching only the chunks (mini-block) or values (full-zip) those rows live in.
 """
 
 from __future__ import annotations
@@ -15,10 +15,19 @@ import numpy as np
 import pyarrow as pa
 
 from lancenb.encodings import blocks, pb
-from lancenb.encodings.structural import allnull, miniblock
+from lancenb.encodings.structural import allnull, fullzip, miniblock
 from lancenb.errors import CorruptFileError, NotSupportedError
 
-__all__ = ["encode_page", "PageDecoder", "PageInfo"]
+__all__ = ["encode_page", "PageDecoder", "PageInfo", "FULL_ZIP_THRESHOLD"]
+
+# Values this large or larger go to full-zip pages, as in the reference.
+FULL_ZIP_THRESHOLD = 256
+
+
+def _max_value_bytes(block) -> int:
+    if isinstance(block, blocks.Variable):
+        return int(np.diff(block.offsets).max(initial=0))
+    return block.bits // 8
 
 
 def encode_page(arr: pa.Array, *, version_minor: int):
@@ -26,6 +35,8 @@ def encode_page(arr: pa.Array, *, version_minor: int):
     if len(arr) and arr.null_count == len(arr):
         return allnull.encode()
     block, validity = blocks.from_arrow(arr)
+    if _max_value_bytes(block) >= FULL_ZIP_THRESHOLD:
+        return fullzip.encode(block, validity)
     return miniblock.encode(block, validity, large_chunks=version_minor >= 2)
 
 
@@ -54,15 +65,16 @@ class PageDecoder:
         kind = layout.WhichOneof("layout")
         self.kind = kind
         self.layout = layout
-        self._table = None
+        variable = blocks.is_variable(dtype)
+        bits = None if variable else blocks.fixed_bits(dtype)
+        if kind in ("mini_block_layout", "full_zip_layout") and bits is None and not variable:
+            raise NotSupportedError(f"{where}: reading {dtype} columns is not supported yet")
         if kind == "mini_block_layout":
-            if pa.types.is_null(dtype):
-                raise CorruptFileError(f"{where}: mini-block page for a null-typed column")
-            bits = None if blocks.is_variable(dtype) else blocks.fixed_bits(dtype)
-            if bits is None and not blocks.is_variable(dtype):
-                raise NotSupportedError(f"{where}: reading {dtype} columns is not supported yet")
             self.impl = miniblock.MiniBlockDecoder(layout.mini_block_layout, page.num_rows,
                                                    page.sizes, where, bits)
+        elif kind == "full_zip_layout":
+            self.impl = fullzip.FullZipDecoder(layout.full_zip_layout, page.num_rows,
+                                               page.sizes, where, dtype, bits)
         elif kind == "constant_layout":
             self.impl = allnull.ConstantDecoder(layout.constant_layout, page.num_rows,
                                                 page.sizes, dtype, where)
@@ -73,15 +85,14 @@ class PageDecoder:
 
     def describe(self) -> str:
         """The page's layout and value encoding, e.g. ``mini_block:variable(flat(32))``."""
-        if self.kind == "mini_block_layout":
-            lay = self.layout.mini_block_layout
-            out = "mini_block:" + pb.describe(lay.value_compression)
-            if lay.HasField("def_compression"):
-                out += " def=" + pb.describe(lay.def_compression)
-            return out
-        return self.kind.replace("_layout", "")
+        lay = getattr(self.layout, self.kind)
+        name = self.kind.replace("_layout", "")
+        if self.kind in ("mini_block_layout", "full_zip_layout"):
+            name += ":" + pb.describe(lay.value_compression)
+        if self.kind == "mini_block_layout" and lay.HasField("def_compression"):
+            name += " def=" + pb.describe(lay.def_compression)
+        return name
 
-    # -- helpers -------------------------------------------------------------
     def _to_arrow(self, block, validity) -> pa.Array:
         if isinstance(block, blocks.FixedWidth) and blocks.is_variable(self.dtype):
             raise CorruptFileError(f"{self.where}: fixed-width values for a {self.dtype} column")
@@ -91,56 +102,31 @@ class PageDecoder:
         return blocks.to_arrow(self.dtype, block, validity)
 
     def buffer_ranges(self) -> list[tuple[int, int]]:
-        """Every buffer of the page (what a full read needs)."""
-        return list(zip(self.page.offsets, self.page.sizes))
+        """The buffers a full read of the page needs."""
+        if self.kind == "constant_layout":
+            return []
+        return self.impl.buffers_for_all(self.page.offsets, self.page.sizes)
 
-    def chunk_table(self, meta) -> "miniblock.ChunkTable":
-        if self._table is None:
-            self._table = self.impl.chunk_table(meta)
-        return self._table
-
-    # -- reading -------------------------------------------------------------
     def decode_all(self, buffers: list) -> pa.Array:
-        """Decode the whole page from all its buffers (as from :meth:`buffer_ranges`)."""
+        """Decode the whole page from the buffers named by :meth:`buffer_ranges`."""
         if self.kind == "constant_layout":
             return self.impl.array(self.page.num_rows)
-        table = self.chunk_table(buffers[0])
-        data = np.frombuffer(buffers[1], dtype=np.uint8)
-        n = len(table.words)
-        if n == 0:
-            return self._to_arrow(miniblock.empty_block(
-                None if blocks.is_variable(self.dtype) else blocks.fixed_bits(self.dtype),
-                blocks.offset_bits(self.dtype)), None)
-        return self._to_arrow(*self.impl.decode(table, 0, n, data))
+        return self._to_arrow(*self.impl.decode_all(buffers))
 
     def read_rows(self, reader, rows: np.ndarray) -> pa.Array:
-        """Rows (sorted, page-relative int64) of this page, reading only their chunks."""
+        """Rows (sorted, page-relative int64, duplicates allowed) of this page."""
         if self.kind == "constant_layout":
             return self.impl.array(len(rows))
         if len(rows) == 0:
             return pa.array([], type=self.dtype)
-        if self._table is None:
-            (meta,) = reader.read_ranges([(self.page.offsets[0], self.page.sizes[0])])
-            self.chunk_table(meta)
-        t = self._table
-        chunk_of = np.searchsorted(t.item_starts, rows, side="right") - 1
-        needed = np.unique(chunk_of)
-        base = self.page.offsets[1]
-        # consecutive chunks are adjacent on disk: one range per run of chunks
-        breaks = np.flatnonzero(np.diff(needed) != 1) + 1
-        runs = np.split(needed, breaks)
-        ranges = [(base + int(t.offsets[r[0]]),
-                   int(t.offsets[r[-1]] + t.nbytes[r[-1]] - t.offsets[r[0]])) for r in runs]
-        views = reader.read_ranges(ranges)
+        if self.kind == "full_zip_layout":
+            uniq, inverse = np.unique(rows, return_inverse=True)
+            arr = self._to_arrow(*self.impl.read_rows(reader, self.page.offsets, uniq))
+            return arr if len(uniq) == len(rows) else arr.take(pa.array(inverse))
         parts = []
-        for r, view in zip(runs, views):
-            data = np.frombuffer(view, dtype=np.uint8)
-            block, validity = self.impl.decode(t, int(r[0]), int(r[-1]) + 1, data)
+        for block, validity, sel in self.impl.read_rows(reader, self.page.offsets, rows):
             arr = self._to_arrow(block, validity)
-            lo = int(t.item_starts[r[0]])
-            hi = int(t.item_starts[r[-1] + 1])
-            sel = rows[(rows >= lo) & (rows < hi)] - lo
-            if np.all(np.diff(sel) == 1):
+            if len(sel) and sel[-1] - sel[0] + 1 == len(sel) and np.all(np.diff(sel) == 1):
                 parts.append(arr.slice(int(sel[0]), len(sel)))
             else:
                 parts.append(arr.take(pa.array(sel)))

@@ -202,13 +202,12 @@ class LanceFileReader:
         f = self._fields[field_idx]
         if not decs:
             return pa.chunked_array([], type=f.arrow.type)
-        ranges = [r for d in decs for r in d.buffer_ranges()]
-        views = self._io.read_ranges(ranges)
+        per_page = [d.buffer_ranges() for d in decs]
+        views = self._io.read_ranges([r for rs in per_page for r in rs])
         arrays, k = [], 0
-        for d in decs:
-            nb = len(d.page.sizes)
-            arrays.append(d.decode_all(views[k:k + nb]))
-            k += nb
+        for d, rs in zip(decs, per_page):
+            arrays.append(d.decode_all(views[k:k + len(rs)]))
+            k += len(rs)
         return pa.chunked_array(arrays, type=f.arrow.type)
 
     def _read_column_rows(self, field_idx: int, rows: np.ndarray) -> pa.ChunkedArray:

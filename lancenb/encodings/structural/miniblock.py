@@ -154,8 +154,44 @@ class MiniBlockDecoder:
             raise CorruptFileError(f"{where}: mini-block page has {len(buffer_sizes)} buffers, "
                                    f"expected 2")
         self.size_width = 4 if layout.has_large_chunk else 2
+        self._table: ChunkTable | None = None
         self.num_items = num_rows
         self.buffer_sizes = buffer_sizes
+
+    def buffers_for_all(self, offsets, sizes):
+        return list(zip(offsets, sizes))
+
+    def decode_all(self, buffers):
+        """``(block, validity)`` of the whole page from its two buffers."""
+        table = self.chunk_table(buffers[0])
+        n = len(table.words)
+        if n == 0:
+            return empty_block(None if self.codec is variable else self.bits, self.bits), None
+        return self.decode(table, 0, n, np.frombuffer(buffers[1], dtype=np.uint8))
+
+    def read_rows(self, reader, offsets, rows: np.ndarray):
+        """Decode only the chunks holding ``rows`` (sorted, page-relative).
+
+        Returns ``[(block, validity, selection)]``, one entry per run of adjacent
+        chunks, ``selection`` indexing into that run's items.
+        """
+        if self._table is None:
+            (meta,) = reader.read_ranges([(offsets[0], self.buffer_sizes[0])])
+            self._table = self.chunk_table(meta)
+        t = self._table
+        chunk_of = np.searchsorted(t.item_starts, rows, side="right") - 1
+        needed = np.unique(chunk_of)
+        # adjacent chunks are adjacent on disk: one range per run of chunks
+        runs = np.split(needed, np.flatnonzero(np.diff(needed) != 1) + 1)
+        ranges = [(offsets[1] + int(t.offsets[r[0]]),
+                   int(t.offsets[r[-1]] + t.nbytes[r[-1]] - t.offsets[r[0]])) for r in runs]
+        out = []
+        for r, view in zip(runs, reader.read_ranges(ranges)):
+            block, validity = self.decode(t, int(r[0]), int(r[-1]) + 1,
+                                          np.frombuffer(view, dtype=np.uint8))
+            lo, hi = int(t.item_starts[r[0]]), int(t.item_starts[r[-1] + 1])
+            out.append((block, validity, rows[(rows >= lo) & (rows < hi)] - lo))
+        return out
 
     def chunk_table(self, meta: memoryview) -> ChunkTable:
         wdt = np.uint32 if self.size_width == 4 else np.uint16

@@ -1,0 +1,188 @@
+"""Full-zip pages: each value stored whole with its control word (for large values).
+
+Used when values are too large for mini-block chunks (the reference switches at 256
+bytes). Description: ``FullZipLayout`` with ``bits_def`` (0, or 1 when the page has
+nulls), ``bits_per_value`` (fixed width) or ``bits_per_offset`` (variable width, the
+length prefix), ``num_items``/``num_visible_items`` (= rows without repetition),
+``value_compression`` ``Flat(bits)`` or ``Variable(Flat(bits_per_offset))``.
+
+Buffers: ``[0]`` the zipped items; ``[1]`` (variable width only) the repetition
+index: ``rows + 1`` byte offsets where each row starts, each 1, 2, 4 or 8 bytes wide
+(the reader derives the width from the buffer size). Fixed-width items are
+``control word + value`` (null slots keep a value), so row ``r`` starts at
+``r * item_size`` and needs no index. Item layout of variable-width values: see
+``lancenb.kernels.fullzip``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from lancenb.encodings import pb
+from lancenb.encodings.blocks import FixedWidth, Variable
+from lancenb.errors import CorruptFileError, NotSupportedError
+from lancenb.kernels import fullzip as kz
+
+__all__ = ["encode", "FullZipDecoder", "control_width"]
+
+L = pb.e21.RepDefLayer
+
+
+def control_width(bits_rep: int, bits_def: int) -> int:
+    total = bits_rep + bits_def
+    return 0 if total == 0 else 1 if total <= 8 else 2 if total <= 16 else 4
+
+
+def _index_width(max_value: int) -> int:
+    for w in (1, 2, 4):
+        if max_value < (1 << (8 * w)):
+            return w
+    return 8
+
+
+def encode(block, validity: np.ndarray | None):
+    """Encode one page: ``(buffers, PageLayout)``."""
+    n = block.num_values
+    bits_def = 0 if validity is None else 1
+    cw = control_width(0, bits_def)
+    layout = pb.e21.FullZipLayout(bits_def=bits_def, num_items=n, num_visible_items=n,
+                                  layers=[L.REPDEF_ALL_VALID_ITEM if validity is None
+                                          else L.REPDEF_NULLABLE_ITEM])
+    if isinstance(block, FixedWidth):
+        if block.bits % 8:
+            raise NotSupportedError("full-zip pages need whole-byte values")
+        width = block.bits // 8
+        items = np.empty((n, cw + width), dtype=np.uint8)
+        if cw:
+            items[:, 0] = ~validity
+        items[:, cw:] = block.data.reshape(n, width)
+        layout.bits_per_value = block.bits
+        layout.value_compression.CopyFrom(pb.flat(block.bits))
+        return [items.reshape(-1)], pb.e21.PageLayout(full_zip_layout=layout)
+    # the length prefix is as wide as the Arrow type's offsets (pylance insists on it)
+    lw = block.offset_bits // 8
+    defs = np.zeros(0, np.uint16) if validity is None else (~validity).astype(np.uint16)
+    lengths = np.diff(block.offsets)
+    valid_bytes = int(lengths.sum() if validity is None else lengths[validity].sum())
+    nvalid = n if validity is None else int(validity.sum())
+    out = np.empty(n * cw + nvalid * lw + valid_bytes, dtype=np.uint8)
+    starts = np.empty(n + 1, dtype=np.int64)
+    kz.zip_variable(block.offsets, block.data, defs, cw, lw, out, starts)
+    index = starts.astype(f"<u{_index_width(len(out))}")
+    layout.bits_per_offset = lw * 8
+    layout.value_compression.CopyFrom(pb.variable(lw * 8))
+    return [out, index.view(np.uint8)], pb.e21.PageLayout(full_zip_layout=layout)
+
+
+class FullZipDecoder:
+    """Decodes a full-zip page of flat (non-repeated) data."""
+
+    def __init__(self, layout, num_rows: int, buffer_sizes, where: str, dtype: pa.DataType,
+                 fixed_bits: int | None):
+        self.where = where
+        if layout.bits_rep:
+            raise NotSupportedError(f"{where}: full-zip pages with repetition (lists) are not "
+                                    f"supported yet")
+        layers = list(layout.layers)
+        if layers not in ([L.REPDEF_ALL_VALID_ITEM], [L.REPDEF_NULLABLE_ITEM]):
+            raise NotSupportedError(f"{where}: full-zip layers {layers} are not supported yet")
+        if layout.bits_def > 1:
+            raise CorruptFileError(f"{where}: {layout.bits_def} definition bits for one "
+                                   f"nullable layer")
+        if layout.num_items != num_rows or layout.num_visible_items != num_rows:
+            raise CorruptFileError(f"{where}: full-zip layout has {layout.num_items} items "
+                                   f"for {num_rows} rows")
+        self.cw = control_width(0, layout.bits_def)
+        self.def_mask = (1 << layout.bits_def) - 1
+        self.num_rows = num_rows
+        self.sizes = list(buffer_sizes)
+        vc = layout.value_compression
+        kind = vc.WhichOneof("compression")
+        details = layout.WhichOneof("details")
+        if details == "bits_per_value":
+            if fixed_bits is None or kind != "flat" or vc.flat.HasField("data"):
+                raise NotSupportedError(f"{where}: full-zip value encoding {pb.describe(vc)} "
+                                        f"for {dtype} is not supported yet")
+            if layout.bits_per_value != fixed_bits or fixed_bits % 8:
+                raise CorruptFileError(f"{where}: {layout.bits_per_value}-bit values for a "
+                                       f"{dtype} column")
+            self.width = fixed_bits // 8
+            self.item = self.cw + self.width
+            if not self.sizes or self.sizes[0] != num_rows * self.item:
+                raise CorruptFileError(f"{where}: zipped buffer has {self.sizes[:1]} bytes, "
+                                       f"expected {num_rows * self.item}")
+            self.fixed = True
+        elif details == "bits_per_offset":
+            if fixed_bits is not None or kind != "variable" or vc.variable.HasField("values") \
+                    or vc.variable.offsets.WhichOneof("compression") != "flat":
+                raise NotSupportedError(f"{where}: full-zip value encoding {pb.describe(vc)} "
+                                        f"for {dtype} is not supported yet")
+            if layout.bits_per_offset not in (32, 64):
+                raise CorruptFileError(f"{where}: {layout.bits_per_offset}-bit value lengths")
+            self.lw = layout.bits_per_offset // 8
+            if len(self.sizes) != 2:
+                raise CorruptFileError(f"{where}: variable full-zip page has {len(self.sizes)} "
+                                       f"buffers, expected 2")
+            rows1 = num_rows + 1
+            if self.sizes[1] % rows1 or self.sizes[1] // rows1 not in (1, 2, 4, 8):
+                raise CorruptFileError(f"{where}: repetition index of {self.sizes[1]} bytes "
+                                       f"for {num_rows} rows")
+            self.iw = self.sizes[1] // rows1
+            self.fixed = False
+        else:
+            raise CorruptFileError(f"{where}: full-zip layout gives no value width")
+
+    # -- decoding ------------------------------------------------------------
+    def _fixed(self, data: np.ndarray, n: int):
+        items = data.reshape(n, self.item)
+        validity = None
+        if self.cw:
+            d = items[:, 0] & self.def_mask
+            validity = d == 0
+        values = np.ascontiguousarray(items[:, self.cw:]).reshape(-1)
+        return FixedWidth(self.width * 8, values, n), validity
+
+    def _variable(self, data: np.ndarray, n: int):
+        err = np.zeros(2, np.int64)
+        total = kz.unzip_variable_size(data, n, self.cw, self.lw, self.def_mask, err)
+        if total < 0:
+            what = "item runs past the end of the page" if total == kz.TRUNCATED else \
+                "bytes left over after the last item"
+            raise CorruptFileError(f"{self.where}, item {int(err[0])}, byte {int(err[1])}: "
+                                   f"{what}")
+        offsets = np.empty(n + 1, np.int64)
+        out = np.empty(int(total), np.uint8)
+        defs = np.empty(n, np.int64)
+        kz.unzip_variable_fill(data, n, self.cw, self.lw, self.def_mask, offsets, out, defs)
+        validity = (defs == 0) if self.cw else None
+        return Variable(offsets, out, n, self.lw * 8), validity
+
+    def buffers_for_all(self, offsets, sizes):
+        return [(offsets[0], sizes[0])]
+
+    def decode_all(self, buffers):
+        data = np.frombuffer(buffers[0], dtype=np.uint8)
+        if self.fixed:
+            return self._fixed(data, self.num_rows)
+        return self._variable(data, self.num_rows)
+
+    def read_rows(self, reader, offsets, rows: np.ndarray):
+        """``(block, validity)`` for sorted unique page-relative ``rows``."""
+        base = offsets[0]
+        if self.fixed:
+            ranges = [(base + int(r) * self.item, self.item) for r in rows]
+            data = np.concatenate([np.frombuffer(v, np.uint8) for v in reader.read_ranges(ranges)])
+            return self._fixed(data, len(rows))
+        # first read: each row's start and end in the repetition index
+        iw = self.iw
+        idx_views = reader.read_ranges([(offsets[1] + int(r) * iw, 2 * iw) for r in rows])
+        bounds = np.frombuffer(b"".join(idx_views), dtype=f"<u{iw}").reshape(-1, 2)
+        bounds = bounds.astype(np.int64)
+        if np.any(bounds[:, 1] < bounds[:, 0]) or np.any(bounds < 0) or \
+                np.any(bounds[:, 1] > self.sizes[0]):
+            raise CorruptFileError(f"{self.where}: repetition index points outside the page")
+        # second read: the items themselves
+        views = reader.read_ranges([(base + int(s), int(e - s)) for s, e in bounds])
+        data = np.frombuffer(b"".join(views), dtype=np.uint8)
+        return self._variable(data, len(rows))
