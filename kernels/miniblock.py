@@ -85,45 +85,40 @@ def pack_chunks(level_src, value_src, starts, sizes, num_levels, n_level_bufs, s
 
 
 @kernel
-def parse_chunks(words, data, num_items, n_level_bufs, n_value_bufs, size_width,
-                 out_offsets, out_items, out_levels, out_starts, out_sizes, err):
+def parse_chunks(words, data, chunk_pos, num_items, n_level_bufs, n_value_bufs, size_width,
+                 out_items, out_levels, out_starts, out_sizes, err):
     """Check every chunk and locate its buffers.
 
-    Fills, per chunk: ``out_offsets`` (byte offset in ``data``), ``out_items`` (values
-    in the chunk), ``out_levels`` (rep/def entries), ``out_starts``/``out_sizes``
-    (``[chunk, buffer]`` positions in ``data``). Returns 0 or a negative status.
+    Chunk ``c`` starts at ``data[chunk_pos[c]]`` (chunks read for random access need
+    not be adjacent). Fills, per chunk: ``out_items`` (values in the chunk),
+    ``out_levels`` (rep/def entries), ``out_starts``/``out_sizes`` (``[chunk, buffer]``
+    positions in ``data``). Returns 0 or a negative status; ``err`` gets the chunk
+    and byte position.
     """
     nc = words.shape[0]
     nb = n_level_bufs + n_value_bufs
     hdr = 2 + 2 * n_level_bufs + size_width * n_value_bufs
     hdr = (hdr + 7) // 8 * 8
-    pos = 0
-    items = 0
+    items = np.int64(0)
     for c in range(nc):
+        pos = chunk_pos[c]
         w = np.int64(words[c])
         nbytes = ((w >> 4) + 1) * 8
         log2 = w & 0xF
+        err[0] = c
+        err[1] = pos
         if log2 == 0:
             if c != nc - 1:
-                err[0] = c
-                err[1] = pos
                 return BAD_ITEM_COUNT
             cnt = num_items - items
             if cnt <= 0:
-                err[0] = c
-                err[1] = pos
                 return BAD_ITEM_COUNT
         else:
             cnt = np.int64(1) << log2
-        if pos + nbytes > data.shape[0]:
-            err[0] = c
-            err[1] = pos
+        if pos < 0 or pos > data.shape[0] or nbytes > data.shape[0] - pos:
             return CHUNKS_PAST_END
         if hdr > nbytes:
-            err[0] = c
-            err[1] = pos
             return HEADER_PAST_CHUNK
-        out_offsets[c] = pos
         out_items[c] = cnt
         out_levels[c] = np.int64(read_uint(data, pos, 2))
         p = pos + 2
@@ -133,17 +128,14 @@ def parse_chunks(words, data, num_items, n_level_bufs, n_value_bufs, size_width,
             wd = 2 if b < n_level_bufs else size_width
             size = np.int64(read_uint(data, p, wd))
             p += wd
-            if bp + size > end:
-                err[0] = c
+            if size > end - bp:
                 err[1] = p - wd
                 return BUFFER_PAST_CHUNK
             out_starts[c, b] = bp
             out_sizes[c, b] = size
             bp = pos + (bp + size - pos + 7) // 8 * 8
         items += cnt
-        pos += nbytes
     if items != num_items:
         err[0] = nc - 1
-        err[1] = pos
         return BAD_ITEM_COUNT
     return OK

@@ -22,7 +22,10 @@ def concat_slices(src, starts, sizes, out):
     for i in range(starts.shape[0]):
         s = starts[i]
         n = sizes[i]
-        if s < 0 or n < 0 or s + n > src.shape[0]:
+        # written so that no sum can overflow int64
+        if s < 0 or n < 0 or s > src.shape[0] or n > src.shape[0] - s:
+            return OUT_OF_BOUNDS
+        if n > out.shape[0] - total:
             return OUT_OF_BOUNDS
         total += n
     if total > out.shape[0]:
@@ -42,7 +45,10 @@ def concat_bits(src, byte_starts, nbits, out):
     for i in range(byte_starts.shape[0]):
         s = byte_starts[i]
         n = nbits[i]
-        if s < 0 or n < 0 or s + (n + 7) // 8 > src.shape[0]:
+        nbytes = n // 8 + (1 if n % 8 else 0)  # no overflow for huge n
+        if s < 0 or n < 0 or s > src.shape[0] or nbytes > src.shape[0] - s:
+            return OUT_OF_BOUNDS
+        if n > 8 * out.shape[0] - total:
             return OUT_OF_BOUNDS
         total += n
     if (total + 7) // 8 > out.shape[0]:

@@ -123,11 +123,4 @@ class PageDecoder:
             uniq, inverse = np.unique(rows, return_inverse=True)
             arr = self._to_arrow(*self.impl.read_rows(reader, self.page.offsets, uniq))
             return arr if len(uniq) == len(rows) else arr.take(pa.array(inverse))
-        parts = []
-        for block, validity, sel in self.impl.read_rows(reader, self.page.offsets, rows):
-            arr = self._to_arrow(block, validity)
-            if len(sel) and sel[-1] - sel[0] + 1 == len(sel) and np.all(np.diff(sel) == 1):
-                parts.append(arr.slice(int(sel[0]), len(sel)))
-            else:
-                parts.append(arr.take(pa.array(sel)))
-        return parts[0] if len(parts) == 1 else pa.concat_arrays(parts)
+        return self._to_arrow(*self.impl.read_rows(reader, self.page.offsets, rows))

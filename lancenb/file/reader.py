@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -18,6 +19,21 @@ from lancenb.file.schema import fields_to_schema
 from lancenb.file.version import FileVersion, version_from_footer
 
 __all__ = ["LanceFileReader", "ReaderResults", "LanceFileMetadata"]
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    """One decode pool per process (kernels release the GIL, so columns decode in
+    parallel); created on first use, since starting threads costs milliseconds."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=os.cpu_count() or 1,
+                                       thread_name_prefix="lancenb-decode")
+        return _POOL
+
 
 # The first read takes this much of the file's tail: enough for the footer and, for
 # most files, every piece of metadata, so that opening costs one request.
@@ -222,11 +238,10 @@ class LanceFileReader:
             parts.append(decs[int(p)].read_rows(self._io, sel))
         return pa.chunked_array(parts, type=f.arrow.type)
 
-    def _table(self, fn) -> pa.Table:
+    def _table(self, fn, parallel: bool = True) -> pa.Table:
         cols = self._projection
-        if len(cols) > 1:
-            with ThreadPoolExecutor(max_workers=min(len(cols), os.cpu_count() or 1)) as ex:
-                arrays = list(ex.map(fn, cols))
+        if parallel and len(cols) > 1 and (os.cpu_count() or 1) > 1:
+            arrays = list(_pool().map(fn, cols))
         else:
             arrays = [fn(c) for c in cols]
         return pa.Table.from_arrays(arrays, schema=self.schema)
@@ -257,7 +272,8 @@ class LanceFileReader:
             rows = idx[order]
         else:
             rows = idx
-        table = self._table(lambda c: self._read_column_rows(c, rows))
+        # small takes are dominated by fixed costs: decode them on this thread
+        table = self._table(lambda c: self._read_column_rows(c, rows), parallel=len(rows) > 4096)
         if order is not None:
             inverse = np.empty_like(order)
             inverse[order] = np.arange(len(order))

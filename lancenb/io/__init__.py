@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import fsspec
+import numpy as np
 from fsspec.implementations.local import LocalFileSystem
 
 from lancenb.errors import LanceFileNotFoundError, LanceIOError
@@ -28,6 +29,7 @@ __all__ = ["RangeReader", "SequentialWriter", "open_reader", "open_writer", "res
 # request, so a larger gap wins there.
 LOCAL_COALESCE_GAP = 4096
 REMOTE_COALESCE_GAP = 1 << 20
+_HAS_PREADV = hasattr(os, "preadv")
 
 
 def resolve(uri: str | os.PathLike, storage_options: dict | None = None):
@@ -45,23 +47,25 @@ class IOStats:
     bytes_read: int = 0
 
 
-def coalesce_ranges(ranges: Sequence[tuple[int, int]], gap: int) -> list[tuple[int, int, list[int]]]:
-    """Merge ``(offset, length)`` ranges closer than ``gap`` bytes.
+def coalesce_ranges(offsets, lengths, gap: int):
+    """Merge ``(offset, length)`` ranges closer than ``gap`` bytes (NumPy, no loops).
 
-    Returns ``(start, end, members)`` where ``members`` are indices into ``ranges``.
+    Returns ``(order, group, starts, ends)``: ``order`` sorts the ranges by offset,
+    ``group[k]`` is the merged request the ``k``-th sorted range belongs to, and
+    ``starts``/``ends`` bound each merged request.
     """
-    order = sorted(range(len(ranges)), key=lambda i: ranges[i][0])
-    out: list[tuple[int, int, list[int]]] = []
-    for i in order:
-        off, ln = ranges[i]
-        end = off + ln
-        if out and off <= out[-1][1] + gap:
-            s, e, members = out[-1]
-            members.append(i)
-            out[-1] = (s, max(e, end), members)
-        else:
-            out.append((off, end, [i]))
-    return out
+    offsets = np.asarray(offsets, dtype=np.int64)
+    ends = offsets + np.asarray(lengths, dtype=np.int64)
+    order = np.argsort(offsets, kind="stable")
+    so, se = offsets[order], ends[order]
+    reach = np.maximum.accumulate(se) if len(se) else se
+    new = np.ones(len(so), dtype=bool)
+    if len(so) > 1:
+        new[1:] = so[1:] > reach[:-1] + gap
+    group = np.cumsum(new) - 1
+    first = np.flatnonzero(new)
+    last = np.append(first[1:], len(so)) - 1
+    return order, group, so[first], reach[last]
 
 
 class RangeReader:
@@ -118,13 +122,60 @@ class RangeReader:
 
     def read_ranges(self, ranges: Sequence[tuple[int, int]]) -> list[memoryview]:
         """Read several ranges, merging near ones into single requests."""
-        out: list[memoryview | None] = [None] * len(ranges)
-        for start, end, members in coalesce_ranges(ranges, self.coalesce_gap):
-            view = memoryview(self.read(start, end - start))
-            for i in members:
-                off, ln = ranges[i]
-                out[i] = view[off - start: off - start + ln]
-        return out  # type: ignore[return-value]
+        if not ranges:
+            return []
+        offs = np.fromiter((r[0] for r in ranges), np.int64, len(ranges))
+        lens = np.fromiter((r[1] for r in ranges), np.int64, len(ranges))
+        buf, pos = self.read_ranges_np(offs, lens)
+        view = memoryview(buf)
+        return [view[p:p + n] for p, n in zip(pos.tolist(), lens.tolist())]
+
+    def read_ranges_np(self, offsets: np.ndarray, lengths: np.ndarray):
+        """Read ranges into one uint8 array; returns ``(buffer, position of each range)``.
+
+        Near ranges are merged into single requests (the gap bytes come along), so
+        ranges sit in the buffer in offset order, not back to back.
+        """
+        offsets = np.asarray(offsets, dtype=np.int64)
+        lengths = np.asarray(lengths, dtype=np.int64)
+        if len(offsets) == 0:
+            return np.zeros(0, np.uint8), np.zeros(0, np.int64)
+        if np.any(offsets < 0) or np.any(lengths < 0) or np.any(offsets + lengths > self._size):
+            bad = int(np.flatnonzero((offsets < 0) | (lengths < 0)
+                                     | (offsets + lengths > self._size))[0])
+            raise LanceIOError(f"{self.uri!r}: read of {int(lengths[bad])} bytes at offset "
+                               f"{int(offsets[bad])} is outside the file ({self._size} bytes)")
+        order, group, gstart, gend = coalesce_ranges(offsets, lengths, self.coalesce_gap)
+        gsize = gend - gstart
+        gpos = np.zeros(len(gsize), dtype=np.int64)
+        np.cumsum(gsize[:-1], out=gpos[1:])
+        buf = np.empty(int(gsize.sum()), dtype=np.uint8)
+        for s, n, p in zip(gstart.tolist(), gsize.tolist(), gpos.tolist()):
+            self._read_into(s, n, buf[p:p + n])
+        pos = np.empty(len(offsets), dtype=np.int64)
+        pos[order] = gpos[group] + (offsets[order] - gstart[group])
+        return buf, pos
+
+    def _read_into(self, offset: int, length: int, out: np.ndarray) -> None:
+        if length == 0:
+            return
+        self._count(length)
+        try:
+            if self._fd is not None and _HAS_PREADV:
+                got = os.preadv(self._fd, [out], offset)
+            elif self._fd is not None:
+                data = os.pread(self._fd, length, offset)
+                got = len(data)
+                out[:got] = np.frombuffer(data, np.uint8)
+            else:
+                data = self.fs.cat_file(self.path, start=offset, end=offset + length)
+                got = len(data)
+                out[:got] = np.frombuffer(data, np.uint8)[:length]
+        except OSError as e:
+            raise LanceIOError(f"{self.uri!r}: read at offset {offset} failed: {e}") from e
+        if got != length:
+            raise LanceIOError(f"{self.uri!r}: short read at offset {offset}: wanted {length} "
+                               f"bytes, got {got}")
 
     def close(self) -> None:
         if self._fd is not None:

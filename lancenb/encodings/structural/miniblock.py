@@ -21,6 +21,7 @@ from lancenb.encodings.blocks import FixedWidth, Variable
 from lancenb.encodings.physical import flat, variable
 from lancenb.errors import CorruptFileError, NotSupportedError
 from lancenb.kernels import miniblock as km
+from lancenb.kernels import gather as kg
 from lancenb.kernels import slices
 
 __all__ = ["encode", "MiniBlockDecoder", "ChunkTable"]
@@ -161,86 +162,122 @@ class MiniBlockDecoder:
     def buffers_for_all(self, offsets, sizes):
         return list(zip(offsets, sizes))
 
+    def chunk_table(self, meta) -> ChunkTable:
+        if self._table is None:
+            wdt = np.uint32 if self.size_width == 4 else np.uint16
+            if len(meta) % np.dtype(wdt).itemsize:
+                raise CorruptFileError(f"{self.where}: chunk metadata of {len(meta)} bytes is "
+                                       f"not a whole number of words")
+            raw = np.frombuffer(meta, dtype=wdt)
+            self._table = ChunkTable.from_words(raw, self.num_items, self.buffer_sizes[1],
+                                                self.where)
+        return self._table
+
     def decode_all(self, buffers):
         """``(block, validity)`` of the whole page from its two buffers."""
         table = self.chunk_table(buffers[0])
-        n = len(table.words)
-        if n == 0:
+        if len(table.words) == 0:
             return empty_block(None if self.codec is variable else self.bits, self.bits), None
-        return self.decode(table, 0, n, np.frombuffer(buffers[1], dtype=np.uint8))
+        data = np.frombuffer(buffers[1], dtype=np.uint8)
+        chunks = np.arange(len(table.words))
+        items, starts, sizes = self._parse(table, chunks, data, table.offsets)
+        validity = None
+        if self.has_def:
+            defs = np.empty(int(items.sum()) * 2, np.uint8)
+            slices.concat_slices(data, starts[:, 0].copy(), sizes[:, 0].copy(), defs)
+            validity = self._validity(defs.view(np.uint16))
+        block = self.codec.decode_chunks(self.bits, data, starts[:, -1].copy(),
+                                         sizes[:, -1].copy(), items, self.where)
+        return block, validity
 
     def read_rows(self, reader, offsets, rows: np.ndarray):
-        """Decode only the chunks holding ``rows`` (sorted, page-relative).
-
-        Returns ``[(block, validity, selection)]``, one entry per run of adjacent
-        chunks, ``selection`` indexing into that run's items.
-        """
+        """``(block, validity)`` of ``rows`` (sorted, page-relative), reading only
+        the chunks that hold them and copying out only the selected values."""
         if self._table is None:
             (meta,) = reader.read_ranges([(offsets[0], self.buffer_sizes[0])])
-            self._table = self.chunk_table(meta)
+            self.chunk_table(meta)
         t = self._table
         chunk_of = np.searchsorted(t.item_starts, rows, side="right") - 1
-        needed = np.unique(chunk_of)
-        # adjacent chunks are adjacent on disk: one range per run of chunks
-        runs = np.split(needed, np.flatnonzero(np.diff(needed) != 1) + 1)
-        ranges = [(offsets[1] + int(t.offsets[r[0]]),
-                   int(t.offsets[r[-1]] + t.nbytes[r[-1]] - t.offsets[r[0]])) for r in runs]
-        out = []
-        for r, view in zip(runs, reader.read_ranges(ranges)):
-            block, validity = self.decode(t, int(r[0]), int(r[-1]) + 1,
-                                          np.frombuffer(view, dtype=np.uint8))
-            lo, hi = int(t.item_starts[r[0]]), int(t.item_starts[r[-1] + 1])
-            out.append((block, validity, rows[(rows >= lo) & (rows < hi)] - lo))
-        return out
+        needed, slot = np.unique(chunk_of, return_inverse=True)
+        data, pos = reader.read_ranges_np(offsets[1] + t.offsets[needed], t.nbytes[needed])
+        items, starts, sizes = self._parse(t, needed, data, pos)
+        local = rows - t.item_starts[chunk_of]
+        n = len(rows)
+        validity = None
+        if self.has_def:
+            out = np.empty(2 * n, np.uint8)
+            if kg.gather_fixed(data, starts[slot, 0] + 2 * local, 2, out) != 0:
+                raise CorruptFileError(f"{self.where}: definition levels outside their chunk")
+            validity = self._validity(out.view(np.uint16))
+        vs, vz, cnt = starts[slot, -1], sizes[slot, -1], items[slot]
+        if self.codec is flat:
+            self._check_flat_sizes(sizes[:, -1], items, needed)
+            if self.bits % 8 == 0:
+                w = self.bits // 8
+                out = np.empty(n * w, np.uint8)
+                status = kg.gather_fixed(data, vs + local * w, w, out)
+            else:
+                out = np.empty((n * self.bits + 7) // 8, np.uint8)
+                status = kg.gather_bits(data, vs * 8 + local * self.bits, out)
+            if status != 0:
+                raise CorruptFileError(f"{self.where}: value outside its chunk")
+            return FixedWidth(self.bits, out, n), validity
+        ow = self.bits // 8
+        err = np.zeros(2, np.int64)
+        total = kg.gather_variable_size(data, vs, vz, cnt, local, ow, err)
+        if total < 0:
+            c = int(needed[slot[int(err[0])]])
+            raise CorruptFileError(f"{self.where}, chunk {c}: variable offsets are out of "
+                                   f"bounds or decreasing")
+        offs = np.empty(n + 1, np.int64)
+        out = np.empty(int(total), np.uint8)
+        kg.gather_variable_fill(data, vs, local, ow, offs, out)
+        return Variable(offs, out, n, self.bits), validity
 
-    def chunk_table(self, meta: memoryview) -> ChunkTable:
-        wdt = np.uint32 if self.size_width == 4 else np.uint16
-        if len(meta) % np.dtype(wdt).itemsize:
-            raise CorruptFileError(f"{self.where}: chunk metadata of {len(meta)} bytes is not a "
-                                   f"whole number of words")
-        raw = np.frombuffer(meta, dtype=wdt)
-        return ChunkTable.from_words(raw, self.num_items, self.buffer_sizes[1], self.where)
-
-    def decode(self, table: ChunkTable, first: int, last: int, data: np.ndarray):
-        """Decode chunks ``first..last-1`` whose bytes are ``data`` (back to back).
-
-        Returns ``(block, validity)`` for the items of those chunks.
-        """
-        words = table.words[first:last]
-        n_items = int(table.item_starts[last] - table.item_starts[first])
+    def _parse(self, table: ChunkTable, chunks: np.ndarray, data: np.ndarray,
+               chunk_pos: np.ndarray):
+        """Validate ``chunks`` (sorted; chunk ``i`` at ``data[chunk_pos[i]]``) and
+        locate their buffers: ``(items, starts, sizes)``."""
+        words = table.words[chunks]
+        n_items = int((table.item_starts[chunks + 1] - table.item_starts[chunks]).sum())
         nl = 1 if self.has_def else 0
-        nc = last - first
-        offs = np.empty(nc, np.int64)
+        nc = len(chunks)
         items = np.empty(nc, np.int64)
         levels = np.empty(nc, np.int64)
         starts = np.empty((nc, nl + 1), np.int64)
         sizes = np.empty((nc, nl + 1), np.int64)
         err = np.zeros(2, np.int64)
-        status = km.parse_chunks(words, data, n_items, nl, 1, self.size_width, offs, items,
-                                 levels, starts, sizes, err)
+        status = km.parse_chunks(words, data, np.ascontiguousarray(chunk_pos, np.int64),
+                                 n_items, nl, 1, self.size_width, items, levels, starts, sizes,
+                                 err)
         if status != 0:
             what = {km.CHUNKS_PAST_END: "chunk runs past the end of the chunk buffer",
                     km.BAD_ITEM_COUNT: "chunk item counts do not match the page",
                     km.HEADER_PAST_CHUNK: "chunk header is larger than the chunk",
                     km.BUFFER_PAST_CHUNK: "buffer size points past the end of the chunk",
                     }[status]
-            raise CorruptFileError(f"{self.where}, chunk {first + int(err[0])}, byte "
-                                   f"{int(err[1])} of the chunk data: {what}")
-        validity = None
-        if self.has_def:
-            if not np.array_equal(levels, items) or not np.array_equal(sizes[:, 0], items * 2):
-                raise CorruptFileError(f"{self.where}: definition level counts do not match "
-                                       f"the chunks' values")
-            defs = np.empty(n_items * 2, np.uint8)
-            slices.concat_slices(data, starts[:, 0].copy(), sizes[:, 0].copy(), defs)
-            defs = defs.view(np.uint16)
-            if defs.size and int(defs.max()) > 1:
-                raise CorruptFileError(f"{self.where}: definition level {int(defs.max())} in a "
-                                       f"page whose only layer is a nullable item")
-            validity = defs == 0
-        block = self.codec.decode_chunks(self.bits, data, starts[:, nl].copy(),
-                                         sizes[:, nl].copy(), items, self.where)
-        return block, validity
+            c = int(chunks[min(int(err[0]), nc - 1)])
+            raise CorruptFileError(f"{self.where}, chunk {c}: {what} (byte {int(err[1])} of "
+                                   f"the chunks read)")
+        if self.has_def and (not np.array_equal(levels, items)
+                             or not np.array_equal(sizes[:, 0], items * 2)):
+            raise CorruptFileError(f"{self.where}: definition level counts do not match the "
+                                   f"chunks' values")
+        return items, starts, sizes
+
+    def _check_flat_sizes(self, sizes, counts, chunks):
+        expected = (counts * self.bits + 7) // 8
+        bad = np.flatnonzero(sizes != expected)
+        if bad.size:
+            c = int(bad[0])
+            raise CorruptFileError(f"{self.where}, chunk {int(chunks[c])}: flat value buffer "
+                                   f"has {int(sizes[c])} bytes, expected {int(expected[c])}")
+
+    def _validity(self, defs: np.ndarray) -> np.ndarray:
+        if defs.size and int(defs.max()) > 1:
+            raise CorruptFileError(f"{self.where}: definition level {int(defs.max())} in a "
+                                   f"page whose only layer is a nullable item")
+        return defs == 0
 
 
 def empty_block(dtype_bits: int | None, offset_bits: int = 32):
