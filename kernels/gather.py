@@ -53,13 +53,15 @@ def gather_variable_size(data, buf_start, buf_size, buf_count, local, offset_wid
         s = buf_start[i]
         size = buf_size[i]
         k = local[i]
-        if s < 0 or size < 0 or s > n or size > n - s or k < 0 or k >= buf_count[i] \
-                or (buf_count[i] + 1) * offset_width > size:
+        cnt = buf_count[i]
+        # compare by division so no product can overflow int64
+        if s < 0 or size < 0 or s > n or size > n - s or k < 0 or k >= cnt \
+                or cnt >= size // offset_width:
             err[0] = i
             return OUT_OF_BOUNDS
         a = np.int64(read_uint(data, s + k * offset_width, offset_width))
         b = np.int64(read_uint(data, s + (k + 1) * offset_width, offset_width))
-        if a < (buf_count[i] + 1) * offset_width or b < a or b > size:
+        if a < (cnt + 1) * offset_width or b < a or b > size:
             err[0] = i
             return BAD_OFFSET
         total += b - a

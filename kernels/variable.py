@@ -100,7 +100,9 @@ def decode_size(src, starts, sizes, counts, offset_width, err):
         s = starts[c]
         size = sizes[c]
         cnt = counts[c]
-        if (cnt + 1) * offset_width > size or s + size > src.shape[0]:
+        # compare by division so no product or sum can overflow int64
+        if s < 0 or size < 0 or cnt < 0 or s > src.shape[0] or size > src.shape[0] - s \
+                or cnt >= size // offset_width:
             err[0] = c
             err[1] = s
             return OFFSETS_PAST_BUFFER

@@ -218,12 +218,8 @@ class LanceFileReader:
         f = self._fields[field_idx]
         if not decs:
             return pa.chunked_array([], type=f.arrow.type)
-        per_page = [d.buffer_ranges() for d in decs]
-        views = self._io.read_ranges([r for rs in per_page for r in rs])
-        arrays, k = [], 0
-        for d, rs in zip(decs, per_page):
-            arrays.append(d.decode_all(views[k:k + len(rs)]))
-            k += len(rs)
+        # one page at a time: peak memory is the result plus one page's bytes
+        arrays = [d.decode_all(self._io.read_ranges(d.buffer_ranges())) for d in decs]
         return pa.chunked_array(arrays, type=f.arrow.type)
 
     def _read_column_rows(self, field_idx: int, rows: np.ndarray) -> pa.ChunkedArray:
