@@ -59,10 +59,10 @@ def demo(rows: int = 200_000, out_dir: str | None = None) -> int:
         print(f"  take 5     {1000 * (t3 - t2):9.1f} ms   rows {idx.tolist()}")
         print("  per column (pages, bytes on disk, encoding):")
         md = reader.metadata()
-        for field, pages in zip(table.schema, md.columns):
-            size = sum(sum(d.page.sizes) for d in pages)
-            kinds = sorted({d.describe() for d in pages})
-            print(f"    {field.name:<10} {str(field.type):<22} {len(pages):>3} {size:>12,}  "
+        for field, col in zip(table.schema, md.columns):
+            size = sum(b.size for p in col.pages for b in p.buffers)
+            kinds = sorted({p.encoding for p in col.pages})
+            print(f"    {field.name:<10} {str(field.type):<22} {len(col.pages):>3} {size:>12,}  "
                   f"{', '.join(kinds)}")
         print(taken.to_pandas().to_string(index=False) if _has_pandas() else taken)
         return 0 if ok else 1
@@ -77,6 +77,14 @@ def _has_pandas() -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:  # output piped into head and friends
+        sys.stderr.close()
+        return 0
+
+
+def _main(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="lancenb", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     p_demo = sub.add_parser("demo", help="write, read and take from a generated sample table")

@@ -18,7 +18,8 @@ from lancenb.encodings import blocks, pb
 from lancenb.encodings.structural import allnull, fullzip, miniblock
 from lancenb.errors import CorruptFileError, NotSupportedError
 
-__all__ = ["encode_page", "PageDecoder", "PageInfo", "FULL_ZIP_THRESHOLD"]
+__all__ = ["encode_page", "PageDecoder", "PageInfo", "FULL_ZIP_THRESHOLD", "parse_layout",
+           "describe_layout"]
 
 # Values this large or larger go to full-zip pages, as in the reference.
 FULL_ZIP_THRESHOLD = 256
@@ -40,6 +41,34 @@ def encode_page(arr: pa.Array, *, version_minor: int):
     return miniblock.encode(block, validity, large_chunks=version_minor >= 2)
 
 
+def parse_layout(encoding: bytes, where: str):
+    """The ``PageLayout`` inside a page's Any-wrapped encoding (2.1/2.2 pages)."""
+    name, value = pb.unpack_any(encoding, where)
+    if name != pb.e21.PageLayout.DESCRIPTOR.full_name:
+        raise NotSupportedError(f"{where}: page encoding {name!r} is not supported "
+                                f"(expected lance.encodings21.PageLayout)")
+    return pb.parse(pb.e21.PageLayout, value, where)
+
+
+def describe_layout(layout) -> str:
+    """A compact description, e.g. ``mini_block:variable(flat(32)) def=flat(16)``."""
+    kind = layout.WhichOneof("layout")
+    if kind is None:
+        return "empty"
+    lay = getattr(layout, kind)
+    name = kind.replace("_layout", "")
+    if kind in ("mini_block_layout", "full_zip_layout"):
+        name += ":" + pb.describe(lay.value_compression)
+    if kind == "mini_block_layout":
+        if lay.HasField("dictionary"):
+            name += " dict=" + pb.describe(lay.dictionary)
+        if lay.HasField("rep_compression"):
+            name += " rep=" + pb.describe(lay.rep_compression)
+        if lay.HasField("def_compression"):
+            name += " def=" + pb.describe(lay.def_compression)
+    return name
+
+
 @dataclass
 class PageInfo:
     """Where a page's buffers are and how many rows it holds."""
@@ -57,11 +86,7 @@ class PageDecoder:
         self.page = page
         self.dtype = dtype
         self.where = where
-        name, value = pb.unpack_any(encoding, where)
-        if name != pb.e21.PageLayout.DESCRIPTOR.full_name:
-            raise NotSupportedError(f"{where}: page encoding {name!r} is not supported "
-                                    f"(expected lance.encodings21.PageLayout)")
-        layout = pb.parse(pb.e21.PageLayout, value, where)
+        layout = parse_layout(encoding, where)
         kind = layout.WhichOneof("layout")
         self.kind = kind
         self.layout = layout
@@ -85,13 +110,7 @@ class PageDecoder:
 
     def describe(self) -> str:
         """The page's layout and value encoding, e.g. ``mini_block:variable(flat(32))``."""
-        lay = getattr(self.layout, self.kind)
-        name = self.kind.replace("_layout", "")
-        if self.kind in ("mini_block_layout", "full_zip_layout"):
-            name += ":" + pb.describe(lay.value_compression)
-        if self.kind == "mini_block_layout" and lay.HasField("def_compression"):
-            name += " def=" + pb.describe(lay.def_compression)
-        return name
+        return describe_layout(self.layout)
 
     def _to_arrow(self, block, validity) -> pa.Array:
         if isinstance(block, blocks.FixedWidth) and blocks.is_variable(self.dtype):

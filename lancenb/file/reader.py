@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -12,13 +13,14 @@ import pyarrow as pa
 from lancenb import io as lio
 from lancenb._proto import file2_pb2, file_pb2
 from lancenb.encodings import pb
-from lancenb.encodings.page import PageDecoder, PageInfo
+from lancenb.encodings.page import PageDecoder, PageInfo, describe_layout, parse_layout
 from lancenb.errors import CorruptFileError, InvalidInputError, NotSupportedError
 from lancenb.file.format import FOOTER_SIZE, Footer, parse_offset_table
 from lancenb.file.schema import fields_to_schema
 from lancenb.file.version import FileVersion, version_from_footer
 
-__all__ = ["LanceFileReader", "ReaderResults", "LanceFileMetadata"]
+__all__ = ["LanceFileReader", "ReaderResults", "LanceFileMetadata", "LanceColumnMetadata",
+           "LancePageMetadata", "LanceBufferDescriptor"]
 
 _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
@@ -65,20 +67,44 @@ class ReaderResults:
         return pa.RecordBatchReader.from_batches(t.schema, gen())
 
 
+@dataclass(frozen=True)
+class LanceBufferDescriptor:
+    """Where a buffer sits in the file."""
+
+    position: int
+    size: int
+
+
+@dataclass(frozen=True)
+class LancePageMetadata:
+    """One page: its buffers and a compact description of its encoding (for example
+    ``mini_block:variable(flat(32))``); ``layout`` is the decoded protobuf."""
+
+    buffers: list
+    encoding: str
+    num_rows: int
+    layout: object = None
+
+
+@dataclass(frozen=True)
+class LanceColumnMetadata:
+    column_buffers: list
+    pages: list
+
+
+@dataclass(frozen=True)
 class LanceFileMetadata:
-    """What the file's metadata says (schema, rows, version, columns)."""
+    """What the file's metadata says (the fields of pylance's ``LanceFileMetadata``)."""
 
-    def __init__(self, schema, num_rows, version, columns, global_buffers):
-        self.schema = schema
-        self.num_rows = num_rows
-        self.major_version, self.minor_version = version.footer
-        self.version = version
-        self.columns = columns
-        self.global_buffers = global_buffers
-
-    def __repr__(self) -> str:
-        return (f"LanceFileMetadata(version={self.version.label}, num_rows={self.num_rows}, "
-                f"columns={len(self.columns)})")
+    schema: pa.Schema
+    num_rows: int
+    num_data_bytes: int
+    num_column_metadata_bytes: int
+    num_global_buffer_bytes: int
+    major_version: int
+    minor_version: int
+    global_buffers: list
+    columns: list
 
 
 class LanceFileReader:
@@ -161,19 +187,15 @@ class LanceFileReader:
                                    f"footer says {num_columns}")
         return out
 
-    def _column_pages(self, field_idx: int) -> list[PageDecoder]:
-        if field_idx in self._decoders:
-            return self._decoders[field_idx]
+    def _column_meta(self, field_idx: int):
+        """``(where, [(PageInfo, encoding bytes)])`` of a leaf field's column, checked."""
         f = self._fields[field_idx]
-        if f.children:
-            raise NotSupportedError(f"file {self.path!r}: column {f.name!r} is {f.arrow.type}; "
-                                    f"reading nested columns is not supported yet")
         ci = self._columns_of[field_idx]
         pos, size = int(self._cmo[ci, 0]), int(self._cmo[ci, 1])
         where = f"file {self.path!r}, column {ci} ({f.name!r})"
         cm = pb.parse(file2_pb2.ColumnMetadata, self._slice(self._meta, self._meta_start, pos,
                                                             size), where)
-        decoders = []
+        pages = []
         row = 0
         for p_i, page in enumerate(cm.pages):
             pwhere = f"{where}, page {p_i}"
@@ -188,19 +210,47 @@ class LanceFileReader:
                 raise NotSupportedError(f"{pwhere}: only direct page encodings are supported")
             info = PageInfo(list(page.buffer_offsets), list(page.buffer_sizes), int(page.length),
                             row)
-            decoders.append(PageDecoder(page.encoding.direct.encoding, info, f.arrow.type, pwhere))
+            pages.append((info, page.encoding.direct.encoding, pwhere))
             row += int(page.length)
         if row != self._num_rows:
             raise CorruptFileError(f"{where}: pages hold {row} rows, the file has "
                                    f"{self._num_rows}")
+        return pages
+
+    def _column_pages(self, field_idx: int) -> list[PageDecoder]:
+        if field_idx in self._decoders:
+            return self._decoders[field_idx]
+        f = self._fields[field_idx]
+        if f.children:
+            raise NotSupportedError(f"file {self.path!r}: column {f.name!r} is {f.arrow.type}; "
+                                    f"reading nested columns is not supported yet")
+        decoders = [PageDecoder(enc, info, f.arrow.type, where)
+                    for info, enc, where in self._column_meta(field_idx)]
         self._decoders[field_idx] = decoders
         return decoders
 
     def metadata(self) -> LanceFileMetadata:
-        cols = [self._column_pages(i) for i in range(len(self._fields))
-                if not self._fields[i].children]
-        return LanceFileMetadata(self.schema_full, self._num_rows, self.version, cols,
-                                 [tuple(map(int, r)) for r in self._gbo])
+        """Schema, sizes and every column's pages (decodes all column metadata)."""
+        cols = []
+        for i, f in enumerate(self._fields):
+            if f.children:
+                continue
+            pages = []
+            for info, enc, where in self._column_meta(i):
+                layout = parse_layout(enc, where)
+                pages.append(LancePageMetadata(
+                    [LanceBufferDescriptor(o, z) for o, z in zip(info.offsets, info.sizes)],
+                    describe_layout(layout), info.num_rows, layout))
+            cols.append(LanceColumnMetadata([], pages))
+        gbs = [LanceBufferDescriptor(int(p), int(z)) for p, z in self._gbo]
+        major, minor = self.version.footer
+        return LanceFileMetadata(
+            schema=self.schema_full, num_rows=self._num_rows,
+            # as pylance counts it: everything before the schema except user global buffers
+            num_data_bytes=int(self._gbo[0, 0] - self._gbo[1:, 1].sum()),
+            num_column_metadata_bytes=int(self._cmo[:, 1].sum()) + 16 * len(self._cmo),
+            num_global_buffer_bytes=int(self._gbo[:, 1].sum()),
+            major_version=major, minor_version=minor, global_buffers=gbs, columns=cols)
 
     def num_rows(self) -> int:
         return self._num_rows

@@ -92,6 +92,14 @@ def test_pylance_reads_metadata_and_global_buffers(tmp_path):
     r = lance_file.LanceFileReader(path)
     assert r.read_global_buffer(1) == b"first"
     assert r.metadata().schema.metadata[b"k"] == b"v"
+    theirs, ours = r.metadata(), LanceFileReader(path).metadata()
+    for attr in ("num_rows", "num_data_bytes", "num_column_metadata_bytes",
+                 "num_global_buffer_bytes", "major_version", "minor_version"):
+        assert getattr(ours, attr) == getattr(theirs, attr), attr
+    assert [(b.position, b.size) for b in ours.global_buffers] == [
+        (b.position, b.size) for b in theirs.global_buffers]
+    assert [[(b.position, b.size) for b in p.buffers] for p in ours.columns[0].pages] == [
+        [(b.position, b.size) for b in p.buffers] for p in theirs.columns[0].pages]
 
 
 # -- pylance writes, lancenb reads ------------------------------------------------

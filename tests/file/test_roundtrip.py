@@ -42,10 +42,13 @@ def test_read_all_equals_input(written, table):
 
 def test_small_budget_makes_several_pages(table, tmp_path):
     path = write(tmp_path / "p.lance", table, batches=40, data_cache_bytes=256 * 1024)
-    cols = LanceFileReader(str(path)).metadata().columns
-    assert max(len(c) for c in cols) > 3
-    starts = [d.page.first_row for d in cols[0]]
-    assert starts == sorted(starts) and starts[0] == 0
+    md = LanceFileReader(str(path)).metadata()
+    assert max(len(c.pages) for c in md.columns) > 3
+    for col in md.columns:
+        assert sum(p.num_rows for p in col.pages) == N
+        positions = [p.buffers[0].position for p in col.pages if p.buffers]
+        assert all(b.position % 64 == 0 for p in col.pages for b in p.buffers)
+        assert positions == sorted(positions)
 
 
 @pytest.mark.parametrize("start,n", [(0, 1), (0, N), (N - 1, 1), (4095, 2), (1023, 1026),
