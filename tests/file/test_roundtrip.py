@@ -166,3 +166,16 @@ def test_version_2_2_roundtrip(tmp_path, table):
 def test_import_as_lance():
     lance = lancenb
     assert lance.file.LanceFileReader is LanceFileReader
+
+
+def test_open_reads_metadata_in_at_most_two_requests(tmp_path):
+    small = write(tmp_path / "small.lance", flat_table(1000, seed=2))
+    r = LanceFileReader(str(small))
+    assert r._io.stats.reads == 1
+    # a schema whose metadata outgrows the first (64 KiB) tail read
+    wide = pa.table({f"column_with_a_long_name_{i:05d}": pa.array([i], pa.int32())
+                     for i in range(3000)})
+    path = write(tmp_path / "wide.lance", wide)
+    r = LanceFileReader(str(path))
+    assert r._io.stats.reads == 2
+    assert_tables_equal(r.read_all().to_table(), wide)
