@@ -132,6 +132,14 @@ class PageDecoder:
             return self.impl.array(self.page.num_rows)
         return self._to_arrow(*self.impl.decode_all(buffers))
 
+    def scan(self, reader, group_bytes: int = 1 << 20) -> list[pa.Array]:
+        """The whole page as Arrow arrays, reading and decoding it in pieces of about
+        ``group_bytes`` where the layout allows (mini-block), to bound peak memory."""
+        if self.kind == "mini_block_layout":
+            return [self._to_arrow(b, v) for b, v in
+                    self.impl.scan(reader, self.page.offsets, group_bytes)]
+        return [self.decode_all(reader.read_ranges(self.buffer_ranges()))]
+
     def read_rows(self, reader, rows: np.ndarray) -> pa.Array:
         """Rows (sorted, page-relative int64, duplicates allowed) of this page."""
         if self.kind == "constant_layout":

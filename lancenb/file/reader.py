@@ -37,6 +37,9 @@ def _pool() -> ThreadPoolExecutor:
         return _POOL
 
 
+# Full scans read and decode mini-block pages in pieces of about this many bytes.
+SCAN_PIECE_BYTES = 1 << 20
+
 # The first read takes this much of the file's tail: enough for the footer and, for
 # most files, every piece of metadata, so that opening costs one request.
 TAIL_READ_BYTES = 64 * 1024
@@ -268,8 +271,8 @@ class LanceFileReader:
         f = self._fields[field_idx]
         if not decs:
             return pa.chunked_array([], type=f.arrow.type)
-        # one page at a time: peak memory is the result plus one page's bytes
-        arrays = [d.decode_all(self._io.read_ranges(d.buffer_ranges())) for d in decs]
+        # page by page, in pieces: peak memory is the result plus one piece's bytes
+        arrays = [a for d in decs for a in d.scan(self._io, SCAN_PIECE_BYTES)]
         return pa.chunked_array(arrays, type=f.arrow.type)
 
     def _read_column_rows(self, field_idx: int, rows: np.ndarray) -> pa.ChunkedArray:

@@ -178,9 +178,35 @@ class MiniBlockDecoder:
         table = self.chunk_table(buffers[0])
         if len(table.words) == 0:
             return empty_block(None if self.codec is variable else self.bits, self.bits), None
-        data = np.frombuffer(buffers[1], dtype=np.uint8)
-        chunks = np.arange(len(table.words))
-        items, starts, sizes = self._parse(table, chunks, data, table.offsets)
+        return self._decode_run(table, np.arange(len(table.words)),
+                                np.frombuffer(buffers[1], dtype=np.uint8), table.offsets)
+
+    def scan(self, reader, offsets, group_bytes: int):
+        """Yield ``(block, validity)`` for runs of about ``group_bytes`` of chunks, so a
+        full read holds only one run's file bytes at a time next to the result."""
+        if self._table is None:
+            (meta,) = reader.read_ranges([(offsets[0], self.buffer_sizes[0])])
+            self.chunk_table(meta)
+        t = self._table
+        n = len(t.words)
+        if n == 0:
+            yield empty_block(None if self.codec is variable else self.bits, self.bits), None
+            return
+        ends = t.offsets + t.nbytes
+        start = 0
+        while start < n:
+            stop = max(start + 1, int(np.searchsorted(ends, t.offsets[start] + group_bytes,
+                                                      side="right")))
+            span = int(ends[stop - 1] - t.offsets[start])
+            data, _ = reader.read_ranges_np([offsets[1] + int(t.offsets[start])], [span])
+            yield self._decode_run(t, np.arange(start, stop), data,
+                                   t.offsets[start:stop] - t.offsets[start])
+            start = stop
+
+    def _decode_run(self, table: ChunkTable, chunks: np.ndarray, data: np.ndarray,
+                    chunk_pos: np.ndarray):
+        """``(block, validity)`` of consecutive ``chunks`` located in ``data``."""
+        items, starts, sizes = self._parse(table, chunks, data, chunk_pos)
         validity = None
         if self.has_def:
             defs = np.empty(int(items.sum()) * 2, np.uint8)
