@@ -24,6 +24,7 @@ demo: $(VENV)/.installed
 	$(PY) -m lancenb.cli demo
 
 test: $(VENV)/.installed-dev
+	$(PY) -m ruff check lancenb kernels tests benchmarks scripts
 	$(PY) -m pytest -q
 	NUMBA_DISABLE_JIT=1 $(PY) -m pytest -q tests/kernels
 

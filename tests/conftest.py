@@ -8,7 +8,7 @@ from hypothesis import settings
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-settings.register_profile("ci", derandomize=True, max_examples=60, deadline=None,
-                          print_blob=True)
+settings.register_profile("ci", derandomize=True, max_examples=100, deadline=None,
+                          print_blob=True, database=None)
 settings.register_profile("nightly", max_examples=5000, deadline=None, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))

@@ -133,7 +133,6 @@ class LanceFileReader:
             raise NotSupportedError(f"file {self.path!r} is a Lance {self.version.label} file "
                                     f"(footer version {footer.major}.{footer.minor}); lancenb "
                                     f"reads 2.1 and 2.2 files")
-        meta_end = size - FOOTER_SIZE
         gbo = parse_offset_table(
             self._slice(tail, tail_start, footer.gbo_position, 16 * footer.num_global_buffers),
             footer.num_global_buffers, footer.cmo_position, "global buffer", self.path)

@@ -149,7 +149,7 @@ def test_damaged_chunk_metadata_and_headers(tmp_path):
     for col in range(2):
         page = r._column_pages(col)[0].page
         meta_off, meta_size = page.offsets[0], page.sizes[0]
-        data_off, data_size = page.offsets[1], page.sizes[1]
+        data_off = page.offsets[1]
         for pos in list(range(meta_off, meta_off + meta_size)) + list(
                 range(data_off, data_off + 64)):
             for value in (0x00, 0xFF, 0x7F):

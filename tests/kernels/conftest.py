@@ -1,8 +1,5 @@
-"""Hypothesis profiles and shared fixtures for the kernel property tests.
-
-Profiles: ``ci`` (bounded, derandomised; the default) and ``nightly`` (5000 examples),
-chosen with ``HYPOTHESIS_PROFILE``. Hypothesis binds ``settings.default`` when a test is
-decorated, so loading the profile here governs the kernel modules collected below.
+"""Shared fixtures for the kernel property tests (the hypothesis profiles are
+registered once, in ``tests/conftest.py``).
 
 Fixtures:
 
@@ -13,16 +10,8 @@ Fixtures:
   sides, to catch writes outside the output a kernel was given.
 """
 
-import os
-
 import numpy as np
 import pytest
-from hypothesis import settings
-
-settings.register_profile("ci", derandomize=True, max_examples=100, deadline=None,
-                          print_blob=True, database=None)
-settings.register_profile("nightly", max_examples=5000, deadline=None, print_blob=True)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 CANARY = 0xA5
 

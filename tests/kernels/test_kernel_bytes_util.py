@@ -5,7 +5,6 @@ import struct
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
-
 from lancenb.kernels.bytes_util import read_uint, write_uint
 
 

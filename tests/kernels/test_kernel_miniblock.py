@@ -14,12 +14,17 @@ from dataclasses import dataclass
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
-
 from lancenb.kernels import miniblock as km
 
 PAD = 0xFE
 FILL = 0x5C  # initial output bytes, so untouched bytes are visible
 UNSET = -7   # initial value of int64 outputs
+
+
+def _u8(raw: bytes) -> np.ndarray:
+    """Writable bytes, like the other arguments of the call: mixing read-only and
+    writable arrays in one call would compile one more numba specialisation."""
+    return np.frombuffer(bytearray(raw), np.uint8)
 
 
 # -- references -------------------------------------------------------------------------
@@ -62,7 +67,7 @@ def ref_chunk(level_src, value_src, starts_row, sizes_row, num_levels, n_level_b
     for b, n in enumerate(sizes_row):
         chunk += _le(n, 2 if b < n_level_bufs else size_width)
     _pad8(chunk)
-    for b, (s, n) in enumerate(zip(starts_row, sizes_row)):
+    for b, (s, n) in enumerate(zip(starts_row, sizes_row, strict=True)):
         src = level_src if b < n_level_bufs else value_src
         chunk += src[s:s + n]
         _pad8(chunk)
@@ -81,20 +86,21 @@ def ref_pack_chunks(level_src, value_src, starts, sizes, num_levels, n_level_buf
 class Parsed:
     status: int
     err: tuple = ()
-    offsets: list = None
     items: list = None
     levels: list = None
     starts: list = None
     sizes: list = None
 
 
-def ref_parse_chunks(words, data: bytes, num_items, n_level_bufs, n_value_bufs,
+def ref_parse_chunks(words, data: bytes, chunk_pos, num_items, n_level_bufs, n_value_bufs,
                      size_width) -> Parsed:
+    """Chunk ``c`` starts at ``data[chunk_pos[c]]``; ``err`` = (chunk, byte position)."""
     nc = len(words)
     hdr = ref_header_bytes(n_level_bufs, n_value_bufs, size_width)
-    res = Parsed(km.OK, (), [], [], [], [], [])
-    pos = seen = 0
-    for c, w in enumerate(words):
+    res = Parsed(km.OK, (), [], [], [], [])
+    seen = 0
+    pos = None
+    for c, (w, pos) in enumerate(zip(words, chunk_pos, strict=True)):
         nbytes = ((w >> 4) + 1) * 8
         log2 = w & 0xF
         if log2 == 0:
@@ -103,7 +109,7 @@ def ref_parse_chunks(words, data: bytes, num_items, n_level_bufs, n_value_bufs,
                 return Parsed(km.BAD_ITEM_COUNT, (c, pos))
         else:
             cnt = 2**log2
-        if pos + nbytes > len(data):
+        if pos < 0 or pos + nbytes > len(data):
             return Parsed(km.CHUNKS_PAST_END, (c, pos))
         if hdr > nbytes:
             return Parsed(km.HEADER_PAST_CHUNK, (c, pos))
@@ -122,14 +128,13 @@ def ref_parse_chunks(words, data: bytes, num_items, n_level_bufs, n_value_bufs,
             while (buf - pos) % 8:
                 buf += 1
             field += width
-        res.offsets.append(pos)
         res.items.append(cnt)
         res.levels.append(_from_le(data[pos:pos + 2]))
         res.starts.append(row_starts)
         res.sizes.append(row_sizes)
         seen += cnt
-        pos = end
     if seen != num_items:
+        # the position is the last chunk's (none when there are no chunks)
         return Parsed(km.BAD_ITEM_COUNT, (nc - 1, pos))
     return res
 
@@ -148,6 +153,7 @@ class Page:
     num_levels: list
     counts: list
     log2: list
+    gaps: list        # bytes before each chunk in the chunk buffer (random access)
 
     @property
     def nb(self):
@@ -161,13 +167,23 @@ class Page:
         return ref_chunk_bytes(self.sizes, self.n_level, self.size_width)
 
     def words(self):
-        return [((n // 8 - 1) << 4) | lg for n, lg in zip(self.chunk_sizes(), self.log2)]
+        pairs = zip(self.chunk_sizes(), self.log2, strict=True)
+        return [((n // 8 - 1) << 4) | lg for n, lg in pairs]
+
+    def positions(self):
+        pos, out = 0, []
+        for gap, n in zip(self.gaps, self.chunk_sizes(), strict=True):
+            pos += gap
+            out.append(pos)
+            pos += n
+        return out
 
     def data(self) -> bytes:
-        out = bytearray()
-        for c in range(len(self.counts)):
-            out += ref_chunk(self.level_src, self.value_src, self.starts[c], self.sizes[c],
-                             self.num_levels[c], self.n_level, self.size_width)
+        """The chunks at :meth:`positions`, ``FILL`` bytes in the gaps."""
+        sizes = self.chunk_sizes()
+        out = bytearray([FILL] * (sum(self.gaps) + sum(sizes)))
+        ref_pack_chunks(self.level_src, self.value_src, self.starts, self.sizes,
+                        self.num_levels, self.n_level, self.size_width, out, self.positions())
         return bytes(out)
 
     def arrays(self, as_input):
@@ -203,33 +219,38 @@ def pages(draw, max_chunks=5):
     if nc and draw(st.booleans()):
         log2[-1] = 0
         counts[-1] = draw(st.integers(1, 5000))
+    # mostly adjacent chunks; sometimes gaps, as when chunks are read for random access
+    gaps = [draw(st.sampled_from([0, 0, 0, 1, 5, 8, 16])) for _ in range(nc)]
     return Page(size_width, n_level, n_value, level_src, value_src, starts, sizes,
-                num_levels, counts, log2)
+                num_levels, counts, log2, gaps)
 
 
-def _run_parse(as_input, guarded, words, data: bytes, num_items, nl, nv, sw, word_dtype):
+def _run_parse(as_input, guarded, words, data: bytes, chunk_pos, num_items, nl, nv, sw,
+               word_dtype):
     """parse_chunks on exactly-sized guarded outputs, checked against the reference."""
     nc, nb = len(words), nl + nv
-    gs = [guarded(nc, np.int64, UNSET) for _ in range(3)]
+    gs = [guarded(nc, np.int64, UNSET) for _ in range(2)]
     gs += [guarded((nc, nb), np.int64, UNSET) for _ in range(2)]
     gs.append(guarded(2, np.int64, UNSET))
     status = km.parse_chunks(as_input(np.array(words, dtype=word_dtype).reshape(-1)),
-                             as_input(np.frombuffer(data, np.uint8)), num_items, nl, nv, sw,
-                             *(g.out for g in gs))
+                             as_input(np.frombuffer(data, np.uint8)),
+                             as_input(np.array(chunk_pos, np.int64).reshape(-1)), num_items,
+                             nl, nv, sw, *(g.out for g in gs))
     assert all(g.intact() for g in gs)
-    ref = ref_parse_chunks(words, data, num_items, nl, nv, sw)
+    ref = ref_parse_chunks(words, data, chunk_pos, num_items, nl, nv, sw)
     assert status == ref.status
-    offs, items, levels, starts, sizes, err = (g.out for g in gs)
+    items, levels, starts, sizes, err = (g.out for g in gs)
     if status == km.OK:
-        assert offs.tolist() == ref.offsets
         assert items.tolist() == ref.items
         assert levels.tolist() == ref.levels
         assert starts.tolist() == ref.starts
         assert sizes.tolist() == ref.sizes
-    else:
+    elif nc:
         # the per-chunk outputs are unspecified after an error; err locates it
         assert tuple(err.tolist()) == ref.err
-    return status, (offs, items, levels, starts, sizes)
+    else:
+        assert err[0] == -1
+    return status, (items, levels, starts, sizes)
 
 
 # -- header_bytes / chunk_bytes -----------------------------------------------------------
@@ -275,52 +296,61 @@ def test_pack_chunks_matches_reference(as_input, guarded, page, data):
 
 @given(pages())
 def test_parse_chunks_matches_reference(as_input, guarded, page):
-    _run_parse(as_input, guarded, page.words(), page.data(), sum(page.counts),
-               page.n_level, page.n_value, page.size_width, page.word_dtype)
+    _run_parse(as_input, guarded, page.words(), page.data(), page.positions(),
+               sum(page.counts), page.n_level, page.n_value, page.size_width, page.word_dtype)
 
 
-@given(pages())
-def test_pack_then_parse_round_trips(as_input, guarded, page):
+@given(pages(), st.data())
+def test_pack_then_parse_round_trips(as_input, guarded, page, data):
     nc = len(page.counts)
     sizes = page.chunk_sizes()
-    out_starts = np.zeros(nc, np.int64)
-    np.cumsum(sizes[:-1], out=out_starts[1:])
     np.testing.assert_array_equal(
         km.chunk_bytes(np.array(page.sizes, np.int64).reshape(nc, page.nb), page.n_level,
                        page.size_width), sizes)
-    buf = np.empty(sum(sizes), np.uint8)
+    out_starts, pos = [], 0
+    for n in sizes:
+        pos += data.draw(st.integers(0, 1)) * 8
+        out_starts.append(pos)
+        pos += n
+    buf = np.zeros(pos, np.uint8)
     assert km.pack_chunks(*page.arrays(as_input), page.n_level, page.size_width, buf,
-                          as_input(out_starts)) == km.OK
-    data = buf.tobytes()
-    words = page.words()
-    status, (offs, items, levels, starts, bsizes) = _run_parse(
-        as_input, guarded, words, data, sum(page.counts), page.n_level, page.n_value,
-        page.size_width, page.word_dtype)
+                          as_input(np.array(out_starts, np.int64).reshape(-1))) == km.OK
+    # parse every chunk, or (random access) any subset of them in order
+    keep = sorted(set(data.draw(st.lists(st.integers(0, nc - 1), max_size=nc)))) \
+        if nc and data.draw(st.booleans()) else list(range(nc))
+    words = [page.words()[c] for c in keep]
+    status, (items, levels, starts, bsizes) = _run_parse(
+        as_input, guarded, words, buf.tobytes(), [out_starts[c] for c in keep],
+        sum(page.counts[c] for c in keep), page.n_level, page.n_value, page.size_width,
+        page.word_dtype)
     assert status == km.OK
-    assert offs.tolist() == out_starts.tolist()
-    assert items.tolist() == page.counts
-    assert levels.tolist() == page.num_levels
-    assert bsizes.tolist() == page.sizes
-    for c in range(nc):
+    assert items.tolist() == [page.counts[c] for c in keep]
+    assert levels.tolist() == [page.num_levels[c] for c in keep]
+    assert bsizes.tolist() == [page.sizes[c] for c in keep]
+    for row, c in enumerate(keep):
         for b in range(page.nb):
             src = page.level_src if b < page.n_level else page.value_src
             s, n = page.starts[c][b], page.sizes[c][b]
-            assert data[starts[c, b]:starts[c, b] + n] == src[s:s + n]
+            assert buf[starts[row, b]:starts[row, b] + n].tobytes() == src[s:s + n]
+
+
+_huge = st.sampled_from([-1, -8, -(2**63), 2**31, 2**62, 2**63 - 1, 2**63 - 8])
 
 
 @st.composite
 def corrupted_pages(draw):
-    """A valid page, then one to four corruptions of its words, bytes or description."""
+    """A valid page, then one to four corruptions of its words, positions, bytes or
+    description."""
     page = draw(pages())
-    words, data = page.words(), bytearray(page.data())
+    words, data, positions = page.words(), bytearray(page.data()), page.positions()
     num_items = sum(page.counts)
     nl, nv, sw = page.n_level, page.n_value, page.size_width
     max_word = 0xFFFF if sw == 2 else 0xFFFFFFFF
     kinds = ["word", "word_size", "word_log2", "byte", "size_field", "truncate", "extend",
-             "num_items", "drop_word", "add_word", "layout"]
+             "num_items", "drop_chunk", "add_chunk", "position", "layout"]
     for _ in range(draw(st.integers(1, 4))):
         kind = draw(st.sampled_from(kinds))
-        if kind in ("word", "word_size", "word_log2", "drop_word") and words:
+        if kind in ("word", "word_size", "word_log2", "drop_chunk", "position") and words:
             i = draw(st.integers(0, len(words) - 1))
             if kind == "word":
                 words[i] = draw(st.one_of(st.integers(0, 0x7F), st.integers(0, max_word)))
@@ -328,17 +358,21 @@ def corrupted_pages(draw):
                 words[i] = min(max(words[i] + (draw(st.integers(-3, 3)) << 4), 0), max_word)
             elif kind == "word_log2":
                 words[i] = (words[i] & ~0xF) | draw(st.integers(0, 15))
+            elif kind == "position":
+                positions[i] = draw(st.one_of(st.integers(-9, len(data) + 9), _huge))
             else:
-                del words[i]
-        elif kind == "add_word":
-            words.insert(draw(st.integers(0, len(words))), draw(st.integers(0, 0x7F)))
+                del words[i], positions[i]
+        elif kind == "add_chunk":
+            i = draw(st.integers(0, len(words)))
+            words.insert(i, draw(st.integers(0, 0x7F)))
+            positions.insert(i, draw(st.integers(0, len(data))))
         elif kind == "byte" and data:
             data[draw(st.integers(0, len(data) - 1))] = draw(st.integers(0, 255))
         elif kind == "size_field" and page.counts:
             # overwrite one buffer-size field of one chunk with a small random size
             c = draw(st.integers(0, len(page.counts) - 1))
             b = draw(st.integers(0, page.nb - 1))
-            field = sum(page.chunk_sizes()[:c]) + 2 + 2 * min(b, nl) + sw * max(b - nl, 0)
+            field = page.positions()[c] + 2 + 2 * min(b, nl) + sw * max(b - nl, 0)
             width = 2 if b < nl else sw
             data[field:field + width] = _le(draw(st.integers(0, 300)), width)
         elif kind == "truncate":
@@ -350,7 +384,7 @@ def corrupted_pages(draw):
         elif kind == "layout":
             nl, nv, sw = (draw(st.integers(0, 2)), draw(st.integers(1, 4)),
                           draw(st.sampled_from([2, 4])))
-    return words, bytes(data), num_items, nl, nv, sw, page.word_dtype
+    return words, bytes(data), positions, num_items, nl, nv, sw, page.word_dtype
 
 
 @given(corrupted_pages())
@@ -365,7 +399,8 @@ def random_pages(draw):
     words = draw(st.lists(st.one_of(st.integers(0, 0x5F), st.integers(0, max_word)),
                           max_size=6))
     data = draw(st.binary(max_size=160))
-    return (words, data, draw(st.integers(0, 10000)), draw(st.integers(0, 2)),
+    positions = [draw(st.one_of(st.integers(0, 160), _huge)) for _ in words]
+    return (words, data, positions, draw(st.integers(0, 10000)), draw(st.integers(0, 2)),
             draw(st.integers(1, 4)), draw(st.sampled_from([2, 4])), word_dtype)
 
 
@@ -380,7 +415,7 @@ INT32_123_CHUNK = bytes.fromhex("00000c00fefefefe" "010000000200000003000000" "f
 
 
 def test_pack_chunks_format_facts_example():
-    values = np.frombuffer(struct.pack("<3i", 1, 2, 3), np.uint8)
+    values = _u8(struct.pack("<3i", 1, 2, 3))
     sizes = np.array([[12]], np.int64)
     assert km.chunk_bytes(sizes, 0, 2).tolist() == [24]
     out = np.full(24, FILL, np.uint8)
@@ -396,32 +431,40 @@ def test_pack_chunks_large_chunk_sizes_and_levels():
     defs = struct.pack("<3H", 0, 1, 0)
     values = struct.pack("<2i", 7, -1)
     out = np.full(32, FILL, np.uint8)
-    status = km.pack_chunks(np.frombuffer(defs, np.uint8), np.frombuffer(values, np.uint8),
+    status = km.pack_chunks(_u8(defs), _u8(values),
                             np.array([[0, 0]], np.int64), np.array([[6, 8]], np.int64),
                             np.array([3], np.int64), 1, 4, out, np.array([0], np.int64))
     assert status == km.OK
-    expected = (struct.pack("<HHI", 3, 6, 8) + b"\xfe" * 0 + defs + b"\xfe" * 2 + values)
+    # the 8-byte header needs no padding; the 6 level bytes get 2
+    expected = struct.pack("<HHI", 3, 6, 8) + defs + b"\xfe" * 2 + values
     assert len(expected) == 24
     assert out[:24].tobytes() == expected
+    assert out[24:].tolist() == [FILL] * 8
     assert km.chunk_bytes(np.array([[6, 8]]), 1, 4).tolist() == [24]
 
 
-def _parse(words, data, num_items, nl=0, nv=1, sw=2):
+def _parse(words, data, num_items, nl=0, nv=1, sw=2, positions=None):
+    """parse_chunks on adjacent chunks (unless ``positions`` is given)."""
+    if positions is None:
+        positions = [0]
+        for w in words[:-1]:
+            positions.append(positions[-1] + ((w >> 4) + 1) * 8)
     nc, nb = len(words), nl + nv
-    outs = [np.full(nc, UNSET, np.int64) for _ in range(3)]
+    outs = [np.full(nc, UNSET, np.int64) for _ in range(2)]
     outs += [np.full((nc, nb), UNSET, np.int64) for _ in range(2)]
     err = np.full(2, UNSET, np.int64)
     wd = np.uint16 if sw == 2 else np.uint32
-    status = km.parse_chunks(np.array(words, wd), np.frombuffer(data, np.uint8), num_items,
-                             nl, nv, sw, *outs, err)
+    status = km.parse_chunks(np.array(words, wd), _u8(data),
+                             np.array(positions[:nc], np.int64), num_items, nl, nv, sw,
+                             *outs, err)
     return status, err.tolist(), [o.tolist() for o in outs]
 
 
 def test_parse_chunks_format_facts_example():
     data = INT32_123_CHUNK + b"\x48" * 40     # the file pads the buffer; trailing bytes ok
-    status, _, (offs, items, levels, starts, sizes) = _parse([0x0020], data, 3)
+    status, _, (items, levels, starts, sizes) = _parse([0x0020], data, 3)
     assert status == km.OK
-    assert (offs, items, levels, starts, sizes) == ([0], [3], [0], [[8]], [[12]])
+    assert (items, levels, starts, sizes) == ([3], [0], [[8]], [[12]])
     assert data[8:20] == struct.pack("<3i", 1, 2, 3)
 
 
@@ -430,21 +473,32 @@ def test_parse_chunks_two_chunks():
     c0 = struct.pack("<HH4x", 0, 16) + bytes(range(16))
     c1 = struct.pack("<HH4x", 0, 4) + b"\x01\x02\x03\x04" + b"\xfe" * 4
     words = [(len(c0) // 8 - 1) << 4 | 2, (len(c1) // 8 - 1) << 4]
-    status, _, (offs, items, levels, starts, sizes) = _parse(words, c0 + c1, 5)
+    status, _, (items, levels, starts, sizes) = _parse(words, c0 + c1, 5)
     assert status == km.OK
-    assert (offs, items, starts, sizes) == ([0, 24], [4, 1], [[8], [32]], [[16], [4]])
+    assert (items, starts, sizes) == ([4, 1], [[8], [32]], [[16], [4]])
+    # random access: only the second chunk, read into a buffer at byte 3
+    status, _, (items, levels, starts, sizes) = _parse(words[1:], b"xyz" + c1, 1,
+                                                       positions=[3])
+    assert status == km.OK
+    assert (items, starts, sizes) == ([1], [[11]], [[4]])
 
 
 def test_parse_chunks_status_chunks_past_end():
     assert _parse([0x0030], INT32_123_CHUNK, 3)[:2] == (km.CHUNKS_PAST_END, [0, 0])
+    assert _parse([0x0020], INT32_123_CHUNK, 3, positions=[8])[:2] == (km.CHUNKS_PAST_END,
+                                                                      [0, 8])
+    assert _parse([0x0020], INT32_123_CHUNK, 3, positions=[-8])[:2] == (km.CHUNKS_PAST_END,
+                                                                       [0, -8])
+    huge = _parse([0x0020], INT32_123_CHUNK, 3, positions=[2**63 - 8])
+    assert huge[:2] == (km.CHUNKS_PAST_END, [0, 2**63 - 8])
 
 
 def test_parse_chunks_status_bad_item_count():
     two = INT32_123_CHUNK * 2
     # "the rest" (log2 0) on a chunk that is not the last
     assert _parse([0x0020, 0x0020], two, 6)[:2] == (km.BAD_ITEM_COUNT, [0, 0])
-    # counts add up to 2, the page has 3
-    assert _parse([0x0021], INT32_123_CHUNK, 3)[:2] == (km.BAD_ITEM_COUNT, [0, 24])
+    # counts add up to 2, the page has 3 (err: the last chunk and its position)
+    assert _parse([0x0021], INT32_123_CHUNK, 3)[:2] == (km.BAD_ITEM_COUNT, [0, 0])
     # the first chunk already holds all 4 items: nothing left for "the rest"
     assert _parse([0x0022, 0x0020], two, 4)[:2] == (km.BAD_ITEM_COUNT, [1, 24])
 

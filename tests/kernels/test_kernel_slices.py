@@ -4,25 +4,25 @@ Valid slices, out-of-range slices and too-small outputs: the kernel's status mus
 the reference, and nothing may be written outside the output it was given.
 """
 
+import json
+import random
 import subprocess
 import sys
 import textwrap
 
 import numpy as np
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from lancenb.kernels import slices
 
 FILL = 0x5C  # initial output bytes, so untouched bytes are visible
 
 
 def ref_concat_slices(src: bytes, starts, sizes, out: bytearray) -> int:
-    for s, n in zip(starts, sizes):
+    for s, n in zip(starts, sizes, strict=True):
         if s < 0 or n < 0 or s + n > len(src):
             return -1
-    joined = b"".join(src[s:s + n] for s, n in zip(starts, sizes))
+    joined = b"".join(src[s:s + n] for s, n in zip(starts, sizes, strict=True))
     if len(joined) > len(out):
         return -1
     out[:len(joined)] = joined
@@ -35,7 +35,7 @@ def ref_concat_bits(src: bytes, byte_starts, nbits, out: bytearray) -> int:
     Fills ``out[:ceil(total / 8)]``, the unused high bits of the last byte zero.
     """
     bits = []
-    for s, n in zip(byte_starts, nbits):
+    for s, n in zip(byte_starts, nbits, strict=True):
         if s < 0 or n < 0 or s + (n + 7) // 8 > len(src):
             return -1
         bits.extend((src[s + j // 8] >> (j % 8)) & 1 for j in range(n))
@@ -51,6 +51,12 @@ def ref_concat_bits(src: bytes, byte_starts, nbits, out: bytearray) -> int:
 
 def _i64(values, as_input):
     return as_input(np.array(values, dtype=np.int64).reshape(-1))
+
+
+def _u8(raw: bytes) -> np.ndarray:
+    """Writable bytes, like the other arguments of the call: mixing read-only and
+    writable arrays in one call would compile one more numba specialisation."""
+    return np.frombuffer(bytearray(raw), np.uint8)
 
 
 # -- strategies -----------------------------------------------------------------------
@@ -81,7 +87,7 @@ def valid_bit_slices(draw):
     return src, starts, nbits, (sum(nbits) + 7) // 8 + extra
 
 
-# Out-of-range values stay far from int64 overflow here; overflow has its own tests.
+# Values near the int64 limits are tested in a child process (see the end of the module).
 _wild = st.one_of(st.integers(-70, 140), st.sampled_from([-(2**40), -1, 2**31, 2**40]))
 
 
@@ -130,7 +136,7 @@ def test_concat_slices_output_too_small(as_input, guarded, case, short):
 
 
 def test_concat_slices_docstring_example():
-    src = np.frombuffer(b"abcdef", np.uint8)
+    src = _u8(b"abcdef")
     out = np.zeros(4, np.uint8)
     assert slices.concat_slices(src, np.array([1, 4]), np.array([2, 2]), out) == slices.OK
     assert out.tobytes() == b"bcef"
@@ -173,7 +179,7 @@ def test_concat_bits_output_too_small(as_input, guarded, case, short):
 
 def test_concat_bits_known_answer():
     # the low 3 bits of 0b11111101, the low 7 bits of 0xFF, the low 4 bits of 0x0A
-    src = np.frombuffer(bytes([0b11111101, 0xFF, 0x0A]), np.uint8)
+    src = _u8(bytes([0b11111101, 0xFF, 0x0A]))
     out = np.full(2, 0x77, np.uint8)
     status = slices.concat_bits(src, np.array([0, 1, 2]), np.array([3, 7, 4]), out)
     assert status == slices.OK
@@ -182,41 +188,56 @@ def test_concat_bits_known_answer():
     assert out.tolist() == [0b11111101, 0b00101011]
 
 
-# -- int64 overflow in the range checks: known kernel bugs, kept as strict xfails ------
+# -- int64 overflow in the range checks -------------------------------------------------
+# Regression: the range checks used to be `s + n > len(src)` and `s + (n + 7) // 8 >
+# len(src)`, which wrap for huge int64 starts/sizes. concat_slices then returned 0 or
+# raised ValueError; concat_bits read src[2**63 - 1] and segfaulted. The cases run in a
+# child process so that a regression fails one test instead of killing the run.
 
-@pytest.mark.xfail(strict=True, reason=(
-    "concat_slices checks `s + n > src.shape[0]` in int64: a huge start or size wraps "
-    "negative and passes, so the kernel raises ValueError from a mismatched slice copy "
-    "(JIT), warns on overflow (no JIT), or returns 0 for slices outside src"))
-@pytest.mark.parametrize("starts, sizes, out_len", [
-    ([2**63 - 1], [3], 3),            # JIT: ValueError inside the kernel
-    ([2**62, 2**62], [2**62, 2**62], 0),  # JIT: returns 0 (and total wraps too)
-])
-def test_concat_slices_rejects_overflowing_slices(starts, sizes, out_len):
-    src = np.arange(10, dtype=np.uint8)
-    out = np.zeros(out_len, np.uint8)
-    status = slices.concat_slices(src, np.array(starts, np.int64),
-                                  np.array(sizes, np.int64), out)
-    assert status == slices.OUT_OF_BOUNDS
+_EXTREMES = [0, 1, 9, 10, 11, 2**31, 2**62, 2**63 - 8, 2**63 - 1, -1, -(2**63)]
 
 
-_OVERFLOW_CHILD = textwrap.dedent("""
+def _extreme_cases():
+    cases = [([s], [n], out_len) for s in _EXTREMES for n in _EXTREMES for out_len in (0, 1, 4)]
+    rng = random.Random(0)
+    for _ in range(300):
+        k = rng.randint(2, 3)
+        cases.append(([rng.choice(_EXTREMES) for _ in range(k)],
+                      [rng.choice(_EXTREMES + [2, 3, 5]) for _ in range(k)],
+                      rng.choice([0, 1, 4, 10])))
+    return cases
+
+
+_EXTREME_CHILD = textwrap.dedent("""
+    import json, sys
     import numpy as np
     from lancenb.kernels import slices
     src = np.arange(10, dtype=np.uint8)
-    out = np.zeros(1, np.uint8)
-    print(slices.concat_bits(src, np.array([2**63 - 1], np.int64),
-                             np.array([3], np.int64), out))
+    results = []
+    for name, starts, sizes, out_len in json.load(sys.stdin):
+        out = np.zeros(out_len, np.uint8)
+        try:
+            status = getattr(slices, name)(src, np.array(starts, np.int64),
+                                           np.array(sizes, np.int64), out)
+        except Exception as exc:  # a kernel must not raise: report it to the parent
+            status = type(exc).__name__
+        results.append([status, out.tolist()])
+    json.dump(results, sys.stdout)
 """)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "concat_bits checks `s + (n + 7) // 8 > src.shape[0]` in int64: byte_starts=[2**63-1], "
-    "nbits=[3] wraps to a negative sum, passes, and reads src[2**63-1] (segfault under "
-    "JIT, IndexError without JIT) instead of returning -1"))
-def test_concat_bits_rejects_overflowing_start():
-    # in a child process: under JIT this input kills the interpreter
-    proc = subprocess.run([sys.executable, "-c", _OVERFLOW_CHILD], capture_output=True,
-                          text=True, timeout=300)
-    assert proc.returncode == 0, f"child exited with {proc.returncode}: {proc.stderr[-400:]}"
-    assert proc.stdout.strip() == str(slices.OUT_OF_BOUNDS)
+def test_huge_starts_and_sizes_are_out_of_bounds():
+    cases = [(name, *c) for name in ("concat_slices", "concat_bits") for c in _extreme_cases()]
+    # -W error: under NUMBA_DISABLE_JIT an int64 overflow warning counts as a failure
+    proc = subprocess.run([sys.executable, "-W", "error", "-c", _EXTREME_CHILD],
+                          input=json.dumps(cases), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"child exited with {proc.returncode}: {proc.stderr[-600:]}"
+    src = bytes(range(10))
+    results = json.loads(proc.stdout)
+    for (name, starts, sizes, out_len), (status, out) in zip(cases, results, strict=True):
+        ref = ref_concat_slices if name == "concat_slices" else ref_concat_bits
+        expected = bytearray(out_len)
+        want = ref(src, starts, sizes, expected)
+        assert status == want, (name, starts, sizes, out_len)
+        if want == 0 and name == "concat_slices":
+            assert bytes(out) == bytes(expected)

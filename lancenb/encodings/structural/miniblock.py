@@ -20,8 +20,8 @@ from lancenb.encodings import pb
 from lancenb.encodings.blocks import FixedWidth, Variable
 from lancenb.encodings.physical import flat, variable
 from lancenb.errors import CorruptFileError, NotSupportedError
-from lancenb.kernels import miniblock as km
 from lancenb.kernels import gather as kg
+from lancenb.kernels import miniblock as km
 from lancenb.kernels import slices
 
 __all__ = ["encode", "MiniBlockDecoder", "ChunkTable"]
