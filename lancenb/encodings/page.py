@@ -150,4 +150,6 @@ class PageDecoder:
             uniq, inverse = np.unique(rows, return_inverse=True)
             arr = self._to_arrow(*self.impl.read_rows(reader, self.page.offsets, uniq))
             return arr if len(uniq) == len(rows) else arr.take(pa.array(inverse))
-        return self._to_arrow(*self.impl.read_rows(reader, self.page.offsets, rows))
+        block, validity, sel = self.impl.read_rows(reader, self.page.offsets, rows)
+        arr = self._to_arrow(block, validity)
+        return arr if sel is None else arr.take(pa.array(sel))

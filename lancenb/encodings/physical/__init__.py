@@ -1,1 +1,54 @@
-"""Compressive encodings (one module each): bytes of values <-> compressed buffers."""
+"""Compressive encodings (one module each): bytes of values <-> compressed buffers.
+
+``value_decoder`` and ``level_decoder`` build a mini-block chunk decoder from a
+``CompressiveEncoding`` description alone; an encoding lancenb cannot decode yet
+raises ``NotSupportedError`` naming it.
+"""
+
+from __future__ import annotations
+
+from lancenb.encodings import pb
+from lancenb.errors import CorruptFileError, NotSupportedError
+
+__all__ = ["value_decoder", "level_decoder"]
+
+
+def _unsupported(enc, where: str, what: str) -> NotSupportedError:
+    return NotSupportedError(f"{where}: {what} use encoding {pb.describe(enc)}, which lancenb "
+                             f"does not decode yet")
+
+
+def value_decoder(enc, fixed_bits: int | None, where: str):
+    """Decoder for the values of mini-block chunks described by ``enc``.
+
+    ``fixed_bits`` is the column's value width (None for variable-width columns).
+    """
+    from lancenb.encodings.physical import flat, variable
+
+    kind = enc.WhichOneof("compression")
+    if kind == "flat" and not enc.flat.HasField("data"):
+        bits = int(enc.flat.bits_per_value)
+        if fixed_bits is None or bits != fixed_bits:
+            raise CorruptFileError(f"{where}: flat values of {bits} bits for a column of "
+                                   f"{fixed_bits or 'variable'}-bit values")
+        return flat.FlatValues(bits)
+    if (kind == "variable" and enc.variable.offsets.WhichOneof("compression") == "flat"
+            and not enc.variable.HasField("values")):
+        if fixed_bits is not None:
+            raise CorruptFileError(f"{where}: variable-width values for a column of "
+                                   f"{fixed_bits}-bit values")
+        bits = int(enc.variable.offsets.flat.bits_per_value)
+        if bits not in (32, 64):
+            raise CorruptFileError(f"{where}: variable offsets of {bits} bits")
+        return variable.VariableValues(bits)
+    raise _unsupported(enc, where, "values")
+
+
+def level_decoder(enc, where: str):
+    """Decoder for the rep or def levels (u16) of mini-block chunks."""
+    from lancenb.encodings.physical import flat
+
+    kind = enc.WhichOneof("compression")
+    if kind == "flat" and enc.flat.bits_per_value == 16 and not enc.flat.HasField("data"):
+        return flat.FlatLevels()
+    raise _unsupported(enc, where, "levels")

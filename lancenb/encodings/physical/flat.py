@@ -15,9 +15,11 @@ import numpy as np
 from lancenb.encodings import pb
 from lancenb.encodings.blocks import FixedWidth
 from lancenb.errors import CorruptFileError
+from lancenb.kernels import gather as kg
 from lancenb.kernels import slices
 
-__all__ = ["values_per_chunk", "plan", "encode_chunks", "decode_chunks", "description"]
+__all__ = ["values_per_chunk", "plan", "encode_chunks", "decode_chunks", "description",
+           "FlatValues"]
 
 MAX_CHUNK_VALUES = 4096
 MAX_CHUNK_VALUE_BYTES = 8186  # the reference's per-chunk value budget (8 KiB minus headers)
@@ -67,3 +69,56 @@ def decode_chunks(bits: int, data: np.ndarray, starts: np.ndarray, sizes: np.nda
     if status != 0:
         raise CorruptFileError(f"{where}: flat value buffers point outside the page")
     return FixedWidth(bits, out, total)
+
+
+class FlatValues:
+    """Decoder of Flat mini-block chunks (one value buffer per chunk)."""
+
+    num_buffers = 1
+
+    def __init__(self, bits: int):
+        self.bits = bits
+
+    def decode(self, data, starts, sizes, counts, where) -> FixedWidth:
+        return decode_chunks(self.bits, data, starts[:, 0].copy(), sizes[:, 0].copy(), counts,
+                             where)
+
+    def gather(self, data, starts, sizes, counts, slot, local, where) -> FixedWidth:
+        """Only the values at ``local`` of chunk ``slot`` (no whole-chunk decode)."""
+        expected = (counts * self.bits + 7) // 8
+        bad = np.flatnonzero(sizes[:, 0] != expected)
+        if bad.size:
+            raise CorruptFileError(f"{where}: flat value buffer of {int(sizes[bad[0], 0])} "
+                                   f"bytes for {int(counts[bad[0]])} values")
+        n = len(local)
+        vs = starts[slot, 0]
+        if self.bits % 8 == 0:
+            w = self.bits // 8
+            out = np.empty(n * w, np.uint8)
+            status = kg.gather_fixed(data, vs + local * w, w, out)
+        else:
+            out = np.empty((n * self.bits + 7) // 8, np.uint8)
+            status = kg.gather_bits(data, vs * 8 + local * self.bits, out)
+        if status != 0:
+            raise CorruptFileError(f"{where}: value outside its chunk")
+        return FixedWidth(self.bits, out, n)
+
+
+class FlatLevels:
+    """Rep/def levels stored raw as u16 (``Flat(16)``) in each chunk."""
+
+    def decode(self, data, starts, sizes, counts, where) -> np.ndarray:
+        if not np.array_equal(sizes, counts * 2):
+            raise CorruptFileError(f"{where}: level buffer sizes do not match the level counts")
+        out = np.empty(int(counts.sum()) * 2, np.uint8)
+        if slices.concat_slices(data, starts.astype(np.int64), sizes.astype(np.int64), out):
+            raise CorruptFileError(f"{where}: level buffers outside the page")
+        return out.view(np.uint16)
+
+    def gather(self, data, starts, sizes, counts, slot, local, where) -> np.ndarray:
+        if not np.array_equal(sizes, counts * 2):
+            raise CorruptFileError(f"{where}: level buffer sizes do not match the level counts")
+        out = np.empty(2 * len(local), np.uint8)
+        if kg.gather_fixed(data, starts[slot] + 2 * local, 2, out) != 0:
+            raise CorruptFileError(f"{where}: levels outside their chunk")
+        return out.view(np.uint16)

@@ -16,9 +16,10 @@ import numpy as np
 from lancenb.encodings import pb
 from lancenb.encodings.blocks import Variable
 from lancenb.errors import CorruptFileError, NotSupportedError
+from lancenb.kernels import gather as kg
 from lancenb.kernels import variable as kv
 
-__all__ = ["plan", "encode_chunks", "decode_chunks", "description"]
+__all__ = ["plan", "encode_chunks", "decode_chunks", "description", "VariableValues"]
 
 AIM_CHUNK_BYTES = 4096
 MAX_CHUNK_VALUE_BYTES = 32 * 1024 - 64  # a chunk (headers included) must stay within 32 KiB
@@ -72,3 +73,32 @@ def decode_chunks(offset_bits: int, data: np.ndarray, starts: np.ndarray, sizes:
     out = np.empty(int(total), dtype=np.uint8)
     kv.decode_fill(data, starts, counts, w, offsets, out)
     return Variable(offsets, out, n, offset_bits)
+
+
+class VariableValues:
+    """Decoder of Variable mini-block chunks (one value buffer per chunk)."""
+
+    num_buffers = 1
+
+    def __init__(self, offset_bits: int):
+        self.offset_bits = offset_bits
+
+    def decode(self, data, starts, sizes, counts, where) -> Variable:
+        return decode_chunks(self.offset_bits, data, starts[:, 0].copy(), sizes[:, 0].copy(),
+                             counts, where)
+
+    def gather(self, data, starts, sizes, counts, slot, local, where) -> Variable:
+        """Only the values at ``local`` of chunk ``slot`` (no whole-chunk decode)."""
+        ow = self.offset_bits // 8
+        n = len(local)
+        vs = np.ascontiguousarray(starts[slot, 0])
+        err = np.zeros(2, np.int64)
+        total = kg.gather_variable_size(data, vs, np.ascontiguousarray(sizes[slot, 0]),
+                                        np.ascontiguousarray(counts[slot]), local, ow, err)
+        if total < 0:
+            raise CorruptFileError(f"{where}: variable offsets out of bounds or decreasing "
+                                   f"(value {int(err[0])} of the take)")
+        offs = np.empty(n + 1, np.int64)
+        out = np.empty(int(total), np.uint8)
+        kg.gather_variable_fill(data, vs, local, ow, offs, out)
+        return Variable(offs, out, n, self.offset_bits)

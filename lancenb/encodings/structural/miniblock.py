@@ -16,13 +16,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lancenb.encodings import pb
+from lancenb.encodings import pb, physical
 from lancenb.encodings.blocks import FixedWidth, Variable
 from lancenb.encodings.physical import flat, variable
 from lancenb.errors import CorruptFileError, NotSupportedError
-from lancenb.kernels import gather as kg
 from lancenb.kernels import miniblock as km
-from lancenb.kernels import slices
 
 __all__ = ["encode", "MiniBlockDecoder", "ChunkTable"]
 
@@ -110,7 +108,11 @@ class ChunkTable:
 
 
 class MiniBlockDecoder:
-    """Decodes a mini-block page of flat (non-repeated) data."""
+    """Decodes a mini-block page of flat (non-repeated) data.
+
+    The value and level decoders come from ``lancenb.encodings.physical`` and are
+    built from the layout alone.
+    """
 
     def __init__(self, layout, num_rows: int, buffer_sizes, where: str, dtype_bits):
         self.where = where
@@ -124,30 +126,13 @@ class MiniBlockDecoder:
         if layers not in ([L.REPDEF_ALL_VALID_ITEM], [L.REPDEF_NULLABLE_ITEM]):
             names = [L.Name(x) if x in L.values() else str(x) for x in layers]
             raise NotSupportedError(f"{where}: rep/def layers {names} are not supported yet")
-        self.has_def = layout.HasField("def_compression")
-        if self.has_def:
-            d = layout.def_compression
-            if d.WhichOneof("compression") != "flat" or d.flat.bits_per_value != 16 \
-                    or d.flat.HasField("data"):
-                raise NotSupportedError(
-                    f"{where}: definition levels use encoding {pb.describe(d)}, which lancenb "
-                    f"does not decode yet (it decodes flat(16))")
-        vc = layout.value_compression
-        kind = vc.WhichOneof("compression")
-        if kind == "flat" and not vc.flat.HasField("data"):
-            self.codec, self.bits = flat, int(vc.flat.bits_per_value)
-            if dtype_bits is not None and self.bits != dtype_bits:
-                raise CorruptFileError(f"{where}: flat values of {self.bits} bits for a column "
-                                       f"of {dtype_bits}-bit values")
-        elif (kind == "variable" and vc.variable.offsets.WhichOneof("compression") == "flat"
-              and not vc.variable.HasField("values")):
-            self.codec, self.bits = variable, int(vc.variable.offsets.flat.bits_per_value)
-        else:
-            raise NotSupportedError(f"{where}: value encoding {pb.describe(vc)} is not "
-                                    f"supported yet (lancenb decodes flat and variable)")
-        if layout.num_buffers != 1:
-            raise CorruptFileError(f"{where}: {layout.num_buffers} value buffers per chunk "
-                                   f"for a {kind} page (expected 1)")
+        self.levels = (physical.level_decoder(layout.def_compression, where)
+                       if layout.HasField("def_compression") else None)
+        self.values = physical.value_decoder(layout.value_compression, dtype_bits, where)
+        self.dtype_bits = dtype_bits
+        if layout.num_buffers != self.values.num_buffers:
+            raise CorruptFileError(f"{where}: {layout.num_buffers} value buffers per chunk, "
+                                   f"the encoding has {self.values.num_buffers}")
         if layout.num_items != num_rows:
             raise CorruptFileError(f"{where}: layout has {layout.num_items} items for "
                                    f"{num_rows} rows")
@@ -158,6 +143,10 @@ class MiniBlockDecoder:
         self._table: ChunkTable | None = None
         self.num_items = num_rows
         self.buffer_sizes = buffer_sizes
+
+    @property
+    def n_level_bufs(self) -> int:
+        return 0 if self.levels is None else 1
 
     def buffers_for_all(self, offsets, sizes):
         return list(zip(offsets, sizes))
@@ -173,11 +162,14 @@ class MiniBlockDecoder:
                                                 self.where)
         return self._table
 
+    def _empty(self):
+        return empty_block(self.dtype_bits, getattr(self.values, "offset_bits", 32)), None
+
     def decode_all(self, buffers):
         """``(block, validity)`` of the whole page from its two buffers."""
         table = self.chunk_table(buffers[0])
         if len(table.words) == 0:
-            return empty_block(None if self.codec is variable else self.bits, self.bits), None
+            return self._empty()
         return self._decode_run(table, np.arange(len(table.words)),
                                 np.frombuffer(buffers[1], dtype=np.uint8), table.offsets)
 
@@ -190,7 +182,7 @@ class MiniBlockDecoder:
         t = self._table
         n = len(t.words)
         if n == 0:
-            yield empty_block(None if self.codec is variable else self.bits, self.bits), None
+            yield self._empty()
             return
         ends = t.offsets + t.nbytes
         start = 0
@@ -205,20 +197,21 @@ class MiniBlockDecoder:
 
     def _decode_run(self, table: ChunkTable, chunks: np.ndarray, data: np.ndarray,
                     chunk_pos: np.ndarray):
-        """``(block, validity)`` of consecutive ``chunks`` located in ``data``."""
-        items, starts, sizes = self._parse(table, chunks, data, chunk_pos)
+        """``(block, validity)`` of the (sorted) ``chunks`` located in ``data``."""
+        items, levels, starts, sizes = self._parse(table, chunks, data, chunk_pos)
+        nl = self.n_level_bufs
         validity = None
-        if self.has_def:
-            defs = np.empty(int(items.sum()) * 2, np.uint8)
-            slices.concat_slices(data, starts[:, 0].copy(), sizes[:, 0].copy(), defs)
-            validity = self._validity(defs.view(np.uint16))
-        block = self.codec.decode_chunks(self.bits, data, starts[:, -1].copy(),
-                                         sizes[:, -1].copy(), items, self.where)
+        if self.levels is not None:
+            validity = self._validity(self.levels.decode(data, starts[:, 0], sizes[:, 0],
+                                                         levels, self.where))
+        block = self.values.decode(data, starts[:, nl:], sizes[:, nl:], items, self.where)
         return block, validity
 
     def read_rows(self, reader, offsets, rows: np.ndarray):
-        """``(block, validity)`` of ``rows`` (sorted, page-relative), reading only
-        the chunks that hold them and copying out only the selected values."""
+        """``(block, validity, selection)`` for ``rows`` (sorted, page-relative),
+        reading only the chunks that hold them. Where the encodings allow it only
+        the selected values are copied out (``selection`` is None); otherwise the
+        chunks are decoded and ``selection`` indexes the rows among their items."""
         if self._table is None:
             (meta,) = reader.read_ranges([(offsets[0], self.buffer_sizes[0])])
             self.chunk_table(meta)
@@ -226,56 +219,41 @@ class MiniBlockDecoder:
         chunk_of = np.searchsorted(t.item_starts, rows, side="right") - 1
         needed, slot = np.unique(chunk_of, return_inverse=True)
         data, pos = reader.read_ranges_np(offsets[1] + t.offsets[needed], t.nbytes[needed])
-        items, starts, sizes = self._parse(t, needed, data, pos)
         local = rows - t.item_starts[chunk_of]
-        n = len(rows)
-        validity = None
-        if self.has_def:
-            out = np.empty(2 * n, np.uint8)
-            if kg.gather_fixed(data, starts[slot, 0] + 2 * local, 2, out) != 0:
-                raise CorruptFileError(f"{self.where}: definition levels outside their chunk")
-            validity = self._validity(out.view(np.uint16))
-        vs, vz, cnt = starts[slot, -1], sizes[slot, -1], items[slot]
-        if self.codec is flat:
-            self._check_flat_sizes(sizes[:, -1], items, needed)
-            if self.bits % 8 == 0:
-                w = self.bits // 8
-                out = np.empty(n * w, np.uint8)
-                status = kg.gather_fixed(data, vs + local * w, w, out)
-            else:
-                out = np.empty((n * self.bits + 7) // 8, np.uint8)
-                status = kg.gather_bits(data, vs * 8 + local * self.bits, out)
-            if status != 0:
-                raise CorruptFileError(f"{self.where}: value outside its chunk")
-            return FixedWidth(self.bits, out, n), validity
-        ow = self.bits // 8
-        err = np.zeros(2, np.int64)
-        total = kg.gather_variable_size(data, vs, vz, cnt, local, ow, err)
-        if total < 0:
-            c = int(needed[slot[int(err[0])]])
-            raise CorruptFileError(f"{self.where}, chunk {c}: variable offsets are out of "
-                                   f"bounds or decreasing")
-        offs = np.empty(n + 1, np.int64)
-        out = np.empty(int(total), np.uint8)
-        kg.gather_variable_fill(data, vs, local, ow, offs, out)
-        return Variable(offs, out, n, self.bits), validity
+        if hasattr(self.values, "gather") and (self.levels is None
+                                               or hasattr(self.levels, "gather")):
+            items, levels, starts, sizes = self._parse(t, needed, data, pos)
+            nl = self.n_level_bufs
+            validity = None
+            if self.levels is not None:
+                validity = self._validity(self.levels.gather(
+                    data, starts[:, 0], sizes[:, 0], levels, slot, local, self.where))
+            block = self.values.gather(data, starts[:, nl:], sizes[:, nl:], items, slot, local,
+                                       self.where)
+            return block, validity, None
+        block, validity = self._decode_run(t, needed, data, pos)
+        firsts = np.zeros(len(needed), dtype=np.int64)
+        counts = t.item_starts[needed + 1] - t.item_starts[needed]
+        np.cumsum(counts[:-1], out=firsts[1:])
+        return block, validity, firsts[slot] + local
 
     def _parse(self, table: ChunkTable, chunks: np.ndarray, data: np.ndarray,
                chunk_pos: np.ndarray):
         """Validate ``chunks`` (sorted; chunk ``i`` at ``data[chunk_pos[i]]``) and
-        locate their buffers: ``(items, starts, sizes)``."""
+        locate their buffers: ``(items, levels, starts, sizes)``."""
         words = table.words[chunks]
         n_items = int((table.item_starts[chunks + 1] - table.item_starts[chunks]).sum())
-        nl = 1 if self.has_def else 0
+        nl = self.n_level_bufs
+        nb = nl + self.values.num_buffers
         nc = len(chunks)
         items = np.empty(nc, np.int64)
         levels = np.empty(nc, np.int64)
-        starts = np.empty((nc, nl + 1), np.int64)
-        sizes = np.empty((nc, nl + 1), np.int64)
+        starts = np.empty((nc, nb), np.int64)
+        sizes = np.empty((nc, nb), np.int64)
         err = np.zeros(2, np.int64)
         status = km.parse_chunks(words, data, np.ascontiguousarray(chunk_pos, np.int64),
-                                 n_items, nl, 1, self.size_width, items, levels, starts, sizes,
-                                 err)
+                                 n_items, nl, self.values.num_buffers, self.size_width, items,
+                                 levels, starts, sizes, err)
         if status != 0:
             what = {km.CHUNKS_PAST_END: "chunk runs past the end of the chunk buffer",
                     km.BAD_ITEM_COUNT: "chunk item counts do not match the page",
@@ -285,19 +263,11 @@ class MiniBlockDecoder:
             c = int(chunks[min(int(err[0]), nc - 1)])
             raise CorruptFileError(f"{self.where}, chunk {c}: {what} (byte {int(err[1])} of "
                                    f"the chunks read)")
-        if self.has_def and (not np.array_equal(levels, items)
-                             or not np.array_equal(sizes[:, 0], items * 2)):
+        if self.levels is not None and not np.array_equal(levels, items):
+            # without repetition every level is a value slot
             raise CorruptFileError(f"{self.where}: definition level counts do not match the "
                                    f"chunks' values")
-        return items, starts, sizes
-
-    def _check_flat_sizes(self, sizes, counts, chunks):
-        expected = (counts * self.bits + 7) // 8
-        bad = np.flatnonzero(sizes != expected)
-        if bad.size:
-            c = int(bad[0])
-            raise CorruptFileError(f"{self.where}, chunk {int(chunks[c])}: flat value buffer "
-                                   f"has {int(sizes[c])} bytes, expected {int(expected[c])}")
+        return items, levels, starts, sizes
 
     def _validity(self, defs: np.ndarray) -> np.ndarray:
         if defs.size and int(defs.max()) > 1:
