@@ -23,9 +23,12 @@ def value_decoder(enc, fixed_bits: int | None, where: str):
 
     ``fixed_bits`` is the column's value width (None for variable-width columns).
     """
-    from lancenb.encodings.physical import flat, variable
+    from lancenb.encodings.physical import flat, general, variable
 
     kind = enc.WhichOneof("compression")
+    if kind == "general":
+        return general.GeneralValues(enc, value_decoder(enc.general.values, fixed_bits, where),
+                                     where)
     if kind == "flat" and not enc.flat.HasField("data"):
         bits = int(enc.flat.bits_per_value)
         if fixed_bits is None or bits != fixed_bits:

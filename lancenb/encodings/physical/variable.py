@@ -19,7 +19,8 @@ from lancenb.errors import CorruptFileError, NotSupportedError
 from lancenb.kernels import gather as kg
 from lancenb.kernels import variable as kv
 
-__all__ = ["plan", "encode_chunks", "decode_chunks", "description", "VariableValues"]
+__all__ = ["plan", "encode_chunks", "decode_chunks", "description", "VariableValues",
+           "encode_block", "decode_block"]
 
 AIM_CHUNK_BYTES = 4096
 MAX_CHUNK_VALUE_BYTES = 32 * 1024 - 64  # a chunk (headers included) must stay within 32 KiB
@@ -102,3 +103,38 @@ class VariableValues:
         out = np.empty(int(total), np.uint8)
         kg.gather_variable_fill(data, vs, local, ow, offs, out)
         return Variable(offs, out, n, self.offset_bits)
+
+
+def encode_block(block: Variable) -> np.ndarray:
+    """The block form (dictionary items): ``uW width | uW bytes_start | uW offsets[n+1]
+    (0-based) | bytes`` with W the offset width, e.g. 32-bit ``["ab", "c"]`` →
+    ``20 00 00 00 | 14 00 00 00 | 0 2 3 (u32) | 61 62 63``."""
+    w = block.offset_bits // 8
+    dt = np.dtype(f"<u{w}")
+    n = block.num_values
+    header = np.array([block.offset_bits, 2 * w + w * (n + 1)], dtype=dt)
+    return np.concatenate([header.view(np.uint8), block.offsets.astype(dt).view(np.uint8),
+                           block.data])
+
+
+def decode_block(buf, num_values: int, where: str) -> Variable:
+    """Parse the block form, checking every offset (vectorised, no per-value loop)."""
+    data = np.frombuffer(buf, dtype=np.uint8)
+    if len(data) < 8:
+        raise CorruptFileError(f"{where}: variable block of {len(data)} bytes")
+    bits = int(data[0])
+    if bits not in (32, 64) or (bits == 32 and int(data[1:4].any())):
+        raise NotSupportedError(f"{where}: variable block header {bytes(data[:8]).hex()} "
+                                f"is not a format lancenb reads")
+    w = bits // 8
+    need = 2 * w + w * (num_values + 1)
+    if len(data) < need:
+        raise CorruptFileError(f"{where}: variable block of {len(data)} bytes is too small "
+                               f"for {num_values} offsets")
+    head = data[:2 * w].view(f"<u{w}")
+    start = int(head[1])
+    offs = data[2 * w:need].view(f"<u{w}").astype(np.int64)
+    if start != need or np.any(np.diff(offs) < 0) or (len(offs) and offs[0] != 0) \
+            or int(offs[-1]) > len(data) - start:
+        raise CorruptFileError(f"{where}: variable block offsets are inconsistent")
+    return Variable(offs, data[start:start + int(offs[-1])].copy(), num_values, bits)

@@ -1,0 +1,104 @@
+"""General: a byte-oriented compressor (LZ4 or Zstandard) wrapped around an encoding.
+
+Framing of one compressed unit:
+
+* LZ4: ``u32 LE uncompressed size`` + an LZ4 *block* (not the frame format).
+* Zstandard: ``u64 LE uncompressed size`` + a standard zstd frame (``28 b5 2f fd``...).
+  Readers also accept a bare zstd frame.
+
+Example: LZ4 of ``b"aaaa"`` is ``04 00 00 00`` followed by the LZ4 block.
+
+Contexts: in mini-block pages only value buffer 0 of each chunk is compressed (each
+chunk separately; other buffers and the rep/def levels are left alone); in block
+contexts (dictionaries, 2.2 level blocks) the whole block is one unit.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import lz4.block
+import numpy as np
+import zstandard
+
+from lancenb.errors import CorruptFileError, NotSupportedError
+
+__all__ = ["compress", "decompress", "GeneralValues", "LZ4", "ZSTD"]
+
+LZ4 = 1
+ZSTD = 2
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+# Refuse to inflate a unit beyond this (a corrupt size prefix must not allocate TiBs).
+MAX_UNCOMPRESSED = 1 << 34
+
+
+def compress(data, scheme: int, level: int | None = None) -> bytes:
+    raw = bytes(data)
+    if scheme == LZ4:
+        return lz4.block.compress(raw, store_size=True)
+    if scheme == ZSTD:
+        c = zstandard.ZstdCompressor(level=3 if not level else level)
+        return struct.pack("<Q", len(raw)) + c.compress(raw)
+    raise NotSupportedError(f"general compression scheme {scheme}")
+
+
+def decompress(data, scheme: int, where: str) -> bytes:
+    """One compressed unit back to its bytes; damage raises ``CorruptFileError``."""
+    buf = bytes(data)
+    try:
+        if scheme == LZ4:
+            if len(buf) < 4:
+                raise CorruptFileError(f"{where}: LZ4 unit of {len(buf)} bytes has no size")
+            (size,) = struct.unpack_from("<I", buf)
+            return lz4.block.decompress(buf[4:], uncompressed_size=size)
+        if scheme == ZSTD:
+            if buf[:4] == _ZSTD_MAGIC:  # a bare frame
+                return zstandard.ZstdDecompressor().decompress(
+                    buf, max_output_size=MAX_UNCOMPRESSED)
+            if len(buf) < 8:
+                raise CorruptFileError(f"{where}: zstd unit of {len(buf)} bytes has no size")
+            (size,) = struct.unpack_from("<Q", buf)
+            if size > MAX_UNCOMPRESSED:
+                raise CorruptFileError(f"{where}: zstd unit claims {size} bytes")
+            out = zstandard.ZstdDecompressor().decompress(buf[8:], max_output_size=size)
+            if len(out) != size:
+                raise CorruptFileError(f"{where}: zstd unit gave {len(out)} bytes, its prefix "
+                                       f"says {size}")
+            return out
+    except (lz4.block.LZ4BlockError, zstandard.ZstdError) as e:
+        raise CorruptFileError(f"{where}: cannot decompress: {e}") from e
+    raise NotSupportedError(f"{where}: general compression scheme {scheme} is unknown")
+
+
+def scheme_of(enc, where: str) -> int:
+    scheme = int(enc.general.compression.scheme)
+    if scheme not in (LZ4, ZSTD):
+        raise NotSupportedError(f"{where}: general compression scheme {scheme} is unknown")
+    return scheme
+
+
+class GeneralValues:
+    """Mini-block values whose buffer 0 is compressed chunk by chunk."""
+
+    def __init__(self, enc, inner, where: str):
+        self.scheme = scheme_of(enc, where)
+        self.inner = inner
+        self.num_buffers = inner.num_buffers
+
+    def decode(self, data, starts, sizes, counts, where):
+        # inflate buffer 0 of every chunk into a new area placed before the original
+        # bytes, so the inner decoder sees one buffer with every chunk's pieces
+        parts = [decompress(data[s:s + z], self.scheme, f"{where}, chunk {i}")
+                 for i, (s, z) in enumerate(zip(starts[:, 0].tolist(), sizes[:, 0].tolist()))]
+        lens = np.array([len(p) for p in parts], dtype=np.int64)
+        pos = np.zeros(len(parts), dtype=np.int64)
+        np.cumsum(lens[:-1], out=pos[1:])
+        head = np.frombuffer(b"".join(parts), np.uint8)
+        merged = np.concatenate([head, data])
+        starts = starts.copy()
+        sizes = sizes.copy()
+        starts[:, 1:] += len(head)
+        starts[:, 0] = pos
+        sizes[:, 0] = lens
+        return self.inner.decode(merged, starts, sizes, counts, where)
+
