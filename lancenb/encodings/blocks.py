@@ -17,9 +17,9 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from lancenb.errors import NotSupportedError
+from lancenb.errors import CorruptFileError, NotSupportedError
 
-__all__ = ["FixedWidth", "Variable", "from_arrow", "to_arrow", "fixed_bits", "is_variable",
+__all__ = ["FixedWidth", "Variable", "DictionaryIndices", "from_arrow", "to_arrow", "fixed_bits", "is_variable",
            "offset_bits"]
 
 
@@ -36,6 +36,15 @@ class Variable:
     data: np.ndarray  # uint8
     num_values: int
     offset_bits: int  # 32 or 64: the width the column's Arrow type uses
+
+
+@dataclass
+class DictionaryIndices:
+    """Decoded dictionary indices (0-based) and the decoded dictionary items."""
+
+    indices: np.ndarray  # an unsigned integer array
+    items: pa.Array
+    num_values: int
 
 
 def is_variable(dt: pa.DataType) -> bool:
@@ -113,6 +122,16 @@ def _validity_buffer(validity: np.ndarray | None) -> pa.Buffer | None:
 
 def to_arrow(dt: pa.DataType, block, validity: np.ndarray | None) -> pa.Array:
     """Build an Arrow array of type ``dt`` from a decoded block and validity."""
+    if isinstance(block, DictionaryIndices):
+        idx = block.indices.astype(np.int64, copy=False)
+        if idx.size and (int(idx.max()) >= len(block.items) or int(idx.min()) < 0):
+            bad = idx[(idx >= len(block.items)) | (idx < 0)]
+            if validity is None or np.any(validity[(idx >= len(block.items)) | (idx < 0)]):
+                raise CorruptFileError(f"dictionary index {int(bad[0])} is out of range "
+                                       f"(the dictionary has {len(block.items)} items)")
+            idx = np.where(validity, idx, 0)
+        mask = None if validity is None else ~validity
+        return block.items.take(pa.array(idx, mask=mask))
     vbuf = _validity_buffer(validity)
     if isinstance(block, Variable):
         n = block.num_values

@@ -96,7 +96,7 @@ class PageDecoder:
             raise NotSupportedError(f"{where}: reading {dtype} columns is not supported yet")
         if kind == "mini_block_layout":
             self.impl = miniblock.MiniBlockDecoder(layout.mini_block_layout, page.num_rows,
-                                                   page.sizes, where, bits)
+                                                   page.sizes, where, bits, dtype)
         elif kind == "full_zip_layout":
             self.impl = fullzip.FullZipDecoder(layout.full_zip_layout, page.num_rows,
                                                page.sizes, where, dtype, bits)
@@ -113,6 +113,11 @@ class PageDecoder:
         return describe_layout(self.layout)
 
     def _to_arrow(self, block, validity) -> pa.Array:
+        if isinstance(block, blocks.DictionaryIndices):
+            try:
+                return blocks.to_arrow(self.dtype, block, validity)
+            except CorruptFileError as e:
+                raise CorruptFileError(f"{self.where}: {e}") from e
         if isinstance(block, blocks.FixedWidth) and blocks.is_variable(self.dtype):
             raise CorruptFileError(f"{self.where}: fixed-width values for a {self.dtype} column")
         if isinstance(block, blocks.Variable) and not blocks.is_variable(self.dtype):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from lancenb.encodings import pb
 from lancenb.errors import CorruptFileError, NotSupportedError
 
-__all__ = ["value_decoder", "level_decoder"]
+__all__ = ["value_decoder", "level_decoder", "block_decoder", "natural_bits"]
 
 
 def _unsupported(enc, where: str, what: str) -> NotSupportedError:
@@ -55,3 +55,49 @@ def level_decoder(enc, where: str):
     if kind == "flat" and enc.flat.bits_per_value == 16 and not enc.flat.HasField("data"):
         return flat.FlatLevels()
     raise _unsupported(enc, where, "levels")
+
+
+def natural_bits(enc) -> int | None:
+    """The width of the values an encoding produces (for dictionary indices), if fixed."""
+    kind = enc.WhichOneof("compression")
+    if kind == "flat":
+        return int(enc.flat.bits_per_value)
+    if kind in ("inline_bitpacking", "out_of_line_bitpacking"):
+        return int(getattr(enc, kind).uncompressed_bits_per_value)
+    if kind == "general":
+        return natural_bits(enc.general.values)
+    if kind == "byte_stream_split":
+        return natural_bits(enc.byte_stream_split.values)
+    if kind == "rle":
+        return natural_bits(enc.rle.values)
+    return None
+
+
+def block_decoder(enc, num_values: int, fixed_bits: int | None, where: str):
+    """A function ``bytes -> block`` for one block-compressed unit (dictionary items)."""
+    import numpy as np
+
+    from lancenb.encodings.blocks import FixedWidth
+    from lancenb.encodings.physical import general, variable
+
+    kind = enc.WhichOneof("compression")
+    if kind == "general":
+        scheme = general.scheme_of(enc, where)
+        inner = block_decoder(enc.general.values, num_values, fixed_bits, where)
+        return lambda buf: inner(general.decompress(buf, scheme, where))
+    if kind == "flat" and not enc.flat.HasField("data"):
+        bits = int(enc.flat.bits_per_value)
+        if fixed_bits is None or bits != fixed_bits:
+            raise CorruptFileError(f"{where}: flat dictionary of {bits}-bit items for a column "
+                                   f"of {fixed_bits or 'variable'}-bit values")
+
+        def flat_block(buf):
+            need = (num_values * bits + 7) // 8
+            if len(buf) < need:
+                raise CorruptFileError(f"{where}: dictionary of {len(buf)} bytes for "
+                                       f"{num_values} {bits}-bit items")
+            return FixedWidth(bits, np.frombuffer(buf, np.uint8)[:need].copy(), num_values)
+        return flat_block
+    if kind == "variable" and fixed_bits is None:
+        return lambda buf: variable.decode_block(buf, num_values, where)
+    raise _unsupported(enc, where, "dictionary items")

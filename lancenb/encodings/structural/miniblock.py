@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lancenb.encodings import pb, physical
-from lancenb.encodings.blocks import FixedWidth, Variable
+from lancenb.encodings.blocks import DictionaryIndices, FixedWidth, Variable, to_arrow
 from lancenb.encodings.physical import flat, variable
 from lancenb.errors import CorruptFileError, NotSupportedError
 from lancenb.kernels import miniblock as km
@@ -114,31 +114,45 @@ class MiniBlockDecoder:
     built from the layout alone.
     """
 
-    def __init__(self, layout, num_rows: int, buffer_sizes, where: str, dtype_bits):
+    def __init__(self, layout, num_rows: int, buffer_sizes, where: str, dtype_bits,
+                 dtype=None):
         self.where = where
+        self.dtype = dtype
         self.layout = layout
         if layout.HasField("rep_compression") or layout.repetition_index_depth:
             raise NotSupportedError(f"{where}: pages with repetition levels (lists) are not "
                                     f"supported yet")
-        if layout.HasField("dictionary"):
-            raise NotSupportedError(f"{where}: dictionary-encoded pages are not supported yet")
         layers = list(layout.layers)
         if layers not in ([L.REPDEF_ALL_VALID_ITEM], [L.REPDEF_NULLABLE_ITEM]):
             names = [L.Name(x) if x in L.values() else str(x) for x in layers]
             raise NotSupportedError(f"{where}: rep/def layers {names} are not supported yet")
         self.levels = (physical.level_decoder(layout.def_compression, where)
                        if layout.HasField("def_compression") else None)
-        self.values = physical.value_decoder(layout.value_compression, dtype_bits, where)
         self.dtype_bits = dtype_bits
+        self._items = None
+        self.has_dictionary = layout.HasField("dictionary")
+        if self.has_dictionary:
+            # chunk values are indices into a dictionary kept in page buffer 2
+            index_bits = physical.natural_bits(layout.value_compression)
+            if index_bits not in (8, 16, 32, 64):
+                raise NotSupportedError(f"{where}: dictionary indices encoded as "
+                                        f"{pb.describe(layout.value_compression)}")
+            self.values = physical.value_decoder(layout.value_compression, index_bits, where)
+            self.items_decoder = physical.block_decoder(
+                layout.dictionary, int(layout.num_dictionary_items), dtype_bits,
+                f"{where}, dictionary")
+        else:
+            self.values = physical.value_decoder(layout.value_compression, dtype_bits, where)
         if layout.num_buffers != self.values.num_buffers:
             raise CorruptFileError(f"{where}: {layout.num_buffers} value buffers per chunk, "
                                    f"the encoding has {self.values.num_buffers}")
         if layout.num_items != num_rows:
             raise CorruptFileError(f"{where}: layout has {layout.num_items} items for "
                                    f"{num_rows} rows")
-        if len(buffer_sizes) != 2:
+        expected = 3 if self.has_dictionary else 2
+        if len(buffer_sizes) != expected:
             raise CorruptFileError(f"{where}: mini-block page has {len(buffer_sizes)} buffers, "
-                                   f"expected 2")
+                                   f"expected {expected}")
         self.size_width = 4 if layout.has_large_chunk else 2
         self._table: ChunkTable | None = None
         self.num_items = num_rows
@@ -162,12 +176,29 @@ class MiniBlockDecoder:
                                                 self.where)
         return self._table
 
+    def load_items(self, reader=None, offsets=None, buf=None):
+        """Decode (once) the page's dictionary from buffer 2."""
+        if self._items is None:
+            if buf is None:
+                (buf,) = reader.read_ranges([(offsets[2], self.buffer_sizes[2])])
+            self._items = to_arrow(self.dtype, self.items_decoder(buf), None)
+        return self._items
+
+    def _wrap(self, block):
+        """Indices -> a DictionaryIndices block for dictionary pages."""
+        if not self.has_dictionary:
+            return block
+        idx = np.frombuffer(block.data, dtype=f"<u{block.bits // 8}")[:block.num_values]
+        return DictionaryIndices(idx, self._items, block.num_values)
+
     def _empty(self):
         return empty_block(self.dtype_bits, getattr(self.values, "offset_bits", 32)), None
 
     def decode_all(self, buffers):
         """``(block, validity)`` of the whole page from its two buffers."""
         table = self.chunk_table(buffers[0])
+        if self.has_dictionary:
+            self.load_items(buf=buffers[2])
         if len(table.words) == 0:
             return self._empty()
         return self._decode_run(table, np.arange(len(table.words)),
@@ -179,6 +210,8 @@ class MiniBlockDecoder:
         if self._table is None:
             (meta,) = reader.read_ranges([(offsets[0], self.buffer_sizes[0])])
             self.chunk_table(meta)
+        if self.has_dictionary:
+            self.load_items(reader, offsets)
         t = self._table
         n = len(t.words)
         if n == 0:
@@ -205,7 +238,7 @@ class MiniBlockDecoder:
             validity = self._validity(self.levels.decode(data, starts[:, 0], sizes[:, 0],
                                                          levels, self.where))
         block = self.values.decode(data, starts[:, nl:], sizes[:, nl:], items, self.where)
-        return block, validity
+        return self._wrap(block), validity
 
     def read_rows(self, reader, offsets, rows: np.ndarray):
         """``(block, validity, selection)`` for ``rows`` (sorted, page-relative),
@@ -215,6 +248,8 @@ class MiniBlockDecoder:
         if self._table is None:
             (meta,) = reader.read_ranges([(offsets[0], self.buffer_sizes[0])])
             self.chunk_table(meta)
+        if self.has_dictionary:
+            self.load_items(reader, offsets)
         t = self._table
         chunk_of = np.searchsorted(t.item_starts, rows, side="right") - 1
         needed, slot = np.unique(chunk_of, return_inverse=True)
@@ -230,7 +265,7 @@ class MiniBlockDecoder:
                     data, starts[:, 0], sizes[:, 0], levels, slot, local, self.where))
             block = self.values.gather(data, starts[:, nl:], sizes[:, nl:], items, slot, local,
                                        self.where)
-            return block, validity, None
+            return self._wrap(block), validity, None
         block, validity = self._decode_run(t, needed, data, pos)
         firsts = np.zeros(len(needed), dtype=np.int64)
         counts = t.item_starts[needed + 1] - t.item_starts[needed]
