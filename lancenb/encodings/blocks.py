@@ -19,8 +19,8 @@ import pyarrow as pa
 
 from lancenb.errors import CorruptFileError, NotSupportedError
 
-__all__ = ["FixedWidth", "Variable", "DictionaryIndices", "from_arrow", "to_arrow", "fixed_bits", "is_variable",
-           "offset_bits"]
+__all__ = ["FixedWidth", "Variable", "DictionaryIndices", "from_arrow", "to_arrow", "fixed_bits",
+           "is_variable", "offset_bits"]
 
 
 @dataclass
