@@ -1,0 +1,104 @@
+"""Encoding configuration: defaults < writer options < ``lance-encoding:*`` field metadata.
+
+The metadata keys are the reference's spellings. Values are validated when a writer
+is created, and a bad one raises ``InvalidInputError`` naming the field and the key.
+Keys this module does not know are left alone (they may belong to newer writers).
+
+* ``compression``: ``none``, ``lz4``, ``zstd`` or ``fsst``: general compression of
+  mini-block values (``none`` also turns off bitpacking and RLE);
+* ``compression-level``: integer level for zstd;
+* ``rle-threshold``: float in (0, 1]: RLE when runs < threshold * values;
+* ``bss``: ``off``, ``on`` or ``auto``: byte-stream-split of 32/64-bit values under
+  lz4/zstd;
+* ``dict-divisor``: integer >= 1: dictionary when cardinality < values / divisor;
+* ``dict-size-ratio``: float in (0, 1]: dictionary when its estimated size is below
+  ratio * the raw size;
+* ``structural-encoding``: ``miniblock`` or ``fullzip``: force the page layout.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from lancenb.errors import InvalidInputError
+
+__all__ = ["EncodingConfig", "KEYS", "config_for_field"]
+
+COMPRESSION = "lance-encoding:compression"
+COMPRESSION_LEVEL = "lance-encoding:compression-level"
+RLE_THRESHOLD = "lance-encoding:rle-threshold"
+BSS = "lance-encoding:bss"
+DICT_DIVISOR = "lance-encoding:dict-divisor"
+DICT_SIZE_RATIO = "lance-encoding:dict-size-ratio"
+STRUCTURAL_ENCODING = "lance-encoding:structural-encoding"
+
+KEYS = (COMPRESSION, COMPRESSION_LEVEL, RLE_THRESHOLD, BSS, DICT_DIVISOR, DICT_SIZE_RATIO,
+        STRUCTURAL_ENCODING)
+
+
+@dataclass(frozen=True)
+class EncodingConfig:
+    """How one column's pages are encoded (see the module docstring)."""
+
+    compression: str | None = None
+    compression_level: int | None = None
+    rle_threshold: float = 0.5
+    bss: str = "auto"
+    dict_divisor: int = 2
+    dict_size_ratio: float = 0.8
+    structural_encoding: str | None = None
+
+    def merged(self, **overrides) -> "EncodingConfig":
+        return dataclasses.replace(self, **{k: v for k, v in overrides.items() if v is not None})
+
+
+def _choice(value: str, allowed: tuple[str, ...], where: str) -> str:
+    v = value.strip().lower()
+    if v not in allowed:
+        raise InvalidInputError(f"{where}: {value!r} is not one of {', '.join(allowed)}")
+    return v
+
+
+def _number(value: str, kind, lo, hi, where: str):
+    try:
+        v = kind(value.strip())
+    except ValueError:
+        raise InvalidInputError(f"{where}: {value!r} is not a {kind.__name__}") from None
+    if not (lo <= v <= hi) or v != v:
+        raise InvalidInputError(f"{where}: {value!r} is outside [{lo}, {hi}]")
+    return v
+
+
+def config_for_field(field: pa.Field, base: EncodingConfig | None = None) -> EncodingConfig:
+    """The configuration of ``field``: ``base`` (defaults and writer options) overridden
+    by the field's ``lance-encoding:*`` metadata."""
+    base = base or EncodingConfig()
+    md = {(k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes)
+                                                        else str(v))
+          for k, v in (field.metadata or {}).items()}
+    out = {}
+    for key, value in md.items():
+        if not key.startswith("lance-encoding:"):
+            continue
+        where = f"field {field.name!r}, metadata {key}"
+        if key == COMPRESSION:
+            v = _choice(value, ("none", "lz4", "zstd", "fsst"), where)
+            out["compression"] = v
+        elif key == COMPRESSION_LEVEL:
+            out["compression_level"] = _number(value, int, -131072, 22, where)
+        elif key == RLE_THRESHOLD:
+            out["rle_threshold"] = _number(value, float, 1e-9, 1.0, where)
+        elif key == BSS:
+            out["bss"] = _choice(value, ("off", "on", "auto"), where)
+        elif key == DICT_DIVISOR:
+            out["dict_divisor"] = _number(value, int, 1, 2**31, where)
+        elif key == DICT_SIZE_RATIO:
+            out["dict_size_ratio"] = _number(value, float, 1e-9, 1.0, where)
+        elif key == STRUCTURAL_ENCODING:
+            out["structural_encoding"] = _choice(value, ("miniblock", "fullzip"), where)
+        # other keys (packed, blob, blob-version, and keys newer writers may add) are
+        # structural options handled elsewhere, or not ours to judge: left alone
+    return dataclasses.replace(base, **out)
