@@ -153,13 +153,32 @@ def test_lancenb_reads_pylance_tiny_and_empty_files(tmp_path):
         assert_tables_equal(LanceFileReader(path).read_all().to_table(), t)
 
 
-def test_pylance_encodings_not_yet_supported_are_named(tmp_path):
-    """A page lancenb cannot decode yet fails loudly, naming the encoding."""
+def test_pylance_default_numeric_pages_decode(tmp_path):
+    """pylance's defaults: bitpacked values and out-of-line bitpacked def levels."""
     n = 5000
     t = pa.table({"seq": pa.array(np.arange(n, dtype=np.int32)),
-                  "nullable": pa.array(np.arange(n), mask=np.arange(n) % 3 == 0)})
+                  "neg": pa.array(np.arange(n, dtype=np.int64) - 2500),
+                  "nullable": pa.array(np.arange(n), mask=np.arange(n) % 3 == 0),
+                  "f32": pa.array(np.random.default_rng(1).random(n).astype(np.float32))})
     path = pylance_write(tmp_path / "bp.lance", t)
-    with pytest.raises(NotSupportedError, match="inline_bitpacking"):
-        LanceFileReader(path, columns=["seq"]).read_all()
-    with pytest.raises(NotSupportedError, match="out_of_line_bitpacking"):
-        LanceFileReader(path, columns=["nullable"]).read_all()
+    assert "mini_block:inline_bitpacking" in page_kinds(path, "seq")
+    assert any("def=out_of_line_bitpacking" in k for k in page_kinds(path, "nullable"))
+    r = LanceFileReader(path)
+    assert_tables_equal(r.read_all().to_table(), t)
+    idx = [0, 1023, 1024, 4999]
+    assert_tables_equal(r.take_rows(idx).to_table(), t.take(idx))
+
+
+def test_encodings_not_yet_supported_are_named():
+    """A page lancenb cannot decode fails loudly, naming the encoding."""
+    from lancenb.encodings import pb
+    from lancenb.encodings.page import PageDecoder, PageInfo
+
+    layout = pb.e21.PageLayout()
+    mb = layout.mini_block_layout
+    mb.value_compression.packed_struct.bits_per_value.extend([32, 32])
+    mb.layers.append(pb.e21.REPDEF_ALL_VALID_ITEM)
+    mb.num_buffers, mb.num_items = 1, 10
+    info = PageInfo([0, 64], [2, 8], 10, 0)
+    with pytest.raises(NotSupportedError, match="packed_struct"):
+        PageDecoder(pb.pack_any(layout), info, pa.int64(), "file 'x', column 0, page 0")

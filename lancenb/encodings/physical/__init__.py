@@ -23,9 +23,15 @@ def value_decoder(enc, fixed_bits: int | None, where: str):
 
     ``fixed_bits`` is the column's value width (None for variable-width columns).
     """
-    from lancenb.encodings.physical import flat, general, variable
+    from lancenb.encodings.physical import bitpacking, flat, general, variable
 
     kind = enc.WhichOneof("compression")
+    if kind == "inline_bitpacking" and not enc.inline_bitpacking.HasField("values"):
+        bits = int(enc.inline_bitpacking.uncompressed_bits_per_value)
+        if bits not in (8, 16, 32, 64) or bits != fixed_bits:
+            raise CorruptFileError(f"{where}: {bits}-bit bitpacked values for a column of "
+                                   f"{fixed_bits or 'variable'}-bit values")
+        return bitpacking.InlineValues(bits)
     if kind == "general":
         return general.GeneralValues(enc, value_decoder(enc.general.values, fixed_bits, where),
                                      where)
@@ -49,11 +55,17 @@ def value_decoder(enc, fixed_bits: int | None, where: str):
 
 def level_decoder(enc, where: str):
     """Decoder for the rep or def levels (u16) of mini-block chunks."""
-    from lancenb.encodings.physical import flat
+    from lancenb.encodings.physical import bitpacking, flat
 
     kind = enc.WhichOneof("compression")
     if kind == "flat" and enc.flat.bits_per_value == 16 and not enc.flat.HasField("data"):
         return flat.FlatLevels()
+    if kind == "out_of_line_bitpacking":
+        inner = enc.out_of_line_bitpacking.values
+        if inner.WhichOneof("compression") == "flat" and not inner.flat.HasField("data"):
+            return bitpacking.OutOfLineLevels(
+                int(enc.out_of_line_bitpacking.uncompressed_bits_per_value),
+                int(inner.flat.bits_per_value), where)
     raise _unsupported(enc, where, "levels")
 
 

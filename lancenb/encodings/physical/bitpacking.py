@@ -1,0 +1,126 @@
+"""Bitpacking (FastLanes layout): InlineBitpacking for mini-block values,
+OutOfLineBitpacking for rep/def levels.
+
+Byte layouts and a worked example are in ``lancenb.kernels.bitpack``. In a mini-block
+page an inline-bitpacked chunk holds up to 1024 values: one word of T bits with the
+chunk's width W, then ``1024 * W / T`` words (the last chunk is zero-padded to 1024
+values). Levels (u16) use the out-of-line form with one W for the whole page
+(``OutOfLineBitpacking{16, Flat(W)}``), each chunk's levels packed on their own.
+Signed values are packed as their two's-complement bits (no zigzag), so a chunk
+holding a negative number packs at full width, as the reference does.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lancenb.encodings import pb
+from lancenb.encodings.blocks import FixedWidth
+from lancenb.errors import CorruptFileError
+from lancenb.kernels import bitpack as kb
+
+__all__ = ["InlineValues", "OutOfLineLevels", "plan", "encode_chunks", "description",
+           "encode_levels", "levels_description", "packed_bytes"]
+
+CHUNK = kb.BLOCK
+_ERRORS = {kb.BAD_WIDTH: "bit width larger than the value type",
+           kb.TRUNCATED: "bitpacked chunk is truncated", kb.BAD_LENGTH: "bitpacked chunk has "
+           "bytes left over", kb.BAD_COUNT: "bad value count", kb.OUT_OF_BOUNDS:
+           "bitpacked chunk lies outside the page", kb.BAD_OUTPUT: "inconsistent chunk sizes"}
+
+
+def _uint(bits: int):
+    return np.dtype(f"<u{bits // 8}")
+
+
+class InlineValues:
+    """Decoder of InlineBitpacking mini-block chunks."""
+
+    num_buffers = 1
+
+    def __init__(self, bits: int):
+        self.bits = bits
+
+    def decode(self, data, starts, sizes, counts, where) -> FixedWidth:
+        out = np.empty(int(counts.sum()), dtype=_uint(self.bits))
+        err = np.zeros(2, np.int64)
+        status = kb.inline_unpack_chunks(data, starts[:, 0].copy(), sizes[:, 0].copy(),
+                                         counts.astype(np.int64), out, err)
+        if status != kb.OK:
+            raise CorruptFileError(f"{where}, chunk {int(err[0])}: {_ERRORS[status]}")
+        return FixedWidth(self.bits, out.view(np.uint8), len(out))
+
+
+class OutOfLineLevels:
+    """Decoder of u16 levels bitpacked out of line, one W for the page."""
+
+    def __init__(self, bits: int, width: int, where: str):
+        if bits != 16 or not 0 <= width <= 16:
+            raise CorruptFileError(f"{where}: out-of-line bitpacked levels of {bits} bits at "
+                                   f"width {width}")
+        self.width = width
+
+    def decode(self, data, starts, sizes, counts, where) -> np.ndarray:
+        out = np.empty(int(counts.sum()), dtype=np.uint16)
+        err = np.zeros(2, np.int64)
+        status = kb.outofline_unpack_chunks(data, starts.copy(), sizes.copy(),
+                                            counts.astype(np.int64), self.width, out, err)
+        if status != kb.OK:
+            raise CorruptFileError(f"{where}, chunk {int(err[0])}: levels: "
+                                   f"{_ERRORS[status]}")
+        return out
+
+
+# -- encoding -----------------------------------------------------------------
+
+def as_unsigned(block: FixedWidth) -> np.ndarray:
+    return block.data.view(_uint(block.bits))[:block.num_values]
+
+
+def plan(block: FixedWidth) -> np.ndarray:
+    return np.append(np.arange(0, block.num_values, CHUNK, dtype=np.int64), block.num_values)
+
+
+def packed_bytes(values: np.ndarray) -> int:
+    """Bytes the inline form takes for ``values`` (an unsigned array)."""
+    return int(kb.inline_chunk_words(values).sum()) * values.dtype.itemsize
+
+
+def encode_chunks(block: FixedWidth, bounds: np.ndarray):
+    """``(src, starts, sizes)``: one inline-bitpacked value buffer per 1024 values."""
+    values = as_unsigned(block)
+    words = kb.inline_chunk_words(values)
+    out = np.empty(int(words.sum()), dtype=values.dtype)
+    kb.inline_pack(values, out)
+    isz = values.dtype.itemsize
+    sizes = words * isz
+    starts = np.zeros(len(sizes), dtype=np.int64)
+    np.cumsum(sizes[:-1], out=starts[1:])
+    return out.view(np.uint8), starts[:, None], sizes[:, None]
+
+
+def description(block: FixedWidth):
+    return pb.e21.CompressiveEncoding(
+        inline_bitpacking=pb.e21.InlineBitpacking(uncompressed_bits_per_value=block.bits))
+
+
+def encode_levels(levels: np.ndarray, bounds: np.ndarray):
+    """Pack each chunk's u16 levels out of line at the page's width.
+
+    Returns ``(src, starts, sizes, width)``.
+    """
+    width = int(kb.bit_width(levels)) if len(levels) else 0
+    counts = np.diff(bounds)
+    words = np.array([kb.outofline_words(int(c), width, 16) for c in counts], dtype=np.int64)
+    starts_w = np.zeros(len(words), dtype=np.int64)
+    np.cumsum(words[:-1], out=starts_w[1:])
+    out = np.empty(int(words.sum()), dtype=np.uint16)
+    for i in range(len(counts)):  # one call per chunk (a few thousand values each)
+        kb.outofline_pack(levels[bounds[i]:bounds[i + 1]], width,
+                          out[starts_w[i]:starts_w[i] + words[i]])
+    return out.view(np.uint8), starts_w * 2, words * 2, width
+
+
+def levels_description(width: int):
+    return pb.e21.CompressiveEncoding(out_of_line_bitpacking=pb.e21.OutOfLineBitpacking(
+        uncompressed_bits_per_value=16, values=pb.flat(width)))
