@@ -18,27 +18,15 @@ from lancenb.encodings import blocks, pb
 from lancenb.encodings.structural import allnull, fullzip, miniblock
 from lancenb.errors import CorruptFileError, NotSupportedError
 
-__all__ = ["encode_page", "PageDecoder", "PageInfo", "FULL_ZIP_THRESHOLD", "parse_layout",
+__all__ = ["encode_page", "PageDecoder", "PageInfo", "parse_layout",
            "describe_layout"]
 
-# Values this large or larger go to full-zip pages, as in the reference.
-FULL_ZIP_THRESHOLD = 256
+def encode_page(arr: pa.Array, *, version_minor: int, config=None):
+    """Encode a flat Arrow array as one page (see :mod:`lancenb.encodings.strategy`)."""
+    from lancenb.encodings.config import EncodingConfig
+    from lancenb.encodings.strategy import encode_page as encode
 
-
-def _max_value_bytes(block) -> int:
-    if isinstance(block, blocks.Variable):
-        return int(np.diff(block.offsets).max(initial=0))
-    return block.bits // 8
-
-
-def encode_page(arr: pa.Array, *, version_minor: int):
-    """Encode a flat Arrow array as one page: ``(buffers, PageLayout)``."""
-    if len(arr) and arr.null_count == len(arr):
-        return allnull.encode()
-    block, validity = blocks.from_arrow(arr)
-    if _max_value_bytes(block) >= FULL_ZIP_THRESHOLD:
-        return fullzip.encode(block, validity)
-    return miniblock.encode(block, validity, large_chunks=version_minor >= 2)
+    return encode(arr, config or EncodingConfig(), version_minor=version_minor)
 
 
 def parse_layout(encoding: bytes, where: str):

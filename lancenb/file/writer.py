@@ -9,6 +9,7 @@ import pyarrow as pa
 from lancenb import io as lio
 from lancenb._proto import file2_pb2, file_pb2
 from lancenb.encodings import pb
+from lancenb.encodings.config import config_for_field
 from lancenb.encodings.page import encode_page
 from lancenb.errors import InvalidInputError, LanceError, NotSupportedError, SchemaError
 from lancenb.file.format import FOOTER_SIZE, PAD_BYTE, PAGE_ALIGN, Footer, pack_offset_table
@@ -24,8 +25,9 @@ MAX_ROWS_PER_WRITE = 2**32 - 1
 class _Column:
     """Buffers one column's arrays until they make a page."""
 
-    def __init__(self, field: pa.Field):
+    def __init__(self, field: pa.Field, config):
         self.field = field
+        self.config = config
         self.arrays: list[pa.Array] = []
         self.nbytes = 0
         self.pages: list = []
@@ -89,7 +91,10 @@ class LanceFileWriter:
         self._schema = schema
         for k, v in (schema.metadata or {}).items():
             self._schema_metadata.setdefault(k.decode(), v)
-        self._columns = [_Column(f) for f in schema]
+        try:
+            self._columns = [_Column(f, config_for_field(f)) for f in schema]
+        except LanceError as e:
+            self._fail(e)
         budget = (self._data_cache_bytes / max(1, len(schema))
                   if self._data_cache_bytes else DEFAULT_COLUMN_BUDGET)
         self._budget = max(1, int(budget))
@@ -150,7 +155,8 @@ class LanceFileWriter:
             return
         arr = col.arrays[0] if len(col.arrays) == 1 else pa.concat_arrays(col.arrays)
         col.arrays, col.nbytes = [], 0
-        buffers, layout = encode_page(arr, version_minor=self.version.footer[1])
+        buffers, layout = encode_page(arr, version_minor=self.version.footer[1],
+                                      config=col.config)
         positions = [self._write_buffer(b) for b in buffers]
         page = file2_pb2.ColumnMetadata.Page(buffer_offsets=[p for p, _ in positions],
                               buffer_sizes=[s for _, s in positions], length=len(arr),

@@ -60,14 +60,21 @@ def test_pylance_reads_tiny_lancenb_files(tmp_path, n):
 
 
 @pytest.mark.parametrize("n", [0, 1, 5, 1000])
-def test_bytes_identical_to_pylance_for_flat_and_variable_pages(tmp_path, n):
-    """Where pylance itself picks flat/variable pages, lancenb writes the same bytes."""
+def test_bytes_identical_to_pylance(tmp_path, n):
+    """Where both pick the same encodings (flat, variable, bitpacked), the files are
+    byte for byte the same."""
     rng = np.random.default_rng(n)
     t = pa.table({
         "i64": pa.array(rng.integers(-2**63, 2**63 - 1, n, dtype=np.int64)),
         "u8": pa.array(rng.integers(0, 256, n, dtype=np.uint8)),
         "s": pa.array([f"{x:x}"[:3] for x in rng.integers(0, 2**40, n)]),
         "b": pa.array(rng.random(n) < 0.5),
+        # bitpacked values and out-of-line bitpacked definition levels
+        "i32": pa.array(rng.integers(0, 1000, n).astype(np.int32)),
+        "seq": pa.array(np.arange(n, dtype=np.int64)),
+        "nullable": pa.array(rng.integers(0, 9, n), mask=rng.random(n) < 0.2),
+        "f32": pa.array(rng.random(n).astype(np.float32)),
+        "i16": pa.array(rng.integers(-50, 50, n).astype(np.int16)),
     })
     ours = lancenb_write(tmp_path / "ours.lance", t)
     theirs = pylance_write(tmp_path / "theirs.lance", t)

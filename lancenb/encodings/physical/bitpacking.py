@@ -87,7 +87,8 @@ def packed_bytes(values: np.ndarray) -> int:
 
 
 def encode_chunks(block: FixedWidth, bounds: np.ndarray):
-    """``(src, starts, sizes)``: one inline-bitpacked value buffer per 1024 values."""
+    """``(src, starts, sizes, description)``: one inline-bitpacked value buffer per 1024
+    values."""
     values = as_unsigned(block)
     words = kb.inline_chunk_words(values)
     out = np.empty(int(words.sum()), dtype=values.dtype)
@@ -96,7 +97,7 @@ def encode_chunks(block: FixedWidth, bounds: np.ndarray):
     sizes = words * isz
     starts = np.zeros(len(sizes), dtype=np.int64)
     np.cumsum(sizes[:-1], out=starts[1:])
-    return out.view(np.uint8), starts[:, None], sizes[:, None]
+    return out.view(np.uint8), starts[:, None], sizes[:, None], description(block)
 
 
 def description(block: FixedWidth):

@@ -43,11 +43,12 @@ def description(block: FixedWidth):
 
 
 def encode_chunks(block: FixedWidth, bounds: np.ndarray):
-    """``(src, starts, sizes)``: one value buffer per chunk, as slices of ``src``."""
+    """``(src, starts, sizes, description)``: one value buffer per chunk, as slices of
+    ``src``."""
     cnt = np.diff(bounds)
     starts = bounds[:-1] * block.bits // 8
     sizes = (cnt * block.bits + 7) // 8
-    return block.data, starts[:, None], sizes[:, None]
+    return block.data, starts[:, None], sizes[:, None], description(block)
 
 
 def decode_chunks(bits: int, data: np.ndarray, starts: np.ndarray, sizes: np.ndarray,

@@ -21,13 +21,17 @@ import lz4.block
 import numpy as np
 import zstandard
 
+from lancenb.encodings import pb
 from lancenb.errors import CorruptFileError, NotSupportedError
 
-__all__ = ["compress", "decompress", "GeneralValues", "LZ4", "ZSTD"]
+__all__ = ["compress", "decompress", "GeneralValues", "GeneralCodec", "LZ4", "ZSTD"]
 
 LZ4 = 1
 ZSTD = 2
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+# Mini-block values are only compressed when buffer 0 holds at least this much, and
+# only kept compressed when that saves space (the reference's rule).
+MIN_COMPRESS_BYTES = 4096
 # Refuse to inflate a unit beyond this (a corrupt size prefix must not allocate TiBs).
 MAX_UNCOMPRESSED = 1 << 34
 
@@ -102,3 +106,34 @@ class GeneralValues:
         sizes[:, 0] = lens
         return self.inner.decode(merged, starts, sizes, counts, where)
 
+
+
+class GeneralCodec:
+    """Wraps a mini-block codec: compresses value buffer 0 of each chunk."""
+
+    def __init__(self, inner, scheme: int, level: int | None = None):
+        self.inner, self.scheme, self.level = inner, scheme, level
+
+    def plan(self, block):
+        return self.inner.plan(block)
+
+    def encode_chunks(self, block, bounds):
+        src, starts, sizes, desc = self.inner.encode_chunks(block, bounds)
+        if int(sizes[:, 0].sum()) < MIN_COMPRESS_BYTES:
+            return src, starts, sizes, desc
+        parts = [compress(src[s:s + z], self.scheme, self.level)
+                 for s, z in zip(starts[:, 0].tolist(), sizes[:, 0].tolist())]
+        lens = np.array([len(p) for p in parts], dtype=np.int64)
+        if int(lens.sum()) >= int(sizes[:, 0].sum()):
+            return src, starts, sizes, desc
+        pos = np.zeros(len(parts), dtype=np.int64)
+        np.cumsum(lens[:-1], out=pos[1:])
+        head = np.frombuffer(b"".join(parts), np.uint8)
+        starts, sizes = starts.copy(), sizes.copy()
+        starts[:, 1:] += len(head)
+        starts[:, 0], sizes[:, 0] = pos, lens
+        wrapped = pb.e21.CompressiveEncoding(general=pb.e21.General(
+            compression=pb.e21.BufferCompression(scheme=self.scheme), values=desc))
+        if self.level is not None:
+            wrapped.general.compression.level = self.level
+        return np.concatenate([head, src]), starts, sizes, wrapped

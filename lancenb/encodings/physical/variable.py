@@ -50,7 +50,7 @@ def encode_chunks(block: Variable, bounds: np.ndarray):
     np.cumsum(sizes[:-1], out=starts[1:])
     out = np.empty(int(sizes.sum()), dtype=np.uint8)
     kv.fill_chunks(block.offsets, block.data, bounds, w, out, starts)
-    return out, starts[:, None], sizes[:, None].astype(np.int64)
+    return out, starts[:, None], sizes[:, None].astype(np.int64), description(block)
 
 
 _ERRORS = {kv.OFFSETS_PAST_BUFFER: "offset table does not fit in the value buffer",

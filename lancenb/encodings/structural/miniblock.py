@@ -18,7 +18,7 @@ import numpy as np
 
 from lancenb.encodings import pb, physical
 from lancenb.encodings.blocks import DictionaryIndices, FixedWidth, Variable, to_arrow
-from lancenb.encodings.physical import flat, variable
+from lancenb.encodings.physical import bitpacking, flat, variable
 from lancenb.errors import CorruptFileError, NotSupportedError
 from lancenb.kernels import miniblock as km
 
@@ -30,26 +30,39 @@ MAX_LARGE_CHUNK_BYTES = (1 << 28) * 8
 L = pb.e21.RepDefLayer
 
 
-def encode(block, validity: np.ndarray | None, *, large_chunks: bool = False):
-    """Encode one page: ``(buffers, PageLayout)``."""
-    codec = variable if isinstance(block, Variable) else flat
+def encode(block, validity: np.ndarray | None, *, codec=None, pack_levels: bool = False,
+           large_chunks: bool = False):
+    """Encode one page: ``(buffers, PageLayout)``.
+
+    ``codec`` (from the strategy) cuts the values into chunk buffers and describes
+    them; by default Flat or Variable. ``pack_levels`` bitpacks the definition levels.
+    """
+    if codec is None:
+        codec = variable if isinstance(block, Variable) else flat
     bounds = codec.plan(block)
-    vsrc, vstarts, vsizes = codec.encode_chunks(block, bounds)
+    vsrc, vstarts, vsizes, desc = codec.encode_chunks(block, bounds)
     counts = np.diff(bounds)
     nc = len(counts)
+    layout = pb.e21.MiniBlockLayout(value_compression=desc, num_buffers=vsizes.shape[1],
+                                    num_items=block.num_values)
     if validity is not None:
         defs = (~validity).astype(np.uint16)
-        lsrc = defs.view(np.uint8)
-        starts = np.concatenate([bounds[:-1, None] * 2, vstarts], axis=1)
-        sizes = np.concatenate([counts[:, None] * 2, vsizes], axis=1)
+        if pack_levels:
+            lsrc, lstarts, lsizes, width = bitpacking.encode_levels(defs, bounds)
+            layout.def_compression.CopyFrom(bitpacking.levels_description(width))
+        else:
+            lsrc, lstarts, lsizes = defs.view(np.uint8), bounds[:-1] * 2, counts * 2
+            layout.def_compression.CopyFrom(pb.flat(16))
+        starts = np.concatenate([lstarts[:, None], vstarts], axis=1)
+        sizes = np.concatenate([lsizes[:, None], vsizes], axis=1)
         n_level = 1
         num_levels = counts
-        layers = [L.REPDEF_NULLABLE_ITEM]
+        layout.layers.append(L.REPDEF_NULLABLE_ITEM)
     else:
         lsrc = np.zeros(0, np.uint8)
         starts, sizes, n_level = vstarts, vsizes, 0
         num_levels = np.zeros(nc, dtype=np.int64)
-        layers = [L.REPDEF_ALL_VALID_ITEM]
+        layout.layers.append(L.REPDEF_ALL_VALID_ITEM)
     size_width = 4 if large_chunks else 2
     cbytes = km.chunk_bytes(sizes, n_level, size_width)
     limit = MAX_LARGE_CHUNK_BYTES if large_chunks else MAX_CHUNK_BYTES
@@ -66,11 +79,6 @@ def encode(block, validity: np.ndarray | None, *, large_chunks: bool = False):
         log2[:-1] = np.log2(counts[:-1]).astype(np.int64)
     words = ((cbytes // 8 - 1) << 4) | log2
     meta = words.astype(np.uint32 if large_chunks else np.uint16)
-    layout = pb.e21.MiniBlockLayout(
-        value_compression=(variable if isinstance(block, Variable) else flat).description(block),
-        layers=layers, num_buffers=1, num_items=block.num_values)
-    if validity is not None:
-        layout.def_compression.CopyFrom(pb.flat(16))
     if large_chunks:
         layout.has_large_chunk = True
     return [meta.view(np.uint8), data], pb.e21.PageLayout(mini_block_layout=layout)

@@ -1,0 +1,83 @@
+"""Choosing how a page is encoded: a short chain of small decisions over the page's
+statistics, each overridable through ``lance-encoding:*`` field metadata
+(:mod:`lancenb.encodings.config`).
+
+Order, as in the reference (2.1):
+
+1. every value null → an all-null (2.1) / constant (2.2) page;
+2. ``structural-encoding`` metadata, else values of ``FULL_ZIP_MIN_BYTES`` or more →
+   full-zip, else mini-block;
+3. mini-block values: ``compression=none`` → Flat/Variable; 8/16/32/64-bit numbers →
+   InlineBitpacking when it is smaller than Flat; then ``compression=lz4|zstd`` wraps
+   the result in General (kept only where it pays);
+4. definition levels are bitpacked out of line.
+
+:func:`explain` returns the decisions taken for a page, for inspection tools.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from lancenb.encodings import blocks
+from lancenb.encodings.config import EncodingConfig
+from lancenb.encodings.physical import bitpacking, flat, general, variable
+from lancenb.encodings.structural import allnull, fullzip, miniblock
+
+__all__ = ["encode_page", "FULL_ZIP_MIN_BYTES", "choose_codec"]
+
+# Values this large or larger go to full-zip pages (the reference's cut-off).
+FULL_ZIP_MIN_BYTES = 256
+
+
+def _max_value_bytes(block) -> int:
+    if isinstance(block, blocks.Variable):
+        return int(np.diff(block.offsets).max(initial=0))
+    return block.bits // 8
+
+
+def _bitpackable(dtype: pa.DataType, block) -> bool:
+    return (isinstance(block, blocks.FixedWidth) and block.bits in (8, 16, 32, 64)
+            and not pa.types.is_fixed_size_binary(dtype) and not pa.types.is_boolean(dtype))
+
+
+def choose_codec(dtype: pa.DataType, block, cfg: EncodingConfig, why: list[str]):
+    """The mini-block value codec for ``block`` (a module or a codec object)."""
+    base = variable if isinstance(block, blocks.Variable) else flat
+    if cfg.compression == "none":
+        why.append("compression=none: no bitpacking or general compression")
+        return base
+    if _bitpackable(dtype, block) and block.num_values:
+        packed = bitpacking.packed_bytes(bitpacking.as_unsigned(block))
+        raw = block.num_values * block.bits // 8
+        if packed < raw:
+            why.append(f"try_bitpacking: {packed} B packed < {raw} B flat")
+            base = bitpacking
+        else:
+            why.append(f"try_bitpacking: {packed} B packed >= {raw} B flat, kept flat")
+    if cfg.compression in ("lz4", "zstd"):
+        why.append(f"compression={cfg.compression}: general wrapper where it pays")
+        scheme = general.LZ4 if cfg.compression == "lz4" else general.ZSTD
+        return general.GeneralCodec(base, scheme, cfg.compression_level)
+    return base
+
+
+def encode_page(arr: pa.Array, cfg: EncodingConfig, *, version_minor: int,
+                why: list[str] | None = None):
+    """Encode a flat Arrow array as one page: ``(buffers, PageLayout)``."""
+    why = [] if why is None else why
+    if len(arr) and arr.null_count == len(arr):
+        why.append("all values null: all-null page")
+        return allnull.encode()
+    block, validity = blocks.from_arrow(arr)
+    largest = _max_value_bytes(block)
+    layout = cfg.structural_encoding or ("fullzip" if largest >= FULL_ZIP_MIN_BYTES
+                                         else "miniblock")
+    why.append(f"structural: {layout} (largest value {largest} B"
+               f"{', forced by metadata' if cfg.structural_encoding else ''})")
+    if layout == "fullzip":
+        return fullzip.encode(block, validity)
+    codec = choose_codec(arr.type, block, cfg, why)
+    return miniblock.encode(block, validity, codec=codec, pack_levels=True,
+                            large_chunks=version_minor >= 2)
