@@ -60,6 +60,9 @@ def level_decoder(enc, where: str):
     kind = enc.WhichOneof("compression")
     if kind == "flat" and enc.flat.bits_per_value == 16 and not enc.flat.HasField("data"):
         return flat.FlatLevels()
+    if kind == "inline_bitpacking" and not enc.inline_bitpacking.HasField("values") \
+            and enc.inline_bitpacking.uncompressed_bits_per_value == 16:
+        return bitpacking.InlineLevels()
     if kind == "out_of_line_bitpacking":
         inner = enc.out_of_line_bitpacking.values
         if inner.WhichOneof("compression") == "flat" and not inner.flat.HasField("data"):

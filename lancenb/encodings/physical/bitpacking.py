@@ -106,20 +106,51 @@ def description(block: FixedWidth):
 
 
 def encode_levels(levels: np.ndarray, bounds: np.ndarray):
-    """Pack each chunk's u16 levels out of line at the page's width.
+    """Compress each chunk's u16 levels with the page's block compressor.
 
-    Returns ``(src, starts, sizes, width)``.
+    As the reference chooses: at most 1024 levels in the page → InlineBitpacking(16)
+    when that is smaller than raw u16s, else Flat(16); more → OutOfLineBitpacking at
+    the page's width. Returns ``(src, starts, sizes, description)``.
     """
-    width = int(kb.bit_width(levels)) if len(levels) else 0
+    n = len(levels)
+    width = int(kb.bit_width(levels)) if n else 0
     counts = np.diff(bounds)
-    words = np.array([kb.outofline_words(int(c), width, 16) for c in counts], dtype=np.int64)
+    if n <= CHUNK:
+        if (1 + width * CHUNK // 16) * 2 >= 2 * n:
+            return levels.view(np.uint8), bounds[:-1] * 2, counts * 2, pb.flat(16)
+        words = np.array([int(kb.inline_chunk_words(levels[bounds[i]:bounds[i + 1]]).sum())
+                          for i in range(len(counts))], dtype=np.int64)
+        desc = pb.e21.CompressiveEncoding(
+            inline_bitpacking=pb.e21.InlineBitpacking(uncompressed_bits_per_value=16))
+    else:
+        words = np.array([kb.outofline_words(int(c), width, 16) for c in counts],
+                         dtype=np.int64)
+        desc = levels_description(width)
     starts_w = np.zeros(len(words), dtype=np.int64)
     np.cumsum(words[:-1], out=starts_w[1:])
     out = np.empty(int(words.sum()), dtype=np.uint16)
     for i in range(len(counts)):  # one call per chunk (a few thousand values each)
-        kb.outofline_pack(levels[bounds[i]:bounds[i + 1]], width,
-                          out[starts_w[i]:starts_w[i] + words[i]])
-    return out.view(np.uint8), starts_w * 2, words * 2, width
+        chunk = levels[bounds[i]:bounds[i + 1]]
+        dest = out[starts_w[i]:starts_w[i] + words[i]]
+        if n <= CHUNK:
+            kb.inline_pack(chunk, dest)
+        else:
+            kb.outofline_pack(chunk, width, dest)
+    return out.view(np.uint8), starts_w * 2, words * 2, desc
+
+
+class InlineLevels:
+    """Decoder of u16 levels stored as one inline-bitpacked block per chunk."""
+
+    def decode(self, data, starts, sizes, counts, where) -> np.ndarray:
+        out = np.empty(int(counts.sum()), dtype=np.uint16)
+        err = np.zeros(2, np.int64)
+        status = kb.inline_unpack_chunks(data, starts.copy(), sizes.copy(),
+                                         counts.astype(np.int64), out, err)
+        if status != kb.OK:
+            raise CorruptFileError(f"{where}, chunk {int(err[0])}: levels: "
+                                   f"{_ERRORS[status]}")
+        return out
 
 
 def levels_description(width: int):

@@ -48,8 +48,8 @@ def encode(block, validity: np.ndarray | None, *, codec=None, pack_levels: bool 
     if validity is not None:
         defs = (~validity).astype(np.uint16)
         if pack_levels:
-            lsrc, lstarts, lsizes, width = bitpacking.encode_levels(defs, bounds)
-            layout.def_compression.CopyFrom(bitpacking.levels_description(width))
+            lsrc, lstarts, lsizes, ldesc = bitpacking.encode_levels(defs, bounds)
+            layout.def_compression.CopyFrom(ldesc)
         else:
             lsrc, lstarts, lsizes = defs.view(np.uint8), bounds[:-1] * 2, counts * 2
             layout.def_compression.CopyFrom(pb.flat(16))
