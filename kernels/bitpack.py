@@ -26,10 +26,12 @@ T-bit words. A reader tells the forms apart by length: the tail is raw exactly w
 there are ``full_blocks * W * LANES + r`` words. Example: 1025 u16 levels of W = 1
 are 64 words then the last level as one raw u16 (130 bytes).
 
-Kernels take the element type T from their arrays' dtype (unsigned; signed data is
-passed as a ``.view`` of the unsigned type) and W as an argument. Words read from a
-mini-block chunk are read from the uint8 buffer byte by byte (chunks sit at any
-address), assuming a little-endian host as numpy's views do.
+Kernels take the element type T from their arrays' dtype (unsigned; signed or float
+data is passed as a ``.view`` of the unsigned type), so each compiles at most four
+times (times read-only/writable inputs), and W as an argument. The ``*_chunks``
+kernels take a uint8 buffer: chunks can sit at any address, so each chunk's bytes are
+copied into an aligned scratch array and read as little-endian words there (on a
+little-endian host, like every numpy view of file bytes in lancenb).
 """
 
 import numpy as np
@@ -60,6 +62,10 @@ FL_ORDER = np.array([0, 4, 2, 6, 1, 5, 3, 7], dtype=np.int64)
 
 _U = np.uint64  # indexing with unsigned integers skips numba's negative-index fix-up,
 #                 which would otherwise turn every lane loop into gathers and scatters
+# Helper kernels get positions and counts as these, not as literals: numba compiles a
+# helper once more for every distinct literal argument.
+_0 = np.int64(0)
+_BLOCK = np.int64(BLOCK)
 
 
 # -- block cores (no validation) ---------------------------------------------------------
@@ -211,8 +217,8 @@ def _outofline_decode(words, wpos, width, n, raw, out, opos, tmp):
         if raw:
             _copy(words, wpos + full * wpb, out, opos + full * BLOCK, r)
         else:
-            _unpack(words, wpos + full * wpb, width, tmp, 0)
-            _copy(tmp, 0, out, opos + full * BLOCK, r)
+            _unpack(words, wpos + full * wpb, width, tmp, _0)
+            _copy(tmp, _0, out, opos + full * BLOCK, r)
 
 
 # -- single blocks ---------------------------------------------------------------------
@@ -233,9 +239,9 @@ def pack_block(values, width, out):
         return BAD_LENGTH
     if out.shape[0] != width * (BLOCK // t):
         return BAD_OUTPUT
-    if width < t and _or_range(values, 0, BLOCK) >> _U(width) != _U(0):
+    if width < t and _or_range(values, _0, _BLOCK) >> _U(width) != _U(0):
         return TOO_WIDE
-    _pack(values, 0, width, out, 0)
+    _pack(values, _0, width, out, _0)
     return OK
 
 
@@ -256,7 +262,7 @@ def unpack_block(words, width, out):
         return TRUNCATED
     if words.shape[0] > need:
         return BAD_LENGTH
-    _unpack(words, 0, width, out, 0)
+    _unpack(words, _0, width, out, _0)
     return OK
 
 
@@ -264,7 +270,7 @@ def unpack_block(words, width, out):
 def bit_width(values):
     """Bits needed by the largest of the unsigned ``values`` (0 when all are 0 or there
     are none)."""
-    return _bit_length(_or_range(values, 0, values.shape[0]))
+    return _bit_length(_or_range(values, _0, values.shape[0]))
 
 
 @kernel
@@ -316,9 +322,9 @@ def inline_pack(values, out):
         w = _bit_length(_or_range(values, start, start + cnt))
         out[p] = w
         # staging every block in pad compiles _pack once, not also for read-only values
-        _copy(values, start, pad, 0, cnt)
+        _copy(values, start, pad, _0, cnt)
         pad[cnt:] = 0
-        _pack(pad, 0, w, out, p + 1)
+        _pack(pad, _0, w, out, p + 1)
         p += 1 + w * lanes
     return p
 
@@ -338,7 +344,7 @@ def inline_unpack(words, n, out):
     nw = words.shape[0]
     nb = (n + BLOCK - 1) // BLOCK
     p = 0
-    for b in range(nb):
+    for _ in range(nb):
         if p >= nw:
             return TRUNCATED
         if _U(words[p]) > _U(t):
@@ -358,8 +364,8 @@ def inline_unpack(words, n, out):
         if cnt == BLOCK:
             _unpack(words, p + 1, w, out, start)
         else:
-            _unpack(words, p + 1, w, tmp, 0)
-            _copy(tmp, 0, out, start, cnt)
+            _unpack(words, p + 1, w, tmp, _0)
+            _copy(tmp, _0, out, start, cnt)
         p += 1 + w * lanes
     return OK
 
@@ -413,17 +419,17 @@ def inline_unpack_chunks(data, starts, sizes, counts, out, err):
     scratch = np.empty(BLOCK, out.dtype)  # the words, copied out of the (unaligned) bytes
     raw = scratch.view(np.uint8)
     tmp = np.empty(BLOCK, out.dtype)
-    j = 0
+    j = np.int64(0)  # not the literal 0 (see _0)
     for c in range(nc):
         s = starts[c]
         cnt = counts[c]
         w = np.int64(read_uint(data, s, isz))
-        _copy(data, s + isz, raw, 0, w * lanes * isz)
+        _copy(data, s + isz, raw, _0, w * lanes * isz)
         if cnt == BLOCK:
-            _unpack(scratch, 0, w, out, j)
+            _unpack(scratch, _0, w, out, j)
         else:
-            _unpack(scratch, 0, w, tmp, 0)
-            _copy(tmp, 0, out, j, cnt)
+            _unpack(scratch, _0, w, tmp, _0)
+            _copy(tmp, _0, out, j, cnt)
         j += cnt
     return OK
 
@@ -452,7 +458,7 @@ def outofline_pack(values, width, out):
     if width < 0 or width > t:
         return BAD_WIDTH
     n = values.shape[0]
-    if width < t and _or_range(values, 0, n) >> _U(width) != _U(0):
+    if width < t and _or_range(values, _0, n) >> _U(width) != _U(0):
         return TOO_WIDE
     lanes = BLOCK // t
     wpb = width * lanes
@@ -464,12 +470,12 @@ def outofline_pack(values, width, out):
         return BAD_OUTPUT
     pad = np.zeros(BLOCK, values.dtype)  # as in inline_pack
     for b in range(full):
-        _copy(values, b * BLOCK, pad, 0, BLOCK)
-        _pack(pad, 0, width, out, b * wpb)
+        _copy(values, b * BLOCK, pad, _0, _BLOCK)
+        _pack(pad, _0, width, out, b * wpb)
     if packed_tail:
-        _copy(values, full * BLOCK, pad, 0, r)
+        _copy(values, full * BLOCK, pad, _0, r)
         pad[r:] = 0
-        _pack(pad, 0, width, out, full * wpb)
+        _pack(pad, _0, width, out, full * wpb)
     elif r:
         _copy(values, full * BLOCK, out, full * wpb, r)
     return size
@@ -492,7 +498,7 @@ def outofline_unpack(words, width, n, out):
     if form < 0:
         return form
     tmp = np.empty(BLOCK, out.dtype)
-    _outofline_decode(words, 0, width, n, form == 1, out, 0, tmp)
+    _outofline_decode(words, _0, width, n, form == 1, out, _0, tmp)
     return OK
 
 
@@ -503,8 +509,9 @@ def outofline_unpack_chunks(data, starts, sizes, counts, width, out, err):
     page's ``width``, into ``out`` (T, ``sum(counts)`` elements).
 
     Every chunk is checked before anything is written: returns OK, BAD_WIDTH, BAD_COUNT
-    (negative, or more than ``out`` holds), OUT_OF_BOUNDS, BAD_LENGTH (bytes not whole words, or too many), TRUNCATED or
-    BAD_OUTPUT. On the data errors ``err`` (int64[2]) gets the chunk and its start.
+    (negative, or more than ``out`` holds), OUT_OF_BOUNDS, BAD_LENGTH (bytes not whole
+    words, or too many), TRUNCATED or BAD_OUTPUT. On the data errors ``err`` (int64[2])
+    gets the chunk and its start.
     """
     t = np.iinfo(out.dtype).bits
     isz = t // 8
@@ -538,12 +545,12 @@ def outofline_unpack_chunks(data, starts, sizes, counts, width, out, err):
     scratch = np.empty(most, out.dtype)  # the words, copied out of the (unaligned) bytes
     raw = scratch.view(np.uint8)
     tmp = np.empty(BLOCK, out.dtype)
-    j = 0
+    j = np.int64(0)  # not the literal 0 (see _0)
     for c in range(nc):
         nw = sizes[c] // isz
         cnt = counts[c]
-        _copy(data, starts[c], raw, 0, sizes[c])
+        _copy(data, starts[c], raw, _0, sizes[c])
         raw_tail = _outofline_form(nw, width, cnt, t) == 1
-        _outofline_decode(scratch, 0, width, cnt, raw_tail, out, j, tmp)
+        _outofline_decode(scratch, _0, width, cnt, raw_tail, out, j, tmp)
         j += cnt
     return OK
