@@ -1,0 +1,97 @@
+"""The strategy's choices, and each lance-encoding:* key taking effect; pylance reads
+every page the strategy produces."""
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from _tables import assert_tables_equal
+
+from lancenb.errors import InvalidInputError
+from lancenb.file import LanceFileReader, LanceFileWriter
+
+lance_file = pytest.importorskip("lance.file")
+N = 20_000
+RNG = np.random.default_rng(9)
+
+
+def _write(tmp_path, arr, metadata=None, name="c"):
+    field = pa.field(name, arr.type, metadata=metadata)
+    t = pa.table({name: arr}, schema=pa.schema([field]))
+    path = str(tmp_path / "s.lance")
+    with LanceFileWriter(path, t.schema) as w:
+        w.write_batch(t)
+    encs = {p.encoding for p in LanceFileReader(path).metadata().columns[0].pages}
+    assert_tables_equal(lance_file.LanceFileReader(path).read_all().to_table(), t)
+    assert_tables_equal(LanceFileReader(path).read_all().to_table(), t)
+    return encs
+
+
+def test_narrow_ints_are_bitpacked(tmp_path):
+    assert _write(tmp_path, pa.array(RNG.integers(0, 100, N).astype(np.int32))) == {
+        "mini_block:inline_bitpacking"}
+
+
+def test_full_width_values_stay_flat(tmp_path):
+    arr = pa.array(RNG.integers(-2**63, 2**63 - 1, N, dtype=np.int64))
+    assert _write(tmp_path, arr) == {"mini_block:flat(64)"}
+
+
+def test_bool_decimal_and_fixed_binary_are_flat(tmp_path):
+    assert _write(tmp_path, pa.array(RNG.random(N) < 0.5)) == {"mini_block:flat(1)"}
+    fsb = pa.Array.from_buffers(pa.binary(4), N, [None, pa.py_buffer(np.zeros(4 * N, np.uint8))])
+    assert _write(tmp_path, fsb) == {"mini_block:flat(32)"}
+
+
+def test_compression_none_turns_bitpacking_off(tmp_path):
+    arr = pa.array(RNG.integers(0, 100, N).astype(np.int32))
+    assert _write(tmp_path, arr, {"lance-encoding:compression": "none"}) == {
+        "mini_block:flat(32)"}
+
+
+@pytest.mark.parametrize("scheme", ["zstd", "lz4"])
+def test_general_compression_wraps_values(tmp_path, scheme):
+    arr = pa.array([f"row-{i % 50}" for i in range(N)])
+    encs = _write(tmp_path, arr, {"lance-encoding:compression": scheme,
+                                  "lance-encoding:compression-level": "3"})
+    assert encs == {"mini_block:general(variable(flat(32)))"}
+
+
+def test_general_compression_skipped_when_it_does_not_pay(tmp_path):
+    arr = pa.array(RNG.integers(-2**63, 2**63 - 1, N, dtype=np.int64))  # incompressible
+    assert _write(tmp_path, arr, {"lance-encoding:compression": "zstd"}) == {
+        "mini_block:flat(64)"}
+
+
+def test_structural_encoding_forced(tmp_path):
+    arr = pa.array(["x" * 10] * 1000)
+    assert _write(tmp_path, arr, {"lance-encoding:structural-encoding": "fullzip"}) == {
+        "full_zip:variable(flat(32))"}
+    big = pa.array(["y" * 300] * 100)
+    assert _write(tmp_path, big) == {"full_zip:variable(flat(32))"}
+    assert _write(tmp_path, big, {"lance-encoding:structural-encoding": "miniblock"}) == {
+        "mini_block:variable(flat(32))"}
+
+
+def test_nullable_levels_follow_page_size(tmp_path):
+    small = pa.array(np.arange(300), mask=np.arange(300) % 4 == 0)
+    assert _write(tmp_path, small) == {"mini_block:inline_bitpacking def=inline_bitpacking"}
+    big = pa.array(np.arange(N), mask=np.arange(N) % 4 == 0)
+    assert _write(tmp_path, big) == {
+        "mini_block:inline_bitpacking def=out_of_line_bitpacking(flat(1))"}
+    tiny = pa.array([1, None, 3], pa.int64())
+    assert _write(tmp_path, tiny) == {"mini_block:flat(64) def=flat(16)"}
+
+
+@pytest.mark.parametrize("key,value", [
+    ("lance-encoding:compression", "brotli"),
+    ("lance-encoding:compression-level", "high"),
+    ("lance-encoding:bss", "sometimes"),
+    ("lance-encoding:rle-threshold", "2.0"),
+    ("lance-encoding:dict-divisor", "0"),
+    ("lance-encoding:structural-encoding", "zipzap"),
+])
+def test_invalid_metadata_is_rejected_naming_field_and_key(tmp_path, key, value):
+    schema = pa.schema([pa.field("col_x", pa.int32(), metadata={key: value})])
+    with pytest.raises(InvalidInputError, match=f"col_x.*{key}"):
+        LanceFileWriter(str(tmp_path / "bad.lance"), schema)
+    assert not (tmp_path / "bad.lance").exists()
