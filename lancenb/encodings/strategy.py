@@ -7,7 +7,8 @@ Order, as in the reference (2.1):
 1. every value null → an all-null (2.1) / constant (2.2) page;
 2. ``structural-encoding`` metadata, else values of ``FULL_ZIP_MIN_BYTES`` or more →
    full-zip, else mini-block;
-3. mini-block values: ``compression=none`` → Flat/Variable; 8/16/32/64-bit numbers →
+3. mini-block values: ``compression=none`` → Flat/Variable; strings of at least 32 KiB
+   whose longest value has 5+ bytes → FSST when it is smaller; 8/16/32/64-bit numbers →
    InlineBitpacking when it is smaller than Flat; then ``compression=lz4|zstd`` wraps
    the result in General (kept only where it pays);
 4. definition levels are bitpacked out of line.
@@ -22,7 +23,7 @@ import pyarrow as pa
 
 from lancenb.encodings import blocks
 from lancenb.encodings.config import EncodingConfig
-from lancenb.encodings.physical import bitpacking, flat, general, variable
+from lancenb.encodings.physical import bitpacking, flat, fsst, general, variable
 from lancenb.encodings.structural import allnull, fullzip, miniblock
 
 __all__ = ["encode_page", "FULL_ZIP_MIN_BYTES", "choose_codec"]
@@ -48,6 +49,17 @@ def choose_codec(dtype: pa.DataType, block, cfg: EncodingConfig, why: list[str])
     if cfg.compression == "none":
         why.append("compression=none: no bitpacking or general compression")
         return base
+    # FSST is the default string compressor; asking for lz4/zstd replaces it (as in
+    # the reference)
+    if isinstance(block, blocks.Variable) and block.num_values and (
+            cfg.compression == "fsst" or (cfg.compression is None
+                                          and fsst.worth_trying(block))):
+        codec = fsst.FsstCodec(block)
+        if codec.saves_space(block) or cfg.compression == "fsst":
+            why.append(f"try_fsst: {len(block.data)} B of strings -> {len(codec.codes.data)} B")
+            base = codec
+        else:
+            why.append("try_fsst: no gain, kept variable")
     if _bitpackable(dtype, block) and block.num_values:
         packed = bitpacking.packed_bytes(bitpacking.as_unsigned(block))
         raw = block.num_values * block.bits // 8

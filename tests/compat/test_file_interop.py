@@ -189,3 +189,25 @@ def test_encodings_not_yet_supported_are_named():
     info = PageInfo([0, 64], [2, 8], 10, 0)
     with pytest.raises(NotSupportedError, match="packed_struct"):
         PageDecoder(pb.pack_any(layout), info, pa.int64(), "file 'x', column 0, page 0")
+
+
+def test_lancenb_reads_pylance_fsst_and_dictionary_pages(tmp_path):
+    rng = np.random.default_rng(2)
+    n = 20_000
+    t = pa.table({
+        "url": pa.array([f"https://host{k % 7}.example.org/a/b/{k}" for k in
+                         rng.integers(0, 10**9, n)]),
+        "lurl": pa.array([f"mailto:user{k}@example.com" for k in rng.integers(0, 10**9, n)],
+                         pa.large_string()),
+        "cat": pa.array(np.array(["red", "green", "blue"])[rng.integers(0, 3, n)]),
+        "nullable_cat": pa.array(np.array(["x", "yy", "zzz"])[rng.integers(0, 3, n)],
+                                 mask=rng.random(n) < 0.3),
+    })
+    for version in ("2.1", "2.2"):
+        path = pylance_write(tmp_path / f"f{version}.lance", t, version=version)
+        kinds = " ".join(k for c in t.column_names for k in page_kinds(path, c))
+        assert "fsst" in kinds and "dict=" in kinds
+        r = LanceFileReader(path)
+        assert_tables_equal(r.read_all().to_table(), t)
+        idx = [0, 5, 1024, 4097, n - 1]
+        assert_tables_equal(r.take_rows(idx).to_table(), t.take(idx))

@@ -95,3 +95,23 @@ def test_invalid_metadata_is_rejected_naming_field_and_key(tmp_path, key, value)
     with pytest.raises(InvalidInputError, match=f"col_x.*{key}"):
         LanceFileWriter(str(tmp_path / "bad.lance"), schema)
     assert not (tmp_path / "bad.lance").exists()
+
+
+def test_long_string_pages_use_fsst(tmp_path):
+    urls = pa.array([f"https://example.com/{RNG.integers(0, 10**6)}/item?id={i}"
+                     for i in range(N)])
+    assert _write(tmp_path, urls) == {"mini_block:fsst(variable(flat(32)))"}
+    large = urls.cast(pa.large_string())
+    assert _write(tmp_path, large) == {"mini_block:fsst(variable(flat(64)))"}
+
+
+def test_fsst_skipped_for_short_pages_unless_requested(tmp_path):
+    small = pa.array(["hello world"] * 100)
+    assert _write(tmp_path, small) == {"mini_block:variable(flat(32))"}
+    assert _write(tmp_path, small, {"lance-encoding:compression": "fsst"}) == {
+        "mini_block:fsst(variable(flat(32)))"}
+
+
+def test_random_binary_is_not_fsst(tmp_path):
+    raw = [bytes(RNG.integers(0, 256, 40, dtype=np.uint8)) for _ in range(N)]
+    assert _write(tmp_path, pa.array(raw)) == {"mini_block:variable(flat(32))"}

@@ -23,9 +23,11 @@ def value_decoder(enc, fixed_bits: int | None, where: str):
 
     ``fixed_bits`` is the column's value width (None for variable-width columns).
     """
-    from lancenb.encodings.physical import bitpacking, flat, general, variable
+    from lancenb.encodings.physical import bitpacking, flat, fsst, general, variable
 
     kind = enc.WhichOneof("compression")
+    if kind == "fsst" and fixed_bits is None:
+        return fsst.FsstValues(enc, where)
     if kind == "inline_bitpacking" and not enc.inline_bitpacking.HasField("values"):
         bits = int(enc.inline_bitpacking.uncompressed_bits_per_value)
         if bits not in (8, 16, 32, 64) or bits != fixed_bits:

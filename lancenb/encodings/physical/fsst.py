@@ -1,0 +1,102 @@
+"""FSST: strings compressed with a per-page table of up to 255 symbols (1..8 bytes).
+
+Description: ``Fsst{symbol_table: 2312 bytes, values: Variable(Flat(32|64))}``. The
+page's strings are compressed as a whole with one table, then the compressed strings
+(code bytes: a code ``c < 255`` stands for symbol ``c``, ``255`` escapes one literal
+byte) are chunked exactly like Variable values. Example: with symbol 0 = ``"http"``,
+``"https"`` compresses to ``00 ff 73``. The table's byte layout and the kernels are in
+``lancenb.kernels.fsst``.
+
+Chosen for pages with at least 32 KiB of strings whose longest value has at least 5
+bytes (or when ``lance-encoding:compression=fsst``), and only when it saves space.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lancenb.encodings import pb
+from lancenb.encodings.blocks import Variable
+from lancenb.encodings.physical import variable
+from lancenb.errors import CorruptFileError
+from lancenb.kernels import fsst as kf
+
+__all__ = ["FsstValues", "FsstCodec", "worth_trying"]
+
+_ERRORS = {kf.BAD_OFFSETS: "compressed string offsets are inconsistent",
+           kf.BAD_CODE: "a code points past the symbol table",
+           kf.ESCAPE_AT_END: "an escape code ends a string",
+           kf.OUTPUT_TOO_SMALL: "strings decompress to more than expected"}
+
+
+def worth_trying(block: Variable) -> bool:
+    return (int(block.offsets[-1]) >= kf.LEAST_INPUT_SIZE
+            and int(np.diff(block.offsets).max(initial=0)) >= kf.LEAST_INPUT_MAX_LENGTH)
+
+
+class FsstValues:
+    """Decoder of FSST mini-block chunks (a Variable chunk of codes per chunk)."""
+
+    num_buffers = 1
+
+    def __init__(self, enc, where: str):
+        table = np.frombuffer(bytes(enc.fsst.symbol_table), np.uint8)
+        self.symbols, self.lens, self.info = kf.new_table()
+        status = kf.parse_table(table, self.symbols, self.lens, self.info)
+        if status != kf.OK:
+            raise CorruptFileError(f"{where}: FSST symbol table is invalid (status {status})")
+        inner = enc.fsst.values
+        if (inner.WhichOneof("compression") != "variable" or inner.variable.HasField("values")
+                or inner.variable.offsets.WhichOneof("compression") != "flat"):
+            raise CorruptFileError(f"{where}: FSST codes encoded as {pb.describe(inner)}")
+        self.inner = variable.VariableValues(int(inner.variable.offsets.flat.bits_per_value))
+        self.offset_bits = self.inner.offset_bits
+
+    def _expand(self, codes: Variable, where: str) -> Variable:
+        err = np.zeros(2, np.int64)
+        total = kf.decompress_size(codes.offsets, codes.data, self.symbols, self.lens,
+                                   self.info, err)
+        if total < 0:
+            raise CorruptFileError(f"{where}, value {int(err[0])}: "
+                                   f"{_ERRORS.get(int(total), 'bad FSST data')}")
+        offsets = np.empty(codes.num_values + 1, np.int64)
+        out = np.empty(int(total), np.uint8)
+        status = kf.decompress(codes.offsets, codes.data, self.symbols, self.lens, self.info,
+                               offsets, out)
+        if status < 0:
+            raise CorruptFileError(f"{where}: {_ERRORS.get(int(status), 'bad FSST data')}")
+        return Variable(offsets, out, codes.num_values, self.offset_bits)
+
+    def decode(self, data, starts, sizes, counts, where) -> Variable:
+        return self._expand(self.inner.decode(data, starts, sizes, counts, where), where)
+
+    def gather(self, data, starts, sizes, counts, slot, local, where) -> Variable:
+        return self._expand(self.inner.gather(data, starts, sizes, counts, slot, local, where),
+                            where)
+
+
+class FsstCodec:
+    """Encoder: builds the page's table, compresses, then chunks the codes."""
+
+    def __init__(self, block: Variable):
+        s_off, s_data = kf.sample_strings(block.offsets, block.data)
+        self.symbols, self.lens, self.info = kf.new_table()
+        kf.build_table(s_off, s_data, self.symbols, self.lens, self.info)
+        out_offsets = np.empty(block.num_values + 1, np.int64)
+        out = np.empty(kf.compress_bound(block.offsets), np.uint8)
+        size = kf.compress(block.offsets, block.data, self.symbols, self.lens, self.info,
+                           out_offsets, out)
+        self.codes = Variable(out_offsets, out[:size], block.num_values, block.offset_bits)
+        self.table = kf.serialize_table(self.symbols, self.lens, self.info)
+
+    def saves_space(self, block: Variable) -> bool:
+        return len(self.codes.data) + len(self.table) < len(block.data)
+
+    def plan(self, block):
+        return variable.plan(self.codes)
+
+    def encode_chunks(self, block, bounds):
+        src, starts, sizes, desc = variable.encode_chunks(self.codes, bounds)
+        enc = pb.e21.CompressiveEncoding(fsst=pb.e21.Fsst(symbol_table=self.table.tobytes(),
+                                                          values=desc))
+        return src, starts, sizes, enc
