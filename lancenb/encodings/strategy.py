@@ -9,7 +9,8 @@ Order, as in the reference (2.1):
    full-zip, else mini-block;
 3. mini-block values: ``compression=none`` → Flat/Variable; strings of at least 32 KiB
    whose longest value has 5+ bytes → FSST when it is smaller; 8/16/32/64-bit numbers →
-   InlineBitpacking when it is smaller than Flat; then ``compression=lz4|zstd`` wraps
+   the smallest of Flat, InlineBitpacking and (when runs < ``rle-threshold`` x values)
+   RLE; then ``compression=lz4|zstd`` wraps
    the result in General (kept only where it pays);
 4. definition levels are bitpacked out of line.
 
@@ -23,8 +24,9 @@ import pyarrow as pa
 
 from lancenb.encodings import blocks
 from lancenb.encodings.config import EncodingConfig
-from lancenb.encodings.physical import bitpacking, flat, fsst, general, variable
+from lancenb.encodings.physical import bitpacking, flat, fsst, general, rle, variable
 from lancenb.encodings.structural import allnull, fullzip, miniblock
+from lancenb.kernels import stats as kstats
 
 __all__ = ["encode_page", "FULL_ZIP_MIN_BYTES", "choose_codec"]
 
@@ -61,13 +63,24 @@ def choose_codec(dtype: pa.DataType, block, cfg: EncodingConfig, why: list[str])
         else:
             why.append("try_fsst: no gain, kept variable")
     if _bitpackable(dtype, block) and block.num_values:
-        packed = bitpacking.packed_bytes(bitpacking.as_unsigned(block))
         raw = block.num_values * block.bits // 8
+        best = raw
+        packed = bitpacking.packed_bytes(bitpacking.as_unsigned(block))
         if packed < raw:
             why.append(f"try_bitpacking: {packed} B packed < {raw} B flat")
-            base = bitpacking
+            base, best = bitpacking, packed
         else:
             why.append(f"try_bitpacking: {packed} B packed >= {raw} B flat, kept flat")
+        runs = int(kstats.run_count(block.data[:raw], block.bits // 8))
+        if runs < cfg.rle_threshold * block.num_values:
+            codec = rle.RleCodec(block)
+            if codec.nbytes < best:
+                why.append(f"try_rle: {runs} runs, {codec.nbytes} B < {best} B")
+                base = codec
+            else:
+                why.append(f"try_rle: {runs} runs, {codec.nbytes} B >= {best} B")
+        else:
+            why.append(f"try_rle: {runs} runs >= rle-threshold {cfg.rle_threshold} x values")
     if cfg.compression in ("lz4", "zstd"):
         why.append(f"compression={cfg.compression}: general wrapper where it pays")
         scheme = general.LZ4 if cfg.compression == "lz4" else general.ZSTD

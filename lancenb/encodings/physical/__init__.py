@@ -23,9 +23,13 @@ def value_decoder(enc, fixed_bits: int | None, where: str):
 
     ``fixed_bits`` is the column's value width (None for variable-width columns).
     """
-    from lancenb.encodings.physical import bitpacking, flat, fsst, general, variable
+    from lancenb.encodings.physical import bitpacking, bss, flat, fsst, general, rle, variable
 
     kind = enc.WhichOneof("compression")
+    if kind == "rle" and fixed_bits is not None:
+        return rle.RleValues(enc, fixed_bits, where)
+    if kind == "byte_stream_split" and fixed_bits is not None:
+        return bss.BssValues(enc, fixed_bits, where)
     if kind == "fsst" and fixed_bits is None:
         return fsst.FsstValues(enc, where)
     if kind == "inline_bitpacking" and not enc.inline_bitpacking.HasField("values"):
