@@ -211,3 +211,24 @@ def test_lancenb_reads_pylance_fsst_and_dictionary_pages(tmp_path):
         assert_tables_equal(r.read_all().to_table(), t)
         idx = [0, 5, 1024, 4097, n - 1]
         assert_tables_equal(r.take_rows(idx).to_table(), t.take(idx))
+
+
+def test_lancenb_reads_pylance_rle_and_byte_stream_split_pages(tmp_path):
+    rng = np.random.default_rng(3)
+    n = 30_000
+    zstd_bss = {"lance-encoding:compression": "zstd", "lance-encoding:bss": "on"}
+    t = pa.table({
+        "runs": pa.array(np.repeat(rng.integers(0, 100, n // 500), 500).astype(np.int32)),
+        "runs_null": pa.array(np.repeat(rng.integers(0, 5, n // 300), 300),
+                              mask=rng.random(n) < 0.1),
+        "walk": pa.array(np.cumsum(rng.standard_normal(n))),
+    }).cast(pa.schema([("runs", pa.int32()), ("runs_null", pa.int64()),
+                       pa.field("walk", pa.float64(), metadata=zstd_bss)]))
+    for version in ("2.1", "2.2"):
+        path = pylance_write(tmp_path / f"r{version}.lance", t, version=version)
+        assert any("rle(" in k for k in page_kinds(path, "runs"))
+        assert any("byte_stream_split" in k for k in page_kinds(path, "walk"))
+        r = LanceFileReader(path)
+        assert_tables_equal(r.read_all().to_table(), t)
+        idx = [0, 4095, 4096, n - 1]
+        assert_tables_equal(r.take_rows(idx).to_table(), t.take(idx))

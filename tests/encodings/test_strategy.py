@@ -115,3 +115,13 @@ def test_fsst_skipped_for_short_pages_unless_requested(tmp_path):
 def test_random_binary_is_not_fsst(tmp_path):
     raw = [bytes(RNG.integers(0, 256, 40, dtype=np.uint8)) for _ in range(N)]
     assert _write(tmp_path, pa.array(raw)) == {"mini_block:variable(flat(32))"}
+
+
+def test_runs_use_rle_and_the_threshold_key_takes_effect(tmp_path):
+    runs = pa.array(np.repeat(RNG.integers(0, 10**6, N // 400), 400).astype(np.int32))
+    assert _write(tmp_path, runs) == {"mini_block:rle(flat(32), flat(8))"}
+    # runs / values = 1/400: a threshold below that rules RLE out
+    assert _write(tmp_path, runs, {"lance-encoding:rle-threshold": "0.001"}) == {
+        "mini_block:inline_bitpacking"}
+    assert _write(tmp_path, pa.array(np.full(N, -3, np.int64))) == {
+        "mini_block:rle(flat(64), flat(8))"}
