@@ -1,4 +1,5 @@
-"""Little-endian integer reads and writes on ``uint8`` buffers, for use inside kernels."""
+"""Little-endian integer reads and writes on ``uint8`` buffers, and offset checks, for
+use inside kernels."""
 
 import numpy as np
 
@@ -20,3 +21,16 @@ def write_uint(buf, pos, value, nbytes):
     v = np.uint64(value)
     for k in range(nbytes):
         buf[pos + k] = np.uint8((v >> np.uint64(8 * k)) & np.uint64(0xFF))
+
+
+@kernel
+def offsets_ok(offsets, size):
+    """Arrow-style offsets: at least one, non-negative, non-decreasing, ending within
+    ``size`` bytes."""
+    n = offsets.shape[0]
+    if n < 1 or offsets[0] < 0:
+        return False
+    for i in range(1, n):
+        if offsets[i] < offsets[i - 1]:
+            return False
+    return offsets[n - 1] <= size

@@ -26,6 +26,7 @@ gathers dictionary items by index; an index outside the dictionary is
 import numpy as np
 
 from ._jit import kernel
+from .bytes_util import offsets_ok
 from .stats import mul64, xxh64
 
 OK = 0
@@ -180,22 +181,13 @@ def build_fixed(data, width, max_distinct, table, out_indices, out_first):
                         out_indices, out_first)
 
 
-@kernel
-def _offsets_ok(offsets, size):
-    n = offsets.shape[0]
-    if n < 1 or offsets[0] < 0:
-        return False
-    for i in range(1, n):
-        if offsets[i] < offsets[i - 1]:
-            return False
-    return offsets[n - 1] <= size
 
 
 @kernel
 def build_variable(offsets, data, max_distinct, table, out_indices, out_first):
     """Dictionary of the values ``data[offsets[i]:offsets[i + 1]]``; returns the
     number of distinct values or a status (module docstring)."""
-    if not _offsets_ok(offsets, data.shape[0]):
+    if not offsets_ok(offsets, data.shape[0]):
         return BAD_OFFSETS
     n = offsets.shape[0] - 1
     if out_indices.shape[0] < n or out_first.shape[0] < min(max_distinct, n):
@@ -257,7 +249,7 @@ def decode_fixed(items, width, indices, out):
 def decode_variable_size(offsets, data, indices):
     """Check the dictionary (``offsets`` into ``data``) and ``indices``; returns the
     total bytes of the decoded values or a status."""
-    if not _offsets_ok(offsets, data.shape[0]):
+    if not offsets_ok(offsets, data.shape[0]):
         return BAD_OFFSETS
     n_dict = offsets.shape[0] - 1
     if not _indices_ok(indices, n_dict):
@@ -281,7 +273,7 @@ def decode_variable_fill(offsets, data, indices, out_offsets, out_data):
     n = indices.shape[0]
     if out_offsets.shape[0] != n + 1:
         return BAD_SIZE
-    if not _offsets_ok(offsets, data.shape[0]):
+    if not offsets_ok(offsets, data.shape[0]):
         return BAD_OFFSETS
     if not _indices_ok(indices, offsets.shape[0] - 1):
         return BAD_INDEX

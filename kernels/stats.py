@@ -38,6 +38,7 @@ import numba
 import numpy as np
 
 from ._jit import kernel
+from .bytes_util import offsets_ok
 
 OK = 0
 BAD_SIZE = -1       # width < 1, buffer not a whole number of rows, or an output too small
@@ -201,16 +202,6 @@ def _rows_ok(data, width):
     return width >= 1 and data.shape[0] % width == 0
 
 
-@kernel
-def _offsets_ok(offsets, data):
-    """Arrow-style offsets: at least one, non-negative, non-decreasing, within data."""
-    n = offsets.shape[0]
-    if n < 1 or offsets[0] < 0:
-        return False
-    for i in range(1, n):
-        if offsets[i] < offsets[i - 1]:
-            return False
-    return offsets[n - 1] <= data.shape[0]
 
 
 @kernel
@@ -247,7 +238,7 @@ def hash_fixed(data, width, seed, out):
 @kernel
 def hash_variable(offsets, data, seed, out):
     """``out[i]`` = XXH64 of value ``i``; returns the value count or a status."""
-    if not _offsets_ok(offsets, data):
+    if not offsets_ok(offsets, data.shape[0]):
         return BAD_OFFSETS
     n = offsets.shape[0] - 1
     if out.shape[0] < n:
@@ -317,7 +308,7 @@ def hll_variable(offsets, data, seed, registers):
     p = precision(registers)
     if p < 0:
         return BAD_REGISTERS
-    if not _offsets_ok(offsets, data):
+    if not offsets_ok(offsets, data.shape[0]):
         return BAD_OFFSETS
     n = offsets.shape[0] - 1
     for i in range(n):
@@ -469,7 +460,7 @@ def variable_sizes(offsets, data, out):
     """``out[0]`` = longest value, ``out[1]`` = total bytes; returns a status."""
     if out.shape[0] < 2:
         return BAD_SIZE
-    if not _offsets_ok(offsets, data):
+    if not offsets_ok(offsets, data.shape[0]):
         return BAD_OFFSETS
     n = offsets.shape[0] - 1
     longest = np.int64(0)

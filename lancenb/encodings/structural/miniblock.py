@@ -202,8 +202,15 @@ class MiniBlockDecoder:
     def _empty(self):
         return empty_block(self.dtype_bits, getattr(self.values, "offset_bits", 32)), None
 
+    def _load_table(self, reader, offsets) -> ChunkTable:
+        """The chunk table, reading buffer 0 on first use (cached for the reader)."""
+        if self._table is None:
+            (meta,) = reader.read_ranges([(offsets[0], self.buffer_sizes[0])])
+            self.chunk_table(meta)
+        return self._table
+
     def decode_all(self, buffers):
-        """``(block, validity)`` of the whole page from its two buffers."""
+        """``(block, validity)`` of the whole page from its buffers."""
         table = self.chunk_table(buffers[0])
         if self.has_dictionary:
             self.load_items(buf=buffers[2])
@@ -215,9 +222,7 @@ class MiniBlockDecoder:
     def scan(self, reader, offsets, group_bytes: int):
         """Yield ``(block, validity)`` for runs of about ``group_bytes`` of chunks, so a
         full read holds only one run's file bytes at a time next to the result."""
-        if self._table is None:
-            (meta,) = reader.read_ranges([(offsets[0], self.buffer_sizes[0])])
-            self.chunk_table(meta)
+        self._load_table(reader, offsets)
         if self.has_dictionary:
             self.load_items(reader, offsets)
         t = self._table
@@ -253,9 +258,7 @@ class MiniBlockDecoder:
         reading only the chunks that hold them. Where the encodings allow it only
         the selected values are copied out (``selection`` is None); otherwise the
         chunks are decoded and ``selection`` indexes the rows among their items."""
-        if self._table is None:
-            (meta,) = reader.read_ranges([(offsets[0], self.buffer_sizes[0])])
-            self.chunk_table(meta)
+        self._load_table(reader, offsets)
         if self.has_dictionary:
             self.load_items(reader, offsets)
         t = self._table
