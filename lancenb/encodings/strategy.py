@@ -6,7 +6,9 @@ Order, as in the reference (2.1):
 
 1. every value null → an all-null (2.1) / constant (2.2) page;
 2. ``structural-encoding`` metadata, else values of ``FULL_ZIP_MIN_BYTES`` or more →
-   full-zip, else mini-block;
+   full-zip, else mini-block; in mini-block pages, strings and fixed-size binary of
+   low cardinality (HyperLogLog estimate, ``dict-divisor``, ``dict-size-ratio``) →
+   a dictionary, the chunks then holding u32 indices;
 3. mini-block values: ``compression=none`` → Flat/Variable; strings of at least 32 KiB
    whose longest value has 5+ bytes → FSST when it is smaller; 8/16/32/64-bit numbers →
    the smallest of Flat, InlineBitpacking and (when runs < ``rle-threshold`` x values)
@@ -25,6 +27,7 @@ import pyarrow as pa
 from lancenb.encodings import blocks
 from lancenb.encodings.config import EncodingConfig
 from lancenb.encodings.physical import bitpacking, flat, fsst, general, rle, variable
+from lancenb.encodings.physical import dictionary as dictionary_enc
 from lancenb.encodings.structural import allnull, fullzip, miniblock
 from lancenb.kernels import stats as kstats
 
@@ -103,6 +106,15 @@ def encode_page(arr: pa.Array, cfg: EncodingConfig, *, version_minor: int,
                f"{', forced by metadata' if cfg.structural_encoding else ''})")
     if layout == "fullzip":
         return fullzip.encode(block, validity)
-    codec = choose_codec(arr.type, block, cfg, why)
+    dictionary = None
+    if cfg.compression is None and (isinstance(block, blocks.Variable) or (
+            pa.types.is_fixed_size_binary(arr.type) and block.bits >= 64)):
+        found = dictionary_enc.try_dictionary(block, cfg, version_minor=version_minor,
+                                              why=why)
+        if found is not None:
+            block, items, desc, count = found
+            dictionary = (items, desc, count)
+            arr_type = pa.uint32()
+    codec = choose_codec(arr_type if dictionary else arr.type, block, cfg, why)
     return miniblock.encode(block, validity, codec=codec, pack_levels=True,
-                            large_chunks=version_minor >= 2)
+                            large_chunks=version_minor >= 2, dictionary=dictionary)

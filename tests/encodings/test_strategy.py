@@ -66,7 +66,7 @@ def test_structural_encoding_forced(tmp_path):
     arr = pa.array(["x" * 10] * 1000)
     assert _write(tmp_path, arr, {"lance-encoding:structural-encoding": "fullzip"}) == {
         "full_zip:variable(flat(32))"}
-    big = pa.array(["y" * 300] * 100)
+    big = pa.array([f"{i:04d}" + "y" * 300 for i in range(100)])
     assert _write(tmp_path, big) == {"full_zip:variable(flat(32))"}
     assert _write(tmp_path, big, {"lance-encoding:structural-encoding": "miniblock"}) == {
         "mini_block:variable(flat(32))"}
@@ -106,7 +106,7 @@ def test_long_string_pages_use_fsst(tmp_path):
 
 
 def test_fsst_skipped_for_short_pages_unless_requested(tmp_path):
-    small = pa.array(["hello world"] * 100)
+    small = pa.array([f"hello world {i}" for i in range(100)])
     assert _write(tmp_path, small) == {"mini_block:variable(flat(32))"}
     assert _write(tmp_path, small, {"lance-encoding:compression": "fsst"}) == {
         "mini_block:fsst(variable(flat(32)))"}
@@ -125,3 +125,39 @@ def test_runs_use_rle_and_the_threshold_key_takes_effect(tmp_path):
         "mini_block:inline_bitpacking"}
     assert _write(tmp_path, pa.array(np.full(N, -3, np.int64))) == {
         "mini_block:rle(flat(64), flat(8))"}
+
+
+def test_low_cardinality_strings_use_a_dictionary(tmp_path):
+    cats = pa.array(np.array(["red", "green", "blue"])[RNG.integers(0, 3, N)])
+    assert _write(tmp_path, cats) == {"mini_block:inline_bitpacking dict=variable(flat(32))"}
+    # a divisor larger than values / cardinality rules the dictionary out
+    assert "dict=" not in " ".join(_write(tmp_path, cats,
+                                          {"lance-encoding:dict-divisor": str(N)}))
+    # so does a size ratio no dictionary can meet
+    assert "dict=" not in " ".join(_write(tmp_path, cats,
+                                          {"lance-encoding:dict-size-ratio": "0.0001"}))
+
+
+def test_high_cardinality_and_tiny_pages_skip_the_dictionary(tmp_path):
+    unique = pa.array([f"id-{i}" for i in range(N)])
+    assert "dict=" not in " ".join(_write(tmp_path, unique))
+    assert "dict=" not in " ".join(_write(tmp_path, pa.array(["a", "b"] * 20)))
+
+
+def test_dictionary_pages_are_byte_identical_to_pylance(tmp_path):
+    n = 20_000
+    t = pa.table({
+        "cat": pa.array(np.array(["red", "green", "blue", "yellow"])[RNG.integers(0, 4, n)]),
+        "ncat": pa.array(np.array(["x", "yy", "zzz"])[RNG.integers(0, 3, n)],
+                         mask=RNG.random(n) < 0.2),
+        "lcat": pa.array(np.array(["alpha", "beta"])[RNG.integers(0, 2, n)],
+                         pa.large_string())})
+    for version in ("2.1", "2.2"):
+        ours, theirs = tmp_path / f"o{version}.lance", tmp_path / f"p{version}.lance"
+        with LanceFileWriter(str(ours), t.schema, version=version) as w:
+            w.write_batch(t)
+        w = lance_file.LanceFileWriter(str(theirs), t.schema, version=version)
+        w.write_batch(t)
+        w.close()
+        assert ours.read_bytes() == theirs.read_bytes()
+        assert_tables_equal(LanceFileReader(str(theirs)).read_all().to_table(), t)

@@ -31,11 +31,13 @@ L = pb.e21.RepDefLayer
 
 
 def encode(block, validity: np.ndarray | None, *, codec=None, pack_levels: bool = False,
-           large_chunks: bool = False):
+           large_chunks: bool = False, dictionary=None):
     """Encode one page: ``(buffers, PageLayout)``.
 
     ``codec`` (from the strategy) cuts the values into chunk buffers and describes
     them; by default Flat or Variable. ``pack_levels`` bitpacks the definition levels.
+    ``dictionary`` is ``(items bytes, description, count)`` when ``block`` holds
+    dictionary indices; the items become page buffer 2.
     """
     if codec is None:
         codec = variable if isinstance(block, Variable) else flat
@@ -81,7 +83,13 @@ def encode(block, validity: np.ndarray | None, *, codec=None, pack_levels: bool 
     meta = words.astype(np.uint32 if large_chunks else np.uint16)
     if large_chunks:
         layout.has_large_chunk = True
-    return [meta.view(np.uint8), data], pb.e21.PageLayout(mini_block_layout=layout)
+    buffers = [meta.view(np.uint8), data]
+    if dictionary is not None:
+        items, desc, count = dictionary
+        layout.dictionary.CopyFrom(desc)
+        layout.num_dictionary_items = count
+        buffers.append(items)
+    return buffers, pb.e21.PageLayout(mini_block_layout=layout)
 
 
 @dataclass

@@ -1,0 +1,100 @@
+"""Dictionary: each distinct value stored once, chunks holding indices into it.
+
+In a mini-block page the chunk values are 0-based u32 indices (compressed like any
+32-bit values, normally InlineBitpacking) and page buffer 2 holds the items, block
+compressed: the Variable block form for strings (``u32 32 | u32 start | offsets |
+bytes``, see ``variable.encode_block``), raw Flat values for fixed-width items, and in
+2.2 either of those wrapped in General LZ4. Nulls stay in the definition levels.
+Example: ``["b", "a", "b", "b"]`` → items ``["b", "a"]``, indices ``0 1 0 0``.
+
+Chosen (for strings and fixed-size binary of 8+ bytes) when a page has at least 100
+values and its estimated cardinality (HyperLogLog) is below ``values /
+dict-divisor`` and 100,000, and the estimated encoded size is below
+``dict-size-ratio`` times the plain size.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from lancenb.encodings import pb
+from lancenb.encodings.blocks import FixedWidth, Variable
+from lancenb.encodings.physical import general, variable
+from lancenb.kernels import dictionary as kd
+from lancenb.kernels import slices
+from lancenb.kernels import stats as kstats
+
+__all__ = ["try_dictionary", "MIN_VALUES", "MAX_ITEMS"]
+
+MIN_VALUES = 100
+MAX_ITEMS = 100_000
+HLL_PRECISION = 12
+HLL_SEED = 0
+
+
+def estimate_cardinality(block) -> float:
+    registers = np.zeros(1 << HLL_PRECISION, np.uint8)
+    if isinstance(block, Variable):
+        kstats.hll_variable(block.offsets, block.data, HLL_SEED, registers)
+    else:
+        w = block.bits // 8
+        kstats.hll_fixed(block.data[:block.num_values * w], w, HLL_SEED, registers)
+    return float(kstats.hll_estimate(registers))
+
+
+def try_dictionary(block, cfg, *, version_minor: int, why: list[str]):
+    """``(indices block, dictionary bytes, dictionary description, item count)`` or
+    None when a dictionary does not pay."""
+    n = block.num_values
+    if n < MIN_VALUES:
+        return None
+    card = estimate_cardinality(block)
+    if card >= n / cfg.dict_divisor or card > MAX_ITEMS:
+        why.append(f"try_dictionary: ~{card:.0f} distinct of {n} (divisor "
+                   f"{cfg.dict_divisor}): no")
+        return None
+    index_bytes = n * max(1, math.ceil(math.log2(card + 1))) / 8
+    if isinstance(block, Variable):
+        raw = len(block.data) + 4 * n
+        est = index_bytes + card * (len(block.data) / n + 4)
+    else:
+        raw = n * block.bits / 8
+        est = index_bytes + card * block.bits / 8
+    if est >= cfg.dict_size_ratio * raw:
+        why.append(f"try_dictionary: estimated {est:.0f} B >= {cfg.dict_size_ratio} x "
+                   f"{raw:.0f} B: no")
+        return None
+    limit = min(MAX_ITEMS, int(card * 1.5) + 64)
+    table = np.zeros(kd.table_size(limit), np.uint64)
+    indices = np.empty(n, np.uint32)
+    first = np.empty(limit, np.int64)
+    if isinstance(block, Variable):
+        k = kd.build_variable(block.offsets, block.data, limit, table, indices, first)
+    else:
+        w = block.bits // 8
+        k = kd.build_fixed(block.data[:n * w], w, limit, table, indices, first)
+    if k < 0:
+        why.append("try_dictionary: more distinct values than estimated: no")
+        return None
+    first = first[:k]
+    if isinstance(block, Variable):
+        starts = block.offsets[first]
+        sizes = block.offsets[first + 1] - starts
+        offsets = np.zeros(k + 1, np.int64)
+        np.cumsum(sizes, out=offsets[1:])
+        data = np.empty(int(offsets[-1]), np.uint8)
+        slices.concat_slices(block.data, starts, sizes, data)
+        items = variable.encode_block(Variable(offsets, data, k, block.offset_bits))
+        desc = pb.variable(block.offset_bits)
+    else:
+        w = block.bits // 8
+        items = block.data[:n * w].reshape(n, w)[first].reshape(-1)
+        desc = pb.flat(block.bits)
+    if version_minor >= 2:  # 2.2 wraps the dictionary in LZ4
+        items = np.frombuffer(general.compress(items, general.LZ4), np.uint8)
+        desc = pb.e21.CompressiveEncoding(general=pb.e21.General(
+            compression=pb.e21.BufferCompression(scheme=general.LZ4), values=desc))
+    why.append(f"try_dictionary: {k} distinct of {n}: yes")
+    return FixedWidth(32, indices.view(np.uint8), n), items, desc, k
