@@ -23,6 +23,7 @@ from lancenb.encodings import pb
 from lancenb.encodings.blocks import FixedWidth, Variable
 from lancenb.errors import CorruptFileError, NotSupportedError
 from lancenb.kernels import fullzip as kz
+from lancenb.kernels import slices
 
 __all__ = ["encode", "FullZipDecoder", "control_width"]
 
@@ -168,21 +169,32 @@ class FullZipDecoder:
         return self._variable(data, self.num_rows)
 
     def read_rows(self, reader, offsets, rows: np.ndarray):
-        """``(block, validity)`` for sorted unique page-relative ``rows``."""
-        base = offsets[0]
+        """``(block, validity)`` for sorted unique page-relative ``rows`` (vectorised:
+        no per-row Python)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        n = len(rows)
         if self.fixed:
-            ranges = [(base + int(r) * self.item, self.item) for r in rows]
-            data = np.concatenate([np.frombuffer(v, np.uint8) for v in reader.read_ranges(ranges)])
-            return self._fixed(data, len(rows))
+            data = _read_slices(reader, offsets[0] + rows * self.item,
+                                np.full(n, self.item, np.int64), self.where)
+            return self._fixed(data, n)
         # first read: each row's start and end in the repetition index
         iw = self.iw
-        idx_views = reader.read_ranges([(offsets[1] + int(r) * iw, 2 * iw) for r in rows])
-        bounds = np.frombuffer(b"".join(idx_views), dtype=f"<u{iw}").reshape(-1, 2)
-        bounds = bounds.astype(np.int64)
+        idx = _read_slices(reader, offsets[1] + rows * iw, np.full(n, 2 * iw, np.int64),
+                           self.where)
+        bounds = idx.view(f"<u{iw}").reshape(-1, 2).astype(np.int64)
         if np.any(bounds[:, 1] < bounds[:, 0]) or np.any(bounds < 0) or \
                 np.any(bounds[:, 1] > self.sizes[0]):
             raise CorruptFileError(f"{self.where}: repetition index points outside the page")
         # second read: the items themselves
-        views = reader.read_ranges([(base + int(s), int(e - s)) for s, e in bounds])
-        data = np.frombuffer(b"".join(views), dtype=np.uint8)
-        return self._variable(data, len(rows))
+        data = _read_slices(reader, offsets[0] + bounds[:, 0], bounds[:, 1] - bounds[:, 0],
+                            self.where)
+        return self._variable(data, n)
+
+
+def _read_slices(reader, positions: np.ndarray, lengths: np.ndarray, where: str) -> np.ndarray:
+    """The byte ranges, read (coalesced) and joined back to back."""
+    buf, pos = reader.read_ranges_np(positions, lengths)
+    out = np.empty(int(lengths.sum()), np.uint8)
+    if slices.concat_slices(buf, pos, lengths.astype(np.int64), out) != 0:
+        raise CorruptFileError(f"{where}: read ranges do not fit the buffer read")
+    return out
