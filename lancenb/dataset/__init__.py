@@ -1,0 +1,1 @@
+"""The Lance table format: datasets with versions, fragments, transactions and deletions."""
