@@ -1,0 +1,827 @@
+"""Dataset filters: SQL predicates → ``pyarrow.compute`` expressions, and page pruning.
+
+A filter is either a :class:`pyarrow.compute.Expression` or a SQL predicate string (the
+``WHERE`` clause of ``to_table(filter=...)``, ``count_rows(filter=...)``,
+``delete(predicate)``). Strings are parsed with ``sqlglot`` (a DataFusion-like dialect:
+``"..."`` and ```...``` quote identifiers, ``'...'`` quotes strings) into a small typed tree
+that yields both the Arrow expression and the statistics-pruning decision. Parse once
+with :func:`compile_filter`, then use ``.expression`` and ``.may_match(stats)``.
+
+Supported SQL
+-------------
+- comparisons ``= == != <> < <= > >=``; arithmetic ``+ - * / %`` and unary ``-``
+- ``AND``, ``OR``, ``NOT``, parentheses; a bare boolean column (``WHERE flag``)
+- ``x [NOT] IN (v1, v2, ...)``, ``x [NOT] BETWEEN a AND b``, ``x IS [NOT] NULL``,
+  ``x IS [NOT] TRUE|FALSE``
+- ``s [NOT] LIKE 'pat'`` and ``ILIKE`` (``%`` any run, ``_`` one character, ``\\`` escapes;
+  ``ESCAPE 'c'`` picks another escape character)
+- literals: strings, integers, decimals/floats (float64), ``TRUE``/``FALSE``, ``NULL``,
+  ``TIMESTAMP '2024-01-01 00:00:00'``, ``DATE '2024-01-01'``, ``CAST('...' AS <type>)``
+- ``CAST(expr AS <type>)`` / ``expr::<type>`` for the SQL types in ``_SQL_TYPES``
+- identifiers: plain (exact match, else a unique case-insensitive match), ``"my col"``,
+  ```my col```, and struct fields ``a.b.c``
+
+Literals are cast to the type of what they are compared with (``int32 = 5``,
+``timestamp[us] > TIMESTAMP '...'``, ``date32 = '2024-01-01'``) when the cast is exact;
+otherwise Arrow's own numeric/temporal promotion applies. Naive timestamp literals
+compared with a zoned column are read as UTC. Semantics are SQL three-valued logic:
+a row whose predicate is NULL is not selected (``Table.filter`` drops nulls), and
+``x NOT IN (1, NULL)`` is never true. Integer ``/`` truncates (as in DataFusion), ``%``
+takes the sign of the dividend, integer overflow and division by zero raise when the
+expression is evaluated. Floats compare as IEEE 754 (``NaN`` equals nothing).
+
+Not supported (rejected with :class:`~lancenb.errors.InvalidInputError`): functions
+(``lower(x)``, ``regexp_match``, ...), subqueries, ``CASE``, list/map indexing
+``x[1]``, ``IS DISTINCT FROM``, several statements, and anything sqlglot cannot parse.
+
+Pruning
+-------
+:meth:`Filter.may_match` returns False only when per-column :class:`ColumnStats`
+*prove* no row can satisfy the predicate: a comparison or ``IN`` entirely outside
+``[min, max]``, ``IS NULL`` with ``null_count == 0``, any null-rejecting test on an
+all-null column, ``AND`` with a false side, ``OR`` with both sides false; ``NOT`` is
+pushed through ``AND``/``OR``/comparisons. Everything else (arithmetic, ``LIKE``,
+casts, column-to-column tests, missing stats, ``NaN`` bounds, a filter given as a
+``pyarrow`` Expression) is assumed to match. Negated comparisons and ``!=`` on float
+columns are never pruned, because the statistics ignore ``NaN`` and ``NaN != 5``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any, Union
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import sqlglot
+from sqlglot import exp, tokens
+from sqlglot.dialects.dialect import Dialect
+
+from lancenb.errors import InvalidInputError
+
+__all__ = [
+    "BINARY_STATS_PREFIX",
+    "ColumnStats",
+    "Filter",
+    "compile_filter",
+    "compute_stats",
+    "may_match",
+    "to_expression",
+]
+
+#: Longest string/binary min or max kept by :func:`compute_stats` (in characters for
+#: strings, bytes for binary); longer bounds are truncated as the spec allows.
+BINARY_STATS_PREFIX = 64
+
+FilterLike = Union[str, pc.Expression, "Filter"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ColumnStats:
+    """Statistics of one column over a page or fragment.
+
+    ``min``/``max`` are Python scalars (``None`` when unknown) bounding every non-null
+    value; they need not occur in the data (truncated strings, deleted rows).
+    ``null_count`` is ``None`` when unknown. Keys of the ``stats`` mappings passed to
+    :func:`may_match` are field paths joined by ``"."`` (``"a.b"`` for struct field b).
+    """
+
+    num_rows: int
+    null_count: int | None = None
+    min: Any = None
+    max: Any = None
+
+
+class _LanceSql(Dialect):
+    """sqlglot's default dialect with both ``"`` and ````` quoting identifiers."""
+
+    class Tokenizer(tokens.Tokenizer):
+        IDENTIFIERS = ['"', "`"]
+
+
+# --------------------------------------------------------------------------- the tree
+
+
+class _Node:
+    type: pa.DataType
+
+    def expr(self) -> pc.Expression:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class _Col(_Node):
+    path: tuple[str, ...]
+    type: pa.DataType
+
+    def expr(self):
+        return pc.field(*self.path)
+
+
+@dataclass(frozen=True)
+class _Lit(_Node):
+    value: pa.Scalar
+
+    @property
+    def type(self):
+        return self.value.type
+
+    def expr(self):
+        return pc.scalar(self.value)
+
+
+@dataclass(frozen=True)
+class _Cast(_Node):
+    arg: _Node
+    type: pa.DataType
+
+    def expr(self):
+        return self.arg.expr().cast(self.type)
+
+
+_CMP = {"=": pc.equal, "!=": pc.not_equal, "<": pc.less, "<=": pc.less_equal,
+        ">": pc.greater, ">=": pc.greater_equal}
+_FLIP = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+_NEGATE = {"=": "!=", "!=": "=", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
+
+
+@dataclass(frozen=True)
+class _Cmp(_Node):
+    op: str
+    left: _Node
+    right: _Node
+    type = pa.bool_()
+
+    def expr(self):
+        return _CMP[self.op](self.left.expr(), self.right.expr())
+
+
+_ARITH = {"+": pc.add_checked, "-": pc.subtract_checked, "*": pc.multiply_checked,
+          "/": pc.divide_checked, "%": pc.remainder_checked}
+
+
+@dataclass(frozen=True)
+class _Arith(_Node):
+    op: str
+    left: _Node
+    right: _Node
+    type: pa.DataType
+
+    def expr(self):
+        return _ARITH[self.op](self.left.expr(), self.right.expr())
+
+
+@dataclass(frozen=True)
+class _Neg(_Node):
+    arg: _Node
+
+    @property
+    def type(self):
+        return self.arg.type
+
+    def expr(self):
+        return pc.negate_checked(self.arg.expr())
+
+
+@dataclass(frozen=True)
+class _And(_Node):
+    left: _Node
+    right: _Node
+    type = pa.bool_()
+
+    def expr(self):
+        return pc.and_kleene(self.left.expr(), self.right.expr())
+
+
+@dataclass(frozen=True)
+class _Or(_Node):
+    left: _Node
+    right: _Node
+    type = pa.bool_()
+
+    def expr(self):
+        return pc.or_kleene(self.left.expr(), self.right.expr())
+
+
+@dataclass(frozen=True)
+class _Not(_Node):
+    arg: _Node
+    type = pa.bool_()
+
+    def expr(self):
+        return pc.invert(self.arg.expr())
+
+
+@dataclass(frozen=True)
+class _IsNull(_Node):
+    arg: _Node
+    negated: bool
+    type = pa.bool_()
+
+    def expr(self):
+        return (pc.is_valid if self.negated else pc.is_null)(self.arg.expr())
+
+
+@dataclass(frozen=True)
+class _IsBool(_Node):
+    """``x IS TRUE`` / ``x IS FALSE``: never null."""
+
+    arg: _Node
+    value: bool
+    type = pa.bool_()
+
+    def expr(self):
+        e = self.arg.expr() if self.value else pc.invert(self.arg.expr())
+        return pc.coalesce(e, pc.scalar(False))
+
+
+@dataclass(frozen=True)
+class _In(_Node):
+    """``x IN (values)``: NULL when x is null, or when no match and the list has a NULL."""
+
+    arg: _Node
+    values: pa.Array  # the non-null values, typed like ``arg`` where possible
+    has_null: bool
+    type = pa.bool_()
+
+    def expr(self):
+        a = self.arg.expr()
+        hit = pc.is_in(a, value_set=self.values)
+        null = pc.scalar(pa.scalar(None, pa.bool_()))
+        if self.has_null:
+            hit = pc.if_else(hit, pc.scalar(True), null)
+        return pc.if_else(pc.is_valid(a), hit, null)
+
+
+@dataclass(frozen=True)
+class _Like(_Node):
+    arg: _Node
+    pattern: str
+    ignore_case: bool
+    type = pa.bool_()
+
+    def expr(self):
+        return pc.match_like(self.arg.expr(), pattern=self.pattern,
+                             ignore_case=self.ignore_case)
+
+
+# ----------------------------------------------------------------- SQL → tree
+
+_SQL_TYPES = {
+    exp.DataType.Type.BOOLEAN: pa.bool_(),
+    exp.DataType.Type.TINYINT: pa.int8(), exp.DataType.Type.SMALLINT: pa.int16(),
+    exp.DataType.Type.INT: pa.int32(), exp.DataType.Type.BIGINT: pa.int64(),
+    exp.DataType.Type.UTINYINT: pa.uint8(), exp.DataType.Type.USMALLINT: pa.uint16(),
+    exp.DataType.Type.UINT: pa.uint32(), exp.DataType.Type.UBIGINT: pa.uint64(),
+    exp.DataType.Type.FLOAT: pa.float32(), exp.DataType.Type.DOUBLE: pa.float64(),
+    exp.DataType.Type.VARCHAR: pa.string(), exp.DataType.Type.TEXT: pa.string(),
+    exp.DataType.Type.CHAR: pa.string(), exp.DataType.Type.VARBINARY: pa.binary(),
+    exp.DataType.Type.BINARY: pa.binary(), exp.DataType.Type.BLOB: pa.binary(),
+    exp.DataType.Type.DATE: pa.date32(),
+    exp.DataType.Type.TIMESTAMP: pa.timestamp("us"),
+    exp.DataType.Type.TIMESTAMPNTZ: pa.timestamp("us"),
+    exp.DataType.Type.DATETIME: pa.timestamp("us"),
+    exp.DataType.Type.TIMESTAMPTZ: pa.timestamp("us", "UTC"),
+    exp.DataType.Type.TIMESTAMP_NS: pa.timestamp("ns"),
+}
+
+_BINARY_OPS = {exp.EQ: "=", exp.NEQ: "!=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">",
+               exp.GTE: ">=", exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/",
+               exp.Mod: "%"}
+
+
+def _is_numeric(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
+
+
+def _is_text(t: pa.DataType) -> bool:
+    return (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+            or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t))
+
+
+def _exact_cast(value: pa.Scalar, target: pa.DataType) -> pa.Scalar | None:
+    """``value`` cast to ``target`` if that loses nothing (it casts back unchanged)."""
+    if value.type == target:
+        return value
+    if not value.is_valid:
+        return pa.scalar(None, target)
+    try:
+        out = value.cast(target, safe=True)
+        if pa.types.is_string(value.type) or pa.types.is_large_string(value.type):
+            return out  # parsing text: the round trip would only differ in spelling
+        return out if out.cast(value.type, safe=True) == value else None
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return None
+
+
+class _Translator:
+    """Turns a sqlglot AST into a typed :class:`_Node` tree against one schema."""
+
+    def __init__(self, text: str, schema: pa.Schema):
+        self.text = text
+        self.schema = schema
+
+    def fail(self, problem: str) -> InvalidInputError:
+        return InvalidInputError(f"filter {self.text!r}: {problem}")
+
+    def node(self, e: exp.Expression) -> _Node:
+        if isinstance(e, exp.Paren):
+            return self.node(e.this)
+        if isinstance(e, (exp.Column, exp.Dot)):
+            return self.column(e)
+        if isinstance(e, (exp.Literal, exp.Boolean, exp.Null)):
+            return self.literal(e)
+        if isinstance(e, exp.Cast):
+            return self.cast(e)
+        if isinstance(e, exp.Neg):
+            arg = self.node(e.this)
+            if not (_is_numeric(arg.type) or pa.types.is_null(arg.type)):
+                raise self.fail(f"unary minus needs a number, got {arg.type}")
+            return _Lit(pc.negate_checked(arg.value)) if isinstance(arg, _Lit) else _Neg(arg)
+        if isinstance(e, exp.And):
+            return _And(self.predicate(e.this), self.predicate(e.expression))
+        if isinstance(e, exp.Or):
+            return _Or(self.predicate(e.this), self.predicate(e.expression))
+        if isinstance(e, exp.Not):
+            return _Not(self.predicate(e.this))
+        if type(e) in _BINARY_OPS:
+            op = _BINARY_OPS[type(e)]
+            left, right = self.node(e.this), self.node(e.expression)
+            if op in _CMP:
+                left, right = self.coerce(left, right)
+                return _Cmp(op, left, right)
+            return self.arith(op, left, right)
+        if isinstance(e, exp.Between):
+            x = self.node(e.this)
+            lo = _Cmp(">=", *self.coerce(x, self.node(e.args["low"])))
+            hi = _Cmp("<=", *self.coerce(x, self.node(e.args["high"])))
+            return _And(lo, hi)
+        if isinstance(e, exp.In):
+            return self.in_list(e)
+        if isinstance(e, exp.Is):
+            return self.is_(e)
+        if isinstance(e, (exp.Like, exp.ILike)):
+            return self.like(e, escape=None)
+        if isinstance(e, exp.Escape) and isinstance(e.this, (exp.Like, exp.ILike)):
+            esc = e.expression
+            if not (isinstance(esc, exp.Literal) and esc.is_string and len(esc.this) == 1):
+                raise self.fail("ESCAPE takes a one-character string")
+            return self.like(e.this, escape=esc.this)
+        if isinstance(e, (exp.Func, exp.Anonymous)) and not isinstance(e, exp.Binary):
+            name = e.sql_name() if not isinstance(e, exp.Anonymous) else e.name
+            raise self.fail(f"unsupported function {name}()")
+        raise self.fail(f"unsupported SQL construct {e.sql()!r} ({type(e).__name__})")
+
+    def predicate(self, e: exp.Expression) -> _Node:
+        n = self.node(e)
+        if isinstance(n, _Lit) and pa.types.is_null(n.type):
+            return _Lit(pa.scalar(None, pa.bool_()))
+        if not (pa.types.is_boolean(n.type) or pa.types.is_null(n.type)):
+            raise self.fail(f"{e.sql()!r} is {n.type}, not a boolean condition")
+        return n
+
+    def column(self, e: exp.Expression) -> _Col:
+        parts: list[exp.Identifier] = []
+        for part in e.parts if isinstance(e, exp.Column) else e.flatten():
+            if isinstance(part, exp.Column):
+                parts.extend(part.parts)
+            elif isinstance(part, exp.Identifier):
+                parts.append(part)
+            else:
+                raise self.fail(f"unsupported column reference {e.sql()!r}")
+        fields, typ, path = self.schema, None, []
+        for ident in parts:
+            if typ is not None and not pa.types.is_struct(typ):
+                raise self.fail(f"{'.'.join(path)} is {typ}, it has no field {ident.name!r}")
+            names = [f.name for f in fields]
+            name = ident.name
+            if name not in names and not ident.quoted:
+                folded = [n for n in names if n.lower() == name.lower()]
+                name = folded[0] if len(folded) == 1 else name
+            if name not in names:
+                where = f"in {'.'.join(path)}" if path else "in the schema"
+                raise self.fail(f"no column {'.'.join(path + [ident.name])!r} {where} "
+                                f"(columns: {', '.join(names)})")
+            if names.count(name) > 1:
+                raise self.fail(f"column name {name!r} is ambiguous")
+            path.append(name)
+            typ = fields[names.index(name)].type
+            fields = list(typ) if pa.types.is_struct(typ) else []
+        return _Col(tuple(path), typ)
+
+    def literal(self, e: exp.Expression) -> _Lit:
+        if isinstance(e, exp.Null):
+            return _Lit(pa.scalar(None, pa.null()))
+        if isinstance(e, exp.Boolean):
+            return _Lit(pa.scalar(bool(e.this)))
+        if e.is_string:
+            return _Lit(pa.scalar(e.this, pa.string()))
+        text = e.this
+        try:
+            if text.isdigit():
+                return _Lit(pa.scalar(int(text), pa.int64() if int(text) < 2**63 else None))
+            return _Lit(pa.scalar(float(text), pa.float64()))
+        except (ValueError, OverflowError, pa.ArrowException):
+            raise self.fail(f"cannot read the number {text!r}") from None
+
+    def sql_type(self, dt: exp.DataType) -> pa.DataType:
+        if dt.this == exp.DataType.Type.DECIMAL:
+            p, s = [int(x.this.this) for x in dt.expressions] or [38, 10]
+            return pa.decimal128(p, s)
+        if dt.this not in _SQL_TYPES:
+            raise self.fail(f"unsupported type {dt.sql()!r} in CAST")
+        return _SQL_TYPES[dt.this]
+
+    def cast(self, e: exp.Cast) -> _Node:
+        target = self.sql_type(e.to)
+        arg = self.node(e.this)
+        if not isinstance(arg, _Lit):
+            return _Cast(arg, target)
+        if pa.types.is_timestamp(target) and pa.types.is_string(arg.type):
+            return _Lit(self.parse_timestamp(arg.value.as_py(), target))
+        try:
+            return _Lit(arg.value.cast(target, safe=True))
+        except pa.ArrowException as err:
+            raise self.fail(f"cannot cast {e.this.sql()} to {target}: {err}") from None
+
+    def parse_timestamp(self, text: str, target: pa.DataType) -> pa.Scalar:
+        """A timestamp literal: microseconds unless it needs nanoseconds; an offset
+        (``Z``, ``+02:00``) makes it a UTC timestamp."""
+        for typ in (target, pa.timestamp("ns", target.tz), pa.timestamp("us", "UTC"),
+                    pa.timestamp("ns", "UTC")):
+            try:
+                return pa.scalar(text).cast(typ)
+            except pa.ArrowInvalid:
+                continue
+        raise self.fail(f"cannot read {text!r} as a timestamp")
+
+    def coerce(self, left: _Node, right: _Node) -> tuple[_Node, _Node]:
+        """Cast a literal compared with a column (or any non-literal) to its type."""
+        if isinstance(right, _Lit) and not isinstance(left, _Lit):
+            return left, self.coerce_literal(right, left.type)
+        if isinstance(left, _Lit) and not isinstance(right, _Lit):
+            return self.coerce_literal(left, right.type), right
+        return left, right
+
+    def coerce_literal(self, lit: _Lit, target: pa.DataType) -> _Lit:
+        """``lit`` as ``target`` when the cast is exact; a string literal that does not
+        parse as ``target`` is an error, other mismatches are left to Arrow's promotion."""
+        if _is_text(target) and not (_is_text(lit.type) or pa.types.is_null(lit.type)):
+            return lit  # no implicit number → text cast; Arrow reports the mismatch
+        cast = _exact_cast(lit.value, target)
+        if cast is None and pa.types.is_string(lit.type):
+            if pa.types.is_timestamp(target):
+                cast = _exact_cast(self.parse_timestamp(lit.value.as_py(), target), target)
+            if cast is None:
+                raise self.fail(f"cannot compare {target} with {lit.value.as_py()!r}")
+        return lit if cast is None else _Lit(cast)
+
+    def arith(self, op: str, left: _Node, right: _Node) -> _Node:
+        for side in (left, right):
+            if not (_is_numeric(side.type) or pa.types.is_null(side.type)):
+                raise self.fail(f"arithmetic {op!r} needs numbers, got {side.type}")
+        if isinstance(left, _Lit) and isinstance(right, _Lit):
+            try:
+                return _Lit(_ARITH[op](left.value, right.value))
+            except pa.ArrowException as err:
+                raise self.fail(f"cannot compute {left.value} {op} {right.value}: {err}") \
+                    from None
+        if pa.types.is_null(left.type) or pa.types.is_null(right.type):
+            typ = left.type if pa.types.is_null(right.type) else right.type
+        else:  # Arrow's promotion decides the result type
+            typ = _ARITH[op](pa.array([], left.type), pa.array([], right.type)).type
+        return _Arith(op, left, right, typ)
+
+    def in_list(self, e: exp.In) -> _Node:
+        if e.args.get("query") or e.args.get("unnest") or e.args.get("field"):
+            raise self.fail("IN takes a list of literals, not a subquery")
+        arg = self.node(e.this)
+        items = [self.node(v) for v in e.expressions]
+        if not all(isinstance(i, _Lit) for i in items):
+            raise self.fail("IN takes a list of literals")
+        values = [self.coerce(arg, i)[1].value for i in items]
+        kept = [v for v in values if v.is_valid]
+        try:
+            typed = [_exact_cast(v, arg.type) for v in kept]
+            if all(t is not None for t in typed):
+                array = pa.array([t.as_py() for t in typed], arg.type)
+            else:
+                array = pa.array([v.as_py() for v in kept])
+        except (pa.ArrowException, TypeError, ValueError) as err:
+            raise self.fail(f"IN list does not match {arg.type}: {err}") from None
+        return _In(arg, array, len(kept) < len(values))
+
+    def is_(self, e: exp.Is) -> _Node:
+        arg = self.node(e.this)
+        if isinstance(e.expression, exp.Null):
+            return _IsNull(arg, negated=False)
+        if isinstance(e.expression, exp.Boolean) and pa.types.is_boolean(arg.type):
+            return _IsBool(arg, bool(e.expression.this))
+        raise self.fail(f"unsupported IS test {e.sql()!r}")
+
+    def like(self, e: exp.Expression, escape: str | None) -> _Node:
+        arg = self.node(e.this)
+        pat = e.expression
+        if not (isinstance(pat, exp.Literal) and pat.is_string):
+            raise self.fail("LIKE takes a string literal pattern")
+        if not (pa.types.is_string(arg.type) or pa.types.is_large_string(arg.type)):
+            raise self.fail(f"LIKE needs a string column, got {arg.type}")
+        pattern = pat.this
+        if escape is not None and escape != "\\":
+            out, chars = [], iter(pattern)
+            for ch in chars:
+                if ch == escape:
+                    out.append("\\" + next(chars, ""))
+                else:
+                    out.append("\\\\" if ch == "\\" else ch)
+            pattern = "".join(out)
+        node = _Like(arg, pattern, ignore_case=isinstance(e, exp.ILike))
+        return _Not(node) if e.args.get("negate") else node
+
+
+# ----------------------------------------------------------------------- public API
+
+
+@dataclass(frozen=True)
+class Filter:
+    """A compiled filter: the Arrow ``expression`` and, for SQL, the typed tree used
+    by :meth:`may_match`. Build with :func:`compile_filter`."""
+
+    text: str | None
+    expression: pc.Expression
+    _tree: _Node | None = field(default=None, repr=False)
+
+    def may_match(self, stats: dict[str, ColumnStats]) -> bool:
+        """False only if ``stats`` prove no row satisfies the filter."""
+        if self._tree is None:
+            return True  # a pyarrow Expression cannot be inspected: assume it matches
+        try:
+            return _may_be_true(self._tree, stats, negated=False)
+        except (TypeError, ValueError, ArithmeticError, pa.ArrowException):
+            return True  # incomparable statistics prove nothing
+
+
+def _validate(expression: pc.Expression, schema: pa.Schema, what: str) -> None:
+    """Bind the expression against ``schema``: unknown fields, missing kernels and
+    non-boolean results fail here rather than at scan time."""
+    try:
+        schema.empty_table().filter(expression)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as err:
+        raise InvalidInputError(f"filter {what}: {err}") from None
+
+
+def compile_filter(filter: FilterLike, schema: pa.Schema) -> Filter:
+    """Parse and type-check ``filter`` (SQL text, Expression or :class:`Filter`)."""
+    if isinstance(filter, Filter):
+        return filter
+    if isinstance(filter, pc.Expression):
+        _validate(filter, schema, repr(str(filter)))
+        return Filter(None, filter)
+    if not isinstance(filter, str):
+        raise InvalidInputError(f"filter must be a SQL string or a pyarrow Expression, "
+                                f"not {type(filter).__name__}")
+    if not filter.strip():
+        raise InvalidInputError("filter '': empty predicate")
+    try:
+        ast = sqlglot.parse_one(filter, read=_LanceSql)
+    except sqlglot.errors.SqlglotError as err:
+        detail = str(err).splitlines()[0]
+        raise InvalidInputError(f"filter {filter!r}: syntax error: {detail}") from None
+    if isinstance(ast, (exp.Query, exp.Block, exp.Command, exp.DDL, exp.DML)):
+        raise InvalidInputError(f"filter {filter!r}: expected one predicate, not a statement")
+    try:
+        tree = _Translator(filter, schema).predicate(ast)
+        expression = tree.expr()
+    except (pa.ArrowException, TypeError) as err:  # literal arithmetic, odd casts, ...
+        raise InvalidInputError(f"filter {filter!r}: {err}") from None
+    _validate(expression, schema, repr(filter))
+    return Filter(filter, expression, tree)
+
+
+def to_expression(filter: FilterLike, schema: pa.Schema) -> pc.Expression:
+    """The :class:`pyarrow.compute.Expression` for ``filter`` over ``schema``.
+
+    Raises :class:`~lancenb.errors.InvalidInputError` naming the filter and the problem
+    (syntax error, unknown column, unsupported construct, type mismatch).
+    """
+    return compile_filter(filter, schema).expression
+
+
+def may_match(filter: FilterLike, stats: dict[str, ColumnStats], *,
+              schema: pa.Schema | None = None) -> bool:
+    """Whether any row described by ``stats`` may satisfy ``filter``.
+
+    Prefer ``compile_filter(...).may_match(stats)`` in loops. A SQL string with no
+    ``schema`` is typed from the statistics' values; if that fails the answer is True.
+    A pyarrow Expression is always True (it cannot be inspected).
+    """
+    if isinstance(filter, str):
+        if schema is None:
+            schema = _schema_from_stats(stats)
+            try:
+                filter = compile_filter(filter, schema)
+            except InvalidInputError:
+                return True
+        else:
+            filter = compile_filter(filter, schema)
+    if isinstance(filter, pc.Expression):
+        return True
+    return filter.may_match(stats)
+
+
+def _schema_from_stats(stats: dict[str, ColumnStats]) -> pa.Schema:
+    fields = []
+    for name, st in stats.items():
+        typ = pa.null()
+        for v in (st.min, st.max):
+            if v is not None:
+                try:
+                    typ = pa.scalar(v).type
+                except (pa.ArrowException, TypeError):
+                    continue
+                break
+        if "." not in name:
+            fields.append(pa.field(name, typ))
+    return pa.schema(fields)
+
+
+# ------------------------------------------------------------------------- pruning
+
+
+class _Unknown(Exception):
+    """Statistics cannot decide."""
+
+
+def _key(value: Any, typ: pa.DataType) -> Any:
+    """A Python value ordered like ``value`` in ``typ`` (temporal types as integers)."""
+    if value is None:
+        return None
+    if isinstance(value, float) and math.isnan(value):
+        raise _Unknown
+    if pa.types.is_temporal(typ):
+        s = value if isinstance(value, pa.Scalar) else pa.scalar(value, type=typ)
+        return s.value
+    return value.as_py() if isinstance(value, pa.Scalar) else value
+
+
+def _column_test(node: _Node) -> tuple[_Col, _Node] | None:
+    """The column and the other side of a one-column test, if ``node`` is one."""
+    if isinstance(node, _Cmp):
+        if isinstance(node.left, _Col) and isinstance(node.right, _Lit):
+            return node.left, node.right
+    if isinstance(node, (_In, _IsNull, _Like, _IsBool)) and isinstance(node.arg, _Col):
+        return node.arg, node
+    return None
+
+
+def _may_be_true(node: _Node, stats: dict[str, ColumnStats], negated: bool) -> bool:
+    if isinstance(node, _Not):
+        return _may_be_true(node.arg, stats, not negated)
+    if isinstance(node, (_And, _Or)):
+        left = _may_be_true(node.left, stats, negated)
+        right = _may_be_true(node.right, stats, negated)
+        # NOT (a AND b) = NOT a OR NOT b under three-valued logic, and vice versa
+        return (left and right) if isinstance(node, _And) != negated else (left or right)
+    if isinstance(node, _Lit):
+        v = node.value.as_py()
+        return v is not None and bool(v) != negated
+    if isinstance(node, _Cmp) and isinstance(node.left, _Lit) and isinstance(node.right, _Col):
+        node = _Cmp(_FLIP[node.op], node.right, node.left)
+    if isinstance(node, _Col) and pa.types.is_boolean(node.type):
+        node = _Cmp("=", node, _Lit(pa.scalar(True)))
+    if isinstance(node, _Cmp) and isinstance(node.right, _Lit) and not node.right.value.is_valid:
+        return False  # comparing with NULL is never true, nor its negation
+    test = _column_test(node)
+    if test is None:
+        return True
+    col, _ = test
+    st = stats.get(".".join(col.path))
+    if st is None:
+        return True
+    all_null = st.null_count is not None and st.null_count >= st.num_rows
+    if isinstance(node, _IsNull):
+        if st.null_count is None:
+            return True
+        wants_nulls = node.negated == negated
+        return st.null_count > 0 if wants_nulls else st.null_count < st.num_rows
+    if isinstance(node, _IsBool):
+        return True
+    if all_null:
+        return False  # every remaining test is NULL on a NULL input, negated or not
+    try:
+        lo, hi = _key(st.min, col.type), _key(st.max, col.type)
+        if isinstance(node, _In):
+            return _in_may_be_true(node, col, lo, hi, negated)
+        if isinstance(node, _Cmp):
+            op = _NEGATE[node.op] if negated else node.op
+            if pa.types.is_floating(col.type) and op == "!=":
+                return True  # NaN != v holds, and NaN is invisible to min/max
+            lit = node.right.value
+            if lit.type != col.type and not (_is_numeric(lit.type) and _is_numeric(col.type)):
+                return True
+            return _range_may_hold(op, _key(lit, lit.type if lit.type != col.type
+                                            else col.type), lo, hi)
+    except _Unknown:
+        return True
+    return True
+
+
+def _range_may_hold(op: str, v: Any, lo: Any, hi: Any) -> bool:
+    """Whether some value in [lo, hi] (a None bound is open) satisfies ``value op v``."""
+    if isinstance(v, (float, Decimal)) and v != v:
+        return True
+    if op == "=":
+        return (lo is None or lo <= v) and (hi is None or v <= hi)
+    if op == "!=":
+        return not (lo is not None and lo == hi and lo == v)
+    if op == "<":
+        return lo is None or lo < v
+    if op == "<=":
+        return lo is None or lo <= v
+    if op == ">":
+        return hi is None or hi > v
+    return hi is None or hi >= v  # ">="
+
+
+def _in_may_be_true(node: _In, col: _Col, lo: Any, hi: Any, negated: bool) -> bool:
+    if negated:
+        if node.has_null:
+            return False  # x NOT IN (..., NULL) is never true
+        if pa.types.is_floating(col.type) or lo is None or lo != hi:
+            return True
+        return all(_key(v, node.values.type) != lo for v in node.values)
+    if node.values.type != col.type and not (_is_numeric(node.values.type)
+                                             and _is_numeric(col.type)):
+        return True
+    return any(_range_may_hold("=", _key(v, node.values.type), lo, hi) for v in node.values)
+
+
+# ---------------------------------------------------------------------- statistics
+
+
+def _truncate_min(value: Any, limit: int) -> Any:
+    return value[:limit]
+
+
+def _truncate_max(value: Any, limit: int) -> Any:
+    """The shortest bound ≥ ``value`` of at most ``limit`` units, or None if none exists:
+    the prefix with its last incrementable unit incremented."""
+    if len(value) <= limit:
+        return value
+    prefix = value[:limit]
+    if isinstance(value, str):
+        codes = [ord(c) for c in prefix]
+        while codes:
+            c = codes.pop() + 1
+            c = 0xE000 if 0xD800 <= c <= 0xDFFF else c  # skip surrogates
+            if c <= 0x10FFFF:
+                return "".join(map(chr, codes)) + chr(c)
+        return None
+    data = bytearray(prefix)
+    while data:
+        last = data.pop() + 1
+        if last <= 0xFF:
+            return bytes(data) + bytes([last])
+    return None
+
+
+def compute_stats(array: pa.Array | pa.ChunkedArray, *,
+                  max_binary_length: int = BINARY_STATS_PREFIX) -> ColumnStats:
+    """Null count and min/max bounds of ``array`` following the spec's "Statistics".
+
+    NaN is ignored; a zero max is recorded as +0.0 and a zero min as -0.0; with no
+    non-NaN value floats get -inf/+inf and integers the type's limits. Strings and
+    binary (not fixed-size) longer than ``max_binary_length`` get a truncated min and
+    an incremented truncated max (None when no such bound exists). Types without an
+    order (lists, structs, ...) get ``min = max = None``.
+    """
+    typ = array.type
+    if pa.types.is_dictionary(typ):
+        array = array.cast(typ.value_type)
+        typ = typ.value_type
+    num_rows, null_count = len(array), array.null_count
+    orderable = (_is_numeric(typ) or pa.types.is_temporal(typ) or pa.types.is_boolean(typ)
+                 or pa.types.is_string(typ) or pa.types.is_large_string(typ)
+                 or pa.types.is_binary(typ) or pa.types.is_large_binary(typ)
+                 or pa.types.is_fixed_size_binary(typ))
+    if not orderable:
+        return ColumnStats(num_rows=num_rows, null_count=null_count)
+    lo = hi = None
+    if null_count < num_rows:
+        mm = pc.min_max(array)
+        lo, hi = mm["min"].as_py(), mm["max"].as_py()
+    if pa.types.is_floating(typ):
+        if lo is None or math.isnan(lo):
+            lo, hi = -math.inf, math.inf
+        lo = -0.0 if lo == 0 else lo
+        hi = 0.0 if hi == 0 else hi
+    elif pa.types.is_integer(typ) and lo is None:
+        bits, signed = typ.bit_width, pa.types.is_signed_integer(typ)
+        lo = -(1 << (bits - 1)) if signed else 0
+        hi = (1 << (bits - 1)) - 1 if signed else (1 << bits) - 1
+    elif lo is not None and not pa.types.is_fixed_size_binary(typ) and (
+            isinstance(lo, (str, bytes))):
+        lo, hi = _truncate_min(lo, max_binary_length), _truncate_max(hi, max_binary_length)
+    return ColumnStats(num_rows=num_rows, null_count=null_count, min=lo, max=hi)
