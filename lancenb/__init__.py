@@ -1,19 +1,36 @@
 """lancenb: the Lance columnar file and table format in Python, with Numba kernels.
 
-``import lancenb as lance`` gives a pylance-compatible subset; today that is the file
-API in :mod:`lancenb.file`.
+``import lancenb as lance`` gives a pylance-compatible subset: datasets
+(:func:`write_dataset`, :func:`dataset`, :class:`LanceDataset`) and the file API in
+:mod:`lancenb.file`.
 """
 
-from lancenb import errors, file
-from lancenb.errors import (
+__version__ = "0.1.0"
+
+from lancenb import errors, file  # noqa: E402
+from lancenb.dataset import (  # noqa: E402
+    LanceDataset,
+    LanceFragment,
+    LanceScanner,
+    write_dataset,
+)
+from lancenb.dataset import dataset as _dataset_fn  # noqa: E402
+from lancenb.errors import (  # noqa: E402
+    CommitConflictError,
     CorruptFileError,
+    DatasetExistsError,
+    DatasetNotFoundError,
     InvalidInputError,
     LanceError,
     NotSupportedError,
 )
-from lancenb.file import LanceFileReader, LanceFileWriter
+from lancenb.file import LanceFileReader, LanceFileWriter  # noqa: E402
 
-__version__ = "0.1.0"
+# like pylance, the name ``dataset`` is the open function (the subpackage stays
+# importable as ``lancenb.dataset.<module>``)
+dataset = _dataset_fn
 
-__all__ = ["__version__", "errors", "file", "LanceError", "CorruptFileError",
-           "NotSupportedError", "InvalidInputError", "LanceFileReader", "LanceFileWriter"]
+__all__ = ["__version__", "errors", "file", "dataset", "write_dataset", "LanceDataset",
+           "LanceFragment", "LanceScanner", "LanceError", "CorruptFileError",
+           "NotSupportedError", "InvalidInputError", "CommitConflictError",
+           "DatasetNotFoundError", "DatasetExistsError", "LanceFileReader", "LanceFileWriter"]

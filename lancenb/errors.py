@@ -15,6 +15,10 @@ __all__ = [
     "SchemaError",
     "LanceIOError",
     "LanceFileNotFoundError",
+    "DatasetNotFoundError",
+    "DatasetExistsError",
+    "CommitConflictError",
+    "RetryableCommitConflictError",
 ]
 
 
@@ -47,6 +51,26 @@ class LanceIOError(LanceError, OSError):
 
 class LanceFileNotFoundError(LanceIOError, FileNotFoundError):
     """A file or dataset that should exist does not."""
+
+
+class DatasetNotFoundError(LanceFileNotFoundError):
+    """There is no dataset (no readable version) at the URI, or not that version/tag."""
+
+
+class DatasetExistsError(InvalidInputError):
+    """``mode="create"`` on a URI that already holds a dataset."""
+
+
+class CommitConflictError(LanceError, RuntimeError):
+    """A concurrent commit made this transaction impossible to apply.
+
+    Nothing this transaction wrote is visible; the dataset is as the winner left it.
+    """
+
+
+class RetryableCommitConflictError(CommitConflictError):
+    """Like :class:`CommitConflictError`, but running the whole operation again (on
+    the new version) may succeed: e.g. two deletes touching the same data files."""
 
 
 def corrupt(path: str, what: str, *, column: int | None = None, page: int | None = None,

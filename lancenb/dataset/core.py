@@ -1,0 +1,557 @@
+"""``LanceDataset``, ``dataset()`` and ``write_dataset()``: the pylance-compatible API.
+
+A dataset is a directory (or object-store prefix)::
+
+    data/*.lance                 data files (one or more per fragment)
+    _versions/*.manifest         one manifest per version
+    _transactions/*.txn          the transaction behind each version
+    _deletions/*.{arrow,bin}     deleted rows per fragment
+    _refs/tags/*.json            tags: names for versions
+
+Each operation writes its new files first and then commits a manifest with
+put-if-absent (see :mod:`lancenb.dataset.commit`), so readers only ever see whole
+versions. A :class:`LanceDataset` object is one version; operations that commit
+(``delete``, ``restore``, ``insert``) move it to the version they made.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+
+import numpy as np
+import pyarrow as pa
+
+from lancenb import __version__ as _lancenb_version
+from lancenb._proto import table_pb2, transaction_pb2
+from lancenb.dataset.commit import commit, list_versions, load_manifest
+from lancenb.dataset.deletion import write_deletions
+from lancenb.dataset.fragment import LanceFragment, open_data_file
+from lancenb.dataset.manifest import (
+    FLAG_STABLE_ROW_IDS,
+    VERSIONS_DIR,
+    check_feature_flags,
+    manifest_name,
+    parse_manifest_name,
+)
+from lancenb.dataset.scanner import LanceScanner
+from lancenb.dataset.transaction import Transaction
+from lancenb.dataset.write import (
+    DEFAULT_MAX_BYTES_PER_FILE,
+    DEFAULT_MAX_ROWS_PER_FILE,
+    cleanup,
+    normalize_input,
+    write_fragments,
+)
+from lancenb.errors import (
+    DatasetExistsError,
+    DatasetNotFoundError,
+    InvalidInputError,
+    LanceError,
+    NotSupportedError,
+    SchemaError,
+)
+from lancenb.file.schema import fields_to_schema, schema_to_fields
+from lancenb.file.version import FileVersion
+from lancenb.io.store import ObjectStore
+
+__all__ = ["LanceDataset", "dataset", "write_dataset", "Tags"]
+
+_READER_CACHE_SIZE = 128
+TAGS_DIR = "_refs/tags"
+
+
+def _writer_version() -> str:
+    return _lancenb_version
+
+
+class LanceDataset:
+    """One version of a Lance dataset (pylance's ``lance.LanceDataset`` subset)."""
+
+    def __init__(self, uri, version=None, *, asof=None, storage_options=None,
+                 commit_lock=None, _store=None, _manifest=None):
+        self._store = _store or ObjectStore(uri, storage_options, commit_lock=commit_lock)
+        self._uri = self._store.uri
+        if _manifest is None:
+            versions, naming = list_versions(self._store)
+            if not versions:
+                raise DatasetNotFoundError(f"no Lance dataset at {self._uri!r} (no manifests "
+                                           f"under _versions/)")
+            self._v2 = naming
+            v = self._resolve_version(version, asof, versions)
+            _manifest = load_manifest(self._store, v, naming)
+        else:
+            parsed = parse_manifest_name(_manifest.name.rsplit("/", 1)[-1])
+            self._v2 = parsed[1] if parsed else True
+        self._mf = _manifest
+        m = _manifest.manifest
+        check_feature_flags(m, _manifest.name, write=False)
+        self._schema, self._top_fields = fields_to_schema(m.fields, m.schema_metadata)
+        self._cache: dict = {}
+        self._readers: dict = {}
+        self._fragments: list[LanceFragment] | None = None
+
+    def _resolve_version(self, version, asof, versions: list[int]) -> int:
+        if version is not None and asof is not None:
+            raise InvalidInputError("pass version= or asof=, not both")
+        if isinstance(version, str) and not version.isdigit():
+            return Tags(self).get_version(version)
+        if version is not None:
+            v = int(version)
+            if v not in versions:
+                raise DatasetNotFoundError(f"dataset {self._uri!r} has no version {v} (it has "
+                                           f"{_ranges(versions)})")
+            return v
+        if asof is not None:
+            ts = _as_datetime(asof)
+            for v in reversed(versions):
+                mf = load_manifest(self._store, v, self._v2)
+                t = mf.manifest.timestamp
+                when = _dt.datetime.fromtimestamp(t.seconds, _dt.timezone.utc) + \
+                    _dt.timedelta(microseconds=t.nanos // 1000)
+                if when <= ts:
+                    return v
+            raise DatasetNotFoundError(f"dataset {self._uri!r} has no version as of {asof}")
+        return versions[-1]
+
+    def _at(self, mf) -> "LanceDataset":
+        return LanceDataset(self._uri, _store=self._store, _manifest=mf)
+
+    def _become(self, mf) -> None:
+        other = self._at(mf)
+        self.__dict__.update(other.__dict__)
+
+    # -- metadata --------------------------------------------------------------
+    def __repr__(self) -> str:
+        return f"LanceDataset(uri={self._uri!r}, version={self.version})"
+
+    @property
+    def uri(self) -> str:
+        return self._uri
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self._schema
+
+    @property
+    def version(self) -> int:
+        return self._mf.version
+
+    @property
+    def latest_version(self) -> int:
+        versions, _ = list_versions(self._store)
+        return versions[-1]
+
+    @property
+    def data_storage_version(self) -> str:
+        return self._mf.manifest.data_format.version or "2.0"
+
+    @property
+    def max_field_id(self) -> int:
+        return max((f.id for f in self._mf.manifest.fields), default=-1)
+
+    @property
+    def manifest(self):
+        """The ``lance.table.Manifest`` protobuf of this version (read-only use)."""
+        return self._mf.manifest
+
+    @property
+    def stable_row_ids(self) -> bool:
+        return bool(self._mf.manifest.reader_feature_flags & FLAG_STABLE_ROW_IDS)
+
+    def versions(self) -> list[dict]:
+        """Every version: ``{"version", "timestamp", "metadata"}`` like pylance."""
+        versions, _ = list_versions(self._store)
+        out = []
+        for v in versions:
+            m = load_manifest(self._store, v, self._v2).manifest
+            t = m.timestamp
+            when = _dt.datetime.fromtimestamp(t.seconds) + _dt.timedelta(
+                microseconds=t.nanos // 1000)
+            out.append({"version": v, "timestamp": when,
+                        "metadata": _summary(m)})
+        return out
+
+    def checkout_version(self, version) -> "LanceDataset":
+        return LanceDataset(self._uri, version, _store=self._store)
+
+    @property
+    def tags(self) -> "Tags":
+        return Tags(self)
+
+    def get_fragments(self, filter=None) -> list[LanceFragment]:
+        if filter is not None:
+            raise NotSupportedError("get_fragments(filter=) is not supported")
+        if self._fragments is None:
+            self._fragments = [LanceFragment(self, f) for f in self._mf.manifest.fragments]
+        return list(self._fragments)
+
+    def get_fragment(self, fragment_id: int) -> LanceFragment | None:
+        for f in self.get_fragments():
+            if f.fragment_id == fragment_id:
+                return f
+        return None
+
+    def _open_file(self, path: str):
+        r = self._readers.get(path)
+        if r is None:
+            if len(self._readers) >= _READER_CACHE_SIZE:
+                self._readers.pop(next(iter(self._readers)))
+            r = open_data_file(self._store, path)
+            self._readers[path] = r
+        return r
+
+    # -- reads -----------------------------------------------------------------
+    def scanner(self, columns=None, filter=None, limit=None, offset=None, *, batch_size=None,
+                with_row_id=False, with_row_address=False, fragments=None,
+                **kwargs) -> LanceScanner:
+        return LanceScanner(self, columns=columns, filter=filter, limit=limit, offset=offset,
+                            batch_size=batch_size, with_row_id=with_row_id,
+                            with_row_address=with_row_address, fragments=fragments, **kwargs)
+
+    def to_table(self, columns=None, filter=None, limit=None, offset=None, **kwargs) -> pa.Table:
+        return self.scanner(columns, filter, limit, offset, **kwargs).to_table()
+
+    def to_batches(self, columns=None, filter=None, limit=None, offset=None, **kwargs):
+        return self.scanner(columns, filter, limit, offset, **kwargs).to_batches()
+
+    def head(self, num_rows: int, **kwargs) -> pa.Table:
+        return self.scanner(limit=num_rows, **kwargs).to_table()
+
+    def count_rows(self, filter=None, **kwargs) -> int:
+        if filter is None and not kwargs:
+            return sum(f.count_rows() for f in self.get_fragments())
+        return self.scanner(columns=[], filter=filter, **kwargs).count_rows()
+
+    def __arrow_c_stream__(self, requested_schema=None):
+        return self.scanner().to_reader().__arrow_c_stream__(requested_schema)
+
+    def take(self, indices, columns=None, *, with_row_id=False,
+             with_row_address=False) -> pa.Table:
+        """Rows at logical ``indices`` (deleted rows skipped), in the order given."""
+        idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+        frags = self.get_fragments()
+        counts = np.array([f.count_rows() for f in frags], dtype=np.int64)
+        starts = np.zeros(len(frags) + 1, dtype=np.int64)
+        np.cumsum(counts, out=starts[1:])
+        total = int(starts[-1])
+        if idx.size and (idx.min() < 0 or idx.max() >= total):
+            bad = int(idx[(idx < 0) | (idx >= total)][0])
+            raise InvalidInputError(f"take: index {bad} is out of range for a dataset of "
+                                    f"{total} rows")
+        sc = self.scanner(columns=columns, with_row_id=with_row_id,
+                          with_row_address=with_row_address)
+        frag_of = np.searchsorted(starts, idx, side="right") - 1
+        parts, positions = [], []
+        for fi in np.unique(frag_of):
+            frag = frags[int(fi)]
+            sel = np.flatnonzero(frag_of == fi)
+            local = idx[sel] - starts[fi]
+            live = frag.live_offsets()
+            phys = live[local] if live is not None else local
+            uniq, inverse = np.unique(phys, return_inverse=True)
+            t = frag.take_physical(sc.columns, uniq)
+            t = sc._with_ids(frag, t, uniq)
+            if len(uniq) != len(phys) or np.any(np.diff(inverse) < 0):
+                t = t.take(pa.array(inverse))
+            parts.append(t)
+            positions.append(sel)
+        schema = sc.projected_schema
+        if not parts:
+            return schema.empty_table()
+        table = pa.concat_tables([p.replace_schema_metadata(schema.metadata) for p in parts])
+        order = np.concatenate(positions)
+        if np.any(np.diff(order) < 0):
+            inv = np.empty_like(order)
+            inv[order] = np.arange(len(order))
+            table = table.take(pa.array(inv))
+        return table.combine_chunks()
+
+    # -- writes ----------------------------------------------------------------
+    def _commit(self, txn: Transaction, written=()) -> None:
+        try:
+            mf = commit(self._store, txn, v2_names=self._v2,
+                        data_format=self.data_storage_version, writer_version=_writer_version())
+        except BaseException:
+            cleanup(self._store, list(written))
+            raise
+        self._become(mf)
+
+    def delete(self, predicate) -> None:
+        """Delete the rows matching ``predicate`` (SQL string or pyarrow expression)."""
+        if self.stable_row_ids:
+            pass  # deleting never rewrites row-id sequences
+        check_feature_flags(self._mf.manifest, self._mf.name, write=True)
+        op = transaction_pb2.Transaction.Delete(
+            predicate=predicate if isinstance(predicate, str) else str(predicate))
+        txn = Transaction(self.version, "delete", op)
+        written = []
+        try:
+            for frag in self.get_fragments():
+                live = frag.live_offsets()
+                sc = self.scanner(columns=[], filter=predicate, fragments=[frag])
+                if frag.count_rows() == 0:
+                    continue
+                read_cols = sc._filter_cols
+                table = frag.take_physical(read_cols, live)
+                hit = sc._expr_mask(table)
+                if not len(hit):
+                    continue
+                phys = (live[hit] if live is not None else hit).astype(np.uint32)
+                txn.deleted_rows[frag.fragment_id] = phys
+                rows = np.union1d(frag.deleted_offsets(), phys).astype(np.uint32)
+                if len(rows) >= frag.physical_rows:
+                    txn.pb.delete.deleted_fragment_ids.append(frag.fragment_id)
+                    continue
+                df = write_deletions(self._store, frag.fragment_id, rows, self.version)
+                from lancenb.dataset.deletion import deletion_path
+
+                written.append(deletion_path(frag.fragment_id, df))
+                g = table_pb2.DataFragment()
+                g.CopyFrom(frag._pb)
+                g.deletion_file.CopyFrom(df)
+                txn.pb.delete.updated_fragments.append(g)
+        except BaseException:
+            cleanup(self._store, written)
+            raise
+        if not txn.deleted_rows:
+            return  # nothing matched: no new version, like pylance
+        self._commit(txn, written)
+
+    def restore(self) -> None:
+        """Make this (older) version the latest, as a new version."""
+        check_feature_flags(self._mf.manifest, self._mf.name, write=True)
+        txn = Transaction(self.version, "restore",
+                          transaction_pb2.Transaction.Restore(version=self.version))
+        txn.restore_manifest = self._mf.manifest
+        txn.restore_index_section = self._mf.index_section_bytes()
+        self._commit(txn)
+
+    def insert(self, data, *, mode: str = "append", **kwargs) -> None:
+        ds = write_dataset(data, self._uri, mode=mode, storage_options=self._store.storage_options,
+                           commit_lock=self._store.commit_lock, **kwargs)
+        self._become(ds._mf)
+
+    def to_pyarrow(self):
+        raise NotSupportedError("use scanner().to_reader() or to_table()")
+
+
+def _ranges(vs: list[int]) -> str:
+    return f"{vs[0]}..{vs[-1]}" if vs and vs[-1] - vs[0] + 1 == len(vs) else str(vs)
+
+
+def _as_datetime(x) -> _dt.datetime:
+    if isinstance(x, str):
+        x = _dt.datetime.fromisoformat(x)
+    if isinstance(x, _dt.date) and not isinstance(x, _dt.datetime):
+        x = _dt.datetime(x.year, x.month, x.day)
+    if not isinstance(x, _dt.datetime):
+        raise InvalidInputError(f"asof must be a datetime or ISO string, not {type(x).__name__}")
+    if x.tzinfo is None:
+        x = x.astimezone()  # naive = local time, as pylance reads it
+    return x
+
+
+def _summary(m) -> dict:
+    rows = deleted = files = size = dfiles = 0
+    for f in m.fragments:
+        files += len(f.files)
+        size += sum(int(d.file_size_bytes) for d in f.files)
+        nd = int(f.deletion_file.num_deleted_rows) if f.HasField("deletion_file") else 0
+        rows += int(f.physical_rows) - nd
+        deleted += nd
+        dfiles += f.HasField("deletion_file")
+    return {"total_data_file_rows": str(rows + deleted), "total_data_files": str(files),
+            "total_deletion_file_rows": str(deleted), "total_deletion_files": str(dfiles),
+            "total_files_size": str(size), "total_fragments": str(len(m.fragments)),
+            "total_rows": str(rows)}
+
+
+class Tags:
+    """Named versions, stored as ``_refs/tags/{name}.json`` (pylance's layout)."""
+
+    def __init__(self, ds: LanceDataset):
+        self._ds = ds
+        self._store = ds._store
+
+    @staticmethod
+    def _check_name(tag: str) -> None:
+        ok = isinstance(tag, str) and tag and all(c.isalnum() or c in "-_." for c in tag) \
+            and not tag.startswith(".") and not tag.endswith(".lock") and ".." not in tag
+        if not ok:
+            raise InvalidInputError(f"invalid tag name {tag!r}: use letters, digits, '-', '_' "
+                                    f"and '.'")
+
+    def _read(self, tag: str) -> dict:
+        self._check_name(tag)
+        rel = f"{TAGS_DIR}/{tag}.json"
+        try:
+            raw = self._store.read_bytes(rel)
+        except LanceError:
+            raise DatasetNotFoundError(f"dataset {self._ds.uri!r} has no tag {tag!r}") from None
+        try:
+            return json.loads(raw)
+        except ValueError as e:
+            from lancenb.errors import CorruptFileError
+
+            raise CorruptFileError(f"tag file {self._store.uri_of(rel)!r} is not JSON: {e}") \
+                from e
+
+    def list(self) -> dict:
+        out = {}
+        for name in sorted(self._store.list(TAGS_DIR)):
+            if not name.endswith(".json"):
+                continue
+            tag = name[:-5]
+            d = self._read(tag)
+            out[tag] = {"branch": d.get("branch"), "version": d["version"],
+                        "created_at": _parse_ts(d.get("createdAt")),
+                        "updated_at": _parse_ts(d.get("updatedAt")),
+                        "manifest_size": d.get("manifestSize"), "metadata": d.get("metadata", {})}
+        return out
+
+    def get_version(self, tag: str) -> int:
+        return int(self._read(tag)["version"])
+
+    def _write(self, tag: str, version: int, created: str | None, *, create: bool) -> None:
+        versions, naming = list_versions(self._store)
+        if version not in versions:
+            raise DatasetNotFoundError(f"cannot tag version {version}: dataset "
+                                       f"{self._ds.uri!r} has versions {_ranges(versions)}")
+        size = self._store.size(f"{VERSIONS_DIR}/{manifest_name(version, naming)}")
+        now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        body = {"branch": None, "version": int(version), "createdAt": created or now,
+                "updatedAt": now, "manifestSize": size, "metadata": {}}
+        data = json.dumps(body, indent=2).encode()
+        rel = f"{TAGS_DIR}/{tag}.json"
+        if create:
+            if not self._store.put_if_absent(rel, data):
+                raise InvalidInputError(f"tag {tag!r} already exists in {self._ds.uri!r}")
+        else:
+            self._store.write_bytes(rel, data)
+
+    def create(self, tag: str, version: int) -> None:
+        self._check_name(tag)
+        self._write(tag, int(version), None, create=True)
+
+    def update(self, tag: str, version: int) -> None:
+        old = self._read(tag)
+        self._write(tag, int(version), old.get("createdAt"), create=False)
+
+    def delete(self, tag: str) -> None:
+        self._read(tag)
+        self._store.delete(f"{TAGS_DIR}/{tag}.json")
+
+
+def _parse_ts(s):
+    if not s:
+        return None
+    s = s.rstrip("Z")
+    head, _, frac = s.partition(".")
+    base = _dt.datetime.fromisoformat(head).replace(tzinfo=_dt.timezone.utc)
+    return base.replace(microsecond=int((frac + "000000")[:6])) if frac else base
+
+
+def dataset(uri, version=None, *, asof=None, storage_options=None, commit_lock=None,
+            **kwargs) -> LanceDataset:
+    """Open a dataset (latest version, a version number, a tag name, or ``asof`` a time)."""
+    if kwargs:
+        unknown = sorted(k for k in kwargs if k not in ("block_size", "index_cache_size",
+                                                        "metadata_cache_size", "session"))
+        if unknown:
+            raise InvalidInputError(f"unsupported dataset() options: {unknown}")
+    return LanceDataset(uri, version, asof=asof, storage_options=storage_options,
+                        commit_lock=commit_lock)
+
+
+def write_dataset(data, uri, schema: pa.Schema | None = None, *, mode: str = "create",
+                  max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
+                  max_rows_per_group: int | None = None,
+                  max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
+                  data_storage_version: str | None = None, storage_options=None,
+                  enable_v2_manifest_paths: bool = True, commit_lock=None,
+                  use_legacy_format=None, progress=None, **kwargs) -> LanceDataset:
+    """Write ``data`` as a new dataset, or append to / overwrite one (pylance's API).
+
+    ``data``: a pyarrow Table, RecordBatch, RecordBatchReader, iterable of
+    RecordBatches, or pandas DataFrame; streamed, never materialised whole.
+    ``data_storage_version``: file format of new data files (default: lancenb's file
+    default, 2.1; appends keep the dataset's).
+    """
+    if kwargs:
+        raise InvalidInputError(f"unsupported write_dataset options: {sorted(kwargs)}")
+    if mode not in ("create", "append", "overwrite"):
+        raise InvalidInputError(f"mode must be 'create', 'append' or 'overwrite', not {mode!r}")
+    if use_legacy_format:
+        data_storage_version = data_storage_version or "legacy"
+    store = ObjectStore(uri, storage_options, commit_lock=commit_lock)
+    versions, naming = list_versions(store)
+    base = load_manifest(store, versions[-1], naming) if versions else None
+    if base is not None:
+        check_feature_flags(base.manifest, base.name, write=True)
+    if mode == "create" and base is not None:
+        raise DatasetExistsError(f"dataset {store.uri!r} already exists (version "
+                                 f"{base.version}); use mode='append' or 'overwrite'")
+    v2 = naming if naming is not None else bool(enable_v2_manifest_paths)
+    appending = mode == "append" and base is not None
+    if appending:
+        if base.manifest.reader_feature_flags & FLAG_STABLE_ROW_IDS:
+            raise NotSupportedError(f"dataset {store.uri!r} uses stable row ids; lancenb reads "
+                                    f"such datasets but cannot append to them yet")
+        ds_schema, _ = fields_to_schema(base.manifest.fields, base.manifest.schema_metadata)
+        fmt = base.manifest.data_format.version or "2.0"
+        if data_storage_version is not None and FileVersion.resolve(data_storage_version) != \
+                FileVersion.resolve(fmt):
+            raise InvalidInputError(f"cannot append {data_storage_version} files to a dataset "
+                                    f"of {fmt} files")
+        in_schema, batches = normalize_input(data, schema)
+        _check_append_schema(in_schema, ds_schema, store.uri)
+        if in_schema.names != ds_schema.names or not in_schema.equals(ds_schema,
+                                                                      check_metadata=False):
+            _, batches = normalize_input(pa.RecordBatchReader.from_batches(in_schema, batches),
+                                         ds_schema.remove_metadata())
+        write_schema = ds_schema
+        fields_pb = list(base.manifest.fields)
+        version = FileVersion.resolve(fmt)
+    else:
+        if data_storage_version is None and base is not None and mode == "overwrite":
+            data_storage_version = base.manifest.data_format.version or None
+        version = FileVersion.resolve(data_storage_version)
+        in_schema, batches = normalize_input(data, schema)
+        write_schema = in_schema
+        fields_pb, _ = schema_to_fields(in_schema)
+    if version not in (FileVersion.V2_1, FileVersion.V2_2):
+        raise NotSupportedError(f"lancenb writes datasets with 2.1 or 2.2 data files, not "
+                                f"{version.label}")
+    written: list[str] = []
+    try:
+        frags = write_fragments(store, batches, write_schema, fields_pb, version=version,
+                                max_rows_per_file=max_rows_per_file,
+                                max_bytes_per_file=max_bytes_per_file, written=written)
+        read_version = base.version if base is not None else 0
+        if appending:
+            txn = Transaction(read_version, "append",
+                              transaction_pb2.Transaction.Append(fragments=frags))
+        else:
+            op = transaction_pb2.Transaction.Overwrite(fragments=frags, schema=fields_pb)
+            for k, v in (write_schema.metadata or {}).items():
+                op.schema_metadata[k.decode() if isinstance(k, bytes) else k] = v
+            txn = Transaction(read_version, "overwrite", op)
+            txn.create_only = mode == "create"
+        mf = commit(store, txn, v2_names=v2, data_format=version.label,
+                    writer_version=_writer_version())
+    except BaseException:
+        cleanup(store, written)
+        raise
+    return LanceDataset(store.uri, _store=store, _manifest=mf)
+
+
+def _check_append_schema(data_schema: pa.Schema, ds_schema: pa.Schema, uri: str) -> None:
+    if set(data_schema.names) != set(ds_schema.names) or len(data_schema) != len(ds_schema):
+        raise SchemaError(f"cannot append to {uri!r}: the data has columns {data_schema.names}, "
+                          f"the dataset {ds_schema.names}")
+    for f in ds_schema:
+        g = data_schema.field(f.name)
+        if g.type != f.type:
+            raise SchemaError(f"cannot append to {uri!r}: column {f.name!r} is {g.type} in the "
+                              f"data but {f.type} in the dataset")

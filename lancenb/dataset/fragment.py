@@ -1,0 +1,246 @@
+"""Fragments: a horizontal slice of a dataset, stored as one or more data files.
+
+Every data file of a fragment holds the same rows (``physical_rows``, deleted ones
+included) for a subset of the dataset's columns: ``DataFile.fields`` lists the
+dataset field ids stored in the file and ``column_indices`` the file column of
+each (2.1+: one column per leaf field). A column added later lives in a new file;
+a dropped column simply stops being read.
+
+Rows are addressed by *offset* within the fragment (physical) or by row address
+``(fragment_id << 32) | offset``; deletion files remove offsets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from lancenb.dataset.deletion import read_deletions
+from lancenb.dataset.rowids import decode_row_ids
+from lancenb.errors import CorruptFileError, NotSupportedError
+from lancenb.file.reader import LanceFileReader
+
+__all__ = ["LanceFragment", "FragmentMetadata", "DataFile"]
+
+DATA_DIR = "data"
+
+
+@dataclass
+class DataFile:
+    """A data file of a fragment (pylance's ``DataFile``)."""
+
+    path: str
+    fields: list
+    column_indices: list
+    file_major_version: int
+    file_minor_version: int
+    file_size_bytes: int | None
+
+
+@dataclass
+class FragmentMetadata:
+    """pylance's ``FragmentMetadata``, read-only."""
+
+    id: int
+    files: list
+    physical_rows: int
+    deletion_file: object
+    row_id_meta: object = None
+
+    @property
+    def num_deletions(self) -> int:
+        return int(self.deletion_file.num_deleted_rows) if self.deletion_file else 0
+
+
+class LanceFragment:
+    """One fragment of a :class:`~lancenb.dataset.LanceDataset` version."""
+
+    def __init__(self, dataset, pb):
+        self._ds = dataset
+        self._pb = pb
+        self.fragment_id = int(pb.id)
+        self.physical_rows = int(pb.physical_rows)
+        self._deleted: np.ndarray | None = None
+        self._plan: dict | None = None
+
+    # -- metadata --------------------------------------------------------------
+    def __repr__(self) -> str:
+        return f"LanceFragment(id={self.fragment_id}, physical_rows={self.physical_rows})"
+
+    @property
+    def metadata(self) -> FragmentMetadata:
+        p = self._pb
+        files = [DataFile(f.path, list(f.fields), list(f.column_indices), f.file_major_version,
+                          f.file_minor_version, f.file_size_bytes or None) for f in p.files]
+        return FragmentMetadata(self.fragment_id, files, self.physical_rows,
+                                p.deletion_file if p.HasField("deletion_file") else None)
+
+    def data_files(self) -> list[DataFile]:
+        return self.metadata.files
+
+    def deletion_file(self) -> str | None:
+        from lancenb.dataset.deletion import deletion_path
+
+        if not self._pb.HasField("deletion_file"):
+            return None
+        return deletion_path(self.fragment_id, self._pb.deletion_file)
+
+    def deleted_offsets(self) -> np.ndarray:
+        """Sorted uint32 offsets of this fragment's deleted rows."""
+        if self._deleted is None:
+            if self._pb.HasField("deletion_file"):
+                key = ("deletions", self.fragment_id, self._pb.deletion_file.id)
+                cached = self._ds._cache.get(key)
+                if cached is None:
+                    cached = read_deletions(self._ds._store, self.fragment_id,
+                                            self._pb.deletion_file, self.physical_rows)
+                    self._ds._cache[key] = cached
+                self._deleted = cached
+            else:
+                self._deleted = np.zeros(0, np.uint32)
+        return self._deleted
+
+    def live_offsets(self) -> np.ndarray | None:
+        """Offsets of the live rows (int64), or None when nothing is deleted."""
+        dead = self.deleted_offsets()
+        if not dead.size:
+            return None
+        mask = np.ones(self.physical_rows, dtype=bool)
+        mask[dead] = False
+        return np.flatnonzero(mask)
+
+    def count_rows(self, filter=None) -> int:
+        if filter is not None:
+            return self._ds.scanner(filter=filter, columns=[], fragments=[self]).count_rows()
+        return self.physical_rows - len(self.deleted_offsets())
+
+    @property
+    def has_stable_row_ids(self) -> bool:
+        return self._pb.WhichOneof("row_id_sequence") is not None
+
+    def row_ids(self) -> np.ndarray:
+        """Row id of every physical row: stable ids if the dataset has them, else the
+        row addresses."""
+        p = self._pb
+        kind = p.WhichOneof("row_id_sequence")
+        if kind is None:
+            return self.row_addresses(np.arange(self.physical_rows, dtype=np.int64))
+        where = f"fragment {self.fragment_id}: row id sequence"
+        if kind == "inline_row_ids":
+            data = p.inline_row_ids
+        else:
+            ext = p.external_row_ids
+            raw = self._ds._store.read_bytes(ext.path)
+            if ext.offset + ext.size > len(raw):
+                raise CorruptFileError(f"{where}: external range runs past {ext.path!r}")
+            data = raw[ext.offset: ext.offset + ext.size]
+        ids = decode_row_ids(data, where)
+        if len(ids) != self.physical_rows:
+            raise CorruptFileError(f"{where} has {len(ids)} ids for {self.physical_rows} rows")
+        return ids
+
+    def row_addresses(self, offsets: np.ndarray) -> np.ndarray:
+        return (np.uint64(self.fragment_id) << np.uint64(32)) | offsets.astype(np.uint64)
+
+    # -- reading ---------------------------------------------------------------
+    def _column_plan(self) -> dict:
+        """Dataset top-level field name -> (data file index, name inside that file)."""
+        if self._plan is not None:
+            return self._plan
+        ds_fields = self._ds._top_fields
+        owner: dict[int, str] = {}
+        for top in ds_fields:
+            for lf in top.walk():
+                owner[lf.id] = top.name
+        plan: dict[str, tuple[int, str]] = {}
+        for fi, df in enumerate(self._pb.files):
+            if len(df.fields) != len(df.column_indices) and len(df.column_indices):
+                raise CorruptFileError(f"fragment {self.fragment_id}, data file {df.path!r}: "
+                                       f"{len(df.fields)} fields but {len(df.column_indices)} "
+                                       f"column indices")
+            wanted = {}
+            for k, fid in enumerate(df.fields):
+                name = owner.get(int(fid))
+                if name is None or name in wanted or name in plan:
+                    continue
+                col = int(df.column_indices[k]) if len(df.column_indices) else k
+                wanted[name] = col
+            if not wanted:
+                continue
+            reader = self._ds._open_file(df.path)
+            cols_of = reader._columns_of
+            for name, col in wanted.items():
+                try:
+                    top_idx = cols_of.index(col)
+                except ValueError:
+                    # the field's first id may be a parent without a column (2.1+)
+                    later = [i for i, c in enumerate(cols_of) if c >= col]
+                    if not later:
+                        raise CorruptFileError(
+                            f"fragment {self.fragment_id}, data file {df.path!r}: no column "
+                            f"{col} for field {name!r}") from None
+                    top_idx = later[0]
+                plan[name] = (fi, reader._fields[top_idx].name)
+        self._plan = plan
+        return plan
+
+    def _readers_for(self, columns: list[str]):
+        """Group the columns by data file: ``[(reader, {dataset name: file name})]``."""
+        plan = self._column_plan()
+        groups: dict[int, dict[str, str]] = {}
+        missing = []
+        for c in columns:
+            if c not in plan:
+                missing.append(c)
+                continue
+            fi, fname = plan[c]
+            groups.setdefault(fi, {})[c] = fname
+        return groups, missing
+
+    def take_physical(self, columns: list[str], offsets: np.ndarray | None) -> pa.Table:
+        """Columns at physical ``offsets`` (sorted ascending; None = every row)."""
+        schema = self._ds.schema
+        fields = [schema.field(c) for c in columns]
+        groups, missing = self._readers_for(columns)
+        n = self.physical_rows if offsets is None else len(offsets)
+        arrays: dict[str, pa.ChunkedArray] = {}
+        for fi, names in groups.items():
+            df = self._pb.files[fi]
+            reader = self._ds._open_file(df.path)
+            if reader.num_rows() != self.physical_rows:
+                raise CorruptFileError(f"fragment {self.fragment_id}: data file {df.path!r} has "
+                                       f"{reader.num_rows()} rows, the manifest says "
+                                       f"{self.physical_rows}")
+            for dname, fname in names.items():
+                arrays[dname] = read_file_column(reader, fname, offsets)
+        for c in missing:  # a column no data file of this fragment has: all null
+            arrays[c] = pa.chunked_array([pa.nulls(n, schema.field(c).type)])
+        cols = []
+        for f in fields:
+            a = arrays[f.name]
+            if a.type != f.type:
+                try:
+                    a = a.cast(f.type)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+                    raise NotSupportedError(f"fragment {self.fragment_id}: column {f.name!r} is "
+                                            f"{a.type} in its data file, {f.type} in the "
+                                            f"schema") from e
+            cols.append(a)
+        if not fields:
+            return pa.table({"n": pa.nulls(n)}).drop_columns(["n"])
+        return pa.Table.from_arrays(cols, schema=pa.schema(fields))
+
+
+def open_data_file(store, path: str) -> LanceFileReader:
+    return LanceFileReader(store.uri_of(f"{DATA_DIR}/{path}"),
+                           storage_options=store.storage_options)
+
+
+def read_file_column(reader: LanceFileReader, name: str, offsets: np.ndarray | None):
+    """One top-level column of a data file, whole or at sorted ``offsets``."""
+    idx = [f.name for f in reader._fields].index(name)
+    if offsets is None:
+        return reader._read_column_all(idx)
+    return reader._read_column_rows(idx, np.asarray(offsets, dtype=np.int64))

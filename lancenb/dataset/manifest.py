@@ -1,0 +1,199 @@
+"""Manifest files: names, framing, feature flags, version listing.
+
+A dataset version is one manifest file under ``_versions/``. Two naming schemes
+exist and a dataset uses exactly one:
+
+* V2 (default): ``{2**64 - 1 - version:020}.manifest``, so a plain lexicographic
+  listing returns the newest version first; version 1 is
+  ``18446744073709551614.manifest``.
+* V1: ``{version}.manifest``.
+
+A manifest file is a sequence of length-prefixed protobuf sections, then a footer::
+
+    [u32 len][IndexSection]   optional; Manifest.index_section holds its offset
+    [u32 len][Transaction]    the transaction that made this version
+    [u32 len][Manifest]       <- manifest position
+    i64 manifest position | u16 0 | u16 2 | b"LANC"
+
+Feature flags (reader and writer sets): 1 deletion files, 2 stable row ids,
+4 legacy "v2" marker, 8 table config (writer only), 16 base paths, 32 transaction
+files disabled (writer only). A flag this library does not know means the
+dataset needs a feature it lacks, so it refuses rather than misread.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from lancenb._proto import table_pb2, transaction_pb2
+from lancenb.encodings import pb
+from lancenb.errors import CorruptFileError, NotSupportedError
+
+__all__ = ["VERSIONS_DIR", "manifest_name", "parse_manifest_name", "frame_manifest",
+           "parse_manifest_file", "ManifestFile", "check_feature_flags", "FLAG_DELETION_FILES",
+           "FLAG_STABLE_ROW_IDS", "FLAG_TABLE_CONFIG", "FLAG_BASE_PATHS",
+           "FLAG_DISABLE_TRANSACTION_FILE", "HINT_FILE"]
+
+VERSIONS_DIR = "_versions"
+HINT_FILE = "_versions/latest_version_hint.json"
+MANIFEST_MAGIC = b"LANC"
+MANIFEST_FOOTER = 16
+_U64_MAX = 2**64 - 1
+V2_NAME_DIGITS = 20
+
+FLAG_DELETION_FILES = 1
+FLAG_STABLE_ROW_IDS = 2
+FLAG_USE_V2_FORMAT_DEPRECATED = 4
+FLAG_TABLE_CONFIG = 8
+FLAG_BASE_PATHS = 16
+FLAG_DISABLE_TRANSACTION_FILE = 32
+_KNOWN_READER_FLAGS = (FLAG_DELETION_FILES | FLAG_STABLE_ROW_IDS | FLAG_USE_V2_FORMAT_DEPRECATED
+                       | FLAG_BASE_PATHS)
+_KNOWN_WRITER_FLAGS = _KNOWN_READER_FLAGS | FLAG_TABLE_CONFIG | FLAG_DISABLE_TRANSACTION_FILE
+# flags lancenb understands well enough to read but not to write correctly
+_READ_ONLY_FLAGS = FLAG_BASE_PATHS
+
+
+def manifest_name(version: int, v2: bool) -> str:
+    if version < 1 or version > _U64_MAX - 1:
+        raise ValueError(f"bad version {version}")
+    if v2:
+        return f"{_U64_MAX - version:0{V2_NAME_DIGITS}d}.manifest"
+    return f"{version}.manifest"
+
+
+def parse_manifest_name(name: str) -> tuple[int, bool] | None:
+    """``(version, is_v2)`` of a manifest file name, or None for other names."""
+    if not name.endswith(".manifest"):
+        return None
+    stem = name[: -len(".manifest")]
+    if not stem.isdigit():
+        return None
+    if len(stem) == V2_NAME_DIGITS:  # V2: the 21st character is the '.'
+        return _U64_MAX - int(stem), True
+    return int(stem), False
+
+
+def frame_manifest(manifest, transaction=None, index_section: bytes | None = None) -> bytes:
+    """Serialise a manifest file (sets the section offsets on ``manifest``)."""
+    parts = []
+    pos = 0
+    if index_section is not None:
+        manifest.index_section = pos
+        parts.append(struct.pack("<I", len(index_section)) + index_section)
+        pos += 4 + len(index_section)
+    else:
+        manifest.ClearField("index_section")
+    if transaction is not None:
+        tb = transaction.SerializeToString()
+        manifest.transaction_section = pos
+        parts.append(struct.pack("<I", len(tb)) + tb)
+        pos += 4 + len(tb)
+    else:
+        manifest.ClearField("transaction_section")
+    manifest.ClearField("transaction_section_deprecated")
+    mb = manifest.SerializeToString()
+    parts.append(struct.pack("<I", len(mb)) + mb)
+    parts.append(struct.pack("<qHH", pos, 0, 2) + MANIFEST_MAGIC)
+    return b"".join(parts)
+
+
+@dataclass
+class ManifestFile:
+    """A parsed manifest file."""
+
+    manifest: object  # table_pb2.Manifest
+    raw: bytes
+    name: str
+    size: int
+
+    @property
+    def version(self) -> int:
+        return int(self.manifest.version)
+
+    def _section(self, offset: int, what: str) -> bytes:
+        if offset < 0 or offset + 4 > len(self.raw) - MANIFEST_FOOTER:
+            raise CorruptFileError(f"manifest {self.name!r}: {what} offset {offset} is outside "
+                                   f"the file ({len(self.raw)} bytes)")
+        (n,) = struct.unpack_from("<I", self.raw, offset)
+        if offset + 4 + n > len(self.raw) - MANIFEST_FOOTER:
+            raise CorruptFileError(f"manifest {self.name!r}: {what} at {offset} claims {n} bytes, "
+                                   f"past the end of the file")
+        return self.raw[offset + 4: offset + 4 + n]
+
+    def transaction(self):
+        """The inline transaction (field 23, or 21 from older writers), or None."""
+        m = self.manifest
+        if m.HasField("transaction_section"):
+            off = int(m.transaction_section)
+        elif m.HasField("transaction_section_deprecated"):
+            off = int(m.transaction_section_deprecated)
+        else:
+            return None
+        return pb.parse(transaction_pb2.Transaction, self._section(off, "transaction"),
+                        f"manifest {self.name!r}: inline transaction")
+
+    def index_section_bytes(self) -> bytes | None:
+        if not self.manifest.HasField("index_section"):
+            return None
+        return self._section(int(self.manifest.index_section), "index section")
+
+
+def parse_manifest_file(raw: bytes, name: str) -> ManifestFile:
+    """Check the framing and decode the Manifest message."""
+    if len(raw) < MANIFEST_FOOTER + 4 or raw[-4:] != MANIFEST_MAGIC:
+        raise CorruptFileError(f"manifest {name!r} ({len(raw)} bytes) does not end with the "
+                               f"'LANC' magic: not a Lance manifest, or truncated")
+    (pos,) = struct.unpack_from("<q", raw, len(raw) - MANIFEST_FOOTER)
+    if pos < 0 or pos + 4 > len(raw) - MANIFEST_FOOTER:
+        raise CorruptFileError(f"manifest {name!r}: manifest position {pos} is outside the file "
+                               f"({len(raw)} bytes)")
+    (n,) = struct.unpack_from("<I", raw, pos)
+    if n != len(raw) - pos - 4 - MANIFEST_FOOTER:
+        raise CorruptFileError(f"manifest {name!r}: the manifest at {pos} claims {n} bytes but "
+                               f"{len(raw) - pos - 4 - MANIFEST_FOOTER} remain before the footer")
+    m = pb.parse(table_pb2.Manifest, raw[pos + 4: pos + 4 + n], f"manifest {name!r}")
+    return ManifestFile(m, raw, name, len(raw))
+
+
+def check_feature_flags(manifest, name: str, *, write: bool) -> None:
+    """Refuse datasets that need features lancenb does not have."""
+    reader = int(manifest.reader_feature_flags)
+    unknown = reader & ~_KNOWN_READER_FLAGS
+    if unknown:
+        raise NotSupportedError(f"manifest {name!r} needs reader feature flag(s) "
+                                f"{_bits(unknown)} that lancenb does not know; it cannot read "
+                                f"this dataset")
+    if write:
+        writer = int(manifest.writer_feature_flags)
+        unknown = writer & ~_KNOWN_WRITER_FLAGS
+        if unknown:
+            raise NotSupportedError(f"manifest {name!r} needs writer feature flag(s) "
+                                    f"{_bits(unknown)} that lancenb does not know; it cannot "
+                                    f"write to this dataset")
+        if writer & _READ_ONLY_FLAGS:
+            raise NotSupportedError(f"manifest {name!r} uses base paths (flag 16); lancenb reads "
+                                    f"such datasets but cannot write to them yet")
+
+
+def _bits(x: int) -> list[int]:
+    return [1 << i for i in range(64) if x >> i & 1]
+
+
+def feature_flags_for(manifest) -> tuple[int, int]:
+    """The (reader, writer) flags a manifest's contents require."""
+    flags = 0
+    if any(f.HasField("deletion_file") for f in manifest.fragments):
+        flags |= FLAG_DELETION_FILES
+    if any(f.HasField("inline_row_ids") or f.HasField("external_row_ids")
+           for f in manifest.fragments) or manifest.next_row_id:
+        flags |= FLAG_STABLE_ROW_IDS
+    writer = flags
+    if manifest.config:
+        writer |= FLAG_TABLE_CONFIG
+    return flags, writer
+
+
+def new_manifest():
+    return table_pb2.Manifest()

@@ -1,0 +1,97 @@
+"""Stable row ids: the ``RowIdSequence`` of a fragment (``rowids.proto``).
+
+With stable row ids enabled, each fragment stores the row id of every physical row
+(deleted ones included) as a sequence of segments, each one of:
+
+* ``range`` ``[start, end)``;
+* ``range_with_holes``: ``[start, end)`` minus the sorted ``holes``;
+* ``range_with_bitmap``: the ``i``-th value of ``[start, end)`` is present when bit
+  ``i`` (LSB first) of ``bitmap`` is set;
+* ``sorted_array`` / ``array``: explicit values, as an ``EncodedU64Array``:
+  ``u16_array``/``u32_array`` = ``base`` + little-endian offsets, or raw
+  little-endian u64 ``values``.
+
+Example: bytes ``0a 05 0a 03 10 90 4e`` = one range segment ``[0, 10000)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lancenb._proto import rowids_pb2
+from lancenb.encodings import pb
+from lancenb.errors import CorruptFileError
+
+__all__ = ["decode_row_ids", "encode_range_row_ids", "encode_version_runs"]
+
+_MAX_SEGMENT = 1 << 40  # more row ids than any fragment can hold: corrupt
+
+
+def _encoded_array(arr, where: str) -> np.ndarray:
+    kind = arr.WhichOneof("array")
+    if kind == "u16_array" or kind == "u32_array":
+        sub = getattr(arr, kind)
+        dt = np.dtype("<u2") if kind == "u16_array" else np.dtype("<u4")
+        if len(sub.offsets) % dt.itemsize:
+            raise CorruptFileError(f"{where}: {kind} offsets of {len(sub.offsets)} bytes")
+        return np.frombuffer(sub.offsets, dtype=dt).astype(np.uint64) + np.uint64(sub.base)
+    if kind == "u64_array":
+        if len(arr.u64_array.values) % 8:
+            raise CorruptFileError(f"{where}: u64_array of {len(arr.u64_array.values)} bytes")
+        return np.frombuffer(arr.u64_array.values, dtype="<u8").astype(np.uint64)
+    if kind is None:
+        return np.zeros(0, np.uint64)
+    raise CorruptFileError(f"{where}: unknown encoded array kind {kind!r}")
+
+
+def _range(start: int, end: int, where: str) -> np.ndarray:
+    if end < start or end - start > _MAX_SEGMENT:
+        raise CorruptFileError(f"{where}: bad row id range [{start}, {end})")
+    return np.arange(start, end, dtype=np.uint64)
+
+
+def _segment(seg, where: str) -> np.ndarray:
+    kind = seg.WhichOneof("segment")
+    if kind == "range":
+        return _range(seg.range.start, seg.range.end, where)
+    if kind == "range_with_holes":
+        s = seg.range_with_holes
+        full = _range(s.start, s.end, where)
+        holes = _encoded_array(s.holes, where)
+        return full[~np.isin(full, holes)]
+    if kind == "range_with_bitmap":
+        s = seg.range_with_bitmap
+        full = _range(s.start, s.end, where)
+        bits = np.unpackbits(np.frombuffer(s.bitmap, np.uint8), bitorder="little")
+        if len(bits) < len(full):
+            raise CorruptFileError(f"{where}: bitmap of {len(bits)} bits for a range of "
+                                   f"{len(full)}")
+        return full[bits[: len(full)].astype(bool)]
+    if kind in ("sorted_array", "array"):
+        return _encoded_array(getattr(seg, kind), where)
+    raise CorruptFileError(f"{where}: empty or unknown row id segment {kind!r}")
+
+
+def decode_row_ids(data: bytes, where: str) -> np.ndarray:
+    """All row ids of a fragment (one per physical row), as uint64."""
+    seq = pb.parse(rowids_pb2.RowIdSequence, data, where)
+    parts = [_segment(s, where) for s in seq.segments]
+    return np.concatenate(parts) if parts else np.zeros(0, np.uint64)
+
+
+def encode_range_row_ids(start: int, end: int) -> bytes:
+    seq = rowids_pb2.RowIdSequence()
+    seg = seq.segments.add()
+    seg.range.start = start
+    seg.range.end = end
+    return seq.SerializeToString()
+
+
+def encode_version_runs(num_rows: int, version: int) -> bytes:
+    """A ``RowDatasetVersionSequence`` saying all ``num_rows`` rows have ``version``."""
+    seq = rowids_pb2.RowDatasetVersionSequence()
+    run = seq.runs.add()
+    run.span.range.start = 0
+    run.span.range.end = num_rows
+    run.version = version
+    return seq.SerializeToString()

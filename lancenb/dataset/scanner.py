@@ -1,0 +1,197 @@
+"""Scans: projection, filter, limit/offset, row ids, in batches.
+
+A scan walks the dataset's fragments in order. For each it reads the projected
+columns plus any the filter needs, drops deleted rows, evaluates the filter with
+``pyarrow.compute``, and yields batches of at most ``batch_size`` rows. Without a
+filter, ``offset``/``limit`` skip whole fragments by their row counts (no data
+read) and read only the rows inside the window.
+
+Memory: one fragment's projected columns at a time (fragments hold at most
+``max_rows_per_file`` rows, 1 Mi by default).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from lancenb.errors import InvalidInputError
+
+__all__ = ["LanceScanner", "DEFAULT_BATCH_SIZE"]
+
+DEFAULT_BATCH_SIZE = 8192
+ROW_ID = "_rowid"
+ROW_ADDR = "_rowaddr"
+_POS = "__lancenb_position"
+
+
+def _filter_columns(expr_text: str, names: list[str]) -> list[str]:
+    """Columns a filter may reference (a superset: reading extra columns is harmless)."""
+    return [n for n in names if re.search(r"(?<![\w])" + re.escape(n) + r"(?![\w])", expr_text)]
+
+
+class LanceScanner:
+    """A configured scan of one dataset version (pylance's ``LanceScanner`` subset)."""
+
+    def __init__(self, dataset, *, columns=None, filter=None, limit=None, offset=None,
+                 batch_size=None, with_row_id=False, with_row_address=False, fragments=None,
+                 batch_readahead=None, fragment_readahead=None, scan_in_order=None, **kwargs):
+        if kwargs:
+            raise InvalidInputError(f"unsupported scanner options: {sorted(kwargs)}")
+        self._ds = dataset
+        schema = dataset.schema
+        if columns is None:
+            columns = list(schema.names)
+        elif isinstance(columns, dict):
+            raise InvalidInputError("columns as a dict of SQL expressions is not supported; "
+                                    "pass a list of column names")
+        else:
+            columns = list(columns)
+            bad = [c for c in columns if c not in schema.names and c not in (ROW_ID, ROW_ADDR)]
+            if bad:
+                raise InvalidInputError(f"no column(s) {bad} in the dataset; it has "
+                                        f"{schema.names}")
+        if ROW_ID in columns:
+            with_row_id = True
+        if ROW_ADDR in columns:
+            with_row_address = True
+        self.columns = [c for c in columns if c not in (ROW_ID, ROW_ADDR)]
+        self.with_row_id = bool(with_row_id)
+        self.with_row_address = bool(with_row_address)
+        if limit is not None and (int(limit) < 0):
+            raise InvalidInputError(f"limit must be >= 0, not {limit}")
+        if offset is not None and int(offset) < 0:
+            raise InvalidInputError(f"offset must be >= 0, not {offset}")
+        self.limit = None if limit is None else int(limit)
+        self.offset = int(offset or 0)
+        self.batch_size = int(batch_size or DEFAULT_BATCH_SIZE)
+        if self.batch_size <= 0:
+            raise InvalidInputError("batch_size must be positive")
+        self._fragments = fragments
+        self.filter_text = None
+        self._expr = None
+        self._filter_cols: list[str] = []
+        if filter is not None:
+            from lancenb.dataset.filters import to_expression
+
+            self._expr = to_expression(filter, schema)
+            self.filter_text = filter if isinstance(filter, str) else str(filter)
+            self._filter_cols = _filter_columns(str(self._expr), schema.names)
+
+    # -- schema ----------------------------------------------------------------
+    @property
+    def projected_schema(self) -> pa.Schema:
+        s = self._ds.schema
+        fields = [s.field(c) for c in self.columns]
+        if self.with_row_id:
+            fields.append(pa.field(ROW_ID, pa.uint64()))
+        if self.with_row_address:
+            fields.append(pa.field(ROW_ADDR, pa.uint64()))
+        return pa.schema(fields, metadata=s.metadata)
+
+    # -- execution -------------------------------------------------------------
+    def _fragment_list(self):
+        return self._fragments if self._fragments is not None else self._ds.get_fragments()
+
+    def _tables(self) -> Iterator[pa.Table]:
+        """Result tables, one (or more) per fragment, limit/offset applied."""
+        skip = self.offset
+        remaining = self.limit
+        read_cols = list(self.columns)
+        for c in self._filter_cols:
+            if c not in read_cols:
+                read_cols.append(c)
+        for frag in self._fragment_list():
+            if remaining is not None and remaining <= 0:
+                return
+            live = frag.live_offsets()
+            n_live = frag.physical_rows if live is None else len(live)
+            if self._expr is None:
+                if skip >= n_live:
+                    skip -= n_live
+                    continue
+                lo = skip
+                hi = n_live if remaining is None else min(n_live, lo + remaining)
+                skip = 0
+                if lo == 0 and hi == n_live:
+                    offsets = live
+                else:
+                    offsets = (live[lo:hi] if live is not None
+                               else np.arange(lo, hi, dtype=np.int64))
+                table = frag.take_physical(read_cols, offsets)
+                phys = offsets
+                if remaining is not None:
+                    remaining -= table.num_rows
+            else:
+                if n_live == 0:
+                    continue
+                table = frag.take_physical(read_cols, live)
+                keep = self._expr_mask(table)
+                if skip:
+                    drop = min(skip, len(keep))
+                    keep = keep[drop:]
+                    skip -= drop
+                if remaining is not None:
+                    keep = keep[:remaining]
+                    remaining -= len(keep)
+                if not len(keep):
+                    continue
+                table = table.take(pa.array(keep)) if len(keep) < table.num_rows else table
+                base = live if live is not None else None
+                phys = base[keep] if base is not None else keep
+                table = table.select(self.columns) if read_cols != self.columns else table
+            yield self._with_ids(frag, table, phys)
+
+    def _expr_mask(self, table: pa.Table) -> np.ndarray:
+        """Positions of the rows where the filter is true (null counts as false)."""
+        pos = pa.array(np.arange(table.num_rows, dtype=np.int64))
+        try:
+            out = table.append_column(_POS, pos).filter(self._expr)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, TypeError) as e:
+            raise InvalidInputError(f"cannot evaluate filter {self.filter_text!r}: {e}") from e
+        return out.column(_POS).to_numpy()
+
+    def _with_ids(self, frag, table: pa.Table, phys) -> pa.Table:
+        if not (self.with_row_id or self.with_row_address):
+            return table
+        offsets = (np.arange(frag.physical_rows, dtype=np.int64) if phys is None
+                   else np.asarray(phys, dtype=np.int64))
+        if self.with_row_id:
+            ids = frag.row_ids()[offsets] if frag.has_stable_row_ids else \
+                frag.row_addresses(offsets)
+            table = table.append_column(pa.field(ROW_ID, pa.uint64()), pa.array(ids, pa.uint64()))
+        if self.with_row_address:
+            table = table.append_column(pa.field(ROW_ADDR, pa.uint64()),
+                                        pa.array(frag.row_addresses(offsets), pa.uint64()))
+        return table
+
+    def to_batches(self) -> Iterator[pa.RecordBatch]:
+        schema = self.projected_schema
+        for t in self._tables():
+            t = t.replace_schema_metadata(schema.metadata)
+            for b in t.to_batches(max_chunksize=self.batch_size):
+                if b.num_rows:
+                    yield b
+
+    def to_reader(self) -> pa.RecordBatchReader:
+        return pa.RecordBatchReader.from_batches(self.projected_schema, self.to_batches())
+
+    def to_table(self) -> pa.Table:
+        tables = [t.replace_schema_metadata(self.projected_schema.metadata)
+                  for t in self._tables()]
+        if not tables:
+            return self.projected_schema.empty_table()
+        return pa.concat_tables(tables).combine_chunks() if len(tables) > 1 else tables[0]
+
+    def count_rows(self) -> int:
+        if self._expr is None:
+            total = sum(f.count_rows() for f in self._fragment_list())
+            total = max(0, total - self.offset)
+            return total if self.limit is None else min(total, self.limit)
+        return sum(t.num_rows for t in self._tables())
+
+    def __arrow_c_stream__(self, requested_schema=None):
+        return self.to_reader().__arrow_c_stream__(requested_schema)

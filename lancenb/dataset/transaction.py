@@ -1,0 +1,242 @@
+"""Transactions: what a commit changes, how it turns a manifest into the next one,
+and which concurrent transactions it can be rebased over.
+
+A :class:`Transaction` wraps the ``lance.table.Transaction`` protobuf (written to
+``_transactions/{read_version}-{uuid}.txn`` and inline in the manifest) plus what
+rebasing needs but the protobuf does not carry (the rows a delete removed).
+
+Compatibility follows the reference's conflict resolver. For *our* operation
+against an *other* one committed after our read version:
+
+============  ==========================================================
+ours          conflicts with
+============  ==========================================================
+append        overwrite, restore (incompatible); schema changes (merge,
+              project: retryable; lancenb is stricter than the reference
+              here so an append never lacks a column's data)
+delete        overwrite, restore (incompatible); a delete/update/rewrite/
+              merge/data replacement touching the same fragments is rebased
+              when only deletion files changed, else retryable
+overwrite     nothing (an overwrite replaces whatever came before)
+restore       nothing
+============  ==========================================================
+
+An operation lancenb does not know, or a winner whose transaction cannot be
+found, counts as a conflict: we cannot prove it compatible.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid as uuidlib
+
+import numpy as np
+
+from lancenb._proto import table_pb2, transaction_pb2
+from lancenb.errors import CommitConflictError, RetryableCommitConflictError
+
+__all__ = ["Transaction", "build_manifest", "check_conflict"]
+
+WRITER_LIBRARY = "lancenb"
+
+
+class Transaction:
+    """One operation on a dataset, as a ``lance.table.Transaction`` plus rebase state."""
+
+    def __init__(self, read_version: int, op_name: str, op, *, tag: str = "",
+                 properties: dict | None = None):
+        self.pb = transaction_pb2.Transaction(read_version=read_version,
+                                              uuid=str(uuidlib.uuid4()), tag=tag)
+        for k, v in (properties or {}).items():
+            self.pb.transaction_properties[k] = v
+        getattr(self.pb, op_name).CopyFrom(op)
+        # delete: fragment id -> the row offsets *this* delete removed (for rebasing)
+        self.deleted_rows: dict[int, np.ndarray] = {}
+        self.restore_manifest = None  # restore: the manifest being restored
+        self.restore_index_section: bytes | None = None
+        self.create_only = False  # mode="create": fail if any version exists
+        self.needs_merge: set[int] = set()  # delete: fragments to merge deletion sets on
+
+    @property
+    def op(self) -> str:
+        return self.pb.WhichOneof("operation")
+
+    @property
+    def uuid(self) -> str:
+        return self.pb.uuid
+
+    @property
+    def read_version(self) -> int:
+        return int(self.pb.read_version)
+
+    def file_name(self) -> str:
+        return f"{self.read_version}-{self.uuid}.txn"
+
+
+def _touched(other) -> set[int]:
+    """Fragment ids another transaction modified or removed (None: unknowable)."""
+    op = other.WhichOneof("operation")
+    if op == "delete":
+        d = other.delete
+        return {f.id for f in d.updated_fragments} | set(d.deleted_fragment_ids)
+    if op == "update":
+        u = other.update
+        return {f.id for f in u.updated_fragments} | set(u.removed_fragment_ids)
+    if op == "rewrite":
+        r = other.rewrite
+        ids = {f.id for f in r.old_fragments}
+        for g in r.groups:
+            ids |= {f.id for f in g.old_fragments}
+        return ids
+    if op == "data_replacement":
+        return {g.fragment_id for g in other.data_replacement.replacements}
+    return set()
+
+
+_NEUTRAL = {"create_index", "reserve_fragments", "update_config", "clone", "update_bases"}
+
+
+def check_conflict(ours: Transaction, other, other_version: int, latest_manifest) -> None:
+    """Raise if ``ours`` cannot be committed after ``other`` (committed at
+    ``other_version``); rebase ``ours`` in place where the reference does."""
+    mine = ours.op
+    theirs = other.WhichOneof("operation") if other is not None else None
+    what = (f"this {mine} transaction conflicts with the {theirs or 'unknown'} transaction "
+            f"committed as version {other_version}")
+    if theirs is None:
+        raise CommitConflictError(f"{what}: its transaction cannot be read, so lancenb cannot "
+                                  f"tell whether they are compatible")
+    if mine in ("overwrite", "restore"):
+        return
+    if theirs in ("overwrite", "restore"):
+        raise CommitConflictError(f"{what}; the dataset was replaced, so this change no longer "
+                                  f"applies")
+    if mine == "append":
+        if theirs in ("merge", "project"):
+            raise RetryableCommitConflictError(f"{what}: the schema changed; write again")
+        if theirs in _NEUTRAL or theirs in ("append", "delete", "update", "rewrite",
+                                            "data_replacement"):
+            return
+        raise CommitConflictError(f"{what}: lancenb does not know that operation")
+    if mine == "delete":
+        if theirs in _NEUTRAL or theirs in ("append", "project"):
+            return
+        if theirs == "merge":
+            raise RetryableCommitConflictError(f"{what}: the fragments were rewritten with new "
+                                               f"columns; delete again")
+        if theirs not in ("delete", "update", "rewrite", "data_replacement"):
+            raise CommitConflictError(f"{what}: lancenb does not know that operation")
+        mine_ids = {f.id for f in ours.pb.delete.updated_fragments} | set(
+            ours.pb.delete.deleted_fragment_ids)
+        overlap = mine_ids & _touched(other)
+        if not overlap:
+            return
+        if theirs != "delete" and theirs != "update":
+            raise RetryableCommitConflictError(f"{what}: both changed fragment(s) "
+                                               f"{sorted(overlap)}; delete again")
+        removed = set(other.delete.deleted_fragment_ids if theirs == "delete"
+                      else other.update.removed_fragment_ids)
+        if overlap & removed & {f.id for f in ours.pb.delete.updated_fragments}:
+            raise RetryableCommitConflictError(f"{what}: it removed fragment(s) "
+                                               f"{sorted(overlap & removed)} this delete updates")
+        mine_by_id = {f.id: f for f in ours.pb.delete.updated_fragments}
+        upd = other.delete.updated_fragments if theirs == "delete" else \
+            other.update.updated_fragments
+        for f in upd:
+            if f.id in mine_by_id and list(f.files) != list(mine_by_id[f.id].files):
+                raise RetryableCommitConflictError(f"{what}: it rewrote the data files of "
+                                                   f"fragment {f.id}; delete again")
+        ours.needs_merge |= overlap - removed
+        return
+    raise CommitConflictError(f"lancenb cannot commit a {mine} transaction concurrently")
+
+
+def _assign_ids(frags, next_id: int) -> tuple[list, int]:
+    out = []
+    for f in frags:
+        g = table_pb2.DataFragment()
+        g.CopyFrom(f)
+        g.id = next_id
+        next_id += 1
+        out.append(g)
+    return out, next_id
+
+
+def build_manifest(base, txn: Transaction, version: int, *, data_format: str,
+                   writer_version: str):
+    """The manifest for ``version``: ``txn`` applied to ``base`` (None when creating).
+
+    Returns ``(manifest, index_section_bytes)``; the caller carries over the base's
+    index section where the operation keeps indices valid.
+    """
+    m = table_pb2.Manifest()
+    op = txn.op
+    if op == "restore":
+        m.CopyFrom(txn.restore_manifest)
+        m.ClearField("index_section")
+        m.ClearField("transaction_section")
+        m.ClearField("transaction_section_deprecated")
+        if base is not None and base.HasField("max_fragment_id"):
+            m.max_fragment_id = max(base.max_fragment_id, m.max_fragment_id)
+    elif op == "overwrite":
+        o = txn.pb.overwrite
+        if base is not None:
+            m.config.update(base.config)
+            m.table_metadata.update(base.table_metadata)
+        m.fields.extend(o.schema)
+        for k, v in o.schema_metadata.items():
+            m.schema_metadata[k] = v
+        for k, v in o.config_upsert_values.items():
+            m.config[k] = v
+        next_id = (base.max_fragment_id + 1) if base is not None and base.HasField(
+            "max_fragment_id") else 0
+        frags, next_id = _assign_ids(o.fragments, next_id)
+        m.fragments.extend(frags)
+        if frags or (base is not None and base.HasField("max_fragment_id")):
+            m.max_fragment_id = next_id - 1
+    else:
+        if base is None:
+            raise CommitConflictError(f"cannot {op}: the dataset has no version yet")
+        m.CopyFrom(base)
+        m.ClearField("index_section")
+        m.ClearField("transaction_section")
+        m.ClearField("transaction_section_deprecated")
+        if op == "append":
+            next_id = base.max_fragment_id + 1 if base.HasField("max_fragment_id") else 0
+            frags, next_id = _assign_ids(txn.pb.append.fragments, next_id)
+            m.fragments.extend(frags)
+            if frags:
+                m.max_fragment_id = next_id - 1
+        elif op == "delete":
+            d = txn.pb.delete
+            gone = set(d.deleted_fragment_ids)
+            upd = {f.id: f for f in d.updated_fragments}
+            keep = []
+            for f in base.fragments:
+                if f.id in gone:
+                    continue
+                keep.append(upd.get(f.id, f))
+            del m.fragments[:]
+            m.fragments.extend(keep)
+        else:
+            raise CommitConflictError(f"lancenb cannot commit a {op} transaction")
+    m.version = version
+    m.ClearField("tag")
+    now = time.time_ns()
+    m.timestamp.seconds = now // 1_000_000_000
+    m.timestamp.nanos = now % 1_000_000_000
+    m.writer_version.Clear()
+    m.writer_version.library = WRITER_LIBRARY
+    m.writer_version.version = writer_version
+    if op != "restore":
+        m.data_format.file_format = "lance"
+        m.data_format.version = data_format
+    m.transaction_file = txn.file_name()
+    from lancenb.dataset.manifest import FLAG_STABLE_ROW_IDS, feature_flags_for
+
+    reader, writer = feature_flags_for(m)
+    keep = FLAG_STABLE_ROW_IDS if base is not None and base.reader_feature_flags & \
+        FLAG_STABLE_ROW_IDS and op != "overwrite" else 0
+    m.reader_feature_flags = reader | keep
+    m.writer_feature_flags = writer | keep
+    return m
