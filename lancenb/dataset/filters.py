@@ -287,6 +287,8 @@ _SQL_TYPES = {
     exp.DataType.Type.TIMESTAMP_NS: pa.timestamp("ns"),
 }
 
+_UNITS = ["s", "ms", "us", "ns"]
+
 _BINARY_OPS = {exp.EQ: "=", exp.NEQ: "!=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">",
                exp.GTE: ">=", exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/",
                exp.Mod: "%"}
@@ -440,16 +442,18 @@ class _Translator:
         if not isinstance(arg, _Lit):
             return _Cast(arg, target)
         if pa.types.is_timestamp(target) and pa.types.is_string(arg.type):
-            return _Lit(self.parse_timestamp(arg.value.as_py(), target))
+            parsed = self.parse_timestamp(arg.value.as_py())
+            unit = max(parsed.type.unit, target.unit, key=_UNITS.index)  # keep precision
+            return _Lit(parsed.cast(pa.timestamp(unit, target.tz)))
         try:
             return _Lit(arg.value.cast(target, safe=True))
         except pa.ArrowException as err:
             raise self.fail(f"cannot cast {e.this.sql()} to {target}: {err}") from None
 
-    def parse_timestamp(self, text: str, target: pa.DataType) -> pa.Scalar:
+    def parse_timestamp(self, text: str) -> pa.Scalar:
         """A timestamp literal: microseconds unless it needs nanoseconds; an offset
         (``Z``, ``+02:00``) makes it a UTC timestamp."""
-        for typ in (target, pa.timestamp("ns", target.tz), pa.timestamp("us", "UTC"),
+        for typ in (pa.timestamp("us"), pa.timestamp("ns"), pa.timestamp("us", "UTC"),
                     pa.timestamp("ns", "UTC")):
             try:
                 return pa.scalar(text).cast(typ)
@@ -473,9 +477,13 @@ class _Translator:
         cast = _exact_cast(lit.value, target)
         if cast is None and pa.types.is_string(lit.type):
             if pa.types.is_timestamp(target):
-                cast = _exact_cast(self.parse_timestamp(lit.value.as_py(), target), target)
-            if cast is None:
-                raise self.fail(f"cannot compare {target} with {lit.value.as_py()!r}")
+                lit = _Lit(self.parse_timestamp(lit.value.as_py()))
+                cast = _exact_cast(lit.value, target)
+        if cast is None and pa.types.is_timestamp(target) and pa.types.is_timestamp(lit.type):
+            # Arrow compares timestamps of different units, not zoned with naive ones
+            cast = _exact_cast(lit.value, pa.timestamp(lit.type.unit, target.tz))
+        if cast is None and pa.types.is_string(lit.type):
+            raise self.fail(f"cannot compare {target} with {lit.value.as_py()!r}")
         return lit if cast is None else _Lit(cast)
 
     def arith(self, op: str, left: _Node, right: _Node) -> _Node:
@@ -583,7 +591,7 @@ def compile_filter(filter: FilterLike, schema: pa.Schema) -> Filter:
         raise InvalidInputError(f"filter must be a SQL string or a pyarrow Expression, "
                                 f"not {type(filter).__name__}")
     if not filter.strip():
-        raise InvalidInputError("filter '': empty predicate")
+        raise InvalidInputError(f"filter {filter!r}: empty predicate")
     try:
         ast = sqlglot.parse_one(filter, read=_LanceSql)
     except sqlglot.errors.SqlglotError as err:
@@ -715,9 +723,9 @@ def _may_be_true(node: _Node, stats: dict[str, ColumnStats], negated: bool) -> b
         if isinstance(node, _In):
             return _in_may_be_true(node, col, lo, hi, negated)
         if isinstance(node, _Cmp):
+            if pa.types.is_floating(col.type) and (negated or node.op == "!="):
+                return True  # NaN != v and NOT NaN < v hold; min/max do not see NaN
             op = _NEGATE[node.op] if negated else node.op
-            if pa.types.is_floating(col.type) and op == "!=":
-                return True  # NaN != v holds, and NaN is invisible to min/max
             lit = node.right.value
             if lit.type != col.type and not (_is_numeric(lit.type) and _is_numeric(col.type)):
                 return True
