@@ -1,0 +1,413 @@
+"""Nested Arrow arrays <-> one leaf column's values and repetition/definition levels.
+
+Each leaf of a nested field is its own column (2.1/2.2). Its *path* is the chain of
+struct children and list items from the top-level array down to the leaf (a
+primitive, a string, or a fixed-size list of primitives). The chain gives the
+*layers*, innermost first (``layers[0]`` is the leaf, as in the page description):
+
+=================== =========== =============================================
+layer               def levels  meaning of its levels (base ``b`` = levels of
+                                the layers inside it)
+=================== =========== =============================================
+ALL_VALID_ITEM      0
+NULLABLE_ITEM       1           ``b + 1``: null struct / null value
+ALL_VALID_LIST      0
+NULLABLE_LIST       1           ``b + 1``: null list
+EMPTYABLE_LIST      1           ``b + 1``: empty list
+NULL_AND_EMPTY_LIST 2           ``b + 1``: null list, ``b + 2``: empty list
+=================== =========== =============================================
+
+A struct's nulls are pushed down into its children (as the reference does): a leaf
+under a nullable struct is labelled NULLABLE_ITEM even when it has no nulls of its
+own. The per-value work is in :mod:`lancenb.kernels.repdef`; here Python only plans.
+
+Reading builds a *chain* array for the leaf column: the field's type cut down to the
+one path (structs keep only that child). :func:`merge` joins the chains of a field's
+leaves back into the field's array.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from lancenb.encodings import pb
+from lancenb.encodings.blocks import validity_of
+from lancenb.errors import CorruptFileError, NotSupportedError
+from lancenb.kernels import repdef as kr
+
+__all__ = ["Levels", "shred", "unshred", "leaf_paths", "chain_type", "build_chain", "merge",
+           "is_nested", "LayerInfo"]
+
+L = pb.e21.RepDefLayer
+_LIST_KINDS = (L.REPDEF_ALL_VALID_LIST, L.REPDEF_NULLABLE_LIST, L.REPDEF_EMPTYABLE_LIST,
+               L.REPDEF_NULL_AND_EMPTY_LIST)
+_NDEF = {L.REPDEF_ALL_VALID_ITEM: 0, L.REPDEF_NULLABLE_ITEM: 1, L.REPDEF_ALL_VALID_LIST: 0,
+         L.REPDEF_NULLABLE_LIST: 1, L.REPDEF_EMPTYABLE_LIST: 1,
+         L.REPDEF_NULL_AND_EMPTY_LIST: 2}
+
+
+def is_nested(dt: pa.DataType) -> bool:
+    """Struct or list types (a fixed-size list is a leaf)."""
+    return pa.types.is_struct(dt) or pa.types.is_list(dt) or pa.types.is_large_list(dt)
+
+
+def _is_list(dt: pa.DataType) -> bool:
+    return pa.types.is_list(dt) or pa.types.is_large_list(dt)
+
+
+def leaf_paths(dt: pa.DataType, prefix: tuple = ()) -> list[tuple]:
+    """Paths (child indices; 0 for a list's item) to every leaf, in pre-order."""
+    if pa.types.is_struct(dt):
+        if dt.num_fields == 0:
+            raise NotSupportedError("structs without fields are not supported yet")
+        return [p for i in range(dt.num_fields) for p in leaf_paths(dt.field(i).type,
+                                                                     prefix + (i,))]
+    if _is_list(dt):
+        return leaf_paths(dt.value_type, prefix + (0,))
+    return [prefix]
+
+
+def chain_type(dt: pa.DataType, path: tuple) -> pa.DataType:
+    """``dt`` cut down to the one leaf at ``path``."""
+    if not path:
+        return dt
+    if pa.types.is_struct(dt):
+        f = dt.field(path[0])
+        return pa.struct([f.with_type(chain_type(f.type, path[1:]))])
+    f = dt.value_field
+    ctor = pa.list_ if pa.types.is_list(dt) else pa.large_list
+    return ctor(f.with_type(chain_type(f.type, path[1:])))
+
+
+@dataclass(frozen=True)
+class LayerInfo:
+    """What the levels of a page mean, derived from its ``layers`` alone."""
+
+    layers: tuple
+    is_list: np.ndarray      # uint8 per layer
+    null_level: np.ndarray   # int64 per layer (0: none)
+    empty_level: np.ndarray
+    rep_num: np.ndarray      # rep number of list layers (innermost 1), 0 for items
+    max_rep: int
+    max_def: int
+    max_visible_def: int     # defs above this have no value slot
+
+    @classmethod
+    def from_layers(cls, layers, where: str = "") -> "LayerInfo":
+        layers = tuple(int(x) for x in layers)
+        if not layers:
+            raise CorruptFileError(f"{where}: page description has no rep/def layers")
+        k = len(layers)
+        is_list = np.zeros(k, np.uint8)
+        null_level = np.zeros(k, np.int64)
+        empty_level = np.zeros(k, np.int64)
+        rep_num = np.zeros(k, np.int64)
+        base = 0
+        reps = 0
+        visible = None
+        for j, lay in enumerate(layers):
+            if lay not in _NDEF:
+                raise CorruptFileError(f"{where}: unknown rep/def layer {lay}")
+            if lay in _LIST_KINDS:
+                if j == 0:
+                    raise CorruptFileError(f"{where}: the innermost layer is a list")
+                if visible is None:
+                    visible = base
+                is_list[j] = 1
+                reps += 1
+                rep_num[j] = reps
+            if lay in (L.REPDEF_NULLABLE_ITEM, L.REPDEF_NULLABLE_LIST,
+                       L.REPDEF_NULL_AND_EMPTY_LIST):
+                null_level[j] = base + 1
+            if lay == L.REPDEF_EMPTYABLE_LIST:
+                empty_level[j] = base + 1
+            if lay == L.REPDEF_NULL_AND_EMPTY_LIST:
+                empty_level[j] = base + 2
+            base += _NDEF[lay]
+        if base > 0xFFFF or reps > 0xFFFF:
+            raise CorruptFileError(f"{where}: too many rep/def layers")
+        return cls(layers, is_list, null_level, empty_level, rep_num, reps, base,
+                   base if visible is None else visible)
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.layers)
+
+    def tables(self):
+        """``(term, term_valid, stop, top_of_rep)`` lookup tables for the unshred kernel."""
+        k = self.num_layers
+        term = np.zeros(self.max_def + 1, np.int64)
+        term_valid = np.zeros(self.max_def + 1, np.uint8)
+        term_valid[0] = 1
+        for j in range(k):
+            if self.null_level[j]:
+                term[self.null_level[j]] = j
+            if self.empty_level[j]:
+                term[self.empty_level[j]] = j
+                term_valid[self.empty_level[j]] = 1
+        stop = np.zeros(self.max_def + 1, np.int64)
+        for d in range(1, self.max_def + 1):
+            t = int(term[d])
+            if self.is_list[t]:
+                stop[d] = t
+            else:
+                below = np.flatnonzero(self.is_list[:t])
+                stop[d] = int(below[-1]) if below.size else 0
+        top = np.zeros(self.max_rep + 1, np.int64)
+        top[self.max_rep] = k - 1
+        for j in range(k):
+            if self.is_list[j] and self.rep_num[j] >= 1 and self.rep_num[j] - 1 < self.max_rep:
+                top[self.rep_num[j] - 1] = j - 1
+        return term, term_valid, stop, top
+
+
+@dataclass
+class Levels:
+    """One page's levels: ``rep``/``defs`` (u16, None when absent) and their meaning."""
+
+    rep: np.ndarray | None
+    defs: np.ndarray | None
+    info: LayerInfo
+    num_levels: int
+    num_rows: int
+
+    @property
+    def layers(self):
+        return list(self.info.layers)
+
+    def visible(self) -> np.ndarray | None:
+        """Indices of levels that have a value slot (None: every level)."""
+        if self.defs is None or self.info.max_visible_def >= self.info.max_def:
+            return None
+        return np.flatnonzero(self.defs <= self.info.max_visible_def)
+
+    def is_simple(self) -> bool:
+        """No levels beyond a flat column's (one item layer, no repetition)."""
+        return self.info.num_layers == 1
+
+
+# -- writing ------------------------------------------------------------------
+
+def _u8_validity(arr: pa.Array) -> np.ndarray | None:
+    v = validity_of(arr)
+    return None if v is None else v.astype(np.uint8)
+
+
+def shred(arr: pa.Array, path: tuple):
+    """``(Levels, leaf array)``: the levels of the leaf at ``path`` of ``arr`` and the
+    leaf's value slots (one per visible level; slots of nulls keep whatever the
+    Arrow array held there)."""
+    outer = []  # (is_list, validity, offsets, length), outermost first
+    a = arr
+    depth = 0
+    while True:
+        dt = a.type
+        valid = _u8_validity(a)
+        if pa.types.is_struct(dt):
+            outer.append((0, valid, None, len(a)))
+            a = a.field(path[depth])
+        elif _is_list(dt):
+            offs = np.asarray(a.offsets, dtype=np.int64)
+            outer.append((1, valid, offs, len(a)))
+            a = a.values
+        else:
+            outer.append((0, valid, None, len(a)))
+            break
+        depth += 1
+    leaf = a
+    layers = outer[::-1]
+    k = len(layers)
+    is_list = np.array([x[0] for x in layers], np.uint8)
+    lengths = np.array([x[3] for x in layers], np.int64)
+    vparts, vstart, oparts, ostart = [], np.full(k, -1, np.int64), [], np.full(k, -1, np.int64)
+    vpos = opos = 0
+    for j, (_, valid, offs, _) in enumerate(layers):
+        if valid is not None:
+            vstart[j] = vpos
+            vparts.append(valid)
+            vpos += len(valid)
+        if offs is not None:
+            ostart[j] = opos
+            oparts.append(offs)
+            opos += len(offs)
+    valid_all = np.concatenate(vparts) if vparts else np.zeros(0, np.uint8)
+    offs_all = np.concatenate(oparts) if oparts else np.zeros(0, np.int64)
+    rep_num = np.zeros(k, np.int64)
+    rep_num[is_list == 1] = np.arange(1, int(is_list.sum()) + 1)
+    max_rep = int(is_list.sum())
+    has_null = np.zeros(k, np.uint8)
+    has_empty = np.zeros(k, np.uint8)
+    counts = np.zeros(2, np.int64)
+    zeros = np.zeros(k, np.int64)
+    e16, e64 = np.zeros(0, np.uint16), np.zeros(0, np.int64)
+    status = kr.shred(is_list, valid_all, vstart, offs_all, ostart, lengths, zeros, zeros,
+                      rep_num, max_rep, False, e16, e16, e64, has_null, has_empty, counts)
+    if status != kr.OK:
+        raise CorruptFileError("list offsets point outside their values")
+    kinds = []
+    for j in range(k):
+        if is_list[j]:
+            kinds.append({(0, 0): L.REPDEF_ALL_VALID_LIST, (1, 0): L.REPDEF_NULLABLE_LIST,
+                          (0, 1): L.REPDEF_EMPTYABLE_LIST,
+                          (1, 1): L.REPDEF_NULL_AND_EMPTY_LIST}[(int(has_null[j]),
+                                                                 int(has_empty[j]))])
+        else:
+            kinds.append(L.REPDEF_NULLABLE_ITEM if has_null[j] else L.REPDEF_ALL_VALID_ITEM)
+    info = LayerInfo.from_layers(kinds)
+    n, nvis = int(counts[0]), int(counts[1])
+    rep = np.empty(n if max_rep else 0, np.uint16)
+    defs = np.empty(n if info.max_def else 0, np.uint16)
+    pos = np.empty(nvis, np.int64)
+    kr.shred(is_list, valid_all, vstart, offs_all, ostart, lengths, info.null_level,
+             info.empty_level, rep_num, max_rep, True, rep, defs, pos, has_null, has_empty,
+             counts)
+    if nvis and pos[-1] - pos[0] == nvis - 1 and (nvis < 3 or np.all(np.diff(pos) == 1)):
+        leaf = leaf.slice(int(pos[0]), nvis)
+    elif nvis == 0:
+        leaf = leaf.slice(0, 0)
+    else:
+        leaf = leaf.take(pa.array(pos))
+    levels = Levels(rep if max_rep else None, defs if info.max_def else None, info, n,
+                    int(lengths[-1]))
+    return levels, leaf
+
+
+def leaf_validity(levels: Levels) -> np.ndarray | None:
+    """Validity of the value slots (``def == 0`` among visible levels)."""
+    if levels.defs is None:
+        return None
+    vis = levels.visible()
+    d = levels.defs if vis is None else levels.defs[vis]
+    return d == 0
+
+
+# -- reading ------------------------------------------------------------------
+
+def unshred(levels: Levels, num_values: int, where: str):
+    """Per layer (innermost first): ``(count, validity bool or None, offsets or None)``.
+
+    Checks that the visible levels match ``num_values`` value slots.
+    """
+    info = levels.info
+    k = info.num_layers
+    term, term_valid, stop, top = info.tables()
+    rep = levels.rep if levels.rep is not None else np.zeros(0, np.uint16)
+    defs = levels.defs if levels.defs is not None else np.zeros(0, np.uint16)
+    if levels.rep is None and info.max_rep:
+        raise CorruptFileError(f"{where}: list layers but no repetition levels")
+    counts = np.zeros(k, np.int64)
+    err = np.zeros(1, np.int64)
+    e8, e64 = np.zeros(0, np.uint8), np.zeros(0, np.int64)
+    n = levels.num_levels
+    if levels.rep is None and levels.defs is None:
+        counts[:] = n
+        status = kr.OK
+    else:
+        status = kr.unshred(rep, defs, n, info.max_rep, info.max_def, info.is_list, term,
+                            term_valid, stop, top, False, counts, e8, e64, e64, e64, err)
+    if status != kr.OK:
+        what = ("a rep/def level above the layers' maximum" if status == kr.BAD_LEVEL else
+                "a level continues a list that is not open")
+        raise CorruptFileError(f"{where}: level {int(err[0])}: {what}")
+    if int(counts[0]) != num_values:
+        raise CorruptFileError(f"{where}: levels give {int(counts[0])} value slots, the "
+                               f"page has {num_values}")
+    if levels.rep is None and levels.defs is None:
+        return [(n, None, None) for _ in range(k)]
+    vstart = np.zeros(k, np.int64)
+    np.cumsum(counts[:-1], out=vstart[1:])
+    ostart = np.zeros(k, np.int64)
+    osz = np.where(info.is_list == 1, counts + 1, 0)
+    np.cumsum(osz[:-1], out=ostart[1:])
+    valid = np.empty(int(counts.sum()), np.uint8)
+    offs = np.empty(int(osz.sum()), np.int64)
+    kr.unshred(rep, defs, n, info.max_rep, info.max_def, info.is_list, term, term_valid,
+               stop, top, True, counts, valid, vstart, offs, ostart, err)
+    out = []
+    for j in range(k):
+        c = int(counts[j])
+        v = valid[vstart[j]:vstart[j] + c].view(bool)
+        o = offs[ostart[j]:ostart[j] + c + 1] if info.is_list[j] else None
+        nullable = info.layers[j] in (L.REPDEF_NULLABLE_ITEM, L.REPDEF_NULLABLE_LIST,
+                                      L.REPDEF_NULL_AND_EMPTY_LIST)
+        out.append((c, v if nullable else None, o))
+    return out
+
+
+def _bitmap(valid: np.ndarray | None):
+    if valid is None or valid.all():
+        return None
+    return pa.py_buffer(np.packbits(valid, bitorder="little"))
+
+
+def build_chain(chain: pa.DataType, leaf: pa.Array, unshredded, where: str) -> pa.Array:
+    """The chain array of ``chain`` type from the leaf values (validity applied) and
+    the unshredded outer layers."""
+    types = []
+    t = chain
+    while is_nested(t):
+        types.append(t)
+        t = t.field(0).type if pa.types.is_struct(t) else t.value_type
+    if len(types) + 1 != len(unshredded):
+        raise CorruptFileError(f"{where}: page has {len(unshredded)} rep/def layers, the "
+                               f"column's type needs {len(types) + 1}")
+    arr = leaf
+    for j, t in enumerate(reversed(types), start=1):
+        count, valid, offs = unshredded[j]
+        if pa.types.is_struct(t):
+            if offs is not None:
+                raise CorruptFileError(f"{where}: a list layer where the type has a struct")
+            arr = pa.Array.from_buffers(t, count, [_bitmap(valid)], children=[arr])
+        else:
+            if offs is None:
+                raise CorruptFileError(f"{where}: an item layer where the type has a list")
+            odt = np.int32 if pa.types.is_list(t) else np.int64
+            if odt is np.int32 and offs[-1] > np.iinfo(np.int32).max:
+                raise NotSupportedError(f"{where}: more than 2^31 list items in one page")
+            arr = pa.Array.from_buffers(t, count, [_bitmap(valid),
+                                                   pa.py_buffer(offs.astype(odt))],
+                                        children=[arr])
+    return arr
+
+
+def _leaf_count(dt: pa.DataType) -> int:
+    return len(leaf_paths(dt))
+
+
+def merge(dt: pa.DataType, chains: list, where: str = "") -> pa.Array:
+    """Join the chain arrays of the leaves of a field of type ``dt`` (pre-order)."""
+    first = chains[0]
+    if not is_nested(dt):
+        if len(chains) != 1:
+            raise CorruptFileError(f"{where}: {len(chains)} columns for one leaf")
+        return first
+    n = len(first)
+    for c in chains[1:]:
+        if len(c) != n:
+            raise CorruptFileError(f"{where}: the columns of one field disagree on its "
+                                   f"length ({len(c)} vs {n})")
+    valid = None if first.null_count == 0 else np.asarray(first.is_valid())
+    if pa.types.is_struct(dt):
+        kids = []
+        i = 0
+        for f in dt:
+            m = _leaf_count(f.type)
+            kids.append(merge(f.type, [c.field(0) for c in chains[i:i + m]], where))
+            i += m
+        return pa.Array.from_buffers(dt, n, [_bitmap(valid)], children=kids)
+    offs = np.asarray(first.offsets, dtype=np.int64)
+    subs = []
+    for c in chains:
+        o = np.asarray(c.offsets, dtype=np.int64)
+        if not np.array_equal(o - o[0], offs - offs[0]):
+            raise CorruptFileError(f"{where}: the columns of one list field disagree on its "
+                                   f"offsets")
+        subs.append(c.values.slice(int(o[0]), int(o[-1] - o[0])))
+    child = merge(dt.value_type, subs, where)
+    odt = np.int32 if pa.types.is_list(dt) else np.int64
+    return pa.Array.from_buffers(dt, n, [_bitmap(valid), pa.py_buffer((offs - offs[0])
+                                                                       .astype(odt))],
+                                 children=[child])
