@@ -401,3 +401,28 @@ def decode_block(src, width, length_width, count, out):
         return status
     _expand_one(src, 8, 8 + vz, size - 8 - vz, width, length_width, out, 0)
     return OK
+
+
+@kernel
+def decode_blocks(src, starts, sizes, counts, width, length_width, out, err):
+    """Decode one block-form buffer per chunk (``starts``/``sizes`` into ``src``,
+    ``counts`` values each) back to back into ``out``; on failure ``err[0]`` is the
+    chunk. Returns a status."""
+    total = 0
+    for c in range(counts.shape[0]):
+        if counts[c] < 0 or starts[c] < 0 or sizes[c] < 0 or starts[c] + sizes[c] > src.shape[0]:
+            err[0] = c
+            return BUFFER_PAST_END
+        total += counts[c]
+    if total * width != out.shape[0]:
+        return BAD_SIZE
+    p = 0
+    for c in range(counts.shape[0]):
+        n = counts[c] * width
+        status = decode_block(src[starts[c]:starts[c] + sizes[c]], width, length_width,
+                              counts[c], out[p:p + n])
+        if status != OK:
+            err[0] = c
+            return status
+        p += n
+    return OK

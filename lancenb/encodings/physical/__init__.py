@@ -75,6 +75,10 @@ def level_decoder(enc, where: str):
             return bitpacking.OutOfLineLevels(
                 int(enc.out_of_line_bitpacking.uncompressed_bits_per_value),
                 int(inner.flat.bits_per_value), where)
+    if kind == "rle":
+        from lancenb.encodings.physical import rle
+
+        return rle.RleLevels(enc, where)
     raise _unsupported(enc, where, "levels")
 
 

@@ -16,7 +16,7 @@ from lancenb.encodings.blocks import FixedWidth
 from lancenb.errors import CorruptFileError, NotSupportedError
 from lancenb.kernels import rle as kr
 
-__all__ = ["RleValues", "RleCodec"]
+__all__ = ["RleValues", "RleCodec", "RleLevels"]
 
 _ERRORS = {kr.BUFFER_PAST_END: "RLE buffers reach outside the chunk",
            kr.BAD_BUFFER_SIZES: "RLE value and length buffers disagree",
@@ -51,6 +51,28 @@ class RleValues:
         if status != kr.OK:
             raise CorruptFileError(f"{where}, chunk {int(err[0])}: {_ERRORS[status]}")
         return FixedWidth(self.bits, out, int(counts.sum()))
+
+
+class RleLevels:
+    """u16 rep/def levels of mini-block chunks in RLE *block* form (pylance 2.2):
+    one buffer per chunk, ``u64 values byte length | u16 values | u8 run lengths``."""
+
+    def __init__(self, enc, where: str):
+        v, r = enc.rle.values, enc.rle.run_lengths
+        if v.WhichOneof("compression") != "flat" or r.WhichOneof("compression") != "flat" \
+                or v.flat.bits_per_value != 16 or r.flat.bits_per_value not in (8, 16, 32):
+            raise NotSupportedError(f"{where}: levels as RLE with {pb.describe(enc)}")
+        self.length_bytes = int(r.flat.bits_per_value) // 8
+
+    def decode(self, data, starts, sizes, counts, where) -> np.ndarray:
+        out = np.empty(int(counts.sum()), dtype=np.uint16)
+        err = np.zeros(2, np.int64)
+        status = kr.decode_blocks(data, np.asarray(starts, np.int64), np.asarray(sizes, np.int64),
+                                  counts.astype(np.int64), 2, self.length_bytes,
+                                  out.view(np.uint8), err)
+        if status != kr.OK:
+            raise CorruptFileError(f"{where}, chunk {int(err[0])}: levels: {_ERRORS[status]}")
+        return out
 
 
 class RleCodec:
