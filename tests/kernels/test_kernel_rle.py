@@ -466,6 +466,48 @@ def test_decode_block_corrupted(as_input, guarded, width_values, data):
         assert out.out.tobytes() == bytes([FILL]) * out_size
 
 
+@given(st.lists(run_values(max_runs=6), min_size=0, max_size=4), st.data())
+def test_decode_blocks_equals_block_by_block(as_input, guarded, chunks, data):
+    """``decode_blocks`` (one block per chunk, e.g. 2.2 levels) equals decoding each
+    block on its own; a damaged chunk is reported by index."""
+    width = 2
+    chunks = [[v & 0xFFFF for v in vals] for _, vals in chunks]
+    blobs = [_block(v, width, 1) for v in chunks]
+    gap = data.draw(st.integers(0, 3))
+    src, starts = b"", []
+    for b in blobs:
+        starts.append(len(src))
+        src += b + bytes(gap)
+    counts = [len(v) for v in chunks]
+    bad = data.draw(st.one_of(st.none(), st.integers(0, max(0, len(chunks) - 1)))) \
+        if chunks else None
+    if bad is not None:
+        counts[bad] += 1  # the runs now cover fewer values than the chunk claims
+    out = guarded(sum(counts) * width, np.uint8, FILL)
+    err = np.zeros(2, np.int64)
+    got = rle.decode_blocks(as_input(np.frombuffer(src, np.uint8)), _i64(starts, as_input),
+                            _i64([len(b) for b in blobs], as_input), _i64(counts, as_input),
+                            width, 1, out.out, err)
+    assert out.intact()
+    if bad is None:
+        assert got == rle.OK
+        assert out.out.tobytes() == b"".join(_raw(v, width) for v in chunks)
+    else:
+        assert got == rle.RUNS_SHORT and err[0] == bad
+
+
+def test_decode_blocks_rejects_ranges_outside_src():
+    block = _block([1, 1, 2], 2, 1)
+    out = np.zeros(6, np.uint8)
+    err = np.zeros(2, np.int64)
+    src = _u8(block)
+    one = np.array([1], np.int64)
+    assert rle.decode_blocks(src, one, np.array([len(block)], np.int64), np.array([3]), 2, 1,
+                             out, err) == rle.BUFFER_PAST_END
+    assert rle.decode_blocks(src, np.zeros(1, np.int64), np.array([len(block)], np.int64),
+                             np.array([4]), 2, 1, out, err) == rle.BAD_SIZE
+
+
 def test_decode_block_known_answer():
     # u16 levels [1, 1, 1, 0, 0] as the 2.2 writer stores them (FORMAT_FACTS §8)
     block = struct.pack("<Q", 4) + struct.pack("<2H", 1, 0) + bytes([3, 2])
