@@ -164,5 +164,5 @@ def commit(store, txn: Transaction, *, v2_names: bool, data_format: str, writer_
             return parse_manifest_file(raw, store.uri_of(rel))
         # lost the race for this version: back off a little and look again
         time.sleep(random.uniform(0, min(0.05, 0.002 * (attempt + 1))))
-    raise CommitConflictError(f"dataset {store.uri!r}: gave up committing after "
+    raise CommitConflictError(f"dataset {store.uri!r}: commit conflict: gave up after "
                               f"{max_retries} retries (too many concurrent writers)")

@@ -328,8 +328,7 @@ class LanceDataset:
         self._commit(txn)
 
     def insert(self, data, *, mode: str = "append", **kwargs) -> None:
-        ds = write_dataset(data, self._uri, mode=mode, storage_options=self._store.storage_options,
-                           commit_lock=self._store.commit_lock, **kwargs)
+        ds = write_dataset(data, self, mode=mode, **kwargs)
         self._become(ds._mf)
 
     def to_pyarrow(self):
@@ -484,9 +483,13 @@ def write_dataset(data, uri, schema: pa.Schema | None = None, *, mode: str = "cr
         raise InvalidInputError(f"mode must be 'create', 'append' or 'overwrite', not {mode!r}")
     if use_legacy_format:
         data_storage_version = data_storage_version or "legacy"
-    store = ObjectStore(uri, storage_options, commit_lock=commit_lock)
-    versions, naming = list_versions(store)
-    base = load_manifest(store, versions[-1], naming) if versions else None
+    if isinstance(uri, LanceDataset):  # pylance allows this: commit on top of that version
+        store, base = uri._store, uri._mf
+        naming = uri._v2
+    else:
+        store = ObjectStore(uri, storage_options, commit_lock=commit_lock)
+        versions, naming = list_versions(store)
+        base = load_manifest(store, versions[-1], naming) if versions else None
     if base is not None:
         check_feature_flags(base.manifest, base.name, write=True)
     if mode == "create" and base is not None:
