@@ -155,7 +155,7 @@ class ObjectStore:
                     os.unlink(tmp)
         if self.commit_lock is None:
             lock = _process_lock(f"{self.fs.protocol}:{self.root}")
-        elif hasattr(self.commit_lock, "__enter__"):
+        elif hasattr(self.commit_lock, "__enter__") and not isinstance(self.commit_lock, type):
             lock = self.commit_lock
         else:
             lock = self.commit_lock(version)
