@@ -21,6 +21,8 @@ import json
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pads
 
 from lancenb import __version__ as _lancenb_version
 from lancenb._proto import table_pb2, transaction_pb2
@@ -58,6 +60,9 @@ from lancenb.io.store import ObjectStore
 __all__ = ["LanceDataset", "dataset", "write_dataset", "Tags"]
 
 _READER_CACHE_SIZE = 128
+_IGNORED_SCAN_OPTIONS = ("use_threads", "batch_readahead", "fragment_readahead",
+                         "fragment_scan_options", "cache_metadata", "memory_pool",
+                         "io_buffer_size", "scan_in_order")
 TAGS_DIR = "_refs/tags"
 
 
@@ -65,8 +70,15 @@ def _writer_version() -> str:
     return _lancenb_version
 
 
-class LanceDataset:
-    """One version of a Lance dataset (pylance's ``lance.LanceDataset`` subset)."""
+class LanceDataset(pads.Dataset):
+    """One version of a Lance dataset (pylance's ``lance.LanceDataset`` subset).
+
+    Like pylance's, it is a ``pyarrow.dataset.Dataset`` to engines: DuckDB and
+    Polars call :meth:`scanner`/:meth:`to_table` with the columns and the filter
+    (a pyarrow expression) of a query, so projection and filters are pushed down.
+    Methods of ``pyarrow.dataset.Dataset`` that lancenb does not implement raise
+    :class:`~lancenb.errors.NotSupportedError`.
+    """
 
     def __init__(self, uri, version=None, *, asof=None, storage_options=None,
                  commit_lock=None, _store=None, _manifest=None):
@@ -205,6 +217,8 @@ class LanceDataset:
     def scanner(self, columns=None, filter=None, limit=None, offset=None, *, batch_size=None,
                 with_row_id=False, with_row_address=False, fragments=None,
                 **kwargs) -> LanceScanner:
+        for k in _IGNORED_SCAN_OPTIONS:  # execution hints from engines and pyarrow
+            kwargs.pop(k, None)
         return LanceScanner(self, columns=columns, filter=filter, limit=limit, offset=offset,
                             batch_size=batch_size, with_row_id=with_row_id,
                             with_row_address=with_row_address, fragments=fragments, **kwargs)
@@ -331,8 +345,17 @@ class LanceDataset:
         ds = write_dataset(data, self, mode=mode, **kwargs)
         self._become(ds._mf)
 
-    def to_pyarrow(self):
-        raise NotSupportedError("use scanner().to_reader() or to_table()")
+    # pyarrow.dataset.Dataset methods without a lancenb implementation: refuse
+    # clearly instead of reaching into an uninitialised C++ dataset
+    def _unsupported(self, *args, **kwargs):
+        raise NotSupportedError("this pyarrow.dataset.Dataset method is not supported by "
+                                "lancenb datasets; use scanner()/to_table()")
+
+    filter = join = join_asof = sort_by = replace_schema = _get_fragments = _unsupported
+
+    @property
+    def partition_expression(self):
+        return pc.scalar(True)
 
 
 def _ranges(vs: list[int]) -> str:
