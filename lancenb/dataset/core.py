@@ -301,13 +301,12 @@ class LanceDataset(pads.Dataset):
         txn = Transaction(self.version, "delete", op)
         written = []
         try:
+            sc = self.scanner(columns=[], filter=predicate)  # parsed once
             for frag in self.get_fragments():
                 live = frag.live_offsets()
-                sc = self.scanner(columns=[], filter=predicate, fragments=[frag])
                 if frag.count_rows() == 0:
                     continue
-                read_cols = sc._filter_cols
-                table = frag.take_physical(read_cols, live)
+                table = frag.take_physical(sc._filter_cols, live)
                 hit = sc._expr_mask(table)
                 if not len(hit):
                     continue

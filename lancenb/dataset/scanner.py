@@ -101,9 +101,6 @@ class LanceScanner:
         skip = self.offset
         remaining = self.limit
         read_cols = list(self.columns)
-        for c in self._filter_cols:
-            if c not in read_cols:
-                read_cols.append(c)
         for frag in self._fragment_list():
             if remaining is not None and remaining <= 0:
                 return
@@ -128,8 +125,10 @@ class LanceScanner:
             else:
                 if n_live == 0:
                     continue
-                table = frag.take_physical(read_cols, live)
-                keep = self._expr_mask(table)
+                # late materialisation: evaluate the filter on its own columns, then
+                # read the other projected columns only at the matching rows
+                ftable = frag.take_physical(self._filter_cols, live)
+                keep = self._expr_mask(ftable)
                 if skip:
                     drop = min(skip, len(keep))
                     keep = keep[drop:]
@@ -139,10 +138,22 @@ class LanceScanner:
                     remaining -= len(keep)
                 if not len(keep):
                     continue
-                table = table.take(pa.array(keep)) if len(keep) < table.num_rows else table
-                base = live if live is not None else None
-                phys = base[keep] if base is not None else keep
-                table = table.select(self.columns) if read_cols != self.columns else table
+                phys = live[keep] if live is not None else keep
+                rest = [c for c in self.columns if c not in self._filter_cols]
+                if len(keep) < ftable.num_rows:
+                    ftable = ftable.take(pa.array(keep))
+                if rest:
+                    dense = len(keep) * 2 > n_live  # most rows match: one sequential read
+                    other = frag.take_physical(rest, live if dense else phys)
+                    if dense and len(keep) < other.num_rows:
+                        other = other.take(pa.array(keep))
+                    schema = self._ds.schema
+                    table = pa.Table.from_arrays(
+                        [(ftable if c in self._filter_cols else other).column(c)
+                         for c in self.columns],
+                        schema=pa.schema([schema.field(c) for c in self.columns]))
+                else:
+                    table = ftable.select(self.columns)
             yield self._with_ids(frag, table, phys)
 
     def _expr_mask(self, table: pa.Table) -> np.ndarray:

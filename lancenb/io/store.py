@@ -139,10 +139,10 @@ class ObjectStore:
         if self.local:
             tmp = f"{p}.{uuid.uuid4().hex}.tmp"
             try:
+                # no fsync: like the reference, visibility is atomic (link) but
+                # durability across power loss is left to the filesystem
                 with open(tmp, "wb") as f:
                     f.write(data)
-                    f.flush()
-                    os.fsync(f.fileno())
                 try:
                     os.link(tmp, p)
                 except FileExistsError:
