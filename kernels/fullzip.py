@@ -100,3 +100,119 @@ def unzip_variable_fill(data, num_items, ctrl_width, len_width, def_mask, out_of
             q += ln
         out_offsets[i + 1] = q
     return OK
+
+
+# -- nested pages: items with repetition and definition levels ----------------------------
+#
+# With rep/def levels every level is an item: its control word is
+# ``(rep << bits_def) | def`` and only *visible* items (def <= max_visible_def) carry
+# a value: fixed-width values always (null slots included), variable-width values only
+# when valid (def == 0), as ``length | bytes``. Example, list<int32> ``[[5], []]``
+# (1-byte control words, bits_def 2): ``06 05 00 00 00 | 0a``.
+
+BAD_LEVELS = -3      # a zipped item's rep level is above the page's maximum
+
+
+@kernel
+def zip_levels(rep, defs, max_rep, max_visible_def, bits_def, ctrl_width, width, data,
+               offsets, len_width, out, row_starts):
+    """Write one item per level into ``out`` (sized by the caller). ``width > 0``:
+    fixed-width values, value ``v`` at ``data[v * width:]``; ``width == 0``: variable
+    values ``data[offsets[v]:offsets[v + 1]]``. ``rep``/``defs`` may be empty.
+    ``row_starts`` gets the byte offset of each row (an item with ``rep == max_rep``,
+    or every item without repetition) and the end; returns the row count."""
+    n = max(rep.shape[0], defs.shape[0])
+    has_rep = rep.shape[0] > 0
+    has_def = defs.shape[0] > 0
+    p = 0
+    v = 0
+    rows = 0
+    for i in range(n):
+        r = np.int64(rep[i]) if has_rep else 0
+        d = np.int64(defs[i]) if has_def else 0
+        if not has_rep or r == max_rep:
+            row_starts[rows] = p
+            rows += 1
+        if ctrl_width:
+            write_uint(out, p, (r << bits_def) | d, ctrl_width)
+            p += ctrl_width
+        if d <= max_visible_def:
+            if width > 0:
+                out[p:p + width] = data[v * width:(v + 1) * width]
+                p += width
+            elif d == 0:
+                ln = offsets[v + 1] - offsets[v]
+                write_uint(out, p, ln, len_width)
+                p += len_width
+                out[p:p + ln] = data[offsets[v]:offsets[v + 1]]
+                p += ln
+            v += 1
+    row_starts[rows] = p
+    return rows
+
+
+@kernel
+def unzip_levels(data, ctrl_width, bits_def, max_rep, max_visible_def, width, len_width,
+                 fill, out_rep, out_def, out_data, out_offsets, counts, err):
+    """Parse every item in ``data`` (as :func:`zip_levels` writes them).
+
+    Counting (``fill`` false) validates and sets ``counts = [items, visible items,
+    value bytes]``. Filling writes the levels, the visible values back to back
+    (``out_data``) and, for variable width, their offsets (``out_offsets``, visible
+    items + 1; null slots are empty). ``err = [item, byte]`` on failure."""
+    size = data.shape[0]
+    def_mask = (np.int64(1) << bits_def) - 1
+    pos = np.int64(0)
+    n = 0
+    nvis = 0
+    q = np.int64(0)
+    if fill and width == 0:
+        out_offsets[0] = 0
+    while pos < size:
+        err[0] = n
+        err[1] = pos
+        if pos + ctrl_width > size:
+            return TRUNCATED
+        cw = np.int64(0)
+        if ctrl_width:
+            cw = np.int64(read_uint(data, pos, ctrl_width))
+            pos += ctrl_width
+        r = cw >> bits_def
+        d = cw & def_mask
+        if r > max_rep:
+            return BAD_LEVELS
+        if fill:
+            if out_rep.shape[0]:
+                out_rep[n] = r
+            if out_def.shape[0]:
+                out_def[n] = d
+        if d <= max_visible_def:
+            if width > 0:
+                if width > size - pos:
+                    return TRUNCATED
+                if fill:
+                    out_data[q:q + width] = data[pos:pos + width]
+                pos += width
+                q += width
+            elif d == 0:
+                if pos + len_width > size:
+                    return TRUNCATED
+                ln = read_uint(data, pos, len_width)
+                pos += len_width
+                if ln > np.uint64(size - pos):
+                    return TRUNCATED
+                ln = np.int64(ln)
+                if fill:
+                    out_data[q:q + ln] = data[pos:pos + ln]
+                pos += ln
+                q += ln
+            if fill and width == 0:
+                out_offsets[nvis + 1] = q
+            nvis += 1
+        n += 1
+        if ctrl_width == 0 and width == 0 and len_width == 0:
+            return TRUNCATED  # items of zero bytes cannot be counted
+    counts[0] = n
+    counts[1] = nvis
+    counts[2] = q
+    return OK

@@ -15,18 +15,19 @@ import numpy as np
 import pyarrow as pa
 
 from lancenb.encodings import blocks, pb
-from lancenb.encodings.structural import allnull, fullzip, miniblock
+from lancenb.encodings.structural import allnull, fullzip, miniblock, repdef
 from lancenb.errors import CorruptFileError, NotSupportedError
 
 __all__ = ["encode_page", "PageDecoder", "PageInfo", "parse_layout",
            "describe_layout"]
 
-def encode_page(arr: pa.Array, *, version_minor: int, config=None):
-    """Encode a flat Arrow array as one page (see :mod:`lancenb.encodings.strategy`)."""
+def encode_page(arr: pa.Array, *, version_minor: int, config=None, levels=None):
+    """Encode a flat Arrow array as one page (see :mod:`lancenb.encodings.strategy`);
+    with ``levels``, ``arr`` is a nested column's leaf value slots."""
     from lancenb.encodings.config import EncodingConfig
     from lancenb.encodings.strategy import encode_page as encode
 
-    return encode(arr, config or EncodingConfig(), version_minor=version_minor)
+    return encode(arr, config or EncodingConfig(), version_minor=version_minor, levels=levels)
 
 
 def parse_layout(encoding: bytes, where: str):
@@ -70,10 +71,14 @@ class PageInfo:
 class PageDecoder:
     """Decodes one 2.1/2.2 page into Arrow arrays."""
 
-    def __init__(self, encoding: bytes, page: PageInfo, dtype: pa.DataType, where: str):
+    def __init__(self, encoding: bytes, page: PageInfo, dtype: pa.DataType, where: str,
+                 chain: pa.DataType | None = None):
+        """``dtype`` is the column's leaf type; ``chain`` the type the column's arrays
+        take for a leaf of a nested field (see :mod:`.structural.repdef`)."""
         self.page = page
         self.dtype = dtype
         self.where = where
+        self.chain = chain
         layout = parse_layout(encoding, where)
         kind = layout.WhichOneof("layout")
         self.kind = kind
@@ -90,7 +95,7 @@ class PageDecoder:
                                                page.sizes, where, dtype, bits)
         elif kind == "constant_layout":
             self.impl = allnull.ConstantDecoder(layout.constant_layout, page.num_rows,
-                                                page.sizes, dtype, where)
+                                                page.sizes, dtype, where, chain)
         elif kind is None:
             raise CorruptFileError(f"{where}: page layout is empty")
         else:
@@ -125,9 +130,48 @@ class PageDecoder:
             return self.impl.array(self.page.num_rows)
         return self._to_arrow(*self.impl.decode_all(buffers))
 
+    # -- nested columns ----------------------------------------------------------
+    def _chain(self, block, levels, v0: int, v1: int, trimmed) -> pa.Array:
+        leaf = self._to_arrow(block, repdef.leaf_validity(levels))
+        if v0 or v1 != len(leaf):
+            leaf = leaf.slice(v0, v1 - v0)
+        un = repdef.unshred(trimmed, len(leaf), self.where)
+        return repdef.build_chain(self.chain, leaf, un, self.where)
+
+    def _nested_rows(self, reader, rows: np.ndarray | None) -> pa.Array:
+        if self.kind == "constant_layout":
+            arr = self.impl.chain_array(reader, self.page.offsets)
+            if len(arr) != self.page.num_rows:
+                raise CorruptFileError(f"{self.where}: decoded {len(arr)} rows, expected "
+                                       f"{self.page.num_rows}")
+            return arr if rows is None else arr.take(pa.array(rows))
+        elif self.kind == "full_zip_layout":
+            block, levels, uniq = self.impl.read_nested(reader, self.page.offsets, rows)
+            arr = self._chain(block, levels, 0, block.num_values, levels)
+            if rows is not None and len(uniq) != len(rows):
+                arr = arr.take(pa.array(np.searchsorted(uniq, rows)))
+        else:
+            parts = []
+            for run in self.impl.nested_runs(reader, self.page.offsets, rows):
+                arr = self._chain(run.block, run.levels, run.value_start, run.value_end,
+                                  run.trimmed_levels())
+                if rows is None:
+                    parts.append(arr)
+                    continue
+                lo, hi = np.searchsorted(rows, [run.first_row, run.first_row + len(arr)])
+                if hi > lo:
+                    parts.append(arr.take(pa.array(rows[lo:hi] - run.first_row)))
+            arr = pa.concat_arrays(parts) if parts else pa.array([], type=self.chain)
+        n = self.page.num_rows if rows is None else len(rows)
+        if len(arr) != n:
+            raise CorruptFileError(f"{self.where}: decoded {len(arr)} rows, expected {n}")
+        return arr
+
     def scan(self, reader, group_bytes: int = 1 << 20) -> list[pa.Array]:
         """The whole page as Arrow arrays, reading and decoding it in pieces of about
         ``group_bytes`` where the layout allows (mini-block), to bound peak memory."""
+        if self.chain is not None:
+            return [self._nested_rows(reader, None)]
         if self.kind == "mini_block_layout":
             return [self._to_arrow(b, v) for b, v in
                     self.impl.scan(reader, self.page.offsets, group_bytes)]
@@ -135,6 +179,9 @@ class PageDecoder:
 
     def read_rows(self, reader, rows: np.ndarray) -> pa.Array:
         """Rows (sorted, page-relative int64, duplicates allowed) of this page."""
+        if self.chain is not None:
+            rows = np.asarray(rows, np.int64)
+            return self._nested_rows(reader, rows)
         if self.kind == "constant_layout":
             return self.impl.array(len(rows))
         if len(rows) == 0:

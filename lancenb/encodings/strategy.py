@@ -28,7 +28,7 @@ from lancenb.encodings import blocks
 from lancenb.encodings.config import EncodingConfig
 from lancenb.encodings.physical import bitpacking, flat, fsst, general, rle, variable
 from lancenb.encodings.physical import dictionary as dictionary_enc
-from lancenb.encodings.structural import allnull, fullzip, miniblock
+from lancenb.encodings.structural import allnull, fullzip, miniblock, repdef
 from lancenb.kernels import stats as kstats
 
 __all__ = ["encode_page", "FULL_ZIP_MIN_BYTES", "choose_codec"]
@@ -92,20 +92,30 @@ def choose_codec(dtype: pa.DataType, block, cfg: EncodingConfig, why: list[str])
 
 
 def encode_page(arr: pa.Array, cfg: EncodingConfig, *, version_minor: int,
-                why: list[str] | None = None):
-    """Encode a flat Arrow array as one page: ``(buffers, PageLayout)``."""
+                why: list[str] | None = None, levels=None):
+    """Encode a flat Arrow array as one page: ``(buffers, PageLayout)``.
+
+    ``levels`` (rep/def levels of a nested column) makes ``arr`` the leaf's value
+    slots, one per visible level; the levels then carry the nulls.
+    """
     why = [] if why is None else why
-    if len(arr) and arr.null_count == len(arr):
+    if levels is not None:
+        validity = repdef.leaf_validity(levels)
+        if len(arr) == 0 or (validity is not None and not validity.any()):
+            why.append("no valid values: all-null page with rep/def levels")
+            return allnull.encode_levels(levels, version_minor=version_minor)
+    elif len(arr) and arr.null_count == len(arr):
         why.append("all values null: all-null page")
         return allnull.encode()
-    block, validity = blocks.from_arrow(arr)
+    block, validity0 = blocks.from_arrow(arr)
+    validity = validity0 if levels is None else validity
     largest = _max_value_bytes(block)
     layout = cfg.structural_encoding or ("fullzip" if largest >= FULL_ZIP_MIN_BYTES
                                          else "miniblock")
     why.append(f"structural: {layout} (largest value {largest} B"
                f"{', forced by metadata' if cfg.structural_encoding else ''})")
     if layout == "fullzip":
-        return fullzip.encode(block, validity)
+        return fullzip.encode(block, validity, levels=levels)
     dictionary = None
     if cfg.compression is None and (isinstance(block, blocks.Variable) or (
             pa.types.is_fixed_size_binary(arr.type) and block.bits >= 64)):
@@ -117,4 +127,5 @@ def encode_page(arr: pa.Array, cfg: EncodingConfig, *, version_minor: int,
             arr_type = pa.uint32()
     codec = choose_codec(arr_type if dictionary else arr.type, block, cfg, why)
     return miniblock.encode(block, validity, codec=codec, pack_levels=True,
-                            large_chunks=version_minor >= 2, dictionary=dictionary)
+                            large_chunks=version_minor >= 2, dictionary=dictionary,
+                            levels=levels)

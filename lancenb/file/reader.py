@@ -14,6 +14,7 @@ from lancenb import io as lio
 from lancenb._proto import file2_pb2, file_pb2
 from lancenb.encodings import pb
 from lancenb.encodings.page import PageDecoder, PageInfo, describe_layout, parse_layout
+from lancenb.encodings.structural import repdef
 from lancenb.errors import CorruptFileError, InvalidInputError, NotSupportedError
 from lancenb.file.format import FOOTER_SIZE, Footer, parse_offset_table
 from lancenb.file.schema import fields_to_schema
@@ -189,12 +190,28 @@ class LanceFileReader:
                                    f"footer says {num_columns}")
         return out
 
-    def _column_meta(self, field_idx: int):
-        """``(where, [(PageInfo, encoding bytes)])`` of a leaf field's column, checked."""
+    def _leaves(self, field_idx: int):
+        """``[(column index, path, leaf name)]`` of a top-level field's columns."""
         f = self._fields[field_idx]
         ci = self._columns_of[field_idx]
+        if not repdef.is_nested(f.arrow.type):
+            return [(ci, None, f.name)]
+        out = []
+        for i, path in enumerate(repdef.leaf_paths(f.arrow.type)):
+            node, names = f, [f.name]
+            for step in path:
+                node = node.children[step]
+                names.append(node.name)
+            out.append((ci + i, path, ".".join(names)))
+        return out
+
+    def _column_meta(self, field_idx: int, ci: int | None = None, name: str | None = None):
+        """``(where, [(PageInfo, encoding bytes)])`` of a leaf field's column, checked."""
+        f = self._fields[field_idx]
+        if ci is None:
+            ci = self._columns_of[field_idx]
         pos, size = int(self._cmo[ci, 0]), int(self._cmo[ci, 1])
-        where = f"file {self.path!r}, column {ci} ({f.name!r})"
+        where = f"file {self.path!r}, column {ci} ({name or f.name!r})"
         cm = pb.parse(file2_pb2.ColumnMetadata, self._slice(self._meta, self._meta_start, pos,
                                                             size), where)
         pages = []
@@ -220,30 +237,41 @@ class LanceFileReader:
         return pages
 
     def _column_pages(self, field_idx: int) -> list[PageDecoder]:
+        """Page decoders of the field's (first) column."""
+        return self._leaf_pages(field_idx)[0]
+
+    def _leaf_pages(self, field_idx: int) -> list[list[PageDecoder]]:
+        """Page decoders of each of the field's columns (one per leaf)."""
         if field_idx in self._decoders:
             return self._decoders[field_idx]
         f = self._fields[field_idx]
-        if f.children:
-            raise NotSupportedError(f"file {self.path!r}: column {f.name!r} is {f.arrow.type}; "
-                                    f"reading nested columns is not supported yet")
-        decoders = [PageDecoder(enc, info, f.arrow.type, where)
-                    for info, enc, where in self._column_meta(field_idx)]
-        self._decoders[field_idx] = decoders
-        return decoders
+        out = []
+        for ci, path, name in self._leaves(field_idx):
+            if path is None:
+                leaf_t, chain = f.arrow.type, None
+            else:
+                chain = repdef.chain_type(f.arrow.type, path)
+                leaf_t = chain
+                while repdef.is_nested(leaf_t):
+                    leaf_t = (leaf_t.field(0).type if pa.types.is_struct(leaf_t)
+                              else leaf_t.value_type)
+            out.append([PageDecoder(enc, info, leaf_t, where, chain)
+                        for info, enc, where in self._column_meta(field_idx, ci, name)])
+        self._decoders[field_idx] = out
+        return out
 
     def metadata(self) -> LanceFileMetadata:
         """Schema, sizes and every column's pages (decodes all column metadata)."""
         cols = []
-        for i, f in enumerate(self._fields):
-            if f.children:
-                continue
-            pages = []
-            for info, enc, where in self._column_meta(i):
-                layout = parse_layout(enc, where)
-                pages.append(LancePageMetadata(
-                    [LanceBufferDescriptor(o, z) for o, z in zip(info.offsets, info.sizes)],
-                    describe_layout(layout), info.num_rows, layout))
-            cols.append(LanceColumnMetadata([], pages))
+        for i in range(len(self._fields)):
+            for ci, _, name in self._leaves(i):
+                pages = []
+                for info, enc, where in self._column_meta(i, ci, name):
+                    layout = parse_layout(enc, where)
+                    pages.append(LancePageMetadata(
+                        [LanceBufferDescriptor(o, z) for o, z in zip(info.offsets, info.sizes)],
+                        describe_layout(layout), info.num_rows, layout))
+                cols.append(LanceColumnMetadata([], pages))
         gbs = [LanceBufferDescriptor(int(p), int(z)) for p, z in self._gbo]
         major, minor = self.version.footer
         return LanceFileMetadata(
@@ -265,26 +293,37 @@ class LanceFileReader:
         return self._io.read(pos, size)
 
     # -- data ----------------------------------------------------------------
-    def _read_column_all(self, field_idx: int) -> pa.ChunkedArray:
-        decs = self._column_pages(field_idx)
+    def _merge(self, field_idx: int, columns: list[list[pa.Array]]) -> pa.ChunkedArray:
+        """One field's array from its columns' arrays (leaves of nested fields joined)."""
         f = self._fields[field_idx]
-        if not decs:
-            return pa.chunked_array([], type=f.arrow.type)
+        if len(columns) == 1 and not repdef.is_nested(f.arrow.type):
+            return pa.chunked_array(columns[0], type=f.arrow.type)
+        chains = []
+        for (_, path, _), parts in zip(self._leaves(field_idx), columns):
+            ct = repdef.chain_type(f.arrow.type, path)
+            chains.append(pa.concat_arrays(parts) if parts else pa.array([], type=ct))
+        arr = repdef.merge(f.arrow.type, chains, f"file {self.path!r}, field {f.name!r}")
+        return pa.chunked_array([arr], type=f.arrow.type)
+
+    def _read_column_all(self, field_idx: int) -> pa.ChunkedArray:
         # page by page, in pieces: peak memory is the result plus one piece's bytes
-        arrays = [a for d in decs for a in d.scan(self._io, SCAN_PIECE_BYTES)]
-        return pa.chunked_array(arrays, type=f.arrow.type)
+        return self._merge(field_idx, [[a for d in decs for a in d.scan(self._io,
+                                                                         SCAN_PIECE_BYTES)]
+                                       for decs in self._leaf_pages(field_idx)])
 
     def _read_column_rows(self, field_idx: int, rows: np.ndarray) -> pa.ChunkedArray:
         """``rows`` sorted ascending (duplicates allowed)."""
-        decs = self._column_pages(field_idx)
-        f = self._fields[field_idx]
-        firsts = np.array([d.page.first_row for d in decs] + [self._num_rows], dtype=np.int64)
-        page_of = np.searchsorted(firsts, rows, side="right") - 1
-        parts = []
-        for p in np.unique(page_of):
-            sel = rows[page_of == p] - firsts[p]
-            parts.append(decs[int(p)].read_rows(self._io, sel))
-        return pa.chunked_array(parts, type=f.arrow.type)
+        columns = []
+        for decs in self._leaf_pages(field_idx):
+            firsts = np.array([d.page.first_row for d in decs] + [self._num_rows],
+                              dtype=np.int64)
+            page_of = np.searchsorted(firsts, rows, side="right") - 1
+            parts = []
+            for p in np.unique(page_of):
+                sel = rows[page_of == p] - firsts[p]
+                parts.append(decs[int(p)].read_rows(self._io, sel))
+            columns.append(parts)
+        return self._merge(field_idx, columns)
 
     def _table(self, fn, parallel: bool = True) -> pa.Table:
         cols = self._projection

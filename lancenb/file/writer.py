@@ -11,6 +11,7 @@ from lancenb._proto import file2_pb2, file_pb2
 from lancenb.encodings import pb
 from lancenb.encodings.config import config_for_field
 from lancenb.encodings.page import encode_page
+from lancenb.encodings.structural import repdef
 from lancenb.errors import InvalidInputError, LanceError, NotSupportedError, SchemaError
 from lancenb.file.format import FOOTER_SIZE, PAD_BYTE, PAGE_ALIGN, Footer, pack_offset_table
 from lancenb.file.schema import schema_to_fields
@@ -23,15 +24,42 @@ MAX_ROWS_PER_WRITE = 2**32 - 1
 
 
 class _Column:
-    """Buffers one column's arrays until they make a page."""
+    """Buffers one column's arrays until they make a page.
 
-    def __init__(self, field: pa.Field, config):
+    A nested field has one column per leaf: each buffers the field's top-level arrays
+    and cuts out its leaf (values and rep/def levels) when it writes a page.
+    """
+
+    def __init__(self, field: pa.Field, config, top: int = 0, path: tuple | None = None,
+                 share: int = 1):
         self.field = field
         self.config = config
+        self.top = top
+        self.path = path
+        self.share = share
         self.arrays: list[pa.Array] = []
         self.nbytes = 0
         self.pages: list = []
         self.rows_written = 0
+
+
+def _leaf_field(f: pa.Field, path: tuple) -> pa.Field:
+    for step in path:
+        f = f.type.field(step) if pa.types.is_struct(f.type) else f.type.value_field
+    return f
+
+
+def _has_unsupported(dt: pa.DataType) -> bool:
+    """Types lancenb cannot write yet: dictionaries and nesting inside nested fields,
+    maps, unions, fixed-size lists of non-primitives."""
+    if pa.types.is_struct(dt):
+        return any(_has_unsupported(f.type) or pa.types.is_dictionary(f.type) for f in dt)
+    if pa.types.is_list(dt) or pa.types.is_large_list(dt):
+        return _has_unsupported(dt.value_type) or pa.types.is_dictionary(dt.value_type)
+    if pa.types.is_fixed_size_list(dt):
+        return repdef.is_nested(dt.value_type) or pa.types.is_fixed_size_list(dt.value_type) \
+            or pa.types.is_dictionary(dt.value_type)
+    return pa.types.is_nested(dt)
 
 
 class LanceFileWriter:
@@ -81,7 +109,7 @@ class LanceFileWriter:
     # -- setup ---------------------------------------------------------------
     def _set_schema(self, schema: pa.Schema) -> None:
         for f in schema:
-            if pa.types.is_nested(f.type) or pa.types.is_dictionary(f.type):
+            if pa.types.is_dictionary(f.type) or _has_unsupported(f.type):
                 self._fail(NotSupportedError(
                     f"column {f.name!r}: writing {f.type} is not supported yet"))
         try:
@@ -92,7 +120,16 @@ class LanceFileWriter:
         for k, v in (schema.metadata or {}).items():
             self._schema_metadata.setdefault(k.decode(), v)
         try:
-            self._columns = [_Column(f, config_for_field(f)) for f in schema]
+            self._columns = []
+            for i, f in enumerate(schema):
+                if not repdef.is_nested(f.type):
+                    self._columns.append(_Column(f, config_for_field(f), i))
+                    continue
+                paths = repdef.leaf_paths(f.type)
+                for path in paths:
+                    leaf = _leaf_field(f, path)
+                    self._columns.append(_Column(f, config_for_field(leaf), i, path,
+                                                 len(paths)))
         except LanceError as e:
             self._fail(e)
         budget = (self._data_cache_bytes / max(1, len(schema))
@@ -142,10 +179,11 @@ class LanceFileWriter:
                               f"{batch.schema}\nvs\n{self._schema}")
         if batch.num_rows > MAX_ROWS_PER_WRITE:
             raise InvalidInputError("a single write_batch may hold at most 2^32-1 rows")
-        for col, arr in zip(self._columns, batch.columns):
+        for col in self._columns:
+            arr = batch.column(col.top)
             if len(arr):
                 col.arrays.append(arr)
-                col.nbytes += arr.nbytes
+                col.nbytes += arr.nbytes // col.share
                 if col.nbytes >= self._budget:
                     self._flush(col)
         self._rows += batch.num_rows
@@ -155,15 +193,19 @@ class LanceFileWriter:
             return
         arr = col.arrays[0] if len(col.arrays) == 1 else pa.concat_arrays(col.arrays)
         col.arrays, col.nbytes = [], 0
+        levels = None
+        rows = len(arr)
+        if col.path is not None:
+            levels, arr = repdef.shred(arr, col.path)
         buffers, layout = encode_page(arr, version_minor=self.version.footer[1],
-                                      config=col.config)
+                                      config=col.config, levels=levels)
         positions = [self._write_buffer(b) for b in buffers]
         page = file2_pb2.ColumnMetadata.Page(buffer_offsets=[p for p, _ in positions],
-                              buffer_sizes=[s for _, s in positions], length=len(arr),
+                              buffer_sizes=[s for _, s in positions], length=rows,
                               priority=col.rows_written)
         page.encoding.direct.encoding = pb.pack_any(layout)
         col.pages.append(page)
-        col.rows_written += len(arr)
+        col.rows_written += rows
 
     def _check_open(self) -> None:
         if self.closed:

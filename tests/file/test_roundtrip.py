@@ -141,7 +141,8 @@ def test_schema_mismatch_and_unsupported_types(tmp_path):
         w.write_batch(pa.table({"x": pa.array([1.0])}))
     w.close()
     with pytest.raises(NotSupportedError, match="not supported"):
-        LanceFileWriter(str(tmp_path / "b.lance"), pa.schema([("l", pa.list_(pa.int32()))]))
+        LanceFileWriter(str(tmp_path / "b.lance"),
+                        pa.schema([("m", pa.map_(pa.string(), pa.int32()))]))
     assert not (tmp_path / "b.lance").exists()
     with pytest.raises(InvalidInputError, match="unknown file version"):
         LanceFileWriter(str(tmp_path / "c.lance"), version="9.9")

@@ -3,7 +3,11 @@
 2.1 and 2.2 share the message's field numbers: ``layers = 5``; 2.2 adds
 ``inline_value = 6`` (the one value of a constant fixed-width page, at most 32 bytes;
 absent means every value is null) and compressed rep/def levels (fields 7..10).
-A simple page (no list or struct levels) has **no buffers**.
+A simple page (no list or struct levels) has **no buffers**. A complex page (levels
+of a nested column whose leaf has no valid value) has two buffers: the rep levels
+and the def levels, each raw u16 (an empty buffer when absent). In 2.2 the
+description names their compression (``Flat(16)``, or pylance's ``Rle`` block form:
+``u64 values byte length | u16 values | u8 run lengths``) and counts.
 """
 
 from __future__ import annotations
@@ -12,10 +16,18 @@ import numpy as np
 import pyarrow as pa
 
 from lancenb.encodings import pb
-from lancenb.encodings.blocks import FixedWidth, fixed_bits, to_arrow
+from lancenb.encodings.blocks import (
+    FixedWidth,
+    Variable,
+    fixed_bits,
+    is_variable,
+    offset_bits,
+    to_arrow,
+)
+from lancenb.encodings.structural import repdef
 from lancenb.errors import CorruptFileError, NotSupportedError
 
-__all__ = ["encode", "ConstantDecoder"]
+__all__ = ["encode", "encode_levels", "ConstantDecoder"]
 
 L = pb.e21.RepDefLayer
 
@@ -27,13 +39,63 @@ def encode():
     return [], layout
 
 
+def encode_levels(levels, *, version_minor: int):
+    """An all-null page of a nested column: its rep and def levels, raw u16."""
+    layout = pb.e21.PageLayout()
+    c = layout.constant_layout
+    c.layers.extend(levels.layers)
+    empty = np.zeros(0, np.uint8)
+    rep = empty if levels.rep is None else levels.rep.view(np.uint8)
+    defs = empty if levels.defs is None else levels.defs.view(np.uint8)
+    if version_minor >= 2:
+        if levels.rep is not None:
+            c.rep_compression.CopyFrom(pb.flat(16))
+            c.num_rep_values = levels.num_levels
+        if levels.defs is not None:
+            c.def_compression.CopyFrom(pb.flat(16))
+            c.num_def_values = levels.num_levels
+    return [rep, defs], layout
+
+
+def _decode_levels(buf, enc, count: int, where: str) -> np.ndarray:
+    from lancenb.encodings.physical import rle
+
+    raw = np.frombuffer(buf, np.uint8)
+    kind = None if enc is None else enc.WhichOneof("compression")
+    if kind is None or (kind == "flat" and enc.flat.bits_per_value == 16
+                        and not enc.flat.HasField("data")):
+        if len(raw) != 2 * count:
+            raise CorruptFileError(f"{where}: level buffer of {len(raw)} bytes for {count} "
+                                   f"levels")
+        return raw.view("<u2")
+    if kind == "rle":
+        return rle.RleLevels(enc, where).decode(raw, np.zeros(1, np.int64),
+                                                np.array([len(raw)], np.int64),
+                                                np.array([count], np.int64), where)
+    raise NotSupportedError(f"{where}: all-null levels as {pb.describe(enc)}")
+
+
 class ConstantDecoder:
-    def __init__(self, layout, num_rows: int, buffer_sizes, dtype: pa.DataType, where: str):
+    def __init__(self, layout, num_rows: int, buffer_sizes, dtype: pa.DataType, where: str,
+                 chain: pa.DataType | None = None):
+        self.layout = layout
+        self.where = where
+        self.chain = chain
+        self.buffer_sizes = list(buffer_sizes)
+        layers = list(layout.layers)
+        if chain is not None:
+            self.info = repdef.LayerInfo.from_layers(layers, where)
+            if len(self.buffer_sizes) not in (0, 2, 3):
+                raise CorruptFileError(f"{where}: all-null page with {len(self.buffer_sizes)} "
+                                       f"buffers")
+            self.value = bytes(layout.inline_value) if layout.HasField("inline_value") else None
+            self.dtype = dtype
+            self.num_rows = num_rows
+            return
         if (layout.HasField("rep_compression") or layout.HasField("def_compression")
                 or len(buffer_sizes)):
-            raise NotSupportedError(f"{where}: all-null/constant pages with rep/def levels "
-                                    f"(nested data) are not supported yet")
-        layers = list(layout.layers)
+            raise CorruptFileError(f"{where}: all-null page of a flat column with rep/def "
+                                   f"levels")
         if layers not in ([L.REPDEF_NULLABLE_ITEM], [L.REPDEF_ALL_VALID_ITEM]):
             raise NotSupportedError(f"{where}: constant page layers {layers} not supported yet")
         self.dtype = dtype
@@ -50,3 +112,78 @@ class ConstantDecoder:
             return pa.nulls(n, self.dtype)
         data = np.tile(np.frombuffer(self.value, np.uint8), n)
         return to_arrow(self.dtype, FixedWidth(len(self.value) * 8, data, n), None)
+
+    def chain_array(self, reader, offsets) -> pa.Array:
+        """The page's rows (a nested column's chain type), every leaf value null."""
+        info, where = self.info, self.where
+        rep = defs = None
+        n = None
+        value = self.value
+        if self.buffer_sizes:
+            bufs = reader.read_ranges(list(zip(offsets, self.buffer_sizes)))
+            if len(bufs) == 3:
+                value = _constant_blob(bufs[0], where)
+                bufs = bufs[1:]
+            lay = self.layout
+            nrep = int(lay.num_rep_values) if lay.HasField("rep_compression") else \
+                self.buffer_sizes[0] // 2
+            ndef = int(lay.num_def_values) if lay.HasField("def_compression") else \
+                len(bufs[1]) // 2
+            nrep = nrep if lay.HasField("rep_compression") else len(bufs[0]) // 2
+            if len(bufs[0]) or lay.HasField("rep_compression"):
+                rep = _decode_levels(bufs[0], lay.rep_compression if lay.HasField(
+                    "rep_compression") else None, nrep, where)
+                n = len(rep)
+            if len(bufs[1]) or lay.HasField("def_compression"):
+                defs = _decode_levels(bufs[1], lay.def_compression if lay.HasField(
+                    "def_compression") else None, ndef, where)
+                if n is not None and len(defs) != n:
+                    raise CorruptFileError(f"{where}: {n} rep levels but {len(defs)} def "
+                                           f"levels")
+                n = len(defs)
+        if n is None:
+            n = self.num_rows
+        levels = repdef.Levels(rep, defs, info, n, self.num_rows)
+        vis = levels.visible()
+        nvis = n if vis is None else len(vis)
+        valid = repdef.leaf_validity(levels)
+        if value is None and nvis and (valid is None or valid.any()):
+            raise CorruptFileError(f"{where}: a valid value in an all-null page")
+        un = repdef.unshred(levels, nvis, where)
+        leaf_t = self.dtype
+        if value is None:
+            leaf = pa.nulls(nvis, leaf_t)
+        elif is_variable(leaf_t):
+            offs = np.arange(nvis + 1, dtype=np.int64) * len(value)
+            leaf = to_arrow(leaf_t, Variable(offs, np.tile(np.frombuffer(value, np.uint8), nvis),
+                                             nvis, offset_bits(leaf_t)), valid)
+        else:
+            bits = fixed_bits(leaf_t)
+            if bits is None or bits % 8 or len(value) * 8 != bits:
+                raise CorruptFileError(f"{where}: constant value of {len(value)} bytes for a "
+                                       f"{leaf_t} column")
+            leaf = to_arrow(leaf_t, FixedWidth(bits, np.tile(np.frombuffer(value, np.uint8),
+                                                             nvis), nvis), valid)
+        return repdef.build_chain(self.chain, leaf, un, where)
+
+
+def _constant_blob(buf, where: str) -> bytes:
+    """The value of a 2.2 constant page of variable-width data, stored as a buffer
+    list: ``u32 count (2) | u32 size | u64 length | u32 size | value bytes``."""
+    raw = bytes(buf)
+    pos, parts = 4, []
+    if len(raw) < 4 or int.from_bytes(raw[:4], "little") != 2:
+        raise CorruptFileError(f"{where}: constant value buffer is not a 2-buffer list")
+    for _ in range(2):
+        if pos + 4 > len(raw):
+            raise CorruptFileError(f"{where}: constant value buffer is truncated")
+        n = int.from_bytes(raw[pos:pos + 4], "little")
+        pos += 4
+        if pos + n > len(raw):
+            raise CorruptFileError(f"{where}: constant value buffer is truncated")
+        parts.append(raw[pos:pos + n])
+        pos += n
+    if pos != len(raw) or len(parts[0]) != 8 or \
+            int.from_bytes(parts[0], "little") != len(parts[1]):
+        raise CorruptFileError(f"{where}: constant value buffer has an unexpected layout")
+    return parts[1]

@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from lancenb.encodings import pb
 from lancenb.encodings.blocks import FixedWidth, Variable
+from lancenb.encodings.structural import repdef
 from lancenb.errors import CorruptFileError, NotSupportedError
 from lancenb.kernels import fullzip as kz
 from lancenb.kernels import slices
@@ -42,8 +43,61 @@ def _index_width(max_value: int) -> int:
     return 8
 
 
-def encode(block, validity: np.ndarray | None):
+def _bitlen(levels) -> int:
+    return 0 if levels is None or len(levels) == 0 else int(levels.max()).bit_length()
+
+
+def encode_nested(block, levels):
+    """A full-zip page of a nested column: one item per level (see
+    :func:`lancenb.kernels.fullzip.zip_levels`) and the repetition index."""
+    info = levels.info
+    rep = levels.rep if levels.rep is not None else np.zeros(0, np.uint16)
+    defs = levels.defs if levels.defs is not None else np.zeros(0, np.uint16)
+    bits_rep, bits_def = _bitlen(levels.rep), _bitlen(levels.defs)
+    cw = control_width(bits_rep, bits_def)
+    n, nvis = levels.num_levels, block.num_values
+    layout = pb.e21.FullZipLayout(bits_rep=bits_rep, bits_def=bits_def,
+                                  num_items=n if levels.rep is not None else nvis,
+                                  num_visible_items=nvis, layers=levels.layers)
+    vis = levels.visible()
+    dv = defs if vis is None or not len(defs) else defs[vis]
+    valid = np.ones(nvis, bool) if not len(dv) else dv == 0
+    if isinstance(block, FixedWidth):
+        if block.bits % 8:
+            raise NotSupportedError("full-zip pages need whole-byte values")
+        width = block.bits // 8
+        total = n * cw + nvis * width
+        offsets = np.zeros(1, np.int64)
+        lw = 0
+        estimate = total if levels.rep is not None else 0
+        layout.bits_per_value = block.bits
+        layout.value_compression.CopyFrom(getattr(block, "description", None) or
+                                          pb.flat(block.bits))
+    else:
+        width = 0
+        lw = block.offset_bits // 8
+        offsets = block.offsets
+        lengths = np.diff(offsets)
+        total = n * cw + int(valid.sum()) * lw + int(lengths[valid].sum())
+        estimate = len(block.data) + cw * int(layout.num_items) + lw * nvis
+        layout.bits_per_offset = lw * 8
+        layout.value_compression.CopyFrom(pb.variable(lw * 8))
+    out = np.empty(total, np.uint8)
+    starts = np.empty(n + 1, np.int64)
+    rows = kz.zip_levels(rep, defs, info.max_rep, info.max_visible_def, bits_def, cw, width,
+                         block.data, offsets, lw, out, starts)
+    buffers = [out]
+    if estimate:
+        buffers.append(starts[:rows + 1].astype(f"<u{_index_width(estimate)}").view(np.uint8))
+    return buffers, pb.e21.PageLayout(full_zip_layout=layout)
+
+
+def encode(block, validity: np.ndarray | None, *, levels=None):
     """Encode one page: ``(buffers, PageLayout)``."""
+    if levels is not None:
+        if not (levels.is_simple() and levels.rep is None):
+            return encode_nested(block, levels)
+        validity = None if levels.defs is None else levels.defs == 0
     n = block.num_values
     bits_def = 0 if validity is None else 1
     cw = control_width(0, bits_def)
@@ -82,12 +136,12 @@ class FullZipDecoder:
     def __init__(self, layout, num_rows: int, buffer_sizes, where: str, dtype: pa.DataType,
                  fixed_bits: int | None):
         self.where = where
-        if layout.bits_rep:
-            raise NotSupportedError(f"{where}: full-zip pages with repetition (lists) are not "
-                                    f"supported yet")
         layers = list(layout.layers)
-        if layers not in ([L.REPDEF_ALL_VALID_ITEM], [L.REPDEF_NULLABLE_ITEM]):
-            raise NotSupportedError(f"{where}: full-zip layers {layers} are not supported yet")
+        self.nested = bool(layout.bits_rep) or layers not in (
+            [L.REPDEF_ALL_VALID_ITEM], [L.REPDEF_NULLABLE_ITEM])
+        if self.nested:
+            self._init_nested(layout, num_rows, buffer_sizes, dtype, fixed_bits)
+            return
         if layout.bits_def > 1:
             raise CorruptFileError(f"{where}: {layout.bits_def} definition bits for one "
                                    f"nullable layer")
@@ -133,6 +187,137 @@ class FullZipDecoder:
             self.fixed = False
         else:
             raise CorruptFileError(f"{where}: full-zip layout gives no value width")
+
+    def _init_nested(self, layout, num_rows, buffer_sizes, dtype, fixed_bits):
+        where = self.where
+        self.info = repdef.LayerInfo.from_layers(layout.layers, where)
+        if layout.bits_rep > 16 or layout.bits_def > 16:
+            raise CorruptFileError(f"{where}: {layout.bits_rep} rep bits, {layout.bits_def} "
+                                   f"def bits")
+        if (1 << layout.bits_rep) <= self.info.max_rep and self.info.max_rep:
+            raise CorruptFileError(f"{where}: {layout.bits_rep} rep bits for "
+                                   f"{self.info.max_rep} list layers")
+        if self.info.max_rep and not layout.bits_rep:
+            raise CorruptFileError(f"{where}: list layers without repetition levels")
+        self.bits_rep, self.bits_def = int(layout.bits_rep), int(layout.bits_def)
+        self.cw = control_width(self.bits_rep, self.bits_def)
+        self.num_rows = num_rows
+        self.num_items = int(layout.num_items)
+        self.num_visible = int(layout.num_visible_items)
+        self.sizes = list(buffer_sizes)
+        self.dtype = dtype
+        vc = layout.value_compression
+        kind = vc.WhichOneof("compression")
+        details = layout.WhichOneof("details")
+        self.fixed = details == "bits_per_value"
+        if self.fixed:
+            self.fsl = None
+            if kind == "fixed_size_list":
+                from lancenb.encodings.structural import fsl
+                self.fsl = fsl.FslValues(vc, dtype, where)
+                self.width = int(layout.bits_per_value) // 8
+                if self.width != self.fsl.zipped_bytes or layout.bits_per_value % 8:
+                    raise CorruptFileError(f"{where}: {layout.bits_per_value}-bit vectors")
+            else:
+                if fixed_bits is None or kind != "flat" or vc.flat.HasField("data"):
+                    raise NotSupportedError(f"{where}: full-zip value encoding "
+                                            f"{pb.describe(vc)} for {dtype} is not supported")
+                if layout.bits_per_value != fixed_bits or fixed_bits % 8:
+                    raise CorruptFileError(f"{where}: {layout.bits_per_value}-bit values for "
+                                           f"a {dtype} column")
+                self.width = fixed_bits // 8
+            self.lw = 0
+        elif details == "bits_per_offset":
+            if fixed_bits is not None or kind != "variable" or vc.variable.HasField("values"):
+                raise NotSupportedError(f"{where}: full-zip value encoding {pb.describe(vc)} "
+                                        f"for {dtype} is not supported yet")
+            if layout.bits_per_offset not in (32, 64):
+                raise CorruptFileError(f"{where}: {layout.bits_per_offset}-bit value lengths")
+            self.width = 0
+            self.lw = layout.bits_per_offset // 8
+        else:
+            raise CorruptFileError(f"{where}: full-zip layout gives no value width")
+        self.has_index = len(self.sizes) == 2
+        if len(self.sizes) not in (1, 2) or (not self.has_index and (
+                self.info.max_rep or not self.fixed)):
+            raise CorruptFileError(f"{where}: full-zip page has {len(self.sizes)} buffers")
+        if self.has_index:
+            rows1 = num_rows + 1
+            if self.sizes[1] % rows1 or self.sizes[1] // rows1 not in (1, 2, 4, 8):
+                raise CorruptFileError(f"{where}: repetition index of {self.sizes[1]} bytes "
+                                       f"for {num_rows} rows")
+            self.iw = self.sizes[1] // rows1
+        else:
+            self.item = self.cw + self.width
+            if self.sizes[0] != num_rows * self.item:
+                raise CorruptFileError(f"{where}: zipped buffer has {self.sizes[0]} bytes, "
+                                       f"expected {num_rows * self.item}")
+
+    def _unzip(self, data: np.ndarray, expect_rows: int | None):
+        """``(block, Levels)`` of the items in ``data`` (whole rows)."""
+        info = self.info
+        counts = np.zeros(3, np.int64)
+        err = np.zeros(2, np.int64)
+        e16, e8, e64 = np.zeros(0, np.uint16), np.zeros(0, np.uint8), np.zeros(0, np.int64)
+        args = (self.cw, self.bits_def, info.max_rep, info.max_visible_def, self.width,
+                self.lw)
+        status = kz.unzip_levels(data, *args, False, e16, e16, e8, e64, counts, err)
+        if status != kz.OK:
+            what = "item runs past the end of the page" if status == kz.TRUNCATED else \
+                "rep level above the page's maximum"
+            raise CorruptFileError(f"{self.where}, item {int(err[0])}, byte {int(err[1])}: "
+                                   f"{what}")
+        n, nvis, nbytes = (int(x) for x in counts)
+        rep = np.empty(n if self.bits_rep else 0, np.uint16)
+        defs = np.empty(n if self.bits_def else 0, np.uint16)
+        out = np.empty(nbytes, np.uint8)
+        offs = np.empty(nvis + 1 if self.width == 0 else 0, np.int64)
+        kz.unzip_levels(data, *args, True, rep, defs, out, offs, counts, err)
+        levels = repdef.Levels(rep if self.bits_rep else None, defs if self.bits_def else None,
+                               info, n, 0)
+        if levels.rep is not None:
+            rows = int(np.count_nonzero(rep == info.max_rep))
+            if n and rep[0] != info.max_rep:
+                raise CorruptFileError(f"{self.where}: a row does not start at its index entry")
+        else:
+            rows = n
+        if expect_rows is not None and rows != expect_rows:
+            raise CorruptFileError(f"{self.where}: zipped data holds {rows} rows, expected "
+                                   f"{expect_rows}")
+        if self.width == 0:
+            block = Variable(offs, out, nvis, self.lw * 8)
+        elif self.fsl is not None:
+            block = self.fsl.unzip(out, nvis)
+        else:
+            block = FixedWidth(self.width * 8, out, nvis)
+        return block, levels
+
+    def read_nested(self, reader, offsets, rows: np.ndarray | None):
+        """``(block, Levels, rows decoded)`` for sorted ``rows`` (None: all)."""
+        if rows is None:
+            (buf,) = reader.read_ranges([(offsets[0], self.sizes[0])])
+            block, levels = self._unzip(np.frombuffer(buf, np.uint8), self.num_rows)
+            if self.info.max_rep and levels.num_levels != self.num_items:
+                raise CorruptFileError(f"{self.where}: {levels.num_levels} items, the layout "
+                                       f"says {self.num_items}")
+            return block, levels, None
+        uniq = np.unique(rows)
+        n = len(uniq)
+        if self.has_index:
+            iw = self.iw
+            idx = _read_slices(reader, offsets[1] + uniq * iw, np.full(n, 2 * iw, np.int64),
+                               self.where)
+            bounds = idx.view(f"<u{iw}").reshape(-1, 2).astype(np.int64)
+            if np.any(bounds[:, 1] < bounds[:, 0]) or np.any(bounds < 0) or \
+                    np.any(bounds[:, 1] > self.sizes[0]):
+                raise CorruptFileError(f"{self.where}: repetition index points outside the "
+                                       f"page")
+        else:
+            bounds = np.stack([uniq * self.item, (uniq + 1) * self.item], axis=1)
+        data = _read_slices(reader, offsets[0] + bounds[:, 0], bounds[:, 1] - bounds[:, 0],
+                            self.where)
+        block, levels = self._unzip(data, n)
+        return block, levels, uniq
 
     # -- decoding ------------------------------------------------------------
     def _fixed(self, data: np.ndarray, n: int):

@@ -19,6 +19,7 @@ import numpy as np
 from lancenb.encodings import pb, physical
 from lancenb.encodings.blocks import DictionaryIndices, FixedWidth, Variable, to_arrow
 from lancenb.encodings.physical import bitpacking, flat, variable
+from lancenb.encodings.structural import repdef
 from lancenb.errors import CorruptFileError, NotSupportedError
 from lancenb.kernels import miniblock as km
 
@@ -30,14 +31,54 @@ MAX_LARGE_CHUNK_BYTES = (1 << 28) * 8
 L = pb.e21.RepDefLayer
 
 
+def level_bounds(levels, bounds: np.ndarray) -> np.ndarray:
+    """Where each chunk's levels start (and the end): a chunk takes levels until it has
+    as many visible ones as it has values, stopping right after the last of them; the
+    last chunk takes the rest (so invisible levels open the next chunk)."""
+    vis = levels.visible()
+    if vis is None:
+        return bounds.copy()
+    lb = np.empty(len(bounds), np.int64)
+    lb[0] = 0
+    lb[1:-1] = vis[bounds[1:-1] - 1] + 1
+    lb[-1] = levels.num_levels
+    return lb
+
+
+def repetition_index(rep: np.ndarray, max_rep: int, lb: np.ndarray) -> np.ndarray:
+    """Per chunk ``[rows ending in the chunk, levels left over after its last row
+    start]`` (u64, row-major), as the reference counts them."""
+    nc = len(lb) - 1
+    starts = rep == max_rep
+    cs = np.zeros(len(rep) + 1, np.int64)
+    np.cumsum(starts, out=cs[1:])
+    rows = cs[lb[1:]] - cs[np.minimum(lb[:-1] + 1, lb[1:])]
+    idx = np.where(starts, np.arange(len(rep)), -1)
+    last = np.maximum.accumulate(idx) if len(idx) else idx
+    ends = lb[1:]
+    ls = last[ends - 1]
+    left = np.where(ls >= lb[:-1], ends - ls, ends - lb[:-1])
+    out = np.stack([rows, left], axis=1)
+    out[-1, 0] += 1
+    out[-1, 1] = 0
+    first = starts[lb[1:-1]] if nc > 1 else np.zeros(0, bool)
+    fix = np.flatnonzero(first & (out[:-1, 1] != 0))
+    out[fix, 0] += 1
+    out[fix, 1] = 0
+    return out.astype(np.uint64).reshape(-1)
+
+
 def encode(block, validity: np.ndarray | None, *, codec=None, pack_levels: bool = False,
-           large_chunks: bool = False, dictionary=None):
+           large_chunks: bool = False, dictionary=None, levels=None):
     """Encode one page: ``(buffers, PageLayout)``.
 
     ``codec`` (from the strategy) cuts the values into chunk buffers and describes
     them; by default Flat or Variable. ``pack_levels`` bitpacks the definition levels.
     ``dictionary`` is ``(items bytes, description, count)`` when ``block`` holds
-    dictionary indices; the items become page buffer 2.
+    dictionary indices; the items become page buffer 2. ``levels`` (a
+    :class:`~lancenb.encodings.structural.repdef.Levels`) replaces ``validity`` for
+    nested columns: rep and def levels go into the chunks and, with repetition, a
+    repetition index is added as the last page buffer.
     """
     if codec is None:
         codec = variable if isinstance(block, Variable) else flat
@@ -47,7 +88,45 @@ def encode(block, validity: np.ndarray | None, *, codec=None, pack_levels: bool 
     nc = len(counts)
     layout = pb.e21.MiniBlockLayout(value_compression=desc, num_buffers=vsizes.shape[1],
                                     num_items=block.num_values)
-    if validity is not None:
+    if levels is not None and levels.is_simple() and levels.rep is None:
+        validity = None if levels.defs is None else levels.defs == 0
+        levels = None
+    rep_index = None
+    if levels is not None:
+        lb = level_bounds(levels, bounds)
+        num_levels = np.diff(lb)
+        if levels.rep is None and levels.defs is None:
+            num_levels = np.zeros(nc, np.int64)
+        if nc and int(num_levels.max()) > 0xFFFF:
+            raise NotSupportedError(f"a mini-block chunk would hold {int(num_levels.max())} "
+                                    f"rep/def levels (at most 65535)")
+        srcs, lstarts, lsizes = [], [], []
+        base = 0
+        for name, lv in (("rep", levels.rep), ("def", levels.defs)):
+            if lv is None:
+                continue
+            if pack_levels:
+                src, st, sz, ldesc = bitpacking.encode_levels(lv, lb)
+            else:
+                src, st, sz, ldesc = lv.view(np.uint8), lb[:-1] * 2, num_levels * 2, \
+                    pb.flat(16)
+            getattr(layout, f"{name}_compression").CopyFrom(ldesc)
+            srcs.append(src)
+            lstarts.append(np.asarray(st, np.int64) + base)
+            lsizes.append(np.asarray(sz, np.int64))
+            base += len(src)
+        n_level = len(srcs)
+        lsrc = np.concatenate(srcs) if srcs else np.zeros(0, np.uint8)
+        if n_level:
+            starts = np.concatenate([np.stack(lstarts, axis=1), vstarts], axis=1)
+            sizes = np.concatenate([np.stack(lsizes, axis=1), vsizes], axis=1)
+        else:
+            starts, sizes = vstarts, vsizes
+        layout.layers.extend(levels.layers)
+        if levels.rep is not None:
+            rep_index = repetition_index(levels.rep, levels.info.max_rep, lb)
+            layout.repetition_index_depth = 1
+    elif validity is not None:
         defs = (~validity).astype(np.uint16)
         if pack_levels:
             lsrc, lstarts, lsizes, ldesc = bitpacking.encode_levels(defs, bounds)
@@ -89,6 +168,8 @@ def encode(block, validity: np.ndarray | None, *, codec=None, pack_levels: bool 
         layout.dictionary.CopyFrom(desc)
         layout.num_dictionary_items = count
         buffers.append(items)
+    if rep_index is not None:
+        buffers.append(rep_index.view(np.uint8))
     return buffers, pb.e21.PageLayout(mini_block_layout=layout)
 
 
@@ -123,7 +204,103 @@ class ChunkTable:
         return cls(words, offsets, nbytes, item_starts)
 
 
-class MiniBlockDecoder:
+class _NestedPages:
+    """Methods of :class:`MiniBlockDecoder` for pages with rep/def layers."""
+
+    def rep_index(self, reader, offsets):
+        """``(rows ending per chunk, leftovers per chunk)``, read and checked once."""
+        if self._rep_index is None:
+            t = self._table
+            nc = len(t.words)
+            if self.buffer_sizes[-1] != 16 * nc:
+                raise CorruptFileError(f"{self.where}: repetition index of "
+                                       f"{self.buffer_sizes[-1]} bytes for {nc} chunks")
+            (raw,) = reader.read_ranges([(offsets[-1], self.buffer_sizes[-1])])
+            idx = np.frombuffer(raw, "<u8").reshape(nc, 2)
+            if nc and (int(idx[:, 0].sum()) != self.num_rows or np.any(idx > (1 << 40))):
+                raise CorruptFileError(f"{self.where}: repetition index counts "
+                                       f"{int(idx[:, 0].sum())} rows, the page has "
+                                       f"{self.num_rows}")
+            self._rep_index = (idx[:, 0].astype(np.int64), idx[:, 1].astype(np.int64))
+        return self._rep_index
+
+    def _run(self, t, a, b, data, pos, first_row, complete_end):
+        """Decode chunks ``a..b`` (located at ``pos`` in ``data``) into a NestedRun."""
+        chunks = np.arange(a, b + 1)
+        items, lcounts, starts, sizes = self._parse(t, chunks, data, pos)
+        nl = self.n_level_bufs
+        rep = defs = None
+        if self.reps is not None:
+            rep = self.reps.decode(data, starts[:, 0], sizes[:, 0], lcounts, self.where)
+        if self.levels is not None:
+            defs = self.levels.decode(data, starts[:, nl - 1], sizes[:, nl - 1], lcounts,
+                                      self.where)
+        nvals = int(items.sum())
+        n_levels = int(lcounts.sum()) if nl else nvals
+        block = self._wrap(self.values.decode(data, starts[:, nl:], sizes[:, nl:], items,
+                                              self.where))
+        levels = repdef.Levels(rep, defs, self.info, n_levels, 0)
+        if rep is None:
+            return NestedRun(block, levels, 0, n_levels, 0, nvals, first_row)
+        rs = np.flatnonzero(rep == self.info.max_rep)
+        if rs.size == 0:
+            return NestedRun(block, levels, 0, 0, 0, 0, first_row)
+        lo = int(rs[0])
+        hi = n_levels if complete_end else int(rs[-1])
+        vis = levels.visible()
+        if vis is None:
+            v0, v1 = lo, hi
+        else:
+            v0, v1 = int(np.searchsorted(vis, lo)), int(np.searchsorted(vis, hi))
+        if vis is None and n_levels != nvals or vis is not None and len(vis) != nvals:
+            raise CorruptFileError(f"{self.where}, chunks {a}-{b}: levels give "
+                                   f"{n_levels if vis is None else len(vis)} value slots, "
+                                   f"the chunks hold {nvals} values")
+        return NestedRun(block, levels, lo, hi, v0, v1, first_row)
+
+    def nested_runs(self, reader, offsets, rows: np.ndarray | None):
+        """NestedRuns covering ``rows`` (sorted page-relative; None: every row),
+        reading only the chunks they need."""
+        t = self._load_table(reader, offsets)
+        if self.has_dictionary:
+            self.load_items(reader, offsets)
+        nc = len(t.words)
+        if nc == 0:
+            return []
+        if self.reps is None:
+            if rows is None:
+                runs = [(0, nc - 1)]
+            else:
+                need = np.unique(np.searchsorted(t.item_starts, rows, side="right") - 1)
+                runs = _runs_of(need)
+            firsts = [int(t.item_starts[a]) for a, _ in runs]
+            ends = [True] * len(runs)
+        else:
+            per, left = self.rep_index(reader, offsets)
+            ends_at = np.cumsum(per)
+            if rows is None:
+                runs = [(0, nc - 1)]
+            else:
+                ec = np.searchsorted(ends_at, rows, side="right")
+                prev = np.searchsorted(ends_at, rows - 1, side="right")
+                sc = np.where(rows == 0, 0, prev + (left[np.minimum(prev, nc - 1)] == 0))
+                cover = np.zeros(nc + 1, np.int64)
+                np.add.at(cover, np.minimum(sc, ec), 1)
+                np.add.at(cover, ec + 1, -1)
+                runs = _runs_of(np.flatnonzero(np.cumsum(cover)[:nc] > 0))
+            firsts = [0 if a == 0 else int(ends_at[a - 1]) + int(left[a - 1] != 0)
+                      for a, _ in runs]
+            ends = [b == nc - 1 or left[b] == 0 for _, b in runs]
+        spans = [(int(t.offsets[a]), int(t.offsets[b] + t.nbytes[b])) for a, b in runs]
+        data, pos = reader.read_ranges_np([offsets[1] + s for s, _ in spans],
+                                          [e - s for s, e in spans])
+        out = []
+        for (a, b), (s, _), p, first, end in zip(runs, spans, pos, firsts, ends):
+            out.append(self._run(t, a, b, data, t.offsets[a:b + 1] - s + int(p), first, end))
+        return out
+
+
+class MiniBlockDecoder(_NestedPages):
     """Decodes a mini-block page of flat (non-repeated) data.
 
     The value and level decoders come from ``lancenb.encodings.physical`` and are
@@ -135,13 +312,22 @@ class MiniBlockDecoder:
         self.where = where
         self.dtype = dtype
         self.layout = layout
-        if layout.HasField("rep_compression") or layout.repetition_index_depth:
-            raise NotSupportedError(f"{where}: pages with repetition levels (lists) are not "
-                                    f"supported yet")
         layers = list(layout.layers)
-        if layers not in ([L.REPDEF_ALL_VALID_ITEM], [L.REPDEF_NULLABLE_ITEM]):
-            names = [L.Name(x) if x in L.values() else str(x) for x in layers]
-            raise NotSupportedError(f"{where}: rep/def layers {names} are not supported yet")
+        self.nested = layout.HasField("rep_compression") or layers not in (
+            [L.REPDEF_ALL_VALID_ITEM], [L.REPDEF_NULLABLE_ITEM])
+        self.info = repdef.LayerInfo.from_layers(layers, where) if self.nested else None
+        if self.nested:
+            if self.info.max_rep and not layout.HasField("rep_compression"):
+                raise CorruptFileError(f"{where}: list layers without repetition levels")
+            if not self.info.max_rep and layout.HasField("rep_compression"):
+                raise CorruptFileError(f"{where}: repetition levels without list layers")
+            if self.info.max_rep and layout.repetition_index_depth != 1:
+                raise NotSupportedError(f"{where}: repetition index depth "
+                                        f"{layout.repetition_index_depth} is not supported")
+            if not self.info.max_def and layout.HasField("def_compression"):
+                raise CorruptFileError(f"{where}: definition levels for all-valid layers")
+        self.reps = (physical.level_decoder(layout.rep_compression, where)
+                     if layout.HasField("rep_compression") else None)
         self.levels = (physical.level_decoder(layout.def_compression, where)
                        if layout.HasField("def_compression") else None)
         self.dtype_bits = dtype_bits
@@ -162,21 +348,23 @@ class MiniBlockDecoder:
         if layout.num_buffers != self.values.num_buffers:
             raise CorruptFileError(f"{where}: {layout.num_buffers} value buffers per chunk, "
                                    f"the encoding has {self.values.num_buffers}")
-        if layout.num_items != num_rows:
+        if layout.num_items != num_rows and not self.nested:
             raise CorruptFileError(f"{where}: layout has {layout.num_items} items for "
                                    f"{num_rows} rows")
-        expected = 3 if self.has_dictionary else 2
+        expected = (3 if self.has_dictionary else 2) + (1 if self.reps is not None else 0)
         if len(buffer_sizes) != expected:
             raise CorruptFileError(f"{where}: mini-block page has {len(buffer_sizes)} buffers, "
                                    f"expected {expected}")
         self.size_width = 4 if layout.has_large_chunk else 2
         self._table: ChunkTable | None = None
-        self.num_items = num_rows
+        self.num_items = int(layout.num_items)
+        self.num_rows = num_rows
         self.buffer_sizes = buffer_sizes
+        self._rep_index = None
 
     @property
     def n_level_bufs(self) -> int:
-        return 0 if self.levels is None else 1
+        return (self.reps is not None) + (self.levels is not None)
 
     def buffers_for_all(self, offsets, sizes):
         return list(zip(offsets, sizes))
@@ -317,7 +505,7 @@ class MiniBlockDecoder:
             c = int(chunks[min(int(err[0]), nc - 1)])
             raise CorruptFileError(f"{self.where}, chunk {c}: {what} (byte {int(err[1])} of "
                                    f"the chunks read)")
-        if self.levels is not None and not np.array_equal(levels, items):
+        if self.levels is not None and not self.nested and not np.array_equal(levels, items):
             # without repetition every level is a value slot
             raise CorruptFileError(f"{self.where}: definition level counts do not match the "
                                    f"chunks' values")
@@ -334,3 +522,33 @@ def empty_block(dtype_bits: int | None, offset_bits: int = 32):
     if dtype_bits is None:
         return Variable(np.zeros(1, np.int64), np.zeros(0, np.uint8), 0, offset_bits)
     return FixedWidth(dtype_bits, np.zeros(0, np.uint8), 0)
+
+
+class NestedRun:
+    """Decoded chunks of a nested page, cut to the rows that start and end in them:
+    levels ``[level_start, level_end)`` and value slots ``[value_start, value_end)``
+    describe rows ``first_row ..`` (page-relative)."""
+
+    def __init__(self, block, levels, level_start, level_end, value_start, value_end,
+                 first_row):
+        self.block = block
+        self.levels = levels
+        self.level_start, self.level_end = level_start, level_end
+        self.value_start, self.value_end = value_start, value_end
+        self.first_row = first_row
+
+    def trimmed_levels(self):
+        lv = self.levels
+        a, b = self.level_start, self.level_end
+        return repdef.Levels(None if lv.rep is None else lv.rep[a:b],
+                             None if lv.defs is None else lv.defs[a:b], lv.info, b - a, 0)
+
+
+def _runs_of(chunks: np.ndarray) -> list[tuple[int, int]]:
+    """Maximal runs of consecutive chunk numbers: ``[(first, last), ...]``."""
+    if chunks.size == 0:
+        return []
+    breaks = np.flatnonzero(np.diff(chunks) != 1)
+    firsts = np.concatenate([[chunks[0]], chunks[breaks + 1]])
+    lasts = np.concatenate([chunks[breaks], [chunks[-1]]])
+    return [(int(a), int(b)) for a, b in zip(firsts, lasts)]
