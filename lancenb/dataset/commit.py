@@ -51,6 +51,9 @@ TRANSACTIONS_DIR = "_transactions"
 def list_versions(store) -> tuple[list[int], bool | None]:
     """All committed versions (ascending) and whether they use V2 names (None: no
     versions). A dataset mixing both naming schemes is refused."""
+    ext = getattr(store, "manifest_store", None)
+    if ext is not None:
+        _sync_external(store, ext)
     v1, v2 = [], []
     for name in store.list(VERSIONS_DIR):
         parsed = parse_manifest_name(name)
@@ -64,6 +67,40 @@ def list_versions(store) -> tuple[list[int], bool | None]:
     if not v1 and not v2:
         return [], None
     return sorted(v2 or v1), bool(v2)
+
+
+def _sync_external(store, ext) -> None:
+    """Finish the latest commit if its writer died between steps 2 and 4."""
+    from lancenb.dataset.external import synchronize
+
+    latest = ext.get_latest(store.uri_of(""))
+    if latest is None:
+        return
+    version, path = latest
+    if path.endswith(".manifest"):
+        return
+    names = store.list(VERSIONS_DIR)
+    v2 = not any((p := parse_manifest_name(n)) and not p[1] for n in names)
+    synchronize(store, ext, store.uri_of(""), version, path,
+                f"{VERSIONS_DIR}/{manifest_name(version, v2)}")
+
+
+def _publish(store, rel: str, raw: bytes, version: int) -> bool:
+    """Make ``raw`` version ``version`` unless that version exists; True on success."""
+    ext = getattr(store, "manifest_store", None)
+    if ext is None:
+        return store.put_if_absent(rel, raw, version)
+    import uuid
+
+    staged = f"{rel}-{uuid.uuid4()}"
+    store.write_bytes(staged, raw)  # 1. stage
+    if not ext.put_if_not_exists(store.uri_of(""), version, staged):  # 2. commit point
+        store.delete(staged)
+        return False
+    store.write_bytes(rel, raw)  # 3. finalise (a reader would do it if we died)
+    ext.put_if_exists(store.uri_of(""), version, rel)  # 4.
+    store.delete(staged)
+    return True
 
 
 def load_manifest(store, version: int, v2: bool):
@@ -155,7 +192,7 @@ def commit(store, txn: Transaction, *, v2_names: bool, data_format: str, writer_
             index = txn.restore_index_section
         raw = frame_manifest(m, txn.pb, index)
         rel = f"{VERSIONS_DIR}/{manifest_name(latest_v + 1, v2_names)}"
-        if store.put_if_absent(rel, raw, latest_v + 1):
+        if _publish(store, rel, raw, latest_v + 1):
             try:
                 store.write_bytes(HINT_FILE, json.dumps({"version": latest_v + 1},
                                                         separators=(",", ":")).encode())

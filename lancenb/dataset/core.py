@@ -81,8 +81,8 @@ class LanceDataset(pads.Dataset):
     """
 
     def __init__(self, uri, version=None, *, asof=None, storage_options=None,
-                 commit_lock=None, _store=None, _manifest=None):
-        self._store = _store or ObjectStore(uri, storage_options, commit_lock=commit_lock)
+                 commit_lock=None, manifest_store=None, _store=None, _manifest=None):
+        self._store = _store or _open_store(uri, storage_options, commit_lock, manifest_store)
         self._uri = self._store.uri
         if _manifest is None:
             versions, naming = list_versions(self._store)
@@ -473,8 +473,20 @@ def _parse_ts(s):
     return base.replace(microsecond=int((frac + "000000")[:6])) if frac else base
 
 
+def _open_store(uri, storage_options, commit_lock, manifest_store) -> ObjectStore:
+    store = ObjectStore(uri, storage_options, commit_lock=commit_lock)
+    if manifest_store is not None:
+        from lancenb.dataset.external import ExternalManifestStore
+
+        if not isinstance(manifest_store, ExternalManifestStore):
+            raise InvalidInputError("manifest_store must be an "
+                                    "lancenb.dataset.external.ExternalManifestStore")
+    store.manifest_store = manifest_store
+    return store
+
+
 def dataset(uri, version=None, *, asof=None, storage_options=None, commit_lock=None,
-            **kwargs) -> LanceDataset:
+            manifest_store=None, **kwargs) -> LanceDataset:
     """Open a dataset (latest version, a version number, a tag name, or ``asof`` a time)."""
     if kwargs:
         unknown = sorted(k for k in kwargs if k not in ("block_size", "index_cache_size",
@@ -482,7 +494,7 @@ def dataset(uri, version=None, *, asof=None, storage_options=None, commit_lock=N
         if unknown:
             raise InvalidInputError(f"unsupported dataset() options: {unknown}")
     return LanceDataset(uri, version, asof=asof, storage_options=storage_options,
-                        commit_lock=commit_lock)
+                        commit_lock=commit_lock, manifest_store=manifest_store)
 
 
 def write_dataset(data, uri, schema: pa.Schema | None = None, *, mode: str = "create",
@@ -491,7 +503,8 @@ def write_dataset(data, uri, schema: pa.Schema | None = None, *, mode: str = "cr
                   max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
                   data_storage_version: str | None = None, storage_options=None,
                   enable_v2_manifest_paths: bool = True, commit_lock=None,
-                  use_legacy_format=None, progress=None, **kwargs) -> LanceDataset:
+                  manifest_store=None, use_legacy_format=None, progress=None,
+                  **kwargs) -> LanceDataset:
     """Write ``data`` as a new dataset, or append to / overwrite one (pylance's API).
 
     ``data``: a pyarrow Table, RecordBatch, RecordBatchReader, iterable of
@@ -509,7 +522,7 @@ def write_dataset(data, uri, schema: pa.Schema | None = None, *, mode: str = "cr
         store, base = uri._store, uri._mf
         naming = uri._v2
     else:
-        store = ObjectStore(uri, storage_options, commit_lock=commit_lock)
+        store = _open_store(uri, storage_options, commit_lock, manifest_store)
         versions, naming = list_versions(store)
         base = load_manifest(store, versions[-1], naming) if versions else None
     if base is not None:

@@ -53,6 +53,7 @@ class ObjectStore:
                                     "committed and returning a context manager (as in pylance), "
                                     "or a context manager")
         self.commit_lock = commit_lock
+        self.manifest_store = None  # an ExternalManifestStore, set by the dataset layer
 
     # -- paths -----------------------------------------------------------------
     def path(self, rel: str) -> str:
