@@ -85,7 +85,9 @@ class ColumnStats:
     ``min``/``max`` are Python scalars (``None`` when unknown) bounding every non-null
     value; they need not occur in the data (truncated strings, deleted rows).
     ``null_count`` is ``None`` when unknown. Keys of the ``stats`` mappings passed to
-    :func:`may_match` are field paths joined by ``"."`` (``"a.b"`` for struct field b).
+    :func:`may_match` are field paths joined by ``"."`` (``"a.b"`` for struct field b);
+    a struct field's statistics must count a null parent as null
+    (``pc.struct_field(column, "b")``, not ``StructArray.field("b")``).
     """
 
     num_rows: int
@@ -519,6 +521,9 @@ class _Translator:
                 array = pa.array([v.as_py() for v in kept])
         except (pa.ArrowException, TypeError, ValueError) as err:
             raise self.fail(f"IN list does not match {arg.type}: {err}") from None
+        if pa.types.is_floating(array.type) and pc.any(pc.equal(array, 0)).as_py():
+            # is_in hashes bits, so -0.0 would not match 0.0 as SQL requires
+            array = pa.concat_arrays([array, pa.array([0.0, -0.0], array.type)])
         return _In(arg, array, len(kept) < len(values))
 
     def is_(self, e: exp.Is) -> _Node:
@@ -552,7 +557,7 @@ class _Translator:
 # ----------------------------------------------------------------------- public API
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Filter:
     """A compiled filter: the Arrow ``expression`` and, for SQL, the typed tree used
     by :meth:`may_match`. Build with :func:`compile_filter`."""
@@ -674,13 +679,12 @@ def _key(value: Any, typ: pa.DataType) -> Any:
     return value.as_py() if isinstance(value, pa.Scalar) else value
 
 
-def _column_test(node: _Node) -> tuple[_Col, _Node] | None:
-    """The column and the other side of a one-column test, if ``node`` is one."""
-    if isinstance(node, _Cmp):
-        if isinstance(node.left, _Col) and isinstance(node.right, _Lit):
-            return node.left, node.right
+def _tested_column(node: _Node) -> _Col | None:
+    """The column of a column-versus-literal test, if ``node`` is one."""
+    if isinstance(node, _Cmp) and isinstance(node.left, _Col) and isinstance(node.right, _Lit):
+        return node.left
     if isinstance(node, (_In, _IsNull, _Like, _IsBool)) and isinstance(node.arg, _Col):
-        return node.arg, node
+        return node.arg
     return None
 
 
@@ -701,10 +705,9 @@ def _may_be_true(node: _Node, stats: dict[str, ColumnStats], negated: bool) -> b
         node = _Cmp("=", node, _Lit(pa.scalar(True)))
     if isinstance(node, _Cmp) and isinstance(node.right, _Lit) and not node.right.value.is_valid:
         return False  # comparing with NULL is never true, nor its negation
-    test = _column_test(node)
-    if test is None:
+    col = _tested_column(node)
+    if col is None:
         return True
-    col, _ = test
     st = stats.get(".".join(col.path))
     if st is None:
         return True

@@ -451,3 +451,10 @@ def test_filter_object_is_reusable():
     assert isinstance(f, Filter) and f.text == "x > 1"
     assert compile_filter(f, TABLE.schema) is f
     assert to_expression(f, TABLE.schema) is f.expression
+
+
+def test_regression_negative_zero_in_list():
+    t = pa.table({"i": [0, 1, 2], "f": [-0.0, 0.0, None]})
+    assert _ours("f IN (0.0)", t) == [0, 1]
+    assert _ours("f IN (-0.0, 2)", t) == [0, 1]
+    assert _ours("f NOT IN (0.0)", t) == []
