@@ -50,15 +50,13 @@ def _leaf_field(f: pa.Field, path: tuple) -> pa.Field:
 
 
 def _has_unsupported(dt: pa.DataType) -> bool:
-    """Types lancenb cannot write yet: dictionaries and nesting inside nested fields,
-    maps, unions, fixed-size lists of non-primitives."""
+    """Types lancenb cannot write yet: dictionaries inside nested fields, maps, unions,
+    fixed-size lists."""
     if pa.types.is_struct(dt):
         return any(_has_unsupported(f.type) or pa.types.is_dictionary(f.type) for f in dt)
     if pa.types.is_list(dt) or pa.types.is_large_list(dt):
         return _has_unsupported(dt.value_type) or pa.types.is_dictionary(dt.value_type)
-    if pa.types.is_fixed_size_list(dt):
-        return repdef.is_nested(dt.value_type) or pa.types.is_fixed_size_list(dt.value_type) \
-            or pa.types.is_dictionary(dt.value_type)
+    # fixed-size lists (vectors) are not written yet
     return pa.types.is_nested(dt)
 
 

@@ -213,11 +213,8 @@ class FullZipDecoder:
         if self.fixed:
             self.fsl = None
             if kind == "fixed_size_list":
-                from lancenb.encodings.structural import fsl
-                self.fsl = fsl.FslValues(vc, dtype, where)
-                self.width = int(layout.bits_per_value) // 8
-                if self.width != self.fsl.zipped_bytes or layout.bits_per_value % 8:
-                    raise CorruptFileError(f"{where}: {layout.bits_per_value}-bit vectors")
+                raise NotSupportedError(f"{where}: fixed-size-list values are not supported "
+                                        f"yet")
             else:
                 if fixed_bits is None or kind != "flat" or vc.flat.HasField("data"):
                     raise NotSupportedError(f"{where}: full-zip value encoding "
