@@ -115,8 +115,17 @@ def synchronize(store, ext: ExternalManifestStore, base_uri: str, version: int, 
     if not is_staged(path):
         return
     try:
-        data = store.read_bytes(path)
-        store.write_bytes(final_rel, data)
+        try:
+            data = store.read_bytes(path)
+        except FileNotFoundError:
+            # the writer may have finished steps 3-4 (and removed the staged copy)
+            # while we looked: then the store now names the final manifest
+            now = ext.get(base_uri, version)
+            if now is not None and not is_staged(now) and store.exists(now):
+                return
+            raise
+        if not store.exists(final_rel):
+            store.write_bytes(final_rel, data)
         ext.put_if_exists(base_uri, version, final_rel)
     except Exception as e:
         raise CorruptFileError(f"dataset {store.uri!r}: version {version} is committed in the "

@@ -21,6 +21,9 @@ Supported SQL
 - identifiers: plain (exact match, else a unique case-insensitive match), ``"my col"``,
   ```my col```, and struct fields ``a.b.c``
 
+Floats compare as pylance (DataFusion) compares them: NaN is greater than every number
+and equal to itself, ``-0.0 = 0.0``.
+
 Literals are cast to the type of what they are compared with (``int32 = 5``,
 ``timestamp[us] > TIMESTAMP '...'``, ``date32 = '2024-01-01'``) when the cast is exact;
 otherwise Arrow's own numeric/temporal promotion applies. Naive timestamp literals
@@ -28,7 +31,7 @@ compared with a zoned column are read as UTC. Semantics are SQL three-valued log
 a row whose predicate is NULL is not selected (``Table.filter`` drops nulls), and
 ``x NOT IN (1, NULL)`` is never true. Integer ``/`` truncates (as in DataFusion), ``%``
 takes the sign of the dividend, integer overflow and division by zero raise when the
-expression is evaluated. Floats compare as IEEE 754 (``NaN`` equals nothing).
+expression is evaluated.
 
 Not supported (rejected with :class:`~lancenb.errors.InvalidInputError`): functions
 (``lower(x)``, ``regexp_match``, ...), subqueries, ``CASE``, list/map indexing
@@ -157,7 +160,27 @@ class _Cmp(_Node):
     type = pa.bool_()
 
     def expr(self):
-        return _CMP[self.op](self.left.expr(), self.right.expr())
+        a, b = self.left.expr(), self.right.expr()
+        out = _CMP[self.op](a, b)
+        fa, fb = pa.types.is_floating(self.left.type), pa.types.is_floating(self.right.type)
+        if not (fa or fb):
+            return out
+        # pylance (DataFusion) orders floats with NaN above every number and equal
+        # to itself; IEEE comparisons say false. Add the NaN cases back.
+        false = pc.scalar(False)
+        na = pc.is_nan(a) if fa else false
+        nb = pc.is_nan(b) if fb else false
+        if self.op == ">":
+            return out | (na & ~nb)
+        if self.op == ">=":
+            return out | na
+        if self.op == "<":
+            return out | (nb & ~na)
+        if self.op == "<=":
+            return out | nb
+        if self.op == "=":
+            return out | (na & nb)
+        return out & ~(na & nb)  # "!="
 
 
 _ARITH = {"+": pc.add_checked, "-": pc.subtract_checked, "*": pc.multiply_checked,
@@ -726,9 +749,9 @@ def _may_be_true(node: _Node, stats: dict[str, ColumnStats], negated: bool) -> b
         if isinstance(node, _In):
             return _in_may_be_true(node, col, lo, hi, negated)
         if isinstance(node, _Cmp):
-            if pa.types.is_floating(col.type) and (negated or node.op == "!="):
-                return True  # NaN != v and NOT NaN < v hold; min/max do not see NaN
             op = _NEGATE[node.op] if negated else node.op
+            if pa.types.is_floating(col.type) and op in ("!=", ">", ">="):
+                return True  # NaN sorts above every number (as in pylance); min/max skip NaN
             lit = node.right.value
             if lit.type != col.type and not (_is_numeric(lit.type) and _is_numeric(col.type)):
                 return True

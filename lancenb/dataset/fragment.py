@@ -186,6 +186,37 @@ class LanceFragment:
         self._plan = plan
         return plan
 
+    def page_stats(self):
+        """``(rows_per_page, {column name: [ColumnStats per statistics page]})`` from
+        the data files' lancenb statistics, or None (no statistics, or files that
+        disagree on the page size)."""
+        key = ("stats", self.fragment_id, tuple(f.path for f in self._pb.files))
+        if key in self._ds._cache:
+            return self._ds._cache[key]
+        from lancenb.dataset.stats import read_file_stats
+
+        name_of = {t.id: t.name for t in self._ds._top_fields}
+        plan = self._column_plan()
+        used = sorted({fi for fi, _ in plan.values()})
+        rpp, out = None, {}
+        for fi in used:
+            df = self._pb.files[fi]
+            got = read_file_stats(self._ds._open_file(df.path),
+                                  f"fragment {self.fragment_id}, data file {df.path!r}")
+            if got is None:
+                continue
+            if rpp is not None and got[0] != rpp:
+                out = None
+                break
+            rpp = got[0]
+            for fid, stats in got[1].items():
+                name = name_of.get(fid)
+                if name is not None and plan.get(name, (None,))[0] == fi:
+                    out[name] = stats
+        result = (rpp, out) if out else None
+        self._ds._cache[key] = result
+        return result
+
     def _readers_for(self, columns: list[str]):
         """Group the columns by data file: ``[(reader, {dataset name: file name})]``."""
         plan = self._column_plan()

@@ -73,11 +73,14 @@ class LanceScanner:
         self._fragments = fragments
         self.filter_text = None
         self._expr = None
+        self._filter = None
         self._filter_cols: list[str] = []
+        self.pages_skipped = 0  # statistics pages pruned by the last scan
         if filter is not None:
-            from lancenb.dataset.filters import to_expression
+            from lancenb.dataset.filters import compile_filter
 
-            self._expr = to_expression(filter, schema)
+            self._filter = compile_filter(filter, schema)
+            self._expr = self._filter.expression
             self.filter_text = filter if isinstance(filter, str) else str(filter)
             self._filter_cols = _filter_columns(str(self._expr), schema.names)
 
@@ -123,6 +126,8 @@ class LanceScanner:
                 if remaining is not None:
                     remaining -= table.num_rows
             else:
+                live = self._prune(frag, live)
+                n_live = frag.physical_rows if live is None else len(live)
                 if n_live == 0:
                     continue
                 # late materialisation: evaluate the filter on its own columns, then
@@ -155,6 +160,23 @@ class LanceScanner:
                 else:
                     table = ftable.select(self.columns)
             yield self._with_ids(frag, table, phys)
+
+    def _prune(self, frag, live):
+        """Drop the statistics pages whose bounds prove the filter false."""
+        sp = frag.page_stats()
+        if sp is None:
+            return live
+        rpp, by_name = sp
+        npages = len(next(iter(by_name.values())))
+        ok = np.array([self._filter.may_match({n: st[k] for n, st in by_name.items()})
+                       for k in range(npages)], dtype=bool)
+        if ok.all():
+            return live
+        self.pages_skipped += int((~ok).sum())
+        keep_row = np.repeat(ok, rpp)[: frag.physical_rows]
+        if live is None:
+            return np.flatnonzero(keep_row)
+        return live[keep_row[live]]
 
     def _expr_mask(self, table: pa.Table) -> np.ndarray:
         """Positions of the rows where the filter is true (null counts as false)."""

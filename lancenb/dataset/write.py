@@ -8,6 +8,7 @@ when the current one reaches ``max_rows_per_file`` rows or about
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Iterable, Iterator
 
@@ -15,6 +16,7 @@ import pyarrow as pa
 
 from lancenb._proto import table_pb2
 from lancenb.dataset.fragment import DATA_DIR
+from lancenb.dataset.stats import STATS_KEY, StatsCollector
 from lancenb.errors import InvalidInputError, LanceError, SchemaError
 from lancenb.file.version import FileVersion
 from lancenb.file.writer import LanceFileWriter
@@ -117,7 +119,7 @@ def leaf_ids(fields_pb) -> list[int]:
 def write_fragments(store, batches: Iterator[pa.RecordBatch], schema: pa.Schema, fields_pb, *,
                     version: FileVersion, max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
                     max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
-                    written: list | None = None) -> list:
+                    written: list | None = None, write_stats: bool = True) -> list:
     """Write ``batches`` as new data files; returns DataFragment messages (ids unset).
 
     ``written`` collects the relative paths of every file created (complete or not),
@@ -133,8 +135,16 @@ def write_fragments(store, batches: Iterator[pa.RecordBatch], schema: pa.Schema,
     rows = nbytes = 0
     write_schema = schema.remove_metadata()
 
+    top_ids = [f.id for f in fields_pb if f.parent_id == -1]
+    collector = None
+
     def finish():
         nonlocal writer
+        stats = collector.finish() if collector is not None else None
+        if stats is not None:
+            data, info = stats
+            info["global_buffer"] = writer.add_global_buffer(data)
+            writer.add_schema_metadata(STATS_KEY, json.dumps(info, separators=(",", ":")))
         n = writer.close()
         size = writer.size_bytes
         writer = None
@@ -156,10 +166,13 @@ def write_fragments(store, batches: Iterator[pa.RecordBatch], schema: pa.Schema,
                                              version=version.label,
                                              storage_options=store.storage_options)
                     rows = nbytes = 0
+                    collector = StatsCollector(write_schema, top_ids) if write_stats else None
                 take = min(batch.num_rows - pos, max_rows_per_file - rows)
                 part = batch.slice(pos, take)
                 writer.write_batch(part.replace_schema_metadata(None)
                                    if part.schema.metadata else part)
+                if collector is not None:
+                    collector.add(part)
                 pos += take
                 rows += take
                 nbytes += part.nbytes

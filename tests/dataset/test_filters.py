@@ -158,12 +158,25 @@ def test_timestamp_units_and_zones(unit, tz):
     assert _ours("t IS NULL", t) == [3]
 
 
-def test_floats_compare_as_ieee_nan_equals_nothing():
-    t = pa.table({"i": [0, 1, 2, 3], "f": [1.0, math.nan, None, -1.0]})
-    assert _ours("f > 0", t) == [0]
-    assert _ours("f != 1", t) == [1, 3]
-    assert _ours("NOT f > 0", t) == [1, 3]
-    assert _ours("f = 'NaN'", t) == []
+def test_floats_order_nan_above_numbers_like_pylance():
+    t = pa.table({"i": [0, 1, 2, 3, 4], "f": [1.0, math.nan, None, -1.0, -0.0]})
+    assert _ours("f > 0", t) == [0, 1]
+    assert _ours("f != 1", t) == [1, 3, 4]
+    assert _ours("NOT f > 0", t) == [3, 4]
+    assert _ours("f = 'NaN'", t) == [1]
+    assert _ours("f = 0", t) == [4]
+    assert _ours("f < 0", t) == [3]
+
+
+def test_float_semantics_match_pylance(tmp_path):
+    import lance
+
+    t = pa.table({"i": list(range(7)), "f": [math.nan, -0.0, 0.0, 1.0, None, math.inf,
+                                              -math.inf]})
+    ds = lance.write_dataset(t, str(tmp_path / "d"))
+    for sql in ["f > 0.5", "f >= 1", "f = 0.0", "f < 0", "f <= -0.0", "f != 1.0", "f > f",
+                "NOT (f > 0.5)", "f BETWEEN 0 AND 2", "f < 1e308", "f >= -1e308"]:
+        assert _ours(sql, t) == ds.to_table(filter=sql)["i"].to_pylist(), sql
 
 
 def test_three_valued_logic_drops_null_rows():
@@ -277,7 +290,8 @@ S_SCHEMA = pa.schema([("x", pa.int32()), ("f", pa.float64()), ("s", pa.string())
     ("x > 10 OR s = 'a'", False), ("x > 10 OR s = 'c'", True),
     ("NOT (x > 10 OR s = 'a')", True), ("NOT (x < 10)", False), ("NOT NOT x > 10", False),
     ("NOT (x < 10 AND s < 'z')", False), ("NOT x > 10", True),
-    ("f > 1", False), ("f != 1", True), ("NOT f < 5", True), ("f = 'NaN'", True),
+    ("f < -5", False), ("f > 1", True), ("f != 1", True), ("NOT f < 5", True),
+    ("NOT f >= -5", False), ("f = 'NaN'", True),
     ("x + 1 > 100", True), ("x > z", True), ("z > 100", True), ("b", True),
     ("d < date '2024-01-01'", False), ("d > '2024-01-31'", False),
     ("d = date '2024-01-15'", True), ("t > timestamp '2024-01-02 00:00:00'", False),

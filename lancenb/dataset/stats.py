@@ -1,0 +1,145 @@
+"""Page statistics in data files, for skipping rows a filter cannot match.
+
+Spec (seed 001, "Statistics"): per column a null count, a lower bound (min) and an
+upper bound (max), stored in Lance's own columnar form with the schema::
+
+    "<field id>": struct<null_count: int64, min_value: T, max_value: T>
+
+one row per statistics page. Lance 2.x pages are not aligned across columns, so
+lancenb defines a statistics page as a fixed range of rows (``rows_per_page``, 64 Ki
+by default): row ``k`` describes rows ``[k * rows_per_page, (k + 1) * rows_per_page)``
+of the data file for every column. The table is an Arrow IPC stream in a global
+buffer of the data file, found through the file's schema metadata key
+``lancenb:statistics`` (JSON ``{"version": 1, "global_buffer": i, "rows_per_page": n}``).
+pylance ignores both the buffer and the key, so its reads stay exact; files without
+them (pylance's) are simply never pruned.
+
+The value rules (NaN ignored, signed zeros, sentinels for all-null pages, truncated
+string bounds) are :func:`lancenb.dataset.filters.compute_stats`'s.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+from lancenb.dataset.filters import ColumnStats, compute_stats
+from lancenb.errors import CorruptFileError
+
+__all__ = ["StatsCollector", "read_file_stats", "STATS_KEY", "DEFAULT_ROWS_PER_PAGE"]
+
+STATS_KEY = "lancenb:statistics"
+DEFAULT_ROWS_PER_PAGE = 64 * 1024
+
+
+def _stat_type(t: pa.DataType) -> pa.DataType | None:
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    if (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_temporal(t)
+            or pa.types.is_boolean(t) or pa.types.is_decimal(t) or pa.types.is_string(t)
+            or pa.types.is_large_string(t) or pa.types.is_binary(t)
+            or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t)):
+        return t
+    return None
+
+
+class StatsCollector:
+    """Accumulates one data file's statistics as batches are written."""
+
+    def __init__(self, schema: pa.Schema, field_ids: list[int],
+                 rows_per_page: int = DEFAULT_ROWS_PER_PAGE):
+        self.rows_per_page = rows_per_page
+        self.cols = [(i, f, fid, _stat_type(f.type)) for i, (f, fid) in
+                     enumerate(zip(schema, field_ids)) if _stat_type(f.type) is not None]
+        self._pending: list[pa.RecordBatch] = []
+        self._pending_rows = 0
+        self._rows: dict[int, list[ColumnStats]] = {fid: [] for _, _, fid, _ in self.cols}
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        pos = 0
+        while pos < batch.num_rows:
+            take = min(batch.num_rows - pos, self.rows_per_page - self._pending_rows)
+            self._pending.append(batch.slice(pos, take))
+            self._pending_rows += take
+            pos += take
+            if self._pending_rows == self.rows_per_page:
+                self._flush()
+
+    def _flush(self) -> None:
+        if not self._pending_rows:
+            return
+        for i, _, fid, _ in self.cols:
+            arr = pa.chunked_array([b.column(i) for b in self._pending])
+            self._rows[fid].append(compute_stats(arr))
+        self._pending, self._pending_rows = [], 0
+
+    def finish(self) -> tuple[bytes, dict] | None:
+        """``(IPC stream bytes, metadata dict without the buffer index)``, or None."""
+        self._flush()
+        if not self.cols or not self._rows[self.cols[0][2]]:
+            return None
+        arrays, fields = [], []
+        for _, _f, fid, t in self.cols:
+            st = pa.struct([pa.field("null_count", pa.int64()), pa.field("min_value", t),
+                            pa.field("max_value", t)])
+            rows = self._rows[fid]
+            try:
+                arr = pa.StructArray.from_arrays(
+                    [pa.array([r.null_count for r in rows], pa.int64()),
+                     pa.array([r.min for r in rows], t), pa.array([r.max for r in rows], t)],
+                    fields=list(st))
+            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+                continue  # bounds this type cannot hold: leave the column out
+            arrays.append(arr)
+            fields.append(pa.field(str(fid), st))
+        if not arrays:
+            return None
+        table = pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+        sink = pa.BufferOutputStream()
+        with ipc.new_stream(sink, table.schema) as w:
+            w.write_table(table)
+        return sink.getvalue().to_pybytes(), {"version": 1, "rows_per_page": self.rows_per_page}
+
+
+def read_file_stats(reader, where: str) -> tuple[int, dict[int, list[ColumnStats]]] | None:
+    """``(rows_per_page, {field id: [ColumnStats per page]})`` of a data file, or None
+    when it has no lancenb statistics."""
+    md = reader.schema_full.metadata or {}
+    raw = md.get(STATS_KEY.encode())
+    if raw is None:
+        return None
+    try:
+        info = json.loads(raw)
+        gb, rpp = int(info["global_buffer"]), int(info["rows_per_page"])
+    except (ValueError, KeyError, TypeError) as e:
+        raise CorruptFileError(f"{where}: bad {STATS_KEY} metadata {raw!r}: {e}") from e
+    if info.get("version") != 1:
+        return None  # a future layout: ignore it rather than misread it
+    if rpp <= 0:
+        raise CorruptFileError(f"{where}: statistics rows_per_page {rpp}")
+    data = reader.read_global_buffer(gb)
+    try:
+        table = ipc.open_stream(pa.BufferReader(data)).read_all()
+    except (pa.ArrowInvalid, OSError) as e:
+        raise CorruptFileError(f"{where}: statistics buffer {gb} is not an Arrow stream: "
+                               f"{e}") from e
+    pages = -(-reader.num_rows() // rpp)
+    out: dict[int, list[ColumnStats]] = {}
+    for name in table.column_names:
+        if not name.isdigit():
+            continue  # unknown extra columns are allowed and ignored
+        col = table.column(name)
+        if not pa.types.is_struct(col.type) or table.num_rows != pages:
+            raise CorruptFileError(f"{where}: statistics column {name!r} has {table.num_rows} "
+                                   f"rows of {col.type} for {pages} pages")
+        rows = col.to_pylist()
+        stats = []
+        for k, r in enumerate(rows):
+            n = min(rpp, reader.num_rows() - k * rpp)
+            r = r or {}
+            stats.append(ColumnStats(num_rows=n, null_count=r.get("null_count"),
+                                     min=r.get("min_value"), max=r.get("max_value")))
+        out[int(name)] = stats
+    return rpp, out
