@@ -15,6 +15,7 @@ from lancenb.dataset import (  # noqa: E402
     write_dataset,
 )
 from lancenb.dataset import dataset as _dataset_fn  # noqa: E402
+from lancenb.dataset.evolution import BatchUDF, batch_udf  # noqa: E402
 from lancenb.errors import (  # noqa: E402
     CommitConflictError,
     CorruptFileError,
@@ -31,6 +32,7 @@ from lancenb.file import LanceFileReader, LanceFileWriter  # noqa: E402
 dataset = _dataset_fn
 
 __all__ = ["__version__", "errors", "file", "dataset", "write_dataset", "LanceDataset",
+           "batch_udf", "BatchUDF",
            "LanceFragment", "LanceScanner", "LanceError", "CorruptFileError",
            "NotSupportedError", "InvalidInputError", "CommitConflictError",
            "DatasetNotFoundError", "DatasetExistsError", "LanceFileReader", "LanceFileWriter"]

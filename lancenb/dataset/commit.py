@@ -186,7 +186,7 @@ def commit(store, txn: Transaction, *, v2_names: bool, data_format: str, writer_
         m = build_manifest(base, txn, latest_v + 1, data_format=data_format,
                            writer_version=writer_version)
         index = None
-        if latest is not None and txn.op in ("append", "delete"):
+        if latest is not None and txn.op in ("append", "delete", "update", "merge", "project"):
             index = latest.index_section_bytes()
         elif txn.op == "restore":
             index = txn.restore_index_section

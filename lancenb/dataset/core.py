@@ -344,6 +344,35 @@ class LanceDataset(pads.Dataset):
         ds = write_dataset(data, self, mode=mode, **kwargs)
         self._become(ds._mf)
 
+    # -- schema evolution (lancenb.dataset.evolution) ----------------------------
+    def add_columns(self, transforms, read_columns=None, *, batch_size=None, **kwargs) -> None:
+        """Add columns from SQL expressions (``{"b": "a * 2"}``), ``pa.Field``s /
+        a ``pa.Schema`` (all null), or a batch function (see ``lancenb.batch_udf``)."""
+        from lancenb.dataset.evolution import add_columns
+
+        kwargs.pop("reader_schema", None)
+        if kwargs:
+            raise InvalidInputError(f"unsupported add_columns options: {sorted(kwargs)}")
+        add_columns(self, transforms, read_columns, batch_size=batch_size)
+
+    def drop_columns(self, columns) -> None:
+        from lancenb.dataset.evolution import drop_columns
+
+        drop_columns(self, columns)
+
+    def alter_columns(self, *alterations) -> None:
+        from lancenb.dataset.evolution import alter_columns
+
+        alter_columns(self, *alterations)
+
+    def merge(self, data_obj, left_on: str, right_on: str | None = None, **kwargs) -> None:
+        """Join the columns of ``data_obj`` onto this dataset's rows by key."""
+        from lancenb.dataset.evolution import merge_columns
+
+        if kwargs:
+            raise InvalidInputError(f"unsupported merge options: {sorted(kwargs)}")
+        merge_columns(self, data_obj, left_on, right_on)
+
     # pyarrow.dataset.Dataset methods without a lancenb implementation: refuse
     # clearly instead of reaching into an uninitialised C++ dataset
     def _unsupported(self, *args, **kwargs):

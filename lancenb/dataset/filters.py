@@ -68,6 +68,7 @@ __all__ = [
     "BINARY_STATS_PREFIX",
     "ColumnStats",
     "Filter",
+    "compile_expression",
     "compile_filter",
     "compute_stats",
     "may_match",
@@ -634,6 +635,30 @@ def compile_filter(filter: FilterLike, schema: pa.Schema) -> Filter:
         raise InvalidInputError(f"filter {filter!r}: {err}") from None
     _validate(expression, schema, repr(filter))
     return Filter(filter, expression, tree)
+
+
+def compile_expression(sql: str, schema: pa.Schema) -> tuple[pc.Expression, pa.DataType]:
+    """A SQL *value* expression (``a * 2``, ``CAST(x AS DOUBLE)``, ``s LIKE 'a%'``) over
+    ``schema``: its pyarrow expression and result type (for ``add_columns``)."""
+    if not isinstance(sql, str) or not sql.strip():
+        raise InvalidInputError(f"expression must be a non-empty SQL string, not {sql!r}")
+    try:
+        ast = sqlglot.parse_one(sql, read=_LanceSql)
+    except sqlglot.errors.SqlglotError as err:
+        detail = str(err).splitlines()[0]
+        raise InvalidInputError(f"expression {sql!r}: syntax error: {detail}") from None
+    if isinstance(ast, (exp.Query, exp.Block, exp.Command, exp.DDL, exp.DML)):
+        raise InvalidInputError(f"expression {sql!r}: expected one expression, not a statement")
+    try:
+        tree = _Translator(sql, schema).node(ast)
+        expression = tree.expr()
+        import pyarrow.dataset as pads
+
+        typ = pads.dataset(schema.empty_table()).to_table(columns={"v": expression}) \
+            .schema.field("v").type
+    except (pa.ArrowException, TypeError) as err:
+        raise InvalidInputError(f"expression {sql!r}: {err}") from None
+    return expression, typ
 
 
 def to_expression(filter: FilterLike, schema: pa.Schema) -> pc.Expression:

@@ -118,6 +118,34 @@ def check_conflict(ours: Transaction, other, other_version: int, latest_manifest
                                             "data_replacement"):
             return
         raise CommitConflictError(f"{what}: lancenb does not know that operation")
+    if mine in ("merge", "project"):
+        if theirs in _NEUTRAL:
+            return
+        if mine == "project" and theirs in ("append", "delete", "update", "rewrite",
+                                            "data_replacement"):
+            return
+        raise RetryableCommitConflictError(f"{what}: the data or schema changed; run the "
+                                           f"schema change again")
+    if mine == "rewrite":
+        if theirs in _NEUTRAL or theirs in ("append", "project"):
+            return
+        touched = _touched(other)
+        mine_ids = {f.id for g in ours.pb.rewrite.groups for f in g.old_fragments}
+        if theirs in ("delete", "update", "rewrite", "data_replacement") and \
+                not (touched & mine_ids):
+            return
+        raise RetryableCommitConflictError(f"{what}: it changed fragment(s) being rewritten; "
+                                           f"compact again")
+    if mine == "update":
+        if theirs in _NEUTRAL or theirs == "append" or theirs == "project":
+            return
+        mine_ids = {f.id for f in ours.pb.update.updated_fragments} | set(
+            ours.pb.update.removed_fragment_ids)
+        if theirs in ("delete", "update", "rewrite", "data_replacement") and \
+                not (mine_ids & _touched(other)):
+            return
+        raise RetryableCommitConflictError(f"{what}: both changed the same rows' fragments; "
+                                           f"run the update again")
     if mine == "delete":
         if theirs in _NEUTRAL or theirs in ("append", "project"):
             return
@@ -160,6 +188,35 @@ def _assign_ids(frags, next_id: int) -> tuple[list, int]:
         next_id += 1
         out.append(g)
     return out, next_id
+
+
+def _apply_replacements(m, base, txn) -> None:
+    """Update (rows moved: deletion files on old fragments + new fragments) and
+    Rewrite (old fragments replaced by new ones in place, e.g. compaction)."""
+    next_id = base.max_fragment_id + 1 if base.HasField("max_fragment_id") else 0
+    if txn.op == "update":
+        u = txn.pb.update
+        gone = set(u.removed_fragment_ids)
+        upd = {f.id: f for f in u.updated_fragments}
+        frags = [upd.get(f.id, f) for f in base.fragments if f.id not in gone]
+        new, next_id = _assign_ids(u.new_fragments, next_id)
+        del u.new_fragments[:]
+        u.new_fragments.extend(new)
+        frags += new
+    else:
+        frags = list(base.fragments)
+        for g in txn.pb.rewrite.groups:
+            old_ids = {f.id for f in g.old_fragments}
+            new, next_id = _assign_ids(g.new_fragments, next_id)
+            del g.new_fragments[:]
+            g.new_fragments.extend(new)
+            pos = next((i for i, f in enumerate(frags) if f.id in old_ids), len(frags))
+            frags = [f for f in frags[:pos] if f.id not in old_ids] + new + \
+                [f for f in frags[pos:] if f.id not in old_ids]
+    del m.fragments[:]
+    m.fragments.extend(frags)
+    if next_id > (base.max_fragment_id + 1 if base.HasField("max_fragment_id") else 0):
+        m.max_fragment_id = next_id - 1
 
 
 def build_manifest(base, txn: Transaction, version: int, *, data_format: str,
@@ -218,6 +275,20 @@ def build_manifest(base, txn: Transaction, version: int, *, data_format: str,
                 keep.append(upd.get(f.id, f))
             del m.fragments[:]
             m.fragments.extend(keep)
+        elif op == "merge":
+            mg = txn.pb.merge
+            del m.fields[:]
+            m.fields.extend(mg.schema)
+            m.schema_metadata.clear()
+            for k, v in mg.schema_metadata.items():
+                m.schema_metadata[k] = v
+            del m.fragments[:]
+            m.fragments.extend(mg.fragments)
+        elif op == "project":
+            del m.fields[:]
+            m.fields.extend(txn.pb.project.schema)
+        elif op in ("update", "rewrite"):
+            _apply_replacements(m, base, txn)
         else:
             raise CommitConflictError(f"lancenb cannot commit a {op} transaction")
     m.version = version

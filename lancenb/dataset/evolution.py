@@ -1,0 +1,495 @@
+"""Schema evolution: add, drop, alter and merge columns.
+
+* ``add_columns`` writes the new columns as *new data files* in every fragment (one
+  file per fragment, holding all the fragment's physical rows, deleted ones
+  included); existing files are untouched. All-null columns (given as
+  ``pa.Field``/``pa.Schema``) need no files at all: a fragment without a file for a
+  column reads it as nulls. Committed as a ``Merge`` transaction, like pylance.
+* ``drop_columns`` and renames / nullability changes only change the schema
+  (``Project``); the data stays where it is until compaction rewrites it.
+* A type change rewrites that column: a new field id, new files with the cast values
+  (the old files keep the old id, which the schema no longer names).
+* ``merge`` joins new columns onto the rows by a key (left outer join).
+
+New field ids never reuse an id any data file still holds, so a dropped column's
+bytes can never resurface under a new column.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lancenb._proto import file_pb2, table_pb2, transaction_pb2
+from lancenb.dataset.transaction import Transaction
+from lancenb.dataset.write import cleanup, write_fragments
+from lancenb.errors import InvalidInputError, SchemaError
+from lancenb.file.schema import schema_to_fields
+from lancenb.file.version import FileVersion
+
+__all__ = ["add_columns", "drop_columns", "alter_columns", "merge_columns", "BatchUDF",
+           "batch_udf"]
+
+DEFAULT_BATCH_ROWS = 64 * 1024
+
+
+class BatchUDF:
+    """A function from a RecordBatch of existing columns to a RecordBatch of new ones,
+    with the schema of its output (pylance's ``lance.batch_udf``)."""
+
+    def __init__(self, func: Callable, output_schema: pa.Schema | None = None,
+                 checkpoint_file: str | None = None):
+        self.func = func
+        self.output_schema = output_schema
+        self.checkpoint_file = checkpoint_file
+
+    def __call__(self, batch):
+        return self.func(batch)
+
+
+def batch_udf(output_schema: pa.Schema | None = None, checkpoint_file: str | None = None):
+    """Decorator: ``@batch_udf(output_schema=...)`` turns a function into a BatchUDF."""
+    def wrap(func):
+        return BatchUDF(func, output_schema, checkpoint_file)
+    return wrap
+
+
+# -- helpers -------------------------------------------------------------------------
+
+def _next_field_id(ds) -> int:
+    m = ds.manifest
+    hi = max((f.id for f in m.fields), default=-1)
+    for frag in m.fragments:
+        for df in frag.files:
+            if len(df.fields):
+                hi = max(hi, max(df.fields))
+    return hi + 1
+
+
+def _new_fields(schema: pa.Schema, first_id: int) -> list:
+    """Field protos for ``schema`` with ids from ``first_id`` (pre-order)."""
+    fields, _ = schema_to_fields(schema)
+    remap = {f.id: f.id + first_id for f in fields}
+    for f in fields:
+        f.id = remap[f.id]
+        if f.parent_id != -1:
+            f.parent_id = remap[f.parent_id]
+    return fields
+
+
+def _file_version(ds) -> FileVersion:
+    return FileVersion.resolve(ds.data_storage_version)
+
+
+def _merge_txn(ds, frags, fields_pb) -> Transaction:
+    op = transaction_pb2.Transaction.Merge(fragments=frags, schema=fields_pb)
+    for k, v in ds.manifest.schema_metadata.items():
+        op.schema_metadata[k] = v
+    return Transaction(ds.version, "merge", op)
+
+
+def _commit(ds, txn, written) -> None:
+    ds._commit(txn, written)
+
+
+class _Checkpoint:
+    """Per-fragment results of a long ``add_columns`` backfill, so a rerun resumes.
+
+    A JSON file mapping fragment id -> the DataFile written for it (hex protobuf),
+    keyed by the dataset version and the new column names it was computed for.
+    """
+
+    def __init__(self, path: str | None, key: str):
+        self.path, self.key = path, key
+        self.done: dict[int, bytes] = {}
+        if path and os.path.exists(path):
+            try:
+                with open(path) as f:
+                    data = json.load(f)
+            except ValueError as e:
+                raise InvalidInputError(f"checkpoint {path!r} is not JSON: {e}") from e
+            if data.get("key") == key:
+                self.done = {int(k): bytes.fromhex(v) for k, v in data["files"].items()}
+
+    def get(self, fid: int):
+        raw = self.done.get(fid)
+        if raw is None:
+            return None
+        df = table_pb2.DataFile()
+        df.ParseFromString(raw)
+        return df
+
+    def put(self, fid: int, df) -> None:
+        if not self.path:
+            return
+        self.done[fid] = df.SerializeToString()
+        tmp = f"{self.path}.tmp"
+        with open(tmp, "w") as f:
+            json.dump({"key": self.key, "files": {str(k): v.hex()
+                                                   for k, v in self.done.items()}}, f)
+        os.replace(tmp, self.path)
+
+    def clear(self) -> None:
+        if self.path and os.path.exists(self.path):
+            os.unlink(self.path)
+
+
+def _write_column_files(ds, new_schema: pa.Schema, new_fields, make_batches, *,
+                        checkpoint: _Checkpoint | None = None):
+    """One new data file per fragment from ``make_batches(frag)``; returns the updated
+    fragment list and the paths written."""
+    version = _file_version(ds)
+    written: list[str] = []
+    frags = []
+    try:
+        for frag in ds.get_fragments():
+            df = checkpoint.get(frag.fragment_id) if checkpoint else None
+            if df is None:
+                out = write_fragments(ds._store, make_batches(frag), new_schema, new_fields,
+                                      version=version, max_rows_per_file=2**62,
+                                      written=written)
+                rows = sum(f.physical_rows for f in out)
+                if len(out) != 1 or rows != frag.physical_rows:
+                    raise InvalidInputError(
+                        f"fragment {frag.fragment_id}: produced {rows} rows for its "
+                        f"{frag.physical_rows} (a batch function must return one output row "
+                        f"per input row)")
+                df = out[0].files[0]
+                if checkpoint:
+                    checkpoint.put(frag.fragment_id, df)
+            g = table_pb2.DataFragment()
+            g.CopyFrom(frag._pb)
+            g.files.append(df)
+            frags.append(g)
+    except BaseException:
+        cleanup(ds._store, written)
+        raise
+    return frags, written
+
+
+def _ranges(n: int, step: int):
+    for lo in range(0, n, step):
+        yield lo, min(n, lo + step)
+
+
+# -- add -------------------------------------------------------------------------------
+
+def add_columns(ds, transforms, read_columns=None, *, batch_size=None) -> None:
+    """Add columns: ``{name: SQL expression}``, a ``pa.Field``/list of fields/
+    ``pa.Schema`` (all null), or a function / :class:`BatchUDF` from a RecordBatch of
+    ``read_columns`` to a RecordBatch of new columns."""
+    schema = ds.schema
+    step = int(batch_size or DEFAULT_BATCH_ROWS)
+    if isinstance(transforms, pa.Field):
+        transforms = [transforms]
+    if isinstance(transforms, pa.Schema) or (isinstance(transforms, list) and transforms
+                                             and all(isinstance(f, pa.Field)
+                                                     for f in transforms)):
+        new_schema = pa.schema(list(transforms))
+        _check_new_names(schema, new_schema.names)
+        fields = list(ds.manifest.fields) + _new_fields(new_schema, _next_field_id(ds))
+        frags = list(ds.manifest.fragments)
+        _commit(ds, _merge_txn(ds, frags, fields), [])
+        return
+    if isinstance(transforms, dict):
+        from lancenb.dataset.filters import compile_expression
+
+        if not transforms:
+            raise InvalidInputError("add_columns got no columns to add")
+        exprs = {}
+        out_fields = []
+        for name, sql in transforms.items():
+            expr, typ = compile_expression(sql, schema)
+            exprs[name] = expr
+            out_fields.append(pa.field(name, typ))
+        new_schema = pa.schema(out_fields)
+        _check_new_names(schema, new_schema.names)
+        from lancenb.dataset.scanner import _filter_columns
+
+        needed = sorted({c for e in exprs.values() for c in _filter_columns(str(e),
+                                                                           schema.names)})
+
+        def make_batches(frag):
+            import pyarrow.dataset as pads
+
+            for lo, hi in _ranges(frag.physical_rows, step):
+                t = frag.take_physical(needed, np.arange(lo, hi, dtype=np.int64))
+                try:
+                    out = pads.dataset(t).to_table(columns=exprs)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+                    raise InvalidInputError(f"add_columns: evaluating {transforms} failed in "
+                                            f"fragment {frag.fragment_id}: {e}") from e
+                yield from out.cast(new_schema).to_batches()
+        ckpt = None
+    elif callable(transforms):
+        func = transforms
+        cols = list(read_columns) if read_columns is not None else list(schema.names)
+        missing = [c for c in cols if c not in schema.names]
+        if missing:
+            raise InvalidInputError(f"add_columns: no column(s) {missing} to read")
+        out_schema = getattr(func, "output_schema", None)
+        first = ds.get_fragments()[0] if ds.get_fragments() else None
+        if out_schema is None:
+            if first is None:
+                raise InvalidInputError("add_columns: the dataset is empty; give the "
+                                        "function an output_schema (lancenb.batch_udf)")
+            sample = first.take_physical(cols, np.arange(min(1, first.physical_rows)))
+            out_schema = _as_batch(func(sample.to_batches()[0] if sample.num_rows else
+                                        pa.RecordBatch.from_pylist([], schema=sample.schema)),
+                                   None).schema
+        new_schema = out_schema
+        _check_new_names(schema, new_schema.names)
+
+        def make_batches(frag):
+            for lo, hi in _ranges(frag.physical_rows, step):
+                t = frag.take_physical(cols, np.arange(lo, hi, dtype=np.int64))
+                for b in (t.to_batches() or [pa.RecordBatch.from_pylist([], schema=t.schema)]):
+                    out = _as_batch(func(b), new_schema)
+                    if out.num_rows != b.num_rows:
+                        raise InvalidInputError(f"add_columns: the function returned "
+                                                f"{out.num_rows} rows for a batch of "
+                                                f"{b.num_rows}")
+                    yield out
+        ckpt_path = getattr(func, "checkpoint_file", None)
+        ckpt = _Checkpoint(ckpt_path, f"{ds.uri}@{ds.version}:{','.join(new_schema.names)}")
+    else:
+        raise InvalidInputError(f"add_columns takes a dict of SQL expressions, a pa.Field/"
+                                f"pa.Schema, or a function; got {type(transforms).__name__}")
+    new_fields = _new_fields(new_schema, _next_field_id(ds))
+    frags, written = _write_column_files(ds, new_schema, new_fields, make_batches,
+                                         checkpoint=ckpt)
+    _commit(ds, _merge_txn(ds, frags, list(ds.manifest.fields) + new_fields), written)
+    if ckpt is not None:
+        ckpt.clear()
+
+
+def _as_batch(x, schema):
+    try:
+        import pandas as pd
+    except ImportError:  # pragma: no cover
+        pd = None
+    if pd is not None and isinstance(x, pd.DataFrame):
+        x = pa.Table.from_pandas(x, schema=schema, preserve_index=False)
+    if isinstance(x, pa.Table):
+        x = x.combine_chunks()
+        x = x.to_batches()[0] if x.num_rows else pa.RecordBatch.from_pylist([], schema=x.schema)
+    if not isinstance(x, pa.RecordBatch):
+        raise InvalidInputError(f"add_columns: the function must return a RecordBatch, Table "
+                                f"or DataFrame, not {type(x).__name__}")
+    if schema is not None and not x.schema.equals(schema, check_metadata=False):
+        try:
+            x = pa.Table.from_batches([x]).select(schema.names).cast(schema)
+            x = x.combine_chunks().to_batches()[0] if x.num_rows else \
+                pa.RecordBatch.from_pylist([], schema=schema)
+        except (KeyError, pa.ArrowInvalid, ValueError) as e:
+            raise SchemaError(f"add_columns: the function returned {x.schema}, expected "
+                              f"{schema}: {e}") from e
+    return x
+
+
+def _check_new_names(schema: pa.Schema, names: list[str]) -> None:
+    clash = [n for n in names if n in schema.names]
+    if clash:
+        raise InvalidInputError(f"cannot add column(s) {clash}: the dataset already has them")
+    if len(set(names)) != len(names):
+        raise InvalidInputError(f"add_columns: duplicate new column names {names}")
+
+
+# -- drop / alter ----------------------------------------------------------------------
+
+def _subtree_ids(fields, top_id: int) -> set[int]:
+    ids = {top_id}
+    changed = True
+    while changed:
+        changed = False
+        for f in fields:
+            if f.parent_id in ids and f.id not in ids:
+                ids.add(f.id)
+                changed = True
+    return ids
+
+
+def _field_by_path(fields, path: str):
+    parts = path.split(".")
+    parent = -1
+    found = None
+    for part in parts:
+        found = next((f for f in fields if f.parent_id == parent and f.name == part), None)
+        if found is None:
+            return None
+        parent = found.id
+    return found
+
+
+def drop_columns(ds, columns) -> None:
+    """Remove columns from the schema (a ``Project``; data files are not rewritten)."""
+    if isinstance(columns, str):
+        columns = [columns]
+    fields = list(ds.manifest.fields)
+    drop: set[int] = set()
+    for c in columns:
+        f = _field_by_path(fields, c)
+        if f is None:
+            raise InvalidInputError(f"cannot drop column {c!r}: the dataset has no such column "
+                                    f"(it has {ds.schema.names})")
+        drop |= _subtree_ids(fields, f.id)
+    keep = [f for f in fields if f.id not in drop]
+    if not any(f.parent_id == -1 for f in keep):
+        raise InvalidInputError("cannot drop every column of a dataset")
+    _project(ds, keep)
+
+
+def _project(ds, fields) -> None:
+    op = transaction_pb2.Transaction.Project(schema=fields)
+    ds._commit(Transaction(ds.version, "project", op))
+
+
+def alter_columns(ds, *alterations) -> None:
+    """Rename, change nullability or change the type of columns.
+
+    Each alteration is a dict: ``{"path": "a.b", "name": "new", "nullable": bool,
+    "data_type": pa.DataType}`` (only ``path`` is required).
+    """
+    fields = [file_pb2.Field() for _ in ds.manifest.fields]
+    for dst, src in zip(fields, ds.manifest.fields):
+        dst.CopyFrom(src)
+    retype: list[tuple[str, pa.DataType]] = []
+    for alt in alterations:
+        if not isinstance(alt, dict) or "path" not in alt:
+            raise InvalidInputError(f"an alteration is a dict with a 'path', not {alt!r}")
+        unknown = set(alt) - {"path", "name", "nullable", "data_type"}
+        if unknown:
+            raise InvalidInputError(f"unknown alteration keys {sorted(unknown)}")
+        f = _field_by_path(fields, alt["path"])
+        if f is None:
+            raise InvalidInputError(f"cannot alter column {alt['path']!r}: no such column")
+        if alt.get("nullable") is False and f.nullable:
+            top = alt["path"].split(".")[0]
+            if f.parent_id != -1 or ds.count_rows(f"{_quote(top)} IS NULL"):
+                raise InvalidInputError(f"cannot make {alt['path']!r} non-nullable: it holds "
+                                        f"nulls (or is a nested field)")
+        if "nullable" in alt:
+            f.nullable = bool(alt["nullable"])
+        if "data_type" in alt:
+            if f.parent_id != -1:
+                raise InvalidInputError("changing the type of a nested field is not supported")
+            retype.append((f.name, alt["data_type"]))
+        if alt.get("name") is not None:
+            new = alt["name"]
+            if any(g.parent_id == f.parent_id and g.name == new and g.id != f.id
+                   for g in fields):
+                raise InvalidInputError(f"cannot rename {alt['path']!r} to {new!r}: a column "
+                                        f"with that name exists")
+            f.name = new
+    if not retype:
+        _project(ds, fields)
+        return
+    # type changes: rewrite those columns under new field ids
+    schema = ds.schema
+    for old_name, typ in retype:
+        field = schema.field(old_name)
+        if not pa.types.is_dictionary(typ) and not _castable(field.type, typ):
+            raise InvalidInputError(f"cannot change column {old_name!r} from {field.type} to "
+                                    f"{typ}: no such cast")
+    renamed = {f.id: f.name for f in fields if f.parent_id == -1}
+    old_ids = {f.name: f.id for f in ds.manifest.fields if f.parent_id == -1}
+    new_schema = pa.schema([pa.field(renamed[old_ids[n]], t,
+                                     nullable=next(f for f in fields
+                                                   if f.id == old_ids[n]).nullable)
+                            for n, t in retype])
+    first = _next_field_id(ds)
+    new_fields = _new_fields(new_schema, first)
+    step = DEFAULT_BATCH_ROWS
+
+    def make_batches(frag):
+        for lo, hi in _ranges(frag.physical_rows, step):
+            t = frag.take_physical([n for n, _ in retype], np.arange(lo, hi, dtype=np.int64))
+            try:
+                cast = [t.column(n).cast(typ) for n, typ in retype]
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+                raise InvalidInputError(f"cannot change the type of {[n for n, _ in retype]}: "
+                                        f"{e}") from e
+            yield from pa.Table.from_arrays(cast, schema=new_schema).to_batches()
+    frags, written = _write_column_files(ds, new_schema, new_fields, make_batches)
+    # the schema keeps each column's position: swap the old subtree for the new field
+    by_old = {old_ids[n]: nf for (n, _), nf in zip(retype, [f for f in new_fields
+                                                               if f.parent_id == -1])}
+    out = []
+    for f in fields:
+        if f.id in by_old:
+            out.append(by_old[f.id])
+            out.extend(g for g in new_fields if g.parent_id != -1
+                       and _root(new_fields, g) == by_old[f.id].id)
+        elif not any(f.id in _subtree_ids(fields, oid) and f.id != oid for oid in by_old):
+            out.append(f)
+    _commit(ds, _merge_txn(ds, frags, out), written)
+
+
+def _root(fields, f):
+    by_id = {g.id: g for g in fields}
+    while f.parent_id != -1:
+        f = by_id[f.parent_id]
+    return f.id
+
+
+def _castable(src: pa.DataType, dst: pa.DataType) -> bool:
+    try:
+        pa.array([], src).cast(dst)
+        return True
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return False
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+# -- merge -----------------------------------------------------------------------------
+
+def merge_columns(ds, data, left_on: str, right_on: str | None = None) -> None:
+    """Add the columns of ``data`` to the rows whose ``left_on`` equals ``data``'s
+    ``right_on`` (rows without a match get nulls). ``right_on`` must be unique."""
+    from lancenb.dataset.write import normalize_input
+
+    right_on = right_on or left_on
+    if left_on not in ds.schema.names:
+        raise InvalidInputError(f"merge: the dataset has no column {left_on!r}")
+    src_schema, batches = normalize_input(data, None)
+    src = pa.Table.from_batches(list(batches), schema=src_schema)
+    if right_on not in src.column_names:
+        raise InvalidInputError(f"merge: the new data has no column {right_on!r}")
+    keys = src.column(right_on)
+    if keys.null_count or len(pc.unique(keys)) != len(keys):
+        raise InvalidInputError(f"merge: the key {right_on!r} of the new data must be unique "
+                                f"and not null")
+    new_cols = [c for c in src.column_names if c != right_on]
+    if not new_cols:
+        raise InvalidInputError("merge: the new data has no columns besides the key")
+    _check_new_names(ds.schema, new_cols)
+    new_schema = pa.schema([src.schema.field(c) for c in new_cols])
+    left_type = ds.schema.field(left_on).type
+    if keys.type != left_type:
+        try:
+            src = src.set_column(src.column_names.index(right_on), right_on,
+                                 keys.cast(left_type))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+            raise SchemaError(f"merge: key types differ ({keys.type} vs {left_type})") from e
+    right = src.rename_columns([("__lancenb_key" if c == right_on else c)
+                                for c in src.column_names])
+
+    def make_batches(frag):
+        for lo, hi in _ranges(frag.physical_rows, DEFAULT_BATCH_ROWS):
+            left = frag.take_physical([left_on], np.arange(lo, hi, dtype=np.int64))
+            left = left.rename_columns(["__lancenb_key"]).append_column(
+                "__lancenb_pos", pa.array(np.arange(left.num_rows, dtype=np.int64)))
+            joined = left.join(right, "__lancenb_key", join_type="left outer")
+            joined = joined.sort_by("__lancenb_pos")
+            yield from joined.select(new_cols).cast(new_schema).to_batches()
+    new_fields = _new_fields(new_schema, _next_field_id(ds))
+    frags, written = _write_column_files(ds, new_schema, new_fields, make_batches)
+    _commit(ds, _merge_txn(ds, frags, list(ds.manifest.fields) + new_fields), written)
