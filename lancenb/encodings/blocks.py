@@ -4,6 +4,8 @@
   (``bits == 1`` is an LSB-first bitmap, as Arrow booleans are).
 * :class:`Variable` -- Arrow-style ``offsets`` (int64, ``num_values + 1``, starting at
   0) into ``data``.
+* :class:`FixedSizeList` -- ``num_values`` vectors of ``dim`` fixed-width items each
+  (``data`` holds the items back to back), with the items' own validity.
 
 Validity is carried separately (a numpy bool array, or ``None`` when every value is
 valid). Converting back builds Arrow arrays with ``pa.Array.from_buffers``: no
@@ -19,8 +21,8 @@ import pyarrow as pa
 
 from lancenb.errors import CorruptFileError, NotSupportedError
 
-__all__ = ["FixedWidth", "Variable", "DictionaryIndices", "from_arrow", "to_arrow", "fixed_bits",
-           "is_variable", "offset_bits"]
+__all__ = ["FixedWidth", "Variable", "FixedSizeList", "DictionaryIndices", "from_arrow",
+           "to_arrow", "fixed_bits", "is_variable", "is_vector", "offset_bits"]
 
 
 @dataclass
@@ -36,6 +38,25 @@ class Variable:
     data: np.ndarray  # uint8
     num_values: int
     offset_bits: int  # 32 or 64: the width the column's Arrow type uses
+
+
+@dataclass
+class FixedSizeList:
+    """Vectors: ``num_values`` rows of ``dim`` items of ``item_bits`` bits (whole bytes).
+
+    ``item_validity`` (bool per item, ``num_values * dim``) is None when no item is
+    null; a row's own nullness travels separately, like any value's.
+    """
+
+    dim: int
+    item_bits: int
+    data: np.ndarray  # uint8, num_values * dim * item_bits / 8
+    item_validity: np.ndarray | None
+    num_values: int
+
+    @property
+    def bits(self) -> int:
+        return self.dim * self.item_bits
 
 
 @dataclass
@@ -56,8 +77,19 @@ def offset_bits(dt: pa.DataType) -> int:
     return 64 if (pa.types.is_large_string(dt) or pa.types.is_large_binary(dt)) else 32
 
 
+def is_vector(dt: pa.DataType) -> bool:
+    """A fixed-size list of whole-byte fixed-width primitives (a vector type)."""
+    if not pa.types.is_fixed_size_list(dt):
+        return False
+    bits = fixed_bits(dt.value_type)
+    return bits is not None and bits % 8 == 0 and dt.list_size > 0
+
+
 def fixed_bits(dt: pa.DataType) -> int | None:
-    """Bits per value of a fixed-width primitive type, or None."""
+    """Bits per value of a fixed-width primitive type (a vector: all its items), or
+    None."""
+    if pa.types.is_fixed_size_list(dt):
+        return dt.list_size * fixed_bits(dt.value_type) if is_vector(dt) else None
     if pa.types.is_boolean(dt):
         return 1
     if pa.types.is_fixed_size_binary(dt):
@@ -89,6 +121,13 @@ def from_arrow(arr: pa.Array):
     dt = arr.type
     n = len(arr)
     bufs = arr.buffers()
+    if is_vector(dt):
+        d = dt.list_size
+        width = fixed_bits(dt.value_type) // 8
+        child = arr.values.slice(arr.offset * d, n * d)  # .values ignores the offset
+        cbuf = _u8(child.buffers()[1])
+        data = cbuf[child.offset * width:(child.offset + n * d) * width]
+        return FixedSizeList(d, width * 8, data, validity_of(child), n), validity_of(arr)
     if pa.types.is_dictionary(dt) or pa.types.is_nested(dt):
         raise NotSupportedError(f"writing {dt} columns is not supported yet")
     if is_variable(dt):
@@ -133,6 +172,10 @@ def to_arrow(dt: pa.DataType, block, validity: np.ndarray | None) -> pa.Array:
         mask = None if validity is None else ~validity
         return block.items.take(pa.array(idx, mask=mask))
     vbuf = _validity_buffer(validity)
+    if pa.types.is_fixed_size_list(dt):
+        return _vector_to_arrow(dt, block, vbuf)
+    if isinstance(block, FixedSizeList):
+        raise CorruptFileError(f"vector values for a {dt} column")
     if isinstance(block, Variable):
         n = block.num_values
         if offset_bits(dt) == 32:
@@ -145,3 +188,26 @@ def to_arrow(dt: pa.DataType, block, validity: np.ndarray | None) -> pa.Array:
             offs = block.offsets
         return pa.Array.from_buffers(dt, n, [vbuf, pa.py_buffer(offs), pa.py_buffer(block.data)])
     return pa.Array.from_buffers(dt, block.num_values, [vbuf, pa.py_buffer(block.data)])
+
+
+def _vector_to_arrow(dt: pa.DataType, block, vbuf) -> pa.Array:
+    if not is_vector(dt):
+        raise NotSupportedError(f"reading {dt} columns is not supported yet")
+    d = dt.list_size
+    ibits = fixed_bits(dt.value_type)
+    n = block.num_values
+    if isinstance(block, FixedSizeList):
+        if block.dim != d or block.item_bits != ibits:
+            raise CorruptFileError(f"vectors of {block.dim} x {block.item_bits}-bit items for "
+                                   f"a {dt} column")
+        ivalid = block.item_validity
+    elif isinstance(block, FixedWidth) and block.bits == d * ibits:
+        ivalid = None
+    else:
+        raise CorruptFileError(f"values of {getattr(block, 'bits', 'variable')} bits for a "
+                               f"{dt} column")
+    if len(block.data) != n * d * ibits // 8:
+        raise CorruptFileError(f"{len(block.data)} bytes of vector data for {n} {dt} values")
+    child = pa.Array.from_buffers(dt.value_type, n * d,
+                                  [_validity_buffer(ivalid), pa.py_buffer(block.data)])
+    return pa.Array.from_buffers(dt, n, [vbuf], children=[child])

@@ -9,7 +9,8 @@ Order, as in the reference (2.1):
    full-zip, else mini-block; in mini-block pages, strings and fixed-size binary of
    low cardinality (HyperLogLog estimate, ``dict-divisor``, ``dict-size-ratio``) →
    a dictionary, the chunks then holding u32 indices;
-3. mini-block values: ``compression=none`` → Flat/Variable; strings of at least 32 KiB
+3. mini-block values: vectors (fixed-size lists) → FixedSizeList, never compressed;
+   ``compression=none`` → Flat/Variable; strings of at least 32 KiB
    whose longest value has 5+ bytes → FSST when it is smaller; 8/16/32/64-bit numbers →
    the smallest of Flat, InlineBitpacking and (when runs < ``rle-threshold`` x values)
    RLE; then ``compression=lz4|zstd`` wraps
@@ -26,7 +27,7 @@ import pyarrow as pa
 
 from lancenb.encodings import blocks
 from lancenb.encodings.config import EncodingConfig
-from lancenb.encodings.physical import bitpacking, flat, fsst, general, rle, variable
+from lancenb.encodings.physical import bitpacking, flat, fsl, fsst, general, rle, variable
 from lancenb.encodings.physical import dictionary as dictionary_enc
 from lancenb.encodings.structural import allnull, fullzip, miniblock, repdef
 from lancenb.kernels import stats as kstats
@@ -50,6 +51,9 @@ def _bitpackable(dtype: pa.DataType, block) -> bool:
 
 def choose_codec(dtype: pa.DataType, block, cfg: EncodingConfig, why: list[str]):
     """The mini-block value codec for ``block`` (a module or a codec object)."""
+    if isinstance(block, blocks.FixedSizeList):
+        why.append("vectors: fixed_size_list items stored flat")
+        return fsl.FslCodec()
     base = variable if isinstance(block, blocks.Variable) else flat
     if cfg.compression == "none":
         why.append("compression=none: no bitpacking or general compression")

@@ -8,7 +8,7 @@ import pyarrow as pa
 
 from lancenb import io as lio
 from lancenb._proto import file2_pb2, file_pb2
-from lancenb.encodings import pb
+from lancenb.encodings import blocks, pb
 from lancenb.encodings.config import config_for_field
 from lancenb.encodings.page import encode_page
 from lancenb.encodings.structural import repdef
@@ -51,12 +51,13 @@ def _leaf_field(f: pa.Field, path: tuple) -> pa.Field:
 
 def _has_unsupported(dt: pa.DataType) -> bool:
     """Types lancenb cannot write yet: dictionaries inside nested fields, maps, unions,
-    fixed-size lists."""
+    fixed-size lists of anything but whole-byte fixed-width primitives."""
     if pa.types.is_struct(dt):
         return any(_has_unsupported(f.type) or pa.types.is_dictionary(f.type) for f in dt)
     if pa.types.is_list(dt) or pa.types.is_large_list(dt):
         return _has_unsupported(dt.value_type) or pa.types.is_dictionary(dt.value_type)
-    # fixed-size lists (vectors) are not written yet
+    if blocks.is_vector(dt):
+        return False
     return pa.types.is_nested(dt)
 
 

@@ -26,6 +26,10 @@ def value_decoder(enc, fixed_bits: int | None, where: str):
     from lancenb.encodings.physical import bitpacking, bss, flat, fsst, general, rle, variable
 
     kind = enc.WhichOneof("compression")
+    if kind == "fixed_size_list":
+        from lancenb.encodings.physical import fsl
+
+        return fsl.FslValues(enc, fixed_bits, where)
     if kind == "rle" and fixed_bits is not None:
         return rle.RleValues(enc, fixed_bits, where)
     if kind == "byte_stream_split" and fixed_bits is not None:

@@ -20,7 +20,8 @@ import numpy as np
 import pyarrow as pa
 
 from lancenb.encodings import pb
-from lancenb.encodings.blocks import FixedWidth, Variable
+from lancenb.encodings.blocks import FixedSizeList, FixedWidth, Variable
+from lancenb.encodings.physical import fsl as fsl_enc
 from lancenb.encodings.structural import repdef
 from lancenb.errors import CorruptFileError, NotSupportedError
 from lancenb.kernels import fullzip as kz
@@ -59,6 +60,9 @@ def encode_nested(block, levels):
     layout = pb.e21.FullZipLayout(bits_rep=bits_rep, bits_def=bits_def,
                                   num_items=n if levels.rep is not None else nvis,
                                   num_visible_items=nvis, layers=levels.layers)
+    value_desc = None
+    if isinstance(block, FixedSizeList):
+        block, value_desc = fsl_enc.per_value(block)
     vis = levels.visible()
     dv = defs if vis is None or not len(defs) else defs[vis]
     valid = np.ones(nvis, bool) if not len(dv) else dv == 0
@@ -71,8 +75,7 @@ def encode_nested(block, levels):
         lw = 0
         estimate = total if levels.rep is not None else 0
         layout.bits_per_value = block.bits
-        layout.value_compression.CopyFrom(getattr(block, "description", None) or
-                                          pb.flat(block.bits))
+        layout.value_compression.CopyFrom(value_desc or pb.flat(block.bits))
     else:
         width = 0
         lw = block.offset_bits // 8
@@ -98,6 +101,9 @@ def encode(block, validity: np.ndarray | None, *, levels=None):
         if not (levels.is_simple() and levels.rep is None):
             return encode_nested(block, levels)
         validity = None if levels.defs is None else levels.defs == 0
+    value_desc = None
+    if isinstance(block, FixedSizeList):
+        block, value_desc = fsl_enc.per_value(block)
     n = block.num_values
     bits_def = 0 if validity is None else 1
     cw = control_width(0, bits_def)
@@ -113,7 +119,7 @@ def encode(block, validity: np.ndarray | None, *, levels=None):
             items[:, 0] = ~validity
         items[:, cw:] = block.data.reshape(n, width)
         layout.bits_per_value = block.bits
-        layout.value_compression.CopyFrom(pb.flat(block.bits))
+        layout.value_compression.CopyFrom(value_desc or pb.flat(block.bits))
         return [items.reshape(-1)], pb.e21.PageLayout(full_zip_layout=layout)
     # the length prefix is as wide as the Arrow type's offsets (pylance insists on it)
     lw = block.offset_bits // 8
@@ -155,14 +161,9 @@ class FullZipDecoder:
         vc = layout.value_compression
         kind = vc.WhichOneof("compression")
         details = layout.WhichOneof("details")
+        self.fsl = None
         if details == "bits_per_value":
-            if fixed_bits is None or kind != "flat" or vc.flat.HasField("data"):
-                raise NotSupportedError(f"{where}: full-zip value encoding {pb.describe(vc)} "
-                                        f"for {dtype} is not supported yet")
-            if layout.bits_per_value != fixed_bits or fixed_bits % 8:
-                raise CorruptFileError(f"{where}: {layout.bits_per_value}-bit values for a "
-                                       f"{dtype} column")
-            self.width = fixed_bits // 8
+            self.width = self._fixed_width(layout, vc, kind, dtype, fixed_bits)
             self.item = self.cw + self.width
             if not self.sizes or self.sizes[0] != num_rows * self.item:
                 raise CorruptFileError(f"{where}: zipped buffer has {self.sizes[:1]} bytes, "
@@ -188,6 +189,20 @@ class FullZipDecoder:
         else:
             raise CorruptFileError(f"{where}: full-zip layout gives no value width")
 
+    def _fixed_width(self, layout, vc, kind, dtype, fixed_bits) -> int:
+        """Bytes per fixed-width value (vectors: their validity bytes included)."""
+        where = self.where
+        if kind == "fixed_size_list":
+            self.fsl = fsl_enc.PerValueFsl(vc, int(layout.bits_per_value), fixed_bits, where)
+            return self.fsl.width
+        if fixed_bits is None or kind != "flat" or vc.flat.HasField("data"):
+            raise NotSupportedError(f"{where}: full-zip value encoding {pb.describe(vc)} "
+                                    f"for {dtype} is not supported yet")
+        if layout.bits_per_value != fixed_bits or fixed_bits % 8:
+            raise CorruptFileError(f"{where}: {layout.bits_per_value}-bit values for a "
+                                   f"{dtype} column")
+        return fixed_bits // 8
+
     def _init_nested(self, layout, num_rows, buffer_sizes, dtype, fixed_bits):
         where = self.where
         self.info = repdef.LayerInfo.from_layers(layout.layers, where)
@@ -210,19 +225,9 @@ class FullZipDecoder:
         kind = vc.WhichOneof("compression")
         details = layout.WhichOneof("details")
         self.fixed = details == "bits_per_value"
+        self.fsl = None
         if self.fixed:
-            self.fsl = None
-            if kind == "fixed_size_list":
-                raise NotSupportedError(f"{where}: fixed-size-list values are not supported "
-                                        f"yet")
-            else:
-                if fixed_bits is None or kind != "flat" or vc.flat.HasField("data"):
-                    raise NotSupportedError(f"{where}: full-zip value encoding "
-                                            f"{pb.describe(vc)} for {dtype} is not supported")
-                if layout.bits_per_value != fixed_bits or fixed_bits % 8:
-                    raise CorruptFileError(f"{where}: {layout.bits_per_value}-bit values for "
-                                           f"a {dtype} column")
-                self.width = fixed_bits // 8
+            self.width = self._fixed_width(layout, vc, kind, dtype, fixed_bits)
             self.lw = 0
         elif details == "bits_per_offset":
             if fixed_bits is not None or kind != "variable" or vc.variable.HasField("values"):
@@ -324,6 +329,8 @@ class FullZipDecoder:
             d = items[:, 0] & self.def_mask
             validity = d == 0
         values = np.ascontiguousarray(items[:, self.cw:]).reshape(-1)
+        if self.fsl is not None:
+            return self.fsl.unzip(values, n), validity
         return FixedWidth(self.width * 8, values, n), validity
 
     def _variable(self, data: np.ndarray, n: int):
