@@ -344,6 +344,88 @@ class LanceDataset(pads.Dataset):
         ds = write_dataset(data, self, mode=mode, **kwargs)
         self._become(ds._mf)
 
+    # -- row changes and maintenance ----------------------------------------------
+    def update(self, updates: dict, where=None) -> dict:
+        """``{column: SQL expression}`` on the rows matching ``where``."""
+        from lancenb.dataset.mutation import update
+
+        return update(self, updates, where)
+
+    def merge_insert(self, on):
+        """Upsert builder: ``ds.merge_insert("id").when_matched_update_all()
+        .when_not_matched_insert_all().execute(data)``."""
+        from lancenb.dataset.mutation import MergeInsertBuilder
+
+        return MergeInsertBuilder(self, on)
+
+    @property
+    def optimize(self) -> "_Optimize":
+        return _Optimize(self)
+
+    def cleanup_old_versions(self, older_than=None, retain_versions=None, *,
+                             delete_unverified=False, error_if_tagged_old_versions=True,
+                             dry_run=False):
+        from lancenb.dataset.maintenance import cleanup_old_versions
+
+        return cleanup_old_versions(self, older_than, retain_versions,
+                                    delete_unverified=delete_unverified,
+                                    error_if_tagged_old_versions=error_if_tagged_old_versions,
+                                    dry_run=dry_run)
+
+    def _take_rows(self, row_ids, columns=None, **kwargs) -> pa.Table:
+        """Rows by row id (stable row ids) or row address, in the order given."""
+        ids = np.asarray(row_ids, dtype=np.uint64).reshape(-1)
+        frags = {f.fragment_id: f for f in self.get_fragments()}
+        if self.stable_row_ids:
+            sorted_ids, frag_of, off_of = self._row_id_index()
+            pos = np.searchsorted(sorted_ids, ids)
+            ok = (pos < len(sorted_ids)) & (sorted_ids[np.minimum(pos, len(sorted_ids) - 1)]
+                                            == ids) if len(sorted_ids) else \
+                np.zeros(len(ids), bool)
+            if not ok.all():
+                raise InvalidInputError(f"no row with id {int(ids[~ok][0])}")
+            fid, off = frag_of[pos], off_of[pos]
+        else:
+            fid, off = (ids >> np.uint64(32)).astype(np.int64), \
+                (ids & np.uint64(0xFFFFFFFF)).astype(np.int64)
+        sc = self.scanner(columns=columns, **kwargs)
+        parts, positions = [], []
+        for f in np.unique(fid):
+            frag = frags.get(int(f))
+            sel = np.flatnonzero(fid == f)
+            if frag is None or np.any(off[sel] >= frag.physical_rows) or np.any(
+                    np.isin(off[sel], frag.deleted_offsets())):
+                raise InvalidInputError(f"row(s) {ids[sel][:3].tolist()} do not exist or are "
+                                        f"deleted")
+            uniq, inverse = np.unique(off[sel], return_inverse=True)
+            t = sc._with_ids(frag, frag.take_physical(sc.columns, uniq), uniq)
+            parts.append(t.take(pa.array(inverse)))
+            positions.append(sel)
+        if not parts:
+            return sc.projected_schema.empty_table()
+        table = pa.concat_tables(parts)
+        order = np.concatenate(positions)
+        inv = np.empty_like(order)
+        inv[order] = np.arange(len(order))
+        return table.take(pa.array(inv)).combine_chunks()
+
+    def _row_id_index(self):
+        """Sorted row ids with their fragment id and offset (built once, cached)."""
+        key = ("row_id_index",)
+        if key not in self._cache:
+            ids, fr, off = [], [], []
+            for f in self.get_fragments():  # live rows only: a moved row's old copy is
+                live = f.live_offsets()        # deleted and must not shadow the new one
+                o = np.arange(f.physical_rows, dtype=np.int64) if live is None else live
+                ids.append(f.row_ids()[o])
+                fr.append(np.full(len(o), f.fragment_id, np.int64))
+                off.append(o)
+            ids_a = np.concatenate(ids) if ids else np.zeros(0, np.uint64)
+            order = np.argsort(ids_a, kind="stable")
+            self._cache[key] = (ids_a[order], np.concatenate(fr)[order] if fr else ids_a,
+                                np.concatenate(off)[order] if off else ids_a)
+        return self._cache[key]
+
     # -- schema evolution (lancenb.dataset.evolution) ----------------------------
     def add_columns(self, transforms, read_columns=None, *, batch_size=None, **kwargs) -> None:
         """Add columns from SQL expressions (``{"b": "a * 2"}``), ``pa.Field``s /
@@ -384,6 +466,18 @@ class LanceDataset(pads.Dataset):
     @property
     def partition_expression(self):
         return pc.scalar(True)
+
+
+class _Optimize:
+    """``ds.optimize``: pylance's namespace for compaction."""
+
+    def __init__(self, ds: LanceDataset):
+        self._ds = ds
+
+    def compact_files(self, **kwargs):
+        from lancenb.dataset.maintenance import compact_files
+
+        return compact_files(self._ds, **kwargs)
 
 
 def _ranges(vs: list[int]) -> str:
@@ -532,8 +626,8 @@ def write_dataset(data, uri, schema: pa.Schema | None = None, *, mode: str = "cr
                   max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
                   data_storage_version: str | None = None, storage_options=None,
                   enable_v2_manifest_paths: bool = True, commit_lock=None,
-                  manifest_store=None, use_legacy_format=None, progress=None,
-                  **kwargs) -> LanceDataset:
+                  manifest_store=None, enable_stable_row_ids: bool | None = None,
+                  use_legacy_format=None, progress=None, **kwargs) -> LanceDataset:
     """Write ``data`` as a new dataset, or append to / overwrite one (pylance's API).
 
     ``data``: a pyarrow Table, RecordBatch, RecordBatchReader, iterable of
@@ -562,9 +656,6 @@ def write_dataset(data, uri, schema: pa.Schema | None = None, *, mode: str = "cr
     v2 = naming if naming is not None else bool(enable_v2_manifest_paths)
     appending = mode == "append" and base is not None
     if appending:
-        if base.manifest.reader_feature_flags & FLAG_STABLE_ROW_IDS:
-            raise NotSupportedError(f"dataset {store.uri!r} uses stable row ids; lancenb reads "
-                                    f"such datasets but cannot append to them yet")
         ds_schema, _ = fields_to_schema(base.manifest.fields, base.manifest.schema_metadata)
         fmt = base.manifest.data_format.version or "2.0"
         if data_storage_version is not None and FileVersion.resolve(data_storage_version) != \
@@ -605,6 +696,8 @@ def write_dataset(data, uri, schema: pa.Schema | None = None, *, mode: str = "cr
                 op.schema_metadata[k.decode() if isinstance(k, bytes) else k] = v
             txn = Transaction(read_version, "overwrite", op)
             txn.create_only = mode == "create"
+            if enable_stable_row_ids is not None:
+                txn.enable_stable_row_ids = bool(enable_stable_row_ids)
         mf = commit(store, txn, v2_names=v2, data_format=version.label,
                     writer_version=_writer_version())
     except BaseException:

@@ -141,6 +141,25 @@ class LanceFragment:
             raise CorruptFileError(f"{where} has {len(ids)} ids for {self.physical_rows} rows")
         return ids
 
+    def row_versions(self, kind: str) -> np.ndarray:
+        """Per-row ``created`` or ``last_updated`` dataset version (stable row ids);
+        1 where the fragment has no sequence."""
+        from lancenb.dataset.rowids import decode_version_runs
+
+        p = self._pb
+        field = f"{kind}_at_version_sequence"
+        which = p.WhichOneof(field)
+        if which is None:
+            return np.ones(self.physical_rows, dtype=np.uint64)
+        where = f"fragment {self.fragment_id}: {kind} versions"
+        if which.startswith("inline"):
+            data = getattr(p, which)
+        else:
+            ext = getattr(p, which)
+            raw = self._ds._store.read_bytes(ext.path)
+            data = raw[ext.offset: ext.offset + ext.size]
+        return decode_version_runs(data, self.physical_rows, where)
+
     def row_addresses(self, offsets: np.ndarray) -> np.ndarray:
         return (np.uint64(self.fragment_id) << np.uint64(32)) | offsets.astype(np.uint64)
 

@@ -22,7 +22,8 @@ from lancenb._proto import rowids_pb2
 from lancenb.encodings import pb
 from lancenb.errors import CorruptFileError
 
-__all__ = ["decode_row_ids", "encode_range_row_ids", "encode_version_runs"]
+__all__ = ["decode_row_ids", "encode_range_row_ids", "encode_version_runs",
+           "encode_array_row_ids", "decode_version_runs", "encode_version_array"]
 
 _MAX_SEGMENT = 1 << 40  # more row ids than any fragment can hold: corrupt
 
@@ -94,4 +95,63 @@ def encode_version_runs(num_rows: int, version: int) -> bytes:
     run.span.range.start = 0
     run.span.range.end = num_rows
     run.version = version
+    return seq.SerializeToString()
+
+
+def _encode_segment(seg, ids: np.ndarray) -> None:
+    """Fill a U64Segment with ``ids``: a range when contiguous, else an array with the
+    narrowest offsets from the minimum."""
+    ids = np.asarray(ids, dtype=np.uint64)
+    n = len(ids)
+    if n and int(ids[-1]) - int(ids[0]) == n - 1 and (n == 1 or np.all(np.diff(ids) == 1)):
+        seg.range.start = int(ids[0])
+        seg.range.end = int(ids[-1]) + 1
+        return
+    target = seg.sorted_array if n < 2 or np.all(ids[1:] > ids[:-1]) else seg.array
+    base = int(ids.min()) if n else 0
+    span = int(ids.max()) - base if n else 0
+    if span < 1 << 16:
+        target.u16_array.base = base
+        target.u16_array.offsets = (ids - np.uint64(base)).astype("<u2").tobytes()
+    elif span < 1 << 32:
+        target.u32_array.base = base
+        target.u32_array.offsets = (ids - np.uint64(base)).astype("<u4").tobytes()
+    else:
+        target.u64_array.values = ids.astype("<u8").tobytes()
+
+
+def encode_array_row_ids(ids: np.ndarray) -> bytes:
+    """A RowIdSequence for arbitrary ids (e.g. rows moved by compaction)."""
+    seq = rowids_pb2.RowIdSequence()
+    if len(ids):
+        _encode_segment(seq.segments.add(), ids)
+    return seq.SerializeToString()
+
+
+def decode_version_runs(data: bytes, num_rows: int, where: str) -> np.ndarray:
+    """Per-row dataset versions from a RowDatasetVersionSequence."""
+    seq = pb.parse(rowids_pb2.RowDatasetVersionSequence, data, where)
+    parts = []
+    for run in seq.runs:
+        n = len(_segment(run.span, where))
+        parts.append(np.full(n, run.version, dtype=np.uint64))
+    out = np.concatenate(parts) if parts else np.zeros(0, np.uint64)
+    if len(out) != num_rows:
+        raise CorruptFileError(f"{where}: versions for {len(out)} rows, the fragment has "
+                               f"{num_rows}")
+    return out
+
+
+def encode_version_array(versions: np.ndarray) -> bytes:
+    """Runs of equal versions as a RowDatasetVersionSequence (spans are row offsets)."""
+    v = np.asarray(versions, dtype=np.uint64)
+    seq = rowids_pb2.RowDatasetVersionSequence()
+    if len(v):
+        starts = np.flatnonzero(np.concatenate([[True], v[1:] != v[:-1]]))
+        ends = np.append(starts[1:], len(v))
+        for s_, e_ in zip(starts.tolist(), ends.tolist()):
+            run = seq.runs.add()
+            run.span.range.start = s_
+            run.span.range.end = e_
+            run.version = int(v[s_])
     return seq.SerializeToString()

@@ -55,6 +55,8 @@ class Transaction:
         self.restore_manifest = None  # restore: the manifest being restored
         self.restore_index_section: bytes | None = None
         self.create_only = False  # mode="create": fail if any version exists
+        self.enable_stable_row_ids: bool | None = None  # create/overwrite option
+        self.keeps_row_ids = False  # rewrite: new fragments carry the old row ids
         self.needs_merge: set[int] = set()  # delete: fragments to merge deletion sets on
 
     @property
@@ -305,9 +307,35 @@ def build_manifest(base, txn: Transaction, version: int, *, data_format: str,
     m.transaction_file = txn.file_name()
     from lancenb.dataset.manifest import FLAG_STABLE_ROW_IDS, feature_flags_for
 
+    base_stable = base is not None and bool(base.reader_feature_flags & FLAG_STABLE_ROW_IDS)
+    if txn.enable_stable_row_ids is not None and op in ("overwrite",):
+        stable = txn.enable_stable_row_ids
+    else:
+        stable = base_stable or (op == "restore" and bool(
+            m.reader_feature_flags & FLAG_STABLE_ROW_IDS))
+    if stable:
+        _assign_row_ids(m, base, version)
+    else:
+        m.next_row_id = 0
     reader, writer = feature_flags_for(m)
-    keep = FLAG_STABLE_ROW_IDS if base is not None and base.reader_feature_flags & \
-        FLAG_STABLE_ROW_IDS and op != "overwrite" else 0
-    m.reader_feature_flags = reader | keep
-    m.writer_feature_flags = writer | keep
+    keep = FLAG_STABLE_ROW_IDS if stable else 0
+    m.reader_feature_flags = (reader & ~FLAG_STABLE_ROW_IDS) | keep
+    m.writer_feature_flags = (writer & ~FLAG_STABLE_ROW_IDS) | keep
     return m
+
+
+def _assign_row_ids(m, base, version: int) -> None:
+    """Give every fragment without a row-id sequence fresh ids from ``next_row_id``
+    (ids are never reused), with created/last-updated versions = ``version``."""
+    from lancenb.dataset.rowids import encode_range_row_ids, encode_version_runs
+
+    nxt = max(int(m.next_row_id), int(base.next_row_id) if base is not None else 0)
+    for f in m.fragments:
+        if f.WhichOneof("row_id_sequence") is not None:
+            continue
+        n = int(f.physical_rows)
+        f.inline_row_ids = encode_range_row_ids(nxt, nxt + n)
+        f.inline_created_at_versions = encode_version_runs(n, version)
+        f.inline_last_updated_at_versions = encode_version_runs(n, version)
+        nxt += n
+    m.next_row_id = nxt

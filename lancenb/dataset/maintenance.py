@@ -1,0 +1,232 @@
+"""Compaction and cleanup.
+
+``compact_files`` rewrites runs of small fragments (and fragments with many deleted
+rows) into fragments of about ``target_rows_per_fragment`` rows, streaming the live
+rows in batches of ``batch_size`` so memory stays bounded whatever the dataset size.
+It commits a ``Rewrite`` transaction (groups of old fragments -> new fragments) that
+pylance understands. With stable row ids the moved rows keep their ids: the new
+fragments carry the old ids as explicit sequences.
+
+``cleanup_old_versions`` removes manifests older than ``older_than`` (never the latest,
+the last ``retain_versions`` or a tagged one) and then every data, deletion and
+transaction file no remaining version references. A file no manifest ever named
+(left by a failed write) is only removed once it is older than 7 days, or with
+``delete_unverified=True``, because it may belong to a commit still in progress.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from lancenb._proto import transaction_pb2
+from lancenb.dataset.commit import TRANSACTIONS_DIR, list_versions, load_manifest
+from lancenb.dataset.deletion import DELETIONS_DIR, deletion_path
+from lancenb.dataset.fragment import DATA_DIR
+from lancenb.dataset.manifest import VERSIONS_DIR, manifest_name
+from lancenb.dataset.transaction import Transaction
+from lancenb.dataset.write import cleanup, write_fragments
+from lancenb.errors import InvalidInputError, NotSupportedError
+from lancenb.file.version import FileVersion
+
+__all__ = ["compact_files", "CompactionMetrics", "cleanup_old_versions", "CleanupStats"]
+
+UNVERIFIED_GRACE = _dt.timedelta(days=7)
+
+
+@dataclass
+class CompactionMetrics:
+    fragments_removed: int = 0
+    fragments_added: int = 0
+    files_removed: int = 0
+    files_added: int = 0
+
+
+def _plan_bins(frags, target: int, materialize: bool, threshold: float):
+    """Runs of consecutive fragments worth rewriting together."""
+    bins, cur, cur_rows = [], [], 0
+
+    def close():
+        nonlocal cur, cur_rows
+        if len(cur) > 1 or (len(cur) == 1 and _dirty(cur[0], materialize, threshold)):
+            bins.append(cur)
+        cur, cur_rows = [], 0
+
+    for f in frags:
+        live = f.count_rows()
+        candidate = f.physical_rows < target or _dirty(f, materialize, threshold)
+        if not candidate:
+            close()
+            continue
+        cur.append(f)
+        cur_rows += live
+        if cur_rows >= target:
+            close()
+    close()
+    return bins
+
+
+def _dirty(f, materialize: bool, threshold: float) -> bool:
+    if not materialize or not f.physical_rows:
+        return False
+    return len(f.deleted_offsets()) / f.physical_rows > threshold
+
+
+def compact_files(ds, *, target_rows_per_fragment: int = 1024 * 1024,
+                  max_rows_per_group: int = 1024, materialize_deletions: bool = True,
+                  materialize_deletions_threshold: float = 0.1, batch_size: int = 64 * 1024,
+                  num_threads=None, max_bytes_per_file=None, **kwargs) -> CompactionMetrics:
+    """Merge small fragments and drop deleted rows; returns what changed."""
+    if kwargs:
+        raise InvalidInputError(f"unsupported compact_files options: {sorted(kwargs)}")
+    if target_rows_per_fragment <= 0 or batch_size <= 0:
+        raise InvalidInputError("target_rows_per_fragment and batch_size must be positive")
+    if ds.manifest.HasField("index_section"):
+        raise NotSupportedError("compacting a dataset with indices is not supported yet "
+                                "(lancenb cannot remap index fragment bitmaps)")
+    metrics = CompactionMetrics()
+    bins = _plan_bins(ds.get_fragments(), target_rows_per_fragment, materialize_deletions,
+                      materialize_deletions_threshold)
+    if not bins:
+        return metrics
+    schema = ds.schema
+    fields = list(ds.manifest.fields)
+    version = FileVersion.resolve(ds.data_storage_version)
+    op = transaction_pb2.Transaction.Rewrite()
+    txn = Transaction(ds.version, "rewrite", op)
+    written: list[str] = []
+    stable = ds.stable_row_ids
+    try:
+        for group in bins:
+            ids_parts, created_parts, updated_parts = [], [], []
+
+            def batches(group=group, ids_parts=ids_parts, created_parts=created_parts,
+                        updated_parts=updated_parts):
+                for frag in group:
+                    live = frag.live_offsets()
+                    offs = np.arange(frag.physical_rows, dtype=np.int64) if live is None \
+                        else live
+                    if stable:
+                        ids_parts.append(frag.row_ids()[offs])
+                        created_parts.append(frag.row_versions("created")[offs])
+                        updated_parts.append(frag.row_versions("last_updated")[offs])
+                    for lo in range(0, len(offs), batch_size):
+                        t = frag.take_physical(schema.names, offs[lo:lo + batch_size])
+                        yield from t.to_batches()
+            new = write_fragments(ds._store, batches(), schema, fields, version=version,
+                                  max_rows_per_file=target_rows_per_fragment,
+                                  written=written)
+            if stable:
+                from lancenb.dataset.rowids import encode_array_row_ids, encode_version_array
+
+                ids = np.concatenate(ids_parts) if ids_parts else np.zeros(0, np.uint64)
+                created = np.concatenate(created_parts) if created_parts else ids
+                updated = np.concatenate(updated_parts) if updated_parts else ids
+                pos = 0
+                for f in new:
+                    n = f.physical_rows
+                    f.inline_row_ids = encode_array_row_ids(ids[pos:pos + n])
+                    f.inline_created_at_versions = encode_version_array(created[pos:pos + n])
+                    f.inline_last_updated_at_versions = encode_version_array(updated[pos:pos + n])
+                    pos += n
+            g = op.groups.add()
+            g.old_fragments.extend(f._pb for f in group)
+            g.new_fragments.extend(new)
+            metrics.fragments_removed += len(group)
+            metrics.fragments_added += len(new)
+            metrics.files_removed += sum(len(f._pb.files) for f in group)
+            metrics.files_added += len(new)
+        txn.pb.rewrite.CopyFrom(op)
+        txn.keeps_row_ids = stable
+    except BaseException:
+        cleanup(ds._store, written)
+        raise
+    ds._commit(txn, written)
+    return metrics
+
+
+# -- cleanup ---------------------------------------------------------------------------
+
+@dataclass
+class CleanupStats:
+    bytes_removed: int = 0
+    old_versions: int = 0
+    removed: list = field(default_factory=list)  # relative paths (what a dry run lists)
+
+
+def _referenced(m) -> set[str]:
+    out = set()
+    for f in m.fragments:
+        for d in f.files:
+            out.add(f"{DATA_DIR}/{d.path}")
+        if f.HasField("deletion_file"):
+            out.add(deletion_path(f.id, f.deletion_file))
+        for kind in ("external_row_ids",):
+            if f.HasField(kind):
+                out.add(getattr(f, kind).path)
+    if m.transaction_file:
+        out.add(f"{TRANSACTIONS_DIR}/{m.transaction_file}")
+    return out
+
+
+def cleanup_old_versions(ds, older_than: _dt.timedelta | None = None,
+                         retain_versions: int | None = None, *, delete_unverified: bool = False,
+                         error_if_tagged_old_versions: bool = True,
+                         dry_run: bool = False) -> CleanupStats:
+    """Remove old versions and the files only they reference (see module docs)."""
+    store = ds._store
+    if older_than is None:
+        older_than = _dt.timedelta(days=14)
+    if not isinstance(older_than, _dt.timedelta):
+        raise InvalidInputError("older_than must be a datetime.timedelta")
+    if retain_versions is not None and retain_versions < 1:
+        raise InvalidInputError("retain_versions must be at least 1")
+    versions, v2 = list_versions(store)
+    if not versions:
+        return CleanupStats()
+    tagged = {int(t["version"]) for t in ds.tags.list().values()}
+    cutoff = time.time() - older_than.total_seconds()
+    manifests = {v: load_manifest(store, v, v2) for v in versions}
+    keep = {versions[-1]} | tagged
+    if retain_versions is not None:
+        keep |= set(versions[-retain_versions:])
+    for v, mf in manifests.items():
+        ts = mf.manifest.timestamp
+        if ts.seconds + ts.nanos / 1e9 >= cutoff:
+            keep.add(v)
+    remove = [v for v in versions if v not in keep]
+    kept_refs = set().union(*(_referenced(manifests[v].manifest) for v in keep))
+    removed_refs = set().union(*(_referenced(manifests[v].manifest) for v in remove)) \
+        if remove else set()
+    stats = CleanupStats(old_versions=len(remove))
+    now = time.time()
+    to_delete = [f"{VERSIONS_DIR}/{manifest_name(v, v2)}" for v in remove]
+    for d in (DATA_DIR, DELETIONS_DIR, TRANSACTIONS_DIR):
+        for name in store.list(d):
+            rel = f"{d}/{name}"
+            if rel in kept_refs:
+                continue
+            if rel in removed_refs or delete_unverified:
+                to_delete.append(rel)
+                continue
+            try:
+                age = now - os.path.getmtime(store.path(rel)) if store.local else \
+                    now - store.fs.modified(store.path(rel)).timestamp()
+            except (OSError, NotImplementedError, AttributeError):
+                continue
+            if age > UNVERIFIED_GRACE.total_seconds():
+                to_delete.append(rel)
+    for rel in to_delete:  # manifests first: no remaining version names a deleted file
+        try:
+            size = store.size(rel)
+        except Exception:
+            size = 0
+        stats.bytes_removed += size
+        stats.removed.append(rel)
+        if not dry_run:
+            store.delete(rel)
+    return stats
