@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lancenb._proto import file_pb2, table_pb2, transaction_pb2
+from lancenb.dataset.fragment import DATA_DIR
 from lancenb.dataset.transaction import Transaction
 from lancenb.dataset.write import cleanup, write_fragments
 from lancenb.errors import InvalidInputError, SchemaError
@@ -167,7 +168,10 @@ def _write_column_files(ds, new_schema: pa.Schema, new_fields, make_batches, *,
             g.files.append(df)
             frags.append(g)
     except BaseException:
-        cleanup(ds._store, written)
+        # files a checkpoint recorded stay: a rerun picks them up
+        kept = {f"{DATA_DIR}/{checkpoint.get(k).path}" for k in checkpoint.done} \
+            if checkpoint else set()
+        cleanup(ds._store, [w for w in written if w not in kept])
         raise
     return frags, written
 

@@ -62,10 +62,10 @@ def _plan_bins(frags, target: int, materialize: bool, threshold: float):
         if not candidate:
             close()
             continue
+        if cur and cur_rows + live > target:
+            close()  # bins hold at most ``target`` live rows (one big fragment excepted)
         cur.append(f)
         cur_rows += live
-        if cur_rows >= target:
-            close()
     close()
     return bins
 
