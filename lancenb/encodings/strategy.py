@@ -36,6 +36,10 @@ __all__ = ["encode_page", "FULL_ZIP_MIN_BYTES", "choose_codec"]
 
 # Values this large or larger go to full-zip pages (the reference's cut-off).
 FULL_ZIP_MIN_BYTES = 256
+# Full-zip pages whose longest value exceeds this compress each value on its own
+# (General zstd), provided the page holds at least PER_VALUE_MIN_PAGE_BYTES.
+PER_VALUE_GENERAL_MIN_BYTES = 32 * 1024
+PER_VALUE_MIN_PAGE_BYTES = 32 * 1024
 
 
 def _max_value_bytes(block) -> int:
@@ -95,6 +99,28 @@ def choose_codec(dtype: pa.DataType, block, cfg: EncodingConfig, why: list[str])
     return base
 
 
+def per_value_codec(block, cfg: EncodingConfig, why: list[str]):
+    """Full-zip variable-width values: ``(block to zip, its description or None)``."""
+    if cfg.compression == "none" or not block.num_values:
+        return block, None
+    size = len(block.data)
+    largest = _max_value_bytes(block)
+    requested = cfg.compression not in (None, "fsst")
+    if (largest > PER_VALUE_GENERAL_MIN_BYTES or requested) and size >= PER_VALUE_MIN_PAGE_BYTES:
+        scheme = general.LZ4 if cfg.compression == "lz4" else general.ZSTD
+        why.append(f"per-value general ({'lz4' if scheme == general.LZ4 else 'zstd'}): "
+                   f"largest value {largest} B")
+        return (general.compress_values(block, scheme, cfg.compression_level),
+                general.per_value_description(scheme, block.offset_bits, cfg.compression_level))
+    if cfg.compression == "fsst" or fsst.worth_trying(block):
+        codec = fsst.FsstCodec(block)
+        if codec.saves_space(block) or cfg.compression == "fsst":
+            why.append(f"per-value fsst: {size} B -> {len(codec.codes.data)} B")
+            return codec.codes, codec.description()
+        why.append("per-value fsst: no gain, kept variable")
+    return block, None
+
+
 def encode_page(arr: pa.Array, cfg: EncodingConfig, *, version_minor: int,
                 why: list[str] | None = None, levels=None):
     """Encode a flat Arrow array as one page: ``(buffers, PageLayout)``.
@@ -119,7 +145,11 @@ def encode_page(arr: pa.Array, cfg: EncodingConfig, *, version_minor: int,
     why.append(f"structural: {layout} (largest value {largest} B"
                f"{', forced by metadata' if cfg.structural_encoding else ''})")
     if layout == "fullzip":
-        return fullzip.encode(block, validity, levels=levels)
+        value_compression = None
+        if isinstance(block, blocks.Variable):
+            block, value_compression = per_value_codec(block, cfg, why)
+        return fullzip.encode(block, validity, levels=levels,
+                              value_compression=value_compression)
     dictionary = None
     if cfg.compression is None and (isinstance(block, blocks.Variable) or (
             pa.types.is_fixed_size_binary(arr.type) and block.bits >= 64)):

@@ -23,8 +23,6 @@ N = 4000
 
 @pytest.fixture(scope="module")
 def table():
-    # pylance writes FSST/dictionary pages for large strings that lancenb's full-zip
-    # reader does not decode yet; the binary column keeps to what both handle
     return nested_table(N, seed=11)
 
 

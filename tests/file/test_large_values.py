@@ -69,3 +69,39 @@ def test_lancenb_reads_pylance_full_zip_pages(tmp_path):
     assert_tables_equal(r.read_all().to_table(), t)
     idx = [0, 1, 999, 1999]
     assert_tables_equal(r.take_rows(idx).to_table(), t.take(idx))
+
+
+def test_per_value_compressed_pages_damaged(tmp_path):
+    """FSST and per-value zstd full-zip pages: flipped bytes give a LanceError (a
+    CorruptFileError for bad data), never a crash."""
+    from lancenb.errors import CorruptFileError, LanceError
+
+    rng = np.random.default_rng(8)
+    words = [f"w{i} ".encode() for i in range(40)]
+    text = [b"".join(words[j] for j in rng.integers(0, 40, k)) for k in [120] * 150 + [9000] * 5]
+    t = pa.table({"fsst": pa.array([x.decode() for x in text[:150]] * 2),
+                  "zstd": pa.array((text[150:] + [None] * 145) * 2, pa.binary())})
+    path = tmp_path / "pv.lance"
+    with LanceFileWriter(str(path)) as w:
+        w.write_batch(t)
+    r = LanceFileReader(str(path))
+    assert [c.pages[0].encoding.split(":")[1].split("(")[0] for c in r.metadata().columns] == \
+        ["fsst", "general"]
+    good = path.read_bytes()
+    corrupt = 0
+    for col in r.metadata().columns:
+        for buf in col.pages[0].buffers:
+            for _ in range(8):
+                bad = bytearray(good)
+                bad[buf.position + int(rng.integers(0, buf.size))] ^= int(rng.integers(1, 256))
+                p = tmp_path / "b.lance"
+                p.write_bytes(bytes(bad))
+                try:
+                    rr = LanceFileReader(str(p))
+                    rr.read_all().to_table()
+                    rr.take_rows([0, 151, 299]).to_table()
+                except CorruptFileError:
+                    corrupt += 1
+                except LanceError:
+                    pass
+    assert corrupt > 0

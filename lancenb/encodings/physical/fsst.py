@@ -35,7 +35,8 @@ def worth_trying(block: Variable) -> bool:
 
 
 class FsstValues:
-    """Decoder of FSST mini-block chunks (a Variable chunk of codes per chunk)."""
+    """Decoder of FSST mini-block chunks (a Variable chunk of codes per chunk); its
+    :meth:`expand` also decodes full-zip values (each value's codes zipped whole)."""
 
     num_buffers = 1
 
@@ -52,7 +53,7 @@ class FsstValues:
         self.inner = variable.VariableValues(int(inner.variable.offsets.flat.bits_per_value))
         self.offset_bits = self.inner.offset_bits
 
-    def _expand(self, codes: Variable, where: str) -> Variable:
+    def expand(self, codes: Variable, where: str) -> Variable:
         err = np.zeros(2, np.int64)
         total = kf.decompress_size(codes.offsets, codes.data, self.symbols, self.lens,
                                    self.info, err)
@@ -68,10 +69,10 @@ class FsstValues:
         return Variable(offsets, out, codes.num_values, self.offset_bits)
 
     def decode(self, data, starts, sizes, counts, where) -> Variable:
-        return self._expand(self.inner.decode(data, starts, sizes, counts, where), where)
+        return self.expand(self.inner.decode(data, starts, sizes, counts, where), where)
 
     def gather(self, data, starts, sizes, counts, slot, local, where) -> Variable:
-        return self._expand(self.inner.gather(data, starts, sizes, counts, slot, local, where),
+        return self.expand(self.inner.gather(data, starts, sizes, counts, slot, local, where),
                             where)
 
 
@@ -92,11 +93,14 @@ class FsstCodec:
     def saves_space(self, block: Variable) -> bool:
         return len(self.codes.data) + len(self.table) < len(block.data)
 
+    def description(self, inner=None):
+        inner = inner if inner is not None else variable.description(self.codes)
+        return pb.e21.CompressiveEncoding(fsst=pb.e21.Fsst(symbol_table=self.table.tobytes(),
+                                                           values=inner))
+
     def plan(self, block):
         return variable.plan(self.codes)
 
     def encode_chunks(self, block, bounds):
         src, starts, sizes, desc = variable.encode_chunks(self.codes, bounds)
-        enc = pb.e21.CompressiveEncoding(fsst=pb.e21.Fsst(symbol_table=self.table.tobytes(),
-                                                          values=desc))
-        return src, starts, sizes, enc
+        return src, starts, sizes, self.description(desc)

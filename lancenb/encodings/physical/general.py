@@ -10,7 +10,11 @@ Example: LZ4 of ``b"aaaa"`` is ``04 00 00 00`` followed by the LZ4 block.
 
 Contexts: in mini-block pages only value buffer 0 of each chunk is compressed (each
 chunk separately; other buffers and the rep/def levels are left alone); in block
-contexts (dictionaries, 2.2 level blocks) the whole block is one unit.
+contexts (dictionaries, 2.2 level blocks) the whole block is one unit; in full-zip
+pages each value is its own unit (``General{scheme, Variable(Flat(32|64))}``), stored
+with the usual length prefix: ``u32 zipped length | u64 raw length | zstd frame``.
+Full-zip values get this when the page's longest value exceeds 32 KiB (and the page
+holds at least 32 KiB), as in the reference.
 """
 
 from __future__ import annotations
@@ -22,9 +26,11 @@ import numpy as np
 import zstandard
 
 from lancenb.encodings import pb
+from lancenb.encodings.blocks import Variable
 from lancenb.errors import CorruptFileError, NotSupportedError
 
-__all__ = ["compress", "decompress", "GeneralValues", "GeneralCodec", "LZ4", "ZSTD"]
+__all__ = ["compress", "decompress", "GeneralValues", "GeneralCodec", "LZ4", "ZSTD",
+           "compress_values", "decompress_values", "per_value_description"]
 
 LZ4 = 1
 ZSTD = 2
@@ -137,3 +143,38 @@ class GeneralCodec:
         if self.level is not None:
             wrapped.general.compression.level = self.level
         return np.concatenate([head, src]), starts, sizes, wrapped
+
+
+def per_value_description(scheme: int, offset_bits: int, level: int | None = None):
+    enc = pb.e21.CompressiveEncoding(general=pb.e21.General(
+        compression=pb.e21.BufferCompression(scheme=scheme), values=pb.variable(offset_bits)))
+    if scheme == ZSTD:
+        enc.general.compression.level = level or 0
+    return enc
+
+
+def _join(parts: list, n: int, offset_bits: int) -> Variable:
+    lens = np.fromiter((len(p) for p in parts), np.int64, count=n)
+    offs = np.zeros(n + 1, np.int64)
+    np.cumsum(lens, out=offs[1:])
+    return Variable(offs, np.frombuffer(b"".join(parts), np.uint8), n, offset_bits)
+
+
+def compress_values(block: Variable, scheme: int, level: int | None = None) -> Variable:
+    """Each value compressed on its own (full-zip per-value compression)."""
+    data = memoryview(block.data)
+    o = block.offsets.tolist()
+    # one codec call per value: these pages hold values of tens of KiB, so the call,
+    # not the loop, is the cost
+    parts = [compress(data[o[i]:o[i + 1]], scheme, level) for i in range(block.num_values)]
+    return _join(parts, block.num_values, block.offset_bits)
+
+
+def decompress_values(block: Variable, scheme: int, where: str) -> Variable:
+    """Inverse of :func:`compress_values`; empty slots (nulls, which the zipped page
+    stores without bytes) stay empty."""
+    data = memoryview(block.data)
+    o = block.offsets.tolist()
+    parts = [decompress(data[o[i]:o[i + 1]], scheme, f"{where}, value {i}")
+             if o[i + 1] > o[i] else b"" for i in range(block.num_values)]
+    return _join(parts, block.num_values, block.offset_bits)

@@ -22,6 +22,7 @@ import pyarrow as pa
 from lancenb.encodings import pb
 from lancenb.encodings.blocks import FixedSizeList, FixedWidth, Variable
 from lancenb.encodings.physical import fsl as fsl_enc
+from lancenb.encodings.physical import fsst, general
 from lancenb.encodings.structural import repdef
 from lancenb.errors import CorruptFileError, NotSupportedError
 from lancenb.kernels import fullzip as kz
@@ -48,7 +49,7 @@ def _bitlen(levels) -> int:
     return 0 if levels is None or len(levels) == 0 else int(levels.max()).bit_length()
 
 
-def encode_nested(block, levels):
+def encode_nested(block, levels, value_compression=None):
     """A full-zip page of a nested column: one item per level (see
     :func:`lancenb.kernels.fullzip.zip_levels`) and the repetition index."""
     info = levels.info
@@ -84,7 +85,7 @@ def encode_nested(block, levels):
         total = n * cw + int(valid.sum()) * lw + int(lengths[valid].sum())
         estimate = len(block.data) + cw * int(layout.num_items) + lw * nvis
         layout.bits_per_offset = lw * 8
-        layout.value_compression.CopyFrom(pb.variable(lw * 8))
+        layout.value_compression.CopyFrom(value_compression or pb.variable(lw * 8))
     out = np.empty(total, np.uint8)
     starts = np.empty(n + 1, np.int64)
     rows = kz.zip_levels(rep, defs, info.max_rep, info.max_visible_def, bits_def, cw, width,
@@ -95,11 +96,12 @@ def encode_nested(block, levels):
     return buffers, pb.e21.PageLayout(full_zip_layout=layout)
 
 
-def encode(block, validity: np.ndarray | None, *, levels=None):
-    """Encode one page: ``(buffers, PageLayout)``."""
+def encode(block, validity: np.ndarray | None, *, levels=None, value_compression=None):
+    """Encode one page: ``(buffers, PageLayout)``. ``value_compression`` describes
+    variable-width values already compressed per value (FSST codes, General units)."""
     if levels is not None:
         if not (levels.is_simple() and levels.rep is None):
-            return encode_nested(block, levels)
+            return encode_nested(block, levels, value_compression)
         validity = None if levels.defs is None else levels.defs == 0
     value_desc = None
     if isinstance(block, FixedSizeList):
@@ -132,7 +134,7 @@ def encode(block, validity: np.ndarray | None, *, levels=None):
     kz.zip_variable(block.offsets, block.data, defs, cw, lw, out, starts)
     index = starts.astype(f"<u{_index_width(len(out))}")
     layout.bits_per_offset = lw * 8
-    layout.value_compression.CopyFrom(pb.variable(lw * 8))
+    layout.value_compression.CopyFrom(value_compression or pb.variable(lw * 8))
     return [out, index.view(np.uint8)], pb.e21.PageLayout(full_zip_layout=layout)
 
 
@@ -162,6 +164,7 @@ class FullZipDecoder:
         kind = vc.WhichOneof("compression")
         details = layout.WhichOneof("details")
         self.fsl = None
+        self.expand = None
         if details == "bits_per_value":
             self.width = self._fixed_width(layout, vc, kind, dtype, fixed_bits)
             self.item = self.cw + self.width
@@ -170,10 +173,9 @@ class FullZipDecoder:
                                        f"expected {num_rows * self.item}")
             self.fixed = True
         elif details == "bits_per_offset":
-            if fixed_bits is not None or kind != "variable" or vc.variable.HasField("values") \
-                    or vc.variable.offsets.WhichOneof("compression") != "flat":
-                raise NotSupportedError(f"{where}: full-zip value encoding {pb.describe(vc)} "
-                                        f"for {dtype} is not supported yet")
+            if fixed_bits is not None:
+                raise CorruptFileError(f"{where}: variable-width values for a {dtype} column")
+            self.expand = _per_value_decoder(vc, where)
             if layout.bits_per_offset not in (32, 64):
                 raise CorruptFileError(f"{where}: {layout.bits_per_offset}-bit value lengths")
             self.lw = layout.bits_per_offset // 8
@@ -226,13 +228,14 @@ class FullZipDecoder:
         details = layout.WhichOneof("details")
         self.fixed = details == "bits_per_value"
         self.fsl = None
+        self.expand = None
         if self.fixed:
             self.width = self._fixed_width(layout, vc, kind, dtype, fixed_bits)
             self.lw = 0
         elif details == "bits_per_offset":
-            if fixed_bits is not None or kind != "variable" or vc.variable.HasField("values"):
-                raise NotSupportedError(f"{where}: full-zip value encoding {pb.describe(vc)} "
-                                        f"for {dtype} is not supported yet")
+            if fixed_bits is not None:
+                raise CorruptFileError(f"{where}: variable-width values for a {dtype} column")
+            self.expand = _per_value_decoder(vc, where)
             if layout.bits_per_offset not in (32, 64):
                 raise CorruptFileError(f"{where}: {layout.bits_per_offset}-bit value lengths")
             self.width = 0
@@ -288,6 +291,8 @@ class FullZipDecoder:
                                    f"{expect_rows}")
         if self.width == 0:
             block = Variable(offs, out, nvis, self.lw * 8)
+            if self.expand is not None:
+                block = self.expand(block)
         elif self.fsl is not None:
             block = self.fsl.unzip(out, nvis)
         else:
@@ -346,7 +351,8 @@ class FullZipDecoder:
         defs = np.empty(n, np.int64)
         kz.unzip_variable_fill(data, n, self.cw, self.lw, self.def_mask, offsets, out, defs)
         validity = (defs == 0) if self.cw else None
-        return Variable(offsets, out, n, self.lw * 8), validity
+        block = Variable(offsets, out, n, self.lw * 8)
+        return (block if self.expand is None else self.expand(block)), validity
 
     def buffers_for_all(self, offsets, sizes):
         return [(offsets[0], sizes[0])]
@@ -378,6 +384,27 @@ class FullZipDecoder:
         data = _read_slices(reader, offsets[0] + bounds[:, 0], bounds[:, 1] - bounds[:, 0],
                             self.where)
         return self._variable(data, n)
+
+
+def _per_value_decoder(vc, where: str):
+    """``Variable -> Variable`` undoing per-value compression (None for plain values)."""
+    kind = vc.WhichOneof("compression")
+    if kind == "variable" and not vc.variable.HasField("values") \
+            and vc.variable.offsets.WhichOneof("compression") == "flat":
+        return None
+    if kind == "fsst":
+        values = fsst.FsstValues(vc, where)
+        return lambda block: values.expand(block, where)
+    if kind == "general":
+        inner = vc.general.values
+        if _per_value_decoder(inner, where) is not None or inner.WhichOneof(
+                "compression") != "variable":
+            raise NotSupportedError(f"{where}: full-zip values {pb.describe(vc)} are not "
+                                    f"supported")
+        scheme = general.scheme_of(vc, where)
+        return lambda block: general.decompress_values(block, scheme, where)
+    raise NotSupportedError(f"{where}: full-zip value encoding {pb.describe(vc)} is not "
+                            f"supported yet")
 
 
 def _read_slices(reader, positions: np.ndarray, lengths: np.ndarray, where: str) -> np.ndarray:
