@@ -1,5 +1,5 @@
 # Two entry points that work on a fresh machine with Python, Java and a C compiler:
-#   make demo   -- create .venv, install lancenb, run the demo job
+#   make demo   -- create .venv, install lancenb[spark], run the demo job (embedded Spark)
 #   make test   -- create .venv, install lancenb with dev extras, run the whole suite
 PYTHON ?= python3
 VENV := .venv
@@ -13,11 +13,11 @@ $(VENV)/bin/python:
 	$(PIP) install --quiet --upgrade pip
 
 $(VENV)/.installed: pyproject.toml | $(VENV)/bin/python
-	$(PIP) install --quiet -e .
+	$(PIP) install --quiet -e '.[spark]'
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(VENV)/bin/python
-	$(PIP) install --quiet -e '.[dev]'
+	$(PIP) install --quiet -e '.[dev,spark]'
 	touch $@ $(VENV)/.installed
 
 demo: $(VENV)/.installed

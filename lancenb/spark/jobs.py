@@ -1,0 +1,299 @@
+"""Distributed writes: plan on the driver, write in tasks, commit once, or abort.
+
+This is the protocol the Spark data source and :func:`lancenb.spark.write_lance`
+share (lance-spark's, and pylance's ``write_fragments`` + ``LanceDataset.commit``):
+
+1. :func:`plan_write` (driver, before any task runs) resolves the mode, pins
+   ``read_version``, checks the DataFrame's schema against the dataset's and builds
+   the Arrow schema and Lance fields to write. Every bad input fails here.
+2. :func:`write_task` (one per Spark task) casts Spark's Arrow batches to that
+   schema and writes data files with :func:`lancenb.dataset.write.write_fragments`
+   (the Python API's writer), returning the fragments, serialised, ids unset.
+3. :func:`commit_job` (driver) builds **one** Append or Overwrite transaction over
+   every task's fragments and commits it with :func:`lancenb.dataset.commit.commit`:
+   the same conflict check, put-if-absent and retry loop as ``write_dataset``.
+4. :func:`abort_job` removes the job's files.
+
+Every data file is announced in a journal object,
+``_lancenb_spark/{write_uuid}/{task}.files``, *before* it is created, so abort also
+finds the files of tasks that died without reporting (a killed worker, a task whose
+commit message never arrived). Commit and abort remove the journal. A straggler
+task that keeps writing after abort can still leave files behind; they are never
+referenced by a manifest, so they are invisible, and an orphan sweep
+(``cleanup_old_versions``-style) is the real guarantee.
+
+A :class:`WriteJob` is pickled to every task: it holds only strings, ints, a
+``pyarrow.Schema`` and serialised protobufs.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from lancenb import __version__ as _lancenb_version
+from lancenb._proto import file_pb2, table_pb2, transaction_pb2
+from lancenb.dataset.commit import DEFAULT_MAX_RETRIES, commit, list_versions, load_manifest
+from lancenb.dataset.manifest import FLAG_STABLE_ROW_IDS, check_feature_flags
+from lancenb.dataset.transaction import Transaction
+from lancenb.dataset.write import (
+    DEFAULT_MAX_BYTES_PER_FILE,
+    DEFAULT_MAX_ROWS_PER_FILE,
+    cleanup,
+    write_fragments,
+)
+from lancenb.errors import (
+    DatasetExistsError,
+    InvalidInputError,
+    LanceError,
+    NotSupportedError,
+    SchemaError,
+)
+from lancenb.file.schema import fields_to_schema, schema_to_fields
+from lancenb.file.version import FileVersion
+from lancenb.io.store import ObjectStore
+from lancenb.spark.types import spark_compatible, to_lance_batch, write_schema_from_spark
+
+__all__ = ["WriteJob", "plan_write", "write_task", "commit_job", "abort_job", "JOURNAL_DIR",
+           "normalize_uri"]
+
+JOURNAL_DIR = "_lancenb_spark"
+MODES = ("append", "overwrite", "create")
+
+
+def normalize_uri(uri: str) -> str:
+    """``file:`` URIs (as Spark's catalog spells paths) become plain local paths."""
+    uri = str(uri)
+    if uri.startswith("file://"):
+        return uri[len("file://"):]
+    if uri.startswith("file:"):
+        return uri[len("file:"):]
+    return uri
+
+
+@dataclass
+class WriteJob:
+    """Everything a task needs to write its part of one job (picklable)."""
+
+    uri: str
+    mode: str  # "append" (onto read_version) or "overwrite" (also creates)
+    read_version: int
+    schema: pa.Schema
+    fields: list = field(default_factory=list)  # serialised lance.file.Field messages
+    data_format: str = "2.1"
+    v2_names: bool = True
+    create_only: bool = False
+    max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE
+    max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE
+    max_retries: int = DEFAULT_MAX_RETRIES
+    write_uuid: str = field(default_factory=lambda: str(uuid.uuid4()))
+    storage_options: dict | None = None
+    # fault injection for tests (see lancenb.spark.datasource): fail this partition
+    fail_partition: int | None = None
+    fail_commit: bool = False
+
+    def store(self) -> ObjectStore:
+        return ObjectStore(self.uri, self.storage_options)
+
+    def fields_pb(self) -> list:
+        return [file_pb2.Field.FromString(b) for b in self.fields]
+
+
+def plan_write(uri: str, spark_schema, *, mode: str, max_rows_per_file=None,
+               max_bytes_per_file=None, data_storage_version=None, max_retries=None,
+               storage_options=None) -> WriteJob:
+    """Check everything a write can check before data moves; the job to run."""
+    uri = normalize_uri(uri)
+    if mode not in MODES:
+        raise InvalidInputError(f"write mode must be one of {list(MODES)}, not {mode!r}")
+    rows = DEFAULT_MAX_ROWS_PER_FILE if max_rows_per_file is None else int(max_rows_per_file)
+    nbytes = DEFAULT_MAX_BYTES_PER_FILE if max_bytes_per_file is None else \
+        int(max_bytes_per_file)
+    if rows <= 0 or nbytes <= 0:
+        raise InvalidInputError("max_rows_per_file and max_bytes_per_file must be positive")
+    retries = DEFAULT_MAX_RETRIES if max_retries is None else int(max_retries)
+    if retries < 0:
+        raise InvalidInputError("commit_retries must be >= 0")
+    store = ObjectStore(uri, storage_options)
+    versions, naming = list_versions(store)
+    base = load_manifest(store, versions[-1], naming) if versions else None
+    if base is not None:
+        check_feature_flags(base.manifest, base.name, write=True)
+    if mode == "create" and base is not None:
+        raise DatasetExistsError(f"dataset {store.uri!r} already exists (version "
+                                 f"{base.version}); use mode('append') or mode('overwrite')")
+    job = WriteJob(uri=uri, mode="overwrite", read_version=base.version if base else 0,
+                   schema=pa.schema([]), v2_names=naming if naming is not None else True,
+                   create_only=mode == "create", max_rows_per_file=rows,
+                   max_bytes_per_file=nbytes, max_retries=retries,
+                   storage_options=storage_options)
+    if mode == "append" and base is not None:
+        if base.manifest.reader_feature_flags & FLAG_STABLE_ROW_IDS:
+            raise NotSupportedError(f"dataset {store.uri!r} uses stable row ids; lancenb reads "
+                                    f"such datasets but cannot append to them yet")
+        ds_schema, _ = fields_to_schema(base.manifest.fields, base.manifest.schema_metadata)
+        _check_append(spark_schema, ds_schema, store.uri)
+        fmt = base.manifest.data_format.version or "2.0"
+        if data_storage_version is not None and FileVersion.resolve(data_storage_version) != \
+                FileVersion.resolve(fmt):
+            raise InvalidInputError(f"cannot append {data_storage_version} files to a dataset "
+                                    f"of {fmt} files")
+        job.mode = "append"
+        job.schema = ds_schema
+        job.fields = [f.SerializeToString() for f in base.manifest.fields]
+        job.data_format = FileVersion.resolve(fmt).label
+    else:
+        if data_storage_version is None and base is not None:
+            data_storage_version = base.manifest.data_format.version or None
+        job.data_format = FileVersion.resolve(data_storage_version).label
+        schema = write_schema_from_spark(spark_schema)
+        _check_storable(schema)
+        fields_pb, _ = schema_to_fields(schema)
+        job.schema = schema
+        job.fields = [f.SerializeToString() for f in fields_pb]
+    if FileVersion.resolve(job.data_format) not in (FileVersion.V2_1, FileVersion.V2_2):
+        raise NotSupportedError(f"lancenb writes 2.1 or 2.2 data files, not {job.data_format}")
+    return job
+
+
+def _check_append(spark_schema, ds_schema: pa.Schema, uri: str) -> None:
+    names = [f.name for f in spark_schema.fields]
+    if sorted(names) != sorted(ds_schema.names):
+        raise SchemaError(f"cannot append to {uri!r}: the DataFrame has columns {names}, the "
+                          f"dataset {ds_schema.names}")
+    for sf in spark_schema.fields:
+        want = ds_schema.field(sf.name)
+        if not spark_compatible(sf.dataType, want.type):
+            raise SchemaError(f"cannot append to {uri!r}: column {sf.name!r} is "
+                              f"{sf.dataType.simpleString()} in the DataFrame but {want.type} "
+                              f"in the dataset")
+
+
+def _check_storable(schema: pa.Schema) -> None:
+    """Open (and discard) an in-memory Lance file with ``schema``: the file writer is
+    the authority on which types it stores."""
+    import fsspec
+
+    from lancenb.file.writer import LanceFileWriter
+
+    path = f"memory://lancenb-spark-probe/{uuid.uuid4().hex}.lance"
+    try:
+        LanceFileWriter(path, schema).close()
+    except LanceError as e:
+        raise SchemaError(f"cannot store this DataFrame in a Lance dataset: {e}") from e
+    finally:
+        fs = fsspec.filesystem("memory")
+        if fs.exists(path):
+            fs.rm(path)
+
+
+class _Journal(list):
+    """The ``written`` list of :func:`write_fragments` that also records each new
+    file in the job's journal object before the file is created."""
+
+    def __init__(self, store: ObjectStore, rel: str):
+        super().__init__()
+        self._store = store
+        self.rel = rel
+
+    def append(self, path: str) -> None:
+        super().append(path)
+        self._store.write_bytes(self.rel, "\n".join(self).encode())
+
+
+def write_task(job: WriteJob, batches, *, task: str) -> tuple[list[bytes], list[str]]:
+    """Write one task's batches; returns (serialised fragments, files written).
+
+    On failure the task's files are removed before the error propagates.
+    """
+    store = job.store()
+    journal = _Journal(store, f"{JOURNAL_DIR}/{job.write_uuid}/{task}-{uuid.uuid4().hex}.files")
+    target = job.schema.remove_metadata()
+    fail_now = job.fail_partition is not None and task.split("-")[0] == str(job.fail_partition)
+
+    def cast():
+        n = 0
+        for b in batches:
+            if b.num_rows:
+                yield to_lance_batch(b.replace_schema_metadata(None), target)
+            n += 1
+            if fail_now and n >= 2:
+                raise RuntimeError(f"lancenb test fault: task {task} fails mid-write")
+
+    try:
+        frags = write_fragments(store, cast(), job.schema, job.fields_pb(),
+                                version=FileVersion.resolve(job.data_format),
+                                max_rows_per_file=job.max_rows_per_file,
+                                max_bytes_per_file=job.max_bytes_per_file, written=journal)
+    except BaseException:
+        cleanup(store, list(journal))
+        if journal:
+            store.delete(journal.rel)
+        raise
+    return [f.SerializeToString() for f in frags], list(journal)
+
+
+def commit_job(job: WriteJob, fragments: list[bytes]):
+    """Commit every task's fragments as one transaction; returns the new version.
+
+    Raises the commit's error (conflict, retries exhausted) after removing the files.
+    """
+    store = job.store()
+    frags = [table_pb2.DataFragment.FromString(b) for b in fragments]
+    if job.mode == "append":
+        txn = Transaction(job.read_version, "append",
+                          transaction_pb2.Transaction.Append(fragments=frags))
+    else:
+        op = transaction_pb2.Transaction.Overwrite(fragments=frags, schema=job.fields_pb())
+        for k, v in (job.schema.metadata or {}).items():
+            op.schema_metadata[k.decode() if isinstance(k, bytes) else k] = v
+        txn = Transaction(job.read_version, "overwrite", op)
+        txn.create_only = job.create_only
+    try:
+        if job.fail_commit:
+            raise LanceError("lancenb test fault: the commit fails")
+        mf = commit(store, txn, v2_names=job.v2_names, data_format=job.data_format,
+                    writer_version=_lancenb_version, max_retries=job.max_retries)
+    except BaseException:
+        abort_job(job)
+        raise
+    _drop_journal(store, job, remove_files=False)
+    return mf.version
+
+
+def abort_job(job: WriteJob, files=()) -> list[str]:
+    """Remove ``files`` and every file the job's journal lists; returns them."""
+    store = job.store()
+    gone = list(files)
+    cleanup(store, gone)
+    gone += _drop_journal(store, job, remove_files=True)
+    return gone
+
+
+def _drop_journal(store: ObjectStore, job: WriteJob, *, remove_files: bool) -> list[str]:
+    rel_dir = f"{JOURNAL_DIR}/{job.write_uuid}"
+    removed = []
+    try:
+        names = store.list(rel_dir)
+    except LanceError:
+        return removed
+    for name in names:
+        rel = f"{rel_dir}/{name}"
+        if remove_files:
+            try:
+                paths = [p for p in store.read_bytes(rel).decode().split("\n") if p]
+            except LanceError:
+                paths = []
+            cleanup(store, paths)
+            removed += paths
+        store.delete(rel)
+    if store.local:  # object stores have no directories to remove
+        for d in (rel_dir, JOURNAL_DIR):
+            try:
+                os.rmdir(store.path(d))
+            except OSError:
+                pass
+    return removed
