@@ -8,7 +8,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lancenb.errors import NotSupportedError
 from lancenb.file import LanceFileReader, LanceFileWriter
 
 lance = pytest.importorskip("lance")
@@ -47,14 +46,7 @@ def test_lancenb_reads_pylance(table, version, tmp_path):
     with PyWriter(path, version=version) as w:
         w.write_batch(table)
     r = LanceFileReader(path)
-    try:
-        assert r.read_all().to_table().equals(table)
-    except NotSupportedError as e:
-        # pylance 2.2 dictionary-encodes small ints with bitpacked dictionary items,
-        # which lancenb.encodings.physical.block_decoder does not decode yet
-        if "dictionary items use encoding inline_bitpacking" in str(e):
-            pytest.xfail(str(e))
-        raise
+    assert r.read_all().to_table().equals(table)
     idx = np.random.default_rng(3).integers(0, N, 300)
     assert r.take_rows(idx).to_table().equals(table.take(idx))
     assert r.read_range(1023, 1500).to_table().equals(table.slice(1023, 1500))

@@ -129,4 +129,12 @@ def block_decoder(enc, num_values: int, fixed_bits: int | None, where: str):
         return flat_block
     if kind == "variable" and fixed_bits is None:
         return lambda buf: variable.decode_block(buf, num_values, where)
+    if kind == "inline_bitpacking" and not enc.inline_bitpacking.HasField("values"):
+        from lancenb.encodings.physical import bitpacking
+
+        bits = int(enc.inline_bitpacking.uncompressed_bits_per_value)
+        if bits not in (8, 16, 32, 64) or bits != fixed_bits:
+            raise CorruptFileError(f"{where}: {bits}-bit bitpacked dictionary items for a "
+                                   f"column of {fixed_bits or 'variable'}-bit values")
+        return lambda buf: bitpacking.decode_inline_block(buf, bits, num_values, where)
     raise _unsupported(enc, where, "dictionary items")

@@ -51,6 +51,22 @@ class InlineValues:
         return FixedWidth(self.bits, out.view(np.uint8), len(out))
 
 
+def decode_inline_block(buf, bits: int, num_values: int, where: str) -> FixedWidth:
+    """A block of InlineBitpacking (dictionary items): ``ceil(n / 1024)`` inline chunks
+    back to back, each ``W | 1024 * W / T words``."""
+    raw = np.frombuffer(buf, np.uint8)
+    t = _uint(bits)
+    if len(raw) % t.itemsize:
+        raise CorruptFileError(f"{where}: bitpacked block of {len(raw)} bytes is not a whole "
+                               f"number of {bits}-bit words")
+    words = raw.view(t) if raw.ctypes.data % t.itemsize == 0 else raw.copy().view(t)
+    out = np.empty(num_values, dtype=t)
+    status = kb.inline_unpack(words, num_values, out)
+    if status != kb.OK:
+        raise CorruptFileError(f"{where}: bitpacked block: {_ERRORS[status]}")
+    return FixedWidth(bits, out.view(np.uint8), num_values)
+
+
 class OutOfLineLevels:
     """Decoder of u16 levels bitpacked out of line, one W for the page."""
 

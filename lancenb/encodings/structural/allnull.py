@@ -58,7 +58,10 @@ def encode_levels(levels, *, version_minor: int):
 
 
 def _decode_levels(buf, enc, count: int, where: str) -> np.ndarray:
-    from lancenb.encodings.physical import rle
+    """One page's rep or def levels stored as a single block: raw u16, or any level
+    compression (bitpacked, RLE; 2.2 may wrap big blocks in General)."""
+    from lancenb.encodings import physical
+    from lancenb.encodings.physical import general
 
     raw = np.frombuffer(buf, np.uint8)
     kind = None if enc is None else enc.WhichOneof("compression")
@@ -68,11 +71,15 @@ def _decode_levels(buf, enc, count: int, where: str) -> np.ndarray:
             raise CorruptFileError(f"{where}: level buffer of {len(raw)} bytes for {count} "
                                    f"levels")
         return raw.view("<u2")
-    if kind == "rle":
-        return rle.RleLevels(enc, where).decode(raw, np.zeros(1, np.int64),
-                                                np.array([len(raw)], np.int64),
-                                                np.array([count], np.int64), where)
-    raise NotSupportedError(f"{where}: all-null levels as {pb.describe(enc)}")
+    if kind == "general":
+        inner = general.decompress(raw, general.scheme_of(enc, where), where)
+        return _decode_levels(inner, enc.general.values, count, where)
+    dec = physical.level_decoder(enc, where)
+    out = dec.decode(raw, np.zeros(1, np.int64), np.array([len(raw)], np.int64),
+                     np.array([count], np.int64), where)
+    if len(out) != count:
+        raise CorruptFileError(f"{where}: {len(out)} levels decoded, expected {count}")
+    return out
 
 
 class ConstantDecoder:
