@@ -149,8 +149,11 @@ def test_stable_row_ids_read(tmp_path):
     b = lancenb.dataset(uri).to_table(with_row_id=True, with_row_address=True)
     assert_tables_equal(b, a)
     assert lancenb.dataset(uri).stable_row_ids
-    with pytest.raises(lancenb.NotSupportedError):
-        lancenb.write_dataset(table(5), uri, mode="append")
+    # lancenb appends continue pylance's row ids
+    lancenb.write_dataset(table(5, 2000), uri, mode="append")
+    t = lance.dataset(uri).to_table(with_row_id=True)
+    assert t["_rowid"].to_pylist()[-5:] == list(range(1010, 1015))
+    assert_tables_equal(lancenb.dataset(uri).to_table(with_row_id=True), t)
 
 
 def test_mixed_histories(tmp_path):

@@ -161,6 +161,7 @@ KILLED_WRITER = textwrap.dedent("""
     uri, seed = sys.argv[1], int(sys.argv[2])
     rng = np.random.default_rng(seed)
     k = 0
+    print("ready", flush=True)
     while True:
         n = int(rng.integers(1, 5000))
         base = seed * 10**7 + k * 10**4
@@ -182,7 +183,8 @@ def test_killed_writers_never_leave_partial_data(tmp_path):
     rng = np.random.default_rng(7)
     for round_ in range(12):
         p = _spawn(KILLED_WRITER, uri, round_ + 1)
-        time.sleep(float(rng.uniform(1.0, 3.5)) if round_ == 0 else float(rng.uniform(0.2, 1.2)))
+        assert p.stdout.readline().strip() == "ready"  # imports done: kill while writing
+        time.sleep(float(rng.uniform(0.05, 1.5)))
         p.send_signal(signal.SIGKILL)
         p.communicate()
         ds = lancenb.dataset(uri)
