@@ -12,6 +12,9 @@ Rows are addressed by *offset* within the fragment (physical) or by row address
 
 from __future__ import annotations
 
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -256,6 +259,7 @@ class LanceFragment:
         groups, missing = self._readers_for(columns)
         n = self.physical_rows if offsets is None else len(offsets)
         arrays: dict[str, pa.ChunkedArray] = {}
+        tasks = []
         for fi, names in groups.items():
             df = self._pb.files[fi]
             reader = self._ds._open_file(df.path)
@@ -263,7 +267,13 @@ class LanceFragment:
                 raise CorruptFileError(f"fragment {self.fragment_id}: data file {df.path!r} has "
                                        f"{reader.num_rows()} rows, the manifest says "
                                        f"{self.physical_rows}")
-            for dname, fname in names.items():
+            tasks += [(dname, reader, fname) for dname, fname in names.items()]
+        if len(tasks) > 1 and (os.cpu_count() or 1) > 1:
+            # columns decode in parallel: kernels and reads release the GIL
+            results = _pool().map(lambda t: read_file_column(t[1], t[2], offsets), tasks)
+            arrays.update(zip((t[0] for t in tasks), results))
+        else:
+            for dname, reader, fname in tasks:
                 arrays[dname] = read_file_column(reader, fname, offsets)
         for c in missing:  # a column no data file of this fragment has: all null
             arrays[c] = pa.chunked_array([pa.nulls(n, schema.field(c).type)])
@@ -281,6 +291,19 @@ class LanceFragment:
         if not fields:
             return pa.table({"n": pa.nulls(n)}).drop_columns(["n"])
         return pa.Table.from_arrays(cols, schema=pa.schema(fields))
+
+
+_POOL = None
+_POOL_LOCK = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=min(16, 2 * (os.cpu_count() or 1)),
+                                       thread_name_prefix="lancenb-dataset")
+        return _POOL
 
 
 def open_data_file(store, path: str) -> LanceFileReader:
