@@ -28,6 +28,7 @@ from lancenb.dataset.commit import TRANSACTIONS_DIR, list_versions, load_manifes
 from lancenb.dataset.deletion import DELETIONS_DIR, deletion_path
 from lancenb.dataset.fragment import DATA_DIR
 from lancenb.dataset.manifest import VERSIONS_DIR, manifest_name
+from lancenb.dataset.rowids import ROWIDS_DIR
 from lancenb.dataset.transaction import Transaction
 from lancenb.dataset.write import cleanup, write_fragments
 from lancenb.errors import InvalidInputError, NotSupportedError
@@ -121,7 +122,11 @@ def compact_files(ds, *, target_rows_per_fragment: int = 1024 * 1024,
                                   max_rows_per_file=target_rows_per_fragment,
                                   written=written)
             if stable:
-                from lancenb.dataset.rowids import encode_array_row_ids, encode_version_array
+                from lancenb.dataset.rowids import (
+                    encode_array_row_ids,
+                    encode_version_array,
+                    set_row_ids,
+                )
 
                 ids = np.concatenate(ids_parts) if ids_parts else np.zeros(0, np.uint64)
                 created = np.concatenate(created_parts) if created_parts else ids
@@ -129,7 +134,7 @@ def compact_files(ds, *, target_rows_per_fragment: int = 1024 * 1024,
                 pos = 0
                 for f in new:
                     n = f.physical_rows
-                    f.inline_row_ids = encode_array_row_ids(ids[pos:pos + n])
+                    set_row_ids(f, encode_array_row_ids(ids[pos:pos + n]), ds._store, written)
                     f.inline_created_at_versions = encode_version_array(created[pos:pos + n])
                     f.inline_last_updated_at_versions = encode_version_array(updated[pos:pos + n])
                     pos += n
@@ -165,7 +170,8 @@ def _referenced(m) -> set[str]:
             out.add(f"{DATA_DIR}/{d.path}")
         if f.HasField("deletion_file"):
             out.add(deletion_path(f.id, f.deletion_file))
-        for kind in ("external_row_ids",):
+        for kind in ("external_row_ids", "external_created_at_versions",
+                     "external_last_updated_at_versions"):
             if f.HasField(kind):
                 out.add(getattr(f, kind).path)
     if m.transaction_file:
@@ -205,7 +211,7 @@ def cleanup_old_versions(ds, older_than: _dt.timedelta | None = None,
     stats = CleanupStats(old_versions=len(remove))
     now = time.time()
     to_delete = [f"{VERSIONS_DIR}/{manifest_name(v, v2)}" for v in remove]
-    for d in (DATA_DIR, DELETIONS_DIR, TRANSACTIONS_DIR):
+    for d in (DATA_DIR, DELETIONS_DIR, TRANSACTIONS_DIR, ROWIDS_DIR):
         for name in store.list(d):
             rel = f"{d}/{name}"
             if rel in kept_refs:

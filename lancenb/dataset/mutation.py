@@ -77,7 +77,7 @@ class _Changes:
             if self.moved:  # moved rows keep their ids: fragments of their own
                 new = write([t for t, _, _ in self.moved])
                 _carry_row_ids(new, np.concatenate([i for _, i, _ in self.moved]),
-                               np.concatenate([c for _, _, c in self.moved]), ds)
+                               np.concatenate([c for _, _, c in self.moved]), ds, written)
                 op.new_fragments.extend(new)
             if self.new_tables:  # fresh rows get fresh ids at commit
                 op.new_fragments.extend(write(self.new_tables))
@@ -88,15 +88,15 @@ class _Changes:
         ds._commit(txn, written)
 
 
-def _carry_row_ids(frags, ids: np.ndarray, created: np.ndarray, ds) -> None:
+def _carry_row_ids(frags, ids: np.ndarray, created: np.ndarray, ds, written) -> None:
     """Give the fragments of moved rows those rows' ids and versions."""
-    from lancenb.dataset.rowids import encode_array_row_ids, encode_version_array
+    from lancenb.dataset.rowids import encode_array_row_ids, encode_version_array, set_row_ids
 
     pos = 0
     new_version = ds.version + 1
     for f in frags:
         n = f.physical_rows
-        f.inline_row_ids = encode_array_row_ids(ids[pos:pos + n])
+        set_row_ids(f, encode_array_row_ids(ids[pos:pos + n]), ds._store, written)
         f.inline_created_at_versions = encode_version_array(created[pos:pos + n])
         f.inline_last_updated_at_versions = encode_version_array(
             np.full(n, new_version, np.uint64))

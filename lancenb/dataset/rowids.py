@@ -22,10 +22,22 @@ from lancenb._proto import rowids_pb2
 from lancenb.encodings import pb
 from lancenb.errors import CorruptFileError
 
-__all__ = ["decode_row_ids", "encode_range_row_ids", "encode_version_runs",
+__all__ = ["set_row_ids", "INLINE_ROW_IDS_LIMIT", "ROWIDS_DIR", "decode_row_ids",
+           "encode_range_row_ids", "encode_version_runs",
            "encode_array_row_ids", "decode_version_runs", "encode_version_array"]
 
 _MAX_SEGMENT = 1 << 40  # more row ids than any fragment can hold: corrupt
+# Sequences larger than this would go to a file of their own (``_rowids/``, read as an
+# ExternalFile relative to the dataset root). pylance 14 refuses to open manifests with
+# external row-id sequences ("All fragments must have row ids"), so lancenb writes every
+# sequence inline, as the reference does, and only *reads* external ones.
+INLINE_ROW_IDS_LIMIT = None
+ROWIDS_DIR = "_rowids"
+
+
+def set_row_ids(frag, data: bytes, store=None, written: list | None = None) -> None:
+    """Attach a serialised RowIdSequence to a DataFragment (inline; see above)."""
+    frag.inline_row_ids = data
 
 
 def _encoded_array(arr, where: str) -> np.ndarray:
