@@ -157,16 +157,26 @@ def _merge_deletes(store, txn: Transaction, latest) -> None:
 
 
 def commit(store, txn: Transaction, *, v2_names: bool, data_format: str, writer_version: str,
-           max_retries: int = DEFAULT_MAX_RETRIES):
-    """Commit ``txn``; returns the new :class:`ManifestFile`."""
-    store.write_bytes(f"{TRANSACTIONS_DIR}/{txn.file_name()}", txn.pb.SerializeToString())
+           max_retries: int = DEFAULT_MAX_RETRIES, base=None):
+    """Commit ``txn``; returns the new :class:`ManifestFile`.
+
+    ``base`` is the manifest the caller read (version ``txn.read_version``): the first
+    attempt optimistically builds on it without listing; losing the put-if-absent race
+    (someone committed since) falls back to listing and conflict checks.
+    """
+    store.write_bytes(f"{TRANSACTIONS_DIR}/{txn.file_name()}", txn.pb.SerializeToString(),
+                      atomic=False)  # a unique name nothing points to yet
     checked_upto = txn.read_version
     for attempt in range(max_retries + 1):
-        versions, naming = list_versions(store)
-        if naming is not None:
-            v2_names = naming
-        latest_v = versions[-1] if versions else 0
-        latest = load_manifest(store, latest_v, v2_names) if latest_v else None
+        if attempt == 0 and base is not None and base.version == txn.read_version and \
+                getattr(store, "manifest_store", None) is None:
+            latest_v, latest = base.version, base
+        else:
+            versions, naming = list_versions(store)
+            if naming is not None:
+                v2_names = naming
+            latest_v = versions[-1] if versions else 0
+            latest = load_manifest(store, latest_v, v2_names) if latest_v else None
         if latest is not None:
             check_feature_flags(latest.manifest, latest.name, write=True)
         if txn.create_only and latest is not None:

@@ -285,7 +285,8 @@ class LanceDataset(pads.Dataset):
     def _commit(self, txn: Transaction, written=()) -> None:
         try:
             mf = commit(self._store, txn, v2_names=self._v2,
-                        data_format=self.data_storage_version, writer_version=_writer_version())
+                        data_format=self.data_storage_version, writer_version=_writer_version(),
+                        base=self._mf)
         except BaseException:
             cleanup(self._store, list(written))
             raise
@@ -699,7 +700,7 @@ def write_dataset(data, uri, schema: pa.Schema | None = None, *, mode: str = "cr
             if enable_stable_row_ids is not None:
                 txn.enable_stable_row_ids = bool(enable_stable_row_ids)
         mf = commit(store, txn, v2_names=v2, data_format=version.label,
-                    writer_version=_writer_version())
+                    writer_version=_writer_version(), base=base)
     except BaseException:
         cleanup(store, written)
         raise

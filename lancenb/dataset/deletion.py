@@ -90,5 +90,5 @@ def write_deletions(store, fragment_id: int, rows: np.ndarray, read_version: int
         with ipc.new_file(sink, _SCHEMA, options=opts) as w:
             w.write_batch(batch)
         data = sink.getvalue().to_pybytes()
-    store.write_bytes(deletion_path(fragment_id, df), data)
+    store.write_bytes(deletion_path(fragment_id, df), data, atomic=False)  # unique name
     return df

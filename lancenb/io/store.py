@@ -54,6 +54,7 @@ class ObjectStore:
                                     "or a context manager")
         self.commit_lock = commit_lock
         self.manifest_store = None  # an ExternalManifestStore, set by the dataset layer
+        self._made: set[str] = set()  # directories already created
 
     # -- paths -----------------------------------------------------------------
     def path(self, rel: str) -> str:
@@ -109,18 +110,24 @@ class ObjectStore:
     # -- writes ----------------------------------------------------------------
     def _makedirs_for(self, p: str) -> None:
         parent = p.rsplit("/", 1)[0] if "/" in p else ""
-        if parent:
+        if parent and parent not in self._made:
+            self._made.add(parent)
             if self.local:
                 os.makedirs(parent, exist_ok=True)
             else:
                 self.fs.makedirs(parent, exist_ok=True)
 
-    def write_bytes(self, rel: str, data: bytes) -> None:
-        """Write an object whole (local: through a temporary file and a rename)."""
+    def write_bytes(self, rel: str, data: bytes, *, atomic: bool = True) -> None:
+        """Write an object whole. Local files go through a temporary file and a rename
+        (``atomic``) so readers never see half of one; ``atomic=False`` is for names no
+        reader looks at until something else points to them (unique new files)."""
         p = self.path(rel)
         self._makedirs_for(p)
         try:
-            if self.local:
+            if self.local and not atomic:
+                with open(p, "wb") as f:
+                    f.write(data)
+            elif self.local:
                 tmp = f"{p}.{uuid.uuid4().hex}.tmp"
                 with open(tmp, "wb") as f:
                     f.write(data)
