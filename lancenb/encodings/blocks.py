@@ -90,6 +90,12 @@ def fixed_bits(dt: pa.DataType) -> int | None:
     None."""
     if pa.types.is_fixed_size_list(dt):
         return dt.list_size * fixed_bits(dt.value_type) if is_vector(dt) else None
+    if pa.types.is_struct(dt):
+        # a packed struct's rows: its children back to back
+        bits = [fixed_bits(f.type) for f in dt]
+        if not bits or any(b is None or b % 8 for b in bits):
+            return None
+        return sum(bits)
     if pa.types.is_boolean(dt):
         return 1
     if pa.types.is_fixed_size_binary(dt):
@@ -128,6 +134,10 @@ def from_arrow(arr: pa.Array):
         cbuf = _u8(child.buffers()[1])
         data = cbuf[child.offset * width:(child.offset + n * d) * width]
         return FixedSizeList(d, width * 8, data, validity_of(child), n), validity_of(arr)
+    if pa.types.is_struct(dt):
+        from lancenb.encodings.physical import packed_struct
+
+        return packed_struct.pack(arr), validity_of(arr)
     if pa.types.is_dictionary(dt) or pa.types.is_nested(dt):
         raise NotSupportedError(f"writing {dt} columns is not supported yet")
     if is_variable(dt):
@@ -174,6 +184,10 @@ def to_arrow(dt: pa.DataType, block, validity: np.ndarray | None) -> pa.Array:
     vbuf = _validity_buffer(validity)
     if pa.types.is_fixed_size_list(dt):
         return _vector_to_arrow(dt, block, vbuf)
+    if pa.types.is_struct(dt) and isinstance(block, FixedWidth):
+        from lancenb.encodings.physical import packed_struct
+
+        return packed_struct.unpack(dt, block, vbuf)
     if isinstance(block, FixedSizeList):
         raise CorruptFileError(f"vector values for a {dt} column")
     if isinstance(block, Variable):

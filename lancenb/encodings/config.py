@@ -14,6 +14,11 @@ Keys this module does not know are left alone (they may belong to newer writers)
 * ``dict-size-ratio``: float in (0, 1]: dictionary when its estimated size is below
   ratio * the raw size;
 * ``structural-encoding``: ``miniblock`` or ``fullzip``: force the page layout.
+
+Two keys change a field's structure rather than its compression (:func:`is_packed`,
+:func:`is_blob`): ``packed`` (``"true"``, any case; legacy spelling ``packed``) stores
+a struct's fixed-width children row by row in one column, and ``blob`` (present)
+stores a large_binary column's values out of line.
 """
 
 from __future__ import annotations
@@ -25,7 +30,8 @@ import pyarrow as pa
 
 from lancenb.errors import InvalidInputError
 
-__all__ = ["EncodingConfig", "KEYS", "config_for_field"]
+__all__ = ["EncodingConfig", "KEYS", "config_for_field", "is_packed", "is_blob", "PACKED",
+           "BLOB"]
 
 COMPRESSION = "lance-encoding:compression"
 COMPRESSION_LEVEL = "lance-encoding:compression-level"
@@ -34,6 +40,27 @@ BSS = "lance-encoding:bss"
 DICT_DIVISOR = "lance-encoding:dict-divisor"
 DICT_SIZE_RATIO = "lance-encoding:dict-size-ratio"
 STRUCTURAL_ENCODING = "lance-encoding:structural-encoding"
+PACKED = "lance-encoding:packed"
+PACKED_LEGACY = "packed"
+BLOB = "lance-encoding:blob"
+
+
+def _metadata(field: pa.Field) -> dict[str, str]:
+    return {(k.decode() if isinstance(k, bytes) else k): (v.decode("utf-8", "replace")
+                                                          if isinstance(v, bytes) else str(v))
+            for k, v in (field.metadata or {}).items()}
+
+
+def is_packed(field: pa.Field) -> bool:
+    """A struct whose children are stored packed, row by row, in one column."""
+    md = _metadata(field)
+    return pa.types.is_struct(field.type) and any(
+        md.get(k, "").strip().lower() == "true" for k in (PACKED, PACKED_LEGACY))
+
+
+def is_blob(field: pa.Field) -> bool:
+    """A binary column whose values are stored out of line (the blob layout)."""
+    return BLOB in _metadata(field)
 
 KEYS = (COMPRESSION, COMPRESSION_LEVEL, RLE_THRESHOLD, BSS, DICT_DIVISOR, DICT_SIZE_RATIO,
         STRUCTURAL_ENCODING)

@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from lancenb.encodings import blocks, pb
-from lancenb.encodings.structural import allnull, fullzip, miniblock, repdef
+from lancenb.encodings.structural import allnull, blob, fullzip, miniblock, repdef
 from lancenb.errors import CorruptFileError, NotSupportedError
 
 __all__ = ["encode_page", "PageDecoder", "PageInfo", "parse_layout",
@@ -72,7 +72,7 @@ class PageDecoder:
     """Decodes one 2.1/2.2 page into Arrow arrays."""
 
     def __init__(self, encoding: bytes, page: PageInfo, dtype: pa.DataType, where: str,
-                 chain: pa.DataType | None = None):
+                 chain: pa.DataType | None = None, file_size: int | None = None):
         """``dtype`` is the column's leaf type; ``chain`` the type the column's arrays
         take for a leaf of a nested field (see :mod:`.structural.repdef`)."""
         self.page = page
@@ -96,6 +96,12 @@ class PageDecoder:
         elif kind == "constant_layout":
             self.impl = allnull.ConstantDecoder(layout.constant_layout, page.num_rows,
                                                 page.sizes, dtype, where, chain)
+        elif kind == "blob_layout":
+            if chain is not None:
+                raise NotSupportedError(f"{where}: blobs inside lists or structs are not "
+                                        f"supported yet")
+            self.impl = blob.BlobDecoder(layout.blob_layout, page.num_rows, page.sizes, dtype,
+                                         where, (1 << 62) if file_size is None else file_size)
         elif kind is None:
             raise CorruptFileError(f"{where}: page layout is empty")
         else:
@@ -172,6 +178,8 @@ class PageDecoder:
         ``group_bytes`` where the layout allows (mini-block), to bound peak memory."""
         if self.chain is not None:
             return [self._nested_rows(reader, None)]
+        if self.kind == "blob_layout":
+            return [self.impl.scan(reader, self.page.offsets)]
         if self.kind == "mini_block_layout":
             return [self._to_arrow(b, v) for b, v in
                     self.impl.scan(reader, self.page.offsets, group_bytes)]
@@ -186,6 +194,8 @@ class PageDecoder:
             return self.impl.array(len(rows))
         if len(rows) == 0:
             return pa.array([], type=self.dtype)
+        if self.kind == "blob_layout":
+            return self.impl.read_rows(reader, self.page.offsets, rows)
         if self.kind == "full_zip_layout":
             uniq, inverse = np.unique(rows, return_inverse=True)
             arr = self._to_arrow(*self.impl.read_rows(reader, self.page.offsets, uniq))

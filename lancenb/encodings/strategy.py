@@ -27,7 +27,16 @@ import pyarrow as pa
 
 from lancenb.encodings import blocks
 from lancenb.encodings.config import EncodingConfig
-from lancenb.encodings.physical import bitpacking, flat, fsl, fsst, general, rle, variable
+from lancenb.encodings.physical import (
+    bitpacking,
+    flat,
+    fsl,
+    fsst,
+    general,
+    packed_struct,
+    rle,
+    variable,
+)
 from lancenb.encodings.physical import dictionary as dictionary_enc
 from lancenb.encodings.structural import allnull, fullzip, miniblock, repdef
 from lancenb.kernels import stats as kstats
@@ -58,6 +67,9 @@ def choose_codec(dtype: pa.DataType, block, cfg: EncodingConfig, why: list[str])
     if isinstance(block, blocks.FixedSizeList):
         why.append("vectors: fixed_size_list items stored flat")
         return fsl.FslCodec()
+    if pa.types.is_struct(dtype):
+        why.append("packed struct: rows stored flat")
+        return packed_struct.PackedCodec(packed_struct.child_bits(dtype))
     base = variable if isinstance(block, blocks.Variable) else flat
     if cfg.compression == "none":
         why.append("compression=none: no bitpacking or general compression")
@@ -142,6 +154,9 @@ def encode_page(arr: pa.Array, cfg: EncodingConfig, *, version_minor: int,
     largest = _max_value_bytes(block)
     layout = cfg.structural_encoding or ("fullzip" if largest >= FULL_ZIP_MIN_BYTES
                                          else "miniblock")
+    if pa.types.is_struct(arr.type):
+        # pylance 14 refuses to zip fixed-width packed structs: always chunk them
+        layout = "miniblock"
     why.append(f"structural: {layout} (largest value {largest} B"
                f"{', forced by metadata' if cfg.structural_encoding else ''})")
     if layout == "fullzip":

@@ -13,6 +13,7 @@ import pyarrow as pa
 from lancenb import io as lio
 from lancenb._proto import file2_pb2, file_pb2
 from lancenb.encodings import pb
+from lancenb.encodings.config import is_packed
 from lancenb.encodings.page import PageDecoder, PageInfo, describe_layout, parse_layout
 from lancenb.encodings.structural import repdef
 from lancenb.errors import CorruptFileError, InvalidInputError, NotSupportedError
@@ -184,7 +185,10 @@ class LanceFileReader:
         for f in self._fields:
             out.append(col)
             # 2.1/2.2: leaves own columns (structs and lists recurse into children)
-            col += max(1, sum(1 for x in f.walk() if not x.children) if f.children else 1)
+            if f.children and not is_packed(f.arrow):
+                col += max(1, sum(1 for x in f.walk() if not x.children))
+            else:
+                col += 1
         if col != num_columns:
             raise CorruptFileError(f"file {self.path!r}: the schema needs {col} columns, the "
                                    f"footer says {num_columns}")
@@ -194,7 +198,7 @@ class LanceFileReader:
         """``[(column index, path, leaf name)]`` of a top-level field's columns."""
         f = self._fields[field_idx]
         ci = self._columns_of[field_idx]
-        if not repdef.is_nested(f.arrow.type):
+        if not repdef.is_nested(f.arrow.type) or is_packed(f.arrow):
             return [(ci, None, f.name)]
         out = []
         for i, path in enumerate(repdef.leaf_paths(f.arrow.type)):
@@ -255,7 +259,7 @@ class LanceFileReader:
                 while repdef.is_nested(leaf_t):
                     leaf_t = (leaf_t.field(0).type if pa.types.is_struct(leaf_t)
                               else leaf_t.value_type)
-            out.append([PageDecoder(enc, info, leaf_t, where, chain)
+            out.append([PageDecoder(enc, info, leaf_t, where, chain, file_size=self._io.size())
                         for info, enc, where in self._column_meta(field_idx, ci, name)])
         self._decoders[field_idx] = out
         return out
@@ -296,7 +300,7 @@ class LanceFileReader:
     def _merge(self, field_idx: int, columns: list[list[pa.Array]]) -> pa.ChunkedArray:
         """One field's array from its columns' arrays (leaves of nested fields joined)."""
         f = self._fields[field_idx]
-        if len(columns) == 1 and not repdef.is_nested(f.arrow.type):
+        if len(columns) == 1 and (not repdef.is_nested(f.arrow.type) or is_packed(f.arrow)):
             return pa.chunked_array(columns[0], type=f.arrow.type)
         chains = []
         for (_, path, _), parts in zip(self._leaves(field_idx), columns):

@@ -9,9 +9,10 @@ import pyarrow as pa
 from lancenb import io as lio
 from lancenb._proto import file2_pb2, file_pb2
 from lancenb.encodings import blocks, pb
-from lancenb.encodings.config import config_for_field
+from lancenb.encodings.config import config_for_field, is_blob, is_packed
 from lancenb.encodings.page import encode_page
-from lancenb.encodings.structural import repdef
+from lancenb.encodings.physical import packed_struct
+from lancenb.encodings.structural import blob, repdef
 from lancenb.errors import InvalidInputError, LanceError, NotSupportedError, SchemaError
 from lancenb.file.format import FOOTER_SIZE, PAD_BYTE, PAGE_ALIGN, Footer, pack_offset_table
 from lancenb.file.schema import schema_to_fields
@@ -108,6 +109,15 @@ class LanceFileWriter:
     # -- setup ---------------------------------------------------------------
     def _set_schema(self, schema: pa.Schema) -> None:
         for f in schema:
+            if is_packed(f):
+                if packed_struct.child_bits(f.type) is None:
+                    self._fail(NotSupportedError(
+                        f"column {f.name!r}: packed structs need whole-byte fixed-width "
+                        f"children, not {f.type}"))
+                continue
+            if is_blob(f) and not pa.types.is_large_binary(f.type):
+                self._fail(InvalidInputError(
+                    f"column {f.name!r}: blob columns must be large_binary, not {f.type}"))
             if pa.types.is_dictionary(f.type) or _has_unsupported(f.type):
                 self._fail(NotSupportedError(
                     f"column {f.name!r}: writing {f.type} is not supported yet"))
@@ -121,7 +131,7 @@ class LanceFileWriter:
         try:
             self._columns = []
             for i, f in enumerate(schema):
-                if not repdef.is_nested(f.type):
+                if not repdef.is_nested(f.type) or is_packed(f):
                     self._columns.append(_Column(f, config_for_field(f), i))
                     continue
                 paths = repdef.leaf_paths(f.type)
@@ -196,8 +206,11 @@ class LanceFileWriter:
         rows = len(arr)
         if col.path is not None:
             levels, arr = repdef.shred(arr, col.path)
-        buffers, layout = encode_page(arr, version_minor=self.version.footer[1],
-                                      config=col.config, levels=levels)
+        if is_blob(col.field):
+            buffers, layout = self._blob_page(arr)
+        else:
+            buffers, layout = encode_page(arr, version_minor=self.version.footer[1],
+                                          config=col.config, levels=levels)
         positions = [self._write_buffer(b) for b in buffers]
         page = file2_pb2.ColumnMetadata.Page(buffer_offsets=[p for p, _ in positions],
                               buffer_sizes=[s for _, s in positions], length=rows,
@@ -205,6 +218,15 @@ class LanceFileWriter:
         page.encoding.direct.encoding = pb.pack_any(layout)
         col.pages.append(page)
         col.rows_written += rows
+
+    def _blob_page(self, arr: pa.Array):
+        """Write a blob column's values out of line now; the page holds descriptors."""
+        block, validity = blocks.from_arrow(arr)
+        region, rel, sizes = blob.out_of_line(block, validity)
+        base = self._out.tell()  # 64-aligned: every buffer is padded
+        if len(region):
+            self._out.write(region)
+        return blob.encode(base + rel, sizes, validity, version_minor=self.version.footer[1])
 
     def _check_open(self) -> None:
         if self.closed:

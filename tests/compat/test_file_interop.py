@@ -183,11 +183,11 @@ def test_encodings_not_yet_supported_are_named():
 
     layout = pb.e21.PageLayout()
     mb = layout.mini_block_layout
-    mb.value_compression.packed_struct.bits_per_value.extend([32, 32])
+    mb.value_compression.variable_packed_struct.SetInParent()
     mb.layers.append(pb.e21.REPDEF_ALL_VALID_ITEM)
     mb.num_buffers, mb.num_items = 1, 10
     info = PageInfo([0, 64], [2, 8], 10, 0)
-    with pytest.raises(NotSupportedError, match="packed_struct"):
+    with pytest.raises(NotSupportedError, match="variable_packed_struct"):
         PageDecoder(pb.pack_any(layout), info, pa.int64(), "file 'x', column 0, page 0")
 
 

@@ -30,6 +30,10 @@ def value_decoder(enc, fixed_bits: int | None, where: str):
         from lancenb.encodings.physical import fsl
 
         return fsl.FslValues(enc, fixed_bits, where)
+    if kind == "packed_struct":
+        from lancenb.encodings.physical import packed_struct
+
+        return packed_struct.PackedValues(enc, fixed_bits, where)
     if kind == "rle" and fixed_bits is not None:
         return rle.RleValues(enc, fixed_bits, where)
     if kind == "byte_stream_split" and fixed_bits is not None:

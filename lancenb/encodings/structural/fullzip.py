@@ -22,7 +22,7 @@ import pyarrow as pa
 from lancenb.encodings import pb
 from lancenb.encodings.blocks import FixedSizeList, FixedWidth, Variable
 from lancenb.encodings.physical import fsl as fsl_enc
-from lancenb.encodings.physical import fsst, general
+from lancenb.encodings.physical import fsst, general, packed_struct
 from lancenb.encodings.structural import repdef
 from lancenb.errors import CorruptFileError, NotSupportedError
 from lancenb.kernels import fullzip as kz
@@ -76,7 +76,8 @@ def encode_nested(block, levels, value_compression=None):
         lw = 0
         estimate = total if levels.rep is not None else 0
         layout.bits_per_value = block.bits
-        layout.value_compression.CopyFrom(value_desc or pb.flat(block.bits))
+        layout.value_compression.CopyFrom(value_desc or value_compression or
+                                          pb.flat(block.bits))
     else:
         width = 0
         lw = block.offset_bits // 8
@@ -121,7 +122,7 @@ def encode(block, validity: np.ndarray | None, *, levels=None, value_compression
             items[:, 0] = ~validity
         items[:, cw:] = block.data.reshape(n, width)
         layout.bits_per_value = block.bits
-        layout.value_compression.CopyFrom(value_desc or pb.flat(block.bits))
+        layout.value_compression.CopyFrom(value_desc or value_compression or pb.flat(block.bits))
         return [items.reshape(-1)], pb.e21.PageLayout(full_zip_layout=layout)
     # the length prefix is as wide as the Arrow type's offsets (pylance insists on it)
     lw = block.offset_bits // 8
@@ -197,6 +198,12 @@ class FullZipDecoder:
         if kind == "fixed_size_list":
             self.fsl = fsl_enc.PerValueFsl(vc, int(layout.bits_per_value), fixed_bits, where)
             return self.fsl.width
+        if kind == "packed_struct":
+            packed_struct.parse(vc, fixed_bits, where)
+            if layout.bits_per_value != fixed_bits:
+                raise CorruptFileError(f"{where}: {layout.bits_per_value}-bit values for a "
+                                       f"{dtype} column")
+            return fixed_bits // 8
         if fixed_bits is None or kind != "flat" or vc.flat.HasField("data"):
             raise NotSupportedError(f"{where}: full-zip value encoding {pb.describe(vc)} "
                                     f"for {dtype} is not supported yet")

@@ -63,11 +63,22 @@ def leaf_paths(dt: pa.DataType, prefix: tuple = ()) -> list[tuple]:
     if pa.types.is_struct(dt):
         if dt.num_fields == 0:
             raise NotSupportedError("structs without fields are not supported yet")
+        _no_packed_inside([dt.field(i) for i in range(dt.num_fields)])
         return [p for i in range(dt.num_fields) for p in leaf_paths(dt.field(i).type,
                                                                      prefix + (i,))]
     if _is_list(dt):
+        _no_packed_inside([dt.value_field])
         return leaf_paths(dt.value_type, prefix + (0,))
     return [prefix]
+
+
+def _no_packed_inside(fields) -> None:
+    from lancenb.encodings.config import is_blob, is_packed
+
+    for f in fields:
+        if is_packed(f) or is_blob(f):
+            raise NotSupportedError(f"field {f.name!r}: packed structs and blobs inside "
+                                    f"structs or lists are not supported yet")
 
 
 def chain_type(dt: pa.DataType, path: tuple) -> pa.DataType:

@@ -1,0 +1,156 @@
+"""Blob pages: large binary values stored out of line, the page holding only where.
+
+For ``large_binary`` fields with ``lance-encoding:blob`` metadata (2.1/2.2 "blob v1").
+Every non-empty value is written as its own buffer (64-byte aligned, padded with
+``0x48``) *before* the page's buffers; the page is a mini-block page of descriptors,
+two u64 per row (``PackedStruct{[64, 64], Flat(128)}``, layers ``[ALL_VALID_ITEM]``)
+wrapped in ``BlobLayout{inner_layout, layers}`` whose ``layers`` say how rows may be
+null:
+
+* ``(position, size)``: the value is ``size`` bytes at absolute file offset
+  ``position``;
+* ``(0, 0)``: an empty value;
+* ``(def << 16 | rep, 0)`` with a non-zero position: a null (``def`` 1 for a
+  nullable column).
+
+Example: values ``[b"abc", None, b""]`` written from file offset 0 → one buffer
+``61 62 63 48 ...`` (64 bytes), descriptors ``(0, 3), (65536, 0), (0, 0)``.
+
+A take reads the descriptor chunks it needs (the chunk table is cached after the
+first access) and then the values: two reads.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from lancenb.encodings import pb
+from lancenb.encodings.blocks import FixedWidth, Variable, offset_bits, to_arrow
+from lancenb.encodings.physical import packed_struct
+from lancenb.encodings.structural import miniblock, repdef
+from lancenb.errors import CorruptFileError, NotSupportedError
+from lancenb.kernels import slices
+
+__all__ = ["out_of_line", "encode", "BlobDecoder"]
+
+L = pb.e21.RepDefLayer
+ALIGN = 64
+PAD = 0x48
+_BITS = [64, 64]
+
+
+def out_of_line(block: Variable, validity: np.ndarray | None):
+    """The blob region for a page's values: ``(bytes, relative positions, sizes)``.
+
+    Values are laid out 64-aligned from the region's start; empty and null values
+    take no space (their descriptors are filled in by :func:`encode`).
+    """
+    n = block.num_values
+    sizes = np.diff(block.offsets)
+    if validity is not None:
+        sizes = np.where(validity, sizes, 0)
+    padded = (sizes + ALIGN - 1) // ALIGN * ALIGN
+    rel = np.zeros(n, np.int64)
+    if n:
+        np.cumsum(padded[:-1], out=rel[1:])
+    total = int(padded.sum())
+    # one copy for the whole region: value bytes interleaved with padding taken from a
+    # block of pad bytes placed after the data
+    src = np.concatenate([block.data, np.full(ALIGN, PAD, np.uint8)])
+    starts = np.stack([block.offsets[:-1], np.full(n, len(block.data), np.int64)],
+                      axis=1).reshape(-1)
+    lens = np.stack([sizes, padded - sizes], axis=1).reshape(-1)
+    out = np.empty(total, np.uint8)
+    if slices.concat_slices(src, starts, lens, out) != slices.OK:
+        raise CorruptFileError("blob values outside their buffer")  # unreachable
+    return out, rel, sizes
+
+
+def encode(positions: np.ndarray, sizes: np.ndarray, validity: np.ndarray | None, *,
+           version_minor: int):
+    """The descriptor page: ``(buffers, PageLayout)`` with absolute ``positions``."""
+    pos = positions.astype(np.uint64)
+    pos[sizes == 0] = 0
+    if validity is not None:
+        pos[~validity] = 1 << 16  # def level 1, no repetition
+    desc = np.stack([pos, sizes.astype(np.uint64)], axis=1).reshape(-1)
+    block = FixedWidth(128, desc.view(np.uint8), len(sizes))
+    buffers, inner = miniblock.encode(block, None, codec=packed_struct.PackedCodec(_BITS),
+                                      large_chunks=version_minor >= 2)
+    layout = pb.e21.PageLayout()
+    layout.blob_layout.inner_layout.CopyFrom(inner)
+    layout.blob_layout.layers.append(L.REPDEF_ALL_VALID_ITEM if validity is None
+                                     else L.REPDEF_NULLABLE_ITEM)
+    return buffers, layout
+
+
+class BlobDecoder:
+    """Decodes a blob page: descriptors from the inner mini-block page, then the
+    values from wherever they point."""
+
+    def __init__(self, layout, num_rows: int, buffer_sizes, dtype: pa.DataType, where: str,
+                 file_size: int):
+        self.where = where
+        self.dtype = dtype
+        self.file_size = file_size
+        if not (pa.types.is_large_binary(dtype) or pa.types.is_binary(dtype)
+                or pa.types.is_string(dtype) or pa.types.is_large_string(dtype)):
+            raise CorruptFileError(f"{where}: blob page for a {dtype} column")
+        info = repdef.LayerInfo.from_layers(layout.layers, where)
+        if info.max_rep or info.num_layers != 1:
+            raise NotSupportedError(f"{where}: blobs inside lists or structs are not "
+                                    f"supported yet")
+        self.nullable = info.max_def > 0
+        inner = layout.inner_layout
+        if inner.WhichOneof("layout") != "mini_block_layout":
+            raise NotSupportedError(f"{where}: blob descriptors in a "
+                                    f"{inner.WhichOneof('layout')} page")
+        mb = inner.mini_block_layout
+        if mb.value_compression.WhichOneof("compression") != "packed_struct" or list(
+                mb.value_compression.packed_struct.bits_per_value) != _BITS:
+            raise CorruptFileError(f"{where}: blob descriptors encoded as "
+                                   f"{pb.describe(mb.value_compression)}")
+        self.inner = miniblock.MiniBlockDecoder(mb, num_rows, buffer_sizes, where, 128)
+        if self.inner.nested or self.inner.levels is not None:
+            raise CorruptFileError(f"{where}: blob descriptors with rep/def levels")
+
+    def _values(self, reader, desc: FixedWidth) -> tuple[Variable, np.ndarray | None]:
+        d = desc.data.view("<u8").reshape(-1, 2)
+        pos, size = d[:, 0].astype(np.int64), d[:, 1].astype(np.int64)
+        if np.any(d[:, 1] > np.uint64(self.file_size)) or np.any(
+                (size > 0) & ((pos < 0) | (pos > self.file_size - size))):
+            raise CorruptFileError(f"{self.where}: a blob descriptor points past the end of the "
+                                   f"file ({self.file_size} bytes)")
+        validity = None
+        if self.nullable:
+            null = (size == 0) & (pos != 0)
+            if null.any():
+                validity = ~null
+        elif np.any((size == 0) & (pos != 0)):
+            raise CorruptFileError(f"{self.where}: a null blob in a column without nulls")
+        take = np.flatnonzero(size > 0)
+        offs = np.zeros(len(size) + 1, np.int64)
+        np.cumsum(size, out=offs[1:])
+        out = np.empty(int(offs[-1]), np.uint8)
+        if take.size:
+            data, at = reader.read_ranges_np(pos[take], size[take])
+            if slices.concat_slices(data, np.asarray(at, np.int64), size[take], out) != 0:
+                raise CorruptFileError(f"{self.where}: blob reads do not fit")
+        return Variable(offs, out, len(size), offset_bits(self.dtype)), validity
+
+    def to_arrow(self, reader, desc: FixedWidth) -> pa.Array:
+        block, validity = self._values(reader, desc)
+        return to_arrow(self.dtype, block, validity)
+
+    def scan(self, reader, offsets) -> pa.Array:
+        (meta, data) = reader.read_ranges(list(zip(offsets[:2], self.inner.buffer_sizes[:2])))
+        desc, _ = self.inner.decode_all([meta, data])
+        return self.to_arrow(reader, desc)
+
+    def read_rows(self, reader, offsets, rows: np.ndarray) -> pa.Array:
+        desc, _, sel = self.inner.read_rows(reader, offsets, rows)
+        if sel is not None:
+            d = desc.data.view("<u8").reshape(-1, 2)[sel]
+            desc = FixedWidth(128, np.ascontiguousarray(d).reshape(-1).view(np.uint8), len(sel))
+        return self.to_arrow(reader, desc)
