@@ -9,7 +9,9 @@ when the current one reaches ``max_rows_per_file`` rows or about
 from __future__ import annotations
 
 import json
+import threading
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from typing import Iterable, Iterator
 
 import pyarrow as pa
@@ -137,23 +139,33 @@ def write_fragments(store, batches: Iterator[pa.RecordBatch], schema: pa.Schema,
 
     top_ids = [f.id for f in fields_pb if f.parent_id == -1]
     collector = None
+    # a full file is finished (its last pages encoded, statistics, footer) on a
+    # worker thread while the next one fills: kernels release the GIL, and at most
+    # MAX_FILES_IN_FLIGHT files are buffered at once, so memory stays bounded
+    pending: list = []
+    open_writers: list = []
+
+    def finish_file(w, coll, fname):
+        stats = coll.finish() if coll is not None else None
+        if stats is not None:
+            data, info = stats
+            info["global_buffer"] = w.add_global_buffer(data)
+            w.add_schema_metadata(STATS_KEY, json.dumps(info, separators=(",", ":")))
+        n = w.close()
+        df = table_pb2.DataFile(path=fname, fields=ids, column_indices=list(range(len(ids))),
+                                file_major_version=version.footer[0],
+                                file_minor_version=version.footer[1],
+                                file_size_bytes=w.size_bytes)
+        frag = table_pb2.DataFragment(physical_rows=n)
+        frag.files.append(df)
+        return frag
 
     def finish():
         nonlocal writer
-        stats = collector.finish() if collector is not None else None
-        if stats is not None:
-            data, info = stats
-            info["global_buffer"] = writer.add_global_buffer(data)
-            writer.add_schema_metadata(STATS_KEY, json.dumps(info, separators=(",", ":")))
-        n = writer.close()
-        size = writer.size_bytes
-        writer = None
-        df = table_pb2.DataFile(path=name, fields=ids, column_indices=list(range(len(ids))),
-                                file_major_version=version.footer[0],
-                                file_minor_version=version.footer[1], file_size_bytes=size)
-        frag = table_pb2.DataFragment(physical_rows=n)
-        frag.files.append(df)
-        frags.append(frag)
+        w, writer = writer, None
+        pending.append(_finish_pool().submit(finish_file, w, collector, name))
+        while len(pending) >= MAX_FILES_IN_FLIGHT:
+            frags.append(pending.pop(0).result())
 
     try:
         for batch in batches:
@@ -165,6 +177,7 @@ def write_fragments(store, batches: Iterator[pa.RecordBatch], schema: pa.Schema,
                     writer = LanceFileWriter(store.uri_of(f"{DATA_DIR}/{name}"), write_schema,
                                              version=version.label,
                                              storage_options=store.storage_options)
+                    open_writers.append(writer)
                     rows = nbytes = 0
                     collector = StatsCollector(write_schema, top_ids) if write_stats else None
                 take = min(batch.num_rows - pos, max_rows_per_file - rows)
@@ -180,11 +193,33 @@ def write_fragments(store, batches: Iterator[pa.RecordBatch], schema: pa.Schema,
                     finish()
         if writer is not None and rows:
             finish()
+        while pending:
+            frags.append(pending.pop(0).result())
     except BaseException:
-        if writer is not None and not writer.closed:
-            writer._out.abort()
+        for f in pending:
+            try:
+                f.result()
+            except BaseException:
+                pass
+        for w in open_writers:
+            if not w.closed:
+                w._out.abort()
         raise
     return frags
+
+
+MAX_FILES_IN_FLIGHT = 2
+_FINISH_POOL = None
+_FINISH_LOCK = threading.Lock()
+
+
+def _finish_pool() -> ThreadPoolExecutor:
+    global _FINISH_POOL
+    with _FINISH_LOCK:
+        if _FINISH_POOL is None:
+            _FINISH_POOL = ThreadPoolExecutor(max_workers=MAX_FILES_IN_FLIGHT,
+                                              thread_name_prefix="lancenb-write")
+        return _FINISH_POOL
 
 
 def cleanup(store, paths: list[str]) -> None:
