@@ -107,6 +107,31 @@ class PageDecoder:
         else:
             raise NotSupportedError(f"{where}: {kind} pages are not supported yet")
 
+    # -- the search cache ---------------------------------------------------------
+    def _cached_impl(self):
+        """The part of this page that keeps random-access state (mini-block chunk
+        tables, dictionaries, repetition indices), if any."""
+        if self.kind == "mini_block_layout":
+            return self.impl
+        if self.kind == "blob_layout":
+            return self.impl.inner
+        return None
+
+    def attach_cache(self, cache, key: tuple) -> None:
+        impl = self._cached_impl()
+        if impl is not None:
+            impl.attach_cache(cache, key)
+
+    def init_ranges(self) -> list[tuple[int, int]]:
+        """File ranges that initialisation for random access reads for this page."""
+        impl = self._cached_impl()
+        return [] if impl is None else impl.init_ranges(self.page.offsets)
+
+    def init_from(self, bufs) -> None:
+        impl = self._cached_impl()
+        if impl is not None:
+            impl.init_from(bufs)
+
     def describe(self) -> str:
         """The page's layout and value encoding, e.g. ``mini_block:variable(flat(32))``."""
         return describe_layout(self.layout)

@@ -13,6 +13,7 @@ import pyarrow as pa
 from lancenb import io as lio
 from lancenb._proto import file2_pb2, file_pb2
 from lancenb.encodings import pb
+from lancenb.encodings.cache import SearchCache, scanning
 from lancenb.encodings.config import is_packed
 from lancenb.encodings.page import PageDecoder, PageInfo, describe_layout, parse_layout
 from lancenb.encodings.structural import repdef
@@ -170,6 +171,11 @@ class LanceFileReader:
         self.schema = pa.schema([self.schema_full.field(i) for i in self._projection],
                                 metadata=self.schema_full.metadata)
         self._decoders: dict[int, list[PageDecoder]] = {}
+        # random access: chunk tables, dictionaries and repetition indices of every
+        # column, loaded when a column is first taken from (see _initialise)
+        self._search_cache = SearchCache()
+        self._initialised: set[int] = set()
+        self._init_lock = threading.Lock()
 
     # -- metadata ------------------------------------------------------------
     def _slice(self, buf: bytes, buf_start: int, pos: int, size: int) -> bytes:
@@ -259,8 +265,11 @@ class LanceFileReader:
                 while repdef.is_nested(leaf_t):
                     leaf_t = (leaf_t.field(0).type if pa.types.is_struct(leaf_t)
                               else leaf_t.value_type)
-            out.append([PageDecoder(enc, info, leaf_t, where, chain, file_size=self._io.size())
-                        for info, enc, where in self._column_meta(field_idx, ci, name)])
+            decs = [PageDecoder(enc, info, leaf_t, where, chain, file_size=self._io.size())
+                    for info, enc, where in self._column_meta(field_idx, ci, name)]
+            for p_i, d in enumerate(decs):
+                d.attach_cache(self._search_cache, (ci, p_i))
+            out.append(decs)
         self._decoders[field_idx] = out
         return out
 
@@ -310,13 +319,45 @@ class LanceFileReader:
         return pa.chunked_array([arr], type=f.arrow.type)
 
     def _read_column_all(self, field_idx: int) -> pa.ChunkedArray:
-        # page by page, in pieces: peak memory is the result plus one piece's bytes
-        return self._merge(field_idx, [[a for d in decs for a in d.scan(self._io,
-                                                                         SCAN_PIECE_BYTES)]
-                                       for decs in self._leaf_pages(field_idx)])
+        # page by page, in pieces: peak memory is the result plus one piece's bytes;
+        # a scan leaves the search cache alone
+        with scanning():
+            return self._merge(field_idx, [[a for d in decs for a in d.scan(
+                self._io, SCAN_PIECE_BYTES)] for decs in self._leaf_pages(field_idx)])
+
+    def _initialise(self, field_idx: int) -> None:
+        """Load what random access to a field needs into the search cache: one
+        coalesced read for all its pages' chunk tables, dictionaries and repetition
+        indices."""
+        if field_idx in self._initialised:
+            return
+        with self._init_lock:
+            if field_idx in self._initialised:
+                return
+            decs = [d for col in self._leaf_pages(field_idx) for d in col]
+            ranges = [d.init_ranges() for d in decs]
+            flat = [r for rs in ranges for r in rs]
+            bufs = self._io.read_ranges(flat) if flat else []
+            i = 0
+            for d, rs in zip(decs, ranges):
+                if rs:
+                    d.init_from(bufs[i:i + len(rs)])
+                i += len(rs)
+            self._initialised.add(field_idx)
+
+    def search_cache_memory(self) -> dict[str, int]:
+        """Bytes the search cache holds per column (leaf column names, e.g. ``s.x``)."""
+        by_ci = self._search_cache.memory_by_column()
+        out = {}
+        for i in range(len(self._fields)):
+            for ci, _, name in self._leaves(i):
+                if ci in by_ci:
+                    out[name] = by_ci[ci]
+        return out
 
     def _read_column_rows(self, field_idx: int, rows: np.ndarray) -> pa.ChunkedArray:
         """``rows`` sorted ascending (duplicates allowed)."""
+        self._initialise(field_idx)
         columns = []
         for decs in self._leaf_pages(field_idx):
             firsts = np.array([d.page.first_row for d in decs] + [self._num_rows],

@@ -77,7 +77,7 @@ def test_take(written, table):
 
 def test_blob_take_costs_two_reads(written, table):
     r = LanceFileReader(written, columns=["blob"])
-    r.take_rows(np.arange(0, 900, 50))  # touches every page: chunk tables loaded
+    r.take_rows([1])  # initialisation: every page's chunk table, one read
     for row in (97, 5, 898):
         before = r._io.stats.reads
         got = r.take_rows([row]).to_table()

@@ -18,6 +18,7 @@ import numpy as np
 
 from lancenb.encodings import pb, physical
 from lancenb.encodings.blocks import DictionaryIndices, FixedWidth, Variable, to_arrow
+from lancenb.encodings.cache import CachedState
 from lancenb.encodings.physical import bitpacking, flat, variable
 from lancenb.encodings.structural import repdef
 from lancenb.errors import CorruptFileError, NotSupportedError
@@ -207,27 +208,30 @@ class ChunkTable:
 class _NestedPages:
     """Methods of :class:`MiniBlockDecoder` for pages with rep/def layers."""
 
-    def rep_index(self, reader, offsets):
+    def rep_index(self, reader, offsets, raw=None, table=None):
         """``(rows ending per chunk, leftovers per chunk)``, read and checked once."""
-        if self._rep_index is None:
-            t = self._table
+        ri = self._rep_index
+        if ri is None:
+            t = table if table is not None else self._load_table(reader, offsets)
             nc = len(t.words)
             if self.buffer_sizes[-1] != 16 * nc:
                 raise CorruptFileError(f"{self.where}: repetition index of "
                                        f"{self.buffer_sizes[-1]} bytes for {nc} chunks")
-            (raw,) = reader.read_ranges([(offsets[-1], self.buffer_sizes[-1])])
+            if raw is None:
+                (raw,) = reader.read_ranges([(offsets[-1], self.buffer_sizes[-1])])
             idx = np.frombuffer(raw, "<u8").reshape(nc, 2)
             if nc and (int(idx[:, 0].sum()) != self.num_rows or np.any(idx > (1 << 40))):
                 raise CorruptFileError(f"{self.where}: repetition index counts "
                                        f"{int(idx[:, 0].sum())} rows, the page has "
                                        f"{self.num_rows}")
-            self._rep_index = (idx[:, 0].astype(np.int64), idx[:, 1].astype(np.int64))
-        return self._rep_index
+            ri = (idx[:, 0].astype(np.int64), idx[:, 1].astype(np.int64))
+            self._rep_index = ri
+        return ri
 
-    def _run(self, t, a, b, data, pos, first_row, complete_end):
+    def _run(self, t, a, b, data, pos, first_row, complete_end, items=None):
         """Decode chunks ``a..b`` (located at ``pos`` in ``data``) into a NestedRun."""
         chunks = np.arange(a, b + 1)
-        items, lcounts, starts, sizes = self._parse(t, chunks, data, pos)
+        nitems, lcounts, starts, sizes = self._parse(t, chunks, data, pos)
         nl = self.n_level_bufs
         rep = defs = None
         if self.reps is not None:
@@ -235,10 +239,10 @@ class _NestedPages:
         if self.levels is not None:
             defs = self.levels.decode(data, starts[:, nl - 1], sizes[:, nl - 1], lcounts,
                                       self.where)
-        nvals = int(items.sum())
+        nvals = int(nitems.sum())
         n_levels = int(lcounts.sum()) if nl else nvals
-        block = self._wrap(self.values.decode(data, starts[:, nl:], sizes[:, nl:], items,
-                                              self.where))
+        block = self._wrap(self.values.decode(data, starts[:, nl:], sizes[:, nl:], nitems,
+                                              self.where), items)
         levels = repdef.Levels(rep, defs, self.info, n_levels, 0)
         if rep is None:
             return NestedRun(block, levels, 0, n_levels, 0, nvals, first_row)
@@ -262,8 +266,7 @@ class _NestedPages:
         """NestedRuns covering ``rows`` (sorted page-relative; None: every row),
         reading only the chunks they need."""
         t = self._load_table(reader, offsets)
-        if self.has_dictionary:
-            self.load_items(reader, offsets)
+        dict_items = self.load_items(reader, offsets) if self.has_dictionary else None
         nc = len(t.words)
         if nc == 0:
             return []
@@ -276,7 +279,7 @@ class _NestedPages:
             firsts = [int(t.item_starts[a]) for a, _ in runs]
             ends = [True] * len(runs)
         else:
-            per, left = self.rep_index(reader, offsets)
+            per, left = self.rep_index(reader, offsets, table=t)
             ends_at = np.cumsum(per)
             if rows is None:
                 runs = [(0, nc - 1)]
@@ -296,11 +299,12 @@ class _NestedPages:
                                           [e - s for s, e in spans])
         out = []
         for (a, b), (s, _), p, first, end in zip(runs, spans, pos, firsts, ends):
-            out.append(self._run(t, a, b, data, t.offsets[a:b + 1] - s + int(p), first, end))
+            out.append(self._run(t, a, b, data, t.offsets[a:b + 1] - s + int(p), first, end,
+                                 dict_items))
         return out
 
 
-class MiniBlockDecoder(_NestedPages):
+class MiniBlockDecoder(_NestedPages, CachedState):
     """Decodes a mini-block page of flat (non-repeated) data.
 
     The value and level decoders come from ``lancenb.encodings.physical`` and are
@@ -331,7 +335,6 @@ class MiniBlockDecoder(_NestedPages):
         self.levels = (physical.level_decoder(layout.def_compression, where)
                        if layout.HasField("def_compression") else None)
         self.dtype_bits = dtype_bits
-        self._items = None
         self.has_dictionary = layout.HasField("dictionary")
         if self.has_dictionary:
             # chunk values are indices into a dictionary kept in page buffer 2
@@ -356,11 +359,35 @@ class MiniBlockDecoder(_NestedPages):
             raise CorruptFileError(f"{where}: mini-block page has {len(buffer_sizes)} buffers, "
                                    f"expected {expected}")
         self.size_width = 4 if layout.has_large_chunk else 2
-        self._table: ChunkTable | None = None
         self.num_items = int(layout.num_items)
         self.num_rows = num_rows
         self.buffer_sizes = buffer_sizes
-        self._rep_index = None
+
+    # per-page state for random access, kept in the reader's search cache
+    _table = property(lambda self: self._cached("chunks"),
+                      lambda self, v: self._store("chunks", v))
+    _rep_index = property(lambda self: self._cached("rep_index"),
+                          lambda self, v: self._store("rep_index", v))
+    _items = property(lambda self: self._cached("dictionary"),
+                      lambda self, v: self._store("dictionary", v))
+
+    def init_ranges(self, offsets) -> list[tuple[int, int]]:
+        """The buffers random access needs loaded: chunk metadata, dictionary and
+        repetition index (see :meth:`init_from`)."""
+        out = [(offsets[0], self.buffer_sizes[0])]
+        if self.has_dictionary:
+            out.append((offsets[2], self.buffer_sizes[2]))
+        if self.reps is not None:
+            out.append((offsets[-1], self.buffer_sizes[-1]))
+        return out
+
+    def init_from(self, bufs) -> None:
+        """Load (into the search cache) what :meth:`init_ranges` named."""
+        t = self.chunk_table(bufs[0])
+        if self.has_dictionary:
+            self.load_items(buf=bufs[1])
+        if self.reps is not None:
+            self.rep_index(None, None, raw=bufs[-1], table=t)
 
     @property
     def n_level_bufs(self) -> int:
@@ -370,58 +397,62 @@ class MiniBlockDecoder(_NestedPages):
         return list(zip(offsets, sizes))
 
     def chunk_table(self, meta) -> ChunkTable:
-        if self._table is None:
+        t = self._table
+        if t is not None:
+            return t
+        if True:
             wdt = np.uint32 if self.size_width == 4 else np.uint16
             if len(meta) % np.dtype(wdt).itemsize:
                 raise CorruptFileError(f"{self.where}: chunk metadata of {len(meta)} bytes is "
                                        f"not a whole number of words")
             raw = np.frombuffer(meta, dtype=wdt)
-            self._table = ChunkTable.from_words(raw, self.num_items, self.buffer_sizes[1],
-                                                self.where)
-        return self._table
+            t = ChunkTable.from_words(raw, self.num_items, self.buffer_sizes[1], self.where)
+            self._table = t
+        return t
 
     def load_items(self, reader=None, offsets=None, buf=None):
         """Decode (once) the page's dictionary from buffer 2."""
-        if self._items is None:
+        items = self._items
+        if items is None:
             if buf is None:
                 (buf,) = reader.read_ranges([(offsets[2], self.buffer_sizes[2])])
-            self._items = to_arrow(self.dtype, self.items_decoder(buf), None)
-        return self._items
+            items = to_arrow(self.dtype, self.items_decoder(buf), None)
+            self._items = items
+        return items
 
-    def _wrap(self, block):
+    def _wrap(self, block, items=None):
         """Indices -> a DictionaryIndices block for dictionary pages."""
         if not self.has_dictionary:
             return block
         idx = np.frombuffer(block.data, dtype=f"<u{block.bits // 8}")[:block.num_values]
-        return DictionaryIndices(idx, self._items, block.num_values)
+        items = items if items is not None else self._items
+        return DictionaryIndices(idx, items, block.num_values)
 
     def _empty(self):
         return empty_block(self.dtype_bits, getattr(self.values, "offset_bits", 32)), None
 
     def _load_table(self, reader, offsets) -> ChunkTable:
         """The chunk table, reading buffer 0 on first use (cached for the reader)."""
-        if self._table is None:
+        t = self._table
+        if t is None:
             (meta,) = reader.read_ranges([(offsets[0], self.buffer_sizes[0])])
-            self.chunk_table(meta)
-        return self._table
+            t = self.chunk_table(meta)
+        return t
 
     def decode_all(self, buffers):
         """``(block, validity)`` of the whole page from its buffers."""
         table = self.chunk_table(buffers[0])
-        if self.has_dictionary:
-            self.load_items(buf=buffers[2])
+        items = self.load_items(buf=buffers[2]) if self.has_dictionary else None
         if len(table.words) == 0:
             return self._empty()
         return self._decode_run(table, np.arange(len(table.words)),
-                                np.frombuffer(buffers[1], dtype=np.uint8), table.offsets)
+                                np.frombuffer(buffers[1], dtype=np.uint8), table.offsets, items)
 
     def scan(self, reader, offsets, group_bytes: int):
         """Yield ``(block, validity)`` for runs of about ``group_bytes`` of chunks, so a
         full read holds only one run's file bytes at a time next to the result."""
-        self._load_table(reader, offsets)
-        if self.has_dictionary:
-            self.load_items(reader, offsets)
-        t = self._table
+        t = self._load_table(reader, offsets)
+        dict_items = self.load_items(reader, offsets) if self.has_dictionary else None
         n = len(t.words)
         if n == 0:
             yield self._empty()
@@ -434,11 +465,11 @@ class MiniBlockDecoder(_NestedPages):
             span = int(ends[stop - 1] - t.offsets[start])
             data, _ = reader.read_ranges_np([offsets[1] + int(t.offsets[start])], [span])
             yield self._decode_run(t, np.arange(start, stop), data,
-                                   t.offsets[start:stop] - t.offsets[start])
+                                   t.offsets[start:stop] - t.offsets[start], dict_items)
             start = stop
 
     def _decode_run(self, table: ChunkTable, chunks: np.ndarray, data: np.ndarray,
-                    chunk_pos: np.ndarray):
+                    chunk_pos: np.ndarray, dict_items=None):
         """``(block, validity)`` of the (sorted) ``chunks`` located in ``data``."""
         items, levels, starts, sizes = self._parse(table, chunks, data, chunk_pos)
         nl = self.n_level_bufs
@@ -447,17 +478,15 @@ class MiniBlockDecoder(_NestedPages):
             validity = self._validity(self.levels.decode(data, starts[:, 0], sizes[:, 0],
                                                          levels, self.where))
         block = self.values.decode(data, starts[:, nl:], sizes[:, nl:], items, self.where)
-        return self._wrap(block), validity
+        return self._wrap(block, dict_items), validity
 
     def read_rows(self, reader, offsets, rows: np.ndarray):
         """``(block, validity, selection)`` for ``rows`` (sorted, page-relative),
         reading only the chunks that hold them. Where the encodings allow it only
         the selected values are copied out (``selection`` is None); otherwise the
         chunks are decoded and ``selection`` indexes the rows among their items."""
-        self._load_table(reader, offsets)
-        if self.has_dictionary:
-            self.load_items(reader, offsets)
-        t = self._table
+        t = self._load_table(reader, offsets)
+        dict_items = self.load_items(reader, offsets) if self.has_dictionary else None
         chunk_of = np.searchsorted(t.item_starts, rows, side="right") - 1
         needed, slot = np.unique(chunk_of, return_inverse=True)
         data, pos = reader.read_ranges_np(offsets[1] + t.offsets[needed], t.nbytes[needed])
@@ -472,8 +501,8 @@ class MiniBlockDecoder(_NestedPages):
                     data, starts[:, 0], sizes[:, 0], levels, slot, local, self.where))
             block = self.values.gather(data, starts[:, nl:], sizes[:, nl:], items, slot, local,
                                        self.where)
-            return self._wrap(block), validity, None
-        block, validity = self._decode_run(t, needed, data, pos)
+            return self._wrap(block, dict_items), validity, None
+        block, validity = self._decode_run(t, needed, data, pos, dict_items)
         firsts = np.zeros(len(needed), dtype=np.int64)
         counts = t.item_starts[needed + 1] - t.item_starts[needed]
         np.cumsum(counts[:-1], out=firsts[1:])
