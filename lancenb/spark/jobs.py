@@ -150,7 +150,7 @@ def plan_write(uri: str, spark_schema, *, mode: str, max_rows_per_file=None,
             data_storage_version = base.manifest.data_format.version or None
         job.data_format = FileVersion.resolve(data_storage_version).label
         schema = write_schema_from_spark(spark_schema)
-        _check_storable(schema)
+        _check_storable(schema, spark_schema)
         fields_pb, _ = schema_to_fields(schema)
         job.schema = schema
         job.fields = [f.SerializeToString() for f in fields_pb]
@@ -172,22 +172,36 @@ def _check_append(spark_schema, ds_schema: pa.Schema, uri: str) -> None:
                               f"in the dataset")
 
 
-def _check_storable(schema: pa.Schema) -> None:
-    """Open (and discard) an in-memory Lance file with ``schema``: the file writer is
-    the authority on which types it stores."""
-    import fsspec
+def _check_storable(schema: pa.Schema, spark_schema) -> None:
+    """Write a one-row all-null probe of each column with the dataset writer into
+    memory: the writer is the authority on which types it stores (pages and
+    statistics alike), and the error names the column."""
+    spark_types = {f.name: f.dataType.simpleString() for f in spark_schema.fields}
+    store = ObjectStore(f"memory://lancenb-spark-probe/{uuid.uuid4().hex}")
+    for f in schema:
+        probe = pa.schema([f.with_nullable(True)])
+        written: list[str] = []
+        try:
+            fields_pb, _ = schema_to_fields(probe)
+            batch = pa.RecordBatch.from_arrays([_probe_values(f.type)], schema=probe)
+            write_fragments(store, iter([batch]), probe, fields_pb, version=FileVersion.V2_1,
+                            written=written)
+        except (LanceError, pa.ArrowException, ValueError, TypeError) as e:
+            raise SchemaError(f"column {f.name!r} ({spark_types.get(f.name, '?')}, Arrow "
+                              f"{f.type}) cannot be stored in a Lance dataset: {e}") from e
+        finally:
+            cleanup(store, written)
 
-    from lancenb.file.writer import LanceFileWriter
 
-    path = f"memory://lancenb-spark-probe/{uuid.uuid4().hex}.lance"
-    try:
-        LanceFileWriter(path, schema).close()
-    except LanceError as e:
-        raise SchemaError(f"cannot store this DataFrame in a Lance dataset: {e}") from e
-    finally:
-        fs = fsspec.filesystem("memory")
-        if fs.exists(path):
-            fs.rm(path)
+def _probe_values(t: pa.DataType) -> pa.Array:
+    """A null and, where a cast makes one, a zero of type ``t``: a probe with a real
+    value also exercises the statistics of the column."""
+    for src in (pa.int64(), pa.int32()):
+        try:
+            return pa.array([None, 0], src).cast(t)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            pass
+    return pa.nulls(2, t)
 
 
 class _Journal(list):
