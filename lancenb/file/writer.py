@@ -44,12 +44,6 @@ class _Column:
         self.rows_written = 0
 
 
-def _leaf_field(f: pa.Field, path: tuple) -> pa.Field:
-    for step in path:
-        f = f.type.field(step) if pa.types.is_struct(f.type) else f.type.value_field
-    return f
-
-
 def _has_unsupported(dt: pa.DataType) -> bool:
     """Types lancenb cannot write yet: dictionaries inside nested fields, maps, unions,
     fixed-size lists of anything but whole-byte fixed-width primitives."""
@@ -135,10 +129,11 @@ class LanceFileWriter:
                     self._columns.append(_Column(f, config_for_field(f), i))
                     continue
                 paths = repdef.leaf_paths(f.type)
+                # as pylance: the top-level field's lance-encoding:* metadata governs
+                # every leaf column under it (a child's own metadata is not read)
+                config = config_for_field(f)
                 for path in paths:
-                    leaf = _leaf_field(f, path)
-                    self._columns.append(_Column(f, config_for_field(leaf), i, path,
-                                                 len(paths)))
+                    self._columns.append(_Column(f, config, i, path, len(paths)))
         except LanceError as e:
             self._fail(e)
         budget = (self._data_cache_bytes / max(1, len(schema))

@@ -55,6 +55,10 @@ def encode_nested(block, levels, value_compression=None):
     info = levels.info
     rep = levels.rep if levels.rep is not None else np.zeros(0, np.uint16)
     defs = levels.defs if levels.defs is not None else np.zeros(0, np.uint16)
+    if levels.rep is None and levels.defs is None:
+        # no levels at all (e.g. a struct leaf with no nulls anywhere): the kernel
+        # walks the levels to find the items, so give it "all valid" ones
+        defs = np.zeros(block.num_values, np.uint16)
     bits_rep, bits_def = _bitlen(levels.rep), _bitlen(levels.defs)
     cw = control_width(bits_rep, bits_def)
     n, nvis = levels.num_levels, block.num_values
