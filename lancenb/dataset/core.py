@@ -328,8 +328,7 @@ class LanceDataset(pads.Dataset):
         except BaseException:
             cleanup(self._store, written)
             raise
-        if not txn.deleted_rows:
-            return  # nothing matched: no new version, like pylance
+        # like pylance, a delete makes a new version even when nothing matched
         self._commit(txn, written)
 
     def restore(self) -> None:

@@ -94,8 +94,14 @@ class PageDecoder:
             self.impl = fullzip.FullZipDecoder(layout.full_zip_layout, page.num_rows,
                                                page.sizes, where, dtype, bits)
         elif kind == "constant_layout":
-            self.impl = allnull.ConstantDecoder(layout.constant_layout, page.num_rows,
-                                                page.sizes, dtype, where, chain)
+            cl = layout.constant_layout
+            if chain is None and (len(page.sizes) or cl.HasField("rep_compression")
+                                  or cl.HasField("def_compression")):
+                # a flat column's 2.2 constant page with levels or a value buffer (e.g.
+                # a constant string): decode it as a one-layer chain
+                self.chain = chain = dtype
+            self.impl = allnull.ConstantDecoder(cl, page.num_rows, page.sizes, dtype, where,
+                                                chain)
         elif kind == "blob_layout":
             if chain is not None:
                 raise NotSupportedError(f"{where}: blobs inside lists or structs are not "

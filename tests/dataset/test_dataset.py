@@ -104,13 +104,14 @@ def test_delete_whole_fragment_and_nothing(ds_uri):
     ds = lancenb.dataset(ds_uri)
     ds.delete("id < 300")
     assert ds.version == 2 and [f.fragment_id for f in ds.get_fragments()] == [1, 2, 3]
-    ds.delete("id < 0")  # matches nothing: no new version
-    assert ds.version == 2 and ds.latest_version == 2
+    ds.delete("id < 0")  # matches nothing: still a new version, as pylance makes one
+    assert ds.version == 3 and ds.latest_version == 3
+    assert lancenb.dataset(ds.uri, version=3).count_rows() == 700
     ds.delete("id >= 300 AND id < 310")
     assert ds.count_rows() == 690
     frag = ds.get_fragment(1)
     assert frag.metadata.deletion_file.num_deleted_rows == 10
-    assert frag.deletion_file().startswith("_deletions/1-2-")
+    assert frag.deletion_file().startswith("_deletions/1-3-")
 
 
 def test_versions_time_travel_restore_tags(ds_uri):

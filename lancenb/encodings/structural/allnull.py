@@ -92,7 +92,7 @@ class ConstantDecoder:
         layers = list(layout.layers)
         if chain is not None:
             self.info = repdef.LayerInfo.from_layers(layers, where)
-            if len(self.buffer_sizes) not in (0, 2, 3):
+            if len(self.buffer_sizes) not in (0, 1, 2, 3):
                 raise CorruptFileError(f"{where}: all-null page with {len(self.buffer_sizes)} "
                                        f"buffers")
             self.value = bytes(layout.inline_value) if layout.HasField("inline_value") else None
@@ -128,9 +128,10 @@ class ConstantDecoder:
         value = self.value
         if self.buffer_sizes:
             bufs = reader.read_ranges(list(zip(offsets, self.buffer_sizes)))
-            if len(bufs) == 3:
+            if len(bufs) in (1, 3):  # the value (variable width) comes first
                 value = _constant_blob(bufs[0], where)
                 bufs = bufs[1:]
+        if self.buffer_sizes and bufs:
             lay = self.layout
             nrep = int(lay.num_rep_values) if lay.HasField("rep_compression") else \
                 self.buffer_sizes[0] // 2

@@ -1,0 +1,145 @@
+"""Dataset histories under hypothesis, checked against a plain in-memory model.
+
+A state machine drives a real dataset through random appends, deletes, overwrites,
+added and dropped columns, compactions and restores (half of the steps through
+pylance, so mixed histories are covered), and after every step checks that lancenb
+and pylance both read exactly what the model says, at the latest version and at a
+random older one.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+
+import lance
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from _tables import assert_tables_equal
+from budget import EXAMPLES, fuzz_settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+import lancenb
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+def _rows(start: int, n: int, extra: list[str]) -> pa.Table:
+    ids = np.arange(start, start + n, dtype=np.int64)
+    cols = {"id": ids, "v": pa.array((ids * 7 % 11).astype(np.int32), mask=ids % 5 == 0),
+            "s": pa.array([f"s{i % 4}" for i in ids], pa.string())}
+    t = pa.table(cols)
+    for name in extra:  # columns added later hold nulls for new rows written as nulls
+        t = t.append_column(pa.field(name, pa.int64()), pa.nulls(n, pa.int64()))
+    return t
+
+
+class DatasetHistory(RuleBasedStateMachine):
+    """The model is one pa.Table per version (version k at index k - 1)."""
+
+    def __init__(self):
+        super().__init__()
+        self.dir = tempfile.mkdtemp(prefix="lancenb-model-")
+        self.uri = f"{self.dir}/ds"
+        self.versions: list[pa.Table] = []
+        self.next_id = 0
+        self.extra: list[str] = []
+
+    def teardown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    @property
+    def current(self) -> pa.Table:
+        return self.versions[-1]
+
+    def _lib(self, use_pylance: bool):
+        return lance if use_pylance else lancenb
+
+    @initialize(n=st.integers(0, 30), fmt=st.sampled_from(["2.1", "2.2"]))
+    def create(self, n, fmt):
+        t = _rows(0, n, [])
+        self.next_id = n
+        lancenb.write_dataset(t, self.uri, data_storage_version=fmt, max_rows_per_file=10,
+                              schema=t.schema)
+        self.versions.append(t)
+
+    @rule(n=st.integers(1, 25), use_pylance=st.booleans())
+    def append(self, n, use_pylance):
+        t = _rows(self.next_id, n, self.extra)
+        self.next_id += n
+        self._lib(use_pylance).write_dataset(t, self.uri, mode="append", max_rows_per_file=10)
+        self.versions.append(pa.concat_tables([self.current, t]))
+
+    @rule(mod=st.integers(2, 6), rem=st.integers(0, 5), use_pylance=st.booleans())
+    def delete(self, mod, rem, use_pylance):
+        pred = f"id % {mod} = {rem % mod}"
+        keep = pc.not_equal(pc.remainder(self.current["id"], mod), rem % mod)
+        self._lib(use_pylance).dataset(self.uri).delete(pred)
+        self.versions.append(self.current.filter(keep))  # a version even if nothing matched
+
+    @rule(n=st.integers(0, 15), use_pylance=st.booleans())
+    def overwrite(self, n, use_pylance):
+        t = _rows(self.next_id, n, [])
+        self.next_id += n
+        self._lib(use_pylance).write_dataset(t, self.uri, mode="overwrite",
+                                             max_rows_per_file=10)
+        self.extra = []
+        self.versions.append(t)
+
+    @precondition(lambda self: len(self.extra) < 2)
+    @rule(use_pylance=st.booleans())
+    def add_column(self, use_pylance):
+        name = f"e{len(self.versions)}"
+        self._lib(use_pylance).dataset(self.uri).add_columns({name: "id * 2"})
+        self.extra.append(name)
+        self.versions.append(self.current.append_column(
+            pa.field(name, pa.int64()), pc.multiply(self.current["id"], 2)))
+
+    @precondition(lambda self: bool(self.extra))
+    @rule(use_pylance=st.booleans())
+    def drop_column(self, use_pylance):
+        name = self.extra.pop()
+        self._lib(use_pylance).dataset(self.uri).drop_columns([name])
+        self.versions.append(self.current.drop_columns([name]))
+
+    @precondition(lambda self: len(self.versions) > 1)
+    @rule(data=st.data())
+    def restore(self, data):
+        v = data.draw(st.integers(1, len(self.versions)))
+        lancenb.dataset(self.uri, version=v).restore()
+        t = self.versions[v - 1]
+        self.extra = [c for c in t.column_names if c.startswith("e")]
+        self.versions.append(t)
+
+    @rule(use_pylance=st.booleans())
+    def compact(self, use_pylance):
+        before = lancenb.dataset(self.uri).version
+        self._lib(use_pylance).dataset(self.uri).optimize.compact_files(
+            target_rows_per_fragment=40)
+        if lancenb.dataset(self.uri).version != before:
+            self.versions.append(self.current)
+
+    @invariant()
+    def both_read_the_model(self):
+        if not self.versions:
+            return
+        want = self.current
+        ours = lancenb.dataset(self.uri)
+        assert ours.version == len(self.versions)
+        assert_tables_equal(ours.to_table(), want)
+        assert_tables_equal(lance.dataset(self.uri).to_table(), want)
+        assert ours.count_rows() == want.num_rows
+        if want.num_rows:
+            idx = [0, want.num_rows - 1, want.num_rows // 2]
+            assert_tables_equal(ours.take(idx), want.take(pa.array(idx)))
+        old = (len(self.versions) * 7919) % len(self.versions) + 1
+        assert_tables_equal(lancenb.dataset(self.uri, version=old).to_table(),
+                            self.versions[old - 1])
+
+
+TestDatasetHistory = DatasetHistory.TestCase
+TestDatasetHistory.settings = fuzz_settings(examples=max(5, EXAMPLES // 3),
+                                            stateful_step_count=12)
