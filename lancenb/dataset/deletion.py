@@ -51,8 +51,11 @@ def read_deletions(store, fragment_id: int, df, physical_rows: int) -> np.ndarra
         try:
             with ipc.open_file(pa.BufferReader(raw)) as f:
                 table = f.read_all()
-        except (pa.ArrowInvalid, pa.ArrowIOError, OSError) as e:
-            raise CorruptFileError(f"{where}: not an Arrow IPC file: {e}") from e
+        except (pa.ArrowException, OSError, MemoryError, UnicodeDecodeError, ValueError) as e:
+            # damaged IPC can claim absurd buffer sizes (Arrow refuses the allocation),
+            # odd integer widths or undecodable names: all mean a corrupt file
+            raise CorruptFileError(f"{where}: not a valid Arrow IPC file: "
+                                   f"{type(e).__name__}: {e}") from e
         if table.num_columns != 1 or not pa.types.is_integer(table.schema.field(0).type):
             raise CorruptFileError(f"{where}: expected one integer column 'row_id', found "
                                    f"{table.schema}")

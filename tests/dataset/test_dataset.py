@@ -353,3 +353,22 @@ def test_tag_file_garbage(ds_uri):
         f.write("{not json")
     with pytest.raises(CorruptFileError):
         lancenb.dataset(ds_uri, version="t")
+
+
+@pytest.mark.parametrize("name", sorted(os.listdir(os.path.join(os.path.dirname(__file__),
+                                                                "corrupt_inputs"))))
+def test_fuzzed_deletion_files_raise_corrupt_file_error(tmp_path, name):
+    """Deletion files damaged by scripts/fuzz_corrupt.py that made pyarrow raise
+    MemoryError (a huge claimed buffer) or NotImplementedError (odd integer width)
+    instead of a LanceError."""
+    from lancenb._proto import table_pb2
+    from lancenb.dataset.deletion import read_deletions
+    from lancenb.io.store import ObjectStore
+
+    kind, frag, ver, did = name[: -len(".arrow")].split("-")
+    os.makedirs(tmp_path / "_deletions")
+    data = Path(os.path.dirname(__file__), "corrupt_inputs", name).read_bytes()
+    (tmp_path / "_deletions" / f"{frag}-{ver}-{did}.arrow").write_bytes(data)
+    df = table_pb2.DeletionFile(read_version=int(ver), id=int(did))
+    with pytest.raises(CorruptFileError, match="not a valid Arrow IPC file"):
+        read_deletions(ObjectStore(str(tmp_path)), int(frag), df, 1000)
