@@ -159,52 +159,55 @@ def run(rows: int, repeat: int, tmp: str) -> dict:
         r = res[impl.name] = {}
         log(f"-- {impl.name}")
         paths = [os.path.join(tmp, f"{impl.name}-w{i}") for i in range(repeat + 1)]
-        r["write"] = median_ms(lambda i: impl.write(paths[i], table), repeat)
+        r["write"] = median_ms(lambda i, impl=impl, paths=paths: impl.write(paths[i], table),
+                               repeat)
         uri = paths[0]
         for p in paths[1:]:
             shutil.rmtree(p, ignore_errors=True)
-        r["open"] = median_ms(lambda i: impl.open(uri), repeat)
+        r["open"] = median_ms(lambda i, impl=impl, uri=uri: impl.open(uri), repeat)
         ds = impl.open(uri)
 
-        def scan_all(i):
+        def scan_all(i, impl=impl, ds=ds):
             t = impl.scan(ds)
             assert t.num_rows == rows, "scan mismatch"
             if impl.name != "parquet":  # pyarrow's dataset writer may reorder rows
                 assert t["id"].equals(table["id"]), "scan mismatch"
         r["scan"] = median_ms(scan_all, repeat)
 
-        def scan_one(i):
+        def scan_one(i, impl=impl, ds=ds):
             t = impl.scan(ds, columns=["x"])
             assert t.num_rows == rows
         r["scan 1 column"] = median_ms(scan_one, repeat)
 
-        def scan_x(i):
+        def scan_x(i, impl=impl, ds=ds):
             t = impl.scan(ds, filter="x > 0.99")
             assert sorted(t["id"].to_pylist()) == want_x["id"].to_pylist(), "filter mismatch"
         r["filter x > 0.99"] = median_ms(scan_x, repeat)
 
-        def scan_cat(i):
+        def scan_cat(i, impl=impl, ds=ds):
             t = impl.scan(ds, filter="cat = 'c7'")
             assert t.num_rows == want_cat.num_rows, "filter mismatch"
         r["filter cat = 'c7'"] = median_ms(scan_cat, repeat)
 
-        def count(i):
+        def count(i, impl=impl, ds=ds):
             assert impl.count(ds, "v < 10") == want_count
         r["count_rows(v < 10)"] = median_ms(count, repeat)
 
-        def take(i):
+        def take(i, impl=impl, ds=ds):
             t = impl.take(ds, take_idx)
             if impl.name != "parquet":
                 assert t["id"].to_pylist() == take_idx.tolist(), "take mismatch"
         r["take 100"] = median_ms(take, repeat)
         if impl.append is not None:
-            r["commit (append 10 rows)"] = median_ms(lambda i: impl.append(uri, small), repeat)
+            r["commit (append 10 rows)"] = median_ms(
+                lambda i, impl=impl, uri=uri: impl.append(uri, small), repeat)
             dpaths = [os.path.join(tmp, f"{impl.name}-d{i}") for i in range(repeat + 1)]
 
-            def setup(i):
+            def setup(i, uri=uri, dpaths=dpaths):
                 shutil.copytree(uri, dpaths[i])
-            r["delete 1%"] = median_ms(lambda i: impl.delete(dpaths[i], "id % 100 = 3"), repeat,
-                                       setup)
+            r["delete 1%"] = median_ms(
+                lambda i, impl=impl, dpaths=dpaths: impl.delete(dpaths[i], "id % 100 = 3"),
+                repeat, setup)
             for p in dpaths:
                 shutil.rmtree(p, ignore_errors=True)
         r["size MB"] = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(uri)

@@ -56,6 +56,7 @@ class StatsCollector:
         self._pending: list[pa.RecordBatch] = []
         self._pending_rows = 0
         self._rows: dict[int, list[ColumnStats]] = {fid: [] for _, _, fid, _ in self.cols}
+        self._skip: set[int] = set()
 
     def add(self, batch: pa.RecordBatch) -> None:
         pos = 0
@@ -71,17 +72,24 @@ class StatsCollector:
         if not self._pending_rows:
             return
         for i, _, fid, _ in self.cols:
+            if fid in self._skip:
+                continue
             arr = pa.chunked_array([b.column(i) for b in self._pending])
-            self._rows[fid].append(compute_stats(arr))
+            try:
+                self._rows[fid].append(compute_stats(arr))
+            except (pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowInvalid):
+                self._skip.add(fid)  # no min/max kernel for this type: no statistics
         self._pending, self._pending_rows = [], 0
 
     def finish(self) -> tuple[bytes, dict] | None:
         """``(IPC stream bytes, metadata dict without the buffer index)``, or None."""
         self._flush()
-        if not self.cols or not self._rows[self.cols[0][2]]:
+        if not any(self._rows[fid] for _, _, fid, _ in self.cols if fid not in self._skip):
             return None
         arrays, fields = [], []
         for _, _f, fid, t in self.cols:
+            if fid in self._skip:
+                continue
             st = pa.struct([pa.field("null_count", pa.int64()), pa.field("min_value", t),
                             pa.field("max_value", t)])
             rows = self._rows[fid]
