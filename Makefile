@@ -24,12 +24,12 @@ demo: $(VENV)/.installed
 	$(PY) -m lancenb.cli demo
 
 test: $(VENV)/.installed-dev
-	$(PY) -m ruff check lancenb kernels tests benchmarks scripts
+	$(PY) -m ruff check lancenb kernels tests property_tests benchmarks scripts
 	$(PY) -m pytest -q
 	NUMBA_DISABLE_JIT=1 $(PY) -m pytest -q tests/kernels
 
 lint: $(VENV)/.installed-dev
-	$(PY) -m ruff check lancenb kernels tests benchmarks scripts
+	$(PY) -m ruff check lancenb kernels tests property_tests benchmarks scripts
 
 protos: $(VENV)/.installed-dev
 	$(PY) scripts/gen_protos.py
