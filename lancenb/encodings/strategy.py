@@ -17,7 +17,10 @@ Order, as in the reference (2.1):
    the result in General (kept only where it pays);
 4. definition levels are bitpacked out of line.
 
-:func:`explain` returns the decisions taken for a page, for inspection tools.
+Tracing (for ``lancenb.explain`` and ``lancenb inspect``): pass a :class:`Trace` as
+``encode_page(..., trace=t)`` and it receives the page's statistics, the thresholds in
+force, the ``lance-encoding:*`` keys that changed the defaults and every step's verdict
+(the same messages as ``why``). Without a trace the only cost is one ``is None`` test.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import numpy as np
 import pyarrow as pa
 
 from lancenb.encodings import blocks
+from lancenb.encodings import config as config_keys
 from lancenb.encodings.config import EncodingConfig
 from lancenb.encodings.physical import (
     bitpacking,
@@ -39,9 +43,10 @@ from lancenb.encodings.physical import (
 )
 from lancenb.encodings.physical import dictionary as dictionary_enc
 from lancenb.encodings.structural import allnull, fullzip, miniblock, repdef
+from lancenb.kernels import fsst as kfsst
 from lancenb.kernels import stats as kstats
 
-__all__ = ["encode_page", "FULL_ZIP_MIN_BYTES", "choose_codec"]
+__all__ = ["encode_page", "FULL_ZIP_MIN_BYTES", "choose_codec", "Trace"]
 
 # Values this large or larger go to full-zip pages (the reference's cut-off).
 FULL_ZIP_MIN_BYTES = 256
@@ -133,13 +138,76 @@ def per_value_codec(block, cfg: EncodingConfig, why: list[str]):
     return block, None
 
 
+# EncodingConfig field -> the metadata key that sets it
+_CONFIG_KEYS = {"compression": config_keys.COMPRESSION,
+                "compression_level": config_keys.COMPRESSION_LEVEL,
+                "rle_threshold": config_keys.RLE_THRESHOLD, "bss": config_keys.BSS,
+                "dict_divisor": config_keys.DICT_DIVISOR,
+                "dict_size_ratio": config_keys.DICT_SIZE_RATIO,
+                "structural_encoding": config_keys.STRUCTURAL_ENCODING}
+
+
+class Trace:
+    """What the strategy saw and decided for one page (plain data, JSON-ready).
+
+    ``stats``: values, nulls, value bytes, largest value, estimated cardinality, runs;
+    ``thresholds``: the limits the steps compared against; ``overrides``: metadata
+    keys whose values differ from the defaults; ``steps``: one message per decision,
+    in order (``"try_dictionary: 3 distinct of 1000: yes"``).
+    """
+
+    def __init__(self):
+        self.stats: dict = {}
+        self.thresholds: dict = {}
+        self.overrides: dict = {}
+        self.steps: list[str] = []
+
+    def record_input(self, arr: pa.Array, cfg: EncodingConfig, levels) -> None:
+        d = dictionary_enc
+        defaults = EncodingConfig()
+        self.overrides = {key: getattr(cfg, name) for name, key in _CONFIG_KEYS.items()
+                          if getattr(cfg, name) != getattr(defaults, name)}
+        self.thresholds = {"full_zip_min_value_bytes": FULL_ZIP_MIN_BYTES,
+                           "dictionary_min_values": d.MIN_VALUES,
+                           "dictionary_max_items": d.MAX_ITEMS,
+                           "dict_divisor": cfg.dict_divisor,
+                           "dict_size_ratio": cfg.dict_size_ratio,
+                           "rle_threshold": cfg.rle_threshold,
+                           "fsst_min_input_bytes": int(kfsst.LEAST_INPUT_SIZE),
+                           "fsst_min_max_length": int(kfsst.LEAST_INPUT_MAX_LENGTH),
+                           "per_value_general_min_bytes": PER_VALUE_GENERAL_MIN_BYTES}
+        st = {"type": str(arr.type), "slots": len(arr), "nulls": arr.null_count,
+              "nested_levels": levels is not None}
+        if len(arr) and arr.null_count < len(arr) and not pa.types.is_struct(arr.type):
+            block, _ = blocks.from_arrow(arr)
+            st["value_bytes"] = (len(block.data) if isinstance(block, blocks.Variable)
+                                 else block.num_values * block.bits // 8)
+            st["largest_value_bytes"] = _max_value_bytes(block)
+            if isinstance(block, (blocks.Variable, blocks.FixedWidth)) and block.num_values:
+                st["cardinality_estimate"] = round(d.estimate_cardinality(block))
+            if _bitpackable(arr.type, block) and block.num_values:
+                raw = block.num_values * block.bits // 8
+                st["runs"] = int(kstats.run_count(block.data[:raw], block.bits // 8))
+                st["bitpacked_bytes"] = int(bitpacking.packed_bytes(
+                    bitpacking.as_unsigned(block)))
+        self.stats = st
+
+    def to_dict(self) -> dict:
+        return {"stats": self.stats, "thresholds": self.thresholds,
+                "overrides": self.overrides, "steps": list(self.steps)}
+
+
 def encode_page(arr: pa.Array, cfg: EncodingConfig, *, version_minor: int,
-                why: list[str] | None = None, levels=None):
+                why: list[str] | None = None, levels=None, trace: Trace | None = None):
     """Encode a flat Arrow array as one page: ``(buffers, PageLayout)``.
 
     ``levels`` (rep/def levels of a nested column) makes ``arr`` the leaf's value
-    slots, one per visible level; the levels then carry the nulls.
+    slots, one per visible level; the levels then carry the nulls. ``trace``
+    receives the statistics and decisions (see :class:`Trace`).
     """
+    if trace is not None:
+        trace.record_input(arr, cfg, levels)
+        why = trace.steps
     why = [] if why is None else why
     if levels is not None:
         validity = repdef.leaf_validity(levels)
@@ -174,6 +242,8 @@ def encode_page(arr: pa.Array, cfg: EncodingConfig, *, version_minor: int,
             block, items, desc, count = found
             dictionary = (items, desc, count)
             arr_type = pa.uint32()
+    elif isinstance(block, blocks.Variable):
+        why.append(f"try_dictionary: skipped (compression={cfg.compression})")
     codec = choose_codec(arr_type if dictionary else arr.type, block, cfg, why)
     return miniblock.encode(block, validity, codec=codec, pack_levels=True,
                             large_chunks=version_minor >= 2, dictionary=dictionary,
