@@ -26,13 +26,18 @@ from lancenb.errors import (  # noqa: E402
     NotSupportedError,
 )
 from lancenb.file import LanceFileReader, LanceFileWriter  # noqa: E402
+from lancenb.inspect import explain, validate  # noqa: E402
+from lancenb.inspect import inspect as _inspect_fn  # noqa: E402
 
 # like pylance, the name ``dataset`` is the open function (the subpackage stays
 # importable as ``lancenb.dataset.<module>``)
 dataset = _dataset_fn
+# likewise ``inspect`` is the function (``from lancenb.inspect import ...`` still works)
+inspect = _inspect_fn
 
 __all__ = ["__version__", "errors", "file", "dataset", "write_dataset", "LanceDataset",
            "batch_udf", "BatchUDF",
            "LanceFragment", "LanceScanner", "LanceError", "CorruptFileError",
            "NotSupportedError", "InvalidInputError", "CommitConflictError",
-           "DatasetNotFoundError", "DatasetExistsError", "LanceFileReader", "LanceFileWriter"]
+           "DatasetNotFoundError", "DatasetExistsError", "LanceFileReader", "LanceFileWriter",
+           "inspect", "explain", "validate"]

@@ -1,4 +1,7 @@
-"""The ``lancenb`` command line. ``lancenb demo`` is what ``make demo`` runs."""
+"""The ``lancenb`` command line: inspect, validate, convert, demo.
+
+``lancenb demo`` is what ``make demo`` runs. See docs/cli.md for real output.
+"""
 
 from __future__ import annotations
 
@@ -216,8 +219,34 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    parser = argparse.ArgumentParser(prog="lancenb", description=__doc__)
+    parser = argparse.ArgumentParser(prog="lancenb", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
+    p_ins = sub.add_parser("inspect", help="what a Lance file or dataset holds: versions, "
+                                           "fragments, columns, pages, encodings and why")
+    p_ins.add_argument("path", help="a .lance file or a dataset directory/URI")
+    p_ins.add_argument("--json", action="store_true", help="print the full report as JSON")
+    p_ins.add_argument("--version", type=int, default=None, help="dataset version to detail")
+    p_ins.add_argument("--files", action="store_true",
+                       help="datasets: also inspect every data file")
+    p_ins.add_argument("--no-explain", action="store_true",
+                       help="files: do not decode pages to explain the encodings")
+    p_val = sub.add_parser("validate", help="decode every page and deletion file; report "
+                                            "every problem (exit status 1 if any)")
+    p_val.add_argument("uri")
+    p_val.add_argument("--json", action="store_true")
+    p_conv = sub.add_parser("convert", help="Parquet, CSV, Arrow IPC or Lance in; a Lance "
+                                            "dataset (or .parquet) out, streamed")
+    p_conv.add_argument("src")
+    p_conv.add_argument("dst")
+    p_conv.add_argument("--mode", choices=["create", "append", "overwrite"], default="create")
+    p_conv.add_argument("--max-rows-per-file", type=int, default=None)
+    p_conv.add_argument("--data-storage-version", default=None,
+                        help="file format of the data files: 2.1 (default) or 2.2")
+    p_conv.add_argument("--batch-rows", type=int, default=65536,
+                        help="rows read from the source at a time")
+    p_conv.add_argument("--format", choices=["parquet", "csv", "ipc", "lance"], default=None,
+                        help="source format (default: from the name)")
+    p_conv.add_argument("--quiet", action="store_true", help="no progress lines")
     p_demo = sub.add_parser("demo", help="Spark writes, appends and reads a generated dataset; "
                                          "lancenb deletes, takes and shows encodings")
     p_demo.add_argument("--rows", type=int, default=200_000)
@@ -225,7 +254,293 @@ def _main(argv: list[str] | None) -> int:
     args = parser.parse_args(argv)
     if args.command == "demo":
         return demo(args.rows, args.out_dir)
+    from lancenb.errors import LanceError
+
+    try:
+        if args.command == "inspect":
+            return _cmd_inspect(args)
+        if args.command == "validate":
+            return _cmd_validate(args)
+        if args.command == "convert":
+            return _cmd_convert(args)
+    except LanceError as e:
+        print(f"lancenb {args.command}: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
     return 2
+
+
+# -- inspect ---------------------------------------------------------------------------
+def _table(rows: list[list], header: list[str], indent: str = "  ") -> None:
+    """Print rows as aligned columns (numbers right-aligned)."""
+    cells = [[_cell(v) for v in r] for r in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(header)]
+    num = [all(isinstance(r[i], (int, float)) or r[i] is None for r in rows)
+           for i in range(len(header))]
+    fmt = lambda r: indent + "  ".join(  # noqa: E731
+        (c.rjust(w) if n else c.ljust(w)) for c, w, n in zip(r, widths, num)).rstrip()
+    print(fmt(header))
+    for r in cells:
+        print(fmt(r))
+
+
+def _cell(v) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, int):
+        return f"{v:,}"
+    return str(v)
+
+
+def _yes(b) -> str:
+    return "yes" if b else "no"
+
+
+def _print_file(r: dict, explain: bool) -> None:
+    print(f"file {r['path']}")
+    print(f"  Lance {r['version']}, {r['size_bytes']:,} bytes, {r.get('num_rows', 0):,} rows, "
+          f"{len(r.get('columns', []))} columns; readable by lancenb: "
+          f"{_yes(r['readable_by']['lancenb'])}, pylance 14: "
+          f"{_yes(r['readable_by']['pylance14'])}")
+    f = r.get("footer", {})
+    if "column_meta_offsets_position" in f:
+        print(f"  footer: column metadata at {f['column_meta_start']:,}, column table at "
+              f"{f['column_meta_offsets_position']:,}, global buffer table at "
+              f"{f['global_buffer_offsets_position']:,} ({f['num_global_buffers']} global "
+              f"buffers)")
+    elif f:
+        print(f"  footer: metadata at {f['metadata_position']:,}; batches "
+              f"{r.get('batch_offsets')}")
+    for note in r.get("notes", []):
+        print(f"  note: {note}")
+    schema = r.get("schema", {})
+    print("\nschema")
+    _table([[x["id"], x["parent_id"], x["name"], x["logical_type"], x["nullable"],
+             ", ".join(f"{k}={v}" for k, v in x["metadata"].items()) or None]
+            for x in schema.get("fields", [])],
+           ["id", "parent", "name", "type", "nullable", "metadata"])
+    print("\npages")
+    rows = []
+    for c in r.get("columns", []):
+        for p in c["pages"]:
+            e = p.get("explanation") or {}
+            rows.append([c["name"], p["index"], p["rows"], p.get("bytes"),
+                         p.get("uncompressed_bytes"), p.get("layout"), p.get("chunks"),
+                         p.get("dictionary_bytes"), p.get("repetition_index_bytes"),
+                         None if "reproduced" not in e else e["reproduced"],
+                         p.get("description")])
+    _table(rows, ["column", "page", "rows", "bytes", "raw", "layout", "chunks", "dict",
+                  "rep-idx", "same", "encoding"])
+    if not explain:
+        return
+    shown = False
+    for c in r.get("columns", []):
+        for p in c["pages"]:
+            e = p.get("explanation")
+            if not e or "steps" not in e:
+                continue
+            if not shown:
+                print("\nwhy (lancenb's strategy re-run on each decoded page; 'same' = it "
+                      "chose the stored encoding)")
+                shown = True
+            st = e.get("stats", {})
+            print(f"  {c['name']} page {p['index']}: "
+                  + ", ".join(f"{k} {_cell(v)}" for k, v in st.items() if k != "nested_levels"))
+            if e.get("overrides"):
+                print("    metadata: " + ", ".join(f"{k}={v}" for k, v in
+                                                   e["overrides"].items()))
+            for step in e["steps"]:
+                print(f"    {step}")
+
+
+def _print_dataset(r: dict) -> None:
+    ff = r["feature_flags"]
+    print(f"dataset {r['uri']}")
+    print(f"  version {r['version']} of {r['latest_version']}, {r['rows']:,} rows in "
+          f"{len(r['fragments'])} fragments, {r['data_bytes']:,} data bytes; data storage "
+          f"version {r['data_storage_version']}, files {', '.join(r['file_versions']) or '-'}; "
+          f"{r['manifest_naming']} manifest names")
+    print(f"  feature flags: reader {ff['reader']} {ff['reader_names'] or ''}, writer "
+          f"{ff['writer']} {ff['writer_names'] or ''}")
+    print(f"  readable by lancenb: {_yes(r['readable_by']['lancenb'])}, pylance 14: "
+          f"{_yes(r['readable_by']['pylance14'])}")
+    print("\nversions")
+    _table([[v["version"], v.get("timestamp"), v.get("operation"), v.get("writer"),
+             v.get("fragments"), v.get("rows"), v.get("tag") or v.get("error")]
+            for v in r["versions"]],
+           ["version", "timestamp (UTC)", "operation", "writer", "fragments", "rows", "tag"])
+    print("\nfragments")
+    _table([[f["id"], f["rows"], f["physical_rows"], f["deleted_rows"],
+             (f.get("deletion_file") or {}).get("type"), d["path"], d["file_version"],
+             d["size_bytes"], ",".join(map(str, d["fields"]))]
+            for f in r["fragments"] for d in f["files"]],
+           ["id", "rows", "physical", "deleted", "deletions", "data file", "format", "bytes",
+            "fields"])
+    print("\nschema")
+    _table([[x["id"], x["parent_id"], x["name"], x["logical_type"], x["nullable"],
+             ", ".join(f"{k}={v}" for k, v in x["metadata"].items()) or None]
+            for x in r["schema"]["fields"]],
+           ["id", "parent", "name", "type", "nullable", "metadata"])
+    if r["tags"]:
+        print("\ntags")
+        _table([[k, v.get("version"), v.get("manifestSize")] for k, v in r["tags"].items()],
+               ["tag", "version", "manifest bytes"])
+    for f in r["fragments"]:
+        for d in f["files"]:
+            if "inspect" in d:
+                print()
+                if "error" in d["inspect"]:
+                    print(f"file {d['path']}: {d['inspect']['error']}")
+                else:
+                    _print_file(d["inspect"], False)
+
+
+def _cmd_inspect(args) -> int:
+    import json
+
+    from lancenb.inspect import inspect
+
+    r = inspect(args.path, version=args.version, files=args.files,
+                explain=not args.no_explain)
+    if args.json:
+        print(json.dumps(r, indent=1))
+    elif r["kind"] == "dataset":
+        _print_dataset(r)
+    else:
+        _print_file(r, not args.no_explain)
+    return 0
+
+
+# -- validate --------------------------------------------------------------------------
+def _cmd_validate(args) -> int:
+    import json
+
+    from lancenb.inspect import validate
+
+    r = validate(args.uri)
+    if args.json:
+        print(json.dumps(r, indent=1))
+    else:
+        c = r["checked"]
+        print(f"validated {r['kind']} {r['uri']}: {c['manifests']} manifests, {c['files']} "
+              f"data files, {c['pages']} pages, {c['deletion_files']} deletion files")
+        for n in r["not_decoded"]:
+            print(f"  not decoded (container checked only): {n}")
+        for p in r["problems"]:
+            where = ", ".join(f"{k} {p[k]}" for k in ("column", "page", "offset")
+                              if p[k] is not None)
+            print(f"PROBLEM {p['file']}" + (f" [{where}]" if where else "")
+                  + (" (unexpected error)" if p["unexpected"] else ""))
+            print(f"    {p['message']}")
+        print("OK" if r["ok"] else f"{len(r['problems'])} problem(s)")
+    return 0 if r["ok"] else 1
+
+
+# -- convert ---------------------------------------------------------------------------
+def _source(src: str, fmt: str | None, batch_rows: int):
+    """``(RecordBatchReader, total rows or None)`` streaming the source."""
+    import pyarrow as pa
+
+    from lancenb.errors import InvalidInputError
+
+    if fmt is None:
+        low = src.rstrip("/").lower()
+        if os.path.isdir(os.path.join(src, "_versions")) or low.endswith(".lance"):
+            fmt = "lance"
+        elif low.endswith((".parquet", ".pq")) or os.path.isdir(src):
+            fmt = "parquet"
+        elif low.endswith((".csv", ".csv.gz", ".tsv")):
+            fmt = "csv"
+        elif low.endswith((".arrow", ".ipc", ".feather", ".arrows")):
+            fmt = "ipc"
+        else:
+            raise InvalidInputError(f"cannot tell the format of {src!r}; pass --format")
+    if fmt == "lance":
+        import lancenb
+
+        ds = lancenb.dataset(src)
+        return (pa.RecordBatchReader.from_batches(
+            ds.schema, ds.to_batches(batch_size=batch_rows)), ds.count_rows())
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        if os.path.isdir(src):
+            import pyarrow.dataset as pads
+
+            d = pads.dataset(src, format="parquet")
+            return (pa.RecordBatchReader.from_batches(d.schema, d.to_batches(
+                batch_size=batch_rows, batch_readahead=1, fragment_readahead=1)),
+                d.count_rows())
+        f = pq.ParquetFile(src)
+        return (pa.RecordBatchReader.from_batches(f.schema_arrow, f.iter_batches(
+            batch_size=batch_rows)), f.metadata.num_rows)
+    if fmt == "csv":
+        import pyarrow.csv as pcsv
+
+        return pcsv.open_csv(src, read_options=pcsv.ReadOptions(block_size=16 << 20)), None
+    import pyarrow.ipc as ipc
+
+    try:
+        f = ipc.open_file(src)
+        return pa.RecordBatchReader.from_batches(
+            f.schema, (f.get_batch(i) for i in range(f.num_record_batches))), None
+    except pa.ArrowInvalid:
+        return ipc.open_stream(src), None
+
+
+class _Progress:
+    """Counts batches going by; prints a line to stderr every ``every`` seconds."""
+
+    def __init__(self, total: int | None, quiet: bool, every: float = 2.0):
+        self.total, self.quiet, self.every = total, quiet, every
+        self.rows = self.bytes = 0
+        self.start = self.last = time.perf_counter()
+
+    def wrap(self, reader):
+        import pyarrow as pa
+
+        def gen():
+            for b in reader:
+                self.rows += b.num_rows
+                self.bytes += b.nbytes
+                now = time.perf_counter()
+                if now - self.last >= self.every:
+                    self.last = now
+                    self.line()
+                yield b
+
+        return pa.RecordBatchReader.from_batches(reader.schema, gen())
+
+    def line(self, final: bool = False) -> None:
+        if self.quiet:
+            return
+        dt = max(1e-9, time.perf_counter() - self.start)
+        pct = f" ({100 * self.rows / self.total:.0f}%)" if self.total else ""
+        print(f"{'converted' if final else 'converting'}: {self.rows:,} rows{pct}, "
+              f"{self.bytes / 1e6:,.0f} MB in memory form, {dt:.1f} s, "
+              f"{self.bytes / 1e6 / dt:,.0f} MB/s", file=sys.stderr, flush=True)
+
+
+def _cmd_convert(args) -> int:
+    src, total = _source(args.src, args.format, args.batch_rows)
+    prog = _Progress(total, args.quiet)
+    reader = prog.wrap(src)
+    if args.dst.lower().endswith(".parquet"):
+        import pyarrow.parquet as pq
+
+        with pq.ParquetWriter(args.dst, reader.schema) as w:
+            for b in reader:
+                w.write_batch(b)
+    else:
+        import lancenb
+
+        opts = {"mode": args.mode, "data_storage_version": args.data_storage_version}
+        if args.max_rows_per_file:
+            opts["max_rows_per_file"] = args.max_rows_per_file
+        lancenb.write_dataset(reader, args.dst, **opts)
+    prog.line(final=True)
+    return 0
 
 
 if __name__ == "__main__":
