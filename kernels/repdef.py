@@ -24,8 +24,9 @@ a null struct, whose lower entries are null too). The kernels validate levels fr
 files: a level out of range, or one that continues a list that is not open, returns
 a negative status instead of decoding garbage.
 
-Both directions are "count, allocate, fill": call once with ``fill=False`` to get the
-sizes, then again with outputs of those sizes.
+Shredding is "count, allocate, fill": call once with ``fill=False`` to get the sizes,
+then again with outputs of those sizes. Unshredding is one pass: a level adds at most
+one entry to each layer, so its outputs are sized by the number of levels.
 """
 
 import numpy as np
@@ -37,8 +38,12 @@ BAD_OFFSETS = -1     # shred: an offset points outside the layer below
 BAD_LEVEL = -2       # unshred: a rep or def level above the maximum
 BAD_NESTING = -3     # unshred: a level continues a list that is not open (or the first
                      # level does not start a row)
+BAD_ARGS = -4        # unshred, locate_rows: outputs too small or tables out of range
+BAD_VISIBLE = -5     # locate_rows: a chunk's visible levels do not match its values
+BAD_ROW = -6         # locate_rows: a row is not where the chunk table places it
 
-__all__ = ["shred", "unshred", "OK", "BAD_OFFSETS", "BAD_LEVEL", "BAD_NESTING"]
+__all__ = ["shred", "unshred", "OK", "BAD_OFFSETS", "BAD_LEVEL", "BAD_NESTING", "BAD_ARGS",
+           "locate_rows", "BAD_VISIBLE", "BAD_ROW"]
 
 
 @kernel
@@ -156,22 +161,24 @@ def shred(is_list, valid, valid_start, offs, offs_start, length, null_level, emp
 
 
 @kernel
-def unshred(rep, defs, num_levels, max_rep, max_def, is_list, term, term_valid, stop,
-            top_of_rep, fill, counts, valid_out, valid_start, offs_out, offs_start, err):
-    """Entries of every layer from ``num_levels`` levels.
+def unshred(rep, defs, num_levels, max_rep, max_def, is_list, list_row, term, term_valid,
+            stop, top_of_rep, counts, nulls, valid_out, offs_out, err):
+    """Entries of every layer from ``num_levels`` levels, in one pass.
 
     ``rep``/``defs`` may be empty (no repetition: every level starts a row; no
     definition: every level is a valid leaf). Lookup tables built from the layers:
     ``term[d]`` the layer a def level ``d`` closes at (0 for ``d == 0``),
     ``term_valid[d]`` 1 when that entry is valid (``d == 0``, or an empty list),
-    ``stop[d]`` the lowest layer
-    that gets an entry (``term[d]``, or for a null struct the next list below it),
-    ``top_of_rep[r]`` the highest layer a rep level ``r`` opens an entry in.
+    ``stop[d]`` the lowest layer that gets an entry (``term[d]``, or for a null struct
+    the next list below it), ``top_of_rep[r]`` the highest layer a rep level ``r``
+    opens an entry in.
 
-    Counting fills ``counts[j]`` (entries per layer; zero it first). Filling writes,
-    per layer, one validity byte per entry at ``valid_out[valid_start[j]:]`` and, for
-    lists, ``counts[j] + 1`` offsets at ``offs_out[offs_start[j]:]`` (``counts`` is
-    recomputed). On a bad level ``err[0]`` gets its index.
+    A level adds at most one entry per layer, so the outputs are sized by
+    ``num_levels``: ``valid_out`` is ``(k, >= num_levels)`` (one validity byte per
+    entry, row ``j`` for layer ``j``) and ``offs_out`` ``(lists, >= num_levels + 1)``
+    (int32 or int64; list layer ``j`` writes its ``counts[j] + 1`` offsets into row
+    ``list_row[j]``). ``counts[j]`` gets layer ``j``'s entries and ``nulls[j]`` its
+    invalid ones. On a bad level ``err[0]`` gets its index.
     """
     k = is_list.shape[0]
     has_rep = rep.shape[0] > 0
@@ -179,39 +186,127 @@ def unshred(rep, defs, num_levels, max_rep, max_def, is_list, term, term_valid, 
     if (has_rep and rep.shape[0] < num_levels) or (has_def and defs.shape[0] < num_levels):
         err[0] = 0
         return BAD_LEVEL
-    opened = np.zeros(k, np.uint8)
+    if num_levels < 0 or valid_out.shape[0] < k or valid_out.shape[1] < num_levels \
+            or counts.shape[0] < k or nulls.shape[0] < k or term.shape[0] <= max_def \
+            or term_valid.shape[0] <= max_def or stop.shape[0] <= max_def \
+            or top_of_rep.shape[0] <= max_rep or list_row.shape[0] < k:
+        return BAD_ARGS
+    for j in range(k):
+        if is_list[j] and (j == 0 or list_row[j] < 0 or list_row[j] >= offs_out.shape[0]
+                           or offs_out.shape[1] < num_levels + 1):
+            return BAD_ARGS
+    for d in range(max_def + 1):
+        if term[d] < 0 or term[d] >= k or stop[d] < 0 or stop[d] > term[d]:
+            return BAD_ARGS
+    for r in range(max_rep + 1):
+        if top_of_rep[r] < 0 or top_of_rep[r] >= k:
+            return BAD_ARGS
+    opened = np.zeros(k + 1, np.uint8)
     for j in range(k):
         counts[j] = 0
+        nulls[j] = 0
     for i in range(num_levels):
         r = np.int64(rep[i]) if has_rep else max_rep
         d = np.int64(defs[i]) if has_def else 0
-        err[0] = i
         if r > max_rep or d > max_def:
+            err[0] = i
             return BAD_LEVEL
         t = term[d]
         s = stop[d]
         hi = top_of_rep[r]
-        if t > hi or (hi < k - 1 and not opened[hi + 1]):
+        if t > hi or (hi < k - 1 and opened[hi + 1] == 0):
+            err[0] = i
             return BAD_NESTING
-        for j in range(hi, -1, -1):
-            if j < s:
-                opened[j] = 0
-                continue
+        tv = term_valid[d]
+        for j in range(hi, s - 1, -1):
             c = counts[j]
-            if fill:
-                if j > t:
-                    v = 1
-                elif j == t:
-                    v = term_valid[d]
-                else:
-                    v = 0
-                valid_out[valid_start[j] + c] = v
-                if is_list[j]:
-                    offs_out[offs_start[j] + c] = counts[j - 1]
-            counts[j] = c + 1
-            opened[j] = 1 if (is_list[j] and j > t) else 0
-    if fill:
-        for j in range(1, k):
+            v = 1 if j > t else (tv if j == t else 0)
+            valid_out[j, c] = v
+            nulls[j] += 1 - v
             if is_list[j]:
-                offs_out[offs_start[j] + counts[j]] = counts[j - 1]
+                offs_out[list_row[j], c] = counts[j - 1]
+                opened[j] = 1 if j > t else 0
+            counts[j] = c + 1
+        for j in range(s):
+            opened[j] = 0
+    for j in range(1, k):
+        if is_list[j]:
+            offs_out[list_row[j], counts[j]] = counts[j - 1]
+    return OK
+
+
+@kernel
+def locate_rows(rep, defs, max_rep, max_visible_def, lstart, vstart, run_end, row_chunk,
+                row_skip, out, err):
+    """Level and value-slot ranges of whole rows among decoded chunks' levels.
+
+    The chunks' levels lie back to back: chunk ``c`` holds ``[lstart[c],
+    lstart[c + 1])`` and its value slots (levels with ``def <= max_visible_def``; all
+    of them when ``defs`` is empty) are ``[vstart[c], vstart[c + 1])``, which is
+    checked first. ``run_end[c]`` is where the run of consecutive chunks holding
+    ``c`` ends: no row continues past it.
+
+    Row ``i`` is the ``row_skip[i]``-th row start (``rep == max_rep``, counted from 0)
+    in chunk ``row_chunk[i]``; it ends at the next row start or the run's end.
+    ``out[i]`` gets ``(level start, level end, value start, value end)``. Rows
+    sorted by ``(row_chunk, row_skip)`` are found in one forward pass. On an error
+    ``err[0]`` gets the chunk (BAD_VISIBLE) or row (BAD_ROW).
+    """
+    nch = lstart.shape[0] - 1
+    has_def = defs.shape[0] > 0
+    if nch < 0 or vstart.shape[0] != nch + 1 or run_end.shape[0] < nch \
+            or row_skip.shape[0] != row_chunk.shape[0] or out.shape[0] < row_chunk.shape[0] \
+            or out.shape[1] < 4:
+        return BAD_ARGS
+    total = lstart[nch]
+    if lstart[0] != 0 or total > rep.shape[0] or (has_def and defs.shape[0] < total):
+        return BAD_ARGS
+    for c in range(nch):
+        if lstart[c + 1] < lstart[c] or run_end[c] < lstart[c + 1] or run_end[c] > total:
+            return BAD_ARGS
+        vis = 0
+        for p in range(lstart[c], lstart[c + 1]):
+            if not has_def or defs[p] <= max_visible_def:
+                vis += 1
+        if vstart[c + 1] - vstart[c] != vis:
+            err[0] = c
+            return BAD_VISIBLE
+    cur = -1
+    p = 0
+    seen = 0
+    v = 0
+    for i in range(row_chunk.shape[0]):
+        c = row_chunk[i]
+        skip = row_skip[i]
+        if c < 0 or c >= nch or skip < 0:
+            return BAD_ARGS
+        if c != cur or skip < seen:
+            cur = c
+            p = lstart[c]
+            seen = 0
+            v = vstart[c]
+        while True:
+            if p >= lstart[c + 1]:
+                err[0] = i
+                return BAD_ROW
+            if rep[p] == max_rep:
+                if seen == skip:
+                    break
+                seen += 1
+            if not has_def or defs[p] <= max_visible_def:
+                v += 1
+            p += 1
+        q = p
+        w = v
+        end = run_end[c]
+        while True:
+            if not has_def or defs[q] <= max_visible_def:
+                w += 1
+            q += 1
+            if q >= end or rep[q] == max_rep:
+                break
+        out[i, 0] = p
+        out[i, 1] = q
+        out[i, 2] = v
+        out[i, 3] = w
     return OK

@@ -6,6 +6,12 @@ is ``nbits[i]`` bits starting at bit 0 of byte ``byte_starts[i]``.
 
 Both return 0, or -1 (with nothing guaranteed written) when a slice lies outside
 ``src`` or the output is too small.
+
+``expand_ranges``: the indices of ranges ``[starts[i], ends[i])`` back to back, e.g.
+``starts=[3, 0]``, ``ends=[5, 1]`` → ``out=[3 4 0]`` (a gather through indices for
+what cannot be copied as byte slices: single bits, variable-width item lengths).
+It returns the number of indices, or -1 when a range is reversed, leaves
+``[0, limit)`` or does not fit ``out``.
 """
 
 import numpy as np
@@ -73,3 +79,20 @@ def concat_bits(src, byte_starts, nbits, out):
                     out[b >> 3] |= np.uint8(1 << (b & 7))
         bit += n
     return OK
+
+
+@kernel
+def expand_ranges(starts, ends, limit, out):
+    total = 0
+    for i in range(starts.shape[0]):
+        s = starts[i]
+        e = ends[i]
+        if s < 0 or e < s or e > limit or e - s > out.shape[0] - total:
+            return OUT_OF_BOUNDS
+        total += e - s
+    q = 0
+    for i in range(starts.shape[0]):
+        for v in range(starts[i], ends[i]):
+            out[q] = v
+            q += 1
+    return total

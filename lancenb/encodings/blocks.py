@@ -20,9 +20,11 @@ import numpy as np
 import pyarrow as pa
 
 from lancenb.errors import CorruptFileError, NotSupportedError
+from lancenb.kernels import gather as kg
+from lancenb.kernels import slices
 
 __all__ = ["FixedWidth", "Variable", "FixedSizeList", "DictionaryIndices", "from_arrow",
-           "to_arrow", "fixed_bits", "is_variable", "is_vector", "offset_bits"]
+           "to_arrow", "fixed_bits", "is_variable", "is_vector", "offset_bits", "take_ranges"]
 
 
 @dataclass
@@ -225,3 +227,61 @@ def _vector_to_arrow(dt: pa.DataType, block, vbuf) -> pa.Array:
     child = pa.Array.from_buffers(dt.value_type, n * d,
                                   [_validity_buffer(ivalid), pa.py_buffer(block.data)])
     return pa.Array.from_buffers(dt, n, [vbuf], children=[child])
+
+
+def _expand(starts: np.ndarray, ends: np.ndarray, limit: int, total: int) -> np.ndarray:
+    idx = np.empty(total, np.int64)
+    if slices.expand_ranges(starts, ends, limit, idx) != total:
+        raise CorruptFileError(f"value ranges fall outside the {limit} values decoded")
+    return idx
+
+
+def _concat(src: np.ndarray, starts: np.ndarray, sizes: np.ndarray, total: int) -> np.ndarray:
+    out = np.empty(total, src.dtype)
+    if slices.concat_slices(src, starts, sizes, out) != slices.OK:
+        raise CorruptFileError(f"value ranges fall outside the {len(src)} decoded")
+    return out
+
+
+def take_ranges(block, starts: np.ndarray, ends: np.ndarray):
+    """The values ``[starts[i], ends[i])`` of ``block``, back to back, as a block of
+    the same kind (a gather of whole runs: rows of a nested column)."""
+    starts = np.ascontiguousarray(starts, np.int64)
+    ends = np.ascontiguousarray(ends, np.int64)
+    n = block.num_values
+    if len(starts) != len(ends) or np.any(ends < starts) or (
+            len(starts) and (int(starts.min()) < 0 or int(ends.max()) > n)):
+        raise CorruptFileError(f"value ranges fall outside the {n} values decoded")
+    sizes = ends - starts
+    total = int(sizes.sum())
+    if isinstance(block, DictionaryIndices):
+        return DictionaryIndices(_concat(block.indices[:n], starts, sizes, total), block.items,
+                                 total)
+    if isinstance(block, Variable):
+        offs = block.offsets
+        if len(offs) != n + 1:
+            raise CorruptFileError(f"{len(offs)} offsets for {n} values")
+        b0, b1 = offs[starts], offs[ends]
+        data = _concat(block.data, b0, b1 - b0, int((b1 - b0).sum()))
+        idx = _expand(starts, ends, n, total)
+        out = np.zeros(total + 1, np.int64)
+        np.cumsum(offs[idx + 1] - offs[idx], out=out[1:])
+        return Variable(out, data, total, block.offset_bits)
+    if isinstance(block, FixedSizeList):
+        w = block.dim * block.item_bits // 8
+        data = _concat(block.data, starts * w, sizes * w, total * w)
+        iv = block.item_validity
+        if iv is not None:
+            d = block.dim
+            iv = iv[_expand(starts * d, ends * d, n * d, total * d)]
+        return FixedSizeList(block.dim, block.item_bits, data, iv, total)
+    if block.bits == 1:
+        idx = _expand(starts, ends, n, total)
+        out = np.empty((total + 7) // 8, np.uint8)
+        if kg.gather_bits(block.data, idx, out) != kg.OK:
+            raise CorruptFileError(f"value ranges fall outside the {n} values decoded")
+        return FixedWidth(1, out, total)
+    if block.bits % 8:
+        raise NotSupportedError(f"{block.bits}-bit values in nested columns")
+    w = block.bits // 8
+    return FixedWidth(block.bits, _concat(block.data, starts * w, sizes * w, total * w), total)

@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from lancenb.encodings import blocks, pb
-from lancenb.encodings.structural import allnull, blob, fullzip, miniblock, repdef
+from lancenb.encodings.structural import allnull, blob, fullzip, miniblock, nested, repdef
 from lancenb.errors import CorruptFileError, NotSupportedError
 
 __all__ = ["encode_page", "PageDecoder", "PageInfo", "parse_layout",
@@ -79,6 +79,7 @@ class PageDecoder:
         self.dtype = dtype
         self.where = where
         self.chain = chain
+        self._offsets32 = chain is not None and repdef.offsets32(chain)
         layout = parse_layout(encoding, where)
         kind = layout.WhichOneof("layout")
         self.kind = kind
@@ -168,11 +169,10 @@ class PageDecoder:
         return self._to_arrow(*self.impl.decode_all(buffers))
 
     # -- nested columns ----------------------------------------------------------
-    def _chain(self, block, levels, v0: int, v1: int, trimmed) -> pa.Array:
-        leaf = self._to_arrow(block, repdef.leaf_validity(levels))
-        if v0 or v1 != len(leaf):
-            leaf = leaf.slice(v0, v1 - v0)
-        un = repdef.unshred(trimmed, len(leaf), self.where)
+    def _chain(self, block, levels) -> pa.Array:
+        """The chain array of a leaf's values and levels (whole rows)."""
+        un = repdef.unshred(levels, block.num_values, self.where, offsets32=self._offsets32)
+        leaf = self._to_arrow(block, un.validity(0))
         return repdef.build_chain(self.chain, leaf, un, self.where)
 
     def _nested_rows(self, reader, rows: np.ndarray | None) -> pa.Array:
@@ -184,25 +184,26 @@ class PageDecoder:
             return arr if rows is None else arr.take(pa.array(rows))
         elif self.kind == "full_zip_layout":
             block, levels, uniq = self.impl.read_nested(reader, self.page.offsets, rows)
-            arr = self._chain(block, levels, 0, block.num_values, levels)
             if rows is not None and len(uniq) != len(rows):
-                arr = arr.take(pa.array(np.searchsorted(uniq, rows)))
+                block, levels = self._repeat_rows(block, levels, np.searchsorted(uniq, rows))
+            arr = self._chain(block, levels)
         else:
-            parts = []
-            for run in self.impl.nested_runs(reader, self.page.offsets, rows):
-                arr = self._chain(run.block, run.levels, run.value_start, run.value_end,
-                                  run.trimmed_levels())
-                if rows is None:
-                    parts.append(arr)
-                    continue
-                lo, hi = np.searchsorted(rows, [run.first_row, run.first_row + len(arr)])
-                if hi > lo:
-                    parts.append(arr.take(pa.array(rows[lo:hi] - run.first_row)))
-            arr = pa.concat_arrays(parts) if parts else pa.array([], type=self.chain)
+            arr = self._chain(*self.impl.read_nested(reader, self.page.offsets, rows))
         n = self.page.num_rows if rows is None else len(rows)
         if len(arr) != n:
             raise CorruptFileError(f"{self.where}: decoded {len(arr)} rows, expected {n}")
         return arr
+
+    def _repeat_rows(self, block, levels, which: np.ndarray):
+        """Rows ``which`` (indices, repeats allowed) of decoded whole rows."""
+        if levels.rep is None:
+            starts = np.arange(levels.num_levels, dtype=np.int64)
+        else:
+            starts = np.flatnonzero(levels.rep[:levels.num_levels] == levels.info.max_rep)
+        ends = np.append(starts[1:], levels.num_levels)
+        if len(which) and int(which.max()) >= len(starts):
+            raise CorruptFileError(f"{self.where}: fewer rows decoded than asked for")
+        return nested.gather_rows(block, levels, starts[which], ends[which], self.where)
 
     def scan(self, reader, group_bytes: int = 1 << 20) -> list[pa.Array]:
         """The whole page as Arrow arrays, reading and decoding it in pieces of about

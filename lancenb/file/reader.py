@@ -158,6 +158,7 @@ class LanceFileReader:
         self.schema_full, self._fields = fields_to_schema(desc.schema.fields,
                                                           desc.schema.metadata)
         self._cmo = cmo
+        self._leaves_of: dict[int, list] = {}
         self._columns_of = self._leaf_columns(footer.num_columns)
         if columns is None:
             self._projection = list(range(len(self._fields)))
@@ -202,6 +203,12 @@ class LanceFileReader:
 
     def _leaves(self, field_idx: int):
         """``[(column index, path, leaf name)]`` of a top-level field's columns."""
+        hit = self._leaves_of.get(field_idx)
+        if hit is None:
+            hit = self._leaves_of[field_idx] = self._find_leaves(field_idx)
+        return hit
+
+    def _find_leaves(self, field_idx: int):
         f = self._fields[field_idx]
         ci = self._columns_of[field_idx]
         if not repdef.is_nested(f.arrow.type) or is_packed(f.arrow):
@@ -313,8 +320,11 @@ class LanceFileReader:
             return pa.chunked_array(columns[0], type=f.arrow.type)
         chains = []
         for (_, path, _), parts in zip(self._leaves(field_idx), columns):
-            ct = repdef.chain_type(f.arrow.type, path)
-            chains.append(pa.concat_arrays(parts) if parts else pa.array([], type=ct))
+            if len(parts) == 1:
+                chains.append(parts[0])
+            else:
+                ct = repdef.chain_type(f.arrow.type, path)
+                chains.append(pa.concat_arrays(parts) if parts else pa.array([], type=ct))
         arr = repdef.merge(f.arrow.type, chains, f"file {self.path!r}, field {f.name!r}")
         return pa.chunked_array([arr], type=f.arrow.type)
 
@@ -360,6 +370,9 @@ class LanceFileReader:
         self._initialise(field_idx)
         columns = []
         for decs in self._leaf_pages(field_idx):
+            if len(decs) == 1:
+                columns.append([decs[0].read_rows(self._io, rows)])
+                continue
             firsts = np.array([d.page.first_row for d in decs] + [self._num_rows],
                               dtype=np.int64)
             page_of = np.searchsorted(firsts, rows, side="right") - 1

@@ -233,15 +233,19 @@ def test_unshred_round_trips(arr, as_input):
                           levels.num_levels, levels.info)
         levels.rep = None if levels.rep is None else as_input(levels.rep)
         levels.defs = None if levels.defs is None else as_input(levels.defs)
-        un = rd.unshred(levels, len(leaf), "test")
+        un = rd.unshred(levels, len(leaf), "test",
+                        offsets32=rd.offsets32(rd.chain_type(arr.type, path)))
         if levels.rep is not None or levels.defs is not None:
-            for j, (count, valid, offs) in enumerate(un):
+            for j in range(levels.info.num_layers):
+                count, valid, offs = un.layer(j)
                 assert count == len(ref[0][j])
                 if valid is not None:
                     assert valid.tolist() == ref[0][j]
                 if offs is not None:
                     assert offs.tolist() == ref[1][j]
         lv = rd.leaf_validity(levels)
+        v0 = un.validity(0)
+        assert (v0 is None and (lv is None or lv.all())) or v0.tolist() == lv.tolist()
         if lv is not None:
             leaf = pc.if_else(pa.array(lv), leaf, pa.nulls(len(leaf), leaf.type))
         chains.append(rd.build_chain(rd.chain_type(arr.type, path), leaf, un, "test"))
@@ -260,8 +264,9 @@ LAYER_SETS = [
 
 
 @settings(max_examples=300, deadline=None)
-@given(which=st.integers(0, len(LAYER_SETS) - 1), data=st.data())
-def test_unshred_random_levels(which, data, as_input):
+@given(which=st.integers(0, len(LAYER_SETS) - 1), data=st.data(),
+       offs_dtype=st.sampled_from([np.int32, np.int64]))
+def test_unshred_random_levels(which, data, offs_dtype, as_input, guarded):
     """Arbitrary (often corrupt) levels: the kernel accepts exactly what the reference
     accepts, agrees with it, and never writes outside its outputs."""
     info = rd.LayerInfo.from_layers(LAYER_SETS[which])
@@ -274,25 +279,49 @@ def test_unshred_random_levels(which, data, as_input):
     ref = ref_unshred(rep, defs, n, info)
     term, term_valid, stop, top = info.tables()
     k = info.num_layers
+    nlists = int(info.is_list.sum())
     counts = np.zeros(k, np.int64)
+    nulls = np.zeros(k, np.int64)
     err = np.zeros(1, np.int64)
-    e = np.zeros(0, np.int64)
+    valid = guarded((k, n), np.uint8)
+    offs = guarded((nlists, n + 1), offs_dtype)
     status = kr.unshred(as_input(rep), as_input(defs), n, info.max_rep, info.max_def,
-                        as_input(info.is_list), as_input(term), as_input(term_valid),
-                        as_input(stop), as_input(top), False, counts, np.zeros(0, np.uint8),
-                        e, e, e, err)
+                        as_input(info.is_list), as_input(info.list_row), as_input(term),
+                        as_input(term_valid), as_input(stop), as_input(top), counts, nulls,
+                        valid.out, offs.out, err)
+    assert valid.intact() and offs.intact()
     if ref is None:
         assert status in (kr.BAD_LEVEL, kr.BAD_NESTING)
         return
     assert status == kr.OK
     assert counts.tolist() == [len(v) for v in ref[0]]
+    assert nulls.tolist() == [v.count(False) for v in ref[0]]
+    for j in range(k):
+        assert valid.out[j, :counts[j]].tolist() == [int(x) for x in ref[0][j]]
+        if info.is_list[j]:
+            assert offs.out[info.list_row[j], :counts[j] + 1].tolist() == ref[1][j]
     levels = rd.Levels(rep if info.max_rep else None, defs, info, n, 0)
     un = rd.unshred(levels, int(counts[0]), "test")
-    for j, (_count, valid, offs) in enumerate(un):
-        if valid is not None:
-            assert valid.tolist() == ref[0][j]
-        if offs is not None:
-            assert offs.tolist() == ref[1][j]
+    for j in range(k):
+        _count, v, o = un.layer(j)
+        if v is not None:
+            assert v.tolist() == ref[0][j]
+        if o is not None:
+            assert o.tolist() == ref[1][j]
+
+
+def test_unshred_rejects_small_outputs():
+    info = rd.LayerInfo.from_layers(LAYER_SETS[0])
+    term, term_valid, stop, top = info.tables()
+    rep = np.array([1, 0, 1], np.uint16)
+    defs = np.zeros(3, np.uint16)
+    z = np.zeros(2, np.int64)
+    for valid, offs in [(np.zeros((2, 2), np.uint8), np.zeros((1, 4), np.int64)),
+                        (np.zeros((2, 3), np.uint8), np.zeros((1, 3), np.int64)),
+                        (np.zeros((1, 3), np.uint8), np.zeros((1, 4), np.int64))]:
+        assert kr.unshred(rep, defs, 3, info.max_rep, info.max_def, info.is_list,
+                          info.list_row, term, term_valid, stop, top, z.copy(), z.copy(),
+                          valid, offs, np.zeros(1, np.int64)) == kr.BAD_ARGS
 
 
 def test_shred_rejects_offsets_past_values():
@@ -325,3 +354,96 @@ def test_null_struct_levels():
     assert levels.defs.tolist() == [0, 2, 1]
     arr = pa.array([{"x": 1}, None], pa.struct([("x", pa.int32())]))
     assert rd.shred(arr, (0,))[0].defs.tolist() == [0, 2]
+
+
+# -- locate_rows ------------------------------------------------------------------------
+
+def ref_locate_rows(rep, defs, max_rep, mvd, lstart, vstart, run_end, row_chunk, row_skip):
+    """``[(ls, le, vs, ve)]`` or a status, from the definitions in the kernel's docstring."""
+    total = lstart[-1]
+    vis = [len(defs) == 0 or defs[p] <= mvd for p in range(total)]
+    for c in range(len(lstart) - 1):
+        if sum(vis[lstart[c]:lstart[c + 1]]) != vstart[c + 1] - vstart[c]:
+            return kr.BAD_VISIBLE
+    out = []
+    for c, skip in zip(row_chunk, row_skip, strict=True):
+        starts = [p for p in range(lstart[c], lstart[c + 1]) if rep[p] == max_rep]
+        if skip >= len(starts):
+            return kr.BAD_ROW
+        p = starts[skip]
+        q = p + 1
+        while q < run_end[c] and rep[q] != max_rep:
+            q += 1
+        v = vstart[c] + sum(vis[lstart[c]:p])
+        out.append((p, q, v, v + sum(vis[p:q])))
+    return out
+
+
+@st.composite
+def located_rows(draw):
+    max_rep = draw(st.integers(1, 2))
+    n = draw(st.integers(0, 40))
+    rep = draw(st.lists(st.integers(0, max_rep), min_size=n, max_size=n))
+    if n and draw(st.booleans()):
+        rep[0] = max_rep
+    has_def = draw(st.booleans())
+    defs = draw(st.lists(st.integers(0, 3), min_size=n, max_size=n)) if has_def else []
+    mvd = draw(st.integers(0, 2))
+    cuts = sorted(draw(st.lists(st.integers(0, n), max_size=5)))
+    lstart = [0] + cuts + [n]
+    nch = len(lstart) - 1
+    vis = [not has_def or d <= mvd for d in defs] if has_def else [True] * n
+    vstart = [0]
+    for c in range(nch):
+        vstart.append(vstart[-1] + sum(vis[lstart[c]:lstart[c + 1]]))
+    if nch and draw(st.integers(0, 9)) == 0:
+        c = draw(st.integers(1, nch))
+        vstart[c] += 1
+    # chunks grouped into runs; a run ends at its last chunk's end
+    breaks = draw(st.lists(st.booleans(), min_size=nch, max_size=nch))
+    run_end = [0] * nch
+    end = n
+    for c in range(nch - 1, -1, -1):
+        if c < nch - 1 and breaks[c]:
+            end = lstart[c + 1]
+        run_end[c] = end
+    k = draw(st.integers(0, 6)) if nch else 0
+    rows = [(draw(st.integers(0, nch - 1)), draw(st.integers(0, 3))) for _ in range(k)]
+    if draw(st.booleans()):
+        rows.sort()
+    return (np.array(rep, np.uint16), np.array(defs, np.uint16), max_rep, mvd,
+            np.array(lstart, np.int64), np.array(vstart, np.int64),
+            np.array(run_end, np.int64), np.array([r[0] for r in rows], np.int64),
+            np.array([r[1] for r in rows], np.int64))
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=located_rows())
+def test_locate_rows_matches_reference(case, as_input, guarded):
+    rep, defs, max_rep, mvd, lstart, vstart, run_end, row_chunk, row_skip = case
+    want = ref_locate_rows(rep, defs, max_rep, mvd, lstart, vstart, run_end, row_chunk,
+                           row_skip)
+    out = guarded((len(row_chunk), 4), np.int64)
+    err = np.zeros(1, np.int64)
+    got = kr.locate_rows(as_input(rep), as_input(defs), max_rep, mvd, as_input(lstart),
+                         as_input(vstart), as_input(run_end), as_input(row_chunk),
+                         as_input(row_skip), out.out, err)
+    assert out.intact()
+    if isinstance(want, int):
+        assert got == want
+    else:
+        assert got == kr.OK
+        assert [tuple(r) for r in out.out.tolist()] == want
+
+
+def test_locate_rows_rejects_bad_tables():
+    rep = np.array([1, 0, 1], np.uint16)
+    e = np.zeros(0, np.uint16)
+    out = np.zeros((1, 4), np.int64)
+    err = np.zeros(1, np.int64)
+    one = np.zeros(1, np.int64)
+    # levels past the decoded ones, a run end beyond them, a chunk out of range
+    for lstart, run_end, chunk in [([0, 4], [4], 0), ([0, 3], [5], 0), ([0, 3], [3], 1)]:
+        assert kr.locate_rows(rep, e, 1, 0, np.array(lstart), np.array([0, lstart[-1]]),
+                              np.array(run_end), np.array([chunk]), one * 0, out,
+                              err) == kr.BAD_ARGS

@@ -188,6 +188,56 @@ def test_concat_bits_known_answer():
     assert out.tolist() == [0b11111101, 0b00101011]
 
 
+# -- expand_ranges ----------------------------------------------------------------------
+
+def ref_expand_ranges(starts, ends, limit, out_len):
+    out = []
+    for s, e in zip(starts, ends, strict=True):
+        if s < 0 or e < s or e > limit:
+            return -1, None
+        out.extend(range(s, e))
+    if len(out) > out_len:
+        return -1, None
+    return len(out), out
+
+
+@st.composite
+def ranges_case(draw):
+    limit = draw(st.integers(0, 40))
+    k = draw(st.integers(0, 6))
+    wild = draw(st.booleans())
+    starts, ends = [], []
+    for _ in range(k):
+        if wild:
+            starts.append(draw(_wild))
+            ends.append(draw(_wild))
+        else:
+            s = draw(st.integers(0, limit))
+            starts.append(s)
+            ends.append(draw(st.integers(s, limit)))
+    total = min(sum(max(e - s, 0) for s, e in zip(starts, ends)), 60)
+    out_len = draw(st.integers(max(total - 2, 0), total + 2))
+    return starts, ends, limit, out_len
+
+
+@given(ranges_case())
+def test_expand_ranges_matches_reference(as_input, guarded, case):
+    starts, ends, limit, out_len = case
+    g = guarded(out_len, np.int64)
+    want, ref = ref_expand_ranges(starts, ends, limit, out_len)
+    got = slices.expand_ranges(_i64(starts, as_input), _i64(ends, as_input), limit, g.out)
+    assert got == want
+    assert g.intact()
+    if want >= 0:
+        assert g.out[:want].tolist() == ref
+
+
+def test_expand_ranges_docstring_example():
+    out = np.zeros(3, np.int64)
+    assert slices.expand_ranges(np.array([3, 0]), np.array([5, 1]), 5, out) == 3
+    assert out.tolist() == [3, 4, 0]
+
+
 # -- int64 overflow in the range checks -------------------------------------------------
 # Regression: the range checks used to be `s + n > len(src)` and `s + (n + 7) // 8 >
 # len(src)`, which wrap for huge int64 starts/sizes. concat_slices then returned 0 or

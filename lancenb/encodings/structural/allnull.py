@@ -157,7 +157,7 @@ class ConstantDecoder:
         valid = repdef.leaf_validity(levels)
         if value is None and nvis and (valid is None or valid.any()):
             raise CorruptFileError(f"{where}: a valid value in an all-null page")
-        un = repdef.unshred(levels, nvis, where)
+        un = repdef.unshred(levels, nvis, where, offsets32=repdef.offsets32(self.chain))
         leaf_t = self.dtype
         if value is None:
             leaf = pa.nulls(nvis, leaf_t)

@@ -21,6 +21,7 @@ from lancenb.encodings.blocks import DictionaryIndices, FixedWidth, Variable, to
 from lancenb.encodings.cache import CachedState
 from lancenb.encodings.physical import bitpacking, flat, variable
 from lancenb.encodings.structural import repdef
+from lancenb.encodings.structural.nested import NestedPages
 from lancenb.errors import CorruptFileError, NotSupportedError
 from lancenb.kernels import miniblock as km
 
@@ -205,107 +206,8 @@ class ChunkTable:
         return cls(words, offsets, nbytes, item_starts)
 
 
-class _NestedPages:
-    """Methods of :class:`MiniBlockDecoder` for pages with rep/def layers."""
-
-    def rep_index(self, reader, offsets, raw=None, table=None):
-        """``(rows ending per chunk, leftovers per chunk)``, read and checked once."""
-        ri = self._rep_index
-        if ri is None:
-            t = table if table is not None else self._load_table(reader, offsets)
-            nc = len(t.words)
-            if self.buffer_sizes[-1] != 16 * nc:
-                raise CorruptFileError(f"{self.where}: repetition index of "
-                                       f"{self.buffer_sizes[-1]} bytes for {nc} chunks")
-            if raw is None:
-                (raw,) = reader.read_ranges([(offsets[-1], self.buffer_sizes[-1])])
-            idx = np.frombuffer(raw, "<u8").reshape(nc, 2)
-            if nc and (int(idx[:, 0].sum()) != self.num_rows or np.any(idx > (1 << 40))):
-                raise CorruptFileError(f"{self.where}: repetition index counts "
-                                       f"{int(idx[:, 0].sum())} rows, the page has "
-                                       f"{self.num_rows}")
-            ri = (idx[:, 0].astype(np.int64), idx[:, 1].astype(np.int64))
-            self._rep_index = ri
-        return ri
-
-    def _run(self, t, a, b, data, pos, first_row, complete_end, items=None):
-        """Decode chunks ``a..b`` (located at ``pos`` in ``data``) into a NestedRun."""
-        chunks = np.arange(a, b + 1)
-        nitems, lcounts, starts, sizes = self._parse(t, chunks, data, pos)
-        nl = self.n_level_bufs
-        rep = defs = None
-        if self.reps is not None:
-            rep = self.reps.decode(data, starts[:, 0], sizes[:, 0], lcounts, self.where)
-        if self.levels is not None:
-            defs = self.levels.decode(data, starts[:, nl - 1], sizes[:, nl - 1], lcounts,
-                                      self.where)
-        nvals = int(nitems.sum())
-        n_levels = int(lcounts.sum()) if nl else nvals
-        block = self._wrap(self.values.decode(data, starts[:, nl:], sizes[:, nl:], nitems,
-                                              self.where), items)
-        levels = repdef.Levels(rep, defs, self.info, n_levels, 0)
-        if rep is None:
-            return NestedRun(block, levels, 0, n_levels, 0, nvals, first_row)
-        rs = np.flatnonzero(rep == self.info.max_rep)
-        if rs.size == 0:
-            return NestedRun(block, levels, 0, 0, 0, 0, first_row)
-        lo = int(rs[0])
-        hi = n_levels if complete_end else int(rs[-1])
-        vis = levels.visible()
-        if vis is None:
-            v0, v1 = lo, hi
-        else:
-            v0, v1 = int(np.searchsorted(vis, lo)), int(np.searchsorted(vis, hi))
-        if vis is None and n_levels != nvals or vis is not None and len(vis) != nvals:
-            raise CorruptFileError(f"{self.where}, chunks {a}-{b}: levels give "
-                                   f"{n_levels if vis is None else len(vis)} value slots, "
-                                   f"the chunks hold {nvals} values")
-        return NestedRun(block, levels, lo, hi, v0, v1, first_row)
-
-    def nested_runs(self, reader, offsets, rows: np.ndarray | None):
-        """NestedRuns covering ``rows`` (sorted page-relative; None: every row),
-        reading only the chunks they need."""
-        t = self._load_table(reader, offsets)
-        dict_items = self.load_items(reader, offsets) if self.has_dictionary else None
-        nc = len(t.words)
-        if nc == 0:
-            return []
-        if self.reps is None:
-            if rows is None:
-                runs = [(0, nc - 1)]
-            else:
-                need = np.unique(np.searchsorted(t.item_starts, rows, side="right") - 1)
-                runs = _runs_of(need)
-            firsts = [int(t.item_starts[a]) for a, _ in runs]
-            ends = [True] * len(runs)
-        else:
-            per, left = self.rep_index(reader, offsets, table=t)
-            ends_at = np.cumsum(per)
-            if rows is None:
-                runs = [(0, nc - 1)]
-            else:
-                ec = np.searchsorted(ends_at, rows, side="right")
-                prev = np.searchsorted(ends_at, rows - 1, side="right")
-                sc = np.where(rows == 0, 0, prev + (left[np.minimum(prev, nc - 1)] == 0))
-                cover = np.zeros(nc + 1, np.int64)
-                np.add.at(cover, np.minimum(sc, ec), 1)
-                np.add.at(cover, ec + 1, -1)
-                runs = _runs_of(np.flatnonzero(np.cumsum(cover)[:nc] > 0))
-            firsts = [0 if a == 0 else int(ends_at[a - 1]) + int(left[a - 1] != 0)
-                      for a, _ in runs]
-            ends = [b == nc - 1 or left[b] == 0 for _, b in runs]
-        spans = [(int(t.offsets[a]), int(t.offsets[b] + t.nbytes[b])) for a, b in runs]
-        data, pos = reader.read_ranges_np([offsets[1] + s for s, _ in spans],
-                                          [e - s for s, e in spans])
-        out = []
-        for (a, b), (s, _), p, first, end in zip(runs, spans, pos, firsts, ends):
-            out.append(self._run(t, a, b, data, t.offsets[a:b + 1] - s + int(p), first, end,
-                                 dict_items))
-        return out
-
-
-class MiniBlockDecoder(_NestedPages, CachedState):
-    """Decodes a mini-block page of flat (non-repeated) data.
+class MiniBlockDecoder(NestedPages, CachedState):
+    """Decodes a mini-block page (nested pages: see :mod:`.nested`).
 
     The value and level decoders come from ``lancenb.encodings.physical`` and are
     built from the layout alone.
@@ -351,7 +253,8 @@ class MiniBlockDecoder(_NestedPages, CachedState):
         if layout.num_buffers != self.values.num_buffers:
             raise CorruptFileError(f"{where}: {layout.num_buffers} value buffers per chunk, "
                                    f"the encoding has {self.values.num_buffers}")
-        if layout.num_items != num_rows and not self.nested:
+        if layout.num_items != num_rows and not (self.nested and self.info.max_rep):
+            # without lists every row is one value slot
             raise CorruptFileError(f"{where}: layout has {layout.num_items} items for "
                                    f"{num_rows} rows")
         expected = (3 if self.has_dictionary else 2) + (1 if self.reps is not None else 0)
@@ -551,33 +454,3 @@ def empty_block(dtype_bits: int | None, offset_bits: int = 32):
     if dtype_bits is None:
         return Variable(np.zeros(1, np.int64), np.zeros(0, np.uint8), 0, offset_bits)
     return FixedWidth(dtype_bits, np.zeros(0, np.uint8), 0)
-
-
-class NestedRun:
-    """Decoded chunks of a nested page, cut to the rows that start and end in them:
-    levels ``[level_start, level_end)`` and value slots ``[value_start, value_end)``
-    describe rows ``first_row ..`` (page-relative)."""
-
-    def __init__(self, block, levels, level_start, level_end, value_start, value_end,
-                 first_row):
-        self.block = block
-        self.levels = levels
-        self.level_start, self.level_end = level_start, level_end
-        self.value_start, self.value_end = value_start, value_end
-        self.first_row = first_row
-
-    def trimmed_levels(self):
-        lv = self.levels
-        a, b = self.level_start, self.level_end
-        return repdef.Levels(None if lv.rep is None else lv.rep[a:b],
-                             None if lv.defs is None else lv.defs[a:b], lv.info, b - a, 0)
-
-
-def _runs_of(chunks: np.ndarray) -> list[tuple[int, int]]:
-    """Maximal runs of consecutive chunk numbers: ``[(first, last), ...]``."""
-    if chunks.size == 0:
-        return []
-    breaks = np.flatnonzero(np.diff(chunks) != 1)
-    firsts = np.concatenate([[chunks[0]], chunks[breaks + 1]])
-    lasts = np.concatenate([chunks[breaks], [chunks[-1]]])
-    return [(int(a), int(b)) for a, b in zip(firsts, lasts)]

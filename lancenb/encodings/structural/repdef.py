@@ -29,6 +29,7 @@ leaves back into the field's array.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
@@ -38,8 +39,8 @@ from lancenb.encodings.blocks import validity_of
 from lancenb.errors import CorruptFileError, NotSupportedError
 from lancenb.kernels import repdef as kr
 
-__all__ = ["Levels", "shred", "unshred", "leaf_paths", "chain_type", "build_chain", "merge",
-           "is_nested", "LayerInfo"]
+__all__ = ["Levels", "shred", "unshred", "Unshredded", "leaf_paths", "chain_type",
+           "build_chain", "merge", "is_nested", "LayerInfo", "offsets32"]
 
 L = pb.e21.RepDefLayer
 _LIST_KINDS = (L.REPDEF_ALL_VALID_LIST, L.REPDEF_NULLABLE_LIST, L.REPDEF_EMPTYABLE_LIST,
@@ -147,8 +148,18 @@ class LayerInfo:
     def num_layers(self) -> int:
         return len(self.layers)
 
+    @cached_property
+    def list_row(self) -> np.ndarray:
+        """Which row of the unshred offsets output each list layer takes."""
+        return np.cumsum(self.is_list, dtype=np.int64) - 1
+
     def tables(self):
-        """``(term, term_valid, stop, top_of_rep)`` lookup tables for the unshred kernel."""
+        """``(term, term_valid, stop, top_of_rep)`` lookup tables for the unshred kernel
+        (built once)."""
+        return self._tables
+
+    @cached_property
+    def _tables(self):
         k = self.num_layers
         term = np.zeros(self.max_def + 1, np.int64)
         term_valid = np.zeros(self.max_def + 1, np.uint8)
@@ -297,28 +308,74 @@ def leaf_validity(levels: Levels) -> np.ndarray | None:
 
 # -- reading ------------------------------------------------------------------
 
-def unshred(levels: Levels, num_values: int, where: str):
-    """Per layer (innermost first): ``(count, validity bool or None, offsets or None)``.
+_NULLABLE = (L.REPDEF_NULLABLE_ITEM, L.REPDEF_NULLABLE_LIST, L.REPDEF_NULL_AND_EMPTY_LIST)
 
-    Checks that the visible levels match ``num_values`` value slots.
+
+class Unshredded:
+    """Every layer's entries from a set of levels (see :func:`unshred`).
+
+    ``counts[j]`` entries in layer ``j`` (innermost first; layer 0 is the value
+    slots), ``nulls[j]`` of them invalid; their validity bytes are
+    ``valid[j, :counts[j]]`` and, for list layers, their offsets into layer ``j - 1``
+    ``offs[list_row[j], :counts[j] + 1]`` (int32 or int64).
+    """
+
+    def __init__(self, info: LayerInfo, counts, nulls, valid, offs, list_row):
+        self.info = info
+        self.counts, self.nulls = counts, nulls
+        self.valid, self.offs, self.list_row = valid, offs, list_row
+
+    def validity(self, j: int) -> np.ndarray | None:
+        """Layer ``j``'s validity (bool), None when every entry is valid. The value
+        slots (layer 0) are null wherever their level is not 0; other layers only
+        carry nulls when their layer kind is nullable."""
+        if not self.nulls[j] or (j and self.info.layers[j] not in _NULLABLE):
+            return None
+        return self.valid[j, :self.counts[j]].view(bool)
+
+    def bitmap(self, j: int) -> pa.Buffer | None:
+        v = self.validity(j)
+        return None if v is None else pa.py_buffer(np.packbits(v, bitorder="little"))
+
+    def offsets(self, j: int) -> np.ndarray:
+        return self.offs[self.list_row[j], :self.counts[j] + 1]
+
+    def layer(self, j: int):
+        """``(count, validity or None, offsets or None)`` of layer ``j``."""
+        return (int(self.counts[j]), self.validity(j),
+                self.offsets(j) if self.info.is_list[j] else None)
+
+
+def unshred(levels: Levels, num_values: int, where: str, offsets32: bool = False):
+    """The entries of every layer (:class:`Unshredded`), in one pass over the levels.
+
+    Checks that the visible levels match ``num_values`` value slots. ``offsets32``
+    asks for int32 list offsets (when every list in the chain is a 32-bit list).
     """
     info = levels.info
     k = info.num_layers
     term, term_valid, stop, top = info.tables()
-    rep = levels.rep if levels.rep is not None else np.zeros(0, np.uint16)
-    defs = levels.defs if levels.defs is not None else np.zeros(0, np.uint16)
     if levels.rep is None and info.max_rep:
         raise CorruptFileError(f"{where}: list layers but no repetition levels")
-    counts = np.zeros(k, np.int64)
-    err = np.zeros(1, np.int64)
-    e8, e64 = np.zeros(0, np.uint8), np.zeros(0, np.int64)
     n = levels.num_levels
+    counts = np.zeros(k, np.int64)
+    nulls = np.zeros(k, np.int64)
+    list_row = info.list_row
+    nlists = int(list_row[-1]) + 1
+    odt = np.int32 if offsets32 and n < (1 << 31) else np.int64
+    offs = np.empty((nlists, n + 1), odt)
     if levels.rep is None and levels.defs is None:
         counts[:] = n
+        valid = np.ones((k, n), np.uint8)
         status = kr.OK
     else:
-        status = kr.unshred(rep, defs, n, info.max_rep, info.max_def, info.is_list, term,
-                            term_valid, stop, top, False, counts, e8, e64, e64, e64, err)
+        valid = np.empty((k, n), np.uint8)
+        err = np.zeros(1, np.int64)
+        e16 = np.zeros(0, np.uint16)
+        status = kr.unshred(levels.rep if levels.rep is not None else e16,
+                            levels.defs if levels.defs is not None else e16, n, info.max_rep,
+                            info.max_def, info.is_list, list_row, term, term_valid, stop,
+                            top, counts, nulls, valid, offs, err)
     if status != kr.OK:
         what = ("a rep/def level above the layers' maximum" if status == kr.BAD_LEVEL else
                 "a level continues a list that is not open")
@@ -326,26 +383,7 @@ def unshred(levels: Levels, num_values: int, where: str):
     if int(counts[0]) != num_values:
         raise CorruptFileError(f"{where}: levels give {int(counts[0])} value slots, the "
                                f"page has {num_values}")
-    if levels.rep is None and levels.defs is None:
-        return [(n, None, None) for _ in range(k)]
-    vstart = np.zeros(k, np.int64)
-    np.cumsum(counts[:-1], out=vstart[1:])
-    ostart = np.zeros(k, np.int64)
-    osz = np.where(info.is_list == 1, counts + 1, 0)
-    np.cumsum(osz[:-1], out=ostart[1:])
-    valid = np.empty(int(counts.sum()), np.uint8)
-    offs = np.empty(int(osz.sum()), np.int64)
-    kr.unshred(rep, defs, n, info.max_rep, info.max_def, info.is_list, term, term_valid,
-               stop, top, True, counts, valid, vstart, offs, ostart, err)
-    out = []
-    for j in range(k):
-        c = int(counts[j])
-        v = valid[vstart[j]:vstart[j] + c].view(bool)
-        o = offs[ostart[j]:ostart[j] + c + 1] if info.is_list[j] else None
-        nullable = info.layers[j] in (L.REPDEF_NULLABLE_ITEM, L.REPDEF_NULLABLE_LIST,
-                                      L.REPDEF_NULL_AND_EMPTY_LIST)
-        out.append((c, v if nullable else None, o))
-    return out
+    return Unshredded(info, counts, nulls, valid, offs, list_row)
 
 
 def _bitmap(valid: np.ndarray | None):
@@ -354,38 +392,63 @@ def _bitmap(valid: np.ndarray | None):
     return pa.py_buffer(np.packbits(valid, bitorder="little"))
 
 
-def build_chain(chain: pa.DataType, leaf: pa.Array, unshredded, where: str) -> pa.Array:
-    """The chain array of ``chain`` type from the leaf values (validity applied) and
-    the unshredded outer layers."""
+def chain_layers(chain: pa.DataType) -> list[pa.DataType]:
+    """The struct and list types along a chain, outermost first."""
     types = []
     t = chain
     while is_nested(t):
         types.append(t)
         t = t.field(0).type if pa.types.is_struct(t) else t.value_type
-    if len(types) + 1 != len(unshredded):
-        raise CorruptFileError(f"{where}: page has {len(unshredded)} rep/def layers, the "
-                               f"column's type needs {len(types) + 1}")
+    return types
+
+
+def offsets32(chain: pa.DataType) -> bool:
+    """Whether every list along the chain takes 32-bit offsets."""
+    return not any(pa.types.is_large_list(t) for t in chain_layers(chain))
+
+
+def build_chain(chain: pa.DataType, leaf: pa.Array, un: Unshredded, where: str) -> pa.Array:
+    """The chain array of ``chain`` type from the leaf values (validity applied) and
+    the unshredded outer layers."""
+    types = chain_layers(chain)
+    k = un.info.num_layers
+    if len(types) + 1 != k:
+        raise CorruptFileError(f"{where}: page has {k} rep/def layers, the column's type "
+                               f"needs {len(types) + 1}")
     arr = leaf
     for j, t in enumerate(reversed(types), start=1):
-        count, valid, offs = unshredded[j]
+        count = int(un.counts[j])
         if pa.types.is_struct(t):
-            if offs is not None:
+            if un.info.is_list[j]:
                 raise CorruptFileError(f"{where}: a list layer where the type has a struct")
-            arr = pa.Array.from_buffers(t, count, [_bitmap(valid)], children=[arr])
+            arr = pa.Array.from_buffers(t, count, [un.bitmap(j)], children=[arr])
         else:
-            if offs is None:
+            if not un.info.is_list[j]:
                 raise CorruptFileError(f"{where}: an item layer where the type has a list")
+            offs = un.offsets(j)
             odt = np.int32 if pa.types.is_list(t) else np.int64
-            if odt is np.int32 and offs[-1] > np.iinfo(np.int32).max:
-                raise NotSupportedError(f"{where}: more than 2^31 list items in one page")
-            arr = pa.Array.from_buffers(t, count, [_bitmap(valid),
-                                                   pa.py_buffer(offs.astype(odt))],
+            if odt is np.int32 and offs.dtype != np.int32:
+                if offs[-1] > np.iinfo(np.int32).max:
+                    raise NotSupportedError(f"{where}: more than 2^31 list items in one page")
+                offs = offs.astype(np.int32)
+            elif offs.dtype != odt:
+                offs = offs.astype(odt)
+            arr = pa.Array.from_buffers(t, count, [un.bitmap(j), pa.py_buffer(offs)],
                                         children=[arr])
     return arr
 
 
 def _leaf_count(dt: pa.DataType) -> int:
     return len(leaf_paths(dt))
+
+
+def _validity_buffer(arr: pa.Array) -> pa.Buffer | None:
+    """``arr``'s validity bitmap, re-based to offset 0 (shared when it already is)."""
+    if arr.null_count == 0:
+        return None
+    if arr.offset == 0:
+        return arr.buffers()[0]
+    return _bitmap(np.asarray(arr.is_valid()))
 
 
 def merge(dt: pa.DataType, chains: list, where: str = "") -> pa.Array:
@@ -395,12 +458,14 @@ def merge(dt: pa.DataType, chains: list, where: str = "") -> pa.Array:
         if len(chains) != 1:
             raise CorruptFileError(f"{where}: {len(chains)} columns for one leaf")
         return first
+    if len(chains) == 1 and first.type == dt:
+        return first  # a field with one leaf is its own chain
     n = len(first)
     for c in chains[1:]:
         if len(c) != n:
             raise CorruptFileError(f"{where}: the columns of one field disagree on its "
                                    f"length ({len(c)} vs {n})")
-    valid = None if first.null_count == 0 else np.asarray(first.is_valid())
+    valid = _validity_buffer(first)
     if pa.types.is_struct(dt):
         kids = []
         i = 0
@@ -408,17 +473,19 @@ def merge(dt: pa.DataType, chains: list, where: str = "") -> pa.Array:
             m = _leaf_count(f.type)
             kids.append(merge(f.type, [c.field(0) for c in chains[i:i + m]], where))
             i += m
-        return pa.Array.from_buffers(dt, n, [_bitmap(valid)], children=kids)
-    offs = np.asarray(first.offsets, dtype=np.int64)
+        return pa.Array.from_buffers(dt, n, [valid], children=kids)
+    offs = np.asarray(first.offsets)
     subs = []
     for c in chains:
-        o = np.asarray(c.offsets, dtype=np.int64)
-        if not np.array_equal(o - o[0], offs - offs[0]):
+        o = np.asarray(c.offsets)
+        same = np.array_equal(o, offs) if o[0] == offs[0] else \
+            np.array_equal(o.astype(np.int64) - o[0], offs.astype(np.int64) - offs[0])
+        if not same:
             raise CorruptFileError(f"{where}: the columns of one list field disagree on its "
                                    f"offsets")
         subs.append(c.values.slice(int(o[0]), int(o[-1] - o[0])))
     child = merge(dt.value_type, subs, where)
     odt = np.int32 if pa.types.is_list(dt) else np.int64
-    return pa.Array.from_buffers(dt, n, [_bitmap(valid), pa.py_buffer((offs - offs[0])
-                                                                       .astype(odt))],
-                                 children=[child])
+    if offs[0] != 0 or offs.dtype != odt:
+        offs = (offs.astype(np.int64) - offs[0]).astype(odt)
+    return pa.Array.from_buffers(dt, n, [valid, pa.py_buffer(offs)], children=[child])
