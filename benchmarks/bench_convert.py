@@ -76,6 +76,7 @@ def main() -> int:
     ap.add_argument("--keep", default=None, help="work in this directory and keep the files")
     args = ap.parse_args()
     work = args.keep or tempfile.mkdtemp(prefix="bench_convert_")
+    os.makedirs(work, exist_ok=True)
     src = os.path.join(work, "input.parquet")
     dst = os.path.join(work, "output.lance")
     t0 = time.perf_counter()
@@ -112,7 +113,7 @@ def main() -> int:
         "",
         "Peak RSS is the whole converter process (Python, pyarrow, Numba and the compiled "
         "kernels included); the input is read in batches of 65,536 rows and data files are "
-        "written as they fill, so it does not grow with the input. Progress lines printed:",
+        "written as they fill. Progress lines printed:",
         "",
         "```",
         *shown,
