@@ -42,6 +42,8 @@ BAD_ARGS = -4        # unshred, locate_rows: outputs too small or tables out of 
 BAD_VISIBLE = -5     # locate_rows: a chunk's visible levels do not match its values
 BAD_ROW = -6         # locate_rows: a row is not where the chunk table places it
 
+_BLOCK = 64          # locate_rows counts row starts this many levels at a time
+
 __all__ = ["shred", "unshred", "OK", "BAD_OFFSETS", "BAD_LEVEL", "BAD_NESTING", "BAD_ARGS",
            "locate_rows", "BAD_VISIBLE", "BAD_ROW"]
 
@@ -236,46 +238,61 @@ def unshred(rep, defs, num_levels, max_rep, max_def, is_list, list_row, term, te
 
 
 @kernel
-def locate_rows(rep, defs, max_rep, max_visible_def, lstart, vstart, run_end, row_chunk,
-                row_skip, out, err):
+def locate_rows(rep, defs, max_rep, max_visible_def, need, lstart, nitems, left, row_chunk,
+                row_skip, row_end_chunk, out, err):
     """Level and value-slot ranges of whole rows among decoded chunks' levels.
 
-    The chunks' levels lie back to back: chunk ``c`` holds ``[lstart[c],
-    lstart[c + 1])`` and its value slots (levels with ``def <= max_visible_def``; all
-    of them when ``defs`` is empty) are ``[vstart[c], vstart[c + 1])``, which is
-    checked first. ``run_end[c]`` is where the run of consecutive chunks holding
-    ``c`` ends: no row continues past it.
+    ``need`` (sorted) are the page's chunks that were decoded, their levels back to
+    back: ``need[c]`` holds levels ``[lstart[c], lstart[c + 1])`` and ``nitems[c]``
+    values, which must equal its visible levels (``def <= max_visible_def``; all of
+    them when ``defs`` is empty). Consecutive chunk numbers form a *run*; no row
+    continues past the end of its run. ``left[j]`` is page chunk ``j``'s repetition
+    index leftover (0: it ends at a row boundary).
 
     Row ``i`` is the ``row_skip[i]``-th row start (``rep == max_rep``, counted from 0)
-    in chunk ``row_chunk[i]``; it ends at the next row start or the run's end.
-    ``out[i]`` gets ``(level start, level end, value start, value end)``. Rows
-    sorted by ``(row_chunk, row_skip)`` are found in one forward pass. On an error
-    ``err[0]`` gets the chunk (BAD_VISIBLE) or row (BAD_ROW).
+    in decoded chunk ``row_chunk[i]``; it ends at the next row start or where its run
+    ends, and must end by page chunk ``row_end_chunk[i]`` (a row that ends with its run
+    needs the run's last chunk to end at a row boundary). ``out[i]`` gets ``(level
+    start, level end, value start, value end)``, rows in any order: one pass over the
+    levels notes every row start, then each row is a lookup. On an error ``err[0]``
+    gets the decoded chunk (BAD_VISIBLE) or the row (BAD_ROW).
     """
-    nch = lstart.shape[0] - 1
+    nch = need.shape[0]
+    nleft = left.shape[0]
     has_def = defs.shape[0] > 0
-    if nch < 0 or vstart.shape[0] != nch + 1 or run_end.shape[0] < nch \
-            or row_skip.shape[0] != row_chunk.shape[0] or out.shape[0] < row_chunk.shape[0] \
-            or out.shape[1] < 4:
+    nrows = row_chunk.shape[0]
+    if lstart.shape[0] != nch + 1 or nitems.shape[0] != nch or row_skip.shape[0] != nrows \
+            or row_end_chunk.shape[0] != nrows or out.shape[0] < nrows or out.shape[1] < 4:
         return BAD_ARGS
     total = lstart[nch]
     if lstart[0] != 0 or total > rep.shape[0] or (has_def and defs.shape[0] < total):
         return BAD_ARGS
+    vstart = np.empty(nch + 1, np.int64)
+    vstart[0] = 0
     for c in range(nch):
-        if lstart[c + 1] < lstart[c] or run_end[c] < lstart[c + 1] or run_end[c] > total:
+        if lstart[c + 1] < lstart[c] or need[c] < 0 or need[c] >= nleft \
+                or (c and need[c] <= need[c - 1]):
             return BAD_ARGS
-        vis = 0
-        for p in range(lstart[c], lstart[c + 1]):
-            if not has_def or defs[p] <= max_visible_def:
-                vis += 1
-        if vstart[c + 1] - vstart[c] != vis:
+        vis = lstart[c + 1] - lstart[c]
+        if has_def:
+            vis = 0
+            for p in range(lstart[c], lstart[c + 1]):
+                vis += np.int64(defs[p] <= max_visible_def)
+        if nitems[c] != vis:
             err[0] = c
             return BAD_VISIBLE
+        vstart[c + 1] = vstart[c] + vis
+    # the last decoded chunk of each chunk's run
+    last = np.empty(nch, np.int64)
+    for c in range(nch - 1, -1, -1):
+        last[c] = c if c == nch - 1 or need[c + 1] != need[c] + 1 else last[c + 1]
+    # a cursor: ``seen`` row starts and ``v`` value slots lie before level ``p`` of chunk
+    # ``cur``; it moves forward only, skipping whole blocks of levels where it can
     cur = -1
     p = 0
     seen = 0
     v = 0
-    for i in range(row_chunk.shape[0]):
+    for i in range(nrows):
         c = row_chunk[i]
         skip = row_skip[i]
         if c < 0 or c >= nch or skip < 0:
@@ -285,8 +302,23 @@ def locate_rows(rep, defs, max_rep, max_visible_def, lstart, vstart, run_end, ro
             p = lstart[c]
             seen = 0
             v = vstart[c]
+        b = lstart[c + 1]
+        while p + _BLOCK <= b:
+            cnt = 0
+            for j in range(p, p + _BLOCK):
+                cnt += np.int64(rep[j] == max_rep)
+            if seen + cnt > skip:
+                break
+            vis = _BLOCK
+            if has_def:
+                vis = 0
+                for j in range(p, p + _BLOCK):
+                    vis += np.int64(defs[j] <= max_visible_def)
+            seen += cnt
+            v += vis
+            p += _BLOCK
         while True:
-            if p >= lstart[c + 1]:
+            if p >= b:
                 err[0] = i
                 return BAD_ROW
             if rep[p] == max_rep:
@@ -298,13 +330,18 @@ def locate_rows(rep, defs, max_rep, max_visible_def, lstart, vstart, run_end, ro
             p += 1
         q = p
         w = v
-        end = run_end[c]
+        lc = last[c]
+        end = lstart[lc + 1]
         while True:
             if not has_def or defs[q] <= max_visible_def:
                 w += 1
             q += 1
             if q >= end or rep[q] == max_rep:
                 break
+        if need[lc] < row_end_chunk[i] or (q == end and need[lc] != nleft - 1
+                                            and left[need[lc]] != 0):
+            err[0] = i
+            return BAD_ROW
         out[i, 0] = p
         out[i, 1] = q
         out[i, 2] = v

@@ -358,22 +358,31 @@ def test_null_struct_levels():
 
 # -- locate_rows ------------------------------------------------------------------------
 
-def ref_locate_rows(rep, defs, max_rep, mvd, lstart, vstart, run_end, row_chunk, row_skip):
+def ref_locate_rows(rep, defs, max_rep, mvd, need, lstart, nitems, left, row_chunk,
+                    row_skip, row_end):
     """``[(ls, le, vs, ve)]`` or a status, from the definitions in the kernel's docstring."""
     total = lstart[-1]
     vis = [len(defs) == 0 or defs[p] <= mvd for p in range(total)]
-    for c in range(len(lstart) - 1):
-        if sum(vis[lstart[c]:lstart[c + 1]]) != vstart[c + 1] - vstart[c]:
+    vstart = [0]
+    for c in range(len(need)):
+        if sum(vis[lstart[c]:lstart[c + 1]]) != nitems[c]:
             return kr.BAD_VISIBLE
+        vstart.append(vstart[-1] + nitems[c])
     out = []
-    for c, skip in zip(row_chunk, row_skip, strict=True):
+    for c, skip, ec in zip(row_chunk, row_skip, row_end, strict=True):
+        lc = c
+        while lc + 1 < len(need) and need[lc + 1] == need[lc] + 1:
+            lc += 1
         starts = [p for p in range(lstart[c], lstart[c + 1]) if rep[p] == max_rep]
         if skip >= len(starts):
             return kr.BAD_ROW
         p = starts[skip]
         q = p + 1
-        while q < run_end[c] and rep[q] != max_rep:
+        while q < lstart[lc + 1] and rep[q] != max_rep:
             q += 1
+        if need[lc] < ec or (q == lstart[lc + 1] and need[lc] != len(left) - 1
+                             and left[need[lc]] != 0):
+            return kr.BAD_ROW
         v = vstart[c] + sum(vis[lstart[c]:p])
         out.append((p, q, v, v + sum(vis[p:q])))
     return out
@@ -392,42 +401,35 @@ def located_rows(draw):
     cuts = sorted(draw(st.lists(st.integers(0, n), max_size=5)))
     lstart = [0] + cuts + [n]
     nch = len(lstart) - 1
-    vis = [not has_def or d <= mvd for d in defs] if has_def else [True] * n
-    vstart = [0]
-    for c in range(nch):
-        vstart.append(vstart[-1] + sum(vis[lstart[c]:lstart[c + 1]]))
+    vis = [d <= mvd for d in defs] if has_def else [True] * n
+    nitems = [sum(vis[lstart[c]:lstart[c + 1]]) for c in range(nch)]
     if nch and draw(st.integers(0, 9)) == 0:
-        c = draw(st.integers(1, nch))
-        vstart[c] += 1
-    # chunks grouped into runs; a run ends at its last chunk's end
-    breaks = draw(st.lists(st.booleans(), min_size=nch, max_size=nch))
-    run_end = [0] * nch
-    end = n
-    for c in range(nch - 1, -1, -1):
-        if c < nch - 1 and breaks[c]:
-            end = lstart[c + 1]
-        run_end[c] = end
+        nitems[draw(st.integers(0, nch - 1))] += 1
+    # decoded chunk numbers with gaps between runs
+    need, j = [], draw(st.integers(0, 2))
+    for _ in range(nch):
+        need.append(j)
+        j += 1 + draw(st.sampled_from([0, 0, 1, 3]))
+    left = draw(st.lists(st.integers(0, 2), min_size=j + 1, max_size=j + 1))
     k = draw(st.integers(0, 6)) if nch else 0
-    rows = [(draw(st.integers(0, nch - 1)), draw(st.integers(0, 3))) for _ in range(k)]
-    if draw(st.booleans()):
-        rows.sort()
+    rows = sorted((draw(st.integers(0, nch - 1)), draw(st.integers(0, 3))) for _ in range(k))
+    row_end = [need[c] + draw(st.integers(0, 2)) for c, _ in rows]
     return (np.array(rep, np.uint16), np.array(defs, np.uint16), max_rep, mvd,
-            np.array(lstart, np.int64), np.array(vstart, np.int64),
-            np.array(run_end, np.int64), np.array([r[0] for r in rows], np.int64),
-            np.array([r[1] for r in rows], np.int64))
+            np.array(need, np.int64), np.array(lstart, np.int64),
+            np.array(nitems, np.int64), np.array(left, np.int64),
+            np.array([r[0] for r in rows], np.int64), np.array([r[1] for r in rows], np.int64),
+            np.array(row_end, np.int64))
 
 
 @settings(max_examples=300, deadline=None)
 @given(case=located_rows())
 def test_locate_rows_matches_reference(case, as_input, guarded):
-    rep, defs, max_rep, mvd, lstart, vstart, run_end, row_chunk, row_skip = case
-    want = ref_locate_rows(rep, defs, max_rep, mvd, lstart, vstart, run_end, row_chunk,
-                           row_skip)
-    out = guarded((len(row_chunk), 4), np.int64)
+    want = ref_locate_rows(*case)
+    nrows = len(case[8])
+    out = guarded((nrows, 4), np.int64)
     err = np.zeros(1, np.int64)
-    got = kr.locate_rows(as_input(rep), as_input(defs), max_rep, mvd, as_input(lstart),
-                         as_input(vstart), as_input(run_end), as_input(row_chunk),
-                         as_input(row_skip), out.out, err)
+    args = [as_input(x) if isinstance(x, np.ndarray) else x for x in case]
+    got = kr.locate_rows(*args, out.out, err)
     assert out.intact()
     if isinstance(want, int):
         assert got == want
@@ -441,9 +443,9 @@ def test_locate_rows_rejects_bad_tables():
     e = np.zeros(0, np.uint16)
     out = np.zeros((1, 4), np.int64)
     err = np.zeros(1, np.int64)
-    one = np.zeros(1, np.int64)
-    # levels past the decoded ones, a run end beyond them, a chunk out of range
-    for lstart, run_end, chunk in [([0, 4], [4], 0), ([0, 3], [5], 0), ([0, 3], [3], 1)]:
-        assert kr.locate_rows(rep, e, 1, 0, np.array(lstart), np.array([0, lstart[-1]]),
-                              np.array(run_end), np.array([chunk]), one * 0, out,
-                              err) == kr.BAD_ARGS
+    z = np.zeros(1, np.int64)
+    # levels past the decoded ones, a chunk number past the page, a row's chunk out of range
+    for lstart, need, chunk in [([0, 4], [0], 0), ([0, 3], [5], 0), ([0, 3], [0], 1)]:
+        assert kr.locate_rows(rep, e, 1, 0, np.array(need), np.array(lstart),
+                              np.array([lstart[-1]]), np.zeros(2, np.int64), np.array([chunk]),
+                              z, z, out, err) == kr.BAD_ARGS

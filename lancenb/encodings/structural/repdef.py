@@ -29,7 +29,7 @@ leaves back into the field's array.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import numpy as np
 import pyarrow as pa
@@ -392,14 +392,15 @@ def _bitmap(valid: np.ndarray | None):
     return pa.py_buffer(np.packbits(valid, bitorder="little"))
 
 
-def chain_layers(chain: pa.DataType) -> list[pa.DataType]:
+@lru_cache(maxsize=1024)
+def chain_layers(chain: pa.DataType) -> tuple:
     """The struct and list types along a chain, outermost first."""
     types = []
     t = chain
     while is_nested(t):
         types.append(t)
         t = t.field(0).type if pa.types.is_struct(t) else t.value_type
-    return types
+    return tuple(types)
 
 
 def offsets32(chain: pa.DataType) -> bool:
