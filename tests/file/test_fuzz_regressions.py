@@ -56,3 +56,30 @@ def test_top_level_metadata_applies_to_nested_leaves(tmp_path):
                       for c in LanceFileReader(path).metadata().columns for p in c.pages]
     assert kinds["pylance"] == ["full_zip_layout"]
     assert kinds["lancenb"] == kinds["pylance"]
+
+
+@pytest.mark.parametrize("typ, value", [
+    (pa.bool_(), True), (pa.bool_(), False), (pa.large_string(), "q" * 40),
+    (pa.large_binary(), b"xyz"), (pa.large_binary(), b""), (pa.string(), "qq"),
+])
+@pytest.mark.parametrize("shape", ["flat", "struct", "list", "nullable"])
+def test_pylance_22_constant_pages(tmp_path, typ, value, shape):
+    """Found by the pylance differential property: pylance 2.2 stores a constant
+    boolean as one byte, and a large_string/large_binary constant with a 16-byte
+    length part; lancenb refused both."""
+    if shape == "struct":
+        arr = pa.array([{"b": value}] * 3, pa.struct([("b", typ)]))
+    elif shape == "list":
+        arr = pa.array([[value, value], None, []], pa.list_(typ))
+    elif shape == "nullable":
+        arr = pa.array([value, None, value], typ)
+    else:
+        arr = pa.array([value] * 3, typ)
+    t = pa.table({"c": arr})
+    path = str(tmp_path / "p.lance")
+    w = lf.LanceFileWriter(path, t.schema, version="2.2")
+    w.write_batch(t)
+    w.close()
+    r = LanceFileReader(path)
+    assert_tables_equal(r.read_all().to_table(), t)
+    assert_tables_equal(r.take_rows([2, 0]).to_table(), t.take([2, 0]))

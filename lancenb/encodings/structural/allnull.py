@@ -108,7 +108,7 @@ class ConstantDecoder:
         self.dtype = dtype
         self.num_rows = num_rows
         self.value = bytes(layout.inline_value) if layout.HasField("inline_value") else None
-        if self.value is not None:
+        if self.value is not None and not _is_bool_byte(dtype, self.value):
             bits = fixed_bits(dtype)
             if bits is None or bits % 8 or len(self.value) * 8 != bits:
                 raise CorruptFileError(f"{where}: constant value of {len(self.value)} bytes for "
@@ -117,6 +117,8 @@ class ConstantDecoder:
     def array(self, n: int) -> pa.Array:
         if self.value is None:
             return pa.nulls(n, self.dtype)
+        if _is_bool_byte(self.dtype, self.value):
+            return to_arrow(self.dtype, _bool_block(self.value, n), None)
         data = np.tile(np.frombuffer(self.value, np.uint8), n)
         return to_arrow(self.dtype, FixedWidth(len(self.value) * 8, data, n), None)
 
@@ -165,6 +167,8 @@ class ConstantDecoder:
             offs = np.arange(nvis + 1, dtype=np.int64) * len(value)
             leaf = to_arrow(leaf_t, Variable(offs, np.tile(np.frombuffer(value, np.uint8), nvis),
                                              nvis, offset_bits(leaf_t)), valid)
+        elif _is_bool_byte(leaf_t, value):
+            leaf = to_arrow(leaf_t, _bool_block(value, nvis), valid)
         else:
             bits = fixed_bits(leaf_t)
             if bits is None or bits % 8 or len(value) * 8 != bits:
@@ -175,23 +179,30 @@ class ConstantDecoder:
         return repdef.build_chain(self.chain, leaf, un, where)
 
 
+def _is_bool_byte(dtype: pa.DataType, value: bytes) -> bool:
+    """pylance stores a constant boolean as one byte (0 or 1)."""
+    return pa.types.is_boolean(dtype) and len(value) == 1
+
+
+def _bool_block(value: bytes, n: int) -> FixedWidth:
+    bits = np.packbits(np.full(n, bool(value[0] & 1)), bitorder="little")
+    return FixedWidth(1, bits, n)
+
+
 def _constant_blob(buf, where: str) -> bytes:
     """The value of a 2.2 constant page of variable-width data, stored as a buffer
-    list: ``u32 count (2) | u32 size | u64 length | u32 size | value bytes``."""
+    list ``u32 count (2) | u32 size | part 0 | ... | value bytes``: part 0 starts with
+    the value's u64 length (``size`` is 8 for 32-bit offsets, 16 for 64-bit ones),
+    and the value is the buffer's last ``length`` bytes. Layout read off pylance
+    14's files: string ``02000000 08000000 | 02..00 (u64 2) | 02000000 | 'qq'``,
+    large_string ``02000000 10000000 | 02..00 (u64 2) | 00000000 02000000 00000000 |
+    'qq'``."""
     raw = bytes(buf)
-    pos, parts = 4, []
-    if len(raw) < 4 or int.from_bytes(raw[:4], "little") != 2:
+    if len(raw) < 16 or int.from_bytes(raw[:4], "little") != 2:
         raise CorruptFileError(f"{where}: constant value buffer is not a 2-buffer list")
-    for _ in range(2):
-        if pos + 4 > len(raw):
-            raise CorruptFileError(f"{where}: constant value buffer is truncated")
-        n = int.from_bytes(raw[pos:pos + 4], "little")
-        pos += 4
-        if pos + n > len(raw):
-            raise CorruptFileError(f"{where}: constant value buffer is truncated")
-        parts.append(raw[pos:pos + n])
-        pos += n
-    if pos != len(raw) or len(parts[0]) != 8 or \
-            int.from_bytes(parts[0], "little") != len(parts[1]):
-        raise CorruptFileError(f"{where}: constant value buffer has an unexpected layout")
-    return parts[1]
+    size0 = int.from_bytes(raw[4:8], "little")
+    length = int.from_bytes(raw[8:16], "little")
+    if size0 not in (8, 16) or 8 + size0 + 4 + length > len(raw):
+        raise CorruptFileError(f"{where}: constant value buffer has an unexpected layout "
+                               f"(part size {size0}, value length {length}, {len(raw)} bytes)")
+    return raw[len(raw) - length:] if length else b""
