@@ -25,7 +25,7 @@ files: a level out of range, or one that continues a list that is not open, retu
 a negative status instead of decoding garbage.
 
 Shredding is "count, allocate, fill": call once with ``fill=False`` to get the sizes,
-then again with outputs of those sizes. Unshredding is one pass: a level adds at most
+then again with outputs of those sizes. Unshredding needs no count pass: a level adds at most
 one entry to each layer, so its outputs are sized by the number of levels.
 """
 
@@ -164,8 +164,8 @@ def shred(is_list, valid, valid_start, offs, offs_start, length, null_level, emp
 
 @kernel
 def unshred(rep, defs, num_levels, max_rep, max_def, is_list, list_row, term, term_valid,
-            stop, top_of_rep, counts, nulls, valid_out, offs_out, err):
-    """Entries of every layer from ``num_levels`` levels, in one pass.
+            stop, top_of_rep, leaf_all_valid, counts, nulls, valid_out, offs_out, err):
+    """Entries of every layer from ``num_levels`` levels (one pass over them per layer).
 
     ``rep``/``defs`` may be empty (no repetition: every level starts a row; no
     definition: every level is a valid leaf). Lookup tables built from the layers:
@@ -181,6 +181,10 @@ def unshred(rep, defs, num_levels, max_rep, max_def, is_list, list_row, term, te
     (int32 or int64; list layer ``j`` writes its ``counts[j] + 1`` offsets into row
     ``list_row[j]``). ``counts[j]`` gets layer ``j``'s entries and ``nulls[j]`` its
     invalid ones. On a bad level ``err[0]`` gets its index.
+
+    ``leaf_all_valid`` (the caller's promise that only ``def == 0`` makes a leaf entry,
+    so every leaf entry is valid) skips layer 0's pass when there are other layers:
+    its count comes from layer 1's pass and ``valid_out[0]`` is not written.
     """
     k = is_list.shape[0]
     has_rep = rep.shape[0] > 0
@@ -203,37 +207,52 @@ def unshred(rep, defs, num_levels, max_rep, max_def, is_list, list_row, term, te
     for r in range(max_rep + 1):
         if top_of_rep[r] < 0 or top_of_rep[r] >= k:
             return BAD_ARGS
-    opened = np.zeros(k + 1, np.uint8)
-    for j in range(k):
-        counts[j] = 0
-        nulls[j] = 0
-    for i in range(num_levels):
-        r = np.int64(rep[i]) if has_rep else max_rep
-        d = np.int64(defs[i]) if has_def else 0
-        if r > max_rep or d > max_def:
-            err[0] = i
-            return BAD_LEVEL
-        t = term[d]
-        s = stop[d]
-        hi = top_of_rep[r]
-        if t > hi or (hi < k - 1 and opened[hi + 1] == 0):
-            err[0] = i
-            return BAD_NESTING
-        tv = term_valid[d]
-        for j in range(hi, s - 1, -1):
-            c = counts[j]
-            v = 1 if j > t else (tv if j == t else 0)
+    # one pass per layer, outermost first, branch-free: every level writes the slot
+    # at the layer's count, and the count moves on only when the level makes an entry
+    below = 0
+    for j in range(k - 1, -1, -1):
+        if j == 0 and leaf_all_valid and k > 1:
+            counts[0] = below
+            nulls[0] = 0
+            break
+        lst = is_list[j] != 0
+        row = list_row[j]
+        c = 0
+        below = 0  # entries of layer j - 1 so far
+        nn = 0
+        is_open = 0
+        first_bad = num_levels
+        for i in range(num_levels):
+            r = np.int64(rep[i]) if has_rep else max_rep
+            d = np.int64(defs[i]) if has_def else 0
+            if r > max_rep or d > max_def:
+                err[0] = i
+                return BAD_LEVEL
+            t = term[d]
+            s = stop[d]
+            hi = top_of_rep[r]
+            create = np.int64(j <= hi) & np.int64(j >= s)
+            v = np.int64(j > t) | (np.int64(j == t) & np.int64(term_valid[d]))
             valid_out[j, c] = v
-            nulls[j] += 1 - v
-            if is_list[j]:
-                offs_out[list_row[j], c] = counts[j - 1]
-                opened[j] = 1 if j > t else 0
-            counts[j] = c + 1
-        for j in range(s):
-            opened[j] = 0
-    for j in range(1, k):
-        if is_list[j]:
-            offs_out[list_row[j], counts[j]] = counts[j - 1]
+            nn += create & (1 - v)
+            bad = np.int64(t > hi)
+            if lst:
+                # continuing this list needs it open; a valid non-empty entry opens
+                # it, a level that stops above closes it
+                bad |= np.int64(hi == j - 1) & np.int64(is_open == 0)
+                offs_out[row, c] = below
+                is_open = (create & np.int64(j > t)) | ((1 - create) & is_open
+                                                         & np.int64(j >= s))
+            first_bad = min(first_bad, i if bad else num_levels)
+            below += np.int64(j - 1 <= hi) & np.int64(j - 1 >= s)
+            c += create
+        if first_bad < num_levels:
+            err[0] = first_bad
+            return BAD_NESTING
+        counts[j] = c
+        nulls[j] = nn
+        if lst:
+            offs_out[row, c] = below
     return OK
 
 

@@ -256,6 +256,8 @@ def test_unshred_round_trips(arr, as_input):
 
 LAYER_SETS = [
     [L.REPDEF_NULLABLE_ITEM, L.REPDEF_NULL_AND_EMPTY_LIST],
+    [L.REPDEF_ALL_VALID_ITEM, L.REPDEF_NULL_AND_EMPTY_LIST],
+    [L.REPDEF_ALL_VALID_ITEM, L.REPDEF_NULLABLE_ITEM, L.REPDEF_EMPTYABLE_LIST],
     [L.REPDEF_ALL_VALID_ITEM, L.REPDEF_EMPTYABLE_LIST, L.REPDEF_NULLABLE_ITEM,
      L.REPDEF_NULLABLE_LIST],
     [L.REPDEF_NULLABLE_ITEM, L.REPDEF_NULLABLE_ITEM],
@@ -285,10 +287,11 @@ def test_unshred_random_levels(which, data, offs_dtype, as_input, guarded):
     err = np.zeros(1, np.int64)
     valid = guarded((k, n), np.uint8)
     offs = guarded((nlists, n + 1), offs_dtype)
+    skip_leaf = info.leaf_all_valid and data.draw(st.booleans())
     status = kr.unshred(as_input(rep), as_input(defs), n, info.max_rep, info.max_def,
                         as_input(info.is_list), as_input(info.list_row), as_input(term),
-                        as_input(term_valid), as_input(stop), as_input(top), counts, nulls,
-                        valid.out, offs.out, err)
+                        as_input(term_valid), as_input(stop), as_input(top), skip_leaf,
+                        counts, nulls, valid.out, offs.out, err)
     assert valid.intact() and offs.intact()
     if ref is None:
         assert status in (kr.BAD_LEVEL, kr.BAD_NESTING)
@@ -297,7 +300,8 @@ def test_unshred_random_levels(which, data, offs_dtype, as_input, guarded):
     assert counts.tolist() == [len(v) for v in ref[0]]
     assert nulls.tolist() == [v.count(False) for v in ref[0]]
     for j in range(k):
-        assert valid.out[j, :counts[j]].tolist() == [int(x) for x in ref[0][j]]
+        if j or not skip_leaf:
+            assert valid.out[j, :counts[j]].tolist() == [int(x) for x in ref[0][j]]
         if info.is_list[j]:
             assert offs.out[info.list_row[j], :counts[j] + 1].tolist() == ref[1][j]
     levels = rd.Levels(rep if info.max_rep else None, defs, info, n, 0)
@@ -320,7 +324,7 @@ def test_unshred_rejects_small_outputs():
                         (np.zeros((2, 3), np.uint8), np.zeros((1, 3), np.int64)),
                         (np.zeros((1, 3), np.uint8), np.zeros((1, 4), np.int64))]:
         assert kr.unshred(rep, defs, 3, info.max_rep, info.max_def, info.is_list,
-                          info.list_row, term, term_valid, stop, top, z.copy(), z.copy(),
+                          info.list_row, term, term_valid, stop, top, False, z.copy(), z.copy(),
                           valid, offs, np.zeros(1, np.int64)) == kr.BAD_ARGS
 
 

@@ -149,6 +149,13 @@ class LayerInfo:
         return len(self.layers)
 
     @cached_property
+    def leaf_all_valid(self) -> bool:
+        """Only ``def == 0`` reaches the leaf layer (every other level stops at a list
+        above it), so every value slot is valid."""
+        stop = self.tables()[2]
+        return bool(np.all(stop[1:] > 0))
+
+    @cached_property
     def list_row(self) -> np.ndarray:
         """Which row of the unshred offsets output each list layer takes."""
         return np.cumsum(self.is_list, dtype=np.int64) - 1
@@ -375,7 +382,7 @@ def unshred(levels: Levels, num_values: int, where: str, offsets32: bool = False
         status = kr.unshred(levels.rep if levels.rep is not None else e16,
                             levels.defs if levels.defs is not None else e16, n, info.max_rep,
                             info.max_def, info.is_list, list_row, term, term_valid, stop,
-                            top, counts, nulls, valid, offs, err)
+                            top, info.leaf_all_valid, counts, nulls, valid, offs, err)
     if status != kr.OK:
         what = ("a rep/def level above the layers' maximum" if status == kr.BAD_LEVEL else
                 "a level continues a list that is not open")
