@@ -453,3 +453,15 @@ def test_locate_rows_rejects_bad_tables():
         assert kr.locate_rows(rep, e, 1, 0, np.array(need), np.array(lstart),
                               np.array([lstart[-1]]), np.zeros(2, np.int64), np.array([chunk]),
                               z, z, out, err) == kr.BAD_ARGS
+
+
+@pytest.mark.parametrize("layers", [LAYER_SETS[4], LAYER_SETS[0]])
+def test_unshred_rejects_levels_above_max(layers):
+    from lancenb.errors import CorruptFileError
+
+    info = rd.LayerInfo.from_layers(layers)
+    n = 3
+    rep = np.full(n, info.max_rep, np.uint16) if info.max_rep else None
+    defs = np.array([0, info.max_def + 1, 0], np.uint16)
+    with pytest.raises(CorruptFileError, match="level 1"):
+        rd.unshred(rd.Levels(rep, defs, info, n, 0), 2, "test")

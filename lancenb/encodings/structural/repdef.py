@@ -156,6 +156,14 @@ class LayerInfo:
         return bool(np.all(stop[1:] > 0))
 
     @cached_property
+    def valid_lut(self) -> np.ndarray:
+        """``[layer, def]``: whether a level of that def makes a valid entry there."""
+        term, term_valid = self.tables()[:2]
+        j = np.arange(self.num_layers)[:, None]
+        return ((j > term[None, :]) | ((j == term[None, :]) & (term_valid[None, :] == 1))
+                ).astype(np.uint8)
+
+    @cached_property
     def list_row(self) -> np.ndarray:
         """Which row of the unshred offsets output each list layer takes."""
         return np.cumsum(self.is_list, dtype=np.int64) - 1
@@ -374,6 +382,19 @@ def unshred(levels: Levels, num_values: int, where: str, offsets32: bool = False
     if levels.rep is None and levels.defs is None:
         counts[:] = n
         valid = np.ones((k, n), np.uint8)
+        status = kr.OK
+    elif levels.rep is None:
+        # no lists: every level is one entry in every layer, its validity a lookup
+        defs = levels.defs[:n]
+        if n and int(defs.max()) > info.max_def:
+            bad = int(np.argmax(defs > info.max_def))
+            raise CorruptFileError(f"{where}: level {bad}: a rep/def level above the "
+                                   f"layers' maximum")
+        counts[:] = n
+        valid = np.empty((k, n), np.uint8)
+        for j in range(k):
+            np.take(info.valid_lut[j], defs, out=valid[j])
+            nulls[j] = n - np.count_nonzero(valid[j])
         status = kr.OK
     else:
         valid = np.empty((k, n), np.uint8)
