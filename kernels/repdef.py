@@ -164,7 +164,7 @@ def shred(is_list, valid, valid_start, offs, offs_start, length, null_level, emp
 
 @kernel
 def unshred(rep, defs, num_levels, max_rep, max_def, is_list, list_row, term, term_valid,
-            stop, top_of_rep, leaf_all_valid, counts, nulls, valid_out, offs_out, err):
+            stop, top_of_rep, skip, counts, nulls, valid_out, offs_out, err):
     """Entries of every layer from ``num_levels`` levels (one pass over them per layer).
 
     ``rep``/``defs`` may be empty (no repetition: every level starts a row; no
@@ -182,9 +182,11 @@ def unshred(rep, defs, num_levels, max_rep, max_def, is_list, list_row, term, te
     ``list_row[j]``). ``counts[j]`` gets layer ``j``'s entries and ``nulls[j]`` its
     invalid ones. On a bad level ``err[0]`` gets its index.
 
-    ``leaf_all_valid`` (the caller's promise that only ``def == 0`` makes a leaf entry,
-    so every leaf entry is valid) skips layer 0's pass when there are other layers:
-    its count comes from layer 1's pass and ``valid_out[0]`` is not written.
+    ``skip[j]`` (not for the outermost layer) skips layer ``j``'s pass where the caller
+    needs no validity for it and its count follows from the layer above: the leaf when
+    only ``def == 0`` reaches it, or a struct layer without nulls (a struct layer has
+    as many entries as the layer below it). ``valid_out[j]`` is then not written and
+    ``nulls[j]`` is 0.
     """
     k = is_list.shape[0]
     has_rep = rep.shape[0] > 0
@@ -207,14 +209,22 @@ def unshred(rep, defs, num_levels, max_rep, max_def, is_list, list_row, term, te
     for r in range(max_rep + 1):
         if top_of_rep[r] < 0 or top_of_rep[r] >= k:
             return BAD_ARGS
+    if skip.shape[0] < k or (k and skip[k - 1]):
+        return BAD_ARGS
+    for j in range(1, k):
+        if skip[j] and is_list[j]:
+            return BAD_ARGS
     # one pass per layer, outermost first, branch-free: every level writes the slot
     # at the layer's count, and the count moves on only when the level makes an entry
     below = 0
+    ran_above = False
     for j in range(k - 1, -1, -1):
-        if j == 0 and leaf_all_valid and k > 1:
-            counts[0] = below
-            nulls[0] = 0
-            break
+        if skip[j]:
+            counts[j] = below if ran_above else counts[j + 1]
+            nulls[j] = 0
+            ran_above = False
+            continue
+        ran_above = True
         lst = is_list[j] != 0
         row = list_row[j]
         c = 0

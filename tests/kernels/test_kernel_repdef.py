@@ -256,6 +256,8 @@ def test_unshred_round_trips(arr, as_input):
 
 LAYER_SETS = [
     [L.REPDEF_NULLABLE_ITEM, L.REPDEF_NULL_AND_EMPTY_LIST],
+    [L.REPDEF_ALL_VALID_ITEM, L.REPDEF_ALL_VALID_ITEM, L.REPDEF_ALL_VALID_ITEM,
+     L.REPDEF_EMPTYABLE_LIST],
     [L.REPDEF_ALL_VALID_ITEM, L.REPDEF_NULL_AND_EMPTY_LIST],
     [L.REPDEF_ALL_VALID_ITEM, L.REPDEF_NULLABLE_ITEM, L.REPDEF_EMPTYABLE_LIST],
     [L.REPDEF_ALL_VALID_ITEM, L.REPDEF_EMPTYABLE_LIST, L.REPDEF_NULLABLE_ITEM,
@@ -287,10 +289,10 @@ def test_unshred_random_levels(which, data, offs_dtype, as_input, guarded):
     err = np.zeros(1, np.int64)
     valid = guarded((k, n), np.uint8)
     offs = guarded((nlists, n + 1), offs_dtype)
-    skip_leaf = info.leaf_all_valid and data.draw(st.booleans())
+    skip = info.skip if data.draw(st.booleans()) else np.zeros(k, np.uint8)
     status = kr.unshred(as_input(rep), as_input(defs), n, info.max_rep, info.max_def,
                         as_input(info.is_list), as_input(info.list_row), as_input(term),
-                        as_input(term_valid), as_input(stop), as_input(top), skip_leaf,
+                        as_input(term_valid), as_input(stop), as_input(top), as_input(skip),
                         counts, nulls, valid.out, offs.out, err)
     assert valid.intact() and offs.intact()
     if ref is None:
@@ -298,9 +300,9 @@ def test_unshred_random_levels(which, data, offs_dtype, as_input, guarded):
         return
     assert status == kr.OK
     assert counts.tolist() == [len(v) for v in ref[0]]
-    assert nulls.tolist() == [v.count(False) for v in ref[0]]
     for j in range(k):
-        if j or not skip_leaf:
+        if not skip[j]:
+            assert nulls[j] == ref[0][j].count(False)
             assert valid.out[j, :counts[j]].tolist() == [int(x) for x in ref[0][j]]
         if info.is_list[j]:
             assert offs.out[info.list_row[j], :counts[j] + 1].tolist() == ref[1][j]
@@ -324,7 +326,8 @@ def test_unshred_rejects_small_outputs():
                         (np.zeros((2, 3), np.uint8), np.zeros((1, 3), np.int64)),
                         (np.zeros((1, 3), np.uint8), np.zeros((1, 4), np.int64))]:
         assert kr.unshred(rep, defs, 3, info.max_rep, info.max_def, info.is_list,
-                          info.list_row, term, term_valid, stop, top, False, z.copy(), z.copy(),
+                          info.list_row, term, term_valid, stop, top, np.zeros(2, np.uint8),
+                          z.copy(), z.copy(),
                           valid, offs, np.zeros(1, np.int64)) == kr.BAD_ARGS
 
 
@@ -455,7 +458,7 @@ def test_locate_rows_rejects_bad_tables():
                               z, z, out, err) == kr.BAD_ARGS
 
 
-@pytest.mark.parametrize("layers", [LAYER_SETS[4], LAYER_SETS[0]])
+@pytest.mark.parametrize("layers", [LAYER_SETS[5], LAYER_SETS[0]])
 def test_unshred_rejects_levels_above_max(layers):
     from lancenb.errors import CorruptFileError
 

@@ -156,6 +156,19 @@ class LayerInfo:
         return bool(np.all(stop[1:] > 0))
 
     @cached_property
+    def skip(self) -> np.ndarray:
+        """Layers whose unshred pass can be skipped (see :func:`kernels.repdef.unshred`):
+        the leaf when every value slot is valid, and struct layers without nulls (their
+        validity is never used); never the outermost."""
+        k = self.num_layers
+        out = np.zeros(k, np.uint8)
+        if k > 1:
+            out[0] = self.leaf_all_valid
+            for j in range(1, k - 1):
+                out[j] = not self.is_list[j] and self.layers[j] not in _NULLABLE
+        return out
+
+    @cached_property
     def valid_lut(self) -> np.ndarray:
         """``[layer, def]``: whether a level of that def makes a valid entry there."""
         term, term_valid = self.tables()[:2]
@@ -403,7 +416,7 @@ def unshred(levels: Levels, num_values: int, where: str, offsets32: bool = False
         status = kr.unshred(levels.rep if levels.rep is not None else e16,
                             levels.defs if levels.defs is not None else e16, n, info.max_rep,
                             info.max_def, info.is_list, list_row, term, term_valid, stop,
-                            top, info.leaf_all_valid, counts, nulls, valid, offs, err)
+                            top, info.skip, counts, nulls, valid, offs, err)
     if status != kr.OK:
         what = ("a rep/def level above the layers' maximum" if status == kr.BAD_LEVEL else
                 "a level continues a list that is not open")
