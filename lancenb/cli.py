@@ -470,9 +470,12 @@ def _source(src: str, fmt: str | None, batch_rows: int):
 
             d = pads.dataset(src, format="parquet")
             return (pa.RecordBatchReader.from_batches(d.schema, d.to_batches(
-                batch_size=batch_rows, batch_readahead=1, fragment_readahead=1)),
+                batch_size=batch_rows, batch_readahead=1, fragment_readahead=1,
+                fragment_scan_options=pads.ParquetFragmentScanOptions(pre_buffer=False))),
                 d.count_rows())
-        f = pq.ParquetFile(src)
+        # pre_buffer=False: with pre-buffering, pyarrow keeps every row group's column
+        # chunks it has read until the file is closed, so memory grew with the input
+        f = pq.ParquetFile(src, pre_buffer=False)
         return (pa.RecordBatchReader.from_batches(f.schema_arrow, f.iter_batches(
             batch_size=batch_rows)), f.metadata.num_rows)
     if fmt == "csv":

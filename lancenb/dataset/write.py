@@ -143,7 +143,7 @@ def write_fragments(store, batches: Iterator[pa.RecordBatch], schema: pa.Schema,
     # worker thread while the next one fills: kernels release the GIL, and at most
     # MAX_FILES_IN_FLIGHT files are buffered at once, so memory stays bounded
     pending: list = []
-    open_writers: list = []
+    open_writers: set = set()  # writers not closed yet (aborted if the write fails)
 
     def finish_file(w, coll, fname):
         stats = coll.finish() if coll is not None else None
@@ -152,6 +152,7 @@ def write_fragments(store, batches: Iterator[pa.RecordBatch], schema: pa.Schema,
             info["global_buffer"] = w.add_global_buffer(data)
             w.add_schema_metadata(STATS_KEY, json.dumps(info, separators=(",", ":")))
         n = w.close()
+        open_writers.discard(w)  # closed: nothing to abort, and its memory can go
         df = table_pb2.DataFile(path=fname, fields=ids, column_indices=list(range(len(ids))),
                                 file_major_version=version.footer[0],
                                 file_minor_version=version.footer[1],
@@ -177,7 +178,7 @@ def write_fragments(store, batches: Iterator[pa.RecordBatch], schema: pa.Schema,
                     writer = LanceFileWriter(store.uri_of(f"{DATA_DIR}/{name}"), write_schema,
                                              version=version.label,
                                              storage_options=store.storage_options)
-                    open_writers.append(writer)
+                    open_writers.add(writer)
                     rows = nbytes = 0
                     collector = StatsCollector(write_schema, top_ids) if write_stats else None
                 take = min(batch.num_rows - pos, max_rows_per_file - rows)
@@ -201,7 +202,7 @@ def write_fragments(store, batches: Iterator[pa.RecordBatch], schema: pa.Schema,
                 f.result()
             except BaseException:
                 pass
-        for w in open_writers:
+        for w in list(open_writers):
             if not w.closed:
                 w._out.abort()
         raise
