@@ -15,6 +15,7 @@ per-row Python either way.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import pyarrow as pa
@@ -79,6 +80,7 @@ def offset_bits(dt: pa.DataType) -> int:
     return 64 if (pa.types.is_large_string(dt) or pa.types.is_large_binary(dt)) else 32
 
 
+@lru_cache(maxsize=1024)
 def is_vector(dt: pa.DataType) -> bool:
     """A fixed-size list of whole-byte fixed-width primitives (a vector type)."""
     if not pa.types.is_fixed_size_list(dt):
@@ -87,6 +89,7 @@ def is_vector(dt: pa.DataType) -> bool:
     return bits is not None and bits % 8 == 0 and dt.list_size > 0
 
 
+@lru_cache(maxsize=1024)
 def fixed_bits(dt: pa.DataType) -> int | None:
     """Bits per value of a fixed-width primitive type (a vector: all its items), or
     None."""

@@ -229,6 +229,8 @@ class PageDecoder:
         if self.kind == "blob_layout":
             return self.impl.read_rows(reader, self.page.offsets, rows)
         if self.kind == "full_zip_layout":
+            if len(rows) == 1 or np.all(rows[1:] != rows[:-1]):
+                return self._to_arrow(*self.impl.read_rows(reader, self.page.offsets, rows))
             uniq, inverse = np.unique(rows, return_inverse=True)
             arr = self._to_arrow(*self.impl.read_rows(reader, self.page.offsets, uniq))
             return arr if len(uniq) == len(rows) else arr.take(pa.array(inverse))

@@ -420,6 +420,8 @@ def _per_value_decoder(vc, where: str):
 
 def _read_slices(reader, positions: np.ndarray, lengths: np.ndarray, where: str) -> np.ndarray:
     """The byte ranges, read (coalesced) and joined back to back."""
+    if len(positions) == 1:
+        return np.frombuffer(reader.read(int(positions[0]), int(lengths[0])), np.uint8)
     buf, pos = reader.read_ranges_np(positions, lengths)
     out = np.empty(int(lengths.sum()), np.uint8)
     if slices.concat_slices(buf, pos, lengths.astype(np.int64), out) != 0:
