@@ -334,6 +334,17 @@ class MiniBlockDecoder(NestedPages, CachedState):
     def _empty(self):
         return empty_block(self.dtype_bits, getattr(self.values, "offset_bits", 32)), None
 
+    def read_chunks(self, reader, offsets, t: ChunkTable, chunks: np.ndarray):
+        """``(bytes, position of each chunk in them)`` of the sorted ``chunks``: one
+        plain read when they are consecutive (they lie back to back)."""
+        a, b = int(chunks[0]), int(chunks[-1])
+        if b - a == len(chunks) - 1:
+            start = int(t.offsets[a])
+            data = np.frombuffer(reader.read(offsets[1] + start,
+                                             int(t.offsets[b] + t.nbytes[b]) - start), np.uint8)
+            return data, t.offsets[a:b + 1] - start
+        return reader.read_ranges_np(offsets[1] + t.offsets[chunks], t.nbytes[chunks])
+
     def _load_table(self, reader, offsets) -> ChunkTable:
         """The chunk table, reading buffer 0 on first use (cached for the reader)."""
         t = self._table
@@ -391,8 +402,13 @@ class MiniBlockDecoder(NestedPages, CachedState):
         t = self._load_table(reader, offsets)
         dict_items = self.load_items(reader, offsets) if self.has_dictionary else None
         chunk_of = np.searchsorted(t.item_starts, rows, side="right") - 1
-        needed, slot = np.unique(chunk_of, return_inverse=True)
-        data, pos = reader.read_ranges_np(offsets[1] + t.offsets[needed], t.nbytes[needed])
+        # rows are sorted, so their chunks are too
+        new = np.empty(len(chunk_of), bool)
+        new[:1] = True
+        np.not_equal(chunk_of[1:], chunk_of[:-1], out=new[1:])
+        needed = chunk_of[new]
+        slot = np.cumsum(new) - 1
+        data, pos = self.read_chunks(reader, offsets, t, needed)
         local = rows - t.item_starts[chunk_of]
         if hasattr(self.values, "gather") and (self.levels is None
                                                or hasattr(self.levels, "gather")):

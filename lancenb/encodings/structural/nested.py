@@ -178,15 +178,7 @@ class NestedPages:
         else:
             left, first, sc, ec = self._row_chunks(reader, offsets, t, rows)
             need = _union(sc, ec)
-        if need[-1] - need[0] == len(need) - 1:
-            # consecutive chunks lie back to back: one read
-            a, b = int(need[0]), int(need[-1])
-            end = int(t.offsets[b] + t.nbytes[b])
-            data = np.frombuffer(reader.read(offsets[1] + int(t.offsets[a]),
-                                             end - int(t.offsets[a])), np.uint8)
-            pos = t.offsets[a:b + 1] - t.offsets[a]
-        else:
-            data, pos = reader.read_ranges_np(offsets[1] + t.offsets[need], t.nbytes[need])
+        data, pos = self.read_chunks(reader, offsets, t, need)
         block, levels, lstart, nitems = self._decode_chunks(t, need, data, pos, items)
         if rows is None:
             return block, levels
