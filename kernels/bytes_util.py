@@ -16,6 +16,23 @@ def read_uint(buf, pos, nbytes):
 
 
 @kernel
+def read_u32(buf, pos):
+    """A little-endian u32 at ``buf[pos]`` as int64. Written out byte by byte with
+    constant shifts, which LLVM turns into one load (:func:`read_uint`'s loop over a
+    run-time width stays byte by byte)."""
+    return np.int64(np.uint32(buf[pos]) | (np.uint32(buf[pos + 1]) << np.uint32(8))
+                    | (np.uint32(buf[pos + 2]) << np.uint32(16))
+                    | (np.uint32(buf[pos + 3]) << np.uint32(24)))
+
+
+@kernel
+def read_u64(buf, pos):
+    """A little-endian u64 at ``buf[pos]`` as int64 (wrapping above 2**63 - 1)."""
+    return np.int64(np.uint64(read_u32(buf, pos))
+                    | (np.uint64(read_u32(buf, pos + 4)) << np.uint64(32)))
+
+
+@kernel
 def write_uint(buf, pos, value, nbytes):
     """Store ``value`` as ``nbytes`` little-endian bytes at ``buf[pos]``."""
     v = np.uint64(value)

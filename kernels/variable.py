@@ -12,7 +12,7 @@ Decoding: ``decode_size`` validates and counts bytes, ``decode_fill`` copies.
 import numpy as np
 
 from ._jit import kernel
-from .bytes_util import read_uint, write_uint
+from .bytes_util import read_u32, read_u64, write_uint
 
 OK = 0
 TOO_LARGE = -1            # plan_chunks: two values do not fit in one chunk
@@ -93,6 +93,41 @@ def chunk_buffer_sizes(offsets: np.ndarray, bounds: np.ndarray, offset_width: in
 
 
 @kernel
+def _read_offset(src, pos, offset_width):
+    return read_u32(src, pos) if offset_width == 4 else read_u64(src, pos)
+
+
+@kernel
+def _offsets_bad(src, s, cnt, offset_width, first, size):
+    """Whether offsets ``1..cnt`` of the table at ``s`` decrease or pass ``size``
+    (one loop per width, branch-free inside)."""
+    prev = first
+    bad = False
+    if offset_width == 4:
+        for k in range(1, cnt + 1):
+            o = read_u32(src, s + 4 * k)
+            bad |= (o < prev) | (o > size)
+            prev = o
+    else:
+        for k in range(1, cnt + 1):
+            o = read_u64(src, s + 8 * k)
+            bad |= (o < prev) | (o > size)
+            prev = o
+    return bad
+
+
+@kernel
+def _copy_offsets(src, s, cnt, offset_width, base, out, j):
+    """``out[j + k] = base + offset k`` for ``k`` in ``1..cnt``."""
+    if offset_width == 4:
+        for k in range(1, cnt + 1):
+            out[j + k] = base + read_u32(src, s + 4 * k)
+    else:
+        for k in range(1, cnt + 1):
+            out[j + k] = base + read_u64(src, s + 8 * k)
+
+
+@kernel
 def decode_size(src, starts, sizes, counts, offset_width, err):
     """Validate each chunk's offsets; return the total value bytes or a status."""
     total = np.int64(0)
@@ -106,20 +141,21 @@ def decode_size(src, starts, sizes, counts, offset_width, err):
             err[0] = c
             err[1] = s
             return OFFSETS_PAST_BUFFER
-        prev = np.int64(read_uint(src, s, offset_width))
-        if prev < (cnt + 1) * offset_width or prev > size:
+        first = _read_offset(src, s, offset_width)
+        if first < (cnt + 1) * offset_width or first > size:
             err[0] = c
             err[1] = s
             return BAD_OFFSET
-        first = prev
-        for k in range(1, cnt + 1):
-            o = np.int64(read_uint(src, s + k * offset_width, offset_width))
-            if o < prev or o > size:
-                err[0] = c
-                err[1] = s + k * offset_width
-                return BAD_OFFSET
-            prev = o
-        total += prev - first
+        if _offsets_bad(src, s, cnt, offset_width, first, size):
+            prev = first
+            for k in range(1, cnt + 1):
+                o = _read_offset(src, s + k * offset_width, offset_width)
+                if o < prev or o > size:
+                    err[0] = c
+                    err[1] = s + k * offset_width
+                    return BAD_OFFSET
+                prev = o
+        total += _read_offset(src, s + cnt * offset_width, offset_width) - first
     return total
 
 
@@ -136,12 +172,10 @@ def decode_fill(src, starts, counts, offset_width, out_offsets, out_data):
     for c in range(starts.shape[0]):
         s = starts[c]
         cnt = counts[c]
-        first = np.int64(read_uint(src, s, offset_width))
-        last = np.int64(read_uint(src, s + cnt * offset_width, offset_width))
+        first = _read_offset(src, s, offset_width)
+        last = _read_offset(src, s + cnt * offset_width, offset_width)
         out_data[pos:pos + last - first] = src[s + first:s + last]
-        for k in range(1, cnt + 1):
-            o = np.int64(read_uint(src, s + k * offset_width, offset_width))
-            out_offsets[j + k] = pos + o - first
+        _copy_offsets(src, s, cnt, offset_width, pos - first, out_offsets, j)
         pos += last - first
         j += cnt
     return OK

@@ -5,7 +5,7 @@ import struct
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
-from lancenb.kernels.bytes_util import read_uint, write_uint
+from lancenb.kernels.bytes_util import read_u32, read_u64, read_uint, write_uint
 
 
 def ref_read_uint(buf: bytes, pos: int, nbytes: int) -> int:
@@ -73,3 +73,12 @@ def test_write_uint_known_answers():
     write_uint(buf, 6, np.uint64(2**64 - 2), 8)
     write_uint(buf, 14, 0x1FF, 1)  # truncated to the low byte
     assert buf.tobytes() == struct.pack("<HIQB", 0x0020, 0xDEADBEEF, 2**64 - 2, 0xFF)
+
+
+@given(st.sampled_from([4, 8]), st.binary(min_size=8, max_size=24), st.data())
+def test_read_u32_u64_match_reference(as_input, nbytes, raw, data):
+    pos = data.draw(st.integers(0, len(raw) - nbytes))
+    buf = as_input(np.frombuffer(raw, dtype=np.uint8))
+    want = ref_read_uint(raw, pos, nbytes)
+    want = want - (1 << 64) if want >= 1 << 63 else want  # as int64
+    assert int((read_u32 if nbytes == 4 else read_u64)(buf, pos)) == want

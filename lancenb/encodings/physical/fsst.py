@@ -54,19 +54,19 @@ class FsstValues:
         self.offset_bits = self.inner.offset_bits
 
     def expand(self, codes: Variable, where: str) -> Variable:
-        err = np.zeros(2, np.int64)
-        total = kf.decompress_size(codes.offsets, codes.data, self.symbols, self.lens,
-                                   self.info, err)
-        if total < 0:
-            raise CorruptFileError(f"{where}, value {int(err[0])}: "
-                                   f"{_ERRORS.get(int(total), 'bad FSST data')}")
+        # no sizing pass: no code expands to more than 8 bytes, and of the np.empty
+        # output only the pages the result fills get touched
         offsets = np.empty(codes.num_values + 1, np.int64)
-        out = np.empty(int(total), np.uint8)
+        out = np.empty(8 * len(codes.data) + 8, np.uint8)
         status = kf.decompress(codes.offsets, codes.data, self.symbols, self.lens, self.info,
                                offsets, out)
         if status < 0:
-            raise CorruptFileError(f"{where}: {_ERRORS.get(int(status), 'bad FSST data')}")
-        return Variable(offsets, out, codes.num_values, self.offset_bits)
+            err = np.zeros(2, np.int64)
+            kf.decompress_size(codes.offsets, codes.data, self.symbols, self.lens, self.info,
+                               err)
+            raise CorruptFileError(f"{where}, value {int(err[0])}: "
+                                   f"{_ERRORS.get(int(status), 'bad FSST data')}")
+        return Variable(offsets, out[:status], codes.num_values, self.offset_bits)
 
     def decode(self, data, starts, sizes, counts, where) -> Variable:
         return self.expand(self.inner.decode(data, starts, sizes, counts, where), where)
