@@ -214,8 +214,21 @@ def unshred(rep, defs, num_levels, max_rep, max_def, is_list, list_row, term, te
     for j in range(1, k):
         if skip[j] and is_list[j]:
             return BAD_ARGS
-    # one pass per layer, outermost first, branch-free: every level writes the slot
-    # at the layer's count, and the count moves on only when the level makes an entry
+    # levels in range first, so the passes below need no early exits
+    rep_all = rep if has_rep else np.full(num_levels, max_rep, np.uint16)
+    defs_all = defs if has_def else np.zeros(num_levels, np.uint16)
+    top_r = 0
+    top_d = 0
+    for i in range(num_levels):
+        top_r = max(top_r, np.int64(rep_all[i]))
+        top_d = max(top_d, np.int64(defs_all[i]))
+    if top_r > max_rep or top_d > max_def:
+        for i in range(num_levels):
+            if rep_all[i] > max_rep or defs_all[i] > max_def:
+                err[0] = i
+                return BAD_LEVEL
+    # one pass per layer, outermost first
+    res = np.zeros(3, np.int64)
     below = 0
     ran_above = False
     for j in range(k - 1, -1, -1):
@@ -227,43 +240,73 @@ def unshred(rep, defs, num_levels, max_rep, max_def, is_list, list_row, term, te
         ran_above = True
         lst = is_list[j] != 0
         row = list_row[j]
-        c = 0
-        below = 0  # entries of layer j - 1 so far
-        nn = 0
-        is_open = 0
-        first_bad = num_levels
-        for i in range(num_levels):
-            r = np.int64(rep[i]) if has_rep else max_rep
-            d = np.int64(defs[i]) if has_def else 0
-            if r > max_rep or d > max_def:
-                err[0] = i
-                return BAD_LEVEL
-            t = term[d]
-            s = stop[d]
-            hi = top_of_rep[r]
-            create = np.int64(j <= hi) & np.int64(j >= s)
-            v = np.int64(j > t) | (np.int64(j == t) & np.int64(term_valid[d]))
-            valid_out[j, c] = v
-            nn += create & (1 - v)
-            bad = np.int64(t > hi)
-            if lst:
-                # continuing this list needs it open; a valid non-empty entry opens
-                # it, a level that stops above closes it
-                bad |= np.int64(hi == j - 1) & np.int64(is_open == 0)
-                offs_out[row, c] = below
-                is_open = (create & np.int64(j > t)) | ((1 - create) & is_open
-                                                         & np.int64(j >= s))
-            first_bad = min(first_bad, i if bad else num_levels)
-            below += np.int64(j - 1 <= hi) & np.int64(j - 1 >= s)
-            c += create
-        if first_bad < num_levels:
-            err[0] = first_bad
+        if _unshred_layer(rep_all, defs_all, num_levels, j, lst, row, term, term_valid, stop,
+                          top_of_rep, valid_out, offs_out, res):
+            err[0] = _first_bad(rep_all, defs_all, num_levels, j, lst, term, stop,
+                                top_of_rep)
             return BAD_NESTING
-        counts[j] = c
-        nulls[j] = nn
+        counts[j] = res[0]
+        below = res[1]
+        nulls[j] = res[2]
         if lst:
-            offs_out[row, c] = below
+            offs_out[row, res[0]] = below
     return OK
+
+
+@kernel
+def _unshred_layer(rep, defs, n, j, lst, row, term, term_valid, stop, top_of_rep,
+                   valid_out, offs_out, res):
+    """Layer ``j``'s pass of :func:`unshred`, branch-free: every level writes the slot
+    at the layer's count, which moves on only when the level makes an entry. ``res``
+    gets ``(entries, entries of layer j - 1, invalid entries)``; returns whether some
+    level is misplaced."""
+    c = 0
+    below = 0
+    nn = 0
+    is_open = 0
+    bad = 0
+    for i in range(n):
+        d = defs[i]
+        t = term[d]
+        s = stop[d]
+        hi = top_of_rep[rep[i]]
+        create = np.int64(j <= hi) & np.int64(j >= s)
+        v = np.int64(j > t) | (np.int64(j == t) & np.int64(term_valid[d]))
+        valid_out[j, c] = v
+        nn += create & (1 - v)
+        bad |= np.int64(t > hi)
+        if lst:
+            # continuing this list needs it open; a valid non-empty entry opens it, a
+            # level that stops above closes it
+            bad |= np.int64(hi == j - 1) & np.int64(is_open == 0)
+            offs_out[row, c] = below
+            is_open = (create & np.int64(j > t)) | ((1 - create) & is_open
+                                                     & np.int64(j >= s))
+        below += np.int64(j - 1 <= hi) & np.int64(j - 1 >= s)
+        c += create
+    res[0] = c
+    res[1] = below
+    res[2] = nn
+    return bad != 0
+
+
+@kernel
+def _first_bad(rep, defs, n, j, lst, term, stop, top_of_rep):
+    """The first level :func:`_unshred_layer` finds misplaced (the slow path)."""
+    is_open = False
+    for i in range(n):
+        d = defs[i]
+        t = term[d]
+        s = stop[d]
+        hi = top_of_rep[rep[i]]
+        if t > hi or (lst and hi == j - 1 and not is_open):
+            return i
+        if lst:
+            if s <= j <= hi:
+                is_open = j > t
+            elif j < s:
+                is_open = False
+    return n
 
 
 @kernel
