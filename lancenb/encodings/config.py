@@ -7,13 +7,23 @@ Keys this module does not know are left alone (they may belong to newer writers)
 * ``compression``: ``none``, ``lz4``, ``zstd`` or ``fsst``: general compression of
   mini-block values (``none`` also turns off bitpacking and RLE);
 * ``compression-level``: integer level for zstd;
-* ``rle-threshold``: float in (0, 1]: RLE when runs < threshold * values;
+* ``rle-threshold``: float in (0, 1]: RLE is tried when runs < threshold * values
+  (and kept when smaller). Default 1.0: pylance 14 takes RLE whenever it is smaller
+  (observed at 0.87 runs per value), not the reference snapshot's 0.5;
 * ``bss``: ``off``, ``on`` or ``auto``: byte-stream-split of 32/64-bit values under
   lz4/zstd;
 * ``dict-divisor``: integer >= 1: dictionary when cardinality < values / divisor;
 * ``dict-size-ratio``: float in (0, 1]: dictionary when its estimated size is below
   ratio * the raw size;
 * ``structural-encoding``: ``miniblock`` or ``fullzip``: force the page layout.
+
+lancenb's own key ``lancenb:profile`` (``default`` or ``compact``; also the writer
+option ``LanceFileWriter(..., compression="compact")``) selects the *compact* profile:
+every candidate a 2.1/2.2 reader decodes is tried and the smallest kept (General zstd
+on mini-block chunks, byte-stream-split, dictionaries for numbers and for
+one-byte strings, zstd-wrapped dictionaries, larger zstd chunks). pylance reads these
+files exactly; they are smaller and slower to write. An explicit
+``lance-encoding:compression`` on a field still wins for that field.
 
 Two keys change a field's structure rather than its compression (:func:`is_packed`,
 :func:`is_blob`): ``packed`` (``"true"``, any case; legacy spelling ``packed``) stores
@@ -31,7 +41,7 @@ import pyarrow as pa
 from lancenb.errors import InvalidInputError
 
 __all__ = ["EncodingConfig", "KEYS", "config_for_field", "is_packed", "is_blob", "PACKED",
-           "BLOB"]
+           "BLOB", "PROFILE", "PROFILES", "writer_config"]
 
 COMPRESSION = "lance-encoding:compression"
 COMPRESSION_LEVEL = "lance-encoding:compression-level"
@@ -43,6 +53,8 @@ STRUCTURAL_ENCODING = "lance-encoding:structural-encoding"
 PACKED = "lance-encoding:packed"
 PACKED_LEGACY = "packed"
 BLOB = "lance-encoding:blob"
+PROFILE = "lancenb:profile"
+PROFILES = ("default", "compact")
 
 
 def _metadata(field: pa.Field) -> dict[str, str]:
@@ -72,11 +84,16 @@ class EncodingConfig:
 
     compression: str | None = None
     compression_level: int | None = None
-    rle_threshold: float = 0.5
+    rle_threshold: float = 1.0
     bss: str = "auto"
     dict_divisor: int = 2
     dict_size_ratio: float = 0.8
     structural_encoding: str | None = None
+    profile: str = "default"
+
+    @property
+    def compact(self) -> bool:
+        return self.profile == "compact"
 
     def merged(self, **overrides) -> "EncodingConfig":
         return dataclasses.replace(self, **{k: v for k, v in overrides.items() if v is not None})
@@ -107,6 +124,9 @@ def config_for_field(field: pa.Field, base: EncodingConfig | None = None) -> Enc
                                                         else str(v))
           for k, v in (field.metadata or {}).items()}
     out = {}
+    if PROFILE in md:
+        out["profile"] = _choice(md[PROFILE], PROFILES, f"field {field.name!r}, metadata "
+                                                        f"{PROFILE}")
     for key, value in md.items():
         if not key.startswith("lance-encoding:"):
             continue
@@ -129,3 +149,16 @@ def config_for_field(field: pa.Field, base: EncodingConfig | None = None) -> Enc
         # other keys (packed, blob, blob-version, and keys newer writers may add) are
         # structural options handled elsewhere, or not ours to judge: left alone
     return dataclasses.replace(base, **out)
+
+
+def writer_config(compression: str | None) -> EncodingConfig:
+    """The base configuration for a writer's ``compression`` option: ``None``/
+    ``"default"`` (pylance's choices), ``"compact"`` (the compact profile), or a
+    ``lance-encoding:compression`` value applied to every field without its own."""
+    if compression is None or compression == "default":
+        return EncodingConfig()
+    where = "LanceFileWriter(compression=...)"
+    v = _choice(str(compression), ("compact", "none", "lz4", "zstd", "fsst"), where)
+    if v == "compact":
+        return EncodingConfig(profile="compact")
+    return EncodingConfig(compression=v)

@@ -6,15 +6,19 @@ Order, as in the reference (2.1):
 
 1. every value null → an all-null (2.1) / constant (2.2) page;
 2. ``structural-encoding`` metadata, else values of ``FULL_ZIP_MIN_BYTES`` or more →
-   full-zip, else mini-block; in mini-block pages, strings and fixed-size binary of
-   low cardinality (HyperLogLog estimate, ``dict-divisor``, ``dict-size-ratio``) →
-   a dictionary, the chunks then holding u32 indices;
+   full-zip, else mini-block; in mini-block pages, values of low cardinality
+   (HyperLogLog estimate, ``dict-divisor``, ``dict-size-ratio``) → a dictionary, the
+   chunks then holding u32 indices: strings, fixed-size binary and decimals; in 2.2
+   also 64-bit numbers (see ``_dictionary_kind``);
 3. mini-block values: vectors (fixed-size lists) → FixedSizeList, never compressed;
    ``compression=none`` → Flat/Variable; strings of at least 32 KiB
-   whose longest value has 5+ bytes → FSST when it is smaller; 8/16/32/64-bit numbers →
+   whose longest value has 5+ bytes → FSST when it is smaller; 32/64-bit values under
+   ``compression=lz4|zstd`` → ByteStreamSplit per ``bss`` (auto: byte-position entropy
+   of the first 64 values below 4 bits); else 8/16/32/64-bit numbers →
    the smallest of Flat, InlineBitpacking and (when runs < ``rle-threshold`` x values)
    RLE; then ``compression=lz4|zstd`` wraps
-   the result in General (kept only where it pays);
+   the result in General (kept only where it pays); the compact profile instead
+   encodes every candidate and keeps the smallest (:mod:`lancenb.encodings.compact`);
 4. definition levels are bitpacked out of line.
 
 Tracing (for ``lancenb.explain`` and ``lancenb inspect``): pass a :class:`Trace` as
@@ -28,11 +32,12 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from lancenb.encodings import blocks
+from lancenb.encodings import blocks, compact
 from lancenb.encodings import config as config_keys
 from lancenb.encodings.config import EncodingConfig
 from lancenb.encodings.physical import (
     bitpacking,
+    bss,
     flat,
     fsl,
     fsst,
@@ -67,29 +72,16 @@ def _bitpackable(dtype: pa.DataType, block) -> bool:
             and not pa.types.is_fixed_size_binary(dtype) and not pa.types.is_boolean(dtype))
 
 
-def choose_codec(dtype: pa.DataType, block, cfg: EncodingConfig, why: list[str]):
-    """The mini-block value codec for ``block`` (a module or a codec object)."""
-    if isinstance(block, blocks.FixedSizeList):
-        why.append("vectors: fixed_size_list items stored flat")
-        return fsl.FslCodec()
-    if pa.types.is_struct(dtype):
-        why.append("packed struct: rows stored flat")
-        return packed_struct.PackedCodec(packed_struct.child_bits(dtype))
-    base = variable if isinstance(block, blocks.Variable) else flat
-    if cfg.compression == "none":
-        why.append("compression=none: no bitpacking or general compression")
-        return base
-    # FSST is the default string compressor; asking for lz4/zstd replaces it (as in
-    # the reference)
-    if isinstance(block, blocks.Variable) and block.num_values and (
-            cfg.compression == "fsst" or (cfg.compression is None
-                                          and fsst.worth_trying(block))):
-        codec = fsst.FsstCodec(block)
-        if codec.saves_space(block) or cfg.compression == "fsst":
-            why.append(f"try_fsst: {len(block.data)} B of strings -> {len(codec.codes.data)} B")
-            base = codec
-        else:
-            why.append("try_fsst: no gain, kept variable")
+def _fixed_default(dtype, block, cfg: EncodingConfig, why: list[str]):
+    """The default fixed-width chain without the General wrapper: BSS (under lz4/zstd,
+    per ``bss``), else the smallest of Flat, InlineBitpacking and RLE."""
+    if (cfg.compression in ("lz4", "zstd") and isinstance(block, blocks.FixedWidth)
+            and not pa.types.is_boolean(dtype) and bss.wanted(block, cfg.bss)):
+        why.append(f"try_bss ({cfg.bss}): byte-stream-split")
+        return bss.BssCodec(block)
+    if cfg.compression in ("lz4", "zstd") and block.bits in (32, 64):
+        why.append(f"try_bss ({cfg.bss}): no")
+    base = flat
     if _bitpackable(dtype, block) and block.num_values:
         raw = block.num_values * block.bits // 8
         best = raw
@@ -109,6 +101,36 @@ def choose_codec(dtype: pa.DataType, block, cfg: EncodingConfig, why: list[str])
                 why.append(f"try_rle: {runs} runs, {codec.nbytes} B >= {best} B")
         else:
             why.append(f"try_rle: {runs} runs >= rle-threshold {cfg.rle_threshold} x values")
+    return base
+
+
+def choose_codec(dtype: pa.DataType, block, cfg: EncodingConfig, why: list[str]):
+    """The mini-block value codec for ``block`` (a module or a codec object)."""
+    if isinstance(block, blocks.FixedSizeList):
+        why.append("vectors: fixed_size_list items stored flat")
+        return fsl.FslCodec()
+    if pa.types.is_struct(dtype):
+        why.append("packed struct: rows stored flat")
+        return packed_struct.PackedCodec(packed_struct.child_bits(dtype))
+    base = variable if isinstance(block, blocks.Variable) else flat
+    if cfg.compression == "none":
+        why.append("compression=none: no bitpacking or general compression")
+        return base
+    if cfg.compact and cfg.compression is None:
+        return compact.choose(dtype, block, cfg, why, _fixed_default)
+    # FSST is the default string compressor; asking for lz4/zstd replaces it (as in
+    # the reference)
+    if isinstance(block, blocks.Variable) and block.num_values and (
+            cfg.compression == "fsst" or (cfg.compression is None
+                                          and fsst.worth_trying(block))):
+        codec = fsst.FsstCodec(block)
+        if codec.saves_space(block) or cfg.compression == "fsst":
+            why.append(f"try_fsst: {len(block.data)} B of strings -> {len(codec.codes.data)} B")
+            base = codec
+        else:
+            why.append("try_fsst: no gain, kept variable")
+    if isinstance(block, blocks.FixedWidth):
+        base = _fixed_default(dtype, block, cfg, why)
     if cfg.compression in ("lz4", "zstd"):
         why.append(f"compression={cfg.compression}: general wrapper where it pays")
         scheme = general.LZ4 if cfg.compression == "lz4" else general.ZSTD
@@ -197,6 +219,34 @@ class Trace:
                 "overrides": self.overrides, "steps": list(self.steps)}
 
 
+def _dictionary_kind(dtype: pa.DataType, block, cfg: EncodingConfig,
+                     version_minor: int) -> bool | None:
+    """Whether a dictionary is tried: None (no), False (strings, binary, fixed-size
+    binary, decimals), True (numbers: compared with their bitpacked size).
+
+    As pylance 14: strings and binary; fixed-size binary of 8+ bytes and decimals; in
+    2.2 also 64-bit numbers (ints, floats, timestamps). The compact profile also tries
+    numbers of 16+ bits in 2.1 (pylance reads those dictionaries). An explicit
+    ``compression`` turns dictionaries off in 2.1 (not in 2.2, as pylance).
+    """
+    if cfg.compression is not None and version_minor < 2:
+        return None
+    if isinstance(block, blocks.Variable):
+        return False
+    if not isinstance(block, blocks.FixedWidth) or pa.types.is_boolean(dtype) \
+            or pa.types.is_struct(dtype):
+        return None
+    if pa.types.is_fixed_size_binary(dtype):
+        return False if block.bits >= 64 else None
+    if pa.types.is_decimal(dtype):
+        return False
+    if block.bits >= 64 and version_minor >= 2:
+        return True
+    if cfg.compact and block.bits >= 16:
+        return True
+    return None
+
+
 def encode_page(arr: pa.Array, cfg: EncodingConfig, *, version_minor: int,
                 why: list[str] | None = None, levels=None, trace: Trace | None = None):
     """Encode a flat Arrow array as one page: ``(buffers, PageLayout)``.
@@ -234,10 +284,14 @@ def encode_page(arr: pa.Array, cfg: EncodingConfig, *, version_minor: int,
         return fullzip.encode(block, validity, levels=levels,
                               value_compression=value_compression)
     dictionary = None
-    if cfg.compression is None and (isinstance(block, blocks.Variable) or (
-            pa.types.is_fixed_size_binary(arr.type) and block.bits >= 64)):
-        found = dictionary_enc.try_dictionary(block, cfg, version_minor=version_minor,
-                                              why=why)
+    numeric = _dictionary_kind(arr.type, block, cfg, version_minor)
+    if numeric is not None:
+        baseline = None
+        if numeric and _bitpackable(arr.type, block) and block.num_values:
+            baseline = bitpacking.packed_bytes(bitpacking.as_unsigned(block))
+        found = dictionary_enc.try_dictionary(
+            block, cfg, version_minor=version_minor, why=why, baseline=baseline,
+            items_scheme=general.ZSTD if cfg.compact else None)
         if found is not None:
             block, items, desc, count = found
             dictionary = (items, desc, count)

@@ -9,7 +9,7 @@ import pyarrow as pa
 from lancenb import io as lio
 from lancenb._proto import file2_pb2, file_pb2
 from lancenb.encodings import blocks, pb
-from lancenb.encodings.config import config_for_field, is_blob, is_packed
+from lancenb.encodings.config import config_for_field, is_blob, is_packed, writer_config
 from lancenb.encodings.page import encode_page
 from lancenb.encodings.physical import packed_struct
 from lancenb.encodings.structural import blob, repdef
@@ -72,12 +72,19 @@ class LanceFileWriter:
         File format version: ``"2.1"`` (default) or ``"2.2"``.
     storage_options : dict, optional
         Passed to fsspec.
+    compression : str, optional
+        lancenb only. ``"compact"``: the compact profile (smallest files pylance still
+        reads exactly: General zstd on mini-block chunks where it pays,
+        byte-stream-split, dictionaries for numbers and one-byte strings; slower
+        writes). ``"lz4"``/``"zstd"``/``"fsst"``/``"none"``: that
+        ``lance-encoding:compression`` for every field. Field metadata
+        (``lance-encoding:*``, ``lancenb:profile``) overrides it per field.
     """
 
     def __init__(self, path, schema: pa.Schema | None = None, *,
                  data_cache_bytes: int | None = None, version: str | None = None,
                  storage_options: dict | None = None, max_page_bytes: int | None = None,
-                 **kwargs):
+                 compression: str | None = None, **kwargs):
         if kwargs:
             raise InvalidInputError(f"unknown LanceFileWriter options: {sorted(kwargs)}")
         self.version = FileVersion.resolve(version)
@@ -86,6 +93,7 @@ class LanceFileWriter:
                                     f"{self.version.label}")
         if data_cache_bytes is not None and data_cache_bytes <= 0:
             raise InvalidInputError("data_cache_bytes must be positive")
+        self._base_config = writer_config(compression)
         self.path = os.fspath(path)
         self._data_cache_bytes = data_cache_bytes
         self._max_page_bytes = max_page_bytes
@@ -126,12 +134,12 @@ class LanceFileWriter:
             self._columns = []
             for i, f in enumerate(schema):
                 if not repdef.is_nested(f.type) or is_packed(f):
-                    self._columns.append(_Column(f, config_for_field(f), i))
+                    self._columns.append(_Column(f, config_for_field(f, self._base_config), i))
                     continue
                 paths = repdef.leaf_paths(f.type)
                 # as pylance: the top-level field's lance-encoding:* metadata governs
                 # every leaf column under it (a child's own metadata is not read)
-                config = config_for_field(f)
+                config = config_for_field(f, self._base_config)
                 for path in paths:
                     self._columns.append(_Column(f, config, i, path, len(paths)))
         except LanceError as e:

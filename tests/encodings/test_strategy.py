@@ -89,6 +89,7 @@ def test_nullable_levels_follow_page_size(tmp_path):
     ("lance-encoding:rle-threshold", "2.0"),
     ("lance-encoding:dict-divisor", "0"),
     ("lance-encoding:structural-encoding", "zipzap"),
+    ("lancenb:profile", "tiny"),
 ])
 def test_invalid_metadata_is_rejected_naming_field_and_key(tmp_path, key, value):
     schema = pa.schema([pa.field("col_x", pa.int32(), metadata={key: value})])
@@ -161,3 +162,50 @@ def test_dictionary_pages_are_byte_identical_to_pylance(tmp_path):
         w.close()
         assert ours.read_bytes() == theirs.read_bytes()
         assert_tables_equal(LanceFileReader(str(theirs)).read_all().to_table(), t)
+
+
+def test_bss_key_takes_effect_under_general_compression(tmp_path):
+    small = pa.array(RNG.integers(0, 1000, N).astype(np.int32))  # low byte entropy
+    walk = pa.array(np.cumsum(RNG.normal(0, 1, N)).astype(np.float32))  # high
+    z = {"lance-encoding:compression": "zstd"}
+    assert _write(tmp_path, small, z) == {"mini_block:general(byte_stream_split(flat(32)))"}
+    assert _write(tmp_path, small, {**z, "lance-encoding:bss": "off"}) == {
+        "mini_block:general(inline_bitpacking)"}
+    assert "byte_stream_split" not in str(_write(tmp_path, walk, z))
+    assert _write(tmp_path, walk, {**z, "lance-encoding:bss": "on"}) == {
+        "mini_block:general(byte_stream_split(flat(32)))"}
+    # without lz4/zstd the key has no effect (as the reference)
+    assert _write(tmp_path, small, {"lance-encoding:bss": "on"}) == {
+        "mini_block:inline_bitpacking"}
+
+
+def test_rle_chosen_above_half_runs_when_smaller(tmp_path):
+    vals = RNG.integers(-2**31, 2**31 - 1, N).astype(np.int32)
+    arr = pa.array(np.repeat(vals, RNG.geometric(1 / 1.6, N))[:N])  # ~0.62 runs/value
+    assert _write(tmp_path, arr) == {"mini_block:rle(flat(32), flat(8))"}
+    assert _write(tmp_path, arr, {"lance-encoding:rle-threshold": "0.5"}) == {
+        "mini_block:flat(32)"}
+
+
+def test_compact_writer_option_and_metadata(tmp_path):
+    arr = pa.array(np.round(100 + np.cumsum(RNG.normal(0, 0.01, N)), 4))
+    t = pa.table({"c": arr})
+    sizes = {}
+    for opt in (None, "compact"):
+        path = str(tmp_path / f"{opt}.lance")
+        with LanceFileWriter(path, t.schema, compression=opt) as w:
+            w.write_batch(t)
+        md = LanceFileReader(path).metadata()
+        sizes[opt] = sum(b.size for p in md.columns[0].pages for b in p.buffers)
+        assert_tables_equal(lance_file.LanceFileReader(path).read_all().to_table(), t)
+    assert sizes["compact"] < 0.6 * sizes[None]
+    # an explicit compression on the field wins over the profile
+    field = pa.field("c", arr.type, metadata={"lance-encoding:compression": "none"})
+    t2 = pa.table({"c": arr}, schema=pa.schema([field]))
+    path = str(tmp_path / "none.lance")
+    with LanceFileWriter(path, t2.schema, compression="compact") as w:
+        w.write_batch(t2)
+    assert {p.encoding for p in LanceFileReader(path).metadata().columns[0].pages} == {
+        "mini_block:flat(64)"}
+    with pytest.raises(InvalidInputError, match="compression"):
+        LanceFileWriter(str(tmp_path / "bad.lance"), t.schema, compression="smallest")

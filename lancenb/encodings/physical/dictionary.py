@@ -7,10 +7,17 @@ bytes``, see ``variable.encode_block``), raw Flat values for fixed-width items, 
 2.2 either of those wrapped in General LZ4. Nulls stay in the definition levels.
 Example: ``["b", "a", "b", "b"]`` → items ``["b", "a"]``, indices ``0 1 0 0``.
 
-Chosen (for strings and fixed-size binary of 8+ bytes) when a page has at least 100
-values and its estimated cardinality (HyperLogLog) is below ``values /
-dict-divisor`` and 100,000, and the estimated encoded size is below
-``dict-size-ratio`` times the plain size.
+Chosen when a page has at least 100 values, its estimated cardinality (HyperLogLog)
+is below ``values / dict-divisor`` and 100,000, and the estimated encoded size
+(bitpacked indices plus items) is below ``dict-size-ratio`` times the size without a
+dictionary (``baseline``: raw, or bitpacked for numbers). Which types are tried is the
+strategy's call (as pylance 14: strings, fixed-size binary and decimals in 2.1, also
+64-bit numbers in 2.2; the compact profile also numbers of 16+ bits in 2.1, whose
+dictionaries pylance reads).
+
+``items_scheme`` overrides how the items are block-compressed: ``None`` as the
+version does it (2.1 plain, 2.2 LZ4), or ``general.ZSTD`` (compact profile; kept
+only when smaller).
 """
 
 from __future__ import annotations
@@ -44,7 +51,8 @@ def estimate_cardinality(block) -> float:
     return float(kstats.hll_estimate(registers))
 
 
-def try_dictionary(block, cfg, *, version_minor: int, why: list[str]):
+def try_dictionary(block, cfg, *, version_minor: int, why: list[str],
+                   baseline: float | None = None, items_scheme: int | None = None):
     """``(indices block, dictionary bytes, dictionary description, item count)`` or
     None when a dictionary does not pay."""
     n = block.num_values
@@ -62,6 +70,8 @@ def try_dictionary(block, cfg, *, version_minor: int, why: list[str]):
     else:
         raw = n * block.bits / 8
         est = index_bytes + card * block.bits / 8
+    if baseline is not None:
+        raw = min(raw, baseline)
     if est >= cfg.dict_size_ratio * raw:
         why.append(f"try_dictionary: estimated {est:.0f} B >= {cfg.dict_size_ratio} x "
                    f"{raw:.0f} B: no")
@@ -92,9 +102,13 @@ def try_dictionary(block, cfg, *, version_minor: int, why: list[str]):
         w = block.bits // 8
         items = block.data[:n * w].reshape(n, w)[first].reshape(-1)
         desc = pb.flat(block.bits)
-    if version_minor >= 2:  # 2.2 wraps the dictionary in LZ4
-        items = np.frombuffer(general.compress(items, general.LZ4), np.uint8)
-        desc = pb.e21.CompressiveEncoding(general=pb.e21.General(
-            compression=pb.e21.BufferCompression(scheme=general.LZ4), values=desc))
+    scheme = items_scheme or (general.LZ4 if version_minor >= 2 else None)
+    if scheme is not None:  # 2.2 wraps the dictionary in LZ4
+        packed = np.frombuffer(general.compress(items, scheme, cfg.compression_level),
+                               np.uint8)
+        if items_scheme is None or len(packed) < len(items):
+            items = packed
+            desc = pb.e21.CompressiveEncoding(general=pb.e21.General(
+                compression=pb.e21.BufferCompression(scheme=scheme), values=desc))
     why.append(f"try_dictionary: {k} distinct of {n}: yes")
     return FixedWidth(32, indices.view(np.uint8), n), items, desc, k

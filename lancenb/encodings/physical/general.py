@@ -20,6 +20,7 @@ holds at least 32 KiB), as in the reference.
 from __future__ import annotations
 
 import struct
+import threading
 
 import lz4.block
 import numpy as np
@@ -42,12 +43,25 @@ MIN_COMPRESS_BYTES = 4096
 MAX_UNCOMPRESSED = 1 << 34
 
 
+_local = threading.local()  # zstd compressors are not thread-safe: one set per thread
+
+
+def _zstd_compressor(level: int):
+    cache = getattr(_local, "zstd", None)
+    if cache is None:
+        cache = _local.zstd = {}
+    c = cache.get(level)
+    if c is None:
+        c = cache[level] = zstandard.ZstdCompressor(level=level)
+    return c
+
+
 def compress(data, scheme: int, level: int | None = None) -> bytes:
     raw = bytes(data)
     if scheme == LZ4:
         return lz4.block.compress(raw, store_size=True)
     if scheme == ZSTD:
-        c = zstandard.ZstdCompressor(level=3 if not level else level)
+        c = _zstd_compressor(3 if not level else level)
         return struct.pack("<Q", len(raw)) + c.compress(raw)
     raise NotSupportedError(f"general compression scheme {scheme}")
 

@@ -78,12 +78,13 @@ class RleLevels:
 class RleCodec:
     """Encoder: chunk bounds as the reference picks them, then runs per chunk."""
 
-    def __init__(self, block: FixedWidth):
+    def __init__(self, block: FixedWidth, max_values: int = kr.MAX_CHUNK_VALUES):
+        """``max_values`` per chunk: the reference's 4096 by default; the compact
+        profile allows up to 32768 (a power of two up to 2**15 fits the chunk word)."""
         self.width = block.bits // 8
         data = block.data[:block.num_values * self.width]
         bounds = np.empty(block.num_values + 1, np.int64)
-        nc = kr.plan_chunks(data, self.width, kr.MAX_CHUNK_VALUES, kr.MAX_CHUNK_BYTES, 1,
-                            bounds)
+        nc = kr.plan_chunks(data, self.width, max_values, kr.MAX_CHUNK_BYTES, 1, bounds)
         if nc < 0:
             raise NotSupportedError("values too wide for RLE chunks")
         self.bounds = bounds[:nc + 1].copy()
