@@ -109,7 +109,16 @@ class LayerInfo:
 
     @classmethod
     def from_layers(cls, layers, where: str = "") -> "LayerInfo":
+        """The meaning of ``layers`` (shared per distinct list of layers, so its lookup
+        tables are built once per process)."""
         layers = tuple(int(x) for x in layers)
+        try:
+            return _layer_info(layers)
+        except CorruptFileError:
+            return cls._build(layers, where)  # raises, naming ``where``
+
+    @classmethod
+    def _build(cls, layers: tuple, where: str = "") -> "LayerInfo":
         if not layers:
             raise CorruptFileError(f"{where}: page description has no rep/def layers")
         k = len(layers)
@@ -212,6 +221,11 @@ class LayerInfo:
             if self.is_list[j] and self.rep_num[j] >= 1 and self.rep_num[j] - 1 < self.max_rep:
                 top[self.rep_num[j] - 1] = j - 1
         return term, term_valid, stop, top
+
+
+@lru_cache(maxsize=256)
+def _layer_info(layers: tuple) -> LayerInfo:
+    return LayerInfo._build(layers)
 
 
 @dataclass
