@@ -153,3 +153,24 @@ def test_compact_profile_through_field_metadata(tmp_path):
     nb = _write_nb(tmp_path / "m.lance", t)
     assert any("general(" in v[0] for v in encodings(nb).values())
     assert_tables_equal(lance_file.LanceFileReader(nb).read_all().to_table(), t)
+
+
+@pytest.mark.parametrize("typ", [pa.int64(), pa.float64(), pa.timestamp("us")])
+def test_pylance_22_out_of_line_bitpacked_dictionary_items(tmp_path, typ):
+    """pylance 2.2 dictionary-encodes 64-bit numbers; with a few thousand distinct values
+    it bitpacks the dictionary items out of line. lancenb reads them."""
+    import lance.file as lf
+
+    rng = np.random.default_rng(0)
+    v = rng.integers(0, 2500, 100_000).astype(np.int64) * 1000003
+    arr = pa.array(v.astype(np.float64) / 7) if typ == pa.float64() else pa.array(v).cast(typ)
+    t = pa.table({"c": arr})
+    path = str(tmp_path / "o.lance")
+    w = lf.LanceFileWriter(path, t.schema, version="2.2")
+    w.write_batch(t)
+    w.close()
+    r = LanceFileReader(path)
+    dict_enc = r.metadata().columns[0].pages[0].layout.mini_block_layout.dictionary
+    assert dict_enc.WhichOneof("compression") == "out_of_line_bitpacking"
+    assert r.read_all().to_table().equals(t)
+    assert r.take_rows([5, 99_999, 0]).to_table().equals(t.take([5, 99_999, 0]))

@@ -141,4 +141,19 @@ def block_decoder(enc, num_values: int, fixed_bits: int | None, where: str):
             raise CorruptFileError(f"{where}: {bits}-bit bitpacked dictionary items for a "
                                    f"column of {fixed_bits or 'variable'}-bit values")
         return lambda buf: bitpacking.decode_inline_block(buf, bits, num_values, where)
+    if kind == "out_of_line_bitpacking":
+        from lancenb.encodings.physical import bitpacking
+
+        o = enc.out_of_line_bitpacking
+        bits = int(o.uncompressed_bits_per_value)
+        inner = o.values
+        if inner.WhichOneof("compression") != "flat" or inner.flat.HasField("data"):
+            raise _unsupported(enc, where, "dictionary items")
+        width = int(inner.flat.bits_per_value)
+        if bits not in (8, 16, 32, 64) or bits != fixed_bits or not 0 <= width <= bits:
+            raise CorruptFileError(f"{where}: {bits}-bit items bitpacked out of line at "
+                                   f"width {width} for a column of "
+                                   f"{fixed_bits or 'variable'}-bit values")
+        return lambda buf: bitpacking.decode_outofline_block(buf, bits, width, num_values,
+                                                             where)
     raise _unsupported(enc, where, "dictionary items")

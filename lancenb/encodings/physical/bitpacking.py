@@ -67,6 +67,23 @@ def decode_inline_block(buf, bits: int, num_values: int, where: str) -> FixedWid
     return FixedWidth(bits, out.view(np.uint8), num_values)
 
 
+def decode_outofline_block(buf, bits: int, width: int, num_values: int,
+                           where: str) -> FixedWidth:
+    """A block of OutOfLineBitpacking (e.g. pylance 2.2 dictionary items): the values
+    packed at ``width`` bits in whole 1024-value blocks, the tail packed or raw."""
+    raw = np.frombuffer(buf, np.uint8)
+    t = _uint(bits)
+    if len(raw) % t.itemsize:
+        raise CorruptFileError(f"{where}: bitpacked block of {len(raw)} bytes is not a whole "
+                               f"number of {bits}-bit words")
+    words = raw.view(t) if raw.ctypes.data % t.itemsize == 0 else raw.copy().view(t)
+    out = np.empty(num_values, dtype=t)
+    status = kb.outofline_unpack(words, width, num_values, out)
+    if status != kb.OK:
+        raise CorruptFileError(f"{where}: out-of-line bitpacked block: {_ERRORS[status]}")
+    return FixedWidth(bits, out.view(np.uint8), num_values)
+
+
 class OutOfLineLevels:
     """Decoder of u16 levels bitpacked out of line, one W for the page."""
 
