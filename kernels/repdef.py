@@ -334,7 +334,7 @@ def locate_rows(rep, defs, max_rep, max_visible_def, need, lstart, nitems, left,
     has_def = defs.shape[0] > 0
     nrows = row_chunk.shape[0]
     if lstart.shape[0] != nch + 1 or nitems.shape[0] != nch or row_skip.shape[0] != nrows \
-            or row_end_chunk.shape[0] != nrows or out.shape[0] < nrows or out.shape[1] < 4:
+            or row_end_chunk.shape[0] != nrows or out.shape[0] < 4 or out.shape[1] < nrows:
         return BAD_ARGS
     total = lstart[nch]
     if lstart[0] != 0 or total > rep.shape[0] or (has_def and defs.shape[0] < total):
@@ -375,7 +375,7 @@ def locate_rows(rep, defs, max_rep, max_visible_def, need, lstart, nitems, left,
             seen = 0
             v = vstart[c]
         b = lstart[c + 1]
-        while p + _BLOCK <= b:
+        while skip - seen >= _BLOCK // 8 and p + _BLOCK <= b:
             cnt = 0
             for j in range(p, p + _BLOCK):
                 cnt += np.int64(rep[j] == max_rep)
@@ -414,8 +414,8 @@ def locate_rows(rep, defs, max_rep, max_visible_def, need, lstart, nitems, left,
                                             and left[need[lc]] != 0):
             err[0] = i
             return BAD_ROW
-        out[i, 0] = p
-        out[i, 1] = q
-        out[i, 2] = v
-        out[i, 3] = w
+        out[0, i] = p
+        out[1, i] = q
+        out[2, i] = v
+        out[3, i] = w
     return OK

@@ -433,7 +433,7 @@ def located_rows(draw):
 def test_locate_rows_matches_reference(case, as_input, guarded):
     want = ref_locate_rows(*case)
     nrows = len(case[8])
-    out = guarded((nrows, 4), np.int64)
+    out = guarded((4, nrows), np.int64)
     err = np.zeros(1, np.int64)
     args = [as_input(x) if isinstance(x, np.ndarray) else x for x in case]
     got = kr.locate_rows(*args, out.out, err)
@@ -442,13 +442,13 @@ def test_locate_rows_matches_reference(case, as_input, guarded):
         assert got == want
     else:
         assert got == kr.OK
-        assert [tuple(r) for r in out.out.tolist()] == want
+        assert [tuple(r) for r in out.out.T.tolist()] == want
 
 
 def test_locate_rows_rejects_bad_tables():
     rep = np.array([1, 0, 1], np.uint16)
     e = np.zeros(0, np.uint16)
-    out = np.zeros((1, 4), np.int64)
+    out = np.zeros((4, 1), np.int64)
     err = np.zeros(1, np.int64)
     z = np.zeros(1, np.int64)
     # levels past the decoded ones, a chunk number past the page, a row's chunk out of range

@@ -128,6 +128,13 @@ class NestedPages:
         """``(levels left over per chunk, first row starting in each chunk, start chunk
         and end chunk of each row)`` from the repetition index."""
         left, ends_at, first = self.rep_index(reader, offsets, table=t)
+        nc = len(ends_at)
+        if len(rows) > 16 * nc and rows[-1] < self.num_rows:
+            # many rows (a range): a row -> chunk table beats a binary search per row
+            per = np.diff(ends_at, prepend=0)
+            sc = np.repeat(np.arange(nc), np.diff(first))[rows]
+            ec = np.repeat(np.arange(nc), per)[rows]
+            return left, first, sc, ec
         sc = np.searchsorted(first, rows, side="right") - 1
         ec = np.searchsorted(ends_at, rows, side="right")
         # rows are sorted, so sc and ec are too (locate_rows checks each row's span)
@@ -173,8 +180,16 @@ class NestedPages:
         if rows is None:
             need = np.arange(nc)
         elif self.reps is None:
-            chunk_of = np.searchsorted(t.item_starts, rows, side="right") - 1
-            need = np.unique(chunk_of)
+            # one level per row: the chunk of each (sorted) row, and which of the
+            # needed chunks that is
+            if len(rows) > 16 * nc:
+                chunk_of = np.repeat(np.arange(nc), np.diff(t.item_starts))[rows]
+            else:
+                chunk_of = np.searchsorted(t.item_starts, rows, side="right") - 1
+            new = np.empty(len(rows), bool)
+            new[0] = True
+            np.not_equal(chunk_of[1:], chunk_of[:-1], out=new[1:])
+            need = chunk_of[new]
         else:
             left, first, sc, ec = self._row_chunks(reader, offsets, t, rows)
             need = _union(sc, ec)
@@ -183,20 +198,26 @@ class NestedPages:
         if rows is None:
             return block, levels
         if self.reps is None:
-            ls = lstart[np.searchsorted(need, chunk_of)] + rows - t.item_starts[chunk_of]
+            ls = lstart[np.cumsum(new) - 1] + rows - t.item_starts[chunk_of]
             return gather_rows(block, levels, ls, ls + 1, self.where)
         r = self._row_levels(levels, nitems, need, lstart, left, first, sc, ec, rows)
-        return gather_rows(block, levels, r[:, 0], r[:, 1], self.where, r[:, 2], r[:, 3])
+        return gather_rows(block, levels, r[0], r[1], self.where, r[2], r[3])
 
     def _row_levels(self, levels, nitems, need, lstart, left, first, sc, ec, rows):
         """Each row's levels ``[ls, le)`` and value slots ``[vs, ve)`` among the
-        decoded chunks ``need`` (one row per line)."""
-        out = np.empty((len(rows), 4), np.int64)
+        decoded chunks ``need`` (one row per column)."""
+        out = np.empty((4, len(rows)), np.int64)
         err = np.zeros(1, np.int64)
         defs = levels.defs if levels.defs is not None else np.zeros(0, np.uint16)
+        if len(rows) > 16 * len(need):
+            where = np.full(len(left), -1, np.int64)
+            where[need] = np.arange(len(need))
+            i_sc = where[sc]
+        else:
+            i_sc = np.searchsorted(need, sc)
         status = kr.locate_rows(levels.rep, defs, self.info.max_rep,
                                 self.info.max_visible_def, need, lstart, nitems, left,
-                                np.searchsorted(need, sc), rows - first[sc], ec, out, err)
+                                i_sc, rows - first[sc], ec, out, err)
         if status != kr.OK:
             what = {kr.BAD_VISIBLE: f"chunk {int(need[min(int(err[0]), len(need) - 1)])}'s "
                                     f"levels do not match its values",
