@@ -51,18 +51,19 @@ def read_deletions(store, fragment_id: int, df, physical_rows: int) -> np.ndarra
         try:
             with ipc.open_file(pa.BufferReader(raw)) as f:
                 table = f.read_all()
+            ok = table.num_columns == 1 and pa.types.is_integer(table.schema.field(0).type)
+            col = table.column(0) if ok else None
+            values = col.to_numpy().astype(np.int64) if ok and not col.null_count else None
         except (pa.ArrowException, OSError, MemoryError, UnicodeDecodeError, ValueError) as e:
             # damaged IPC can claim absurd buffer sizes (Arrow refuses the allocation),
             # odd integer widths or undecodable names: all mean a corrupt file
             raise CorruptFileError(f"{where}: not a valid Arrow IPC file: "
                                    f"{type(e).__name__}: {e}") from e
-        if table.num_columns != 1 or not pa.types.is_integer(table.schema.field(0).type):
-            raise CorruptFileError(f"{where}: expected one integer column 'row_id', found "
-                                   f"{table.schema}")
-        col = table.column(0)
-        if col.null_count:
+        if not ok:
+            raise CorruptFileError(f"{where}: expected one integer column 'row_id'")
+        if values is None:
             raise CorruptFileError(f"{where}: the row_id column has nulls")
-        rows = np.unique(col.to_numpy().astype(np.int64))
+        rows = np.unique(values)
         if rows.size and (rows[0] < 0 or rows[-1] >= 2**32):
             raise CorruptFileError(f"{where}: row offset {int(rows[0])} is not a u32")
         rows = rows.astype(np.uint32)

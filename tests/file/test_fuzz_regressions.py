@@ -3,6 +3,8 @@ named after what it reproduces and carrying the minimised input."""
 
 from __future__ import annotations
 
+import os
+
 import lance.file as lf
 import pyarrow as pa
 import pytest
@@ -83,3 +85,14 @@ def test_pylance_22_constant_pages(tmp_path, typ, value, shape):
     r = LanceFileReader(path)
     assert_tables_equal(r.read_all().to_table(), t)
     assert_tables_equal(r.take_rows([2, 0]).to_table(), t.take([2, 0]))
+
+
+def test_lz4_unit_claiming_more_than_2gib_is_corrupt():
+    """scripts/fuzz_corrupt.py: a pylance 2.2 file whose LZ4 size prefix was damaged
+    to more than 2^31 made the lz4 library raise OverflowError."""
+    from lancenb.errors import CorruptFileError
+
+    path = os.path.join(os.path.dirname(__file__), "corrupt_inputs", "lz4_size_over_2gib.lance")
+    with pytest.raises(CorruptFileError, match="LZ4 unit claims"):
+        r = LanceFileReader(path)
+        r.read_all().to_table()

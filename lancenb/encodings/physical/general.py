@@ -74,6 +74,8 @@ def decompress(data, scheme: int, where: str) -> bytes:
             if len(buf) < 4:
                 raise CorruptFileError(f"{where}: LZ4 unit of {len(buf)} bytes has no size")
             (size,) = struct.unpack_from("<I", buf)
+            if size > min(MAX_UNCOMPRESSED, 2**31 - 1):  # LZ4 blocks are under 2 GiB
+                raise CorruptFileError(f"{where}: LZ4 unit claims {size} bytes")
             return lz4.block.decompress(buf[4:], uncompressed_size=size)
         if scheme == ZSTD:
             if buf[:4] == _ZSTD_MAGIC:  # a bare frame
@@ -89,7 +91,7 @@ def decompress(data, scheme: int, where: str) -> bytes:
                 raise CorruptFileError(f"{where}: zstd unit gave {len(out)} bytes, its prefix "
                                        f"says {size}")
             return out
-    except (lz4.block.LZ4BlockError, zstandard.ZstdError) as e:
+    except (lz4.block.LZ4BlockError, zstandard.ZstdError, OverflowError, MemoryError) as e:
         raise CorruptFileError(f"{where}: cannot decompress: {e}") from e
     raise NotSupportedError(f"{where}: general compression scheme {scheme} is unknown")
 
