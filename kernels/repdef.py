@@ -418,4 +418,11 @@ def locate_rows(rep, defs, max_rep, max_visible_def, need, lstart, nitems, left,
         out[1, i] = q
         out[2, i] = v
         out[3, i] = w
+        if q < b:
+            # the next row starts where this one ends: the cursor moves there
+            p = q
+            v = w
+            seen = skip + 1
+        else:
+            cur = -1
     return OK
