@@ -108,7 +108,7 @@ def to_array(values: list, t: pa.DataType) -> pa.Array:
     """``values`` (Python objects, None = null) as an Arrow array of type ``t``."""
     if pa.types.is_float16(t):
         arr = np.array([0.0 if v is None else v for v in values], dtype=np.float16)
-        return pa.array(arr, mask=np.array([v is None for v in values]), type=t)
+        return pa.array(arr, mask=np.array([v is None for v in values], dtype=bool), type=t)
     if _needs_ints(t):
         storage = pa.int32() if t.bit_width == 32 else pa.int64()
         return pa.array(values, storage).cast(t)
