@@ -83,8 +83,8 @@ def offset_bits(dt: pa.DataType) -> int:
 @lru_cache(maxsize=1024)
 def is_vector(dt: pa.DataType) -> bool:
     """A fixed-size list of whole-byte fixed-width primitives (a vector type)."""
-    if not pa.types.is_fixed_size_list(dt):
-        return False
+    if not pa.types.is_fixed_size_list(dt) or pa.types.is_nested(dt.value_type):
+        return False  # (a struct has fixed_bits when packed, but is no vector item)
     bits = fixed_bits(dt.value_type)
     return bits is not None and bits % 8 == 0 and dt.list_size > 0
 

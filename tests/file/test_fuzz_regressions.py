@@ -96,3 +96,15 @@ def test_lz4_unit_claiming_more_than_2gib_is_corrupt():
     with pytest.raises(CorruptFileError, match="LZ4 unit claims"):
         r = LanceFileReader(path)
         r.read_all().to_table()
+
+
+def test_fixed_size_list_of_structs_is_refused_cleanly(tmp_path):
+    """A fixed-size list of structs reached the vector path and failed with a numpy
+    ValueError; until such lists are supported the writer says so."""
+    from lancenb.errors import NotSupportedError
+
+    t = pa.table({"f": pa.array([[{"a": 1}, {"a": 2}]] * 3,
+                                pa.list_(pa.struct([("a", pa.int32())]), 2))})
+    with pytest.raises(NotSupportedError, match="fixed_size_list"):
+        with LanceFileWriter(str(tmp_path / "f.lance"), t.schema) as w:
+            w.write_batch(t)
