@@ -193,7 +193,10 @@ class ChunkTable:
         if len(words):
             counts[-1] = num_items - int(counts[:-1].sum()) if log2[-1] == 0 else counts[-1]
         bad = np.flatnonzero(log2[:-1] == 0)
-        if bad.size or (len(words) and counts[-1] <= 0) or int(counts.sum()) != num_items:
+        if bad.size:
+            raise CorruptFileError(f"{where}: chunk {int(bad[0])} of {len(words)} has no item "
+                                   f"count (only the last chunk may)")
+        if (len(words) and counts[-1] <= 0) or int(counts.sum()) != num_items:
             raise CorruptFileError(f"{where}: chunk metadata describes "
                                    f"{int(counts.sum())} items, the page has {num_items}")
         offsets = np.zeros(len(words), dtype=np.int64)
