@@ -131,3 +131,32 @@ def _same(a, b) -> bool:
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
     return type(a) is type(b) and a == b
+
+
+def flip_page_bytes(tmp_path, path, buffers, flips: int, rows: list[int], seed: int) -> int:
+    """Flip one random byte in each of ``buffers`` (page buffer descriptors of the file
+    at ``path``) ``flips`` times; after each flip, read the damaged copy whole and take
+    ``rows``. Any failure other than a LanceError propagates. Returns how many reads
+    raised CorruptFileError."""
+    from lancenb.errors import CorruptFileError, LanceError
+    from lancenb.file import LanceFileReader
+
+    good = path.read_bytes()
+    rng = np.random.default_rng(seed)
+    corrupt = 0
+    damaged = tmp_path / "damaged.lance"
+    for buf in buffers:
+        for _ in range(flips):
+            bad = bytearray(good)
+            pos = buf.position + int(rng.integers(0, max(1, buf.size)))
+            bad[pos] ^= int(rng.integers(1, 256))
+            damaged.write_bytes(bytes(bad))
+            try:
+                r = LanceFileReader(str(damaged))
+                r.read_all().to_table()
+                r.take_rows(rows).to_table()
+            except CorruptFileError:
+                corrupt += 1
+            except LanceError:
+                pass
+    return corrupt
