@@ -28,6 +28,7 @@ import time
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from _results import replace_section  # noqa: E402  (benchmarks/ is on sys.path)
 
 MARK_START = "<!-- bench_convert:start -->"
 MARK_END = "<!-- bench_convert:end -->"
@@ -123,14 +124,7 @@ def main() -> int:
     text = "\n".join(report)
     print(text)
     if args.out:
-        cur = open(args.out).read()
-        if MARK_START in cur and MARK_END in cur:
-            a, b = cur.index(MARK_START), cur.index(MARK_END) + len(MARK_END)
-            cur = cur[:a] + text + cur[b:]
-        else:
-            cur = cur.rstrip("\n") + "\n\n" + text + "\n"
-        with open(args.out, "w") as f:
-            f.write(cur)
+        replace_section(args.out, text, MARK_START, MARK_END)
     if not args.keep:
         import shutil
 

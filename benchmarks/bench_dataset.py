@@ -36,6 +36,7 @@ import time
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from _results import replace_section  # noqa: E402  (benchmarks/ is on sys.path)
 
 MARK_START = "<!-- bench_dataset:start -->"
 MARK_END = "<!-- bench_dataset:end -->"
@@ -245,15 +246,7 @@ def render(res: dict, rows: int, repeat: int) -> str:
 
 
 def write_out(path: str, block: str) -> None:
-    text = open(path).read() if os.path.exists(path) else ""
-    if MARK_START in text and MARK_END in text:
-        head, rest = text.split(MARK_START, 1)
-        _, tail = rest.split(MARK_END, 1)
-        text = head + block + tail
-    else:
-        text = text.rstrip() + "\n\n" + block + "\n"
-    with open(path, "w") as f:
-        f.write(text)
+    replace_section(path, block, MARK_START, MARK_END)
 
 
 def main(argv=None):

@@ -37,6 +37,8 @@ import textwrap
 import time
 import traceback
 
+from _results import replace_section  # noqa: E402  (benchmarks/ is on sys.path)
+
 MARK_START = "<!-- bench_file:start -->"
 MARK_END = "<!-- bench_file:end -->"
 IMPLS = ("lancenb", "pylance", "parquet")
@@ -797,21 +799,7 @@ def render(args, machine, results, dropped, notes, cross, startup, memory, start
 
 
 def write_out(path, report):
-    block = f"{MARK_START}\n{report}{MARK_END}\n"
-    if os.path.exists(path):
-        with open(path, encoding="utf-8") as f:
-            old = f.read()
-        a, b = old.find(MARK_START), old.find(MARK_END)
-        if a != -1 and b != -1 and b > a:
-            new = old[:a] + block.rstrip("\n") + old[b + len(MARK_END):]
-        else:
-            sep = "" if not old else ("\n" if old.endswith("\n") else "\n\n")
-            new = old + sep + block
-    else:
-        new = block
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(new)
+    replace_section(path, f"{MARK_START}\n{report}{MARK_END}", MARK_START, MARK_END)
 
 
 # ---------------------------------------------------------------------------

@@ -24,6 +24,8 @@ import tempfile
 import textwrap
 import time
 
+from _results import replace_section  # noqa: E402  (benchmarks/ is on sys.path)
+
 MARK_START = "<!-- bench_maintenance:start -->"
 MARK_END = "<!-- bench_maintenance:end -->"
 
@@ -143,14 +145,7 @@ def main(argv=None):
     block = "\n".join(lines)
     print(block)
     if args.out:
-        text = open(args.out).read() if os.path.exists(args.out) else ""
-        if MARK_START in text:
-            head, rest = text.split(MARK_START, 1)
-            text = head + block + rest.split(MARK_END, 1)[1]
-        else:
-            text = text.rstrip() + "\n\n" + block + "\n"
-        with open(args.out, "w") as f:
-            f.write(text)
+        replace_section(args.out, block, MARK_START, MARK_END)
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ import time
 
 import numpy as np
 import pyarrow as pa
+from _results import replace_section  # noqa: E402  (benchmarks/ is on sys.path)
 
 MARK_START = "<!-- bench_nested:start -->"
 MARK_END = "<!-- bench_nested:end -->"
@@ -179,16 +180,7 @@ def render(args, res, elapsed) -> str:
 
 
 def write_out(path, report):
-    block = f"{MARK_START}\n{report}{MARK_END}\n"
-    old = open(path, encoding="utf-8").read() if os.path.exists(path) else ""
-    a, b = old.find(MARK_START), old.find(MARK_END)
-    if a != -1 and b > a:
-        new = old[:a] + block.rstrip("\n") + old[b + len(MARK_END):]
-    else:
-        new = old + ("" if not old or old.endswith("\n\n") else
-                     "\n" if old.endswith("\n") else "\n\n") + block
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(new)
+    replace_section(path, f"{MARK_START}\n{report}{MARK_END}", MARK_START, MARK_END)
 
 
 def main(argv=None):

@@ -33,6 +33,8 @@ import sys
 import tempfile
 import time
 
+from _results import replace_section  # noqa: E402  (benchmarks/ is on sys.path)
+
 MARK_START = "<!-- bench_spark:start -->"
 MARK_END = "<!-- bench_spark:end -->"
 
@@ -159,15 +161,7 @@ def render(rows: int, repeat: int, res, version: str, sizes) -> str:
 
 
 def write_results(block: str, path: str) -> None:
-    text = open(path).read() if os.path.exists(path) else "# Benchmark results\n"
-    if MARK_START in text and MARK_END in text:
-        head, rest = text.split(MARK_START, 1)
-        _, tail = rest.split(MARK_END, 1)
-        text = head + block + tail
-    else:
-        text = text.rstrip() + "\n\n" + block + "\n"
-    with open(path, "w") as f:
-        f.write(text)
+    replace_section(path, block, MARK_START, MARK_END)
 
 
 def main(argv=None) -> int:

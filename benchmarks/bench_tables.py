@@ -25,6 +25,7 @@ import time
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from _results import replace_section  # noqa: E402  (benchmarks/ is on sys.path)
 
 MARK_START = "<!-- bench_tables:start -->"
 MARK_END = "<!-- bench_tables:end -->"
@@ -230,16 +231,7 @@ def render(rows, n, repeat, elapsed) -> str:
 
 
 def write_out(path, report):
-    block = f"{MARK_START}\n{report}{MARK_END}\n"
-    old = open(path, encoding="utf-8").read() if os.path.exists(path) else ""
-    a, b = old.find(MARK_START), old.find(MARK_END)
-    if a != -1 and b > a:
-        new = old[:a] + block.rstrip("\n") + old[b + len(MARK_END):]
-    else:
-        new = old + ("\n" if old and not old.endswith("\n") else "") + ("\n" if old else "") \
-            + block
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(new)
+    replace_section(path, f"{MARK_START}\n{report}{MARK_END}", MARK_START, MARK_END)
 
 
 def main(argv=None):
