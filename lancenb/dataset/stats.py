@@ -21,17 +21,112 @@ string bounds) are :func:`lancenb.dataset.filters.compute_stats`'s.
 from __future__ import annotations
 
 import json
+import math
+from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
-from lancenb.dataset.filters import ColumnStats, compute_stats
 from lancenb.errors import CorruptFileError
 
-__all__ = ["StatsCollector", "read_file_stats", "STATS_KEY", "DEFAULT_ROWS_PER_PAGE"]
+__all__ = ["StatsCollector", "read_file_stats", "STATS_KEY", "DEFAULT_ROWS_PER_PAGE",
+           "ColumnStats", "compute_stats", "BINARY_STATS_PREFIX"]
 
 STATS_KEY = "lancenb:statistics"
 DEFAULT_ROWS_PER_PAGE = 64 * 1024
+
+
+#: Longest string/binary min or max kept by :func:`compute_stats` (in characters for
+#: strings, bytes for binary); longer bounds are truncated as the spec allows.
+BINARY_STATS_PREFIX = 64
+
+
+@dataclass(frozen=True, kw_only=True)
+class ColumnStats:
+    """Statistics of one column over a page or fragment.
+
+    ``min``/``max`` are Python scalars (``None`` when unknown) bounding every non-null
+    value; they need not occur in the data (truncated strings, deleted rows).
+    ``null_count`` is ``None`` when unknown. Keys of the ``stats`` mappings passed to
+    :func:`may_match` are field paths joined by ``"."`` (``"a.b"`` for struct field b);
+    a struct field's statistics must count a null parent as null
+    (``pc.struct_field(column, "b")``, not ``StructArray.field("b")``).
+    """
+
+    num_rows: int
+    null_count: int | None = None
+    min: Any = None
+    max: Any = None
+
+
+def _truncate_min(value: Any, limit: int) -> Any:
+    return value[:limit]
+
+
+def _truncate_max(value: Any, limit: int) -> Any:
+    """The shortest bound ≥ ``value`` of at most ``limit`` units, or None if none exists:
+    the prefix with its last incrementable unit incremented."""
+    if len(value) <= limit:
+        return value
+    prefix = value[:limit]
+    if isinstance(value, str):
+        codes = [ord(c) for c in prefix]
+        while codes:
+            c = codes.pop() + 1
+            c = 0xE000 if 0xD800 <= c <= 0xDFFF else c  # skip surrogates
+            if c <= 0x10FFFF:
+                return "".join(map(chr, codes)) + chr(c)
+        return None
+    data = bytearray(prefix)
+    while data:
+        last = data.pop() + 1
+        if last <= 0xFF:
+            return bytes(data) + bytes([last])
+    return None
+
+
+def compute_stats(array: pa.Array | pa.ChunkedArray, *,
+                  max_binary_length: int = BINARY_STATS_PREFIX) -> ColumnStats:
+    """Null count and min/max bounds of ``array`` following the spec's "Statistics".
+
+    NaN is ignored; a zero max is recorded as +0.0 and a zero min as -0.0; with no
+    non-NaN value floats get -inf/+inf and integers the type's limits. Strings and
+    binary (not fixed-size) longer than ``max_binary_length`` get a truncated min and
+    an incremented truncated max (None when no such bound exists). Types without an
+    order (lists, structs, ...) get ``min = max = None``.
+    """
+    typ = array.type
+    if pa.types.is_dictionary(typ):
+        array = array.cast(typ.value_type)
+        typ = typ.value_type
+    num_rows, null_count = len(array), array.null_count
+    orderable = (pa.types.is_integer(typ) or pa.types.is_floating(typ)
+                 or pa.types.is_decimal(typ) or pa.types.is_temporal(typ)
+                 or pa.types.is_boolean(typ)
+                 or pa.types.is_string(typ) or pa.types.is_large_string(typ)
+                 or pa.types.is_binary(typ) or pa.types.is_large_binary(typ)
+                 or pa.types.is_fixed_size_binary(typ))
+    if not orderable:
+        return ColumnStats(num_rows=num_rows, null_count=null_count)
+    lo = hi = None
+    if null_count < num_rows:
+        mm = pc.min_max(array)
+        lo, hi = mm["min"].as_py(), mm["max"].as_py()
+    if pa.types.is_floating(typ):
+        if lo is None or math.isnan(lo):
+            lo, hi = -math.inf, math.inf
+        lo = -0.0 if lo == 0 else lo
+        hi = 0.0 if hi == 0 else hi
+    elif pa.types.is_integer(typ) and lo is None:
+        bits, signed = typ.bit_width, pa.types.is_signed_integer(typ)
+        lo = -(1 << (bits - 1)) if signed else 0
+        hi = (1 << (bits - 1)) - 1 if signed else (1 << bits) - 1
+    elif lo is not None and not pa.types.is_fixed_size_binary(typ) and (
+            isinstance(lo, (str, bytes))):
+        lo, hi = _truncate_min(lo, max_binary_length), _truncate_max(hi, max_binary_length)
+    return ColumnStats(num_rows=num_rows, null_count=null_count, min=lo, max=hi)
 
 
 def _stat_type(t: pa.DataType) -> pa.DataType | None:

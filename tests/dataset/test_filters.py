@@ -12,14 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lancenb.dataset.filters import (
-    ColumnStats,
-    Filter,
-    compile_filter,
-    compute_stats,
-    may_match,
-    to_expression,
-)
+from lancenb.dataset.filters import Filter, compile_filter, may_match, to_expression
+from lancenb.dataset.stats import ColumnStats, compute_stats
 from lancenb.errors import InvalidInputError, LanceError
 
 N = 60
