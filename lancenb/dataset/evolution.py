@@ -213,10 +213,10 @@ def add_columns(ds, transforms, read_columns=None, *, batch_size=None) -> None:
             out_fields.append(pa.field(name, typ))
         new_schema = pa.schema(out_fields)
         _check_new_names(schema, new_schema.names)
-        from lancenb.dataset.scanner import _filter_columns
+        from lancenb.dataset.filters import referenced_columns
 
-        needed = sorted({c for e in exprs.values() for c in _filter_columns(str(e),
-                                                                           schema.names)})
+        needed = sorted({c for e in exprs.values()
+                         for c in referenced_columns(e, schema.names)})
 
         def make_batches(frag):
             import pyarrow.dataset as pads

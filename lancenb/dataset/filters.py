@@ -55,7 +55,8 @@ NaN, and NaN sorts above every number. The statistics themselves (``ColumnStats`
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, fields
 from decimal import Decimal
 from typing import Any, Union
 
@@ -72,6 +73,7 @@ __all__ = [
     "Filter",
     "compile_expression",
     "compile_filter",
+    "referenced_columns",
     "may_match",
     "to_expression",
 ]
@@ -586,6 +588,29 @@ def _validate(expression: pc.Expression, schema: pa.Schema, what: str) -> None:
         schema.empty_table().filter(expression)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as err:
         raise InvalidInputError(f"filter {what}: {err}") from None
+
+
+def _nodes(node: _Node):
+    """Every node of a tree (children are the dataclass fields holding nodes)."""
+    yield node
+    for fl in fields(node):
+        child = getattr(node, fl.name)
+        if isinstance(child, _Node):
+            yield from _nodes(child)
+
+
+def referenced_columns(filter: "Filter | pc.Expression", names: list[str]) -> list[str]:
+    """The top-level columns (of ``names``, in that order) an expression reads.
+
+    Exact for a compiled SQL filter (from its tree). A pyarrow Expression cannot be
+    inspected, so for one this returns the names that occur in its text: a superset,
+    which is harmless (a column read and not used).
+    """
+    if isinstance(filter, Filter) and filter._tree is not None:
+        used = {n.path[0] for n in _nodes(filter._tree) if isinstance(n, _Col)}
+        return [n for n in names if n in used]
+    text = str(filter.expression if isinstance(filter, Filter) else filter)
+    return [n for n in names if re.search(r"(?<![\w])" + re.escape(n) + r"(?![\w])", text)]
 
 
 def compile_filter(filter: FilterLike, schema: pa.Schema) -> Filter:

@@ -12,7 +12,6 @@ Memory: one fragment's projected columns at a time (fragments hold at most
 
 from __future__ import annotations
 
-import re
 from typing import Iterator
 
 import numpy as np
@@ -26,11 +25,6 @@ DEFAULT_BATCH_SIZE = 8192
 ROW_ID = "_rowid"
 ROW_ADDR = "_rowaddr"
 _POS = "__lancenb_position"
-
-
-def _filter_columns(expr_text: str, names: list[str]) -> list[str]:
-    """Columns a filter may reference (a superset: reading extra columns is harmless)."""
-    return [n for n in names if re.search(r"(?<![\w])" + re.escape(n) + r"(?![\w])", expr_text)]
 
 
 class LanceScanner:
@@ -77,12 +71,12 @@ class LanceScanner:
         self._filter_cols: list[str] = []
         self.pages_skipped = 0  # statistics pages pruned by the last scan
         if filter is not None:
-            from lancenb.dataset.filters import compile_filter
+            from lancenb.dataset.filters import compile_filter, referenced_columns
 
             self._filter = compile_filter(filter, schema)
             self._expr = self._filter.expression
             self.filter_text = filter if isinstance(filter, str) else str(filter)
-            self._filter_cols = _filter_columns(str(self._expr), schema.names)
+            self._filter_cols = referenced_columns(self._filter, schema.names)
 
     # -- schema ----------------------------------------------------------------
     @property

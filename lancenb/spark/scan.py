@@ -85,11 +85,11 @@ def read_task(job: ScanJob, ranges) -> Iterator[pa.RecordBatch]:
     expr = None
     fcols: list[str] = []
     if job.filter:
-        from lancenb.dataset.filters import compile_filter
-        from lancenb.dataset.scanner import _filter_columns
+        from lancenb.dataset.filters import compile_filter, referenced_columns
 
-        expr = compile_filter(job.filter, ds.schema).expression
-        fcols = _filter_columns(str(expr), ds.schema.names)
+        compiled = compile_filter(job.filter, ds.schema)
+        expr = compiled.expression
+        fcols = referenced_columns(compiled, ds.schema.names)
     for fid, lo, hi in ranges:
         frag = by_id[fid]
         if lo is None:
