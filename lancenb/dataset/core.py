@@ -27,7 +27,7 @@ import pyarrow.dataset as pads
 from lancenb import __version__ as _lancenb_version
 from lancenb._proto import table_pb2, transaction_pb2
 from lancenb.dataset.commit import commit, list_versions, load_manifest
-from lancenb.dataset.deletion import write_deletions
+from lancenb.dataset.deletion import deletion_path, write_deletions
 from lancenb.dataset.fragment import LanceFragment, open_data_file
 from lancenb.dataset.manifest import (
     FLAG_STABLE_ROW_IDS,
@@ -293,9 +293,8 @@ class LanceDataset(pads.Dataset):
         self._become(mf)
 
     def delete(self, predicate) -> None:
-        """Delete the rows matching ``predicate`` (SQL string or pyarrow expression)."""
-        if self.stable_row_ids:
-            pass  # deleting never rewrites row-id sequences
+        """Delete the rows matching ``predicate`` (SQL string or pyarrow expression).
+        Row-id sequences are never rewritten: only deletion files change."""
         check_feature_flags(self._mf.manifest, self._mf.name, write=True)
         op = transaction_pb2.Transaction.Delete(
             predicate=predicate if isinstance(predicate, str) else str(predicate))
@@ -318,8 +317,6 @@ class LanceDataset(pads.Dataset):
                     txn.pb.delete.deleted_fragment_ids.append(frag.fragment_id)
                     continue
                 df = write_deletions(self._store, frag.fragment_id, rows, self.version)
-                from lancenb.dataset.deletion import deletion_path
-
                 written.append(deletion_path(frag.fragment_id, df))
                 g = table_pb2.DataFragment()
                 g.CopyFrom(frag._pb)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from lancenb.dataset.deletion import read_deletions
+from lancenb.dataset.deletion import deletion_path, read_deletions
 from lancenb.dataset.rowids import decode_row_ids
 from lancenb.errors import CorruptFileError, NotSupportedError
 from lancenb.file.reader import LanceFileReader
@@ -84,8 +84,6 @@ class LanceFragment:
         return self.metadata.files
 
     def deletion_file(self) -> str | None:
-        from lancenb.dataset.deletion import deletion_path
-
         if not self._pb.HasField("deletion_file"):
             return None
         return deletion_path(self.fragment_id, self._pb.deletion_file)

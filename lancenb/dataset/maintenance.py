@@ -146,7 +146,6 @@ def compact_files(ds, *, target_rows_per_fragment: int = 1024 * 1024,
             metrics.files_removed += sum(len(f._pb.files) for f in group)
             metrics.files_added += len(new)
         txn.pb.rewrite.CopyFrom(op)
-        txn.keeps_row_ids = stable
     except BaseException:
         cleanup(ds._store, written)
         raise

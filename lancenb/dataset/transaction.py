@@ -33,6 +33,7 @@ import uuid as uuidlib
 import numpy as np
 
 from lancenb._proto import table_pb2, transaction_pb2
+from lancenb.dataset.manifest import FLAG_STABLE_ROW_IDS, feature_flags_for
 from lancenb.errors import CommitConflictError, RetryableCommitConflictError
 
 __all__ = ["Transaction", "build_manifest", "check_conflict"]
@@ -56,7 +57,6 @@ class Transaction:
         self.restore_index_section: bytes | None = None
         self.create_only = False  # mode="create": fail if any version exists
         self.enable_stable_row_ids: bool | None = None  # create/overwrite option
-        self.keeps_row_ids = False  # rewrite: new fragments carry the old row ids
         self.needs_merge: set[int] = set()  # delete: fragments to merge deletion sets on
 
     @property
@@ -305,8 +305,6 @@ def build_manifest(base, txn: Transaction, version: int, *, data_format: str,
         m.data_format.file_format = "lance"
         m.data_format.version = data_format
     m.transaction_file = txn.file_name()
-    from lancenb.dataset.manifest import FLAG_STABLE_ROW_IDS, feature_flags_for
-
     base_stable = base is not None and bool(base.reader_feature_flags & FLAG_STABLE_ROW_IDS)
     if txn.enable_stable_row_ids is not None and op in ("overwrite",):
         stable = txn.enable_stable_row_ids
