@@ -154,8 +154,8 @@ def write_fragments(store, batches: Iterator[pa.RecordBatch], schema: pa.Schema,
         n = w.close()
         open_writers.discard(w)  # closed: nothing to abort, and its memory can go
         df = table_pb2.DataFile(path=fname, fields=ids, column_indices=list(range(len(ids))),
-                                file_major_version=version.footer[0],
-                                file_minor_version=version.footer[1],
+                                file_major_version=version.data_file[0],
+                                file_minor_version=version.data_file[1],
                                 file_size_bytes=w.size_bytes)
         frag = table_pb2.DataFragment(physical_rows=n)
         frag.files.append(df)
