@@ -675,9 +675,9 @@ def write_dataset(data, uri, schema: pa.Schema | None = None, *, mode: str = "cr
         in_schema, batches = normalize_input(data, schema)
         write_schema = in_schema
         fields_pb, _ = schema_to_fields(in_schema)
-    if version not in (FileVersion.V2_1, FileVersion.V2_2):
-        raise NotSupportedError(f"lancenb writes datasets with 2.1 or 2.2 data files, not "
-                                f"{version.label}")
+    if not version.writable:
+        raise NotSupportedError(f"lancenb writes datasets with 2.0, 2.1 or 2.2 data files, not "
+                                f"{version.label} (it reads {version.label} datasets)")
     written: list[str] = []
     try:
         frags = write_fragments(store, batches, write_schema, fields_pb, version=version,

@@ -112,8 +112,12 @@ def _cast_batch(b: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
         [], schema=schema)
 
 
-def leaf_ids(fields_pb) -> list[int]:
-    """Field ids that own a column in 2.1+ files: fields that are nobody's parent."""
+def leaf_ids(fields_pb, version: FileVersion | None = None) -> list[int]:
+    """Field ids that own a column: in 2.1+ files the fields that are nobody's
+    parent; in 2.0 files every field (structs have header columns, lists offset
+    columns), depth first as the schema lists them."""
+    if version is FileVersion.V2_0:
+        return [f.id for f in fields_pb]
     parents = {f.parent_id for f in fields_pb}
     return [f.id for f in fields_pb if f.id not in parents]
 
@@ -130,7 +134,7 @@ def write_fragments(store, batches: Iterator[pa.RecordBatch], schema: pa.Schema,
     if max_rows_per_file <= 0 or max_bytes_per_file <= 0:
         raise InvalidInputError("max_rows_per_file and max_bytes_per_file must be positive")
     written = [] if written is None else written
-    ids = leaf_ids(fields_pb)
+    ids = leaf_ids(fields_pb, version)
     frags = []
     writer = None
     name = ""

@@ -154,8 +154,9 @@ def plan_write(uri: str, spark_schema, *, mode: str, max_rows_per_file=None,
         fields_pb, _ = schema_to_fields(schema)
         job.schema = schema
         job.fields = [f.SerializeToString() for f in fields_pb]
-    if FileVersion.resolve(job.data_format) not in (FileVersion.V2_1, FileVersion.V2_2):
-        raise NotSupportedError(f"lancenb writes 2.1 or 2.2 data files, not {job.data_format}")
+    if not FileVersion.resolve(job.data_format).writable:
+        raise NotSupportedError(f"lancenb writes 2.0, 2.1 or 2.2 data files, not "
+                                f"{job.data_format}")
     return job
 
 
