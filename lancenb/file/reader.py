@@ -1,4 +1,4 @@
-"""``LanceFileReader``: read a Lance 2.1/2.2 file, whole, by range or by row."""
+"""``LanceFileReader``: read a Lance 2.0/2.1/2.2 file, whole, by range or by row."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from lancenb.encodings.cache import SearchCache, scanning
 from lancenb.encodings.config import is_packed
 from lancenb.encodings.page import PageDecoder, PageInfo, describe_layout, parse_layout
 from lancenb.encodings.structural import repdef
+from lancenb.encodings.v2_0 import FileColumns as _FileColumns2_0
 from lancenb.errors import CorruptFileError, InvalidInputError, NotSupportedError
 from lancenb.file.format import FOOTER_SIZE, Footer, parse_offset_table
 from lancenb.file.schema import fields_to_schema
@@ -132,10 +133,10 @@ class LanceFileReader:
         tail = self._io.read(tail_start, size - tail_start)
         footer = Footer.parse(tail, size, self.path)
         self.version = version_from_footer(footer.major, footer.minor, self.path)
-        if self.version not in (FileVersion.V2_1, FileVersion.V2_2):
+        if self.version not in (FileVersion.V2_0, FileVersion.V2_1, FileVersion.V2_2):
             raise NotSupportedError(f"file {self.path!r} is a Lance {self.version.label} file "
                                     f"(footer version {footer.major}.{footer.minor}); lancenb "
-                                    f"reads 2.1 and 2.2 files")
+                                    f"reads 2.0, 2.1 and 2.2 files")
         gbo = parse_offset_table(
             self._slice(tail, tail_start, footer.gbo_position, 16 * footer.num_global_buffers),
             footer.num_global_buffers, footer.cmo_position, "global buffer", self.path)
@@ -159,7 +160,15 @@ class LanceFileReader:
                                                           desc.schema.metadata)
         self._cmo = cmo
         self._leaves_of: dict[int, list] = {}
-        self._columns_of = self._leaf_columns(footer.num_columns)
+        self._v20 = None  # 2.0 files: one column per field (lancenb.encodings.v2_0)
+        if self.version is FileVersion.V2_0:
+            self._v20 = _FileColumns2_0(
+                self.path, self._io, self._fields, self._num_rows, footer.num_columns,
+                lambda ci: self._slice(self._meta, self._meta_start, int(cmo[ci, 0]),
+                                       int(cmo[ci, 1])))
+            self._columns_of = self._v20.columns_of
+        else:
+            self._columns_of = self._leaf_columns(footer.num_columns)
         if columns is None:
             self._projection = list(range(len(self._fields)))
         else:
@@ -283,7 +292,11 @@ class LanceFileReader:
     def metadata(self) -> LanceFileMetadata:
         """Schema, sizes and every column's pages (decodes all column metadata)."""
         cols = []
-        for i in range(len(self._fields)):
+        for ci in (self._v20.all_columns() if self._v20 is not None else []):
+            cols.append(LanceColumnMetadata([], [
+                LancePageMetadata([LanceBufferDescriptor(o, z) for o, z in bufs], desc, rows,
+                                  enc) for bufs, desc, rows, enc in self._v20.page_metadata(ci)]))
+        for i in range(len(self._fields) if self._v20 is None else 0):
             for ci, _, name in self._leaves(i):
                 pages = []
                 for info, enc, where in self._column_meta(i, ci, name):
@@ -329,6 +342,8 @@ class LanceFileReader:
         return pa.chunked_array([arr], type=f.arrow.type)
 
     def _read_column_all(self, field_idx: int) -> pa.ChunkedArray:
+        if self._v20 is not None:
+            return self._v20.read_all(field_idx)
         # page by page, in pieces: peak memory is the result plus one piece's bytes;
         # a scan leaves the search cache alone
         with scanning():
@@ -359,7 +374,7 @@ class LanceFileReader:
         """Bytes the search cache holds per column (leaf column names, e.g. ``s.x``)."""
         by_ci = self._search_cache.memory_by_column()
         out = {}
-        for i in range(len(self._fields)):
+        for i in range(len(self._fields) if self._v20 is None else 0):
             for ci, _, name in self._leaves(i):
                 if ci in by_ci:
                     out[name] = by_ci[ci]
@@ -367,6 +382,8 @@ class LanceFileReader:
 
     def _read_column_rows(self, field_idx: int, rows: np.ndarray) -> pa.ChunkedArray:
         """``rows`` sorted ascending (duplicates allowed)."""
+        if self._v20 is not None:
+            return self._v20.read_rows(field_idx, rows)
         self._initialise(field_idx)
         columns = []
         for decs in self._leaf_pages(field_idx):

@@ -1,0 +1,375 @@
+"""Reading 2.0 files: fields → columns, and a field's rows out of its columns.
+
+2.0 gives every field a column, in schema pre-order (a parent before its children):
+
+* a primitive, string, fixed-size list, packed struct or blob field → one column;
+* a struct → a header column (pages ``struct{}``, no buffers, one row per struct
+  value) followed by its children's columns;
+* a list → an offsets column followed by its item's columns. An offsets page holds
+  page-local u64 *end* offsets into the items it covers (``num_items`` of them,
+  counted on from the previous pages'); a null list stores ``end +
+  null_offset_adjustment`` (= ``num_items + 1``). The item column pages by itself.
+
+Example: ``a: int32, s: struct{x: int32, l: list<string>}`` → columns ``a``, ``s``
+(header), ``s.x``, ``s.l`` (offsets), ``s.l.item``.
+
+Reads go page by page: a scan decodes every page; a take or range read touches
+only the pages holding the rows (and, through a list, only the item pages its rows
+point into); fixed-width values are fetched as byte ranges.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from lancenb._proto import file2_pb2
+from lancenb.encodings import pb
+from lancenb.encodings.v2_0 import decode as dec
+from lancenb.encodings.v2_0 import ranges
+from lancenb.errors import CorruptFileError, NotSupportedError
+from lancenb.kernels import slices
+
+__all__ = ["Node", "plan_columns", "FileColumns", "is_packed_2_0", "is_blob_2_0"]
+
+PACKED = "lance-encoding:packed"
+PACKED_LEGACY = "packed"
+BLOB = "lance-encoding:blob"
+BLOB_TYPE = pa.struct([("position", pa.uint64()), ("size", pa.uint64())])
+
+
+def _md(f: pa.Field) -> dict:
+    return {(k.decode() if isinstance(k, bytes) else k): (v.decode("utf-8", "replace")
+                                                          if isinstance(v, bytes) else str(v))
+            for k, v in (f.metadata or {}).items()}
+
+
+def is_packed_2_0(f: pa.Field) -> bool:
+    """As the 2.0 writer decides: the legacy ``packed`` key if present, else the
+    presence of ``lance-encoding:packed``."""
+    if not pa.types.is_struct(f.type):
+        return False
+    md = _md(f)
+    if PACKED_LEGACY in md:
+        return md[PACKED_LEGACY] == "true"
+    return PACKED in md
+
+
+def is_blob_2_0(f: pa.Field) -> bool:
+    return BLOB in _md(f) and (pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type))
+
+
+@dataclass
+class Node:
+    """A field and the column it starts at; ``kind`` is leaf/struct/list/blob."""
+
+    arrow: pa.Field
+    column: int
+    kind: str
+    children: list = field(default_factory=list)
+
+
+def plan_columns(f: pa.Field, column: int) -> tuple[Node, int]:
+    """The node tree of field ``f`` starting at ``column``; returns (node, next column)."""
+    dt = f.type
+    if pa.types.is_struct(dt) and not is_packed_2_0(f):
+        node, nxt = Node(f, column, "struct"), column + 1
+        for child in dt:
+            c, nxt = plan_columns(child, nxt)
+            node.children.append(c)
+        return node, nxt
+    if pa.types.is_list(dt) or pa.types.is_large_list(dt):
+        c, nxt = plan_columns(dt.value_field, column + 1)
+        return Node(f, column, "list", [c]), nxt
+    if pa.types.is_map(dt) or pa.types.is_union(dt):
+        raise NotSupportedError(f"2.0 columns of type {dt} are not supported")
+    return Node(f, column, "blob" if is_blob_2_0(f) else "leaf"), column + 1
+
+
+@dataclass
+class _Column:
+    """One column's pages: buffers, lengths, first rows, encodings (parsed lazily)."""
+
+    index: int
+    where: str
+    offsets: list
+    sizes: list
+    lengths: np.ndarray
+    firsts: np.ndarray  # num_pages + 1 (the last = total rows)
+    raw: list  # serialized Any per page
+    blob: bool
+    parsed: dict = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        return int(self.firsts[-1])
+
+    def encoding(self, p: int):
+        enc = self.parsed.get(p)
+        if enc is None:
+            where = f"{self.where}, page {p}"
+            tname, value = pb.unpack_any(self.raw[p], where)
+            if tname != pb.e20.ArrayEncoding.DESCRIPTOR.full_name:
+                raise CorruptFileError(f"{where}: page encoding is {tname!r}, a 2.0 file needs "
+                                       f"lance.encodings.ArrayEncoding")
+            enc = self.parsed[p] = pb.parse(pb.e20.ArrayEncoding, value, where)
+        return enc
+
+
+class FileColumns:
+    """Everything :class:`~lancenb.file.reader.LanceFileReader` needs for a 2.0 file."""
+
+    def __init__(self, path: str, io, fields: list, num_rows: int, num_columns: int,
+                 column_bytes):
+        self.path = path
+        self._io = io
+        self._num_rows = num_rows
+        self._column_bytes = column_bytes  # column index -> serialized ColumnMetadata
+        self.nodes = []
+        col = 0
+        for lf in fields:
+            node, col = plan_columns(lf.arrow, col)
+            self.nodes.append(node)
+        if col != num_columns:
+            raise CorruptFileError(f"file {path!r}: the schema needs {col} columns in a 2.0 "
+                                   f"file, the footer says {num_columns}")
+        self.columns_of = [n.column for n in self.nodes]
+        self._cols: dict[int, _Column] = {}
+
+    # -- metadata ------------------------------------------------------------
+    def column(self, ci: int) -> _Column:
+        c = self._cols.get(ci)
+        if c is not None:
+            return c
+        where = f"file {self.path!r}, column {ci}"
+        cm = pb.parse(file2_pb2.ColumnMetadata, self._column_bytes(ci), where)
+        blob = False
+        if cm.encoding.WhichOneof("location") == "direct" and cm.encoding.direct.encoding:
+            tname, value = pb.unpack_any(cm.encoding.direct.encoding, where)
+            if tname == pb.e20.ColumnEncoding.DESCRIPTOR.full_name:
+                ce = pb.parse(pb.e20.ColumnEncoding, value, where)
+                kind = ce.WhichOneof("column_encoding")
+                if kind == "zone_index":
+                    raise NotSupportedError(f"{where}: zone-indexed 2.0 columns")
+                blob = kind == "blob"
+        size = self._io.size()
+        offs, sizes, lens, raw = [], [], [], []
+        for p_i, page in enumerate(cm.pages):
+            pwhere = f"{where}, page {p_i}"
+            if len(page.buffer_offsets) != len(page.buffer_sizes):
+                raise CorruptFileError(f"{pwhere}: {len(page.buffer_offsets)} buffer offsets "
+                                       f"but {len(page.buffer_sizes)} sizes")
+            for o, s in zip(page.buffer_offsets, page.buffer_sizes):
+                if o + s > size:
+                    raise CorruptFileError(f"{pwhere}: buffer at offset {o} with size {s} runs "
+                                           f"past the end of the file ({size} bytes)")
+            if page.encoding.WhichOneof("location") != "direct":
+                raise NotSupportedError(f"{pwhere}: only direct page encodings are supported")
+            if page.length >= 1 << 40:
+                raise CorruptFileError(f"{pwhere}: page length {page.length} is implausible")
+            offs.append(list(page.buffer_offsets))
+            sizes.append(list(page.buffer_sizes))
+            lens.append(int(page.length))
+            raw.append(page.encoding.direct.encoding)
+        lengths = np.array(lens, np.int64)
+        firsts = np.zeros(len(lens) + 1, np.int64)
+        np.cumsum(lengths, out=firsts[1:])
+        c = self._cols[ci] = _Column(ci, where, offs, sizes, lengths, firsts, raw, blob)
+        return c
+
+    def page_metadata(self, ci: int) -> list:
+        """``[(buffers [(pos, size)], description, rows, ArrayEncoding)]`` of a column."""
+        from google.protobuf import text_format
+
+        c = self.column(ci)
+        out = []
+        for p in range(len(c.lengths)):
+            enc = c.encoding(p)
+            out.append((list(zip(c.offsets[p], c.sizes[p])),
+                        text_format.MessageToString(enc, as_one_line=True),
+                        int(c.lengths[p]), enc))
+        return out
+
+    def all_columns(self) -> list[int]:
+        out = []
+
+        def walk(n):
+            out.append(n.column)
+            for ch in n.children:
+                walk(ch)
+
+        for n in self.nodes:
+            walk(n)
+        return out
+
+    def _page(self, c: _Column, p: int) -> dec.Page:
+        bufs = self._io.read_ranges(list(zip(c.offsets[p], c.sizes[p])))
+        return dec.Page([np.frombuffer(b, np.uint8) for b in bufs], f"{c.where}, page {p}")
+
+    def _expect(self, c: _Column, n: int) -> None:
+        if c.total != n:
+            raise CorruptFileError(f"{c.where}: pages hold {c.total} rows, {n} expected")
+
+    # -- reading -------------------------------------------------------------
+    def read_all(self, field_idx: int) -> pa.ChunkedArray:
+        node = self.nodes[field_idx]
+        if node.kind == "leaf":
+            c = self.column(node.column)
+            self._expect(c, self._num_rows)
+            chunks = [dec.decode(c.encoding(p), self._page(c, p), int(c.lengths[p]),
+                                 node.arrow.type) for p in range(len(c.lengths))]
+            return pa.chunked_array(chunks, type=node.arrow.type)
+        return pa.chunked_array([self._read(node, None, self._num_rows)], type=node.arrow.type)
+
+    def read_rows(self, field_idx: int, rows: np.ndarray) -> pa.ChunkedArray:
+        """``rows`` sorted ascending (duplicates allowed)."""
+        node = self.nodes[field_idx]
+        rows = np.ascontiguousarray(rows, np.int64)
+        return pa.chunked_array([self._read(node, rows, self._num_rows)], type=node.arrow.type)
+
+    def _read(self, node: Node, rows: np.ndarray | None, n: int) -> pa.Array:
+        """The values of ``node`` at ``rows`` (None: all ``n``)."""
+        dt = node.arrow.type
+        if node.kind == "struct":
+            c = self.column(node.column)
+            self._expect(c, n)
+            kids = [self._read(ch, rows, n) for ch in node.children]
+            count = n if rows is None else len(rows)
+            return pa.StructArray.from_arrays(kids, fields=list(dt)) if kids else \
+                pa.array([{}] * 0, dt) if count == 0 else \
+                pa.Array.from_buffers(dt, count, [None], children=[])
+        if node.kind == "list":
+            return self._read_list(node, rows, n)
+        c = self.column(node.column)
+        self._expect(c, n)
+        if node.kind == "blob":
+            return self._read_blob(c, rows, dt)
+        return self._read_leaf(c, rows, dt)
+
+    def _pages_of(self, c: _Column, rows: np.ndarray):
+        """``[(page, page-local rows)]`` for sorted ``rows``."""
+        page_of = np.searchsorted(c.firsts, rows, side="right") - 1
+        cuts = np.flatnonzero(np.diff(page_of)) + 1
+        starts = np.concatenate([[0], cuts])
+        ends = np.concatenate([cuts, [len(rows)]])
+        return [(int(page_of[s]), rows[s:e] - c.firsts[page_of[s]])
+                for s, e in zip(starts.tolist(), ends.tolist()) if e > s]
+
+    def _read_leaf(self, c: _Column, rows, dt) -> pa.Array:
+        if rows is None:
+            chunks = [dec.decode(c.encoding(p), self._page(c, p), int(c.lengths[p]), dt)
+                      for p in range(len(c.lengths))]
+        else:
+            chunks = [ranges.take(self._io, c, p, local, dt, self._page)
+                      for p, local in self._pages_of(c, rows)]
+        if not chunks:
+            return pa.array([], dt)
+        return chunks[0] if len(chunks) == 1 else pa.concat_arrays(chunks)
+
+    def _list_offsets(self, c: _Column, p: int):
+        """Page ``p``'s rows as ``(item starts, item ends, validity or None)``, page-local."""
+        enc = c.encoding(p)
+        where = f"{c.where}, page {p}"
+        if enc.WhichOneof("array_encoding") != "list":
+            raise CorruptFileError(f"{where}: a list column page encoded as "
+                                   f"{enc.WhichOneof('array_encoding')}")
+        lst = enc.list
+        n = int(c.lengths[p])
+        page = self._page(c, p)
+        ends = dec.uint_values(lst.offsets, page, n)
+        adj = int(lst.null_offset_adjustment)
+        num_items = int(lst.num_items)
+        if n and int(ends.max()) >= 1 << 62:
+            raise CorruptFileError(f"{where}: list offset {int(ends.max())} is out of range")
+        ends = ends.astype(np.int64)
+        valid = None
+        if adj > 0:
+            null = ends >= adj
+            if null.any():
+                valid = ~null
+                ends = np.where(null, ends - adj, ends)
+        starts = np.zeros(n, np.int64)
+        starts[1:] = ends[:-1]
+        if n and (np.any(ends < starts) or int(ends[-1]) > num_items):
+            raise CorruptFileError(f"{where}: list offsets go backwards or past the page's "
+                                   f"{num_items} items")
+        return starts, ends, valid, num_items
+
+    def _read_list(self, node: Node, rows, n: int) -> pa.Array:
+        dt = node.arrow.type
+        c = self.column(node.column)
+        self._expect(c, n)
+        num_pages = len(c.lengths)
+        infos = {}
+        if rows is None:
+            pages = [(p, None) for p in range(num_pages)]
+        else:
+            pages = self._pages_of(c, rows)
+        # items before each page: needs every page's num_items (from its description)
+        bases = np.zeros(num_pages + 1, np.int64)
+        for p in range(num_pages):
+            enc = c.encoding(p)
+            bases[p + 1] = bases[p] + int(enc.list.num_items)
+        starts_l, ends_l, valid_l = [], [], []
+        for p, local in pages:
+            infos[p] = info = self._list_offsets(c, p)
+            s, e, v, _ = info
+            if local is not None:
+                s, e = s[local], e[local]
+                v = None if v is None else v[local]
+            starts_l.append(s + bases[p])
+            ends_l.append(e + bases[p])
+            valid_l.append(np.ones(len(s), bool) if v is None else v)
+        starts = np.concatenate(starts_l) if starts_l else np.zeros(0, np.int64)
+        ends = np.concatenate(ends_l) if ends_l else np.zeros(0, np.int64)
+        valid = np.concatenate(valid_l) if valid_l else np.zeros(0, bool)
+        count = len(starts)
+        total_items = int(bases[-1])
+        child = node.children[0]
+        if rows is None:
+            items = self._read(child, None, total_items)
+            item_offsets = np.concatenate([starts[:1], ends]) if count else np.zeros(1, np.int64)
+            first = int(item_offsets[0])
+            item_offsets = item_offsets - first
+            if first or int(item_offsets[-1]) != total_items - first:
+                items = items.slice(first, int(item_offsets[-1]))
+        else:
+            lens = ends - starts
+            tot = int(lens.sum())
+            idx = np.empty(tot, np.int64)
+            if slices.expand_ranges(starts, ends, total_items, idx) != tot:
+                raise CorruptFileError(f"{c.where}: list items fall outside the column's "
+                                       f"{total_items} items")
+            items = self._read(child, idx, total_items)
+            item_offsets = np.zeros(count + 1, np.int64)
+            np.cumsum(lens, out=item_offsets[1:])
+        large = pa.types.is_large_list(dt)
+        if not large and int(item_offsets[-1]) > np.iinfo(np.int32).max:
+            raise NotSupportedError(f"{c.where}: more than 2^31 list items in one read")
+        offs = pa.array(item_offsets, pa.int64() if large else pa.int32())
+        vbuf = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
+        return pa.Array.from_buffers(dt, count, [vbuf, offs.buffers()[1]], children=[items])
+
+    def _read_blob(self, c: _Column, rows, dt) -> pa.Array:
+        desc = self._read_leaf(c, rows, BLOB_TYPE)
+        if desc.null_count:
+            raise CorruptFileError(f"{c.where}: null blob descriptors")
+        pos = np.asarray(desc.field(0)).astype(np.int64)
+        size = np.asarray(desc.field(1)).astype(np.int64)
+        null = (pos == 1) & (size == 0)
+        fsize = self._io.size()
+        if np.any((pos < 0) | (size < 0) | (pos > fsize - size)):
+            bad = int(np.flatnonzero((pos < 0) | (size < 0) | (pos > fsize - size))[0])
+            raise CorruptFileError(f"{c.where}: blob {bad} at offset {int(pos[bad])} with size "
+                                   f"{int(size[bad])} lies outside the file ({fsize} bytes)")
+        take = size > 0
+        offsets = np.zeros(len(pos) + 1, np.int64)
+        np.cumsum(size, out=offsets[1:])
+        data = np.empty(int(offsets[-1]), np.uint8)
+        if take.any():
+            buf, at = self._io.read_ranges_np(pos[take], size[take])
+            if slices.concat_slices(buf, at, size[take], data) != slices.OK:
+                raise CorruptFileError(f"{c.where}: blob bytes outside what was read")
+        return dec._variable_array(dt, offsets, data, ~null if null.any() else None)

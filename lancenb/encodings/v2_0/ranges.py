@@ -1,0 +1,177 @@
+"""Random access into one 2.0 page without reading it whole.
+
+Fixed-width values (``nullable{...{flat{bits}}}`` with whole-byte, uncompressed values,
+or vectors ``fixed_size_list{items: flat}``): row ``r`` is ``width`` bytes at
+``buffer + r * width``, so a take reads just those byte ranges (near ones merged by
+the I/O layer) plus the validity bitmap. Strings (``binary`` with uncompressed u64
+end offsets): the end offsets of rows ``r - 1`` and ``r`` first, then the bytes
+between them. Everything else, and takes that would touch most of a page, read the
+page whole and decode it (:func:`lancenb.encodings.v2_0.decode.decode`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from lancenb.encodings.blocks import fixed_bits
+from lancenb.encodings.v2_0 import decode as dec
+from lancenb.errors import CorruptFileError
+from lancenb.kernels import gather as kg
+from lancenb.kernels import slices
+
+__all__ = ["take"]
+
+# Read the page whole when the wanted bytes are more than this share of it.
+DENSE_SHARE = 0.25
+
+
+def _plain_flat(enc) -> bool:
+    return (enc.WhichOneof("array_encoding") == "flat" and enc.flat.bits_per_value % 8 == 0
+            and enc.flat.buffer.buffer_type == 0
+            and not (enc.flat.HasField("compression") and enc.flat.compression.scheme
+                     not in ("", "none")))
+
+
+def _shape(enc, dt):
+    """``(validity Buffer ref or None, values Buffer ref, row bytes, dim)`` or None."""
+    if enc.WhichOneof("array_encoding") != "nullable":
+        return None
+    nk = enc.nullable.WhichOneof("nullability")
+    if nk == "no_nulls":
+        vref, values = None, enc.nullable.no_nulls.values
+    elif nk == "some_nulls":
+        v = enc.nullable.some_nulls.validity
+        if v.WhichOneof("array_encoding") != "flat" or v.flat.bits_per_value != 1 or \
+                v.flat.HasField("compression") and v.flat.compression.scheme not in ("", "none"):
+            return None
+        vref, values = v.flat.buffer, enc.nullable.some_nulls.values
+    else:
+        return None
+    dim = 1
+    if values.WhichOneof("array_encoding") == "fixed_size_list":
+        if not pa.types.is_fixed_size_list(dt) or pa.types.is_nested(dt.value_type):
+            return None
+        dim = int(values.fixed_size_list.dimension)
+        items = values.fixed_size_list.items
+        if items.WhichOneof("array_encoding") == "nullable":
+            if items.nullable.WhichOneof("nullability") != "no_nulls":
+                return None
+            items = items.nullable.no_nulls.values
+        values = items
+        item_t = dt.value_type
+    else:
+        item_t = dt
+    if not _plain_flat(values) or pa.types.is_fixed_size_list(item_t) or \
+            fixed_bits(item_t) != values.flat.bits_per_value or dim <= 0:
+        return None
+    if dim != (dt.list_size if pa.types.is_fixed_size_list(dt) else 1):
+        return None
+    return vref, values.flat.buffer, int(values.flat.bits_per_value) // 8 * dim, dim
+
+
+def _buffer_pos(c, p: int, ref) -> tuple[int, int]:
+    i = int(ref.buffer_index)
+    if i >= len(c.offsets[p]):
+        raise CorruptFileError(f"{c.where}, page {p}: encoding names buffer {i}, the page has "
+                               f"{len(c.offsets[p])}")
+    return int(c.offsets[p][i]), int(c.sizes[p][i])
+
+
+def _validity(io, c, p: int, vref, n: int, local: np.ndarray):
+    if vref is None:
+        return None
+    pos, size = _buffer_pos(c, p, vref)
+    if size < (n + 7) // 8:
+        raise CorruptFileError(f"{c.where}, page {p}: validity of {size} bytes for {n} rows")
+    lo, hi = int(local[0]) // 8, int(local[-1]) // 8 + 1
+    bits = np.frombuffer(io.read(pos + lo, hi - lo), np.uint8)
+    valid = np.unpackbits(bits, bitorder="little").astype(bool)[local - lo * 8]
+    return None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
+
+
+def take(io, c, p: int, local: np.ndarray, dt: pa.DataType, page_fn) -> pa.Array:
+    """Rows ``local`` (page-local, sorted) of page ``p`` of column ``c``."""
+    enc = c.encoding(p)
+    n = int(c.lengths[p])
+    k = len(local)
+    if k and (int(local[0]) < 0 or int(local[-1]) >= n):
+        raise CorruptFileError(f"{c.where}, page {p}: row {int(local[-1])} of {n}")
+    if enc.WhichOneof("array_encoding") == "nullable" and \
+            enc.nullable.WhichOneof("nullability") == "all_nulls":
+        return pa.nulls(k, dt)
+    shape = _shape(enc, dt)
+    if shape is not None and k:
+        vref, ref, width, dim = shape
+        pos, size = _buffer_pos(c, p, ref)
+        if size < n * width:
+            raise CorruptFileError(f"{c.where}, page {p}: {size} bytes hold fewer than {n} "
+                                   f"values of {width} bytes")
+        if k * width < DENSE_SHARE * size:
+            return _take_fixed(io, c, p, local, dt, vref, pos, width, dim, n)
+    elif k and enc.WhichOneof("array_encoding") == "binary":
+        got = _take_binary(io, c, p, local, dt, enc.binary, n)
+        if got is not None:
+            return got
+    return dec.take(enc, page_fn(c, p), n, dt, local)
+
+
+def _take_fixed(io, c, p, local, dt, vref, pos, width, dim, n) -> pa.Array:
+    k = len(local)
+    buf, at = io.read_ranges_np(pos + local * width, np.full(k, width, np.int64))
+    out = np.empty(k * width, np.uint8)
+    if kg.gather_fixed(buf, at, width, out) != kg.OK:
+        raise CorruptFileError(f"{c.where}, page {p}: values outside what was read")
+    vbuf = _validity(io, c, p, vref, n, local)
+    if pa.types.is_fixed_size_list(dt):
+        child = pa.Array.from_buffers(dt.value_type, k * dim, [None, pa.py_buffer(out)])
+        return pa.Array.from_buffers(dt, k, [vbuf], children=[child])
+    return pa.Array.from_buffers(dt, k, [vbuf, pa.py_buffer(out)])
+
+
+def _take_binary(io, c, p, local, dt, b, n):
+    idx = b.indices
+    if idx.WhichOneof("array_encoding") == "nullable" and \
+            idx.nullable.WhichOneof("nullability") == "no_nulls":
+        idx = idx.nullable.no_nulls.values
+    if not _plain_flat(idx) or idx.flat.bits_per_value != 64 or not _plain_flat(b.bytes) or \
+            b.bytes.flat.bits_per_value != 8:
+        return None
+    opos, osize = _buffer_pos(c, p, idx.flat.buffer)
+    bpos, bsize = _buffer_pos(c, p, b.bytes.flat.buffer)
+    if osize < 8 * n:
+        raise CorruptFileError(f"{c.where}, page {p}: {osize} bytes of offsets for {n} rows")
+    k = len(local)
+    if 16 * k >= DENSE_SHARE * (osize + bsize):
+        return None
+    prev = local - 1
+    want = np.concatenate([local, prev[prev >= 0]])
+    buf, at = io.read_ranges_np(opos + 8 * want, np.full(len(want), 8, np.int64))
+    raw = np.empty(8 * len(want), np.uint8)
+    if kg.gather_fixed(buf, at, 8, raw) != kg.OK:
+        raise CorruptFileError(f"{c.where}, page {p}: offsets outside what was read")
+    vals = raw.view("<u8")
+    if len(vals) and int(vals.max()) >= 1 << 62:
+        raise CorruptFileError(f"{c.where}, page {p}: string offset out of range")
+    vals = vals.astype(np.int64)
+    adj = int(b.null_adjustment)
+    null_all = (vals >= adj) if adj > 0 else np.zeros(len(vals), bool)
+    vals = np.where(null_all, vals - adj, vals)
+    ends = vals[:k]
+    null = null_all[:k]
+    starts = np.zeros(k, np.int64)
+    starts[prev >= 0] = vals[k:]
+    lens = ends - starts
+    if np.any(lens < 0) or np.any(ends > bsize):
+        raise CorruptFileError(f"{c.where}, page {p}: string offsets go backwards or past the "
+                               f"{bsize} bytes of the page")
+    lens = np.where(null, 0, lens)
+    offsets = np.zeros(k + 1, np.int64)
+    np.cumsum(lens, out=offsets[1:])
+    data = np.empty(int(offsets[-1]), np.uint8)
+    some = lens > 0
+    if some.any():
+        dbuf, dat = io.read_ranges_np(bpos + starts[some], lens[some])
+        if slices.concat_slices(dbuf, dat, lens[some], data) != slices.OK:
+            raise CorruptFileError(f"{c.where}, page {p}: string bytes outside what was read")
+    return dec._variable_array(dt, offsets, data, ~null if null.any() else None)
