@@ -279,13 +279,13 @@ class LegacyFileReader:
             raise CorruptFileError(f"{self._where(ctx, f)}: no entry in the page table")
         return ctx.table[k, runs.b, 0], ctx.table[k, runs.b, 1]
 
-    def _check_page(self, ctx, f, runs, pos, length, width_num, width_den=1, extra=0):
-        """Pages of ``length + extra`` items of ``width_num / width_den`` bytes must lie
-        inside ``[0, limit)``, and the runs inside the pages."""
+    def _check_page(self, ctx, f, runs, pos, length, num: int, den: int = 1,
+                    extra: int = 0) -> None:
+        """Pages of ``length + extra`` items of ``num / den`` bytes each must lie inside
+        ``[0, limit)``, and the runs inside the pages (written so nothing overflows)."""
         room = ctx.limit - pos
-        items = length + extra
-        cap = room * width_den // max(width_num, 1)
-        bad = (pos < 0) | (length < 0) | (room < 0) | (items > cap)
+        cap = (np.maximum(room, 0) * den) // max(num, 1) - extra
+        bad = (pos < 0) | (length < 0) | (room < 0) | (length > cap)
         self._check(ctx, f, runs, bad, "page lies outside the data region")
         self._check(ctx, f, runs, runs.s + runs.n > length,
                     "rows beyond the end of the page (page table and batch sizes disagree)")
@@ -310,7 +310,7 @@ class LegacyFileReader:
     def _bits(self, ctx, f, runs: _Runs, per_row: int) -> np.ndarray:
         """LSB-first bitmap of the runs' ``per_row`` bits per row."""
         pos, length = self._pages(ctx, f, runs)
-        self._check_page(ctx, f, runs, pos, length * per_row, 1, 8)
+        self._check_page(ctx, f, runs, pos, length, per_row, 8)
         nbits = runs.n * per_row
         out = np.zeros((int(nbits.sum()) + 7) // 8, np.uint8)
         if not len(out):
@@ -359,8 +359,7 @@ class LegacyFileReader:
         self._check(ctx, f, runs, runs.s + runs.n + 1 > length + extra,
                     "offsets beyond the end of the page")
         raw = self._gather(pos + runs.s * width, (runs.n + 1) * width)
-        return np.frombuffer(raw.tobytes() if raw.base is not None else raw,
-                             dtype="<i4" if width == 4 else "<i8").astype(np.int64)
+        return np.frombuffer(raw, dtype="<i4" if width == 4 else "<i8").astype(np.int64)
 
     def _varbin(self, ctx, f, t: pa.DataType, runs: _Runs, nullable: bool) -> pa.Array:
         large = pa.types.is_large_string(t) or pa.types.is_large_binary(t)
@@ -397,8 +396,14 @@ class LegacyFileReader:
             nulls = int(empty.sum())
             if nulls:
                 validity = pa.py_buffer(np.packbits(~empty, bitorder="little"))
-        return pa.Array.from_buffers(t, runs.total, [validity, pa.py_buffer(out_offs),
-                                                     pa.py_buffer(data)], null_count=nulls)
+        arr = pa.Array.from_buffers(t, runs.total, [validity, pa.py_buffer(out_offs),
+                                                    pa.py_buffer(data)], null_count=nulls)
+        if pa.types.is_string(t) or pa.types.is_large_string(t):
+            try:
+                arr.validate(full=True)  # UTF-8
+            except pa.ArrowInvalid as e:
+                raise CorruptFileError(f"{self._where(ctx, f, runs.b[0])}: {e}") from None
+        return arr
 
     def _list(self, ctx, f, t: pa.DataType, runs: _Runs) -> pa.Array:
         large = pa.types.is_large_list(t)
@@ -647,6 +652,8 @@ class LegacyFileReader:
         st = self._meta.statistics
         _, tops = fields_to_schema(st.schema)
         ids = [lf.id for top in tops for lf in top.walk()]
+        if not ids:
+            return None
         max_id = max(list(st.fields) + ids)
         if min(ids) < 0:
             raise self._corrupt("statistics field ids are negative")
