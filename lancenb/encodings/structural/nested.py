@@ -177,6 +177,13 @@ class NestedPages:
             return block, repdef.Levels(
                 None if self.reps is None else np.zeros(0, np.uint16),
                 None if self.levels is None else np.zeros(0, np.uint16), self.info, 0, 0)
+        contiguous = (rows is not None and self.reps is not None and len(rows) > 2
+                      and int(rows[-1] - rows[0]) == len(rows) - 1
+                      and bool(np.all(np.diff(rows) == 1)))
+        if contiguous:
+            # a range: only its first and last rows need locating, and the levels
+            # between them are the answer (one slice instead of a gather per row)
+            rows = rows[[0, -1]]
         if rows is None:
             need = np.arange(nc)
         elif self.reps is None:
@@ -192,7 +199,7 @@ class NestedPages:
             need = chunk_of[new]
         else:
             left, first, sc, ec = self._row_chunks(reader, offsets, t, rows)
-            need = _union(sc, ec)
+            need = np.arange(sc[0], ec[-1] + 1) if contiguous else _union(sc, ec)
         data, pos = self.read_chunks(reader, offsets, t, need)
         block, levels, lstart, nitems = self._decode_chunks(t, need, data, pos, items)
         if rows is None:
@@ -201,6 +208,10 @@ class NestedPages:
             ls = lstart[np.cumsum(new) - 1] + rows - t.item_starts[chunk_of]
             return gather_rows(block, levels, ls, ls + 1, self.where)
         r = self._row_levels(levels, nitems, need, lstart, left, first, sc, ec, rows)
+        if contiguous:
+            r = r[:, [0, 1]]
+            r[1, 0], r[3, 0] = r[1, 1], r[3, 1]
+            r = r[:, :1]
         return gather_rows(block, levels, r[0], r[1], self.where, r[2], r[3])
 
     def _row_levels(self, levels, nitems, need, lstart, left, first, sc, ec, rows):
