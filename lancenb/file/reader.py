@@ -44,6 +44,11 @@ def _pool() -> ThreadPoolExecutor:
 # Full scans read and decode mini-block pages in pieces of about this many bytes.
 SCAN_PIECE_BYTES = 1 << 20
 
+# read_range scans a page (and slices it) when the range covers at least this
+# fraction of its rows, (numerator, denominator) for flat and for nested pages;
+# below it, rows are read by position.
+RANGE_SCAN_FRACTION = ((1, 4), (3, 4))
+
 # The first read takes this much of the file's tail: enough for the footer and, for
 # most files, every piece of metadata, so that opening costs one request.
 TAIL_READ_BYTES = 64 * 1024
@@ -400,6 +405,36 @@ class LanceFileReader:
             columns.append(parts)
         return self._merge(field_idx, columns)
 
+    def _read_column_range(self, field_idx: int, start: int, num_rows: int) -> pa.ChunkedArray:
+        """Rows ``[start, start + num_rows)``. A page the range covers enough of
+        (RANGE_SCAN_FRACTION) is scanned whole, which is faster than picking rows, and
+        sliced; otherwise rows are read by position, which reads only the chunks the
+        range touches (nested pages locate the range's two ends and slice the levels
+        between)."""
+        if self._v20 is not None:
+            return self._v20.read_rows(field_idx, np.arange(start, start + num_rows))
+        end = start + num_rows
+        columns = []
+        for decs in self._leaf_pages(field_idx):
+            parts = []
+            for d in decs:
+                first, n = d.page.first_row, d.page.num_rows
+                lo, hi = max(start, first), min(end, first + n)
+                if hi <= lo:
+                    continue
+                num, den = RANGE_SCAN_FRACTION[d.chain is not None]
+                if (hi - lo) * den >= n * num:
+                    with scanning():
+                        whole = d.scan(self._io, SCAN_PIECE_BYTES)
+                    arr = whole[0] if len(whole) == 1 else pa.concat_arrays(whole)
+                    parts.append(arr.slice(lo - first, hi - lo))
+                else:
+                    self._initialise(field_idx)
+                    parts.append(d.read_rows(self._io, np.arange(lo - first, hi - first,
+                                                                 dtype=np.int64)))
+            columns.append(parts)
+        return self._merge(field_idx, columns)
+
     def _table(self, fn, parallel: bool = True) -> pa.Table:
         cols = self._projection
         if parallel and len(cols) > 1 and (os.cpu_count() or 1) > 1:
@@ -417,8 +452,8 @@ class LanceFileReader:
         if start < 0 or num_rows < 0 or start + num_rows > self._num_rows:
             raise InvalidInputError(f"{self.path!r}: range [{start}, {start + num_rows}) is "
                                     f"outside the file's {self._num_rows} rows")
-        rows = np.arange(start, start + num_rows, dtype=np.int64)
-        return ReaderResults(self._table(lambda c: self._read_column_rows(c, rows)), batch_size)
+        return ReaderResults(self._table(lambda c: self._read_column_range(c, start, num_rows)),
+                             batch_size)
 
     def take_rows(self, indices, *, batch_size: int = 1024,
                   batch_readahead: int = 16) -> ReaderResults:
