@@ -12,7 +12,8 @@ from lancenb.encodings import blocks, pb
 from lancenb.encodings.config import config_for_field, is_blob, is_packed, writer_config
 from lancenb.encodings.page import encode_page
 from lancenb.encodings.physical import packed_struct
-from lancenb.encodings.structural import blob, repdef
+from lancenb.encodings.structural import blob, dictarray, repdef
+from lancenb.encodings.v2_0.writing import FileWriter as _FileWriter2_0
 from lancenb.errors import InvalidInputError, LanceError, NotSupportedError, SchemaError
 from lancenb.file.format import FOOTER_SIZE, PAD_BYTE, PAGE_ALIGN, Footer, pack_offset_table
 from lancenb.file.schema import schema_to_fields
@@ -45,12 +46,12 @@ class _Column:
 
 
 def _has_unsupported(dt: pa.DataType) -> bool:
-    """Types lancenb cannot write yet: dictionaries inside nested fields, maps, unions,
-    fixed-size lists of anything but whole-byte fixed-width primitives."""
+    """Types lancenb cannot write yet: maps, unions, fixed-size lists of anything but
+    whole-byte fixed-width primitives."""
     if pa.types.is_struct(dt):
-        return any(_has_unsupported(f.type) or pa.types.is_dictionary(f.type) for f in dt)
+        return any(_has_unsupported(f.type) for f in dt)
     if pa.types.is_list(dt) or pa.types.is_large_list(dt):
-        return _has_unsupported(dt.value_type) or pa.types.is_dictionary(dt.value_type)
+        return _has_unsupported(dt.value_type)
     if blocks.is_vector(dt):
         return False
     return pa.types.is_nested(dt)
@@ -88,8 +89,8 @@ class LanceFileWriter:
         if kwargs:
             raise InvalidInputError(f"unknown LanceFileWriter options: {sorted(kwargs)}")
         self.version = FileVersion.resolve(version)
-        if self.version not in (FileVersion.V2_1, FileVersion.V2_2):
-            raise NotSupportedError(f"lancenb writes file versions 2.1 and 2.2, not "
+        if self.version not in (FileVersion.V2_0, FileVersion.V2_1, FileVersion.V2_2):
+            raise NotSupportedError(f"lancenb writes file versions 2.0, 2.1 and 2.2, not "
                                     f"{self.version.label}")
         if data_cache_bytes is not None and data_cache_bytes <= 0:
             raise InvalidInputError("data_cache_bytes must be positive")
@@ -103,6 +104,7 @@ class LanceFileWriter:
         self._schema: pa.Schema | None = None
         self._columns: list[_Column] = []
         self._rows = 0
+        self._v20 = None  # 2.0 files: lancenb.encodings.v2_0 writes the columns
         self.closed = False
         self.size_bytes: int | None = None
         if schema is not None:
@@ -110,6 +112,19 @@ class LanceFileWriter:
 
     # -- setup ---------------------------------------------------------------
     def _set_schema(self, schema: pa.Schema) -> None:
+        if self.version is FileVersion.V2_0:
+            try:
+                schema_to_fields(schema)  # checks every type is storable
+                self._v20 = _FileWriter2_0(schema, self._write_buffer,
+                                           data_cache_bytes=self._data_cache_bytes,
+                                           max_page_bytes=self._max_page_bytes)
+            except LanceError as e:
+                self._fail(e)
+            self._schema = schema
+            for k, v in (schema.metadata or {}).items():
+                self._schema_metadata.setdefault(k.decode(), v)
+            self._columns = self._v20.columns
+            return
         for f in schema:
             if is_packed(f):
                 if packed_struct.child_bits(f.type) is None:
@@ -120,10 +135,12 @@ class LanceFileWriter:
             if is_blob(f) and not pa.types.is_large_binary(f.type):
                 self._fail(InvalidInputError(
                     f"column {f.name!r}: blob columns must be large_binary, not {f.type}"))
-            if pa.types.is_dictionary(f.type) or _has_unsupported(f.type):
+            if _has_unsupported(f.type):
                 self._fail(NotSupportedError(
                     f"column {f.name!r}: writing {f.type} is not supported yet"))
         try:
+            for f in schema:
+                dictarray.check_writable(f.type, f.name)
             schema_to_fields(schema)  # checks every type is storable
         except LanceError as e:
             self._fail(e)
@@ -191,7 +208,12 @@ class LanceFileWriter:
                               f"{batch.schema}\nvs\n{self._schema}")
         if batch.num_rows > MAX_ROWS_PER_WRITE:
             raise InvalidInputError("a single write_batch may hold at most 2^32-1 rows")
-        for col in self._columns:
+        if self._v20 is not None:
+            try:
+                self._v20.write(batch)
+            except LanceError as e:
+                self._fail(e)
+        for col in (self._columns if self._v20 is None else []):
             arr = batch.column(col.top)
             if len(arr):
                 col.arrays.append(arr)
@@ -203,7 +225,7 @@ class LanceFileWriter:
     def _flush(self, col: _Column) -> None:
         if not col.arrays:
             return
-        arr = col.arrays[0] if len(col.arrays) == 1 else pa.concat_arrays(col.arrays)
+        arr = dictarray.page_array(col.arrays)  # (dictionaries joined as pylance does)
         col.arrays, col.nbytes = [], 0
         levels = None
         rows = len(arr)
@@ -242,7 +264,9 @@ class LanceFileWriter:
         if self._schema is None:
             self._fail(SchemaError(f"{self.path!r}: no schema given and no batch written"))
         try:
-            for col in self._columns:
+            if self._v20 is not None:
+                self._v20.finish()
+            for col in (self._columns if self._v20 is None else []):
                 self._flush(col)
             fields, _ = schema_to_fields(self._schema)
             schema_pb = file_pb2.Schema(fields=fields)
@@ -257,7 +281,7 @@ class LanceFileWriter:
             meta_start = self._out.tell()
             for col in self._columns:
                 cm = file2_pb2.ColumnMetadata(pages=col.pages)
-                cm.encoding.direct.encoding = colenc
+                cm.encoding.direct.encoding = getattr(col, "column_encoding", colenc)
                 data = cm.SerializeToString()
                 cmo.append((self._out.tell(), len(data)))
                 self._out.write(data)
