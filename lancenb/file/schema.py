@@ -17,7 +17,7 @@ from lancenb._proto import file_pb2
 from lancenb.errors import CorruptFileError, SchemaError
 
 __all__ = ["LanceField", "schema_to_fields", "fields_to_schema", "logical_type",
-           "parse_logical_type"]
+           "parse_logical_type", "has_map", "storage_type"]
 
 _SIMPLE = {
     pa.null(): "null", pa.bool_(): "bool",
@@ -49,6 +49,10 @@ def logical_type(dt: pa.DataType) -> str:
         return f"fixed_size_binary:{dt.byte_width}"
     if pa.types.is_struct(dt):
         return "struct"
+    if pa.types.is_map(dt):
+        if dt.keys_sorted:
+            raise SchemaError(f"map type {dt} has keys_sorted=true, which Lance cannot store")
+        return "map"
     if pa.types.is_list(dt) or pa.types.is_large_list(dt):
         base = "list" if pa.types.is_list(dt) else "large_list"
         return base + (".struct" if pa.types.is_struct(dt.value_type) else "")
@@ -89,6 +93,13 @@ def parse_logical_type(lt: str, children: list[pa.Field] | None = None) -> pa.Da
             return pa.list_(parse_logical_type(inner), int(parts[-1]))
         if lt == "struct":
             return pa.struct(children or [])
+        if lt == "map":
+            entries = children[0].type if children and len(children) == 1 else None
+            if (entries is None or not pa.types.is_struct(entries) or entries.num_fields != 2
+                    or entries.field(0).nullable):
+                raise CorruptFileError(f"map field needs one child struct<key not null, "
+                                       f"value>, not {[str(c) for c in children or []]}")
+            return pa.map_(entries.field(0), entries.field(1))
         if lt in ("list", "list.struct", "large_list", "large_list.struct"):
             if not children or len(children) != 1:
                 raise CorruptFileError(f"list field has {len(children or [])} children, not 1")
@@ -98,6 +109,36 @@ def parse_logical_type(lt: str, children: list[pa.Field] | None = None) -> pa.Da
             raise
         raise CorruptFileError(f"bad logical type {lt!r}: {e}") from e
     raise CorruptFileError(f"unknown logical type {lt!r}")
+
+
+def has_map(dt: pa.DataType) -> bool:
+    """Whether ``dt`` is or contains a map type."""
+    if pa.types.is_map(dt):
+        return True
+    if pa.types.is_struct(dt):
+        return any(has_map(dt.field(i).type) for i in range(dt.num_fields))
+    if pa.types.is_list(dt) or pa.types.is_large_list(dt) or pa.types.is_fixed_size_list(dt):
+        return has_map(dt.value_type)
+    return False
+
+
+def storage_type(dt: pa.DataType) -> pa.DataType:
+    """``dt`` with every map replaced by ``list<entries: struct<key, value>>``.
+
+    A map array has exactly the layout of that list (offsets, validity, one struct
+    child), so ``array.view(storage_type(t))`` and back are free; Lance encodes a map
+    as that list and records ``map`` as its logical type."""
+    if pa.types.is_map(dt):
+        entries = dt.field(0)
+        return pa.list_(entries.with_type(storage_type(entries.type)))
+    if pa.types.is_struct(dt):
+        return pa.struct([f.with_type(storage_type(f.type)) for f in dt])
+    if pa.types.is_list(dt) or pa.types.is_large_list(dt) or pa.types.is_fixed_size_list(dt):
+        vf = dt.value_field.with_type(storage_type(dt.value_type))
+        if pa.types.is_fixed_size_list(dt):
+            return pa.list_(vf, dt.list_size)
+        return (pa.list_ if pa.types.is_list(dt) else pa.large_list)(vf)
+    return dt
 
 
 def _encoding_of(dt: pa.DataType) -> int:
@@ -120,6 +161,14 @@ class LanceField:
     arrow: pa.Field
     children: list["LanceField"] = field(default_factory=list)
 
+    @property
+    def storage(self) -> pa.Field:
+        """The field as it is encoded: maps become the lists of ``entries`` structs
+        they are laid out as (see :func:`storage_type`)."""
+        if not has_map(self.arrow.type):
+            return self.arrow
+        return self.arrow.with_type(storage_type(self.arrow.type))
+
     def walk(self):
         yield self
         for c in self.children:
@@ -137,6 +186,8 @@ def _flatten(f: pa.Field, parent: int, out: list) -> LanceField:
     out.append(msg)
     if pa.types.is_struct(dt):
         lf.children = [_flatten(dt.field(i), lf.id, out) for i in range(dt.num_fields)]
+    elif pa.types.is_map(dt):
+        lf.children = [_flatten(dt.field(0), lf.id, out)]  # entries: struct<key, value>
     elif pa.types.is_list(dt) or pa.types.is_large_list(dt):
         lf.children = [_flatten(dt.value_field.with_name("item"), lf.id, out)]
     return lf
