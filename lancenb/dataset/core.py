@@ -204,12 +204,12 @@ class LanceDataset(pads.Dataset):
                 return f
         return None
 
-    def _open_file(self, path: str):
+    def _open_file(self, path: str, legacy: bool = False):
         r = self._readers.get(path)
         if r is None:
             if len(self._readers) >= _READER_CACHE_SIZE:
                 self._readers.pop(next(iter(self._readers)))
-            r = open_data_file(self._store, path)
+            r = open_data_file(self._store, path, legacy)
             self._readers[path] = r
         return r
 

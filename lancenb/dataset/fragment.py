@@ -23,6 +23,7 @@ import pyarrow as pa
 from lancenb.dataset.deletion import deletion_path, read_deletions
 from lancenb.dataset.rowids import decode_row_ids
 from lancenb.errors import CorruptFileError, NotSupportedError
+from lancenb.file.legacy import LegacyFileReader
 from lancenb.file.reader import LanceFileReader
 
 __all__ = ["LanceFragment", "FragmentMetadata", "DataFile"]
@@ -189,7 +190,7 @@ class LanceFragment:
                 wanted[name] = col
             if not wanted:
                 continue
-            reader = self._ds._open_file(df.path)
+            reader = self._ds._open_file(df.path, is_legacy_file(df))
             cols_of = reader._columns_of
             for name, col in wanted.items():
                 try:
@@ -221,8 +222,12 @@ class LanceFragment:
         rpp, out = None, {}
         for fi in used:
             df = self._pb.files[fi]
-            got = read_file_stats(self._ds._open_file(df.path),
-                                  f"fragment {self.fragment_id}, data file {df.path!r}")
+            reader = self._ds._open_file(df.path, is_legacy_file(df))
+            if isinstance(reader, LegacyFileReader):
+                got = _legacy_stats(reader)
+            else:
+                got = read_file_stats(reader, f"fragment {self.fragment_id}, data file "
+                                              f"{df.path!r}")
             if got is None:
                 continue
             if rpp is not None and got[0] != rpp:
@@ -260,7 +265,7 @@ class LanceFragment:
         tasks = []
         for fi, names in groups.items():
             df = self._pb.files[fi]
-            reader = self._ds._open_file(df.path)
+            reader = self._ds._open_file(df.path, is_legacy_file(df))
             if reader.num_rows() != self.physical_rows:
                 raise CorruptFileError(f"fragment {self.fragment_id}: data file {df.path!r} has "
                                        f"{reader.num_rows()} rows, the manifest says "
@@ -304,9 +309,35 @@ def _pool() -> ThreadPoolExecutor:
         return _POOL
 
 
-def open_data_file(store, path: str) -> LanceFileReader:
-    return LanceFileReader(store.uri_of(f"{DATA_DIR}/{path}"),
-                           storage_options=store.storage_options)
+def open_data_file(store, path: str, legacy: bool = False):
+    """A reader of one data file: :class:`LanceFileReader` for 2.x files,
+    :class:`LegacyFileReader` for 0.1 files (``legacy``, from the manifest's
+    DataFile version numbers); both have the same read surface."""
+    uri = store.uri_of(f"{DATA_DIR}/{path}")
+    if legacy:
+        return LegacyFileReader(uri, storage_options=store.storage_options)
+    return LanceFileReader(uri, storage_options=store.storage_options)
+
+
+def _legacy_stats(reader: LegacyFileReader):
+    """A 0.1 file's statistics pages as ``(rows_per_page, {field id: [ColumnStats]})``,
+    or None when it has none or its batches are not all the same size (but the last)."""
+    from lancenb.dataset.stats import ColumnStats
+
+    got = reader.page_statistics(stats_factory=ColumnStats)
+    if got is None:
+        return None
+    starts, stats = got
+    sizes = np.diff(starts)
+    if len(sizes) == 0 or np.any(sizes[:-1] != sizes[0]) or sizes[-1] > sizes[0]:
+        return None
+    return int(sizes[0]), stats
+
+
+def is_legacy_file(df) -> bool:
+    """Whether a DataFile (protobuf or :class:`DataFile`) is a 0.1 file: major 0 with
+    minor 0-2 (0.3 is 2.0, as older manifests record it)."""
+    return int(df.file_major_version) == 0 and int(df.file_minor_version) < 3
 
 
 def read_file_column(reader: LanceFileReader, name: str, offsets: np.ndarray | None):
