@@ -236,10 +236,10 @@ class FileColumns:
             c = self.column(node.column)
             self._expect(c, n)
             kids = [self._read(ch, rows, n) for ch in node.children]
-            count = n if rows is None else len(rows)
-            return pa.StructArray.from_arrays(kids, fields=list(dt)) if kids else \
-                pa.array([{}] * 0, dt) if count == 0 else \
-                pa.Array.from_buffers(dt, count, [None], children=[])
+            if kids:
+                return pa.StructArray.from_arrays(kids, fields=list(dt))
+            return pa.Array.from_buffers(dt, n if rows is None else len(rows), [None],
+                                         children=[])
         if node.kind == "list":
             return self._read_list(node, rows, n)
         c = self.column(node.column)
@@ -311,6 +311,9 @@ class FileColumns:
         bases = np.zeros(num_pages + 1, np.int64)
         for p in range(num_pages):
             enc = c.encoding(p)
+            if enc.WhichOneof("array_encoding") != "list":
+                raise CorruptFileError(f"{c.where}, page {p}: a list column page encoded as "
+                                       f"{enc.WhichOneof('array_encoding')}")
             bases[p + 1] = bases[p] + int(enc.list.num_items)
         starts_l, ends_l, valid_l = [], [], []
         for p, local in pages:
