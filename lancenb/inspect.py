@@ -39,7 +39,7 @@ from lancenb._proto import file2_pb2, file_pb2, table_pb2
 from lancenb.encodings import pb, strategy
 from lancenb.encodings.config import KEYS, config_for_field, is_blob, is_packed
 from lancenb.encodings.page import describe_layout
-from lancenb.encodings.structural import repdef
+from lancenb.encodings.structural import dictarray, repdef
 from lancenb.errors import CorruptFileError, LanceError, NotSupportedError
 from lancenb.file.format import Footer, parse_offset_table
 from lancenb.file.reader import LanceFileReader
@@ -346,8 +346,14 @@ def _explain_page(arr: pa.Array, field: pa.Field, path, version_minor: int) -> d
     if path is not None:
         levels, arr = repdef.shred(arr, path)
     trace = strategy.Trace()
-    _, layout = strategy.encode_page(arr, config_for_field(field), version_minor=version_minor,
-                                     levels=levels, trace=trace)
+    if dictarray.handles(arr.type):  # dictionary columns, empty structs: fixed layouts
+        _, layout = dictarray.encode_page(arr, config_for_field(field),
+                                          version_minor=version_minor, levels=levels,
+                                          why=trace.steps)
+    else:
+        _, layout = strategy.encode_page(arr, config_for_field(field),
+                                         version_minor=version_minor, levels=levels,
+                                         trace=trace)
     out = {"description": describe_layout(layout), "uncompressed_bytes": arr.nbytes}
     out.update(trace.to_dict())
     return out
@@ -391,7 +397,7 @@ def explain(data, field: str | None = None, *, version: str = "2.1",
                     buf.append(c)
                     nbytes += c.nbytes // len(paths)
                 if buf and (c is None or nbytes >= page_budget_bytes):
-                    arr = buf[0] if len(buf) == 1 else pa.concat_arrays(buf)
+                    arr = dictarray.page_array(buf)  # (as LanceFileWriter joins them)
                     e = _explain_page(arr, f, path_, minor)
                     pages.append({"first_row": row, "rows": len(arr),
                                   "chosen": e.pop("description"), **e})

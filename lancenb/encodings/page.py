@@ -15,7 +15,15 @@ import numpy as np
 import pyarrow as pa
 
 from lancenb.encodings import blocks, pb
-from lancenb.encodings.structural import allnull, blob, fullzip, miniblock, nested, repdef
+from lancenb.encodings.structural import (
+    allnull,
+    blob,
+    dictarray,
+    fullzip,
+    miniblock,
+    nested,
+    repdef,
+)
 from lancenb.errors import CorruptFileError, NotSupportedError
 
 __all__ = ["encode_page", "PageDecoder", "PageInfo", "parse_layout",
@@ -27,6 +35,9 @@ def encode_page(arr: pa.Array, *, version_minor: int, config=None, levels=None):
     from lancenb.encodings.config import EncodingConfig
     from lancenb.encodings.strategy import encode_page as encode
 
+    if dictarray.handles(arr.type):  # fixed layouts, as pylance writes them
+        return dictarray.encode_page(arr, config or EncodingConfig(),
+                                     version_minor=version_minor, levels=levels)
     return encode(arr, config or EncodingConfig(), version_minor=version_minor, levels=levels)
 
 
@@ -76,7 +87,6 @@ class PageDecoder:
         """``dtype`` is the column's leaf type; ``chain`` the type the column's arrays
         take for a leaf of a nested field (see :mod:`.structural.repdef`)."""
         self.page = page
-        self.dtype = dtype
         self.where = where
         self.chain = chain
         self._offsets32 = chain is not None and repdef.offsets32(chain)
@@ -84,6 +94,16 @@ class PageDecoder:
         kind = layout.WhichOneof("layout")
         self.kind = kind
         self.layout = layout
+        # a dictionary column decodes its values' type, then becomes dictionary arrays
+        self.dict_type = dtype if pa.types.is_dictionary(dtype) else None
+        self.dtype = dtype = dtype.value_type if self.dict_type is not None else dtype
+        if dictarray.is_empty_struct(dtype):
+            # pylance writes these as simple all-null pages: only the row count counts
+            if kind is None:
+                raise CorruptFileError(f"{where}: page layout is empty")
+            self.kind = "empty_struct"
+            self.impl = None
+            return
         variable = blocks.is_variable(dtype)
         bits = None if variable else blocks.fixed_bits(dtype)
         if kind in ("mini_block_layout", "full_zip_layout") and bits is None and not variable:
@@ -96,12 +116,13 @@ class PageDecoder:
                                                page.sizes, where, dtype, bits)
         elif kind == "constant_layout":
             cl = layout.constant_layout
+            cdt = self.dict_type or dtype  # (all-null pages of dictionary columns)
             if chain is None and (len(page.sizes) or cl.HasField("rep_compression")
                                   or cl.HasField("def_compression")):
                 # a flat column's 2.2 constant page with levels or a value buffer (e.g.
                 # a constant string): decode it as a one-layer chain
-                self.chain = chain = dtype
-            self.impl = allnull.ConstantDecoder(cl, page.num_rows, page.sizes, dtype, where,
+                self.chain = chain = cdt
+            self.impl = allnull.ConstantDecoder(cl, page.num_rows, page.sizes, cdt, where,
                                                 chain)
         elif kind == "blob_layout":
             if chain is not None:
@@ -144,6 +165,13 @@ class PageDecoder:
         return describe_layout(self.layout)
 
     def _to_arrow(self, block, validity) -> pa.Array:
+        if self.dict_type is not None:
+            if isinstance(block, blocks.DictionaryIndices):
+                return dictarray.to_arrow(self.dict_type, block, validity, self.where)
+            return dictarray.from_values(self._plain_arrow(block, validity), self.dict_type)
+        return self._plain_arrow(block, validity)
+
+    def _plain_arrow(self, block, validity) -> pa.Array:
         if isinstance(block, blocks.DictionaryIndices):
             try:
                 return blocks.to_arrow(self.dtype, block, validity)
@@ -158,15 +186,20 @@ class PageDecoder:
 
     def buffer_ranges(self) -> list[tuple[int, int]]:
         """The buffers a full read of the page needs."""
-        if self.kind == "constant_layout":
+        if self.kind in ("constant_layout", "empty_struct"):
             return []
         return self.impl.buffers_for_all(self.page.offsets, self.page.sizes)
 
     def decode_all(self, buffers: list) -> pa.Array:
         """Decode the whole page from the buffers named by :meth:`buffer_ranges`."""
+        if self.kind == "empty_struct":
+            return self._empty_structs(self.page.num_rows)
         if self.kind == "constant_layout":
             return self.impl.array(self.page.num_rows)
         return self._to_arrow(*self.impl.decode_all(buffers))
+
+    def _empty_structs(self, n: int) -> pa.Array:
+        return dictarray.empty_struct_chain(self.chain or self.dtype, n)
 
     # -- nested columns ----------------------------------------------------------
     def _chain(self, block, levels) -> pa.Array:
@@ -208,6 +241,8 @@ class PageDecoder:
     def scan(self, reader, group_bytes: int = 1 << 20) -> list[pa.Array]:
         """The whole page as Arrow arrays, reading and decoding it in pieces of about
         ``group_bytes`` where the layout allows (mini-block), to bound peak memory."""
+        if self.kind == "empty_struct":
+            return [self._empty_structs(self.page.num_rows)]
         if self.chain is not None:
             return [self._nested_rows(reader, None)]
         if self.kind == "blob_layout":
@@ -219,13 +254,15 @@ class PageDecoder:
 
     def read_rows(self, reader, rows: np.ndarray) -> pa.Array:
         """Rows (sorted, page-relative int64, duplicates allowed) of this page."""
+        if self.kind == "empty_struct":
+            return self._empty_structs(len(rows))
         if self.chain is not None:
             rows = np.asarray(rows, np.int64)
             return self._nested_rows(reader, rows)
         if self.kind == "constant_layout":
             return self.impl.array(len(rows))
         if len(rows) == 0:
-            return pa.array([], type=self.dtype)
+            return pa.array([], type=self.dict_type or self.dtype)
         if self.kind == "blob_layout":
             return self.impl.read_rows(reader, self.page.offsets, rows)
         if self.kind == "full_zip_layout":

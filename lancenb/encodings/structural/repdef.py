@@ -51,8 +51,9 @@ _NDEF = {L.REPDEF_ALL_VALID_ITEM: 0, L.REPDEF_NULLABLE_ITEM: 1, L.REPDEF_ALL_VAL
 
 
 def is_nested(dt: pa.DataType) -> bool:
-    """Struct or list types (a fixed-size list is a leaf)."""
-    return pa.types.is_struct(dt) or pa.types.is_list(dt) or pa.types.is_large_list(dt)
+    """Struct or list types (a fixed-size list and an empty struct are leaves)."""
+    return ((pa.types.is_struct(dt) and dt.num_fields > 0) or pa.types.is_list(dt)
+            or pa.types.is_large_list(dt))
 
 
 def _is_list(dt: pa.DataType) -> bool:
@@ -63,7 +64,7 @@ def leaf_paths(dt: pa.DataType, prefix: tuple = ()) -> list[tuple]:
     """Paths (child indices; 0 for a list's item) to every leaf, in pre-order."""
     if pa.types.is_struct(dt):
         if dt.num_fields == 0:
-            raise NotSupportedError("structs without fields are not supported yet")
+            return [prefix]  # an empty struct owns a column
         _no_packed_inside([dt.field(i) for i in range(dt.num_fields)])
         return [p for i in range(dt.num_fields) for p in leaf_paths(dt.field(i).type,
                                                                      prefix + (i,))]
@@ -270,7 +271,7 @@ def shred(arr: pa.Array, path: tuple):
     while True:
         dt = a.type
         valid = _u8_validity(a)
-        if pa.types.is_struct(dt):
+        if is_nested(dt) and not _is_list(dt):
             outer.append((0, valid, None, len(a)))
             a = a.field(path[depth])
         elif _is_list(dt):

@@ -1,0 +1,340 @@
+"""Arrow dictionary columns and empty structs in 2.1/2.2 files.
+
+**Dictionary columns** (``dictionary<values=V, indices=I>``; the Lance field's logical
+type is ``dict:{V}:{I}:false``, its ``encoding`` DICTIONARY) are always written as a
+mini-block page with a page dictionary, as pylance 14 does:
+
+* the Arrow dictionary becomes the page dictionary (buffer 2), block-compressed as
+  any page dictionary (``Variable`` block form for strings and binary, ``Flat`` raw
+  values for fixed-width ones, 1-bit bitmap for booleans; 2.2 wraps either in
+  ``General`` LZ4). Its entries are kept as given: unused and repeated entries stay.
+* the chunk values are the Arrow indices at their own width (int8 → 8 bits, ...,
+  compressed like any integers of that width: Flat, InlineBitpacking or Rle). Null
+  indices become definition levels; the slot of a null holds 0.
+* nulls *inside* the dictionary are moved to the indices first (pylance's
+  normalisation): the null entries are dropped and every index that pointed at one
+  becomes null. ``indices [0, 1, 2]`` over ``["a", None, "c"]`` is written as
+  ``indices [0, null, 1]`` over ``["a", "c"]``, and that is what reads back.
+* a page's rows that arrive in several batches get one dictionary, the batches'
+  dictionaries concatenated and the indices shifted (no de-duplication, as Arrow's
+  concatenation in the reference does): two batches over ``["a", "b"]`` and
+  ``["c", "a"]`` make the page dictionary ``["a", "b", "c", "a"]``. Only when that
+  would overflow the index type are the dictionaries unified instead.
+* a page whose indices are all null is an all-null page (no buffers); it reads back
+  as nulls over an empty dictionary.
+
+Reading gives each page's rows as a ``DictionaryArray`` over that page's dictionary
+(so a multi-page column is a chunked array with one dictionary per page); every
+index is checked against the dictionary's size first (out of range ⇒
+:class:`~lancenb.errors.CorruptFileError`).
+
+**Empty structs** (``struct<>``) own a column of their own, top level or as a struct
+child. pylance writes only those without nulls and outside lists; each page is a
+simple all-null page (``layers [NULLABLE_ITEM]``, no buffers) of the page's row
+count, even inside a struct, and reads back as that many valid empty structs.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+import pyarrow as pa
+
+from lancenb.encodings import blocks, pb
+from lancenb.encodings.structural import allnull, miniblock, repdef
+from lancenb.errors import CorruptFileError, NotSupportedError
+
+__all__ = ["has_dictionary", "is_empty_struct", "handles", "page_array", "encode_page",
+           "encode", "encode_empty_struct", "to_arrow", "from_values", "empty_struct_chain",
+           "check_writable"]
+
+_NP_INDEX = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+
+
+def is_empty_struct(dt: pa.DataType) -> bool:
+    return pa.types.is_struct(dt) and dt.num_fields == 0
+
+
+def handles(dt: pa.DataType) -> bool:
+    """Whether pages of a leaf of type ``dt`` are this module's to write."""
+    return pa.types.is_dictionary(dt) or is_empty_struct(dt)
+
+
+@lru_cache(maxsize=1024)
+def has_dictionary(dt: pa.DataType) -> bool:
+    """Whether ``dt`` is, or holds somewhere inside, a dictionary type."""
+    if pa.types.is_dictionary(dt):
+        return True
+    if pa.types.is_struct(dt):
+        return any(has_dictionary(f.type) for f in dt)
+    if pa.types.is_list(dt) or pa.types.is_large_list(dt) or pa.types.is_fixed_size_list(dt):
+        return has_dictionary(dt.value_type)
+    return False
+
+
+def check_writable(dt: pa.DataType, name: str) -> None:
+    """Refuse what pylance 14 cannot store either: dictionaries of anything but plain
+    values whose logical type has no parameters (pylance cannot parse e.g.
+    ``dict:fixed_size_binary:4:int32:false`` back), and dictionaries of dictionaries."""
+    if pa.types.is_dictionary(dt):
+        v = dt.value_type
+        simple = (blocks.is_variable(v) or pa.types.is_boolean(v) or pa.types.is_integer(v)
+                  or pa.types.is_floating(v))
+        if not simple:
+            raise NotSupportedError(f"column {name!r}: dictionaries of {v} values are not "
+                                    f"supported (pylance 14 cannot read them back either)")
+    elif pa.types.is_struct(dt):
+        for f in dt:
+            check_writable(f.type, name)
+    elif pa.types.is_list(dt) or pa.types.is_large_list(dt):
+        check_writable(dt.value_type, name)
+    elif pa.types.is_fixed_size_list(dt) and has_dictionary(dt.value_type):
+        raise NotSupportedError(f"column {name!r}: dictionaries inside fixed-size lists are "
+                                f"not supported")
+
+
+# -- writing: one page's array --------------------------------------------------------
+def _index_numpy(indices: pa.Array) -> np.ndarray:
+    """The index values as an unsigned numpy view (a copy only if sliced oddly)."""
+    bits = indices.type.bit_width
+    raw = indices.buffers()[1]
+    if raw is None or len(indices) == 0:
+        return np.zeros(0, _NP_INDEX[bits])
+    return np.frombuffer(raw, _NP_INDEX[bits], count=len(indices),
+                         offset=indices.offset * bits // 8)
+
+
+def _rebuild(dt: pa.DictionaryType, idx: np.ndarray, valid: np.ndarray | None,
+             dictionary: pa.Array) -> pa.DictionaryArray:
+    vbuf = None if valid is None or valid.all() else pa.py_buffer(
+        np.packbits(valid, bitorder="little"))
+    idx = np.ascontiguousarray(idx.astype(_NP_INDEX[dt.index_type.bit_width], copy=False))
+    return pa.DictionaryArray.from_buffers(dt, len(idx), [vbuf, pa.py_buffer(idx)],
+                                           dictionary)
+
+
+def _normalise(arr: pa.DictionaryArray) -> pa.DictionaryArray:
+    """Nulls in the dictionary moved to the indices (pylance's normalisation)."""
+    d = arr.dictionary
+    if d.null_count == 0:
+        return arr
+    dvalid = blocks.validity_of(d)
+    new_pos = np.cumsum(dvalid) - 1
+    idx = _index_numpy(arr.indices).astype(np.int64)
+    valid = blocks.validity_of(arr)
+    valid = np.ones(len(arr), bool) if valid is None else valid.copy()
+    if len(idx):
+        inside = idx < len(d)
+        if not np.all(inside[valid]):
+            raise NotSupportedError("dictionary array with indices outside its dictionary")
+        hit = np.where(inside, idx, 0)
+        valid &= dvalid[hit] if len(d) else False
+        idx = np.where(valid, new_pos[hit], 0)
+    return _rebuild(arr.type, idx, valid, d.filter(pa.array(dvalid)))
+
+
+def _concat_dicts(arrays: list) -> pa.DictionaryArray:
+    """Concatenate dictionary arrays as pylance does: dictionaries appended, indices
+    shifted; unified (de-duplicated) only when the index type would overflow."""
+    arrays = [_normalise(a) for a in arrays]
+    if len(arrays) == 1:
+        return arrays[0]
+    dt = arrays[0].type
+    limit = 1 << (dt.index_type.bit_width - (1 if pa.types.is_signed_integer(dt.index_type)
+                                             else 0))
+    if sum(len(a.dictionary) for a in arrays) > limit:
+        unified = pa.chunked_array(arrays, type=dt).unify_dictionaries()
+        arrays = unified.chunks
+        dictionary = arrays[0].dictionary
+        if len(dictionary) > limit:
+            raise NotSupportedError(f"{len(dictionary)} distinct dictionary values do not fit "
+                                    f"{dt.index_type} indices")
+        shifts = [0] * len(arrays)
+    else:
+        dictionary = pa.concat_arrays([a.dictionary for a in arrays])
+        shifts = np.cumsum([0] + [len(a.dictionary) for a in arrays[:-1]]).tolist()
+    idx = np.concatenate([_index_numpy(a.indices).astype(np.int64) + s
+                          for a, s in zip(arrays, shifts)])
+    if any(a.null_count for a in arrays):
+        valid = np.concatenate([np.asarray(a.is_valid(), dtype=bool) for a in arrays])
+        idx[~valid] = 0
+    else:
+        valid = None
+    return _rebuild(dt, idx, valid, dictionary)
+
+
+def _validity_buffer(arrays: list, n: int):
+    if not any(a.null_count for a in arrays):
+        return None
+    valid = np.concatenate([np.asarray(a.is_valid(), dtype=bool) for a in arrays])
+    return pa.py_buffer(np.packbits(valid, bitorder="little"))
+
+
+def _concat(arrays: list, dt: pa.DataType) -> pa.Array:
+    if not has_dictionary(dt):
+        return arrays[0] if len(arrays) == 1 else pa.concat_arrays(arrays)
+    if pa.types.is_dictionary(dt):
+        return _concat_dicts(arrays)
+    n = sum(len(a) for a in arrays)
+    valid = _validity_buffer(arrays, n)
+    if pa.types.is_struct(dt):
+        kids = [_concat([a.field(i) for a in arrays], dt.field(i).type)
+                for i in range(dt.num_fields)]
+        return pa.StructArray.from_buffers(dt, n, [valid], children=kids)
+    if pa.types.is_list(dt) or pa.types.is_large_list(dt):
+        odt = np.int32 if pa.types.is_list(dt) else np.int64
+        parts, values, base = [np.zeros(1, np.int64)], [], 0
+        for a in arrays:
+            o = np.asarray(a.offsets, dtype=np.int64)
+            values.append(a.values.slice(int(o[0]), int(o[-1] - o[0])))
+            parts.append(o[1:] - o[0] + base)
+            base += int(o[-1] - o[0])
+        if odt is np.int32 and base > np.iinfo(np.int32).max:
+            raise NotSupportedError("more than 2^31 list items in one page")
+        offs = np.concatenate(parts).astype(odt)
+        child = _concat(values, dt.value_type)
+        return pa.Array.from_buffers(dt, n, [valid, pa.py_buffer(offs)], children=[child])
+    raise NotSupportedError(f"dictionaries inside {dt} are not supported")
+
+
+def page_array(arrays: list) -> pa.Array:
+    """The one array a page is written from, out of a column's buffered arrays:
+    ``pa.concat_arrays``, except that dictionaries (anywhere inside) are joined and
+    normalised as pylance does (see the module docstring)."""
+    dt = arrays[0].type
+    if not has_dictionary(dt):
+        return arrays[0] if len(arrays) == 1 else pa.concat_arrays(arrays)
+    return _concat(arrays, dt)
+
+
+# -- writing: encoding -------------------------------------------------------------------
+def _items(values: pa.Array, version_minor: int, level):
+    """``(bytes, description)`` of the page dictionary."""
+    from lancenb.encodings.physical import general, variable
+
+    block, _ = blocks.from_arrow(values)
+    if isinstance(block, blocks.Variable):
+        data = variable.encode_block(block)
+        desc = pb.variable(block.offset_bits)
+    elif isinstance(block, blocks.FixedWidth):
+        data = np.ascontiguousarray(block.data[:(block.num_values * block.bits + 7) // 8])
+        desc = pb.flat(block.bits)
+    else:
+        raise NotSupportedError(f"dictionaries of {values.type} values are not supported")
+    if version_minor >= 2:
+        data = np.frombuffer(general.compress(data, general.LZ4, level), np.uint8)
+        desc = pb.e21.CompressiveEncoding(general=pb.e21.General(
+            compression=pb.e21.BufferCompression(scheme=general.LZ4), values=desc))
+    return data, desc
+
+
+def encode(arr: pa.DictionaryArray, cfg, *, version_minor: int, levels=None,
+           why: list[str] | None = None):
+    """One page of a dictionary column: ``(buffers, PageLayout)``. ``arr`` comes from
+    :func:`page_array` (no nulls in its dictionary); with ``levels`` it holds a nested
+    column's value slots and the levels carry the nulls."""
+    from lancenb.encodings.strategy import choose_codec
+
+    why = [] if why is None else why
+    arr = _normalise(arr)
+    if levels is not None:
+        validity = repdef.leaf_validity(levels)
+        if len(arr) == 0 or (validity is not None and not validity.any()):
+            why.append("dictionary: no valid index: all-null page with rep/def levels")
+            return allnull.encode_levels(levels, version_minor=version_minor)
+    else:
+        if len(arr) and arr.null_count == len(arr):
+            why.append("dictionary: every index null: all-null page")
+            return allnull.encode()
+        validity = blocks.validity_of(arr)
+    idx = _index_numpy(arr.indices)
+    if validity is not None:
+        idx = np.where(validity, idx, 0).astype(idx.dtype)
+    k = len(arr.dictionary)
+    ok = idx[validity] if validity is not None else idx
+    if len(ok) and int(ok.max()) >= k:
+        raise NotSupportedError(f"dictionary index {int(ok.max())} is outside the dictionary "
+                                f"({k} values)")
+    bits = arr.type.index_type.bit_width
+    block = blocks.FixedWidth(bits, np.ascontiguousarray(idx).view(np.uint8), len(idx))
+    items, desc = _items(arr.dictionary, version_minor, cfg.compression_level)
+    why.append(f"dictionary column: {k} dictionary values, {bits}-bit indices")
+    codec = choose_codec(arr.type.index_type, block, cfg, why)
+    return miniblock.encode(block, validity, codec=codec, pack_levels=True,
+                            large_chunks=version_minor >= 2, dictionary=(items, desc, k),
+                            levels=levels, version_minor=version_minor)
+
+
+def encode_page(arr: pa.Array, cfg, *, version_minor: int, levels=None,
+                why: list[str] | None = None):
+    """A page of a dictionary or empty-struct leaf (see :func:`handles`)."""
+    if is_empty_struct(arr.type):
+        if why is not None:
+            why.append("empty struct: all-null page without buffers (as pylance)")
+        return encode_empty_struct(arr, levels)
+    return encode(arr, cfg, version_minor=version_minor, levels=levels, why=why)
+
+
+def encode_empty_struct(arr: pa.Array, levels=None):
+    """One page of an empty-struct column: a simple all-null page, as pylance writes
+    it. Nulls (of the struct or above it) and lists above it are refused, as pylance
+    refuses them."""
+    if arr.null_count or (levels is not None and (levels.rep is not None
+                                                  or levels.defs is not None)):
+        raise NotSupportedError("empty structs with nulls, or inside lists or nullable "
+                                "structs, are not supported (pylance 14 refuses them too)")
+    return allnull.encode()
+
+
+# -- reading -------------------------------------------------------------------------------
+def to_arrow(dt: pa.DictionaryType, block: blocks.DictionaryIndices,
+             validity: np.ndarray | None, where: str) -> pa.DictionaryArray:
+    """A page's decoded indices and dictionary as a ``DictionaryArray`` of type ``dt``,
+    every non-null index checked against the dictionary size."""
+    n = block.num_values
+    idx = np.asarray(block.indices[:n])
+    k = len(block.items)
+    if validity is not None:
+        if len(validity) != n:
+            raise CorruptFileError(f"{where}: {len(validity)} validity entries for {n} "
+                                   f"dictionary indices")
+        idx = np.where(validity, idx, 0)
+    if n and int(idx.max(initial=0)) >= k:
+        if k or validity is None or validity.any():
+            bad = int(idx.max())
+            raise CorruptFileError(f"{where}: dictionary index {bad} is out of range (the "
+                                   f"dictionary has {k} values)")
+    it = dt.index_type
+    top = (1 << (it.bit_width - 1)) - 1 if pa.types.is_signed_integer(it) else \
+        (1 << it.bit_width) - 1
+    if n and int(idx.max(initial=0)) > top:
+        raise CorruptFileError(f"{where}: dictionary index {int(idx.max())} does not fit "
+                               f"the column's {it} indices")
+    items = block.items
+    if items.type != dt.value_type:
+        raise CorruptFileError(f"{where}: dictionary of {items.type} for a {dt} column")
+    return _rebuild(dt, idx, validity, items)
+
+
+def from_values(arr: pa.Array, dt: pa.DictionaryType) -> pa.Array:
+    """Plain values read from a page without a dictionary, as dictionary type ``dt``
+    (a robustness path: pylance always writes dictionary columns with a dictionary)."""
+    import pyarrow.compute as pc
+
+    if arr.null_count == len(arr):
+        return pa.nulls(len(arr), dt)
+    enc = pc.dictionary_encode(arr)
+    return _rebuild(dt, _index_numpy(enc.indices).astype(np.int64),
+                    blocks.validity_of(enc), enc.dictionary)
+
+
+def empty_struct_chain(chain: pa.DataType, n: int) -> pa.Array:
+    """``n`` valid rows of ``chain``: structs (each with one child) down to an empty
+    struct."""
+    if is_empty_struct(chain):
+        return pa.StructArray.from_buffers(chain, n, [None], children=[])
+    if not pa.types.is_struct(chain):
+        raise CorruptFileError(f"an empty struct's column under a {chain}")
+    child = empty_struct_chain(chain.field(0).type, n)
+    return pa.StructArray.from_buffers(chain, n, [None], children=[child])
