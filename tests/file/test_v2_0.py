@@ -270,14 +270,20 @@ def test_takes_and_ranges_across_pages(paged, writer):
 
 
 def test_take_reads_only_byte_ranges(tmp_path):
-    t = pa.table({"x": np.arange(200_000, dtype=np.int64),
-                  "s": pa.array([f"row {i}" for i in range(200_000)], pa.large_string())})
+    n = 200_000
+    t = pa.table({"x": np.arange(n, dtype=np.int64),
+                  "s": pa.array([f"row {i}" for i in range(n)], pa.large_string()),
+                  "cat": pa.array(np.array(["p", "q", None])[np.arange(n) % 3]),
+                  "l": pa.ListArray.from_arrays(np.arange(0, 2 * n + 1, 2, dtype=np.int32),
+                                                pa.array(np.arange(2 * n, dtype=np.int32)))})
     path = nb_write(tmp_path / "big.lance", t)
-    r = LanceFileReader(path)
-    before = r._io.stats.bytes_read
-    rows = np.array([5, 77_777, 199_999])
-    assert_tables_equal(r.take_rows(rows).to_table(), t.take(rows))
-    assert r._io.stats.bytes_read - before < 4096
+    assert trees(path)[2] == ["dictionary"]
+    for col in t.column_names:
+        r = LanceFileReader(path, columns=[col])
+        before = r._io.stats.bytes_read
+        rows = np.array([0, 5, 77_777, 199_999])
+        assert_tables_equal(r.take_rows(rows).to_table(), t.select([col]).take(rows))
+        assert r._io.stats.bytes_read - before < 4096, col
 
 
 @pytest.mark.parametrize("writer", ["lancenb", "pylance"])

@@ -302,7 +302,6 @@ class FileColumns:
         c = self.column(node.column)
         self._expect(c, n)
         num_pages = len(c.lengths)
-        infos = {}
         if rows is None:
             pages = [(p, None) for p in range(num_pages)]
         else:
@@ -317,11 +316,14 @@ class FileColumns:
             bases[p + 1] = bases[p] + int(enc.list.num_items)
         starts_l, ends_l, valid_l = [], [], []
         for p, local in pages:
-            infos[p] = info = self._list_offsets(c, p)
-            s, e, v, _ = info
-            if local is not None:
-                s, e = s[local], e[local]
-                v = None if v is None else v[local]
+            got = None if local is None else ranges.list_offsets(self._io, c, p, local)
+            if got is not None:
+                s, e, v = got
+            else:
+                s, e, v, _ = self._list_offsets(c, p)
+                if local is not None:
+                    s, e = s[local], e[local]
+                    v = None if v is None else v[local]
             starts_l.append(s + bases[p])
             ends_l.append(e + bases[p])
             valid_l.append(np.ones(len(s), bool) if v is None else v)

@@ -31,7 +31,7 @@ from lancenb.encodings.physical import general, packed_struct
 from lancenb.errors import CorruptFileError, NotSupportedError
 from lancenb.kernels import fsst as kf
 
-__all__ = ["Page", "decode", "take", "validity_bytes", "uint_values"]
+__all__ = ["Page", "decode", "take", "validity_bytes", "uint_values", "dictionary_take"]
 
 _SCHEMES = {"zstd": general.ZSTD, "lz4": general.LZ4}
 _MAX_DEPTH = 32
@@ -221,8 +221,14 @@ def _dictionary(d, page: Page, n: int, dt: pa.DataType, depth: int) -> pa.Array:
         ind = pa.array(idx.astype(dt.index_type.to_pandas_dtype()),
                        mask=~item_valid[idx.astype(np.int64)] if items.null_count else None)
         return pa.DictionaryArray.from_arrays(ind, items)
+    return dictionary_take(d, page, idx, dt, depth)
+
+
+def dictionary_take(d, page: Page, idx: np.ndarray, dt: pa.DataType, depth: int = 0):
+    """Values of keys ``idx`` (0 = null, k = item k-1) of a dictionary node."""
+    k = int(d.num_dictionary_items)
     items = decode(d.items, page, k, dt, depth + 1)
-    if n and int(idx.max()) > k:
+    if len(idx) and int(idx.max()) > k:
         raise _corrupt(page, f"dictionary index {int(idx.max())} with {k} items")
     idx = idx.astype(np.int64)
     null = idx == 0

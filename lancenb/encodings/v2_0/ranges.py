@@ -20,7 +20,7 @@ from lancenb.errors import CorruptFileError
 from lancenb.kernels import gather as kg
 from lancenb.kernels import slices
 
-__all__ = ["take"]
+__all__ = ["take", "list_offsets"]
 
 # Read the page whole when the wanted bytes are more than this share of it.
 DENSE_SHARE = 0.25
@@ -113,6 +113,11 @@ def take(io, c, p: int, local: np.ndarray, dt: pa.DataType, page_fn) -> pa.Array
         got = _take_binary(io, c, p, local, dt, enc.binary, n)
         if got is not None:
             return got
+    elif k and enc.WhichOneof("array_encoding") == "dictionary" and \
+            not pa.types.is_dictionary(dt):
+        got = _take_dictionary(io, c, p, local, dt, enc.dictionary, n, page_fn)
+        if got is not None:
+            return got
     return dec.take(enc, page_fn(c, p), n, dt, local)
 
 
@@ -129,40 +134,98 @@ def _take_fixed(io, c, p, local, dt, vref, pos, width, dim, n) -> pa.Array:
     return pa.Array.from_buffers(dt, k, [vbuf, pa.py_buffer(out)])
 
 
-def _take_binary(io, c, p, local, dt, b, n):
-    idx = b.indices
+def _u64_ref(enc):
+    """The Buffer of plain u64 values under ``nullable{no_nulls{flat{64}}}``, or None."""
+    if enc.WhichOneof("array_encoding") == "nullable" and \
+            enc.nullable.WhichOneof("nullability") == "no_nulls":
+        enc = enc.nullable.no_nulls.values
+    if not _plain_flat(enc) or enc.flat.bits_per_value != 64:
+        return None
+    return enc.flat.buffer
+
+
+def _gather(io, pos: int, idx: np.ndarray, width: int, where: str) -> np.ndarray:
+    buf, at = io.read_ranges_np(pos + width * idx, np.full(len(idx), width, np.int64))
+    raw = np.empty(width * len(idx), np.uint8)
+    if kg.gather_fixed(buf, at, width, raw) != kg.OK:
+        raise CorruptFileError(f"{where}: values outside what was read")
+    return raw
+
+
+def _ends_at(io, c, p, ref, local, n, adj):
+    """``(starts, ends, null)`` of rows ``local`` from u64 end offsets with a null
+    adjustment, reading only the offsets of those rows and of the rows before them."""
+    where = f"{c.where}, page {p}"
+    opos, osize = _buffer_pos(c, p, ref)
+    if osize < 8 * n:
+        raise CorruptFileError(f"{where}: {osize} bytes of offsets for {n} rows")
+    k = len(local)
+    prev = local - 1
+    want = np.concatenate([local, prev[prev >= 0]])
+    vals = _gather(io, opos, want, 8, where).view("<u8")
+    if len(vals) and int(vals.max()) >= 1 << 62:
+        raise CorruptFileError(f"{where}: offset {int(vals.max())} is out of range")
+    vals = vals.astype(np.int64)
+    null_all = (vals >= adj) if adj > 0 else np.zeros(len(vals), bool)
+    vals = np.where(null_all, vals - adj, vals)
+    starts = np.zeros(k, np.int64)
+    starts[prev >= 0] = vals[k:]
+    ends = vals[:k]
+    if np.any(ends < starts):
+        raise CorruptFileError(f"{where}: offsets go backwards")
+    return starts, ends, null_all[:k]
+
+
+def list_offsets(io, c, p: int, local: np.ndarray):
+    """``(starts, ends, validity or None)`` of rows ``local`` of a list offsets page,
+    or None when reading the page whole is the better plan."""
+    lst = c.encoding(p).list
+    ref = _u64_ref(lst.offsets)
+    n = int(c.lengths[p])
+    if ref is None or 16 * len(local) >= DENSE_SHARE * 8 * n:
+        return None
+    starts, ends, null = _ends_at(io, c, p, ref, local, n, int(lst.null_offset_adjustment))
+    if len(ends) and int(ends.max()) > int(lst.num_items):
+        raise CorruptFileError(f"{c.where}, page {p}: list offsets past the page's "
+                               f"{int(lst.num_items)} items")
+    return starts, ends, (~null if null.any() else None)
+
+
+def _take_dictionary(io, c, p, local, dt, d, n, page_fn):
+    idx = d.indices
     if idx.WhichOneof("array_encoding") == "nullable" and \
             idx.nullable.WhichOneof("nullability") == "no_nulls":
         idx = idx.nullable.no_nulls.values
-    if not _plain_flat(idx) or idx.flat.bits_per_value != 64 or not _plain_flat(b.bytes) or \
-            b.bytes.flat.bits_per_value != 8:
+    if not _plain_flat(idx) or idx.flat.bits_per_value not in (8, 16, 32, 64):
         return None
-    opos, osize = _buffer_pos(c, p, idx.flat.buffer)
+    width = int(idx.flat.bits_per_value) // 8
+    pos, size = _buffer_pos(c, p, idx.flat.buffer)
+    if size < n * width:
+        raise CorruptFileError(f"{c.where}, page {p}: {size} bytes of indices for {n} rows")
+    if len(local) * width >= DENSE_SHARE * size:
+        return None
+    keys = _gather(io, pos, local, width, f"{c.where}, page {p}").view(f"<u{width}")
+    # the items: every page buffer except the indices (a tiny read)
+    skip = int(idx.flat.buffer.buffer_index)
+    want = [(o, z) for i, (o, z) in enumerate(zip(c.offsets[p], c.sizes[p])) if i != skip]
+    bufs = iter(io.read_ranges(want))
+    page = dec.Page([np.zeros(0, np.uint8) if i == skip else np.frombuffer(next(bufs), np.uint8)
+                     for i in range(len(c.offsets[p]))], f"{c.where}, page {p}")
+    return dec.dictionary_take(d, page, keys, dt)
+
+
+def _take_binary(io, c, p, local, dt, b, n):
+    ref = _u64_ref(b.indices)
+    if ref is None or not _plain_flat(b.bytes) or b.bytes.flat.bits_per_value != 8:
+        return None
+    osize = _buffer_pos(c, p, ref)[1]
     bpos, bsize = _buffer_pos(c, p, b.bytes.flat.buffer)
-    if osize < 8 * n:
-        raise CorruptFileError(f"{c.where}, page {p}: {osize} bytes of offsets for {n} rows")
     k = len(local)
     if 16 * k >= DENSE_SHARE * (osize + bsize):
         return None
-    prev = local - 1
-    want = np.concatenate([local, prev[prev >= 0]])
-    buf, at = io.read_ranges_np(opos + 8 * want, np.full(len(want), 8, np.int64))
-    raw = np.empty(8 * len(want), np.uint8)
-    if kg.gather_fixed(buf, at, 8, raw) != kg.OK:
-        raise CorruptFileError(f"{c.where}, page {p}: offsets outside what was read")
-    vals = raw.view("<u8")
-    if len(vals) and int(vals.max()) >= 1 << 62:
-        raise CorruptFileError(f"{c.where}, page {p}: string offset out of range")
-    vals = vals.astype(np.int64)
-    adj = int(b.null_adjustment)
-    null_all = (vals >= adj) if adj > 0 else np.zeros(len(vals), bool)
-    vals = np.where(null_all, vals - adj, vals)
-    ends = vals[:k]
-    null = null_all[:k]
-    starts = np.zeros(k, np.int64)
-    starts[prev >= 0] = vals[k:]
+    starts, ends, null = _ends_at(io, c, p, ref, local, n, int(b.null_adjustment))
     lens = ends - starts
-    if np.any(lens < 0) or np.any(ends > bsize):
+    if np.any(ends > bsize):
         raise CorruptFileError(f"{c.where}, page {p}: string offsets go backwards or past the "
                                f"{bsize} bytes of the page")
     lens = np.where(null, 0, lens)
