@@ -225,10 +225,10 @@ class LanceFileReader:
     def _find_leaves(self, field_idx: int):
         f = self._fields[field_idx]
         ci = self._columns_of[field_idx]
-        if not repdef.is_nested(f.arrow.type) or is_packed(f.arrow):
+        if not repdef.is_nested(f.storage.type) or is_packed(f.arrow):
             return [(ci, None, f.name)]
         out = []
-        for i, path in enumerate(repdef.leaf_paths(f.arrow.type)):
+        for i, path in enumerate(repdef.leaf_paths(f.storage.type)):
             node, names = f, [f.name]
             for step in path:
                 node = node.children[step]
@@ -279,9 +279,9 @@ class LanceFileReader:
         out = []
         for ci, path, name in self._leaves(field_idx):
             if path is None:
-                leaf_t, chain = f.arrow.type, None
+                leaf_t, chain = f.storage.type, None
             else:
-                chain = repdef.chain_type(f.arrow.type, path)
+                chain = repdef.chain_type(f.storage.type, path)
                 leaf_t = chain
                 while repdef.is_nested(leaf_t):
                     leaf_t = (leaf_t.field(0).type if pa.types.is_struct(leaf_t)
@@ -334,16 +334,19 @@ class LanceFileReader:
     def _merge(self, field_idx: int, columns: list[list[pa.Array]]) -> pa.ChunkedArray:
         """One field's array from its columns' arrays (leaves of nested fields joined)."""
         f = self._fields[field_idx]
-        if len(columns) == 1 and (not repdef.is_nested(f.arrow.type) or is_packed(f.arrow)):
+        st = f.storage.type  # maps are read as the lists of entries they are stored as
+        if len(columns) == 1 and (not repdef.is_nested(st) or is_packed(f.arrow)):
             return pa.chunked_array(columns[0], type=f.arrow.type)
         chains = []
         for (_, path, _), parts in zip(self._leaves(field_idx), columns):
             if len(parts) == 1:
                 chains.append(parts[0])
             else:
-                ct = repdef.chain_type(f.arrow.type, path)
+                ct = repdef.chain_type(st, path)
                 chains.append(pa.concat_arrays(parts) if parts else pa.array([], type=ct))
-        arr = repdef.merge(f.arrow.type, chains, f"file {self.path!r}, field {f.name!r}")
+        arr = repdef.merge(st, chains, f"file {self.path!r}, field {f.name!r}")
+        if st is not f.arrow.type:
+            arr = arr.view(f.arrow.type)
         return pa.chunked_array([arr], type=f.arrow.type)
 
     def _read_column_all(self, field_idx: int) -> pa.ChunkedArray:

@@ -16,7 +16,7 @@ from lancenb.encodings.structural import blob, dictarray, repdef
 from lancenb.encodings.v2_0.writing import FileWriter as _FileWriter2_0
 from lancenb.errors import InvalidInputError, LanceError, NotSupportedError, SchemaError
 from lancenb.file.format import FOOTER_SIZE, PAD_BYTE, PAGE_ALIGN, Footer, pack_offset_table
-from lancenb.file.schema import schema_to_fields
+from lancenb.file.schema import has_map, schema_to_fields, storage_type
 from lancenb.file.version import FileVersion
 
 __all__ = ["LanceFileWriter"]
@@ -112,6 +112,11 @@ class LanceFileWriter:
 
     # -- setup ---------------------------------------------------------------
     def _set_schema(self, schema: pa.Schema) -> None:
+        if self.version is not FileVersion.V2_2 and any(has_map(f.type) for f in schema):
+            name = next(f.name for f in schema if has_map(f.type))
+            self._fail(NotSupportedError(
+                f"column {name!r}: map types need file version 2.2 (pylance refuses them in "
+                f"{self.version.label} too)"))
         if self.version is FileVersion.V2_0:
             try:
                 schema_to_fields(schema)  # checks every type is storable
@@ -125,7 +130,11 @@ class LanceFileWriter:
                 self._schema_metadata.setdefault(k.decode(), v)
             self._columns = self._v20.columns
             return
-        for f in schema:
+        # maps are encoded as the list<entries: struct<key, value>> they are laid out as
+        self._maps = [has_map(f.type) for f in schema]
+        store = pa.schema([f.with_type(storage_type(f.type)) if m else f
+                           for f, m in zip(schema, self._maps)])
+        for f in store:
             if is_packed(f):
                 if packed_struct.child_bits(f.type) is None:
                     self._fail(NotSupportedError(
@@ -149,7 +158,7 @@ class LanceFileWriter:
             self._schema_metadata.setdefault(k.decode(), v)
         try:
             self._columns = []
-            for i, f in enumerate(schema):
+            for i, f in enumerate(store):
                 if not repdef.is_nested(f.type) or is_packed(f):
                     self._columns.append(_Column(f, config_for_field(f, self._base_config), i))
                     continue
@@ -215,6 +224,8 @@ class LanceFileWriter:
                 self._fail(e)
         for col in (self._columns if self._v20 is None else []):
             arr = batch.column(col.top)
+            if self._maps[col.top]:
+                arr = arr.view(col.field.type)
             if len(arr):
                 col.arrays.append(arr)
                 col.nbytes += arr.nbytes // col.share
@@ -225,6 +236,11 @@ class LanceFileWriter:
     def _flush(self, col: _Column) -> None:
         if not col.arrays:
             return
+        groups = dictarray.page_groups(col.arrays)  # one, unless dictionaries overflow
+        for group in groups[:-1]:
+            col.arrays = group
+            self._flush(col)
+        col.arrays = groups[-1]
         arr = dictarray.page_array(col.arrays)  # (dictionaries joined as pylance does)
         col.arrays, col.nbytes = [], 0
         levels = None

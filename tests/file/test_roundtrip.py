@@ -140,10 +140,14 @@ def test_schema_mismatch_and_unsupported_types(tmp_path):
     with pytest.raises(SchemaError):
         w.write_batch(pa.table({"x": pa.array([1.0])}))
     w.close()
-    with pytest.raises(NotSupportedError, match="not supported"):
+    with pytest.raises(NotSupportedError, match="need file version 2.2"):
         LanceFileWriter(str(tmp_path / "b.lance"),
                         pa.schema([("m", pa.map_(pa.string(), pa.int32()))]))
     assert not (tmp_path / "b.lance").exists()
+    with pytest.raises((NotSupportedError, SchemaError)):
+        LanceFileWriter(str(tmp_path / "u.lance"),
+                        pa.schema([("u", pa.dense_union([pa.field("i", pa.int32())]))]))
+    assert not (tmp_path / "u.lance").exists()
     with pytest.raises(InvalidInputError, match="unknown file version"):
         LanceFileWriter(str(tmp_path / "c.lance"), version="9.9")
 
