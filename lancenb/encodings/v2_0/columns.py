@@ -353,9 +353,9 @@ class FileColumns:
         large = pa.types.is_large_list(dt)
         if not large and int(item_offsets[-1]) > np.iinfo(np.int32).max:
             raise NotSupportedError(f"{c.where}: more than 2^31 list items in one read")
-        offs = pa.array(item_offsets, pa.int64() if large else pa.int32())
+        offs = item_offsets if large else item_offsets.astype(np.int32)
         vbuf = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
-        return pa.Array.from_buffers(dt, count, [vbuf, offs.buffers()[1]], children=[items])
+        return pa.Array.from_buffers(dt, count, [vbuf, pa.py_buffer(offs)], children=[items])
 
     def _read_blob(self, c: _Column, rows, dt) -> pa.Array:
         desc = self._read_leaf(c, rows, BLOB_TYPE)

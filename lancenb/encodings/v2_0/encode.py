@@ -139,7 +139,12 @@ def binary_tree(arr: pa.Array, bufs: _Buffers) -> E.ArrayEncoding:
 def _use_dictionary(arr: pa.Array) -> bool:
     if len(arr) < DICT_MIN_ROWS:
         return False
-    return pc.count_distinct(arr, mode="only_valid").as_py() < DICT_MAX_ITEMS
+    # like pylance's estimate, which stops at the threshold: a prefix with too many
+    # values settles it without hashing the whole page
+    for probe in (arr.slice(0, 4 * DICT_MAX_ITEMS), arr):
+        if pc.count_distinct(probe, mode="only_valid").as_py() >= DICT_MAX_ITEMS:
+            return False
+    return True
 
 
 def _dictionary(arr: pa.Array, bufs: _Buffers) -> E.ArrayEncoding:
