@@ -138,10 +138,14 @@ class LanceFileReader:
         tail = self._io.read(tail_start, size - tail_start)
         footer = Footer.parse(tail, size, self.path)
         self.version = version_from_footer(footer.major, footer.minor, self.path)
-        if self.version not in (FileVersion.V2_0, FileVersion.V2_1, FileVersion.V2_2):
-            raise NotSupportedError(f"file {self.path!r} is a Lance {self.version.label} file "
-                                    f"(footer version {footer.major}.{footer.minor}); lancenb "
-                                    f"reads 2.0, 2.1 and 2.2 files")
+        if self.version is FileVersion.LEGACY:
+            # a 0.1 file has another container altogether: this object becomes a
+            # LegacyFileReader (same read surface), so one class opens every version
+            from lancenb.file.legacy import LegacyFileReader
+
+            self.__class__ = LegacyFileReader
+            LegacyFileReader.__init__(self, path, storage_options, columns)
+            return
         gbo = parse_offset_table(
             self._slice(tail, tail_start, footer.gbo_position, 16 * footer.num_global_buffers),
             footer.num_global_buffers, footer.cmo_position, "global buffer", self.path)

@@ -91,3 +91,23 @@ def test_file_written_with_unknown_version_is_not_supported(tmp_path):
     with pytest.raises(NotSupportedError, match=r"2\.7") as e:
         LanceFileReader(str(p))
     assert isinstance(e.value, LanceError)
+
+
+@pytest.mark.parametrize("version", ["legacy", "2.0", "2.1", "2.2"])
+def test_one_reader_opens_every_version(tmp_path, version):
+    """LanceFileReader opens a data file of any version (0.1 through LegacyFileReader)."""
+    import glob
+
+    from lancenb.file import LanceFileReader, LegacyFileReader
+    from tests._tables import assert_tables_equal
+
+    t = pa.table({"a": pa.array(range(50)), "s": pa.array([f"x{i % 3}" for i in range(50)])})
+    lance.write_dataset(t, str(tmp_path / "d"), data_storage_version=version)
+    (path,) = glob.glob(str(tmp_path / "d" / "data" / "*.lance"))
+    r = LanceFileReader(path)
+    assert r.version is FileVersion.resolve(version)
+    assert isinstance(r, LegacyFileReader) == (version == "legacy")
+    assert_tables_equal(r.read_all().to_table(), t)
+    assert_tables_equal(r.take_rows([49, 0, 7]).to_table(), t.take([49, 0, 7]))
+    assert_tables_equal(LanceFileReader(path, columns=["s"]).read_range(3, 10).to_table(),
+                        t.select(["s"]).slice(3, 10))
