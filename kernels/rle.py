@@ -15,7 +15,8 @@ In a mini-block page each chunk has its own pair of value buffers (``num_buffers
 chunk (bounds ``[0, n]``: pylance 14 does not cut block runs at chunk bounds).
 
 Encoding: ``plan_chunks`` (chunk bounds as the reference picks them), then
-``encode_count`` (runs per chunk) and ``encode_fill``. Decoding: ``decode_chunks``
+``encode_count`` (runs per chunk) and ``encode_fill``; ``encode_blocks`` writes the
+block form, one block per chunk (2.2 level blocks of mini-block chunks). Decoding: ``decode_chunks``
 and ``decode_block`` check every chunk before writing any output, and reject what the
 reference's reader rejects: values not a whole number of ``width``, run and length
 counts that differ, zero-length runs, and lengths that do not add up to exactly the
@@ -231,6 +232,65 @@ def encode_fill(data, width, bounds, length_width, run_starts, out_values, out_l
         return _fill_words(data.view(np.uint16), bounds, length_width, run_starts,
                            out_values.view(np.uint16), out_lengths)
     return _fill_words(data, bounds, length_width, run_starts, out_values, out_lengths)
+
+
+@kernel
+def _block_words(vals, width, bounds, length_width, block_starts, out):
+    max_run = _max_run(length_width)
+    for c in range(bounds.shape[0] - 1):
+        chunk = vals[bounds[c]:bounds[c + 1]]
+        m = chunk.shape[0]
+        runs = np.int64(0)
+        start = 0
+        for k in range(1, m + 1):
+            if k == m or chunk[k] != chunk[k - 1]:
+                runs += (k - start + max_run - 1) // max_run
+                start = k
+        base = block_starts[c]
+        if base < 0 or base + 8 + runs * (width + length_width) > out.shape[0]:
+            return BAD_SIZE
+        write_uint(out, base, runs * width, 8)
+        vp = base + 8
+        lp = vp + runs * width
+        start = 0
+        for k in range(1, m + 1):
+            if k == m or chunk[k] != chunk[k - 1]:
+                left = k - start
+                while left > 0:
+                    piece = min(left, max_run)
+                    write_uint(out, vp, chunk[start], width)
+                    write_uint(out, lp, piece, length_width)
+                    vp += width
+                    lp += length_width
+                    left -= piece
+                start = k
+    return OK
+
+
+@kernel
+def encode_blocks(data, width, bounds, length_width, block_starts, out):
+    """Each chunk ``[bounds[c], bounds[c + 1])`` of ``data`` in the block form ``u64
+    values byte length | values | lengths`` at ``out[block_starts[c]:]``. A block
+    takes ``8 + runs * (width + length_width)`` bytes, with the runs from
+    :func:`encode_count`. Returns OK or a status (``BAD_SIZE`` when a block would not
+    fit in ``out``)."""
+    if not _widths_ok(width, length_width):
+        return BAD_WIDTH
+    if data.shape[0] % width != 0:
+        return BAD_SIZE
+    n = data.shape[0] // width
+    if not _bounds_ok(bounds, n) or block_starts.shape[0] < bounds.shape[0] - 1:
+        return BAD_SIZE
+    if width == 8:
+        return _block_words(data.view(np.uint64), width, bounds, length_width,
+                            block_starts, out)
+    if width == 4:
+        return _block_words(data.view(np.uint32), width, bounds, length_width,
+                            block_starts, out)
+    if width == 2:
+        return _block_words(data.view(np.uint16), width, bounds, length_width,
+                            block_starts, out)
+    return _block_words(data, width, bounds, length_width, block_starts, out)
 
 
 # -- decoding -------------------------------------------------------------------------------

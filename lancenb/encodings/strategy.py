@@ -301,4 +301,4 @@ def encode_page(arr: pa.Array, cfg: EncodingConfig, *, version_minor: int,
     codec = choose_codec(arr_type if dictionary else arr.type, block, cfg, why)
     return miniblock.encode(block, validity, codec=codec, pack_levels=True,
                             large_chunks=version_minor >= 2, dictionary=dictionary,
-                            levels=levels)
+                            levels=levels, version_minor=version_minor)

@@ -138,18 +138,22 @@ def description(block: FixedWidth):
         inline_bitpacking=pb.e21.InlineBitpacking(uncompressed_bits_per_value=block.bits))
 
 
-def encode_levels(levels: np.ndarray, bounds: np.ndarray):
-    """Compress each chunk's u16 levels with the page's block compressor.
+def encode_levels(levels: np.ndarray, bounds: np.ndarray, *, flat: bool | None = None):
+    """Compress each chunk's u16 levels with the page's bitpacking block compressor.
 
     As the reference chooses: at most 1024 levels in the page → InlineBitpacking(16)
-    when that is smaller than raw u16s, else Flat(16); more → OutOfLineBitpacking at
-    the page's width. Returns ``(src, starts, sizes, description)``.
+    unless the packed bits alone (``1024 * W / 8`` bytes, pylance 14's test) are no
+    smaller than the raw u16s, then Flat(16) (``flat`` forces the choice); more →
+    OutOfLineBitpacking at the page's width. Returns ``(src, starts, sizes,
+    description)``. (:mod:`.levels` adds 2.2's RLE to the choice.)
     """
     n = len(levels)
     width = int(kb.bit_width(levels)) if n else 0
     counts = np.diff(bounds)
     if n <= CHUNK:
-        if (1 + width * CHUNK // 16) * 2 >= 2 * n:
+        if flat is None:
+            flat = width * CHUNK // 8 >= 2 * n
+        if flat:
             return levels.view(np.uint8), bounds[:-1] * 2, counts * 2, pb.flat(16)
         words = np.array([int(kb.inline_chunk_words(levels[bounds[i]:bounds[i + 1]]).sum())
                           for i in range(len(counts))], dtype=np.int64)

@@ -5,9 +5,12 @@
 absent means every value is null) and compressed rep/def levels (fields 7..10).
 A simple page (no list or struct levels) has **no buffers**. A complex page (levels
 of a nested column whose leaf has no valid value) has two buffers: the rep levels
-and the def levels, each raw u16 (an empty buffer when absent). In 2.2 the
-description names their compression (``Flat(16)``, or pylance's ``Rle`` block form:
-``u64 values byte length | u16 values | u8 run lengths``) and counts.
+and the def levels, each raw u16 in 2.1 (an empty buffer when absent). In 2.2 each is
+one compressed block whose compression and count the description names: ``Flat(16)``,
+bitpacked (``InlineBitpacking``/``OutOfLineBitpacking``), or pylance's ``Rle`` block
+form ``u64 values byte length | u16 values | u8 run lengths`` (3000 null lists: rep
+and def ``b8 0b 00 00 00 00 00 00 | 01 00 x 12 | ff x 11, 195``), chosen as in
+mini-block pages (:mod:`lancenb.encodings.physical.levels`).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from lancenb.encodings.blocks import (
     offset_bits,
     to_arrow,
 )
+from lancenb.encodings.physical import levels as level_codec
 from lancenb.encodings.structural import repdef
 from lancenb.errors import CorruptFileError, NotSupportedError
 
@@ -40,21 +44,25 @@ def encode():
 
 
 def encode_levels(levels, *, version_minor: int):
-    """An all-null page of a nested column: its rep and def levels, raw u16."""
+    """An all-null page of a nested column: its rep and def levels, each one block
+    (2.1: raw u16; 2.2: compressed as pylance 14 does, :mod:`.physical.levels`)."""
     layout = pb.e21.PageLayout()
     c = layout.constant_layout
     c.layers.extend(levels.layers)
-    empty = np.zeros(0, np.uint8)
-    rep = empty if levels.rep is None else levels.rep.view(np.uint8)
-    defs = empty if levels.defs is None else levels.defs.view(np.uint8)
-    if version_minor >= 2:
-        if levels.rep is not None:
-            c.rep_compression.CopyFrom(pb.flat(16))
-            c.num_rep_values = levels.num_levels
-        if levels.defs is not None:
-            c.def_compression.CopyFrom(pb.flat(16))
-            c.num_def_values = levels.num_levels
-    return [rep, defs], layout
+    buffers = []
+    for name, lv in (("rep", levels.rep), ("def", levels.defs)):
+        if lv is None:
+            buffers.append(np.zeros(0, np.uint8))
+            continue
+        if version_minor < 2:
+            buffers.append(lv.view(np.uint8))
+            continue
+        src, _, _, desc = level_codec.encode_levels(
+            lv, np.array([0, len(lv)], np.int64), version_minor=version_minor)
+        buffers.append(src)
+        getattr(c, f"{name}_compression").CopyFrom(desc)
+        setattr(c, f"num_{name}_values", levels.num_levels)
+    return buffers, layout
 
 
 def _decode_levels(buf, enc, count: int, where: str) -> np.ndarray:

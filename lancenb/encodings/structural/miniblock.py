@@ -19,7 +19,8 @@ import numpy as np
 from lancenb.encodings import pb, physical
 from lancenb.encodings.blocks import DictionaryIndices, FixedWidth, Variable, to_arrow
 from lancenb.encodings.cache import CachedState
-from lancenb.encodings.physical import bitpacking, flat, variable
+from lancenb.encodings.physical import flat, variable
+from lancenb.encodings.physical import levels as level_codec
 from lancenb.encodings.structural import repdef
 from lancenb.encodings.structural.nested import NestedPages
 from lancenb.errors import CorruptFileError, NotSupportedError
@@ -71,11 +72,13 @@ def repetition_index(rep: np.ndarray, max_rep: int, lb: np.ndarray) -> np.ndarra
 
 
 def encode(block, validity: np.ndarray | None, *, codec=None, pack_levels: bool = False,
-           large_chunks: bool = False, dictionary=None, levels=None):
+           large_chunks: bool = False, dictionary=None, levels=None,
+           version_minor: int = 1):
     """Encode one page: ``(buffers, PageLayout)``.
 
     ``codec`` (from the strategy) cuts the values into chunk buffers and describes
-    them; by default Flat or Variable. ``pack_levels`` bitpacks the definition levels.
+    them; by default Flat or Variable. ``pack_levels`` compresses the rep/def levels
+    (bitpacked; in 2.2, ``version_minor`` 2, also RLE: :mod:`.physical.levels`).
     ``dictionary`` is ``(items bytes, description, count)`` when ``block`` holds
     dictionary indices; the items become page buffer 2. ``levels`` (a
     :class:`~lancenb.encodings.structural.repdef.Levels`) replaces ``validity`` for
@@ -108,7 +111,8 @@ def encode(block, validity: np.ndarray | None, *, codec=None, pack_levels: bool 
             if lv is None:
                 continue
             if pack_levels:
-                src, st, sz, ldesc = bitpacking.encode_levels(lv, lb)
+                src, st, sz, ldesc = level_codec.encode_levels(lv, lb,
+                                                               version_minor=version_minor)
             else:
                 src, st, sz, ldesc = lv.view(np.uint8), lb[:-1] * 2, num_levels * 2, \
                     pb.flat(16)
@@ -131,7 +135,8 @@ def encode(block, validity: np.ndarray | None, *, codec=None, pack_levels: bool 
     elif validity is not None:
         defs = (~validity).astype(np.uint16)
         if pack_levels:
-            lsrc, lstarts, lsizes, ldesc = bitpacking.encode_levels(defs, bounds)
+            lsrc, lstarts, lsizes, ldesc = level_codec.encode_levels(
+                defs, bounds, version_minor=version_minor)
             layout.def_compression.CopyFrom(ldesc)
         else:
             lsrc, lstarts, lsizes = defs.view(np.uint8), bounds[:-1] * 2, counts * 2
