@@ -112,3 +112,29 @@ def test_unknown_version_names_are_refused(tmp_path):
         lancenb.write_dataset(_table(10), str(tmp_path / "y"), data_storage_version="next")
     assert not (tmp_path / "x" / "_versions").exists()
     assert not (tmp_path / "y" / "_versions").exists()
+
+
+def test_2_0_dataset_lifecycle_through_lancenb(tmp_path):
+    """Every lancenb operation that writes files keeps writing 2.0 files in a 2.0
+    dataset, and pylance reads each version the same."""
+    path = str(tmp_path / "d")
+    n = 1000
+    t = pa.table({"id": np.arange(n), "s": pa.array([{"a": i, "b": str(i)} for i in range(n)]),
+                  "l": pa.array([[i] for i in range(n)])})
+    lancenb.write_dataset(t, path, data_storage_version="2.0", max_rows_per_file=300)
+    extra = pa.table({"id": np.array([5, 2000]), "s": pa.array([{"a": -1, "b": "x"}] * 2),
+                      "l": pa.array([[1], [2]]), "z": np.array([0, 0])})
+    steps = [lambda ds: ds.add_columns({"z": "id * 2"}),
+             lambda ds: ds.update({"id": "id + 1"}, where="id < 10"),
+             lambda ds: ds.merge_insert("id").when_matched_update_all()
+             .when_not_matched_insert_all().execute(extra),
+             lambda ds: ds.drop_columns(["z"]),
+             lambda ds: ds.optimize.compact_files(),
+             lambda ds: ds.alter_columns({"path": "l", "name": "ll"})]
+    for step in steps:
+        step(lancenb.dataset(path))
+        assert_tables_equal(lancenb.dataset(path).to_table(), lance.dataset(path).to_table())
+    frags = lance.dataset(path).get_fragments()
+    assert {(df.file_major_version, df.file_minor_version)
+            for f in frags for df in f.data_files()} == {(2, 0)}
+    assert lance.dataset(path).count_rows() == n + 1
