@@ -128,7 +128,9 @@ class _List:
         self.child.add(arr.values.slice(int(offs[0]), int(offs[-1] - offs[0])))
         self.lengths.append(np.diff(offs))
         self.valid.append(blocks.validity_of(arr))
-        self.nbytes += 8 * len(arr)
+        # as pylance counts it: the Arrow offsets, plus the validity when there is one
+        width = 8 if pa.types.is_large_list(arr.type) else 4
+        self.nbytes += width * (len(arr) + 1) + (-(-len(arr) // 8) if arr.null_count else 0)
         if self.nbytes >= self.w.budget:
             self.flush()
 
