@@ -157,6 +157,21 @@ def _split(runs: _Runs, max_rows: int) -> list[_Runs]:
     return [_Runs(b[i:j], s[i:j], n[i:j]) for i, j in zip(bounds[:-1], bounds[1:])]
 
 
+def _to_py(arr: pa.Array) -> list:
+    """Python values; a value Python cannot hold (a date sentinel such as i32::MIN
+    days) becomes None, i.e. unknown."""
+    try:
+        return arr.to_pylist()
+    except (OverflowError, ValueError):
+        out = []
+        for i in range(len(arr)):
+            try:
+                out.append(arr[i].as_py())
+            except (OverflowError, ValueError):
+                out.append(None)
+        return out
+
+
 def _packed_index(runs: _Runs):
     """For per-run arrays of ``n + 1`` offsets packed back to back: the index of each
     item's first offset, and of each run's first and last offset."""
@@ -671,7 +686,7 @@ class LegacyFileReader:
             kids = {c.name: c for c in top.children if c.name in _STATS_CHILDREN}
             if len(kids) < 3:
                 continue
-            vals = {k: self._field(ctx, c, c.arrow.type, runs).to_pylist()
+            vals = {k: _to_py(self._field(ctx, c, c.arrow.type, runs))
                     for k, c in kids.items()}
             data_field = self._by_id.get(int(top.name))
             if data_field is None:
