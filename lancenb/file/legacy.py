@@ -623,7 +623,11 @@ class LegacyFileReader:
             major_version=major, minor_version=minor, global_buffers=[], columns=cols)
 
     def _encoding_name(self, lf) -> str:
-        return file_pb2.Encoding.Name(self._protos[lf.id].encoding).lower()
+        code = self._protos[lf.id].encoding
+        try:
+            return file_pb2.Encoding.Name(code).lower()
+        except ValueError:
+            return f"unknown({code})"
 
     def _page_bytes(self, lf, n: int) -> int:
         """Bytes at the page position (the offsets, for strings)."""
@@ -681,7 +685,8 @@ class LegacyFileReader:
         batch_rows = np.diff(self._batch_offsets).tolist()
         out: dict[int, list] = {}
         for top in tops:
-            if not top.name.isdigit() or not pa.types.is_struct(top.arrow.type):
+            if not (top.name.isascii() and top.name.isdigit()
+                    and pa.types.is_struct(top.arrow.type)):
                 continue  # unknown extra columns are allowed and ignored
             kids = {c.name: c for c in top.children if c.name in _STATS_CHILDREN}
             if len(kids) < 3:

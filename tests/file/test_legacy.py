@@ -58,6 +58,11 @@ def _nested_columns(n: int, seed: int = 1) -> dict[str, pa.Array]:
                          "s": words[int(rng.integers(0, 5))],
                          "inner": [int(v) for v in rng.integers(0, 9, int(rng.integers(0, 4)))]}
                         for _ in range(n)], struct_t),
+        "st2": pa.array([{"a": {"b": k % 7, "c": words[k % 5]},
+                          "d": [words[(k + j) % 5] * 2 for j in range(k % 3)]}
+                         for k in range(n)],
+                        pa.struct([("a", pa.struct([("b", pa.int8()), ("c", pa.string())])),
+                                   ("d", pa.large_list(pa.large_string()))])),
         "fsl_f32": pa.FixedSizeListArray.from_arrays(
             pa.array(rng.standard_normal(n * 4).astype(np.float32)), 4),
         "fsl_bool": pa.FixedSizeListArray.from_arrays(pa.array(rng.random(n * 3) < 0.5), 3),
@@ -277,14 +282,23 @@ def test_metadata(flat_ds):
 
 # -- statistics --------------------------------------------------------------------------
 def _data_column(table, reader, fid):
-    """The written (not read back) array of a field id: top-level or struct child."""
+    """The written (not read back) array of a field id, at any struct depth: the
+    writer's child arrays as they are (a null parent does not count)."""
+
+    def find(lf, arr):
+        if lf.id == fid:
+            return arr
+        if pa.types.is_struct(lf.arrow.type):
+            for k, c in enumerate(lf.children):
+                hit = find(c, arr.field(k))
+                if hit is not None:
+                    return hit
+        return None
+
     for top in reader._fields:
-        if top.id == fid:
-            return table.column(top.name).combine_chunks()
-        for k, c in enumerate(top.children):
-            if c.id == fid and pa.types.is_struct(top.arrow.type):
-                # the writer's child array as is (a null parent does not count)
-                return table.column(top.name).combine_chunks().field(k)
+        hit = find(top, table.column(top.name).combine_chunks())
+        if hit is not None:
+            return hit
     raise AssertionError(fid)
 
 
@@ -350,11 +364,7 @@ def test_page_statistics_bound_the_data_as_read(name, request):
         offsets, stats = reader.page_statistics()
         full = reader.read_all().to_table()
         for fid, per_batch in stats.items():
-            lf = reader._by_id[fid]
-            top = next(t for t in reader._fields if lf in list(t.walk()))
-            col = full.column(top.name).combine_chunks()
-            if lf is not top:
-                col = col.field(lf.name)
+            col = _data_column(full, reader, fid)
             for k, st in enumerate(per_batch):
                 assert isinstance(st, PageStats)
                 arr = col.slice(offsets[k], st.num_rows)
