@@ -45,8 +45,9 @@ from lancenb.encodings import blocks, pb
 from lancenb.encodings.structural import allnull, miniblock, repdef
 from lancenb.errors import CorruptFileError, NotSupportedError
 
-__all__ = ["has_dictionary", "is_empty_struct", "handles", "page_array", "encode_page",
-           "encode", "encode_empty_struct", "to_arrow", "from_values", "empty_struct_chain",
+__all__ = ["has_dictionary", "is_empty_struct", "handles", "page_array", "page_groups",
+           "encode_page", "encode", "encode_empty_struct", "to_arrow", "from_values",
+           "empty_struct_chain",
            "check_writable"]
 
 _NP_INDEX = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
@@ -134,6 +135,21 @@ def _normalise(arr: pa.DictionaryArray) -> pa.DictionaryArray:
     return _rebuild(arr.type, idx, valid, d.filter(pa.array(dvalid)))
 
 
+def _limit(dt: pa.DictionaryType) -> int:
+    """How many dictionary values the index type can address."""
+    it = dt.index_type
+    return 1 << (it.bit_width - (1 if pa.types.is_signed_integer(it) else 0))
+
+
+def _unified(arrays: list):
+    """The arrays over one de-duplicated dictionary, or None when it needs a wider
+    index type."""
+    try:
+        return pa.chunked_array(arrays, type=arrays[0].type).unify_dictionaries().chunks
+    except pa.ArrowInvalid:
+        return None
+
+
 def _concat_dicts(arrays: list) -> pa.DictionaryArray:
     """Concatenate dictionary arrays as pylance does: dictionaries appended, indices
     shifted; unified (de-duplicated) only when the index type would overflow."""
@@ -141,15 +157,13 @@ def _concat_dicts(arrays: list) -> pa.DictionaryArray:
     if len(arrays) == 1:
         return arrays[0]
     dt = arrays[0].type
-    limit = 1 << (dt.index_type.bit_width - (1 if pa.types.is_signed_integer(dt.index_type)
-                                             else 0))
-    if sum(len(a.dictionary) for a in arrays) > limit:
-        unified = pa.chunked_array(arrays, type=dt).unify_dictionaries()
-        arrays = unified.chunks
-        dictionary = arrays[0].dictionary
-        if len(dictionary) > limit:
-            raise NotSupportedError(f"{len(dictionary)} distinct dictionary values do not fit "
+    if sum(len(a.dictionary) for a in arrays) > _limit(dt):
+        unified = _unified(arrays)
+        if unified is None:  # (page_groups keeps such arrays apart)
+            raise NotSupportedError(f"the distinct dictionary values do not fit "
                                     f"{dt.index_type} indices")
+        arrays = unified
+        dictionary = arrays[0].dictionary
         shifts = [0] * len(arrays)
     else:
         dictionary = pa.concat_arrays([a.dictionary for a in arrays])
@@ -196,6 +210,48 @@ def _concat(arrays: list, dt: pa.DataType) -> pa.Array:
         child = _concat(values, dt.value_type)
         return pa.Array.from_buffers(dt, n, [valid, pa.py_buffer(offs)], children=[child])
     raise NotSupportedError(f"dictionaries inside {dt} are not supported")
+
+
+def _dict_leaves(arr: pa.Array) -> list:
+    """The dictionary arrays inside ``arr``, in pre-order."""
+    dt = arr.type
+    if pa.types.is_dictionary(dt):
+        return [arr]
+    if pa.types.is_struct(dt):
+        return [d for i in range(dt.num_fields) for d in _dict_leaves(arr.field(i))]
+    if pa.types.is_list(dt) or pa.types.is_large_list(dt):
+        o = arr.offsets
+        lo, hi = (o[0].as_py(), o[-1].as_py()) if len(o) else (0, 0)
+        return _dict_leaves(arr.values.slice(lo, hi - lo))
+    return []
+
+
+def _fits(leaves: list) -> bool:
+    """Whether one page's dictionary leaves (per array, each a list of leaves) can
+    share a dictionary per leaf: concatenated, or unified."""
+    for col in zip(*leaves):
+        if sum(len(a.dictionary) for a in col) > _limit(col[0].type) and \
+                _unified([_normalise(a) for a in col]) is None:
+            return False
+    return True
+
+
+def page_groups(arrays: list) -> list[list]:
+    """A column's buffered arrays cut into runs that each make one page: all of them,
+    unless dictionaries joined would overflow their index type (pylance writes such a
+    page with wider indices than the schema's, a file it cannot read back); then each
+    run is as long as fits."""
+    if len(arrays) < 2 or not has_dictionary(arrays[0].type):
+        return [arrays]
+    leaves = [_dict_leaves(a) for a in arrays]
+    if _fits(leaves):
+        return [arrays]
+    groups, start = [], 0
+    for i in range(1, len(arrays) + 1):
+        if i == len(arrays) or not _fits(leaves[start:i + 1]):
+            groups.append(arrays[start:i])
+            start = i
+    return groups
 
 
 def page_array(arrays: list) -> pa.Array:
@@ -249,9 +305,11 @@ def encode(arr: pa.DictionaryArray, cfg, *, version_minor: int, levels=None,
             return allnull.encode()
         validity = blocks.validity_of(arr)
     idx = _index_numpy(arr.indices)
-    if validity is not None:
-        idx = np.where(validity, idx, 0).astype(idx.dtype)
     k = len(arr.dictionary)
+    if validity is not None:
+        # null slots keep what the Arrow array holds there (as pylance writes them,
+        # e.g. the child values under a null struct) unless it is outside the dictionary
+        idx = np.where(validity | (idx < k), idx, 0).astype(idx.dtype)
     ok = idx[validity] if validity is not None else idx
     if len(ok) and int(ok.max()) >= k:
         raise NotSupportedError(f"dictionary index {int(ok.max())} is outside the dictionary "

@@ -1,0 +1,340 @@
+"""Arrow dictionary columns and empty structs in 2.1/2.2 files, both ways against
+pylance 14 (see :mod:`lancenb.encodings.structural.dictarray`)."""
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import lancenb
+from lancenb.encodings.blocks import DictionaryIndices
+from lancenb.encodings.structural import dictarray
+from lancenb.errors import CorruptFileError, NotSupportedError
+from lancenb.file import LanceFileReader, LanceFileWriter
+
+lance = pytest.importorskip("lance")
+from lance.file import LanceFileReader as PyReader  # noqa: E402
+from lance.file import LanceFileWriter as PyWriter  # noqa: E402
+
+VERSIONS = ["2.1", "2.2"]
+N = 600
+
+
+def D(idx, values, index_type=None, value_type=None):
+    return pa.DictionaryArray.from_arrays(pa.array(idx, index_type or pa.int32()),
+                                          pa.array(values, value_type or pa.string()))
+
+
+def _indices(rng, n, k, null_every=0):
+    idx = rng.integers(0, k, n).astype(object)
+    if null_every:
+        idx[::null_every] = None
+    return list(idx)
+
+
+def E(n):
+    return pa.StructArray.from_buffers(pa.struct([]), n, [None], children=[])
+
+
+def _table(n=N, seed=0):
+    """Every dictionary shape pylance 14 writes and reads back exactly. A top-level
+    empty struct goes last: pylance 14 reads the columns after one as nulls."""
+    rng = np.random.default_rng(seed)
+    words = ["alpha", "beta", "gamma", "delta", "unused", "eps"]
+    list_type = pa.list_(pa.dictionary(pa.int8(), pa.string()))
+    lists = pa.ListArray.from_arrays(
+        pa.array(np.arange(0, n + 1) * 2, pa.int32()),
+        D(_indices(rng, 2 * n, 3, 7), ["x", "yy", "zzz"], pa.int8()),
+        type=list_type, mask=pa.array(np.arange(n) % 11 == 3))
+    lists = pa.concat_arrays([lists.slice(0, n - 2), pa.array([[], None], list_type)])
+    return pa.table({
+        "s_i8": D(_indices(rng, n, 4, 5), words, pa.int8()),  # "unused", "eps" unused
+        "s_i16": D(_indices(rng, n, 6), words, pa.int16()),
+        "i_i32": D(_indices(rng, n, 3, 9), [7, -8, 1 << 40], pa.int32(), pa.int64()),
+        "f_i64": D(_indices(rng, n, 3), [1.5, float("inf"), -0.0], pa.int64(), pa.float64()),
+        "u8_f32": D(_indices(rng, n, 2), [0.25, 2.0], pa.uint8(), pa.float32()),
+        "bool": D(_indices(rng, n, 2, 4), [True, False], pa.int32(), pa.bool_()),
+        "large": D(_indices(rng, n, 2), ["p", "qq"], pa.int16(), pa.large_string()),
+        "bin": D(_indices(rng, n, 3), [b"\x00", b"\xff\xfe", b""], pa.int32(), pa.binary()),
+        "dups": D(_indices(rng, n, 4), ["a", "b", "a", "b"]),
+        "all_null": D([None] * n, []),  # (any dictionary reads back empty)
+        "list": lists,
+        "struct": pa.StructArray.from_arrays(
+            [pa.array(np.arange(n, dtype=np.int32)),
+             D(_indices(rng, n, 3, 6), ["r", "s", "t"])], ["x", "y"],
+            mask=pa.array(np.arange(n) % 13 == 0)),
+        "with_empty": pa.StructArray.from_arrays([pa.array(np.arange(n) * 3), E(n)],
+                                                 ["x", "e"]),
+        "empty": E(n),
+    })
+
+
+def _write(writer, path, tables, version, **kw):
+    with writer(str(path), version=version, **kw) as w:
+        for t in tables:
+            w.write_batch(t)
+    return str(path)
+
+
+def _layouts(path):
+    """``{column index: [page descriptions]}`` of a file (lancenb's metadata)."""
+    md = LanceFileReader(path).metadata()
+    return [[(p.encoding, len(p.buffers)) for p in c.pages] for c in md.columns]
+
+
+def _logical(col):
+    """A column's values with dictionaries decoded (nested ones included)."""
+    if isinstance(col, pa.ChunkedArray):  # (chunks' dictionaries may not combine)
+        return [v for c in col.chunks for v in c.to_pylist()]
+    return col.to_pylist()
+
+
+def _assert_same_values(got: pa.Table, want: pa.Table):
+    assert got.schema == want.schema
+    for name in want.column_names:
+        assert _logical(got[name]) == _logical(want[name]), name
+
+
+def _assert_dictionary_pages(path, version):
+    """Dictionary columns are mini-block pages with a page dictionary (or all-null),
+    empty structs all-null pages without buffers: no other layout slipped in."""
+    t = _table(4)
+    lay = _layouts(path)
+    cols = {n: i for i, n in enumerate(["s_i8", "s_i16", "i_i32", "f_i64", "u8_f32", "bool",
+                                        "large", "bin", "dups", "all_null", "list", "struct.x",
+                                        "struct.y", "with_empty.x", "with_empty.e", "empty"])}
+    assert len(lay) == len(cols)
+    wrap = "general(" if version == "2.2" else ""
+    for name, ci in cols.items():
+        for desc, nbuf in lay[ci]:
+            if name in ("all_null", "empty", "with_empty.e"):
+                assert (desc, nbuf) == ("constant", 0), name
+            elif name in ("struct.x", "with_empty.x"):
+                assert "dict=" not in desc
+            else:
+                assert desc.startswith("mini_block:") and f" dict={wrap}" in desc, (name, desc)
+    assert "dict=" + wrap + "variable(flat(64))" in lay[cols["large"]][0][0]
+    assert "bitpacking" in lay[cols["s_i8"]][0][0]  # 8-bit indices packed to 3 bits
+    assert t.schema.field("empty").type == pa.struct([])
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_lancenb_writes_pylance_reads(tmp_path, version):
+    t = _table()
+    p = _write(LanceFileWriter, tmp_path / "a.lance", [t], version)
+    back = PyReader(p).read_all().to_table()
+    assert back.equals(t)
+    _assert_dictionary_pages(p, version)
+    r = LanceFileReader(p)
+    assert r.read_all().to_table().equals(t)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_pylance_writes_lancenb_reads(tmp_path, version):
+    t = _table(seed=1)
+    p = _write(PyWriter, tmp_path / "p.lance", [t], version)
+    r = LanceFileReader(p)
+    assert r.read_all().to_table().equals(t)
+    _assert_dictionary_pages(p, version)
+    # lancenb writes the same pages; in 2.1 the very same bytes (2.2's LZ4 differs)
+    q = _write(LanceFileWriter, tmp_path / "q.lance", [t], version)
+    assert _layouts(q) == _layouts(p)
+    if version == "2.1":
+        assert Path(p).read_bytes() == Path(q).read_bytes()
+    for col in r.metadata().columns:
+        for page in col.pages:
+            lay = page.layout.mini_block_layout
+            if page.layout.HasField("mini_block_layout") and lay.HasField("dictionary"):
+                assert lay.num_dictionary_items > 0
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_ranges_and_takes_equal_slices(tmp_path, version):
+    t = _table(seed=2)
+    # several batches in pages of a few batches each: dictionaries concatenated per page
+    batches = [t.slice(i, 150) for i in range(0, N, 150)]
+    for writer in (LanceFileWriter, PyWriter):
+        p = _write(writer, tmp_path / f"{writer.__module__}.lance", batches, version,
+                   data_cache_bytes=30_000)
+        r = LanceFileReader(p)
+        whole = r.read_all().to_table()
+        _assert_same_values(whole, t)
+        assert max(len(c) for c in _layouts(p)) > 1  # some column has several pages
+        for start, n in [(0, 1), (149, 3), (140, 300), (599, 1), (0, N), (300, 0)]:
+            got = r.read_range(start, n).to_table()
+            _assert_same_values(got, whole.slice(start, n))
+        rows = [599, 0, 150, 151, 149, 300, 300, 7]
+        got = r.take_rows(rows).to_table()
+        _assert_same_values(got, whole.take(rows))
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_multi_page_dictionaries(tmp_path, version):
+    """Each page keeps its own dictionary, the batches' dictionaries concatenated."""
+    a = pa.table({"d": D([0, 1, 2, 1] * 500, ["a", "bb", "ccc"])})
+    b = pa.table({"d": D([0, 1, None, 1] * 500, ["x", "a"])})
+    want = pa.concat_tables([a, b, a])
+    for kw, items in [({}, [3 + 2 + 3]), ({"data_cache_bytes": 1000}, [3, 2, 3])]:
+        pages = {}
+        for writer in (LanceFileWriter, PyWriter):
+            p = _write(writer, tmp_path / f"{writer.__module__}.lance", [a, b, a], version, **kw)
+            md = LanceFileReader(p).metadata()
+            pages[writer] = [pg.layout for pg in md.columns[0].pages]
+            assert [pg.layout.mini_block_layout.num_dictionary_items
+                    for pg in md.columns[0].pages] == items
+            got = LanceFileReader(p).read_all().to_table()
+            assert got.schema == want.schema and _logical(got["d"]) == _logical(want["d"])
+            # per page: the page's dictionary (a single-page column is its own input)
+            if len(items) == 3:
+                assert [c.dictionary.to_pylist() for c in got["d"].chunks] == \
+                    [["a", "bb", "ccc"], ["x", "a"], ["a", "bb", "ccc"]]
+            other = PyReader(p).read_all().to_table()
+            assert other.schema == want.schema and _logical(other["d"]) == _logical(want["d"])
+        assert pages[LanceFileWriter] == pages[PyWriter]
+
+
+def test_dictionary_overflowing_its_index_type_splits_pages(tmp_path):
+    """Batches whose dictionaries together overflow int8 indices: pylance writes one
+    page with 32-bit indices it cannot read back; lancenb cuts pages instead."""
+    rng = np.random.default_rng(3)
+    batches = [pa.table({"d": D(rng.integers(0, 100, 1000), [f"v{b}_{i}" for i in range(100)],
+                                pa.int8())}) for b in range(3)]
+    p = _write(LanceFileWriter, tmp_path / "a.lance", batches, "2.1")
+    md = LanceFileReader(p).metadata()
+    assert [pg.num_rows for pg in md.columns[0].pages] == [1000, 1000, 1000]
+    want = pa.concat_tables(batches)
+    assert _logical(LanceFileReader(p).read_all().to_table()["d"]) == _logical(want["d"])
+    # pylance reads it batch by batch within pages (a batch across pages overflows int8)
+    got = PyReader(p).read_all(batch_size=1000).to_table()
+    assert _logical(got["d"]) == _logical(want["d"])
+    # two batches that fit when de-duplicated share one page (as pylance merges them)
+    same = [pa.table({"d": D([0, 1] * 50, [f"w{i}" for i in range(100)], pa.int8())})] * 2
+    q = _write(LanceFileWriter, tmp_path / "b.lance", same, "2.1")
+    lay = LanceFileReader(q).metadata().columns[0].pages
+    assert len(lay) == 1 and lay[0].layout.mini_block_layout.num_dictionary_items == 100
+    assert PyReader(q).read_all().to_table().equals(LanceFileReader(q).read_all().to_table())
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_nulls_in_dictionary_values_move_to_the_indices(tmp_path, version):
+    """pylance drops null dictionary entries and nulls the indices pointing at them."""
+    t = pa.table({
+        "d": D([0, 1, 2, 1, 3, None] * 50, ["a", None, "c", "d"]),
+        "l": pa.array([[None, "k"], ["k"]] * 150,
+                      pa.list_(pa.dictionary(pa.int16(), pa.string()))),
+    })
+    t = t.set_column(1, "l", pa.ListArray.from_arrays(
+        pa.array(np.arange(301) * 2, pa.int32()), D([0, 1, 2, 1] * 150, ["k", None, "m"],
+                                                    pa.int16())))
+    want = pa.table({
+        "d": D([0, None, 1, None, 2, None] * 50, ["a", "c", "d"]),
+        "l": pa.ListArray.from_arrays(pa.array(np.arange(301) * 2, pa.int32()),
+                                      D([0, None, 1, None] * 150, ["k", "m"], pa.int16())),
+    })
+    ours = _write(LanceFileWriter, tmp_path / "a.lance", [t], version)
+    theirs = _write(PyWriter, tmp_path / "p.lance", [t], version)
+    for p in (ours, theirs):
+        assert LanceFileReader(p).read_all().to_table().equals(want)
+        assert PyReader(p).read_all().to_table().equals(want)
+    assert _layouts(ours) == _layouts(theirs)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_zero_rows(tmp_path, version):
+    schema = _table(4).schema
+    for writer, reader in [(LanceFileWriter, PyReader), (PyWriter, LanceFileReader)]:
+        p = str(tmp_path / f"{writer.__module__}.lance")
+        writer(p, schema, version=version).close()
+        got = reader(p).read_all().to_table()
+        assert got.num_rows == 0 and got.schema == schema
+    assert LanceFileReader(p).take_rows([]).to_table().schema == schema
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_empty_structs_refused_where_pylance_refuses_them(tmp_path, version):
+    nullable = pa.table({"e": pa.StructArray.from_buffers(
+        pa.struct([]), 4, [pa.py_buffer(np.packbits([1, 0, 1, 1], bitorder="little"))],
+        children=[])})
+    in_list = pa.table({"l": pa.ListArray.from_arrays(pa.array([0, 1, 3], pa.int32()), E(3))})
+    under_null = pa.table({"s": pa.StructArray.from_arrays(
+        [pa.array([1, 2]), E(2)], ["x", "e"], mask=pa.array([False, True]))})
+    for i, t in enumerate([nullable, in_list, under_null]):
+        with pytest.raises(NotSupportedError, match="empty struct"):
+            _write(LanceFileWriter, tmp_path / f"a{i}.lance", [t], version)
+        with pytest.raises(Exception, match="[Ee]mpty struct"):
+            _write(PyWriter, tmp_path / f"p{i}.lance", [t], version)
+
+
+def test_dictionary_value_types_pylance_cannot_store_are_refused(tmp_path):
+    t = pa.table({"f": D([0, 1], [b"ab", b"cd"], pa.int32(), pa.binary(2))})
+    with pytest.raises(NotSupportedError, match="dictionaries of"):
+        _write(LanceFileWriter, tmp_path / "a.lance", [t], "2.1")
+    w = PyWriter(str(tmp_path / "p.lance"), version="2.1")
+    with pytest.raises(RuntimeError, match="does not parse back"):
+        w.write_batch(t)
+
+
+def _chunk_values_start(path, column):
+    """File offset of the first chunk's value bytes (a page without rep/def levels)."""
+    page = LanceFileReader(path).metadata().columns[column].pages[0]
+    return page.buffers[1].position + 8  # u16 num_levels, u16 size, padding to 8
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_index_outside_the_dictionary_is_corrupt(tmp_path, version):
+    t = pa.table({"d": D([0, 1, 2, 1] * 50, ["a", "b", "c"], pa.int8())})
+    p = _write(LanceFileWriter, tmp_path / "a.lance", [t], version)
+    assert _layouts(p)[0][0][0].startswith("mini_block:flat(8)")
+    if version == "2.2":
+        pos = LanceFileReader(p).metadata().columns[0].pages[0].buffers[1].position + 8
+    else:
+        pos = _chunk_values_start(p, 0)
+    raw = bytearray(Path(p).read_bytes())
+    assert raw[pos:pos + 4] == bytes([0, 1, 2, 1])
+    raw[pos + 2] = 3  # one past the dictionary
+    Path(p).write_bytes(bytes(raw))
+    with pytest.raises(CorruptFileError, match="dictionary index 3 is out of range"):
+        LanceFileReader(p).read_all()
+    with pytest.raises(CorruptFileError, match="out of range"):
+        LanceFileReader(p).take_rows([2])
+    assert LanceFileReader(p).take_rows([0, 1]).to_table()["d"].to_pylist() == ["a", "b"]
+
+
+def test_to_arrow_checks_indices():
+    dt = pa.dictionary(pa.int8(), pa.string())
+    items = pa.array(["a", "b"])
+    ok = dictarray.to_arrow(dt, DictionaryIndices(np.array([1, 0, 9], np.uint32), items, 3),
+                            np.array([True, True, False]), "here")
+    assert ok.type == dt and ok.to_pylist() == ["b", "a", None]
+    with pytest.raises(CorruptFileError, match="here: dictionary index 2"):
+        dictarray.to_arrow(dt, DictionaryIndices(np.array([2], np.uint32), items, 1), None,
+                           "here")
+    big = pa.array([str(i) for i in range(300)])
+    with pytest.raises(CorruptFileError, match="does not fit"):
+        dictarray.to_arrow(dt, DictionaryIndices(np.array([200], np.uint32), big, 1), None, "x")
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_datasets_both_ways(tmp_path, version):
+    t = _table(seed=4)
+    lancenb.write_dataset(t, str(tmp_path / "ours"), data_storage_version=version)
+    assert lance.dataset(str(tmp_path / "ours")).to_table().equals(t)
+    lance.write_dataset(t, str(tmp_path / "theirs"), data_storage_version=version)
+    ds = lancenb.dataset(str(tmp_path / "theirs"))
+    assert ds.to_table().equals(t)
+    assert ds.take([5, 0, 599]).equals(t.take([5, 0, 599]))
+    frag_ours = lance.dataset(str(tmp_path / "ours")).get_fragments()[0].metadata.files[0]
+    frag_theirs = lance.dataset(str(tmp_path / "theirs")).get_fragments()[0].metadata.files[0]
+    assert frag_ours.fields == frag_theirs.fields
+    assert frag_ours.column_indices == frag_theirs.column_indices
+    shutil.rmtree(tmp_path / "ours")
+
+
+def test_inspect_explains_dictionary_pages(tmp_path):
+    p = _write(LanceFileWriter, tmp_path / "a.lance", [_table(200)], "2.1")
+    report = lancenb.inspect(p)
+    for col in report["columns"]:
+        for page in col["pages"]:
+            assert page["explanation"]["reproduced"], (col["name"], page["explanation"])
