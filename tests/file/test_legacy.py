@@ -257,6 +257,19 @@ def test_large_reads_are_chunked(big_string_file, monkeypatch):
     assert_tables_equal(reader.take_rows(idx).to_table(), want.take(pa.array(idx)))
 
 
+def test_offset_overflow_splits_chunks(big_string_file, monkeypatch):
+    import lancenb.file.legacy as legacy
+
+    reader, want = big_string_file
+    monkeypatch.setattr(legacy, "_I32_MAX", 2000)  # stands in for 2 GiB of string bytes
+    got = reader.read_all().to_table()
+    assert got.column("s").num_chunks > 5 and got.column("l").num_chunks > 2
+    assert_tables_equal(got, want)
+    monkeypatch.setattr(legacy, "_I32_MAX", 3)
+    with pytest.raises(CorruptFileError, match="more than 2 GiB"):
+        reader.take_rows([4999])
+
+
 def test_take_reads_only_the_pages_it_needs(big_string_file):
     reader, want = big_string_file
     before = reader._io.stats.bytes_read
