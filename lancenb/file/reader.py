@@ -419,7 +419,7 @@ class LanceFileReader:
         range touches (nested pages locate the range's two ends and slice the levels
         between)."""
         if self._v20 is not None:
-            return self._v20.read_rows(field_idx, np.arange(start, start + num_rows))
+            return self._v20.read_range(field_idx, start, num_rows)
         end = start + num_rows
         columns = []
         for decs in self._leaf_pages(field_idx):

@@ -229,8 +229,15 @@ class FileColumns:
         rows = np.ascontiguousarray(rows, np.int64)
         return pa.chunked_array([self._read(node, rows, self._num_rows)], type=node.arrow.type)
 
-    def _read(self, node: Node, rows: np.ndarray | None, n: int) -> pa.Array:
-        """The values of ``node`` at ``rows`` (None: all ``n``)."""
+    def read_range(self, field_idx: int, start: int, count: int) -> pa.ChunkedArray:
+        """Rows ``[start, start + count)``."""
+        node = self.nodes[field_idx]
+        rows = range(int(start), int(start) + int(count))
+        return pa.chunked_array([self._read(node, rows, self._num_rows)], type=node.arrow.type)
+
+    def _read(self, node: Node, rows, n: int) -> pa.Array:
+        """The values of ``node`` at ``rows``: None (all ``n``), a ``range``, or sorted
+        row numbers (duplicates allowed)."""
         dt = node.arrow.type
         if node.kind == "struct":
             c = self.column(node.column)
@@ -248,8 +255,20 @@ class FileColumns:
             return self._read_blob(c, rows, dt)
         return self._read_leaf(c, rows, dt)
 
-    def _pages_of(self, c: _Column, rows: np.ndarray):
-        """``[(page, page-local rows)]`` for sorted ``rows``."""
+    def _pages_of(self, c: _Column, rows):
+        """``[(page, page-local rows)]`` for sorted ``rows`` (a range gives ranges)."""
+        if isinstance(rows, range):
+            if not len(rows):
+                return []
+            f = c.firsts
+            p0 = int(np.searchsorted(f, rows.start, side="right")) - 1
+            p1 = int(np.searchsorted(f, rows.stop - 1, side="right")) - 1
+            out = []
+            for p in range(max(p0, 0), min(p1, len(c.lengths) - 1) + 1):
+                lo, hi = max(rows.start, int(f[p])), min(rows.stop, int(f[p + 1]))
+                if hi > lo:
+                    out.append((p, range(lo - int(f[p]), hi - int(f[p]))))
+            return out
         page_of = np.searchsorted(c.firsts, rows, side="right") - 1
         cuts = np.flatnonzero(np.diff(page_of)) + 1
         starts = np.concatenate([[0], cuts])
@@ -262,8 +281,14 @@ class FileColumns:
             chunks = [dec.decode(c.encoding(p), self._page(c, p), int(c.lengths[p]), dt)
                       for p in range(len(c.lengths))]
         else:
-            chunks = [ranges.take(self._io, c, p, local, dt, self._page)
-                      for p, local in self._pages_of(c, rows)]
+            chunks = []
+            for p, local in self._pages_of(c, rows):
+                if isinstance(local, range) and len(local) == int(c.lengths[p]):
+                    chunks.append(dec.decode(c.encoding(p), self._page(c, p), len(local), dt))
+                    continue
+                if isinstance(local, range):
+                    local = np.arange(local.start, local.stop, dtype=np.int64)
+                chunks.append(ranges.take(self._io, c, p, local, dt, self._page))
         if not chunks:
             return pa.array([], dt)
         return chunks[0] if len(chunks) == 1 else pa.concat_arrays(chunks)
@@ -316,11 +341,18 @@ class FileColumns:
             bases[p + 1] = bases[p] + int(enc.list.num_items)
         starts_l, ends_l, valid_l = [], [], []
         for p, local in pages:
-            got = None if local is None else ranges.list_offsets(self._io, c, p, local)
+            if isinstance(local, range) and len(local) == int(c.lengths[p]):
+                local = None
+            got = None
+            if local is not None:
+                got = ranges.list_offsets(self._io, c, p, np.arange(local.start, local.stop)
+                                          if isinstance(local, range) else local)
             if got is not None:
                 s, e, v = got
             else:
                 s, e, v, _ = self._list_offsets(c, p)
+                if isinstance(local, range):
+                    local = slice(local.start, local.stop)
                 if local is not None:
                     s, e = s[local], e[local]
                     v = None if v is None else v[local]
@@ -333,13 +365,18 @@ class FileColumns:
         count = len(starts)
         total_items = int(bases[-1])
         child = node.children[0]
-        if rows is None:
-            items = self._read(child, None, total_items)
-            item_offsets = np.concatenate([starts[:1], ends]) if count else np.zeros(1, np.int64)
-            first = int(item_offsets[0])
-            item_offsets = item_offsets - first
-            if first or int(item_offsets[-1]) != total_items - first:
-                items = items.slice(first, int(item_offsets[-1]))
+        if count == 0:
+            items = self._read(child, range(0), total_items)
+            item_offsets = np.zeros(1, np.int64)
+        elif not isinstance(rows, np.ndarray) and np.array_equal(starts[1:], ends[:-1]):
+            # consecutive rows: their items are one run
+            first, last = int(starts[0]), int(ends[-1])
+            if first < 0 or last > total_items:
+                raise CorruptFileError(f"{c.where}: list items fall outside the column's "
+                                       f"{total_items} items")
+            whole = rows is None and first == 0 and last == total_items
+            items = self._read(child, None if whole else range(first, last), total_items)
+            item_offsets = np.concatenate([starts[:1], ends]) - first
         else:
             lens = ends - starts
             tot = int(lens.sum())

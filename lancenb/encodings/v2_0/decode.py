@@ -280,7 +280,7 @@ def _fsst(f, page: Page, n: int, dt: pa.DataType) -> pa.Array:
 def take(enc, page: Page, n: int, dt: pa.DataType, rows: np.ndarray) -> pa.Array:
     """Rows ``rows`` (page-local, sorted) of a page whose buffers were read whole."""
     arr = decode(enc, page, n, dt)
-    if len(rows) == n and (n == 0 or (int(rows[0]) == 0 and int(rows[-1]) == n - 1
-                                      and np.all(np.diff(rows) == 1))):
-        return arr
+    k = len(rows)
+    if k and int(rows[-1]) - int(rows[0]) == k - 1 and np.all(np.diff(rows) == 1):
+        return arr.slice(int(rows[0]), k)  # a range
     return arr.take(pa.array(rows))
