@@ -5,8 +5,9 @@ or vectors ``fixed_size_list{items: flat}``): row ``r`` is ``width`` bytes at
 ``buffer + r * width``, so a take reads just those byte ranges (near ones merged by
 the I/O layer) plus the validity bitmap. Strings (``binary`` with uncompressed u64
 end offsets): the end offsets of rows ``r - 1`` and ``r`` first, then the bytes
-between them. Everything else, and takes that would touch most of a page, read the
-page whole and decode it (:func:`lancenb.encodings.v2_0.decode.decode`).
+between them; list offsets the same way. Dictionaries: the keys of the rows, then
+the (small) dictionary. Everything else, and takes that would touch most of a page,
+read the page whole and decode it (:func:`lancenb.encodings.v2_0.decode.decode`).
 """
 
 from __future__ import annotations

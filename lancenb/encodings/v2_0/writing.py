@@ -2,8 +2,9 @@
 
 Each column buffers its values until it holds ``budget`` bytes (the file's
 ``data_cache_bytes`` split across the top-level fields, 8 MiB each by default) and
-then writes a page (several when it would exceed ``max_page_bytes``, 32 MiB by
-default), independently of the other columns, as pylance does:
+then writes a page (a page made of a single written array is cut into pieces of
+``max_page_bytes``, 32 MiB by default), independently of the other columns, as
+pylance does:
 
 * leaf columns encode a page with :func:`lancenb.encodings.v2_0.encode.encode`;
 * a list column hands its items (everything between its first and last offset) to
@@ -74,17 +75,18 @@ class _Leaf:
             return
         self.arrays.append(arr)
         self.nbytes += arr.nbytes
-        if self.nbytes >= self.w.budget:
+        if self.nbytes > self.w.budget:
             self.flush()
 
     def flush(self) -> None:
         if not self.arrays:
             return
-        arr = self.arrays[0] if len(self.arrays) == 1 else pa.concat_arrays(self.arrays)
-        nbytes = self.nbytes
+        single = len(self.arrays) == 1
+        arr = self.arrays[0] if single else pa.concat_arrays(self.arrays)
         self.arrays, self.nbytes = [], 0
         n = len(arr)
-        pieces = max(1, -(-nbytes // self.w.max_page_bytes))
+        # as pylance: only a page made of one written array is cut to max_page_bytes
+        pieces = max(1, -(-arr.nbytes // self.w.max_page_bytes)) if single else 1
         step = max(1, -(-n // pieces))
         for start in range(0, n, step):
             part = arr.slice(start, step)
@@ -131,7 +133,7 @@ class _List:
         # as pylance counts it: the Arrow offsets, plus the validity when there is one
         width = 8 if pa.types.is_large_list(arr.type) else 4
         self.nbytes += width * (len(arr) + 1) + (-(-len(arr) // 8) if arr.null_count else 0)
-        if self.nbytes >= self.w.budget:
+        if self.nbytes > self.w.budget:
             self.flush()
 
     def flush(self) -> None:
