@@ -171,14 +171,39 @@ def test_arrow_dictionary_column_written_by_pylance(tmp_path):
         nb_write(tmp_path / "nb.lance", t)
 
 
-def test_compressed_and_fsst_strings_written_by_pylance(tmp_path):
-    fields = [pa.field("z", pa.string(), metadata={"lance-encoding:compression": "zstd"}),
-              pa.field("f", pa.string(), metadata={"lance-encoding:compression": "fsst"})]
-    vals = pa.array([f"value {i} " * (i % 7) for i in range(2000)])
-    t = pa.table([vals, vals], schema=pa.schema(fields))
-    path = py_write(tmp_path / "py.lance", t)
-    assert trees(path) == [["binary"], ["fsst"]]
+@pytest.mark.parametrize("writer", ["lancenb", "pylance"])
+def test_compressed_and_fsst_strings(tmp_path, writer):
+    def field(name, dt, scheme, **extra):
+        md = {"lance-encoding:compression": scheme}
+        md.update({f"lance-encoding:{k.replace('_', '-')}": v for k, v in extra.items()})
+        return pa.field(name, dt, metadata=md)
+
+    fields = [field("z", pa.string(), "zstd"), field("z9", pa.string(), "zstd",
+                                                     compression_level="9"),
+              field("l", pa.string(), "lz4"), field("n", pa.binary(), "none"),
+              field("f", pa.string(), "fsst"), field("zb", pa.large_binary(), "zstd"),
+              field("i", pa.int32(), "zstd")]
+    vals = with_nulls(pa.array([f"value {i} " * (i % 7) for i in range(2000)]),
+                      np.random.default_rng(4))
+    cols = [vals, vals, vals, vals.cast(pa.binary()), vals, vals.cast(pa.large_binary()),
+            pa.array(np.arange(2000, dtype=np.int32))]
+    t = pa.table(cols, schema=pa.schema(fields))
+    path = (nb_write if writer == "lancenb" else py_write)(tmp_path / "c.lance", t, batches=2)
     check_both(path, t, rows=[1999, 5, 5, 1000])
+    md = LanceFileReader(path).metadata()
+    schemes = [p.layout.binary.bytes.flat.compression
+               if p.layout.WhichOneof("array_encoding") == "binary" else None
+               for c in md.columns for p in c.pages]
+    assert [(c.scheme, c.level) for c in schemes[:4]] == [("zstd", 0), ("zstd", 9), ("lz4", 0),
+                                                           ("none", 0)]
+    assert trees(path)[4:] == [["fsst"], ["binary"], ["nullable"]]
+    assert md.columns[1].pages[0].buffers[1].size < md.columns[3].pages[0].buffers[1].size / 4
+
+
+def test_unknown_compression_is_refused(tmp_path):
+    f = pa.field("s", pa.string(), metadata={"lance-encoding:compression": "brotli"})
+    with pytest.raises(InvalidInputError, match="brotli"):
+        nb_write(tmp_path / "x.lance", pa.table({"s": pa.array(["a"])}, schema=pa.schema([f])))
 
 
 # -- nested ----------------------------------------------------------------------

@@ -15,6 +15,13 @@ for their byte layouts); buffers are numbered in the order they are added:
   pylance chooses;
 * packed structs: ``packed_struct{inner: [flat per child], buffer}`` (rows of the
   children's bytes back to back).
+
+A string field's ``lance-encoding:compression`` (``zstd``/``lz4``/``none``, with
+``lance-encoding:compression-level``) compresses the bytes buffer of its binary
+pages (``flat{8, compression{scheme, level}}``); ``fsst`` wraps them as
+``fsst{binary: <the compressed strings>, symbol_table}`` (string/binary only:
+pylance's 2.0 FSST cannot handle 64-bit offsets). Dictionary pages and other types
+ignore it, as in pylance.
 """
 
 from __future__ import annotations
@@ -24,11 +31,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lancenb.encodings import blocks, pb
-from lancenb.encodings.physical import packed_struct
+from lancenb.encodings.blocks import Variable
+from lancenb.encodings.config import COMPRESSION, COMPRESSION_LEVEL
+from lancenb.encodings.physical import general, packed_struct
+from lancenb.encodings.physical.fsst import FsstCodec
 from lancenb.errors import InvalidInputError, NotSupportedError
 from lancenb.kernels import slices
 
-__all__ = ["encode", "binary_tree", "list_offsets", "DICT_MIN_ROWS", "DICT_MAX_ITEMS"]
+__all__ = ["encode", "binary_tree", "list_offsets", "Compression", "compression_of",
+           "DICT_MIN_ROWS", "DICT_MAX_ITEMS"]
 
 E = pb.e20
 # pylance 2.0 dictionary-encodes a Utf8 page with at least this many rows whose
@@ -51,19 +62,54 @@ def _no_nulls(values: E.ArrayEncoding) -> E.ArrayEncoding:
     return E.ArrayEncoding(nullable=E.Nullable(no_nulls=E.Nullable.NoNull(values=values)))
 
 
-def encode(arr: pa.Array) -> tuple[list, E.ArrayEncoding]:
+class Compression:
+    """A string field's ``lance-encoding:compression`` (and level), checked."""
+
+    SCHEMES = ("zstd", "lz4", "none", "fsst")
+
+    def __init__(self, scheme: str, level: int | None = None):
+        self.scheme = scheme
+        self.level = level
+
+
+def compression_of(field: pa.Field) -> Compression | None:
+    md = {(k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes)
+                                                        else str(v))
+          for k, v in (field.metadata or {}).items()}
+    scheme = md.get(COMPRESSION)
+    if scheme is None:
+        return None
+    if scheme not in Compression.SCHEMES:
+        raise InvalidInputError(f"column {field.name!r}: {COMPRESSION}={scheme!r}; 2.0 files "
+                                f"take one of {', '.join(Compression.SCHEMES)}")
+    level = md.get(COMPRESSION_LEVEL)
+    try:
+        level = None if level is None else int(level)
+    except ValueError:
+        raise InvalidInputError(f"column {field.name!r}: {COMPRESSION_LEVEL}={level!r} is not "
+                                f"an integer") from None
+    return Compression(scheme, level)
+
+
+def encode(arr: pa.Array, compression: Compression | None = None) -> tuple[list, E.ArrayEncoding]:
     """One page of a leaf column: its buffers and their description."""
     bufs = _Buffers()
-    tree = _encode(arr, bufs)
+    tree = _encode(arr, bufs, compression)
     return list(bufs), tree
 
 
-def _encode(arr: pa.Array, bufs: _Buffers) -> E.ArrayEncoding:
+def _encode(arr: pa.Array, bufs: _Buffers, compression=None) -> E.ArrayEncoding:
     dt = arr.type
     if blocks.is_variable(dt):
         if pa.types.is_string(dt) and _use_dictionary(arr):
             return _dictionary(arr, bufs)
-        return binary_tree(arr, bufs)
+        if compression is not None and compression.scheme == "fsst":
+            # pylance's 2.0 FSST handles 32-bit offsets only (it cannot write or read
+            # large_string/large_binary FSST pages): those stay plain
+            if blocks.offset_bits(dt) == 32:
+                return _fsst(arr, bufs)
+            compression = None
+        return binary_tree(arr, bufs, compression)
     if pa.types.is_struct(dt):
         if arr.null_count:
             raise InvalidInputError(struct_null_message(arr.null_count))
@@ -124,16 +170,33 @@ def _variable(arr: pa.Array):
     return offsets, data, validity
 
 
-def binary_tree(arr: pa.Array, bufs: _Buffers) -> E.ArrayEncoding:
-    offsets, data, validity = _variable(arr)
+def binary_tree(arr: pa.Array, bufs: _Buffers, compression=None, parts=None) -> E.ArrayEncoding:
+    offsets, data, validity = parts if parts is not None else _variable(arr)
     ends = offsets[1:].astype(np.uint64)
     adj = int(offsets[-1]) + 1
     if validity is not None:
         ends[~validity] += np.uint64(adj)
     idx = bufs.add(ends.astype("<u8"))
+    if compression is not None and compression.scheme in ("zstd", "lz4"):
+        scheme = general.ZSTD if compression.scheme == "zstd" else general.LZ4
+        data = np.frombuffer(general.compress(data, scheme, compression.level), np.uint8)
     byt = bufs.add(data)
+    flat = _flat(8, byt)
+    if compression is not None and compression.scheme != "fsst":
+        flat.flat.compression.scheme = compression.scheme
+        if compression.level is not None:
+            flat.flat.compression.level = compression.level
     return E.ArrayEncoding(binary=E.Binary(indices=_no_nulls(_flat(64, idx)),
-                                           bytes=_flat(8, byt), null_adjustment=adj))
+                                           bytes=flat, null_adjustment=adj))
+
+
+def _fsst(arr: pa.Array, bufs: _Buffers) -> E.ArrayEncoding:
+    """Strings compressed with one FSST symbol table for the page."""
+    offsets, data, validity = _variable(arr)
+    codec = FsstCodec(Variable(offsets, data, len(arr), 64))
+    codes = codec.codes
+    inner = binary_tree(arr, bufs, parts=(codes.offsets, codes.data, validity))
+    return E.ArrayEncoding(fsst=E.Fsst(binary=inner, symbol_table=codec.table.tobytes()))
 
 
 def _use_dictionary(arr: pa.Array) -> bool:

@@ -64,6 +64,7 @@ class _Leaf:
     def __init__(self, field: pa.Field, writer: "FileWriter"):
         self.field = field
         self.blob = is_blob_2_0(field)
+        self.compression = enc.compression_of(field) if blocks.is_variable(field.type) else None
         self.col = _Column(self.blob)
         self.w = writer
         self.arrays: list = []
@@ -93,7 +94,7 @@ class _Leaf:
             if self.blob:
                 buffers, tree = self._blob_page(part)
             else:
-                buffers, tree = enc.encode(part)
+                buffers, tree = enc.encode(part, self.compression)
             self.col.add_page(self.w.sink, buffers, tree, len(part))
 
     def _blob_page(self, arr: pa.Array):
