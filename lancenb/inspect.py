@@ -44,7 +44,7 @@ from lancenb.errors import CorruptFileError, LanceError, NotSupportedError
 from lancenb.file.format import Footer, parse_offset_table
 from lancenb.file.reader import LanceFileReader
 from lancenb.file.schema import fields_to_schema
-from lancenb.file.version import version_from_footer
+from lancenb.file.version import FileVersion, version_from_footer
 from lancenb.file.writer import DEFAULT_COLUMN_BUDGET
 from lancenb.io.store import ObjectStore
 
@@ -56,7 +56,7 @@ FEATURE_FLAGS = {1: "deletion_files", 2: "stable_row_ids", 4: "use_v2_format (de
 # (0.1 checked by writing data_storage_version="legacy" with it; 2.3 is its "next")
 PYLANCE14_FLAGS = 63
 PYLANCE14_FILE_VERSIONS = ("0.1", "2.0", "2.1", "2.2", "2.3")
-LANCENB_FILE_VERSIONS = ("2.1", "2.2")
+LANCENB_FILE_VERSIONS = ("0.1", "2.0", "2.1", "2.2")
 # pages whose buffers exceed this are not decoded again for an explanation
 EXPLAIN_MAX_PAGE_BYTES = 64 << 20
 _LEGACY_FOOTER = struct.Struct("<QHH4s")
@@ -205,8 +205,8 @@ def _inspect_file(path: str, *, explain: bool, storage_options=None) -> dict:
                  "notes": []}
     if version == "0.1":
         out.update(_legacy_file(rr, path, size))
-        out["notes"].append("0.1 (legacy) file: pages listed from the page table, not decoded "
-                            "(lancenb does not read 0.1 files)")
+        out["notes"].append("0.1 (legacy) file: pages listed from the page table (read "
+                            "them with LanceFileReader, which returns a LegacyFileReader)")
         return out
     footer = Footer.parse(tail, size, path)
     out["footer"] = {"column_meta_start": footer.column_meta_start,
@@ -284,8 +284,8 @@ def _inspect_file(path: str, *, explain: bool, storage_options=None) -> dict:
     out["data_bytes"] = sum(c["bytes"] for c in cols)
     if version == "2.0":
         out["notes"].append("2.0 file: page encodings (ArrayEncoding trees) shown from the "
-                            "metadata; pages are not decoded (lancenb reads 2.1 and 2.2)")
-    elif explain and version in LANCENB_FILE_VERSIONS:
+                            "metadata; explanations cover 2.1 and 2.2 pages only")
+    elif explain and version in ("2.1", "2.2"):
         _explain_file(path, out, storage_options)
     return out
 
@@ -369,7 +369,6 @@ def explain(data, field: str | None = None, *, version: str = "2.1",
     [{"column", "field_metadata", "pages": [{"rows", "chosen", "stats",
     "thresholds", "overrides", "steps"}]}]}``; ``field`` limits it to one top-level field.
     """
-    from lancenb.file.version import FileVersion
 
     minor = FileVersion.resolve(version).footer[1]
     if isinstance(data, (pa.Array, pa.ChunkedArray)):
@@ -622,18 +621,26 @@ def _validate_file(path: str, problems: list, counts: dict, storage_options=None
     if expect_rows is not None and r.num_rows() != expect_rows:
         problems.append(_problem(path, f"the file has {r.num_rows()} rows, the manifest says "
                                        f"{expect_rows}", offset=None))
-    for fi, field in enumerate(r.schema_full):
+    if r.version in (FileVersion.V2_0, FileVersion.LEGACY):
+        # 2.0 and 0.1 columns decode as a whole (their pages are not independent
+        # leaf pages): decode every column, and count the pages the metadata lists
+        md = _check(problems, r.metadata, path)
+        counts["pages"] += sum(len(getattr(c, "pages", ())) for c in
+                               getattr(md, "columns", ()) or ())
+        for fi, name in enumerate(r.schema_full.names):
+            _check(problems, functools.partial(r._read_column_all, fi), path, column=name)
+        return
+    for fi in range(len(r.schema_full)):
         for ci, path_, name in r._leaves(fi):
             pages = _check(problems, functools.partial(r._column_meta, fi, ci, name), path,
                            column=name, offset=int(r._cmo[ci, 0]))
             leaf_t = chain = None
+            st = r._fields[fi].storage.type
             if path_ is None:
-                leaf_t = field.type
+                leaf_t = st
             else:
-                chain = leaf_t = repdef.chain_type(field.type, path_)
-                while repdef.is_nested(leaf_t):
-                    leaf_t = (leaf_t.field(0).type if pa.types.is_struct(leaf_t)
-                              else leaf_t.value_type)
+                chain = repdef.chain_type(st, path_)
+                leaf_t = repdef.leaf_field(st, path_)
             for pi, (info, enc, where) in enumerate(pages or []):
                 counts["pages"] += 1
                 _check(problems, functools.partial(_decode_page, r, enc, info, leaf_t, where,
@@ -685,7 +692,7 @@ def validate(path_or_uri, *, storage_options: dict | None = None) -> dict:
     """Decode every page of a file, or of every data file and deletion file of a
     dataset's latest version (and parse every manifest), collecting all problems.
 
-    Files lancenb cannot decode (2.0, 0.1) get their container checked and are listed
+    Files of versions lancenb cannot decode get their container checked and are listed
     in ``not_decoded``. Returns ``{"uri", "kind", "ok", "checked": {...counts},
     "not_decoded", "problems": [{"file",
     "column", "page", "offset", "message", "unexpected"}]}``; ``unexpected`` marks

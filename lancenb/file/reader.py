@@ -211,7 +211,7 @@ class LanceFileReader:
             out.append(col)
             # 2.1/2.2: leaves own columns (structs and lists recurse into children)
             if f.children and not is_packed(f.arrow):
-                col += max(1, sum(1 for x in f.walk() if not x.children))
+                col += len(repdef.leaf_paths(f.storage.type))
             else:
                 col += 1
         if col != num_columns:
@@ -286,10 +286,7 @@ class LanceFileReader:
                 leaf_t, chain = f.storage.type, None
             else:
                 chain = repdef.chain_type(f.storage.type, path)
-                leaf_t = chain
-                while repdef.is_nested(leaf_t):
-                    leaf_t = (leaf_t.field(0).type if pa.types.is_struct(leaf_t)
-                              else leaf_t.value_type)
+                leaf_t = repdef.leaf_field(f.storage.type, path)
             decs = [PageDecoder(enc, info, leaf_t, where, chain, file_size=self._io.size())
                     for info, enc, where in self._column_meta(field_idx, ci, name)]
             for p_i, d in enumerate(decs):

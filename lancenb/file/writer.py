@@ -49,12 +49,18 @@ def _has_unsupported(dt: pa.DataType) -> bool:
     """Types lancenb cannot write yet: maps, unions, fixed-size lists of anything but
     whole-byte fixed-width primitives."""
     if pa.types.is_struct(dt):
-        return any(_has_unsupported(f.type) for f in dt)
+        return any(_packed_unsupported(f) or _has_unsupported(f.type) for f in dt)
     if pa.types.is_list(dt) or pa.types.is_large_list(dt):
-        return _has_unsupported(dt.value_type)
+        return _packed_unsupported(dt.value_field) or _has_unsupported(dt.value_type)
     if blocks.is_vector(dt):
         return False
     return pa.types.is_nested(dt)
+
+
+def _packed_unsupported(f: pa.Field) -> bool:
+    """A packed struct inside a nested field whose children are not all whole-byte
+    fixed-width (pylance packs those only at the top level, and only in 2.2)."""
+    return repdef.is_packed_leaf(f) and packed_struct.child_bits(f.type) is None
 
 
 class LanceFileWriter:

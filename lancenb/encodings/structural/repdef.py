@@ -61,26 +61,41 @@ def _is_list(dt: pa.DataType) -> bool:
 
 
 def leaf_paths(dt: pa.DataType, prefix: tuple = ()) -> list[tuple]:
-    """Paths (child indices; 0 for a list's item) to every leaf, in pre-order."""
+    """Paths (child indices; 0 for a list's item) to every leaf, in pre-order. A
+    packed struct (``lance-encoding:packed``) inside is one leaf, stored row by row."""
     if pa.types.is_struct(dt):
         if dt.num_fields == 0:
             return [prefix]  # an empty struct owns a column
-        _no_packed_inside([dt.field(i) for i in range(dt.num_fields)])
-        return [p for i in range(dt.num_fields) for p in leaf_paths(dt.field(i).type,
-                                                                     prefix + (i,))]
+        return [p for i in range(dt.num_fields) for p in _field_paths(dt.field(i),
+                                                                      prefix + (i,))]
     if _is_list(dt):
-        _no_packed_inside([dt.value_field])
-        return leaf_paths(dt.value_type, prefix + (0,))
+        return _field_paths(dt.value_field, prefix + (0,))
     return [prefix]
 
 
-def _no_packed_inside(fields) -> None:
-    from lancenb.encodings.config import is_blob, is_packed
+def _field_paths(f: pa.Field, prefix: tuple) -> list[tuple]:
+    from lancenb.encodings.config import is_blob
 
-    for f in fields:
-        if is_packed(f) or is_blob(f):
-            raise NotSupportedError(f"field {f.name!r}: packed structs and blobs inside "
-                                    f"structs or lists are not supported yet")
+    if is_blob(f):
+        raise NotSupportedError(f"field {f.name!r}: blobs inside structs or lists are not "
+                                f"supported yet")
+    if is_packed_leaf(f):
+        return [prefix]
+    return leaf_paths(f.type, prefix)
+
+
+def is_packed_leaf(f: pa.Field) -> bool:
+    """A struct field stored packed: a leaf of the rep/def tree, not a layer."""
+    from lancenb.encodings.config import is_packed
+
+    return pa.types.is_struct(f.type) and f.type.num_fields > 0 and is_packed(f)
+
+
+def leaf_field(dt: pa.DataType, path: tuple) -> pa.DataType:
+    """The type of the leaf at ``path`` (a packed struct for packed leaves)."""
+    for step in path:
+        dt = dt.field(step).type if pa.types.is_struct(dt) else dt.value_type
+    return dt
 
 
 def chain_type(dt: pa.DataType, path: tuple) -> pa.DataType:
@@ -271,7 +286,7 @@ def shred(arr: pa.Array, path: tuple):
     while True:
         dt = a.type
         valid = _u8_validity(a)
-        if is_nested(dt) and not _is_list(dt):
+        if is_nested(dt) and not _is_list(dt) and depth < len(path):
             outer.append((0, valid, None, len(a)))
             a = a.field(path[depth])
         elif _is_list(dt):
@@ -455,7 +470,10 @@ def chain_layers(chain: pa.DataType) -> tuple:
     t = chain
     while is_nested(t):
         types.append(t)
-        t = t.field(0).type if pa.types.is_struct(t) else t.value_type
+        f = t.field(0) if pa.types.is_struct(t) else t.value_field
+        if is_packed_leaf(f):
+            break
+        t = f.type
     return tuple(types)
 
 
@@ -495,10 +513,6 @@ def build_chain(chain: pa.DataType, leaf: pa.Array, un: Unshredded, where: str) 
     return arr
 
 
-def _leaf_count(dt: pa.DataType) -> int:
-    return len(leaf_paths(dt))
-
-
 def _validity_buffer(arr: pa.Array) -> pa.Buffer | None:
     """``arr``'s validity bitmap, re-based to offset 0 (shared when it already is)."""
     if arr.null_count == 0:
@@ -527,7 +541,7 @@ def merge(dt: pa.DataType, chains: list, where: str = "") -> pa.Array:
         kids = []
         i = 0
         for f in dt:
-            m = _leaf_count(f.type)
+            m = len(_field_paths(f, ()))
             kids.append(merge(f.type, [c.field(0) for c in chains[i:i + m]], where))
             i += m
         return pa.Array.from_buffers(dt, n, [valid], children=kids)
