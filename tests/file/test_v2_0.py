@@ -163,12 +163,21 @@ def test_low_cardinality_strings_are_dictionaries_both_ways(tmp_path):
             assert trees(path) == want
 
 
-def test_arrow_dictionary_column_written_by_pylance(tmp_path):
-    t = pa.table({"d": pa.array(["a", "b", None, "a"] * 10).dictionary_encode()})
-    got = LanceFileReader(py_write(tmp_path / "py.lance", t)).read_all().to_table()
-    assert got["d"].to_pylist() == t["d"].to_pylist()
-    with pytest.raises(NotSupportedError):
-        nb_write(tmp_path / "nb.lance", t)
+@pytest.mark.parametrize("writer", ["lancenb", "pylance"])
+def test_arrow_dictionary_columns(tmp_path, writer):
+    keys = pa.array([0, 1, None, 0, 2] * 20, pa.int8())
+    t = pa.table({"d": pa.array(["a", "b", None, "a"] * 25).dictionary_encode(),
+                  "n": pa.array([1, 2, None, 1] * 25, pa.int64()).dictionary_encode(),
+                  "k": pa.DictionaryArray.from_arrays(keys, pa.array(["x", None, "zz"]))})
+    path = (nb_write if writer == "lancenb" else py_write)(tmp_path / "d.lance", t, batches=2)
+    assert trees(path) == [["dictionary"]] * 3
+    for got in (PyReader(path).read_all().to_table(), LanceFileReader(path).read_all().to_table()):
+        for name in t.column_names:
+            assert got[name].to_pylist() == t[name].to_pylist()
+            assert got.schema.field(name).type == t.schema.field(name).type
+    rows = [99, 2, 2, 50]
+    got = LanceFileReader(path).take_rows(rows).to_table()
+    assert got.to_pylist() == t.take(rows).to_pylist()
 
 
 @pytest.mark.parametrize("writer", ["lancenb", "pylance"])
@@ -198,6 +207,15 @@ def test_compressed_and_fsst_strings(tmp_path, writer):
                                                            ("none", 0)]
     assert trees(path)[4:] == [["fsst"], ["binary"], ["nullable"]]
     assert md.columns[1].pages[0].buffers[1].size < md.columns[3].pages[0].buffers[1].size / 4
+
+
+def test_types_2_0_cannot_hold_are_refused(tmp_path):
+    m = pa.array([[("a", 1)], []], pa.map_(pa.string(), pa.int32()))
+    with pytest.raises(NotSupportedError, match="map"):
+        nb_write(tmp_path / "m.lance", pa.table({"m": m}))
+    f = pa.field("b", pa.binary(), metadata={"lance-encoding:blob": "true"})
+    with pytest.raises(InvalidInputError, match="large_binary"):
+        nb_write(tmp_path / "b.lance", pa.table({"b": pa.array([b"x"])}, schema=pa.schema([f])))
 
 
 def test_unknown_compression_is_refused(tmp_path):

@@ -100,6 +100,8 @@ def encode(arr: pa.Array, compression: Compression | None = None) -> tuple[list,
 
 def _encode(arr: pa.Array, bufs: _Buffers, compression=None) -> E.ArrayEncoding:
     dt = arr.type
+    if pa.types.is_dictionary(dt):
+        return _arrow_dictionary(arr, bufs)
     if blocks.is_variable(dt):
         if pa.types.is_string(dt) and _use_dictionary(arr):
             return _dictionary(arr, bufs)
@@ -221,6 +223,29 @@ def _dictionary(arr: pa.Array, bufs: _Buffers) -> E.ArrayEncoding:
     tree = binary_tree(items, bufs)
     return E.ArrayEncoding(dictionary=E.Dictionary(
         indices=_no_nulls(_flat(8, idx)), items=tree, num_dictionary_items=len(items)))
+
+
+def _arrow_dictionary(arr: pa.DictionaryArray, bufs: _Buffers) -> E.ArrayEncoding:
+    """An Arrow dictionary column as pylance stores it: its own keys (a null key points
+    at a null item, appended when the dictionary has none) and its dictionary."""
+    items = arr.dictionary
+    if pa.types.is_dictionary(items.type) or pa.types.is_nested(items.type):
+        raise NotSupportedError(f"writing {arr.type} in a 2.0 file is not supported")
+    keys = arr.indices
+    if keys.null_count:
+        nulls = np.flatnonzero(np.asarray(items.is_null()))
+        if len(nulls):
+            fill = int(nulls[0])
+        else:
+            fill = len(items)
+            items = pa.concat_arrays([items, pa.nulls(1, items.type)])
+        keys = keys.fill_null(fill)
+    raw = np.asarray(keys).astype(keys.type.to_pandas_dtype(), copy=False)
+    idx = bufs.add(raw)
+    tree = _encode(items, bufs)
+    return E.ArrayEncoding(dictionary=E.Dictionary(
+        indices=_no_nulls(_flat(keys.type.bit_width, idx)), items=tree,
+        num_dictionary_items=len(items)))
 
 
 def _packed(arr: pa.Array, bufs: _Buffers) -> E.ArrayEncoding:

@@ -181,7 +181,9 @@ class _Struct:
 
 def _check(field: pa.Field) -> None:
     dt = field.type
-    if pa.types.is_dictionary(dt) or pa.types.is_map(dt) or pa.types.is_union(dt):
+    if pa.types.is_map(dt) or pa.types.is_union(dt) or (
+            pa.types.is_dictionary(dt) and (pa.types.is_nested(dt.value_type)
+                                            or pa.types.is_dictionary(dt.value_type))):
         raise NotSupportedError(f"column {field.name!r}: writing {dt} in a 2.0 file is not "
                                 f"supported")
     if is_blob_2_0(field) and not pa.types.is_large_binary(dt):
