@@ -43,7 +43,7 @@ import pyarrow as pa
 
 from lancenb.encodings import blocks, pb
 from lancenb.encodings.structural import allnull, miniblock, repdef
-from lancenb.errors import CorruptFileError, NotSupportedError
+from lancenb.errors import CorruptFileError, InvalidInputError, NotSupportedError
 
 __all__ = ["has_dictionary", "is_empty_struct", "handles", "page_array", "page_groups",
            "encode_page", "encode", "encode_empty_struct", "to_arrow", "from_values",
@@ -97,7 +97,8 @@ def check_writable(dt: pa.DataType, name: str) -> None:
 
 # -- writing: one page's array --------------------------------------------------------
 def _index_numpy(indices: pa.Array) -> np.ndarray:
-    """The index values as an unsigned numpy view (a copy only if sliced oddly)."""
+    """The index values as an unsigned numpy view of the Arrow buffer (indices are
+    never negative in a valid array)."""
     bits = indices.type.bit_width
     raw = indices.buffers()[1]
     if raw is None or len(indices) == 0:
@@ -128,9 +129,9 @@ def _normalise(arr: pa.DictionaryArray) -> pa.DictionaryArray:
     if len(idx):
         inside = idx < len(d)
         if not np.all(inside[valid]):
-            raise NotSupportedError("dictionary array with indices outside its dictionary")
+            raise InvalidInputError("dictionary array with indices outside its dictionary")
         hit = np.where(inside, idx, 0)
-        valid &= dvalid[hit] if len(d) else False
+        valid &= dvalid[hit]
         idx = np.where(valid, new_pos[hit], 0)
     return _rebuild(arr.type, idx, valid, d.filter(pa.array(dvalid)))
 
@@ -171,8 +172,8 @@ def _concat_dicts(arrays: list) -> pa.DictionaryArray:
     idx = np.concatenate([_index_numpy(a.indices).astype(np.int64) + s
                           for a, s in zip(arrays, shifts)])
     if any(a.null_count for a in arrays):
+        # (null slots shifted too, as Arrow's concatenation in pylance leaves them)
         valid = np.concatenate([np.asarray(a.is_valid(), dtype=bool) for a in arrays])
-        idx[~valid] = 0
     else:
         valid = None
     return _rebuild(dt, idx, valid, dictionary)
@@ -312,7 +313,7 @@ def encode(arr: pa.DictionaryArray, cfg, *, version_minor: int, levels=None,
         idx = np.where(validity | (idx < k), idx, 0).astype(idx.dtype)
     ok = idx[validity] if validity is not None else idx
     if len(ok) and int(ok.max()) >= k:
-        raise NotSupportedError(f"dictionary index {int(ok.max())} is outside the dictionary "
+        raise InvalidInputError(f"dictionary index {int(ok.max())} is outside the dictionary "
                                 f"({k} values)")
     bits = arr.type.index_type.bit_width
     block = blocks.FixedWidth(bits, np.ascontiguousarray(idx).view(np.uint8), len(idx))
