@@ -125,11 +125,9 @@ class PageDecoder:
             self.impl = allnull.ConstantDecoder(cl, page.num_rows, page.sizes, cdt, where,
                                                 chain)
         elif kind == "blob_layout":
-            if chain is not None:
-                raise NotSupportedError(f"{where}: blobs inside lists or structs are not "
-                                        f"supported yet")
             self.impl = blob.BlobDecoder(layout.blob_layout, page.num_rows, page.sizes, dtype,
-                                         where, (1 << 62) if file_size is None else file_size)
+                                         where, (1 << 62) if file_size is None else file_size,
+                                         nested=chain is not None)
         elif kind is None:
             raise CorruptFileError(f"{where}: page layout is empty")
         else:

@@ -43,6 +43,7 @@ class _Column:
         self.nbytes = 0
         self.pages: list = []
         self.rows_written = 0
+        self.blob = path is None and is_blob(field)  # nested blobs: set by the writer
 
 
 def _has_unsupported(dt: pa.DataType) -> bool:
@@ -173,7 +174,15 @@ class LanceFileWriter:
                 # every leaf column under it (a child's own metadata is not read)
                 config = config_for_field(f, self._base_config)
                 for path in paths:
-                    self._columns.append(_Column(f, config, i, path, len(paths)))
+                    col = _Column(f, config, i, path, len(paths))
+                    leaf = repdef.leaf_arrow_field(f, path)
+                    if is_blob(leaf):
+                        if not pa.types.is_large_binary(leaf.type):
+                            raise InvalidInputError(
+                                f"column {f.name!r}: blob field {leaf.name!r} must be "
+                                f"large_binary, not {leaf.type}")
+                        col.blob = True
+                    self._columns.append(col)
         except LanceError as e:
             self._fail(e)
         budget = (self._data_cache_bytes / max(1, len(schema))
@@ -253,8 +262,8 @@ class LanceFileWriter:
         rows = len(arr)
         if col.path is not None:
             levels, arr = repdef.shred(arr, col.path)
-        if is_blob(col.field):
-            buffers, layout = self._blob_page(arr)
+        if col.blob:
+            buffers, layout = self._blob_page(arr, levels)
         else:
             buffers, layout = encode_page(arr, version_minor=self.version.footer[1],
                                           config=col.config, levels=levels)
@@ -266,14 +275,18 @@ class LanceFileWriter:
         col.pages.append(page)
         col.rows_written += rows
 
-    def _blob_page(self, arr: pa.Array):
-        """Write a blob column's values out of line now; the page holds descriptors."""
+    def _blob_page(self, arr: pa.Array, levels=None):
+        """Write a blob column's values out of line now; the page holds descriptors
+        (``levels``: a blob inside structs, one definition level per row)."""
         block, validity = blocks.from_arrow(arr)
+        if levels is not None and levels.defs is not None:
+            validity = levels.defs[:levels.num_levels] == 0
         region, rel, sizes = blob.out_of_line(block, validity)
         base = self._out.tell()  # 64-aligned: every buffer is padded
         if len(region):
             self._out.write(region)
-        return blob.encode(base + rel, sizes, validity, version_minor=self.version.footer[1])
+        return blob.encode(base + rel, sizes, validity, version_minor=self.version.footer[1],
+                           levels=levels)
 
     def _check_open(self) -> None:
         if self.closed:

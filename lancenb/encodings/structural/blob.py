@@ -68,11 +68,17 @@ def out_of_line(block: Variable, validity: np.ndarray | None):
 
 
 def encode(positions: np.ndarray, sizes: np.ndarray, validity: np.ndarray | None, *,
-           version_minor: int):
-    """The descriptor page: ``(buffers, PageLayout)`` with absolute ``positions``."""
+           version_minor: int, levels: repdef.Levels | None = None):
+    """The descriptor page: ``(buffers, PageLayout)`` with absolute ``positions``.
+
+    ``levels``: a blob inside structs (definition levels only, one per row): a null
+    row's descriptor carries its definition level, whichever layer made it null."""
     pos = positions.astype(np.uint64)
     pos[sizes == 0] = 0
-    if validity is not None:
+    if levels is not None and levels.defs is not None:
+        d = levels.defs[:levels.num_levels].astype(np.uint64)
+        pos[d > 0] = d[d > 0] << np.uint64(16)
+    elif validity is not None:
         pos[~validity] = 1 << 16  # def level 1, no repetition
     desc = np.stack([pos, sizes.astype(np.uint64)], axis=1).reshape(-1)
     block = FixedWidth(128, desc.view(np.uint8), len(sizes))
@@ -80,8 +86,11 @@ def encode(positions: np.ndarray, sizes: np.ndarray, validity: np.ndarray | None
                                       large_chunks=version_minor >= 2)
     layout = pb.e21.PageLayout()
     layout.blob_layout.inner_layout.CopyFrom(inner)
-    layout.blob_layout.layers.append(L.REPDEF_ALL_VALID_ITEM if validity is None
-                                     else L.REPDEF_NULLABLE_ITEM)
+    if levels is not None:
+        layout.blob_layout.layers.extend(levels.layers)
+    else:
+        layout.blob_layout.layers.append(L.REPDEF_ALL_VALID_ITEM if validity is None
+                                         else L.REPDEF_NULLABLE_ITEM)
     return buffers, layout
 
 
@@ -90,7 +99,7 @@ class BlobDecoder:
     values from wherever they point."""
 
     def __init__(self, layout, num_rows: int, buffer_sizes, dtype: pa.DataType, where: str,
-                 file_size: int):
+                 file_size: int, nested: bool = False):
         self.where = where
         self.dtype = dtype
         self.file_size = file_size
@@ -98,9 +107,13 @@ class BlobDecoder:
                 or pa.types.is_string(dtype) or pa.types.is_large_string(dtype)):
             raise CorruptFileError(f"{where}: blob page for a {dtype} column")
         info = repdef.LayerInfo.from_layers(layout.layers, where)
-        if info.max_rep or info.num_layers != 1:
-            raise NotSupportedError(f"{where}: blobs inside lists or structs are not "
-                                    f"supported yet")
+        if info.max_rep:
+            raise NotSupportedError(f"{where}: blobs inside lists are not supported (pylance "
+                                    f"14 cannot read them either)")
+        if (info.num_layers != 1) != nested:
+            raise CorruptFileError(f"{where}: blob page with {info.num_layers} rep/def layers "
+                                   f"for a {'nested' if nested else 'top-level'} column")
+        self.info = info
         self.nullable = info.max_def > 0
         inner = layout.inner_layout
         if inner.WhichOneof("layout") != "mini_block_layout":
@@ -138,6 +151,37 @@ class BlobDecoder:
             if slices.concat_slices(data, np.asarray(at, np.int64), size[take], out) != 0:
                 raise CorruptFileError(f"{self.where}: blob reads do not fit")
         return Variable(offs, out, len(size), offset_bits(self.dtype)), validity
+
+    def read_nested(self, reader, offsets, rows: np.ndarray | None):
+        """``(values block, Levels)`` of a blob inside structs: ``rows`` (sorted,
+        duplicates allowed) or, for None, every row. Null descriptors carry the
+        definition level; their values are empty."""
+        if rows is None:
+            (meta, data) = reader.read_ranges(list(zip(offsets[:2],
+                                                       self.inner.buffer_sizes[:2])))
+            desc, _ = self.inner.decode_all([meta, data])
+        else:
+            desc, _, sel = self.inner.read_rows(reader, offsets, rows)
+            if sel is not None:
+                d = desc.data.view("<u8").reshape(-1, 2)[sel]
+                desc = FixedWidth(128, np.ascontiguousarray(d).reshape(-1).view(np.uint8),
+                                  len(sel))
+        d = desc.data.view("<u8").reshape(-1, 2)
+        null = (d[:, 1] == 0) & (d[:, 0] != 0)
+        defs = np.zeros(len(d), np.uint16)
+        if null.any():
+            lv = (d[null, 0] >> np.uint64(16)) & np.uint64(0xFFFF)
+            if np.any(lv == 0) or np.any(lv > self.info.max_def):
+                raise CorruptFileError(f"{self.where}: a null blob descriptor has definition "
+                                       f"level outside 1..{self.info.max_def}")
+            defs[null] = lv
+            d = d.copy()
+            d[null] = 0  # nulls read as empty values; the levels say they are null
+            desc = FixedWidth(128, d.reshape(-1).view(np.uint8), len(d))
+        block, _ = self._values(reader, desc)
+        levels = repdef.Levels(None, defs if self.info.max_def else None, self.info, len(d),
+                               len(d))
+        return block, levels
 
     def to_arrow(self, reader, desc: FixedWidth) -> pa.Array:
         block, validity = self._values(reader, desc)

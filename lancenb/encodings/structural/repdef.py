@@ -60,28 +60,35 @@ def _is_list(dt: pa.DataType) -> bool:
     return pa.types.is_list(dt) or pa.types.is_large_list(dt)
 
 
-def leaf_paths(dt: pa.DataType, prefix: tuple = ()) -> list[tuple]:
+def leaf_paths(dt: pa.DataType, prefix: tuple = (), in_list: bool = False) -> list[tuple]:
     """Paths (child indices; 0 for a list's item) to every leaf, in pre-order. A
     packed struct (``lance-encoding:packed``) inside is one leaf, stored row by row."""
     if pa.types.is_struct(dt):
         if dt.num_fields == 0:
             return [prefix]  # an empty struct owns a column
         return [p for i in range(dt.num_fields) for p in _field_paths(dt.field(i),
-                                                                      prefix + (i,))]
+                                                                      prefix + (i,), in_list)]
     if _is_list(dt):
-        return _field_paths(dt.value_field, prefix + (0,))
+        return _field_paths(dt.value_field, prefix + (0,), True)
     return [prefix]
 
 
-def _field_paths(f: pa.Field, prefix: tuple) -> list[tuple]:
+def _field_paths(f: pa.Field, prefix: tuple, in_list: bool = False) -> list[tuple]:
     from lancenb.encodings.config import is_blob
 
-    if is_blob(f):
-        raise NotSupportedError(f"field {f.name!r}: blobs inside structs or lists are not "
-                                f"supported yet")
+    if is_blob(f) and in_list:
+        raise NotSupportedError(f"field {f.name!r}: blobs inside lists are not supported "
+                                f"(pylance 14 cannot read them either)")
     if is_packed_leaf(f):
         return [prefix]
-    return leaf_paths(f.type, prefix)
+    return leaf_paths(f.type, prefix, in_list)
+
+
+def leaf_arrow_field(f: pa.Field, path: tuple) -> pa.Field:
+    """The field at ``path`` under ``f`` (its metadata included)."""
+    for step in path:
+        f = f.type.field(step) if pa.types.is_struct(f.type) else f.type.value_field
+    return f
 
 
 def is_packed_leaf(f: pa.Field) -> bool:
