@@ -414,4 +414,4 @@ class FileColumns:
             buf, at = self._io.read_ranges_np(pos[take], size[take])
             if slices.concat_slices(buf, at, size[take], data) != slices.OK:
                 raise CorruptFileError(f"{c.where}: blob bytes outside what was read")
-        return dec._variable_array(dt, offsets, data, ~null if null.any() else None)
+        return dec.variable_array(dt, offsets, data, ~null if null.any() else None)

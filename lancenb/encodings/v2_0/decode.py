@@ -31,7 +31,8 @@ from lancenb.encodings.physical import general, packed_struct
 from lancenb.errors import CorruptFileError, NotSupportedError
 from lancenb.kernels import fsst as kf
 
-__all__ = ["Page", "decode", "take", "validity_bytes", "uint_values", "dictionary_take"]
+__all__ = ["Page", "decode", "take", "validity_bytes", "uint_values", "dictionary_take",
+           "variable_array"]
 
 _SCHEMES = {"zstd": general.ZSTD, "lz4": general.LZ4}
 _MAX_DEPTH = 32
@@ -140,7 +141,7 @@ def decode(enc, page: Page, n: int, dt: pa.DataType, depth: int = 0) -> pa.Array
     if kind == "flat":
         return _flat(enc.flat, page, n, dt)
     if kind == "binary":
-        return _variable_array(dt, *_binary_parts(enc.binary, page, n))
+        return variable_array(dt, *_binary_parts(enc.binary, page, n))
     if kind == "dictionary":
         return _dictionary(enc.dictionary, page, n, dt, depth)
     if kind == "fixed_size_list":
@@ -196,7 +197,7 @@ def _binary_parts(b, page: Page, n: int):
     return offsets, data, valid
 
 
-def _variable_array(dt: pa.DataType, offsets: np.ndarray, data: np.ndarray,
+def variable_array(dt: pa.DataType, offsets: np.ndarray, data: np.ndarray,
                     valid: np.ndarray | None) -> pa.Array:
     if not is_variable(dt):
         raise CorruptFileError(f"string values for a {dt} column")
@@ -274,7 +275,7 @@ def _fsst(f, page: Page, n: int, dt: pa.DataType) -> pa.Array:
                            out_offsets, out)
     if status < 0:
         raise _corrupt(page, _FSST_ERRORS.get(int(status), "bad FSST data"))
-    return _variable_array(dt, out_offsets, out[:status], valid)
+    return variable_array(dt, out_offsets, out[:status], valid)
 
 
 def take(enc, page: Page, n: int, dt: pa.DataType, rows: np.ndarray) -> pa.Array:

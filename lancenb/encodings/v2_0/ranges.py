@@ -238,4 +238,4 @@ def _take_binary(io, c, p, local, dt, b, n):
         dbuf, dat = io.read_ranges_np(bpos + starts[some], lens[some])
         if slices.concat_slices(dbuf, dat, lens[some], data) != slices.OK:
             raise CorruptFileError(f"{c.where}, page {p}: string bytes outside what was read")
-    return dec._variable_array(dt, offsets, data, ~null if null.any() else None)
+    return dec.variable_array(dt, offsets, data, ~null if null.any() else None)
