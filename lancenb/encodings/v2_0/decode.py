@@ -215,6 +215,8 @@ def _dictionary(d, page: Page, n: int, dt: pa.DataType, depth: int) -> pa.Array:
     idx = uint_values(d.indices, page, n)
     if pa.types.is_dictionary(dt):
         # an Arrow dictionary column: plain indices, nulls live in the dictionary
+        if k - 1 > np.iinfo(dt.index_type.to_pandas_dtype()).max:
+            raise _corrupt(page, f"{k} dictionary items for {dt.index_type} keys")
         items = decode(d.items, page, k, dt.value_type, depth + 1)
         if n and int(idx.max()) >= k:
             raise _corrupt(page, f"dictionary index {int(idx.max())} with {k} items")
