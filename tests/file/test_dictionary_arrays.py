@@ -400,3 +400,41 @@ def test_from_values_and_empty_struct_chain():
     chain = pa.struct([pa.field("s", pa.struct([pa.field("e", pa.struct([]))]))])
     got = dictarray.empty_struct_chain(chain, 4)
     assert got.type == chain and got.to_pylist() == [{"s": {"e": {}}}] * 4
+
+
+def _items_table(n=6000, seed=5):
+    """Dictionaries whose items pylance block-compresses in each way: Variable (big),
+    InlineBitpacking (≤ 1024 fixed-width items), OutOfLineBitpacking (more; a group of
+    zeros does not stop it), Flat (too few items to pack)."""
+    rng = np.random.default_rng(seed)
+    big = [f"value-{i:06d}-padding" for i in range(3000)]
+    return pa.table({
+        "strings_i16": D(rng.integers(0, 3000, n), big, pa.int16()),
+        "strings_u32_nulls": D(np.where(rng.random(n) < 0.1, None, rng.integers(0, 3000, n)),
+                               big, pa.uint32()),
+        "runs_i8": D(np.repeat(np.arange(20) % 3, n // 20), ["a", "b", "c"], pa.int8()),
+        "inline_f64": D(rng.integers(0, 1000, n), rng.random(1000), pa.int32(), pa.float64()),
+        "outofline_i64": D(rng.integers(0, 3000, n), rng.permutation(3000), pa.int64(),
+                           pa.int64()),
+        "zero_group": D(rng.integers(0, 2000, n), np.r_[np.arange(1, 1025), np.zeros(976, int)],
+                        pa.int16(), pa.int64()),
+        "flat_i32": D(rng.integers(0, 3, n), [-1, 5, 7], pa.int32(), pa.int32()),
+        "u16_items": D(rng.integers(0, 1500, n), np.arange(1500) * 3, pa.int16(), pa.uint16()),
+    })
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_same_bytes_as_pylance(tmp_path, version):
+    t = _items_table()
+    ours = _write(LanceFileWriter, tmp_path / "a.lance", [t], version)
+    theirs = _write(PyWriter, tmp_path / "p.lance", [t], version)
+    lay = _layouts(theirs)
+    assert "dict=out_of_line_bitpacking(flat(12))" in lay[4][0][0]
+    assert "dict=out_of_line_bitpacking(flat(11))" in lay[5][0][0]
+    assert "dict=inline_bitpacking" in lay[3][0][0]
+    assert Path(ours).read_bytes() == Path(theirs).read_bytes()
+    assert PyReader(ours).read_all().to_table().equals(t)
+    r = LanceFileReader(theirs)
+    assert r.read_all().to_table().equals(t)
+    rows = [5999, 0, 1024, 4097, 4096, 4096]
+    assert r.take_rows(rows).to_table().equals(t.take(rows))
