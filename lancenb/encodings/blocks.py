@@ -4,8 +4,9 @@
   (``bits == 1`` is an LSB-first bitmap, as Arrow booleans are).
 * :class:`Variable` -- Arrow-style ``offsets`` (int64, ``num_values + 1``, starting at
   0) into ``data``.
-* :class:`FixedSizeList` -- ``num_values`` vectors of ``dim`` fixed-width items each
-  (``data`` holds the items back to back), with the items' own validity.
+* :class:`FixedSizeList` -- ``num_values`` vectors (fixed-size lists, nested to any
+  depth, of booleans or whole-byte items; ``data`` holds the items back to back), with
+  the validity of every layer inside the row.
 
 Validity is carried separately (a numpy bool array, or ``None`` when every value is
 valid). Converting back builds Arrow arrays with ``pa.Array.from_buffers``: no
@@ -25,7 +26,8 @@ from lancenb.kernels import gather as kg
 from lancenb.kernels import slices
 
 __all__ = ["FixedWidth", "Variable", "FixedSizeList", "DictionaryIndices", "from_arrow",
-           "to_arrow", "fixed_bits", "is_variable", "is_vector", "offset_bits", "take_ranges"]
+           "to_arrow", "fixed_bits", "is_variable", "is_vector", "vector_shape", "offset_bits",
+           "take_ranges"]
 
 
 @dataclass
@@ -45,21 +47,53 @@ class Variable:
 
 @dataclass
 class FixedSizeList:
-    """Vectors: ``num_values`` rows of ``dim`` items of ``item_bits`` bits (whole bytes).
+    """Vectors: ``num_values`` rows of fixed-size lists nested ``len(dims)`` deep
+    (``dims`` outermost first: ``fixed_size_list<fixed_size_list<int32>[2]>[3]`` has
+    dims ``(3, 2)``), each row holding ``prod(dims)`` items of ``item_bits`` bits.
 
-    ``item_validity`` (bool per item, ``num_values * dim``) is None when no item is
-    null; a row's own nullness travels separately, like any value's.
+    ``item_bits`` is 1 for booleans (``data`` is then an LSB-first bitmap from bit 0,
+    unused tail bits zero) or a whole number of bytes. ``validity[k]`` is the
+    validity (bool) of the children of layer ``k``: ``num_values * prod(dims[:k+1])``
+    entries (the last layer's children are the items), or None when none is null. A
+    row's own nullness travels separately, like any value's.
     """
 
-    dim: int
+    dims: tuple
     item_bits: int
-    data: np.ndarray  # uint8, num_values * dim * item_bits / 8
-    item_validity: np.ndarray | None
+    data: np.ndarray  # uint8
+    validity: tuple
     num_values: int
+
+    @property
+    def dim(self) -> int:
+        """Items per row."""
+        return _prod(self.dims)
 
     @property
     def bits(self) -> int:
         return self.dim * self.item_bits
+
+    @property
+    def cum_dims(self) -> list[int]:
+        """Entries per row at each layer (``prod(dims[:k+1])``)."""
+        out, c = [], 1
+        for d in self.dims:
+            c *= d
+            out.append(c)
+        return out
+
+    @property
+    def value_bytes(self) -> int:
+        """A row's size as the reference measures it to pick the layout (items only;
+        booleans count 0 bytes, so boolean vectors always go to mini-block pages)."""
+        return self.dim * (self.item_bits // 8)
+
+
+def _prod(xs) -> int:
+    out = 1
+    for x in xs:
+        out *= int(x)
+    return out
 
 
 @dataclass
@@ -81,12 +115,30 @@ def offset_bits(dt: pa.DataType) -> int:
 
 
 @lru_cache(maxsize=1024)
+def vector_shape(dt: pa.DataType) -> tuple[tuple, pa.DataType] | None:
+    """``(dims outermost first, item type)`` of a vector type, else None.
+
+    A vector is a fixed-size list (nested to any depth) of booleans or of whole-byte
+    fixed-width primitives; a struct, string or list item makes it something else.
+    """
+    dims = []
+    t = dt
+    while pa.types.is_fixed_size_list(t):
+        if t.list_size <= 0:
+            return None
+        dims.append(t.list_size)
+        t = t.value_type
+    if not dims or pa.types.is_nested(t):
+        return None  # (a struct has fixed_bits when packed, but is no vector item)
+    bits = fixed_bits(t)
+    if bits is None or (bits % 8 and bits != 1):
+        return None
+    return tuple(dims), t
+
+
 def is_vector(dt: pa.DataType) -> bool:
-    """A fixed-size list of whole-byte fixed-width primitives (a vector type)."""
-    if not pa.types.is_fixed_size_list(dt) or pa.types.is_nested(dt.value_type):
-        return False  # (a struct has fixed_bits when packed, but is no vector item)
-    bits = fixed_bits(dt.value_type)
-    return bits is not None and bits % 8 == 0 and dt.list_size > 0
+    """A vector type: see :func:`vector_shape`."""
+    return vector_shape(dt) is not None
 
 
 @lru_cache(maxsize=1024)
@@ -94,7 +146,8 @@ def fixed_bits(dt: pa.DataType) -> int | None:
     """Bits per value of a fixed-width primitive type (a vector: all its items), or
     None."""
     if pa.types.is_fixed_size_list(dt):
-        return dt.list_size * fixed_bits(dt.value_type) if is_vector(dt) else None
+        shape = vector_shape(dt)
+        return None if shape is None else _prod(shape[0]) * fixed_bits(shape[1])
     if pa.types.is_struct(dt):
         # a packed struct's rows: its children back to back
         bits = [fixed_bits(f.type) for f in dt]
@@ -133,12 +186,7 @@ def from_arrow(arr: pa.Array):
     n = len(arr)
     bufs = arr.buffers()
     if is_vector(dt):
-        d = dt.list_size
-        width = fixed_bits(dt.value_type) // 8
-        child = arr.values.slice(arr.offset * d, n * d)  # .values ignores the offset
-        cbuf = _u8(child.buffers()[1])
-        data = cbuf[child.offset * width:(child.offset + n * d) * width]
-        return FixedSizeList(d, width * 8, data, validity_of(child), n), validity_of(arr)
+        return _vector_from_arrow(arr), validity_of(arr)
     if pa.types.is_struct(dt):
         from lancenb.encodings.physical import packed_struct
 
@@ -209,27 +257,70 @@ def to_arrow(dt: pa.DataType, block, validity: np.ndarray | None) -> pa.Array:
     return pa.Array.from_buffers(dt, block.num_values, [vbuf, pa.py_buffer(block.data)])
 
 
+def _bits_at(buf: pa.Buffer | None, offset: int, count: int) -> np.ndarray:
+    """``count`` bits of an LSB-first bitmap from bit ``offset``, re-based to bit 0
+    with the unused tail bits zero."""
+    raw = _u8(buf)
+    if offset % 8 == 0:
+        out = raw[offset // 8:offset // 8 + (count + 7) // 8].copy()
+        if count % 8 and len(out):
+            out[-1] &= (1 << (count % 8)) - 1
+        return out
+    bits = np.unpackbits(raw[offset // 8:(offset + count + 7) // 8 + 1], bitorder="little")
+    return np.packbits(bits[offset % 8:offset % 8 + count], bitorder="little")
+
+
+def _vector_from_arrow(arr: pa.Array) -> FixedSizeList:
+    dims, item_t = vector_shape(arr.type)
+    a, count, validity = arr, len(arr), []
+    for d in dims:
+        count *= d
+        a = a.values.slice(a.offset * d, count)  # .values ignores the parent's offset
+        validity.append(validity_of(a))
+    bits = fixed_bits(item_t)
+    if bits == 1:
+        data = _bits_at(a.buffers()[1], a.offset, count)
+    else:
+        w = bits // 8
+        data = _u8(a.buffers()[1])[a.offset * w:(a.offset + count) * w]
+    return FixedSizeList(dims, bits, data, tuple(validity), len(arr))
+
+
 def _vector_to_arrow(dt: pa.DataType, block, vbuf) -> pa.Array:
-    if not is_vector(dt):
+    shape = vector_shape(dt)
+    if shape is None:
         raise NotSupportedError(f"reading {dt} columns is not supported yet")
-    d = dt.list_size
-    ibits = fixed_bits(dt.value_type)
+    dims, item_t = shape
+    ibits = fixed_bits(item_t)
     n = block.num_values
     if isinstance(block, FixedSizeList):
-        if block.dim != d or block.item_bits != ibits:
-            raise CorruptFileError(f"vectors of {block.dim} x {block.item_bits}-bit items for "
-                                   f"a {dt} column")
-        ivalid = block.item_validity
-    elif isinstance(block, FixedWidth) and block.bits == d * ibits:
-        ivalid = None
+        if tuple(block.dims) != dims or block.item_bits != ibits:
+            raise CorruptFileError(f"vectors of {list(block.dims)} x {block.item_bits}-bit "
+                                   f"items for a {dt} column")
+        validity = block.validity
+    elif isinstance(block, FixedWidth) and block.bits == _prod(dims) * ibits:
+        validity = (None,) * len(dims)
     else:
         raise CorruptFileError(f"values of {getattr(block, 'bits', 'variable')} bits for a "
                                f"{dt} column")
-    if len(block.data) != n * d * ibits // 8:
+    count = n * _prod(dims)
+    if len(block.data) != (count * ibits + 7) // 8:
         raise CorruptFileError(f"{len(block.data)} bytes of vector data for {n} {dt} values")
-    child = pa.Array.from_buffers(dt.value_type, n * d,
-                                  [_validity_buffer(ivalid), pa.py_buffer(block.data)])
-    return pa.Array.from_buffers(dt, n, [vbuf], children=[child])
+    types, t = [], dt
+    for _ in dims:
+        types.append(t)
+        t = t.value_type
+    for k, v in enumerate(validity):
+        if v is not None and len(v) != n * _prod(dims[:k + 1]):
+            raise CorruptFileError(f"{len(v)} validity entries at depth {k + 1} of {n} {dt} "
+                                   f"values")
+    child = pa.Array.from_buffers(item_t, count, [_validity_buffer(validity[-1]),
+                                                  pa.py_buffer(block.data)])
+    for k in range(len(dims) - 1, -1, -1):
+        count //= dims[k]
+        vb = vbuf if k == 0 else _validity_buffer(validity[k - 1])
+        child = pa.Array.from_buffers(types[k], count, [vb], children=[child])
+    return child
 
 
 def _expand(starts: np.ndarray, ends: np.ndarray, limit: int, total: int) -> np.ndarray:
@@ -271,13 +362,19 @@ def take_ranges(block, starts: np.ndarray, ends: np.ndarray):
         np.cumsum(offs[idx + 1] - offs[idx], out=out[1:])
         return Variable(out, data, total, block.offset_bits)
     if isinstance(block, FixedSizeList):
-        w = block.dim * block.item_bits // 8
-        data = _concat(block.data, starts * w, sizes * w, total * w)
-        iv = block.item_validity
-        if iv is not None:
-            d = block.dim
-            iv = iv[_expand(starts * d, ends * d, n * d, total * d)]
-        return FixedSizeList(block.dim, block.item_bits, data, iv, total)
+        d = block.dim
+        if block.item_bits == 1:
+            idx = _expand(starts * d, ends * d, n * d, total * d)
+            data = np.empty((total * d + 7) // 8, np.uint8)
+            if kg.gather_bits(block.data, idx, data) != kg.OK:
+                raise CorruptFileError(f"value ranges fall outside the {n} values decoded")
+        else:
+            w = d * block.item_bits // 8
+            data = _concat(block.data, starts * w, sizes * w, total * w)
+        validity = tuple(
+            None if v is None else v[_expand(starts * c, ends * c, n * c, total * c)]
+            for v, c in zip(block.validity, block.cum_dims))
+        return FixedSizeList(block.dims, block.item_bits, data, validity, total)
     if block.bits == 1:
         idx = _expand(starts, ends, n, total)
         out = np.empty((total + 7) // 8, np.uint8)

@@ -123,7 +123,7 @@ def test_constant_and_all_null_vectors(tmp_path, version):
 def test_unsupported_vectors_rejected(tmp_path):
     from lancenb.errors import NotSupportedError
 
-    t = pa.table({"b": pa.array([[True, False]], pa.list_(pa.bool_(), 2))})
+    t = pa.table({"b": pa.array([["a", "b"]], pa.list_(pa.string(), 2))})
     with pytest.raises(NotSupportedError):
         with LanceFileWriter(str(tmp_path / "b.lance")) as w:
             w.write_batch(t)

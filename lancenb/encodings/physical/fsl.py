@@ -1,22 +1,34 @@
-"""FixedSizeList: vectors of fixed-width items, with the items' own validity.
+"""FixedSizeList: vectors (fixed-size lists, nested to any depth) of fixed-width items,
+with the validity of every layer inside the row.
 
-Description: ``FixedSizeList{items_per_value: dim, values: Flat(item bits),
-has_validity}``. The items are never compressed (as in the reference: compressing
-them would cut vectors or their validity across chunks). A row's own nullness is a
-definition level like any value's; only *item* nulls travel here.
+Description, one message per layer, outermost first: ``FixedSizeList{items_per_value:
+d, has_validity, values: <the next layer's FixedSizeList, or Flat(item bits)>}``;
+``fixed_size_list<fixed_size_list<int32>[2]>[3]`` with null inner lists and null items
+is ``FixedSizeList{3, has_validity, FixedSizeList{2, has_validity, Flat(32)}}``. Items
+are booleans (``Flat(1)``, an LSB-first bitmap) or whole bytes, never compressed (as in
+the reference: compressing them would cut vectors or their validity across chunks).
+A layer's ``has_validity`` says whether *its children* (the next layer's lists, or the
+items) carry nulls; a row's own nullness is a definition level like any value's.
 
-* **Mini-block chunk**: with ``has_validity`` two buffers, ``[0]`` the chunk's item
-  validity bitmap (LSB-first, ``ceil(rows * dim / 8)`` bytes, starting at the chunk's
-  first item) and ``[1]`` the items; otherwise just the items. A chunk holds the
-  largest power-of-two number of rows (at most 4096) whose estimated size (items plus
-  ``ceil(dim / 8)`` validity bytes per row) stays below 8186 bytes.
-  Example, dim 2 f32, rows ``[1, null]``, ``[3, 4]``: ``0d`` then
-  ``00 00 80 3f | 00 00 00 00 | 00 00 40 40 | 00 00 80 40``.
-* **Full-zip value** (per row): ``ceil(dim / 8)`` bytes of that row's item validity
-  (only with ``has_validity``), then the row's items; ``bits_per_value`` counts both.
+* **Mini-block chunk**: one LSB-first bitmap per layer with validity, outermost first
+  (a chunk of ``r`` rows holds ``r * d1 * ... * dk`` bits for layer ``k``, padded to a
+  byte), then the items (booleans: ``ceil(r * dim / 8)`` bytes). A chunk never cuts a
+  row. Rows per chunk follow the reference: with ``v`` validity bytes per row
+  (``sum ceil(d1..dk / 8)``) and ``b`` item bits per row, whole-byte rows (``b % 8 ==
+  0``) take the largest power of two ``n`` (2..4096) with ``n * (b/8 + v) < 8186``;
+  otherwise rows are counted in words of 8 and the estimate is doubled: the largest
+  ``n`` (8..4096) with ``n * (b + 8v) / 4 < 8186``. Example: ``fixed_size_list<bool>[3]``
+  rows ``[T, F, null]``, ``null``, ``[T, T, F]``, ``[null, null, T]``, one chunk:
+  validity ``3b 0f``, items ``19 0d`` (null slots 0).
+* **Full-zip value** (per row; whole-byte items only): for each layer with validity,
+  outermost first, ``ceil(d1..dk / 8)`` bytes of that row's bits, then the row's items;
+  ``bits_per_value`` counts all of it. Boolean vectors are always mini-block (the
+  reference measures them as 0 bytes).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -27,46 +39,126 @@ from lancenb.errors import CorruptFileError, NotSupportedError
 from lancenb.kernels import gather as kg
 from lancenb.kernels import slices
 
-__all__ = ["FslCodec", "FslValues", "PerValueFsl", "description", "per_value", "parse"]
+__all__ = ["FslCodec", "FslValues", "PerValueFsl", "Shape", "description", "per_value",
+           "parse", "rows_per_chunk"]
+
+MAX_DEPTH = 64
+_MAX_CHUNK_BYTES = 8 * 1024 - 6  # the reference's mini-block target
+_MAX_CHUNK_ROWS = 4096
 
 
-def description(dim: int, item_bits: int, has_validity: bool):
-    return pb.e21.CompressiveEncoding(fixed_size_list=pb.e21.FixedSizeList(
-        items_per_value=dim, values=pb.flat(item_bits), has_validity=has_validity))
+@dataclass(frozen=True)
+class Shape:
+    """What a FixedSizeList description says: ``dims`` (outermost first), which
+    layers' children carry validity, and the item width."""
+
+    dims: tuple
+    has_validity: tuple
+    item_bits: int
+
+    @property
+    def cum_dims(self) -> list[int]:
+        out, c = [], 1
+        for d in self.dims:
+            c *= d
+            out.append(c)
+        return out
+
+    @property
+    def dim(self) -> int:
+        return self.cum_dims[-1]
+
+    @property
+    def validity_layers(self) -> list[int]:
+        """Entries per row of each validity bitmap, outermost first."""
+        return [c for c, hv in zip(self.cum_dims, self.has_validity) if hv]
+
+    @property
+    def validity_bytes(self) -> list[int]:
+        return [(c + 7) // 8 for c in self.validity_layers]
+
+    @classmethod
+    def of(cls, block: FixedSizeList) -> "Shape":
+        return cls(tuple(block.dims), tuple(v is not None for v in block.validity),
+                   block.item_bits)
 
 
-def parse(enc, fixed_bits: int | None, where: str) -> tuple[int, int, bool]:
-    """``(dim, item_bits, has_validity)`` of a FixedSizeList description, checked
-    against the column's value width (``dim * item_bits``)."""
-    f = enc.fixed_size_list
-    inner = f.values
-    kind = inner.WhichOneof("compression")
-    if kind != "flat" or inner.flat.HasField("data"):
-        raise NotSupportedError(f"{where}: vectors whose items use {pb.describe(inner)} are "
+def description(shape: Shape):
+    enc = pb.flat(shape.item_bits)
+    for d, hv in zip(reversed(shape.dims), reversed(shape.has_validity)):
+        enc = pb.e21.CompressiveEncoding(fixed_size_list=pb.e21.FixedSizeList(
+            items_per_value=d, values=enc, has_validity=hv))
+    return enc
+
+
+def parse(enc, fixed_bits: int | None, where: str) -> Shape:
+    """The :class:`Shape` of a FixedSizeList description, checked against the
+    column's value width (``prod(dims) * item_bits``)."""
+    dims, hvs = [], []
+    while enc.WhichOneof("compression") == "fixed_size_list":
+        if len(dims) >= MAX_DEPTH:
+            raise CorruptFileError(f"{where}: fixed-size lists nested over {MAX_DEPTH} deep")
+        f = enc.fixed_size_list
+        dims.append(int(f.items_per_value))
+        hvs.append(bool(f.has_validity))
+        enc = f.values
+    if enc.WhichOneof("compression") != "flat" or enc.flat.HasField("data"):
+        raise NotSupportedError(f"{where}: vectors whose items use {pb.describe(enc)} are "
                                 f"not supported yet")
-    dim, ibits = int(f.items_per_value), int(inner.flat.bits_per_value)
-    if dim <= 0 or ibits <= 0 or ibits % 8 or fixed_bits is None or dim * ibits != fixed_bits:
-        raise CorruptFileError(f"{where}: vectors of {dim} x {ibits}-bit items for a column "
+    ibits = int(enc.flat.bits_per_value)
+    total = ibits
+    for d in dims:
+        total *= max(d, 0)
+    if not dims or min(dims) <= 0 or ibits <= 0 or (ibits % 8 and ibits != 1) \
+            or fixed_bits is None or total != fixed_bits:
+        raise CorruptFileError(f"{where}: vectors of {dims} x {ibits}-bit items for a column "
                                f"of {fixed_bits or 'variable'}-bit values")
-    return dim, ibits, bool(f.has_validity)
+    return Shape(tuple(dims), tuple(hvs), ibits)
 
 
-def _validity_bytes(dim: int) -> int:
-    return (dim + 7) // 8
+def rows_per_chunk(shape: Shape) -> int:
+    """Rows in each (but the last) mini-block chunk, as the reference picks them."""
+    row_bits = shape.dim * shape.item_bits
+    vbytes = sum(shape.validity_bytes)
+    if row_bits % 8 == 0:
+        per_word, word = 1, row_bits // 8 + vbytes
+    else:  # whole words of 8 rows (booleans), the estimate doubled as the reference does
+        per_word, word = 8, row_bits + 8 * vbytes
+    n, size = (8 if per_word == 8 else 2), 2 * word
+    if size >= _MAX_CHUNK_BYTES:
+        raise NotSupportedError(f"vectors too wide for a mini-block page: {2 * per_word} rows "
+                                f"would need {size} bytes (limit {_MAX_CHUNK_BYTES}); "
+                                f"pylance refuses these too")
+    while 2 * size < _MAX_CHUNK_BYTES and 2 * n <= _MAX_CHUNK_ROWS:
+        size *= 2
+        n *= 2
+    return n
 
 
 def _pack_runs(valid: np.ndarray, run_bits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Pack consecutive runs of ``valid`` (bool) of ``run_bits`` bits each into
-    separate LSB-first bitmaps: ``(bytes, byte size of each run)``."""
+    separate LSB-first bitmaps: ``(bytes, byte size of each run)``. The unused bits of
+    a run's last byte are those that follow it when the run starts on a byte (zeros
+    past the end), else zeros: the reference's bit slices, so pages match byte for
+    byte."""
     nbytes = (run_bits + 7) // 8
     padded_start = np.zeros(len(run_bits), np.int64)
     np.cumsum(nbytes[:-1] * 8, out=padded_start[1:])
     bit_start = np.zeros(len(run_bits), np.int64)
     np.cumsum(run_bits[:-1], out=bit_start[1:])
-    bits = np.zeros(int(nbytes.sum()) * 8, np.uint8)
-    dest = np.arange(len(valid), dtype=np.int64) + np.repeat(padded_start - bit_start, run_bits)
-    bits[dest] = valid
+    total = int(nbytes.sum()) * 8
+    src = np.arange(total, dtype=np.int64) + np.repeat(bit_start - padded_start, nbytes * 8)
+    # the bits after a run: those of the source when the run starts on a byte
+    # boundary (a byte slice), else zeros (a shifted copy)
+    limit = np.where(bit_start % 8 == 0, len(valid), bit_start + run_bits)
+    bits = np.zeros(total, bool)
+    inside = src < np.repeat(limit, nbytes * 8)
+    bits[inside] = valid[src[inside]]
     return np.packbits(bits, bitorder="little"), nbytes
+
+
+def _item_bytes(shape: Shape, rows: np.ndarray) -> np.ndarray:
+    return (rows * shape.dim * shape.item_bits + 7) // 8
 
 
 class FslCodec:
@@ -74,119 +166,166 @@ class FslCodec:
 
     @staticmethod
     def rows_per_chunk(block: FixedSizeList) -> int:
-        est = block.dim * block.item_bits // 8
-        if block.item_validity is not None:
-            est += _validity_bytes(block.dim)
-        return flat.values_per_chunk(est * 8)
+        return rows_per_chunk(Shape.of(block))
 
     def plan(self, block: FixedSizeList) -> np.ndarray:
         k = self.rows_per_chunk(block)
         return np.append(np.arange(0, block.num_values, k, dtype=np.int64), block.num_values)
 
     def encode_chunks(self, block: FixedSizeList, bounds: np.ndarray):
+        shape = Shape.of(block)
         counts = np.diff(bounds)
-        row_bytes = block.dim * block.item_bits // 8
-        vstarts = bounds[:-1] * row_bytes
-        vsizes = counts * row_bytes
-        has_validity = block.item_validity is not None
-        desc = description(block.dim, block.item_bits, has_validity)
-        if not has_validity:
-            return block.data, vstarts[:, None], vsizes[:, None], desc
-        packed, nbytes = _pack_runs(block.item_validity, counts * block.dim)
-        bstarts = np.zeros(len(counts), np.int64)
-        np.cumsum(nbytes[:-1], out=bstarts[1:])
-        src = np.concatenate([packed, block.data])
-        starts = np.stack([bstarts, vstarts + len(packed)], axis=1)
-        sizes = np.stack([nbytes, vsizes], axis=1)
-        return src, starts, sizes, desc
+        srcs, starts, sizes = [], [], []
+        base = 0
+        for v, c in zip(block.validity, block.cum_dims):
+            if v is None:
+                continue
+            packed, nbytes = _pack_runs(v, counts * c)
+            st = np.zeros(len(counts), np.int64)
+            np.cumsum(nbytes[:-1], out=st[1:])
+            srcs.append(packed)
+            starts.append(st + base)
+            sizes.append(nbytes)
+            base += len(packed)
+        first_bit = bounds[:-1] * block.dim * block.item_bits
+        if np.all(first_bit % 8 == 0):
+            data, st = block.data, first_bit // 8
+        else:  # (never with our plan) re-pack boolean items chunk by chunk
+            bits = np.unpackbits(block.data, count=block.num_values * block.dim,
+                                 bitorder="little")
+            data, nb = _pack_runs(bits.view(bool), counts * block.dim)
+            st = np.zeros(len(counts), np.int64)
+            np.cumsum(nb[:-1], out=st[1:])
+        srcs.append(data)
+        starts.append(st + base)
+        sizes.append(_item_bytes(shape, counts))
+        src = np.concatenate(srcs) if len(srcs) > 1 else srcs[0]
+        return src, np.stack(starts, axis=1), np.stack(sizes, axis=1), description(shape)
 
 
 class FslValues:
     """Decoder of FixedSizeList mini-block chunks."""
 
     def __init__(self, enc, fixed_bits: int | None, where: str):
-        self.dim, self.item_bits, self.has_validity = parse(enc, fixed_bits, where)
-        self.num_buffers = 2 if self.has_validity else 1
-        self.row_bytes = self.dim * self.item_bits // 8
+        self.shape = parse(enc, fixed_bits, where)
+        self.num_buffers = len(self.shape.validity_layers) + 1
 
     def _check(self, sizes, counts, where):
-        expected = counts * self.row_bytes
-        bad = np.flatnonzero(sizes[:, -1] != expected)
-        if not bad.size and self.has_validity:
-            bad = np.flatnonzero(sizes[:, 0] != (counts * self.dim + 7) // 8)
-        if bad.size:
-            c = int(bad[0])
-            raise CorruptFileError(f"{where}, chunk {c}: vector buffers of {sizes[c].tolist()} "
-                                   f"bytes for {int(counts[c])} rows of {self.dim} items")
+        want = [(counts * c + 7) // 8 for c in self.shape.validity_layers]
+        want.append(_item_bytes(self.shape, counts))
+        for j, w in enumerate(want):
+            bad = np.flatnonzero(sizes[:, j] != w)
+            if bad.size:
+                c = int(bad[0])
+                raise CorruptFileError(f"{where}, chunk {c}: vector buffers of "
+                                       f"{sizes[c].tolist()} bytes for {int(counts[c])} rows "
+                                       f"of {list(self.shape.dims)} items")
+
+    def _validity(self, valid, n):
+        it = iter(valid)
+        return tuple(next(it) if hv else None for hv in self.shape.has_validity)
 
     def decode(self, data, starts, sizes, counts, where) -> FixedSizeList:
         self._check(sizes, counts, where)
-        items = flat.decode_chunks(self.item_bits, data, starts[:, -1].copy(),
-                                   sizes[:, -1].copy(), counts * self.dim, where)
+        shape = self.shape
         n = int(counts.sum())
-        valid = None
-        if self.has_validity:
-            nbits = counts * self.dim
-            out = np.empty((int(nbits.sum()) + 7) // 8, np.uint8)
-            if slices.concat_bits(data, starts[:, 0].astype(np.int64), nbits.astype(np.int64),
-                                  out) != 0:
-                raise CorruptFileError(f"{where}: vector validity outside the page")
-            valid = np.unpackbits(out, count=int(nbits.sum()), bitorder="little").view(bool)
-        return FixedSizeList(self.dim, self.item_bits, items.data, valid, n)
+        valid = [_concat_bits(data, starts[:, j], counts * c, where)
+                 for j, c in enumerate(shape.validity_layers)]
+        if shape.item_bits == 1:
+            items = np.packbits(_concat_bits(data, starts[:, -1], counts * shape.dim, where),
+                                bitorder="little")
+        else:
+            items = flat.decode_chunks(shape.item_bits, data, starts[:, -1].copy(),
+                                       sizes[:, -1].copy(), counts * shape.dim, where).data
+        return FixedSizeList(shape.dims, shape.item_bits, items, self._validity(valid, n), n)
 
     def gather(self, data, starts, sizes, counts, slot, local, where) -> FixedSizeList:
         """Only the rows at ``local`` of chunk ``slot`` (no whole-chunk decode)."""
         self._check(sizes, counts, where)
+        shape = self.shape
         n = len(local)
-        w = self.row_bytes
-        out = np.empty(n * w, np.uint8)
-        if kg.gather_fixed(data, starts[slot, -1] + local * w, w, out) != 0:
-            raise CorruptFileError(f"{where}: vector outside its chunk")
-        valid = None
-        if self.has_validity:
-            pos = ((starts[slot, 0] * 8 + local * self.dim)[:, None]
-                   + np.arange(self.dim, dtype=np.int64)).reshape(-1)
-            bits = np.empty((n * self.dim + 7) // 8, np.uint8)
-            if kg.gather_bits(data, pos, bits) != 0:
-                raise CorruptFileError(f"{where}: vector validity outside its chunk")
-            valid = np.unpackbits(bits, count=n * self.dim, bitorder="little").view(bool)
-        return FixedSizeList(self.dim, self.item_bits, out, valid, n)
+        valid = [_gather_bits(data, starts[slot, j], local, c, where)
+                 for j, c in enumerate(shape.validity_layers)]
+        if shape.item_bits == 1:
+            items = np.packbits(_gather_bits(data, starts[slot, -1], local, shape.dim, where),
+                                bitorder="little")
+        else:
+            w = shape.dim * shape.item_bits // 8
+            items = np.empty(n * w, np.uint8)
+            if kg.gather_fixed(data, starts[slot, -1] + local * w, w, items) != 0:
+                raise CorruptFileError(f"{where}: vector outside its chunk")
+        return FixedSizeList(shape.dims, shape.item_bits, items, self._validity(valid, n), n)
+
+
+def _concat_bits(data, byte_starts, nbits, where) -> np.ndarray:
+    """Bit runs (one per chunk) joined, as bools."""
+    nbits = np.asarray(nbits, np.int64)
+    total = int(nbits.sum())
+    out = np.empty((total + 7) // 8, np.uint8)
+    if slices.concat_bits(data, np.asarray(byte_starts, np.int64), nbits, out) != 0:
+        raise CorruptFileError(f"{where}: vector bits outside the page")
+    return np.unpackbits(out, count=total, bitorder="little").view(bool)
+
+
+def _gather_bits(data, byte_start, local, per_row, where) -> np.ndarray:
+    """``per_row`` bits for each row ``local[i]`` of the bitmap at ``byte_start[i]``."""
+    pos = ((np.asarray(byte_start, np.int64) * 8 + local * per_row)[:, None]
+           + np.arange(per_row, dtype=np.int64)).reshape(-1)
+    out = np.empty((len(pos) + 7) // 8, np.uint8)
+    if kg.gather_bits(data, pos, out) != 0:
+        raise CorruptFileError(f"{where}: vector bits outside their chunk")
+    return np.unpackbits(out, count=len(pos), bitorder="little").view(bool)
 
 
 def per_value(block: FixedSizeList):
     """Full-zip values: ``(FixedWidth of whole rows, description)``."""
-    n, d = block.num_values, block.dim
-    desc = description(d, block.item_bits, block.item_validity is not None)
-    if block.item_validity is None:
-        return FixedWidth(block.bits, block.data, n), desc
-    vb = _validity_bytes(d)
-    bits = np.zeros((n, vb * 8), np.uint8)
-    bits[:, :d] = block.item_validity.reshape(n, d)
-    rows = np.concatenate([np.packbits(bits, axis=1, bitorder="little"),
-                           block.data.reshape(n, -1)], axis=1)
-    return FixedWidth(8 * rows.shape[1], rows.reshape(-1), n), desc
+    shape = Shape.of(block)
+    if shape.item_bits == 1:
+        raise NotSupportedError("boolean vectors in full-zip pages are not supported (pylance "
+                                "writes them as mini-block)")
+    n = block.num_values
+    if not any(shape.has_validity):
+        return FixedWidth(block.bits, block.data, n), description(shape)
+    cols = []
+    for v, c in zip(block.validity, block.cum_dims):
+        if v is None:
+            continue
+        packed, _ = _pack_runs(v, np.full(n, c, np.int64))
+        cols.append(packed.reshape(n, (c + 7) // 8))
+    cols.append(block.data.reshape(n, -1))
+    rows = np.concatenate(cols, axis=1)
+    return FixedWidth(8 * rows.shape[1], rows.reshape(-1), n), description(shape)
 
 
 class PerValueFsl:
-    """Splits full-zip vector values back into items and item validity."""
+    """Splits full-zip vector values back into items and validity."""
 
     def __init__(self, enc, bits_per_value: int, fixed_bits: int | None, where: str):
-        self.dim, self.item_bits, self.has_validity = parse(enc, fixed_bits, where)
-        self.vb = _validity_bytes(self.dim) if self.has_validity else 0
-        self.width = self.vb + self.dim * self.item_bits // 8
+        self.shape = parse(enc, fixed_bits, where)
+        if self.shape.item_bits == 1:
+            raise NotSupportedError(f"{where}: boolean vectors in full-zip pages are not "
+                                    f"supported")
+        self.width = sum(self.shape.validity_bytes) + self.shape.dim * self.shape.item_bits // 8
         self.where = where
         if bits_per_value != 8 * self.width:
             raise CorruptFileError(f"{where}: {bits_per_value}-bit values for vectors of "
                                    f"{self.width} bytes")
 
     def unzip(self, data: np.ndarray, n: int) -> FixedSizeList:
+        shape = self.shape
         if len(data) != n * self.width:
             raise CorruptFileError(f"{self.where}: {len(data)} bytes for {n} vectors of "
                                    f"{self.width} bytes")
-        if not self.has_validity:
-            return FixedSizeList(self.dim, self.item_bits, data, None, n)
+        if not any(shape.has_validity):
+            return FixedSizeList(shape.dims, shape.item_bits, data,
+                                 (None,) * len(shape.dims), n)
         rows = data.reshape(n, self.width)
-        bits = np.unpackbits(rows[:, :self.vb], axis=1, bitorder="little")[:, :self.dim]
-        items = np.ascontiguousarray(rows[:, self.vb:]).reshape(-1)
-        return FixedSizeList(self.dim, self.item_bits, items,
-                             bits.reshape(-1).view(bool), n)
+        valid, pos = [], 0
+        for c, vb in zip(shape.validity_layers, shape.validity_bytes):
+            bits = np.unpackbits(rows[:, pos:pos + vb], axis=1, bitorder="little")[:, :c]
+            valid.append(bits.reshape(-1).view(bool))
+            pos += vb
+        items = np.ascontiguousarray(rows[:, pos:]).reshape(-1)
+        it = iter(valid)
+        validity = tuple(next(it) if hv else None for hv in shape.has_validity)
+        return FixedSizeList(shape.dims, shape.item_bits, items, validity, n)
