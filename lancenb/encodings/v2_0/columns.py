@@ -294,105 +294,130 @@ class FileColumns:
         return chunks[0] if len(chunks) == 1 else pa.concat_arrays(chunks)
 
     def _list_offsets(self, c: _Column, p: int):
-        """Page ``p``'s rows as ``(item starts, item ends, validity or None)``, page-local."""
+        """Page ``p``'s ``(offsets[n + 1] from 0, validity or None)``, page-local."""
         enc = c.encoding(p)
         where = f"{c.where}, page {p}"
-        if enc.WhichOneof("array_encoding") != "list":
-            raise CorruptFileError(f"{where}: a list column page encoded as "
-                                   f"{enc.WhichOneof('array_encoding')}")
         lst = enc.list
         n = int(c.lengths[p])
-        page = self._page(c, p)
-        ends = dec.uint_values(lst.offsets, page, n)
+        ends = dec.uint_values(lst.offsets, self._page(c, p), n)
         adj = int(lst.null_offset_adjustment)
         num_items = int(lst.num_items)
-        if n and int(ends.max()) >= 1 << 62:
-            raise CorruptFileError(f"{where}: list offset {int(ends.max())} is out of range")
-        ends = ends.astype(np.int64)
+        offsets = np.empty(n + 1, np.int64)
+        offsets[0] = 0
+        offsets[1:] = ends  # (a u64 over 2^63 turns negative: caught below)
         valid = None
         if adj > 0:
-            null = ends >= adj
+            null = offsets[1:] >= adj
             if null.any():
                 valid = ~null
-                ends = np.where(null, ends - adj, ends)
-        starts = np.zeros(n, np.int64)
-        starts[1:] = ends[:-1]
-        if n and (np.any(ends < starts) or int(ends[-1]) > num_items):
+                offsets[1:][null] -= adj
+        if n and (np.any(offsets[1:] < offsets[:-1]) or int(offsets[-1]) > num_items):
             raise CorruptFileError(f"{where}: list offsets go backwards or past the page's "
                                    f"{num_items} items")
-        return starts, ends, valid, num_items
+        return offsets, valid
+
+    def _list_pages(self, c: _Column):
+        """Items before each page (every page's ``num_items``, from its description)."""
+        bases = np.zeros(len(c.lengths) + 1, np.int64)
+        for p in range(len(c.lengths)):
+            enc = c.encoding(p)
+            if enc.WhichOneof("array_encoding") != "list":
+                raise CorruptFileError(f"{c.where}, page {p}: a list column page encoded as "
+                                       f"{enc.WhichOneof('array_encoding')}")
+            if enc.list.num_items >= 1 << 48:
+                raise CorruptFileError(f"{c.where}, page {p}: {enc.list.num_items} list items "
+                                       f"is implausible")
+            bases[p + 1] = bases[p] + int(enc.list.num_items)
+        return bases
 
     def _read_list(self, node: Node, rows, n: int) -> pa.Array:
         dt = node.arrow.type
         c = self.column(node.column)
         self._expect(c, n)
-        num_pages = len(c.lengths)
-        if rows is None:
-            pages = [(p, None) for p in range(num_pages)]
-        else:
-            pages = self._pages_of(c, rows)
-        # items before each page: needs every page's num_items (from its description)
-        bases = np.zeros(num_pages + 1, np.int64)
-        for p in range(num_pages):
-            enc = c.encoding(p)
-            if enc.WhichOneof("array_encoding") != "list":
-                raise CorruptFileError(f"{c.where}, page {p}: a list column page encoded as "
-                                       f"{enc.WhichOneof('array_encoding')}")
-            bases[p + 1] = bases[p] + int(enc.list.num_items)
-        starts_l, ends_l, valid_l = [], [], []
-        for p, local in pages:
-            if isinstance(local, range) and len(local) == int(c.lengths[p]):
-                local = None
-            got = None
-            if local is not None:
-                got = ranges.list_offsets(self._io, c, p, np.arange(local.start, local.stop)
-                                          if isinstance(local, range) else local)
-            if got is not None:
-                s, e, v = got
-            else:
-                s, e, v, _ = self._list_offsets(c, p)
-                if isinstance(local, range):
-                    local = slice(local.start, local.stop)
-                if local is not None:
-                    s, e = s[local], e[local]
-                    v = None if v is None else v[local]
-            starts_l.append(s + bases[p])
-            ends_l.append(e + bases[p])
-            valid_l.append(np.ones(len(s), bool) if v is None else v)
-        starts = np.concatenate(starts_l) if starts_l else np.zeros(0, np.int64)
-        ends = np.concatenate(ends_l) if ends_l else np.zeros(0, np.int64)
-        valid = np.concatenate(valid_l) if valid_l else np.zeros(0, bool)
-        count = len(starts)
+        bases = self._list_pages(c)
         total_items = int(bases[-1])
         child = node.children[0]
-        if count == 0:
-            items = self._read(child, range(0), total_items)
-            item_offsets = np.zeros(1, np.int64)
-        elif not isinstance(rows, np.ndarray) and np.array_equal(starts[1:], ends[:-1]):
-            # consecutive rows: their items are one run
-            first, last = int(starts[0]), int(ends[-1])
-            if first < 0 or last > total_items:
-                raise CorruptFileError(f"{c.where}: list items fall outside the column's "
-                                       f"{total_items} items")
-            whole = rows is None and first == 0 and last == total_items
-            items = self._read(child, None if whole else range(first, last), total_items)
-            item_offsets = np.concatenate([starts[:1], ends]) - first
+        if isinstance(rows, np.ndarray):
+            count, item_offsets, valid, items = self._list_take(c, child, rows, bases)
         else:
-            lens = ends - starts
-            tot = int(lens.sum())
-            idx = np.empty(tot, np.int64)
-            if slices.expand_ranges(starts, ends, total_items, idx) != tot:
-                raise CorruptFileError(f"{c.where}: list items fall outside the column's "
-                                       f"{total_items} items")
-            items = self._read(child, idx, total_items)
-            item_offsets = np.zeros(count + 1, np.int64)
-            np.cumsum(lens, out=item_offsets[1:])
+            # all rows or a range: each page's offsets are a run of the result's
+            pages = ([(p, range(int(c.lengths[p]))) for p in range(len(c.lengths))]
+                     if rows is None else self._pages_of(c, rows))
+            segs, valids, runs = [], [], True
+            for p, local in pages:
+                got = None
+                if len(local) < int(c.lengths[p]):
+                    got = ranges.list_offsets(self._io, c, p, np.arange(local.start, local.stop))
+                if got is not None:
+                    s, e, v = got
+                    runs = runs and bool(np.array_equal(s[1:], e[:-1]))
+                    offs = np.concatenate([s[:1], e])
+                else:
+                    offs, v = self._list_offsets(c, p)
+                    offs = offs[local.start:local.stop + 1]
+                    v = None if v is None else v[local.start:local.stop]
+                offs = offs + bases[p]
+                runs = runs and (not segs or int(offs[0]) == int(segs[-1][-1]))
+                segs.append(offs)
+                valids.append(v if v is not None else np.ones(len(offs) - 1, bool))
+            count = sum(len(x) - 1 for x in segs)
+            valid = np.concatenate(valids) if valids else np.zeros(0, bool)
+            if not runs:
+                starts = np.concatenate([x[:-1] for x in segs])
+                ends = np.concatenate([x[1:] for x in segs])
+                item_offsets, items = self._gather_items(c, child, starts, ends, total_items)
+            elif count == 0:
+                item_offsets = np.zeros(1, np.int64)
+                items = self._read(child, range(0), total_items)
+            else:
+                item_offsets = segs[0] if len(segs) == 1 else np.concatenate(
+                    [segs[0]] + [x[1:] for x in segs[1:]])
+                first, last = int(item_offsets[0]), int(item_offsets[-1])
+                if first < 0 or last > total_items:
+                    raise CorruptFileError(f"{c.where}: list items fall outside the column's "
+                                           f"{total_items} items")
+                whole = first == 0 and last == total_items
+                items = self._read(child, None if whole else range(first, last), total_items)
+                if first:
+                    item_offsets = item_offsets - first
         large = pa.types.is_large_list(dt)
         if not large and int(item_offsets[-1]) > np.iinfo(np.int32).max:
             raise NotSupportedError(f"{c.where}: more than 2^31 list items in one read")
         offs = item_offsets if large else item_offsets.astype(np.int32)
         vbuf = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
         return pa.Array.from_buffers(dt, count, [vbuf, pa.py_buffer(offs)], children=[items])
+
+    def _list_take(self, c: _Column, child: Node, rows: np.ndarray, bases: np.ndarray):
+        starts_l, ends_l, valid_l = [], [], []
+        for p, local in self._pages_of(c, rows):
+            got = ranges.list_offsets(self._io, c, p, local)
+            if got is not None:
+                s, e, v = got
+            else:
+                offs, v = self._list_offsets(c, p)
+                s, e = offs[local], offs[local + 1]
+                v = None if v is None else v[local]
+            starts_l.append(s + bases[p])
+            ends_l.append(e + bases[p])
+            valid_l.append(np.ones(len(s), bool) if v is None else v)
+        starts = np.concatenate(starts_l) if starts_l else np.zeros(0, np.int64)
+        ends = np.concatenate(ends_l) if ends_l else np.zeros(0, np.int64)
+        valid = np.concatenate(valid_l) if valid_l else np.zeros(0, bool)
+        item_offsets, items = self._gather_items(c, child, starts, ends, int(bases[-1]))
+        return len(starts), item_offsets, valid, items
+
+    def _gather_items(self, c: _Column, child: Node, starts, ends, total_items: int):
+        """The items ``[starts[i], ends[i])`` back to back, and their offsets."""
+        lens = ends - starts
+        tot = int(lens.sum())
+        idx = np.empty(tot, np.int64)
+        if slices.expand_ranges(starts, ends, total_items, idx) != tot:
+            raise CorruptFileError(f"{c.where}: list items fall outside the column's "
+                                   f"{total_items} items")
+        items = self._read(child, idx, total_items)
+        item_offsets = np.zeros(len(starts) + 1, np.int64)
+        np.cumsum(lens, out=item_offsets[1:])
+        return item_offsets, items
 
     def _read_blob(self, c: _Column, rows, dt) -> pa.Array:
         desc = self._read_leaf(c, rows, BLOB_TYPE)
