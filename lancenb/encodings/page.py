@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from lancenb.encodings import blocks, pb
+from lancenb.encodings.physical import packed_struct_variable as vpacked
 from lancenb.encodings.structural import (
     allnull,
     blob,
@@ -38,6 +39,13 @@ def encode_page(arr: pa.Array, *, version_minor: int, config=None, levels=None):
     if dictarray.handles(arr.type):  # fixed layouts, as pylance writes them
         return dictarray.encode_page(arr, config or EncodingConfig(),
                                      version_minor=version_minor, levels=levels)
+    if levels is None and vpacked.is_variable_struct(arr.type):
+        # a packed struct with variable-width children (2.2): one full-zip value a row
+        if version_minor < 2:
+            raise NotSupportedError(f"packed structs with variable-width children ({arr.type}) "
+                                    f"need file version 2.2")
+        return fullzip.encode(vpacked.pack_rows(arr), None,
+                              value_compression=vpacked.description(arr.type))
     return encode(arr, config or EncodingConfig(), version_minor=version_minor, levels=levels)
 
 
@@ -82,6 +90,8 @@ class PageInfo:
 class PageDecoder:
     """Decodes one 2.1/2.2 page into Arrow arrays."""
 
+    vpacked = False  # a packed struct with variable-width children (set in __init__)
+
     def __init__(self, encoding: bytes, page: PageInfo, dtype: pa.DataType, where: str,
                  chain: pa.DataType | None = None, file_size: int | None = None):
         """``dtype`` is the column's leaf type; ``chain`` the type the column's arrays
@@ -104,7 +114,12 @@ class PageDecoder:
             self.kind = "empty_struct"
             self.impl = None
             return
-        variable = blocks.is_variable(dtype)
+        # a packed struct with variable-width children decodes as variable-width rows
+        self.vpacked = kind == "full_zip_layout" and vpacked.is_variable_struct(dtype)
+        if self.vpacked:
+            self._vexpand = vpacked.check(layout.full_zip_layout.value_compression, dtype,
+                                          where)
+        variable = self.vpacked or blocks.is_variable(dtype)
         bits = None if variable else blocks.fixed_bits(dtype)
         if kind in ("mini_block_layout", "full_zip_layout") and bits is None and not variable:
             raise NotSupportedError(f"{where}: reading {dtype} columns is not supported yet")
@@ -170,6 +185,11 @@ class PageDecoder:
         return self._plain_arrow(block, validity)
 
     def _plain_arrow(self, block, validity) -> pa.Array:
+        if self.vpacked:
+            if validity is not None and not validity.all():
+                raise CorruptFileError(f"{self.where}: null rows in a packed struct with "
+                                       f"variable-width children")
+            return vpacked.unpack_rows(self.dtype, block, self.where, self._vexpand)
         if isinstance(block, blocks.DictionaryIndices):
             try:
                 return blocks.to_arrow(self.dtype, block, validity)

@@ -12,6 +12,7 @@ from lancenb.encodings import blocks, pb
 from lancenb.encodings.config import config_for_field, is_blob, is_packed, writer_config
 from lancenb.encodings.page import encode_page
 from lancenb.encodings.physical import packed_struct
+from lancenb.encodings.physical import packed_struct_variable as vpacked
 from lancenb.encodings.structural import blob, dictarray, repdef
 from lancenb.encodings.v2_0.writing import FileWriter as _FileWriter2_0
 from lancenb.errors import InvalidInputError, LanceError, NotSupportedError, SchemaError
@@ -143,10 +144,17 @@ class LanceFileWriter:
                            for f, m in zip(schema, self._maps)])
         for f in store:
             if is_packed(f):
-                if packed_struct.child_bits(f.type) is None:
+                if packed_struct.child_bits(f.type) is not None:
+                    continue
+                if not vpacked.is_variable_struct(f.type):
                     self._fail(NotSupportedError(
-                        f"column {f.name!r}: packed structs need whole-byte fixed-width "
-                        f"children, not {f.type}"))
+                        f"column {f.name!r}: packed structs need whole-byte fixed-width or "
+                        f"string/binary children, not {f.type}"))
+                if self.version is not FileVersion.V2_2:
+                    self._fail(NotSupportedError(
+                        f"column {f.name!r}: packed structs with variable-width children "
+                        f"need file version 2.2 (pylance refuses them in "
+                        f"{self.version.label} too)"))
                 continue
             if is_blob(f) and not pa.types.is_large_binary(f.type):
                 self._fail(InvalidInputError(

@@ -403,6 +403,8 @@ def _per_value_decoder(vc, where: str):
     if kind == "variable" and not vc.variable.HasField("values") \
             and vc.variable.offsets.WhichOneof("compression") == "flat":
         return None
+    if kind == "variable_packed_struct":
+        return None  # whole packed rows; the page decoder checks and splits them
     if kind == "fsst":
         values = fsst.FsstValues(vc, where)
         return lambda block: values.expand(block, where)
