@@ -247,6 +247,27 @@ def test_list_pages_and_item_pages_split_independently(tmp_path):
     assert_tables_equal(PyReader(path).read_all().to_table(), t)
 
 
+def test_lists_without_items_as_pylance_writes_them(tmp_path):
+    # regression: pylance panicked reading a list<struct> whose rows held no items when
+    # the struct header column had no page; columns that got only empty arrays write
+    # a page of 0 rows, and a struct header always has its page
+    st = pa.struct([("c", pa.int8()), ("d", pa.list_(pa.string()))])
+    t = pa.table({"ls": pa.array([[], None, []], pa.list_(st)),
+                  "lf": pa.array([[], None, []], pa.list_(pa.list_(pa.float32(), 2))),
+                  "lb": pa.array([None, [], []], pa.large_list(pa.large_binary()))})
+    mine = nb_write(tmp_path / "nb.lance", t, batches=2)
+    ref = py_write(tmp_path / "py.lance", t, batches=2)
+    check_both(mine, t)
+
+    def shape(path):
+        return [[(p.num_rows, p.encoding) for p in c.pages]
+                for c in LanceFileReader(path).metadata().columns]
+
+    assert shape(mine) == shape(ref)
+    z = pa.table({"s": pa.array([], st)})
+    assert shape(nb_write(tmp_path / "z.lance", z)) == shape(py_write(tmp_path / "zp.lance", z))
+
+
 @pytest.mark.parametrize("writer", ["lancenb", "pylance"])
 def test_vectors(tmp_path, writer):
     t = vector_table(600, seed=9)

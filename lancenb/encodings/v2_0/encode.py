@@ -117,7 +117,7 @@ def _encode(arr: pa.Array, bufs: _Buffers, compression=None) -> E.ArrayEncoding:
             raise InvalidInputError(struct_null_message(arr.null_count))
         return _packed(arr, bufs)
     n = len(arr)
-    if pa.types.is_null(dt) or (n and arr.null_count == n):
+    if pa.types.is_null(dt) or arr.null_count == n:  # (an empty page too, as pylance)
         return E.ArrayEncoding(nullable=E.Nullable(all_nulls=E.Nullable.AllNull()))
     validity = None
     if arr.null_count:
@@ -175,7 +175,7 @@ def _variable(arr: pa.Array):
 def binary_tree(arr: pa.Array, bufs: _Buffers, compression=None, parts=None) -> E.ArrayEncoding:
     offsets, data, validity = parts if parts is not None else _variable(arr)
     ends = offsets[1:].astype(np.uint64)
-    adj = int(offsets[-1]) + 1
+    adj = int(offsets[-1]) + 1 if len(ends) else 0
     if validity is not None:
         ends[~validity] += np.uint64(adj)
     idx = bufs.add(ends.astype("<u8"))

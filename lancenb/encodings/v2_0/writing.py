@@ -72,8 +72,8 @@ class _Leaf:
         writer.columns.append(self.col)
 
     def add(self, arr: pa.Array) -> None:
-        if not len(arr):
-            return
+        # an empty array (a list's items when its rows are all empty) still makes a
+        # page of 0 rows, as in pylance
         self.arrays.append(arr)
         self.nbytes += arr.nbytes
         if self.nbytes > self.w.budget:
@@ -89,7 +89,7 @@ class _Leaf:
         # as pylance: only a page made of one written array is cut to max_page_bytes
         pieces = max(1, -(-arr.nbytes // self.w.max_page_bytes)) if single else 1
         step = max(1, -(-n // pieces))
-        for start in range(0, n, step):
+        for start in range(0, max(n, 1), step):
             part = arr.slice(start, step)
             if self.blob:
                 buffers, tree = self._blob_page(part)
@@ -125,8 +125,6 @@ class _List:
         self.nbytes = 0
 
     def add(self, arr: pa.Array) -> None:
-        if not len(arr):
-            return
         offs = np.asarray(arr.offsets).astype(np.int64)
         self.child.add(arr.values.slice(int(offs[0]), int(offs[-1] - offs[0])))
         self.lengths.append(np.diff(offs))
@@ -172,9 +170,9 @@ class _Struct:
             ch.add(arr.field(i))
 
     def finish(self) -> None:
-        if self.rows:
-            tree = pb.e20.ArrayEncoding(struct=pb.e20.SimpleStruct())
-            self.col.add_page(self.w.sink, [], tree, self.rows)
+        # one header page for all rows, written even for none (as pylance)
+        tree = pb.e20.ArrayEncoding(struct=pb.e20.SimpleStruct())
+        self.col.add_page(self.w.sink, [], tree, self.rows)
         for ch in self.children:
             ch.finish()
 
@@ -248,6 +246,8 @@ class FileWriter:
         self.fields = [_make(f, self) for f in schema]
 
     def write(self, batch: pa.RecordBatch) -> None:
+        if batch.num_rows == 0:
+            return  # as pylance: an empty batch reaches no column
         # refuse null structs before any column takes the batch
         for i, f in enumerate(batch.schema):
             _no_null_structs(batch.column(i), f.name)
