@@ -60,7 +60,7 @@ import pyarrow as pa
 from lancenb import io as lio
 from lancenb._proto import file_pb2, table_pb2
 from lancenb.encodings import pb
-from lancenb.errors import CorruptFileError, InvalidInputError, NotSupportedError
+from lancenb.errors import CorruptFileError, InvalidInputError, LanceError, NotSupportedError
 from lancenb.file.reader import (
     LanceBufferDescriptor,
     LanceColumnMetadata,
@@ -215,8 +215,8 @@ class LegacyFileReader:
                                     f"schema (manifest_position 0)")
         manifest = self._message(table_pb2.Manifest, man_pos, meta_pos, "schema (manifest)")
         self._man_pos = man_pos
-        self.schema_full, self._fields = fields_to_schema(manifest.fields,
-                                                          manifest.schema_metadata)
+        self.schema_full, self._fields = self._schema(manifest.fields,
+                                                      manifest.schema_metadata, "schema")
         self._protos = {int(f.id): f for f in manifest.fields}
         order = [lf.id for top in self._fields for lf in top.walk()]
         if not order:
@@ -265,6 +265,14 @@ class LegacyFileReader:
         if pos + 4 + n > end:
             raise self._corrupt(f"{what} at {pos} claims {n} bytes, past byte {end}")
         return pb.parse(cls, self._bytes(pos + 4, n), f"file {self.path!r}: {what}")
+
+    def _schema(self, fields, metadata, what: str):
+        try:
+            return fields_to_schema(fields, metadata)
+        except LanceError:
+            raise
+        except (ValueError, TypeError, pa.ArrowException) as e:  # e.g. a non-nullable null
+            raise self._corrupt(f"{what}: {e}") from e
 
     def _load_page_table(self, pos: int, min_id: int, max_id: int, num_batches: int,
                          limit_of_table: int, what: str) -> _Pages:
@@ -498,6 +506,8 @@ class LegacyFileReader:
             self._check(ctx, f, runs, runs.s + runs.n > length, "rows beyond the end of the page")
             return pa.nulls(runs.total)
         if pa.types.is_dictionary(t):
+            if ctx is not self._data:  # statistics columns have no dictionaries
+                raise CorruptFileError(f"{self._where(ctx, f)}: unexpected dictionary type")
             return self._dictionary(ctx, f, t, runs)
         if self._is_varbin(t):
             return self._varbin(ctx, f, t, runs, f.arrow.nullable)
@@ -669,7 +679,7 @@ class LegacyFileReader:
         if not self._meta.HasField("statistics") or not self._meta.statistics.schema:
             return None
         st = self._meta.statistics
-        _, tops = fields_to_schema(st.schema)
+        _, tops = self._schema(st.schema, None, "statistics schema")
         ids = [lf.id for top in tops for lf in top.walk()]
         if not ids:
             return None
