@@ -1,18 +1,20 @@
 """Lance file version 2.0 against pylance, both ways: whole files, ranges, takes,
 the encodings chosen, datasets, and damaged files."""
 
+import decimal
 from pathlib import Path
 
 import lance
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from _tables import assert_tables_equal, flat_table, with_nulls
 from lance.file import LanceFileReader as PyReader
 from lance.file import LanceFileWriter as PyWriter
 
 import lancenb
-from lancenb.encodings import pb
+from lancenb.encodings import blocks, pb
 from lancenb.errors import CorruptFileError, InvalidInputError, LanceError, NotSupportedError
 from lancenb.file import LanceFileReader, LanceFileWriter
 
@@ -299,6 +301,78 @@ def test_null_structs_are_refused_like_pylance(tmp_path):
     inner = pa.table({"l": pa.array([[{"x": 1}, None]], pa.list_(pa.struct([("x", pa.int8())])))})
     with pytest.raises(InvalidInputError, match="l.item"):
         nb_write(tmp_path / "nb2.lance", inner)
+
+
+_LEAVES = [pa.int8(), pa.uint16(), pa.int64(), pa.float32(), pa.bool_(), pa.string(),
+           pa.large_string(), pa.binary(), pa.date32(), pa.timestamp("us", "UTC"),
+           pa.decimal128(10, 2), pa.binary(4), pa.list_(pa.float32(), 3)]
+
+
+def _random_type(rng, depth=0):
+    r = rng.random()
+    if depth < 3 and r < 0.25:
+        inner = _random_type(rng, depth + 1)
+        return pa.list_(inner) if rng.random() < 0.7 else pa.large_list(inner)
+    if depth < 3 and r < 0.4:
+        return pa.struct([(f"c{i}", _random_type(rng, depth + 1))
+                          for i in range(int(rng.integers(1, 3)))])
+    return _LEAVES[int(rng.integers(0, len(_LEAVES)))]
+
+
+def _random_array(rng, t, n):
+    """Random values of type ``t`` (nulls anywhere but in structs: 2.0 cannot hold those)."""
+    mask = rng.random(n) < rng.choice([0, 0.2, 1.0])
+    if pa.types.is_struct(t):
+        return pa.StructArray.from_arrays([_random_array(rng, f.type, n) for f in t],
+                                          fields=list(t))
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        lens = np.where(mask, 0, rng.integers(0, 4, n))
+        offs = np.concatenate([[0], np.cumsum(lens)])
+        cls = pa.ListArray if pa.types.is_list(t) else pa.LargeListArray
+        return cls.from_arrays(offs.astype(np.int32 if pa.types.is_list(t) else np.int64),
+                               _random_array(rng, t.value_type, int(offs[-1])),
+                               mask=pa.array(mask) if mask.any() else None)
+    if pa.types.is_fixed_size_list(t):
+        return pa.FixedSizeListArray.from_arrays(
+            _random_array(rng, t.value_type, n * t.list_size), t.list_size,
+            mask=pa.array(mask) if mask.any() else None)
+    if blocks.is_variable(t):
+        card = int(rng.choice([3, 1000]))
+        base = pa.array([f"s{int(x) % card}" * int(x % 3) for x in rng.integers(0, 10**6, n)])
+        base = base.cast(t)
+    elif pa.types.is_fixed_size_binary(t):
+        base = pa.array([bytes(rng.integers(0, 256, 4, dtype=np.uint8)) for _ in range(n)], t)
+    elif pa.types.is_boolean(t):
+        base = pa.array(rng.random(n) < 0.5)
+    elif pa.types.is_decimal(t):
+        base = pa.array([decimal.Decimal(int(x)).scaleb(-2)
+                         for x in rng.integers(-10**6, 10**6, n)], t)
+    elif pa.types.is_floating(t):
+        base = pa.array(rng.standard_normal(n)).cast(t)
+    else:
+        storage = pa.int32() if t.bit_width == 32 else pa.int64()
+        base = pa.array(rng.integers(0, 100, n)).cast(storage if pa.types.is_temporal(t)
+                                                      else t).cast(t)
+    return pc.if_else(pa.array(mask), pa.nulls(n, t), base) if mask.any() else base
+
+
+def test_random_schemas_both_ways(tmp_path):
+    rng = np.random.default_rng(2024)
+    for it in range(30):
+        n = int(rng.choice([1, 7, 150, 600]))
+        fields = [pa.field(f"f{i}", _random_type(rng)) for i in range(int(rng.integers(1, 4)))]
+        t = pa.table([_random_array(rng, f.type, n) for f in fields], schema=pa.schema(fields))
+        budget = int(rng.choice([2_000, 50_000]))
+        for write in (nb_write, py_write):
+            path = write(tmp_path / f"{it}{write.__name__}.lance", t, batches=3,
+                         data_cache_bytes=budget)
+            rows = rng.integers(0, n, 6)
+            a = int(rng.integers(0, n))
+            assert_tables_equal(PyReader(path).read_all().to_table(), t)
+            r = LanceFileReader(path)
+            assert_tables_equal(r.read_all().to_table(), t)
+            assert_tables_equal(r.take_rows(rows).to_table(), t.take(rows))
+            assert_tables_equal(r.read_range(a, n - a).to_table(), t.slice(a, n - a))
 
 
 # -- pages, ranges, takes ----------------------------------------------------------
