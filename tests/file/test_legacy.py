@@ -590,3 +590,62 @@ def test_statistics_of_all_null_batches(tmp_path):
             assert (st.null_count is None) if name == "s" else (st.null_count == 0)
             if name != "s":
                 assert st.min is None and st.max is None
+
+
+# -- hand-built files (known answers) --------------------------------------------------
+def _legacy_file(pages: bytes, table: list[int], page_table_at: int, fields,
+                 batch_offsets) -> bytes:
+    """``pages``, the page table (i64 entries), the schema and metadata, the footer."""
+    from lancenb._proto import file_pb2, table_pb2
+
+    out = pages + struct.pack(f"<{len(table)}q", *table)
+    man = table_pb2.Manifest(fields=fields).SerializeToString()
+    man_pos = len(out)
+    out += struct.pack("<I", len(man)) + man
+    meta = file_pb2.Metadata(batch_offsets=batch_offsets, page_table_position=page_table_at,
+                             manifest_position=man_pos).SerializeToString()
+    meta_pos = len(out)
+    out += struct.pack("<I", len(meta)) + meta
+    return out + struct.pack("<qhh", meta_pos, 0, 2) + b"LANC"
+
+
+def _fields():
+    from lancenb._proto import file_pb2
+
+    return [file_pb2.Field(name="i", id=0, parent_id=-1, logical_type="int32", nullable=True,
+                           encoding=file_pb2.PLAIN),
+            file_pb2.Field(name="s", id=1, parent_id=-1, logical_type="string", nullable=True,
+                           encoding=file_pb2.VAR_BINARY)]
+
+
+def test_known_answer_file(tmp_path):
+    # batch 0: i = [1, 2, 3] at 0; s = "ab", "", "c": bytes at 12..15, offsets at 15
+    # batch 1: i = [-4] at 47; s = "xyz": bytes at 51..54, offsets at 54
+    pages = (struct.pack("<3i", 1, 2, 3) + b"abc" + struct.pack("<4q", 12, 14, 14, 15)
+             + struct.pack("<i", -4) + b"xyz" + struct.pack("<2q", 51, 54))
+    table = [0, 3, 47, 1,  # field 0: batches 0, 1
+             15, 3, 54, 1]  # field 1
+    p = tmp_path / "kat.lance"
+    p.write_bytes(_legacy_file(pages, table, len(pages), _fields(), [0, 3, 4]))
+    r = LegacyFileReader(str(p))
+    assert r.read_all().to_table().to_pydict() == {"i": [1, 2, 3, -4],
+                                                   "s": ["ab", None, "c", "xyz"]}
+    assert r.take_rows([3, 0, 3]).to_table().to_pydict() == {"i": [-4, 1, -4],
+                                                             "s": ["xyz", "ab", "xyz"]}
+    assert r.read_range(2, 2).to_table().to_pydict() == {"i": [3, -4], "s": ["c", "xyz"]}
+    assert [pg.buffers[0].position for pg in r.metadata().columns[1].pages] == [15, 54]
+    assert r.page_statistics() is None
+
+
+def test_zero_row_file(tmp_path):
+    # pylance writes no data file for an empty table; a file without batches still reads
+    ds = _write(tmp_path / "d", pa.table({"a": pa.array([], pa.int32())}))
+    assert ds.get_fragments() == []
+    p = tmp_path / "empty.lance"
+    p.write_bytes(_legacy_file(b"\0" * 8, [], 8, _fields(), []))
+    r = LegacyFileReader(str(p))
+    assert r.num_rows() == 0
+    got = r.read_all().to_table()
+    assert got.num_rows == 0 and got.schema.names == ["i", "s"]
+    assert r.take_rows([]).to_table().num_rows == 0
+    assert r.read_range(0, 0).to_table().num_rows == 0
