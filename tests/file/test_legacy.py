@@ -649,3 +649,17 @@ def test_zero_row_file(tmp_path):
     assert got.num_rows == 0 and got.schema.names == ["i", "s"]
     assert r.take_rows([]).to_table().num_rows == 0
     assert r.read_range(0, 0).to_table().num_rows == 0
+
+
+def test_reads_through_the_io_seam(small_file):
+    import fsspec
+
+    data, want = small_file
+    fs = fsspec.filesystem("memory")
+    fs.pipe("/legacy_small.lance", data)
+    try:
+        r = LegacyFileReader("memory:///legacy_small.lance")
+        assert_tables_equal(r.read_all().to_table(), want)
+        assert_tables_equal(r.take_rows([39, 1]).to_table(), want.take([39, 1]))
+    finally:
+        fs.rm("/legacy_small.lance")
