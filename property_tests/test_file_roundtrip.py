@@ -1,7 +1,8 @@
 """File round trips under hypothesis, with pylance as a differential oracle.
 
 * lancenb writes, lancenb reads: ``read_all``, ``read_range`` and ``take_rows`` (any
-  order, duplicates) equal the input, for both file versions and two page budgets;
+  order, duplicates) equal the input, for every written file version (2.0, 2.1, 2.2)
+  and two page budgets;
 * a forced structural encoding (field metadata) is the layout every page used;
 * pylance reads lancenb's file equal to the input, and lancenb reads pylance's file
   of the same data equal to what pylance reads back.
@@ -21,7 +22,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 from strategies import tables
 
-from lancenb.errors import NotSupportedError
+from lancenb.errors import InvalidInputError, NotSupportedError
 from lancenb.file import LanceFileReader, LanceFileWriter
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -34,10 +35,15 @@ def _write(path, table, version, budget):
             w.write_batch(table)
     except NotSupportedError:
         assume(False)  # a type the writer does not support yet: not a failure
+    except InvalidInputError as e:
+        # 2.0 cannot store null structs (pylance refuses them too)
+        assume(not (version == "2.0" and "struct" in str(e)))
+        raise
 
 
 @fuzz_settings()
-@given(tables(), st.sampled_from(["2.1", "2.2"]), st.sampled_from([None, 2048]), st.data())
+@given(tables(), st.sampled_from(["2.0", "2.1", "2.2"]), st.sampled_from([None, 2048]),
+       st.data())
 def test_write_read_range_take(table, version, budget, data):
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "f.lance")
@@ -77,7 +83,7 @@ def test_forced_structural_encoding_is_used(table, layout):
 
 
 @fuzz_settings()
-@given(tables(max_rows=40), st.sampled_from(["2.1", "2.2"]))
+@given(tables(max_rows=40), st.sampled_from(["2.0", "2.1", "2.2"]))
 def test_differential_against_pylance(table, version):
     import lance.file as lf
 
