@@ -16,6 +16,7 @@ from lancenb.encodings import pb
 from lancenb.encodings.cache import SearchCache, scanning
 from lancenb.encodings.config import is_packed
 from lancenb.encodings.page import PageDecoder, PageInfo, describe_layout, parse_layout
+from lancenb.encodings.physical import fsl
 from lancenb.encodings.structural import repdef
 from lancenb.encodings.v2_0 import FileColumns as _FileColumns2_0
 from lancenb.errors import CorruptFileError, InvalidInputError, NotSupportedError
@@ -28,6 +29,14 @@ __all__ = ["LanceFileReader", "ReaderResults", "LanceFileMetadata", "LanceColumn
 
 _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
+
+
+def _stored(f) -> tuple[pa.DataType, int]:
+    """``(the type a field's columns encode, their entries per row)``: maps as their
+    list layout; a fixed-size list of structs as its items (2.2, see
+    :func:`lancenb.encodings.physical.fsl.struct_items`)."""
+    items = fsl.struct_items(f.storage.type)
+    return items if items is not None else (f.storage.type, 1)
 
 
 def _pool() -> ThreadPoolExecutor:
@@ -211,10 +220,15 @@ class LanceFileReader:
             out.append(col)
             # 2.1/2.2: leaves own columns (structs and lists recurse into children)
             if f.children and not is_packed(f.arrow):
-                col += len(repdef.leaf_paths(f.storage.type))
+                col += len(repdef.leaf_paths(_stored(f)[0]))
             else:
                 col += 1
         if col != num_columns:
+            inside = [f.name for f in self._fields if fsl.struct_items_inside(f.storage.type)]
+            if inside:
+                raise NotSupportedError(f"file {self.path!r}: column {inside[0]!r} holds a "
+                                        f"fixed-size list of structs inside a struct or list "
+                                        f"(not supported yet)")
             raise CorruptFileError(f"file {self.path!r}: the schema needs {col} columns, the "
                                    f"footer says {num_columns}")
         return out
@@ -229,10 +243,11 @@ class LanceFileReader:
     def _find_leaves(self, field_idx: int):
         f = self._fields[field_idx]
         ci = self._columns_of[field_idx]
-        if not repdef.is_nested(f.storage.type) or is_packed(f.arrow):
+        st = _stored(f)[0]
+        if not repdef.is_nested(st) or is_packed(f.arrow):
             return [(ci, None, f.name)]
         out = []
-        for i, path in enumerate(repdef.leaf_paths(f.storage.type)):
+        for i, path in enumerate(repdef.leaf_paths(st)):
             node, names = f, [f.name]
             for step in path:
                 node = node.children[step]
@@ -266,7 +281,7 @@ class LanceFileReader:
                             row)
             pages.append((info, page.encoding.direct.encoding, pwhere))
             row += int(page.length)
-        if row != self._num_rows:
+        if row != self._num_rows * _stored(f)[1]:
             raise CorruptFileError(f"{where}: pages hold {row} rows, the file has "
                                    f"{self._num_rows}")
         return pages
@@ -285,8 +300,8 @@ class LanceFileReader:
             if path is None:
                 leaf_t, chain = f.storage.type, None
             else:
-                chain = repdef.chain_type(f.storage.type, path)
-                leaf_t = repdef.leaf_field(f.storage.type, path)
+                chain = repdef.chain_type(_stored(f)[0], path)
+                leaf_t = repdef.leaf_field(_stored(f)[0], path)
             decs = [PageDecoder(enc, info, leaf_t, where, chain, file_size=self._io.size())
                     for info, enc, where in self._column_meta(field_idx, ci, name)]
             for p_i, d in enumerate(decs):
@@ -335,7 +350,7 @@ class LanceFileReader:
     def _merge(self, field_idx: int, columns: list[list[pa.Array]]) -> pa.ChunkedArray:
         """One field's array from its columns' arrays (leaves of nested fields joined)."""
         f = self._fields[field_idx]
-        st = f.storage.type  # maps are read as the lists of entries they are stored as
+        st, per_row = _stored(f)  # (maps: the lists of entries they are stored as)
         if len(columns) == 1 and (not repdef.is_nested(st) or is_packed(f.arrow)):
             return pa.chunked_array(columns[0], type=f.arrow.type)
         chains = []
@@ -346,7 +361,10 @@ class LanceFileReader:
                 ct = repdef.chain_type(st, path)
                 chains.append(pa.concat_arrays(parts) if parts else pa.array([], type=ct))
         arr = repdef.merge(st, chains, f"file {self.path!r}, field {f.name!r}")
-        if st is not f.arrow.type:
+        if per_row > 1:
+            arr = fsl.from_struct_items(arr, f.arrow.type, per_row, f"file {self.path!r}, "
+                                        f"field {f.name!r}")
+        elif st is not f.arrow.type:
             arr = arr.view(f.arrow.type)
         return pa.chunked_array([arr], type=f.arrow.type)
 
@@ -394,12 +412,15 @@ class LanceFileReader:
         if self._v20 is not None:
             return self._v20.read_rows(field_idx, rows)
         self._initialise(field_idx)
+        d = _stored(self._fields[field_idx])[1]
+        if d > 1:  # columns of d items a row
+            rows = (rows[:, None] * d + np.arange(d, dtype=np.int64)).reshape(-1)
         columns = []
         for decs in self._leaf_pages(field_idx):
             if len(decs) == 1:
                 columns.append([decs[0].read_rows(self._io, rows)])
                 continue
-            firsts = np.array([d.page.first_row for d in decs] + [self._num_rows],
+            firsts = np.array([p.page.first_row for p in decs] + [self._num_rows * d],
                               dtype=np.int64)
             page_of = np.searchsorted(firsts, rows, side="right") - 1
             parts = []
@@ -417,7 +438,8 @@ class LanceFileReader:
         between)."""
         if self._v20 is not None:
             return self._v20.read_range(field_idx, start, num_rows)
-        end = start + num_rows
+        per_row = _stored(self._fields[field_idx])[1]
+        start, end = start * per_row, (start + num_rows) * per_row
         columns = []
         for decs in self._leaf_pages(field_idx):
             parts = []

@@ -31,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
 
 from lancenb.encodings import pb
 from lancenb.encodings.blocks import FixedSizeList, FixedWidth
@@ -40,7 +41,8 @@ from lancenb.kernels import gather as kg
 from lancenb.kernels import slices
 
 __all__ = ["FslCodec", "FslValues", "PerValueFsl", "Shape", "description", "per_value",
-           "parse", "rows_per_chunk"]
+           "parse", "rows_per_chunk", "struct_items", "struct_items_inside",
+           "from_struct_items"]
 
 MAX_DEPTH = 64
 _MAX_CHUNK_BYTES = 8 * 1024 - 6  # the reference's mini-block target
@@ -329,3 +331,44 @@ class PerValueFsl:
         it = iter(valid)
         validity = tuple(next(it) if hv else None for hv in shape.has_validity)
         return FixedSizeList(shape.dims, shape.item_bits, items, validity, n)
+
+
+# -- fixed-size lists of structs (2.2) ---------------------------------------------
+# pylance 14 stores ``fixed_size_list<struct<...>>[d]`` (2.2 only) as its items: one
+# column per struct leaf whose pages count *items* (``d`` a row), the list's own
+# nullness an outer NULLABLE_ITEM layer repeated on each of its items. Read as
+# ``struct<item: struct<...>>`` over the items, that is an ordinary struct column.
+
+def struct_items(dt: pa.DataType) -> tuple[pa.DataType, int] | None:
+    """``(struct<item: ...> of the items, d)`` for a fixed-size list of structs (how
+    its columns are read), else None."""
+    if (pa.types.is_fixed_size_list(dt) and pa.types.is_struct(dt.value_type)
+            and dt.value_type.num_fields > 0 and dt.list_size > 0):
+        return pa.struct([dt.value_field]), dt.list_size
+    return None
+
+
+def struct_items_inside(dt: pa.DataType) -> bool:
+    """Whether a fixed-size list of structs sits below the top of ``dt``."""
+    if pa.types.is_struct(dt):
+        return any(struct_items(f.type) is not None or struct_items_inside(f.type) for f in dt)
+    if pa.types.is_list(dt) or pa.types.is_large_list(dt) or pa.types.is_fixed_size_list(dt):
+        t = dt.value_type
+        return struct_items(t) is not None or struct_items_inside(t)
+    return False
+
+
+def from_struct_items(arr: pa.Array, dt: pa.DataType, d: int, where: str) -> pa.Array:
+    """The ``dt`` array of ``struct<item: ...>`` items read ``d`` a row."""
+    if len(arr) % d:
+        raise CorruptFileError(f"{where}: {len(arr)} items do not make rows of {d}")
+    n = len(arr) // d
+    vbuf = None
+    if arr.null_count:
+        valid = np.asarray(arr.is_valid())[::d]
+        if valid.size and not valid.all():
+            vbuf = pa.py_buffer(np.packbits(valid, bitorder="little"))
+    items = arr.field(0)
+    if items.offset:
+        items = pa.concat_arrays([items])  # children of from_buffers start at 0
+    return pa.Array.from_buffers(dt, n, [vbuf], children=[items])
