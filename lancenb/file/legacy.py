@@ -375,29 +375,33 @@ class LegacyFileReader:
                                         else runs.total, [None], children=[arr])
         return arr
 
-    def _offsets(self, ctx, f, runs: _Runs, width: int, extra: int) -> np.ndarray:
-        """Each run's ``n + 1`` offsets (i32/i64 entries ``s .. s + n``), back to back."""
+    def _offsets(self, ctx, f, runs: _Runs, width: int, extra: int):
+        """Read each run's ``n + 1`` offsets (i32/i64 entries ``s .. s + n``):
+        ``(size of each item, each run's first offset, each run's last offset)``."""
+        if not len(runs.n):
+            z = np.zeros(0, np.int64)
+            return z, z, z
         pos, length = self._pages(ctx, f, runs)
         self._check_page(ctx, f, runs, pos, length, width, extra=extra)
         self._check(ctx, f, runs, runs.s + runs.n + 1 > length + extra,
                     "offsets beyond the end of the page")
         raw = self._gather(pos + runs.s * width, (runs.n + 1) * width)
-        return np.frombuffer(raw, dtype="<i4" if width == 4 else "<i8").astype(np.int64)
+        offs = np.frombuffer(raw, dtype="<i4" if width == 4 else "<i8").astype(np.int64)
+        q, first, last = _packed_index(runs)
+        sizes = offs[q + 1] - offs[q]
+        bad = sizes < 0
+        if bad.any():
+            run = np.repeat(np.arange(len(runs.n)), runs.n)[np.argmax(bad)]
+            raise CorruptFileError(f"{self._where(ctx, f, runs.b[run])}: decreasing offsets")
+        return sizes, offs[first], offs[last]
 
     def _varbin(self, ctx, f, t: pa.DataType, runs: _Runs, nullable: bool) -> pa.Array:
         large = pa.types.is_large_string(t) or pa.types.is_large_binary(t)
         if not len(runs.n):
             return pa.array([], type=t)
         pos, _ = self._pages(ctx, f, runs)
-        # offsets: page length + 1 of them at the page position
-        offs = self._offsets(ctx, f, runs, 8, extra=1)
-        q, first, last = _packed_index(runs)
-        sizes = offs[q + 1] - offs[q]
-        d0, d1 = offs[first], offs[last]
-        bad_rows = sizes < 0
-        if bad_rows.any():
-            run = np.repeat(np.arange(len(runs.n)), runs.n)[np.argmax(bad_rows)]
-            raise CorruptFileError(f"{self._where(ctx, f, runs.b[run])}: decreasing offsets")
+        # page length + 1 absolute offsets at the page position, the bytes before them
+        sizes, d0, d1 = self._offsets(ctx, f, runs, 8, extra=1)
         self._check(ctx, f, runs, (d0 < 0) | (d1 > pos),
                     "value bytes outside the region before the offsets")
         order = np.argsort(d0, kind="stable")
@@ -432,18 +436,7 @@ class LegacyFileReader:
         large = pa.types.is_large_list(t)
         if not f.children:
             raise CorruptFileError(f"{self._where(ctx, f)}: list field without a child field")
-        if len(runs.n):
-            offs = self._offsets(ctx, f, runs, 8 if large else 4, extra=0)
-            q, first, last = _packed_index(runs)
-            sizes = offs[q + 1] - offs[q]
-            c0, c1 = offs[first], offs[last]
-        else:
-            sizes = c0 = c1 = np.zeros(0, np.int64)
-        bad_rows = sizes < 0
-        if bad_rows.any():
-            run = np.repeat(np.arange(len(runs.n)), runs.n)[np.argmax(bad_rows)]
-            raise CorruptFileError(f"{self._where(ctx, f, runs.b[run])}: decreasing list "
-                                   f"offsets")
+        sizes, c0, c1 = self._offsets(ctx, f, runs, 8 if large else 4, extra=0)
         # child runs must be sorted and disjoint within each batch's page
         back = np.zeros(len(c0), bool)
         back[1:] = (runs.b[1:] == runs.b[:-1]) & (c0[1:] < c1[:-1])
