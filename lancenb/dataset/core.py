@@ -45,6 +45,7 @@ from lancenb.dataset.write import (
     normalize_input,
     write_fragments,
 )
+from lancenb.encodings.structural import dictarray
 from lancenb.errors import (
     DatasetExistsError,
     DatasetNotFoundError,
@@ -267,7 +268,7 @@ class LanceDataset(pads.Dataset):
             t = frag.take_physical(sc.columns, uniq)
             t = sc._with_ids(frag, t, uniq)
             if len(uniq) != len(phys) or np.any(np.diff(inverse) < 0):
-                t = t.take(pa.array(inverse))
+                t = dictarray.take(t, pa.array(inverse))
             parts.append(t)
             positions.append(sel)
         schema = sc.projected_schema
@@ -278,8 +279,8 @@ class LanceDataset(pads.Dataset):
         if np.any(np.diff(order) < 0):
             inv = np.empty_like(order)
             inv[order] = np.arange(len(order))
-            table = table.take(pa.array(inv))
-        return table.combine_chunks()
+            table = dictarray.take(table, pa.array(inv))
+        return dictarray.combine_chunks(table)
 
     # -- writes ----------------------------------------------------------------
     def _commit(self, txn: Transaction, written=()) -> None:
@@ -396,7 +397,7 @@ class LanceDataset(pads.Dataset):
                                         f"deleted")
             uniq, inverse = np.unique(off[sel], return_inverse=True)
             t = sc._with_ids(frag, frag.take_physical(sc.columns, uniq), uniq)
-            parts.append(t.take(pa.array(inverse)))
+            parts.append(dictarray.take(t, pa.array(inverse)))
             positions.append(sel)
         if not parts:
             return sc.projected_schema.empty_table()
@@ -404,7 +405,7 @@ class LanceDataset(pads.Dataset):
         order = np.concatenate(positions)
         inv = np.empty_like(order)
         inv[order] = np.arange(len(order))
-        return table.take(pa.array(inv)).combine_chunks()
+        return dictarray.combine_chunks(dictarray.take(table, pa.array(inv)))
 
     def _row_id_index(self):
         """Sorted row ids with their fragment id and offset (built once, cached)."""

@@ -17,6 +17,7 @@ from typing import Iterator
 import numpy as np
 import pyarrow as pa
 
+from lancenb.encodings.structural import dictarray
 from lancenb.errors import InvalidInputError
 
 __all__ = ["LanceScanner", "DEFAULT_BATCH_SIZE"]
@@ -211,7 +212,9 @@ class LanceScanner:
                   for t in self._tables()]
         if not tables:
             return self.projected_schema.empty_table()
-        return pa.concat_tables(tables).combine_chunks() if len(tables) > 1 else tables[0]
+        if len(tables) == 1:
+            return tables[0]
+        return dictarray.combine_chunks(pa.concat_tables(tables))
 
     def count_rows(self) -> int:
         if self._expr is None:

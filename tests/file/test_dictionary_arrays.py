@@ -438,3 +438,26 @@ def test_same_bytes_as_pylance(tmp_path, version):
     assert r.read_all().to_table().equals(t)
     rows = [5999, 0, 1024, 4097, 4096, 4096]
     assert r.take_rows(rows).to_table().equals(t.take(rows))
+
+
+def test_dataset_fragments_with_dictionaries_that_do_not_unify(tmp_path):
+    """Two fragments of int8-indexed dictionaries with 100 values each: together they
+    overflow int8, so reads keep one chunk per fragment instead of failing."""
+    def frag(prefix):
+        return pa.table({"d": D(np.arange(100), [f"{prefix}{i}" for i in range(100)],
+                                pa.int8()), "x": pa.array(np.arange(100))})
+    p = str(tmp_path / "ds")
+    lancenb.write_dataset(frag("a"), p)
+    lancenb.write_dataset(frag("b"), p, mode="append")
+    want = pa.concat_tables([frag("a"), frag("b")])
+    assert lance.dataset(p).to_table().equals(want)
+    ds = lancenb.dataset(p)
+    got = ds.to_table()
+    assert got.schema == want.schema and _logical(got["d"]) == _logical(want["d"])
+    assert got["x"].num_chunks == 1  # the other columns are still combined
+    rows = [150, 0, 199, 1, 150]
+    taken = ds.take(rows)
+    assert taken.schema == want.schema
+    assert _logical(taken["d"]) == ["b50", "a0", "b99", "a1", "b50"]
+    assert _logical(ds.head(150)["d"]) == _logical(want["d"])[:150]
+    assert ds.to_table(filter="d = 'b5'")["x"].to_pylist() == [5]

@@ -47,8 +47,7 @@ from lancenb.errors import CorruptFileError, InvalidInputError, NotSupportedErro
 
 __all__ = ["has_dictionary", "is_empty_struct", "handles", "page_array", "page_groups",
            "encode_page", "encode", "encode_empty_struct", "to_arrow", "from_values",
-           "empty_struct_chain",
-           "check_writable"]
+           "empty_struct_chain", "combine_chunks", "take", "check_writable"]
 
 _NP_INDEX = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
@@ -385,6 +384,54 @@ def encode_empty_struct(arr: pa.Array, levels=None):
 
 
 # -- reading -------------------------------------------------------------------------------
+def combine_chunks(table: pa.Table) -> pa.Table:
+    """``table.combine_chunks()``, except that a column whose chunks' dictionaries do
+    not unify within its index type (pages or fragments with different dictionaries
+    of, say, int8 indices) keeps its chunks instead of failing."""
+    try:
+        return table.combine_chunks()
+    except pa.ArrowInvalid:
+        if not any(has_dictionary(f.type) for f in table.schema):
+            raise
+    cols = []
+    for c in table.columns:
+        try:
+            cols.append(c.combine_chunks() if c.num_chunks > 1 else c)
+        except pa.ArrowInvalid:
+            cols.append(c)
+    return pa.Table.from_arrays(cols, schema=table.schema)
+
+
+def take(table: pa.Table, indices: pa.Array) -> pa.Table:
+    """``table.take(indices)``, taking chunk by chunk when the chunks' dictionaries
+    cannot be unified (see :func:`combine_chunks`)."""
+    try:
+        return table.take(indices)
+    except pa.ArrowInvalid:
+        if not any(has_dictionary(f.type) for f in table.schema):
+            raise
+    idx = np.asarray(indices, dtype=np.int64)
+    cols = []
+    for c in table.columns:
+        try:
+            cols.append(c.take(indices))
+            continue
+        except pa.ArrowInvalid:
+            pass
+        # one piece per run of indices that stays in one chunk (vectorised planning)
+        ends = np.cumsum([len(x) for x in c.chunks])
+        which = np.searchsorted(ends, idx, side="right")
+        starts = ends - np.array([len(x) for x in c.chunks])
+        cut = np.flatnonzero(np.diff(which)) + 1
+        pieces = []
+        for lo, hi in zip(np.r_[0, cut], np.r_[cut, len(idx)]):
+            k = int(which[lo])
+            pieces.append(c.chunk(k).take(pa.array(idx[lo:hi] - starts[k])))
+        cols.append(pa.chunked_array(pieces, type=c.type))
+    return pa.Table.from_arrays(cols, schema=table.schema)
+
+
+
 def to_arrow(dt: pa.DictionaryType, block: blocks.DictionaryIndices,
              validity: np.ndarray | None, where: str) -> pa.DictionaryArray:
     """A page's decoded indices and dictionary as a ``DictionaryArray`` of type ``dt``,
