@@ -51,6 +51,8 @@ from __future__ import annotations
 
 import os
 import struct
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,6 +84,19 @@ TAIL_READ_BYTES = 64 * 1024
 # index arrays, and keeps 32-bit offsets of string/list chunks from overflowing).
 CHUNK_ROWS = 1 << 16
 _I32_MAX = (1 << 31) - 1
+# Reads of at least this many rows decode their columns on a thread pool.
+PARALLEL_ROWS = 8192
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1),
+                                       thread_name_prefix="lancenb-legacy")
+        return _POOL
 _STATS_CHILDREN = ("null_count", "min_value", "max_value")
 
 
@@ -576,11 +591,16 @@ class LegacyFileReader:
             return self._read(field_idx, self._runs_of(uniq)).take(pa.array(inv))
         return self._read(field_idx, self._runs_of(rows))
 
-    def _table(self, read) -> pa.Table:
-        return pa.Table.from_arrays([read(i) for i in self._projection], schema=self.schema)
+    def _table(self, read, rows: int) -> pa.Table:
+        cols = self._projection
+        if len(cols) > 1 and rows >= PARALLEL_ROWS and (os.cpu_count() or 1) > 1:
+            arrays = list(_pool().map(read, cols))  # I/O and kernels release the GIL
+        else:
+            arrays = [read(i) for i in cols]
+        return pa.Table.from_arrays(arrays, schema=self.schema)
 
     def read_all(self, *, batch_size: int = 1024, batch_readahead: int = 16) -> ReaderResults:
-        return ReaderResults(self._table(self._read_column_all), batch_size)
+        return ReaderResults(self._table(self._read_column_all, self._num_rows), batch_size)
 
     def read_range(self, start: int, num_rows: int, *, batch_size: int = 1024,
                    batch_readahead: int = 16) -> ReaderResults:
@@ -589,7 +609,7 @@ class LegacyFileReader:
             raise InvalidInputError(f"{self.path!r}: range [{start}, {start + num_rows}) is "
                                     f"outside the file's {self._num_rows} rows")
         runs = self._runs_of(np.arange(start, start + num_rows, dtype=np.int64))
-        return ReaderResults(self._table(lambda i: self._read(i, runs)), batch_size)
+        return ReaderResults(self._table(lambda i: self._read(i, runs), num_rows), batch_size)
 
     def take_rows(self, indices, *, batch_size: int = 1024,
                   batch_readahead: int = 16) -> ReaderResults:
@@ -599,10 +619,10 @@ class LegacyFileReader:
         if len(idx) > 1 and not np.all(idx[1:] > idx[:-1]):
             uniq, inv = np.unique(idx, return_inverse=True)
             runs = self._runs_of(uniq)
-            table = self._table(lambda i: self._read(i, runs)).take(pa.array(inv))
+            table = self._table(lambda i: self._read(i, runs), len(uniq)).take(pa.array(inv))
         else:
             runs = self._runs_of(idx)
-            table = self._table(lambda i: self._read(i, runs))
+            table = self._table(lambda i: self._read(i, runs), len(idx))
         return ReaderResults(table, batch_size)
 
     def metadata(self) -> LanceFileMetadata:
