@@ -422,6 +422,11 @@ def test_take_reads_only_byte_ranges(tmp_path):
         rows = np.array([0, 5, 77_777, 199_999])
         assert_tables_equal(r.take_rows(rows).to_table(), t.select([col]).take(rows))
         assert r._io.stats.bytes_read - before < 4096, col
+        for start, count in [(0, 40), (100_001, 50), (n - 30, 30)]:
+            before = r._io.stats.bytes_read
+            assert_tables_equal(r.read_range(start, count).to_table(),
+                                t.select([col]).slice(start, count))
+            assert r._io.stats.bytes_read - before < 4096, (col, start)
 
 
 def test_pages_split_where_pylance_splits_them(tmp_path):

@@ -124,10 +124,7 @@ def take(io, c, p: int, local: np.ndarray, dt: pa.DataType, page_fn) -> pa.Array
 
 def _take_fixed(io, c, p, local, dt, vref, pos, width, dim, n) -> pa.Array:
     k = len(local)
-    buf, at = io.read_ranges_np(pos + local * width, np.full(k, width, np.int64))
-    out = np.empty(k * width, np.uint8)
-    if kg.gather_fixed(buf, at, width, out) != kg.OK:
-        raise CorruptFileError(f"{c.where}, page {p}: values outside what was read")
+    out = _gather(io, pos, local, width, f"{c.where}, page {p}")
     vbuf = _validity(io, c, p, vref, n, local)
     if pa.types.is_fixed_size_list(dt):
         child = pa.Array.from_buffers(dt.value_type, k * dim, [None, pa.py_buffer(out)])
@@ -145,7 +142,17 @@ def _u64_ref(enc):
     return enc.flat.buffer
 
 
+def _is_run(idx: np.ndarray) -> bool:
+    """``idx`` is ``a, a+1, ..., b`` (a range read)."""
+    k = len(idx)
+    return k > 1 and int(idx[-1]) - int(idx[0]) == k - 1 and bool(np.all(np.diff(idx) == 1))
+
+
 def _gather(io, pos: int, idx: np.ndarray, width: int, where: str) -> np.ndarray:
+    """Values ``idx`` of ``width`` bytes each from the buffer at ``pos`` (one read for a
+    run of rows, merged ranges otherwise)."""
+    if _is_run(idx):
+        return np.frombuffer(io.read(pos + width * int(idx[0]), width * len(idx)), np.uint8)
     buf, at = io.read_ranges_np(pos + width * idx, np.full(len(idx), width, np.int64))
     raw = np.empty(width * len(idx), np.uint8)
     if kg.gather_fixed(buf, at, width, raw) != kg.OK:
@@ -162,8 +169,16 @@ def _ends_at(io, c, p, ref, local, n, adj):
         raise CorruptFileError(f"{where}: {osize} bytes of offsets for {n} rows")
     k = len(local)
     prev = local - 1
-    want = np.concatenate([local, prev[prev >= 0]])
-    vals = _gather(io, opos, want, 8, where).view("<u8")
+    if _is_run(local):
+        # one read: the ends of rows lo-1 (when there is one) .. hi
+        lo = int(local[0])
+        got = _gather(io, opos, np.arange(max(lo - 1, 0), int(local[-1]) + 1), 8,
+                      where).view("<u8")
+        # as below: the rows' ends, then the ends of the rows before them
+        vals = np.concatenate([got[1:], got[:k]] if lo else [got, got[:k - 1]])
+    else:
+        want = np.concatenate([local, prev[prev >= 0]])
+        vals = _gather(io, opos, want, 8, where).view("<u8")
     if len(vals) and int(vals.max()) >= 1 << 62:
         raise CorruptFileError(f"{where}: offset {int(vals.max())} is out of range")
     vals = vals.astype(np.int64)
@@ -234,7 +249,10 @@ def _take_binary(io, c, p, local, dt, b, n):
     np.cumsum(lens, out=offsets[1:])
     data = np.empty(int(offsets[-1]), np.uint8)
     some = lens > 0
-    if some.any():
+    if _is_run(local) and np.array_equal(starts[1:], ends[:-1]):
+        # a run of rows: their bytes are one range
+        data = np.frombuffer(io.read(bpos + int(starts[0]), int(offsets[-1])), np.uint8)
+    elif some.any():
         dbuf, dat = io.read_ranges_np(bpos + starts[some], lens[some])
         if slices.concat_slices(dbuf, dat, lens[some], data) != slices.OK:
             raise CorruptFileError(f"{c.where}, page {p}: string bytes outside what was read")
