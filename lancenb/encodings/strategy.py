@@ -29,6 +29,8 @@ force, the ``lance-encoding:*`` keys that changed the defaults and every step's 
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pyarrow as pa
 
@@ -59,11 +61,18 @@ FULL_ZIP_MIN_BYTES = 256
 # (General zstd), provided the page holds at least PER_VALUE_MIN_PAGE_BYTES.
 PER_VALUE_GENERAL_MIN_BYTES = 32 * 1024
 PER_VALUE_MIN_PAGE_BYTES = 32 * 1024
+# The compact profile tries a dictionary up to this estimated size ratio (it then
+# encodes the page with and without one and keeps the smaller).
+COMPACT_DICT_SIZE_RATIO = 1.5
+# ... unless the dictionary page is this many times smaller than the raw values
+COMPACT_DICT_KEEP_SHRINK = 8
 
 
 def _max_value_bytes(block) -> int:
     if isinstance(block, blocks.Variable):
         return int(np.diff(block.offsets).max(initial=0))
+    if isinstance(block, blocks.FixedSizeList):
+        return block.value_bytes  # (boolean vectors: 0, always mini-block, as pylance)
     return block.bits // 8
 
 
@@ -104,8 +113,11 @@ def _fixed_default(dtype, block, cfg: EncodingConfig, why: list[str]):
     return base
 
 
-def choose_codec(dtype: pa.DataType, block, cfg: EncodingConfig, why: list[str]):
-    """The mini-block value codec for ``block`` (a module or a codec object)."""
+def choose_codec(dtype: pa.DataType, block, cfg: EncodingConfig, why: list[str], *,
+                 chunk_limit: int | None = None, dictionary_items: int | None = None):
+    """The mini-block value codec for ``block`` (a module or a codec object).
+    ``chunk_limit`` and ``dictionary_items`` inform the compact profile
+    (:func:`lancenb.encodings.compact.choose`)."""
     if isinstance(block, blocks.FixedSizeList):
         why.append("vectors: fixed_size_list items stored flat")
         return fsl.FslCodec()
@@ -117,7 +129,8 @@ def choose_codec(dtype: pa.DataType, block, cfg: EncodingConfig, why: list[str])
         why.append("compression=none: no bitpacking or general compression")
         return base
     if cfg.compact and cfg.compression is None:
-        return compact.choose(dtype, block, cfg, why, _fixed_default)
+        return compact.choose(dtype, block, cfg, why, _fixed_default, chunk_limit=chunk_limit,
+                              dictionary_items=dictionary_items)
     # FSST is the default string compressor; asking for lz4/zstd replaces it (as in
     # the reference)
     if isinstance(block, blocks.Variable) and block.num_values and (
@@ -283,22 +296,44 @@ def encode_page(arr: pa.Array, cfg: EncodingConfig, *, version_minor: int,
             block, value_compression = per_value_codec(block, cfg, why)
         return fullzip.encode(block, validity, levels=levels,
                               value_compression=value_compression)
-    dictionary = None
+    chunk_limit = miniblock.MAX_CHUNK_BYTES if validity is None and levels is None else None
     numeric = _dictionary_kind(arr.type, block, cfg, version_minor)
+    found = None
     if numeric is not None:
         baseline = None
         if numeric and _bitpackable(arr.type, block) and block.num_values:
             baseline = bitpacking.packed_bytes(bitpacking.as_unsigned(block))
+        dcfg = cfg
+        if cfg.compact:  # both pages are encoded below and the smaller kept
+            dcfg = dataclasses.replace(cfg, dict_size_ratio=max(cfg.dict_size_ratio,
+                                                                COMPACT_DICT_SIZE_RATIO))
         found = dictionary_enc.try_dictionary(
-            block, cfg, version_minor=version_minor, why=why, baseline=baseline,
+            block, dcfg, version_minor=version_minor, why=why, baseline=baseline,
             items_scheme=general.ZSTD if cfg.compact else None)
-        if found is not None:
-            block, items, desc, count = found
-            dictionary = (items, desc, count)
-            arr_type = pa.uint32()
     elif isinstance(block, blocks.Variable):
         why.append(f"try_dictionary: skipped (compression={cfg.compression})")
-    codec = choose_codec(arr_type if dictionary else arr.type, block, cfg, why)
-    return miniblock.encode(block, validity, codec=codec, pack_levels=True,
-                            large_chunks=version_minor >= 2, dictionary=dictionary,
-                            levels=levels, version_minor=version_minor)
+
+    def encode(dictionary):
+        if dictionary is None:
+            vblock, dtype, dinfo, items = block, arr.type, None, None
+        else:
+            vblock, items, desc, count = dictionary
+            dtype, dinfo = pa.uint32(), (items, desc, count)
+        codec = choose_codec(dtype, vblock, cfg, why, chunk_limit=chunk_limit,
+                             dictionary_items=None if dinfo is None else dinfo[2])
+        return miniblock.encode(vblock, validity, codec=codec, pack_levels=True,
+                                large_chunks=version_minor >= 2, dictionary=dinfo,
+                                levels=levels, version_minor=version_minor)
+
+    if found is None:
+        return encode(None)
+    with_dict = encode(found)
+    raw = (len(block.data) + block.offset_bits // 8 * block.num_values
+           if isinstance(block, blocks.Variable) else block.num_values * block.bits // 8)
+    dict_bytes = sum(len(b) for b in with_dict[0])
+    if not cfg.compact or dict_bytes * COMPACT_DICT_KEEP_SHRINK <= raw:
+        return with_dict
+    without = encode(None)
+    size = sum(len(b) for b in without[0])
+    why.append(f"compact: dictionary page {dict_bytes} B, without {size} B")
+    return with_dict if dict_bytes <= size else without
