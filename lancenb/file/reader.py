@@ -17,7 +17,7 @@ from lancenb.encodings.cache import SearchCache, scanning
 from lancenb.encodings.config import is_packed
 from lancenb.encodings.page import PageDecoder, PageInfo, describe_layout, parse_layout
 from lancenb.encodings.physical import fsl
-from lancenb.encodings.structural import repdef
+from lancenb.encodings.structural import dictarray, repdef
 from lancenb.encodings.v2_0 import FileColumns as _FileColumns2_0
 from lancenb.errors import CorruptFileError, InvalidInputError, NotSupportedError
 from lancenb.file.format import FOOTER_SIZE, Footer, parse_offset_table
@@ -82,7 +82,7 @@ class ReaderResults:
                 part = t.slice(i, bs)
                 # a batch spanning two pages needs its chunks joined (a copy of that batch)
                 if any(c.num_chunks > 1 for c in part.columns):
-                    part = part.combine_chunks()
+                    part = dictarray.combine_chunks(part)
                 yield from part.to_batches()
 
         return pa.RecordBatchReader.from_batches(t.schema, gen())
@@ -353,6 +353,17 @@ class LanceFileReader:
         st, per_row = _stored(f)  # (maps: the lists of entries they are stored as)
         if len(columns) == 1 and (not repdef.is_nested(st) or is_packed(f.arrow)):
             return pa.chunked_array(columns[0], type=f.arrow.type)
+        try:
+            return pa.chunked_array([self._merge_one(f, st, per_row, field_idx, columns)],
+                                    type=f.arrow.type)
+        except pa.ArrowInvalid:  # pages' dictionaries that do not unify: page by page
+            if not dictarray.has_dictionary(st):
+                raise
+            return pa.chunked_array([self._merge_one(f, st, per_row, field_idx, seg)
+                                     for seg in dictarray.page_segments(columns)],
+                                    type=f.arrow.type)
+
+    def _merge_one(self, f, st, per_row: int, field_idx: int, columns) -> pa.Array:
         chains = []
         for (_, path, _), parts in zip(self._leaves(field_idx), columns):
             if len(parts) == 1:
@@ -366,7 +377,7 @@ class LanceFileReader:
                                         f"field {f.name!r}")
         elif st is not f.arrow.type:
             arr = arr.view(f.arrow.type)
-        return pa.chunked_array([arr], type=f.arrow.type)
+        return arr
 
     def _read_column_all(self, field_idx: int) -> pa.ChunkedArray:
         if self._v20 is not None:
@@ -500,5 +511,5 @@ class LanceFileReader:
         if order is not None:
             inverse = np.empty_like(order)
             inverse[order] = np.arange(len(order))
-            table = table.take(pa.array(inverse))
+            table = dictarray.take(table, pa.array(inverse))
         return ReaderResults(table, batch_size)

@@ -461,3 +461,34 @@ def test_dataset_fragments_with_dictionaries_that_do_not_unify(tmp_path):
     assert _logical(taken["d"]) == ["b50", "a0", "b99", "a1", "b50"]
     assert _logical(ds.head(150)["d"]) == _logical(want["d"])[:150]
     assert ds.to_table(filter="d = 'b5'")["x"].to_pylist() == [5]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_pages_whose_dictionaries_do_not_unify(tmp_path, version):
+    """Pages of int8-indexed dictionaries with 100 values each, flat and under a list
+    and a struct: reads join them page by page instead of unifying past int8."""
+    def batch(prefix):
+        d = D(np.arange(200) % 100, [f"{prefix}{i}" for i in range(100)], pa.int8())
+        return pa.table({
+            "d": d.slice(0, 100),
+            "l": pa.ListArray.from_arrays(pa.array(np.arange(0, 201, 2), pa.int32()), d),
+            "s": pa.StructArray.from_arrays([d.slice(100, 100), pa.array(np.arange(100))],
+                                            ["y", "z"]),
+        })
+    batches = [batch("a"), batch("b"), batch("c")]
+    want = pa.concat_tables(batches)
+    p = _write(LanceFileWriter, tmp_path / "a.lance", batches, version)
+    r = LanceFileReader(p)
+    assert [len(c.pages) for c in r.metadata().columns] == [3, 3, 3, 3]
+    got = r.read_all().to_table()
+    for name in want.column_names:
+        assert _logical(got[name]) == _logical(want[name])
+        assert got[name].type == want[name].type
+    assert _logical(r.read_range(50, 200).to_table()["l"]) == _logical(want["l"])[50:250]
+    rows = [250, 3, 120, 120, 299]
+    taken = r.take_rows(rows).to_table()
+    assert _logical(taken["s"]) == [want["s"][i].as_py() for i in rows]
+    assert sum(b.num_rows for b in r.read_all(batch_size=64).to_batches()) == 300
+    # pylance reads each page (batches that stay inside pages)
+    theirs = PyReader(p).read_all(batch_size=100).to_table()
+    assert _logical(theirs["l"]) == _logical(want["l"])

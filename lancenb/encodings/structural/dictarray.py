@@ -47,7 +47,8 @@ from lancenb.errors import CorruptFileError, InvalidInputError, NotSupportedErro
 
 __all__ = ["has_dictionary", "is_empty_struct", "handles", "page_array", "page_groups",
            "encode_page", "encode", "encode_empty_struct", "to_arrow", "from_values",
-           "empty_struct_chain", "combine_chunks", "take", "check_writable"]
+           "empty_struct_chain", "combine_chunks", "take", "page_segments",
+           "check_writable"]
 
 _NP_INDEX = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
@@ -400,6 +401,26 @@ def combine_chunks(table: pa.Table) -> pa.Table:
         except pa.ArrowInvalid:
             cols.append(c)
     return pa.Table.from_arrays(cols, schema=table.schema)
+
+
+def page_segments(columns: list) -> list:
+    """A field's per-column page arrays (``columns[c]`` = the arrays of column ``c``,
+    back to back in row order) cut into stretches of rows that lie inside one array of
+    every column: ``[columns-shaped lists holding one slice each]``. Joining each
+    stretch on its own avoids concatenating pages whose dictionaries cannot be unified
+    within their index type."""
+    bounds = np.unique(np.concatenate(
+        [np.cumsum([0] + [len(a) for a in parts]) for parts in columns]))
+    ends = [np.cumsum([len(a) for a in parts]) for parts in columns]
+    out = []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        seg = []
+        for parts, e in zip(columns, ends):
+            k = int(np.searchsorted(e, lo, side="right"))
+            start = int(e[k] - len(parts[k]))
+            seg.append([parts[k].slice(int(lo) - start, int(hi - lo))])
+        out.append(seg)
+    return out
 
 
 def take(table: pa.Table, indices: pa.Array) -> pa.Table:
