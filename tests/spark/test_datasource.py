@@ -284,3 +284,27 @@ def test_bad_input_fails_before_any_task_writes(spark, tmp_path):
     with pytest.raises(Exception, match="no version 7"):
         lancenb_read(spark, uri, version=7)
     assert data_files(uri) == before and lancenb.dataset(uri).version == 1
+
+
+@pytest.mark.parametrize("version", ["legacy", "2.0", "2.2"])
+def test_reads_and_writes_other_file_versions(spark, tmp_path, version):
+    """Spark reads pylance datasets of 0.1, 2.0 and 2.2 files (filters pushed down),
+    and writes 2.0/2.2 datasets that pylance reads."""
+    n = 3000
+    t = pa.table({"id": pa.array(range(n), pa.int64()),
+                  "s": pa.array([f"v{i % 37}" for i in range(n)]),
+                  "l": pa.array([[i, i + 1] for i in range(n)], pa.list_(pa.int32()))})
+    uri = str(tmp_path / f"in_{version}")
+    lance.write_dataset(t, uri, data_storage_version=version, max_rows_per_file=1000)
+    got = as_arrow(lancenb_read(spark, uri))
+    same_values(got, t)
+    got = as_arrow(lancenb_read(spark, uri).where("id >= 2500 and s = 'v3'"))
+    same_values(got, lance.dataset(uri).to_table(filter="id >= 2500 and s = 'v3'"))
+    if version == "legacy":
+        return  # lancenb does not write 0.1
+    out = str(tmp_path / f"out_{version}")
+    (lancenb_read(spark, uri).write.format("lancenb").mode("overwrite")
+     .option("data_storage_version", version).save(out))
+    theirs = lance.dataset(out)
+    assert theirs.data_storage_version == version
+    same_values(theirs.to_table().sort_by("id"), t)
