@@ -35,7 +35,7 @@ Options (case-insensitive; unknown ones are rejected):
 ``write_mode``             ``append`` / ``overwrite`` / ``create``
 ``max_rows_per_file``      rows per data file (1 Mi; alias ``max_row_per_file``)
 ``max_bytes_per_file``     bytes of input per data file
-``data_storage_version``   ``2.0`` / ``2.1`` / ``2.2`` for new datasets (``file_format_version``)
+``data_storage_version``   2.0, 2.1 or 2.2 for new datasets (``file_format_version``)
 ``commit_retries``         commit attempts after losing a race (``max_retries``)
 =========================  ==========================================================
 """
