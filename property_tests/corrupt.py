@@ -3,8 +3,9 @@ raise a :class:`~lancenb.errors.LanceError` subclass, quickly, and never crash t
 interpreter.
 
 * :func:`seed_inputs` writes valid inputs with both implementations: lancenb and
-  pylance data files (2.1 and 2.2; flat, nested, vectors, large values; many
-  encodings), a dataset manifest and a deletion file.
+  pylance data files (2.0, 2.1 and 2.2; flat, nested, vectors, large values; many
+  encodings), pylance's 0.1 (legacy) data files, a dataset manifest and a deletion
+  file.
 * :func:`mutate` damages bytes: bit flips, random bytes, inserted and deleted runs,
   truncation, and overwrites of the little-endian integers that sizes and offsets
   live in (zero, huge, off by one).
@@ -57,9 +58,14 @@ def seed_inputs(d: str) -> list[tuple[str, str]]:
         "vec": pa.array([[float(i)] * 8 if i % 9 else None for i in ids[:800]],
                         pa.list_(pa.float32(), 8)),
     })
+    # 2.0 cannot store null structs
+    nested20 = nested.set_column(0, "st", pa.array(
+        [{"a": int(i), "b": [int(i)] * (i % 3) if i % 11 else None} for i in ids[:800]]))
     out = []
-    for name, table in (("flat", flat), ("nested", nested)):
-        for version in ("2.1", "2.2"):
+    for name, table, versions in (("flat", flat, ("2.0", "2.1", "2.2")),
+                                  ("nested", nested, ("2.1", "2.2")),
+                                  ("nested20", nested20, ("2.0",))):
+        for version in versions:
             p = os.path.join(d, f"lancenb-{name}-{version}.lance")
             with LanceFileWriter(p, table.schema, version=version,
                                  data_cache_bytes=64 * 1024) as w:
@@ -71,6 +77,12 @@ def seed_inputs(d: str) -> list[tuple[str, str]]:
             w.write_batch(table)
             w.close()
             out.append(("file", p))
+    for name, table in (("flat", flat), ("nested", nested20)):
+        legacy = os.path.join(d, f"legacy-{name}")
+        lance.write_dataset(table, legacy, data_storage_version="legacy",
+                            max_rows_per_group=512)
+        for f in sorted(os.listdir(os.path.join(legacy, "data"))):
+            out.append(("file", os.path.join(legacy, "data", f)))
     ds = os.path.join(d, "ds")
     lancenb.write_dataset(flat.slice(0, 500), ds)
     lancenb.dataset(ds).delete("seq % 3 = 0")
