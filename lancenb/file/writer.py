@@ -11,7 +11,7 @@ from lancenb._proto import file2_pb2, file_pb2
 from lancenb.encodings import blocks, pb
 from lancenb.encodings.config import config_for_field, is_blob, is_packed, writer_config
 from lancenb.encodings.page import encode_page
-from lancenb.encodings.physical import packed_struct
+from lancenb.encodings.physical import fsl, packed_struct
 from lancenb.encodings.physical import packed_struct_variable as vpacked
 from lancenb.encodings.structural import blob, dictarray, repdef
 from lancenb.encodings.v2_0.writing import FileWriter as _FileWriter2_0
@@ -125,6 +125,11 @@ class LanceFileWriter:
             self._fail(NotSupportedError(
                 f"column {name!r}: map types need file version 2.2 (pylance refuses them in "
                 f"{self.version.label} too)"))
+        items = [f.name for f in schema if fsl.struct_items(f.type) is not None]
+        if items and self.version is not FileVersion.V2_2:
+            self._fail(NotSupportedError(
+                f"column {items[0]!r}: fixed-size lists of structs need file version 2.2 "
+                f"(pylance refuses them in {self.version.label} too)"))
         if self.version is FileVersion.V2_0:
             try:
                 schema_to_fields(schema)  # checks every type is storable
@@ -140,8 +145,11 @@ class LanceFileWriter:
             return
         # maps are encoded as the list<entries: struct<key, value>> they are laid out as
         self._maps = [has_map(f.type) for f in schema]
-        store = pa.schema([f.with_type(storage_type(f.type)) if m else f
-                           for f, m in zip(schema, self._maps)])
+        # a fixed-size list of structs (2.2) is stored as struct<item: ...> of its items
+        self._items = [fsl.struct_items(f.type) for f in schema]
+        store = pa.schema([f.with_type(storage_type(f.type)) if m else
+                           f.with_type(it[0]) if it else f
+                           for f, m, it in zip(schema, self._maps, self._items)])
         for f in store:
             if is_packed(f):
                 if packed_struct.child_bits(f.type) is not None:
@@ -249,6 +257,8 @@ class LanceFileWriter:
             arr = batch.column(col.top)
             if self._maps[col.top]:
                 arr = arr.view(col.field.type)
+            elif self._items[col.top]:
+                arr = fsl.to_struct_items(arr, col.field.type)
             if len(arr):
                 col.arrays.append(arr)
                 col.nbytes += arr.nbytes // col.share
