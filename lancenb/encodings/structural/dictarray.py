@@ -2,15 +2,20 @@
 
 **Dictionary columns** (``dictionary<values=V, indices=I>``; the Lance field's logical
 type is ``dict:{V}:{I}:false``, its ``encoding`` DICTIONARY) are always written as a
-mini-block page with a page dictionary, as pylance 14 does:
+mini-block page with a page dictionary, as pylance 14 does (same bytes, checked in
+``tests/file/test_dictionary_arrays.py``):
 
-* the Arrow dictionary becomes the page dictionary (buffer 2), block-compressed as
-  any page dictionary (``Variable`` block form for strings and binary, ``Flat`` raw
-  values for fixed-width ones, 1-bit bitmap for booleans; 2.2 wraps either in
-  ``General`` LZ4). Its entries are kept as given: unused and repeated entries stay.
+* the Arrow dictionary becomes the page dictionary (buffer 2; ``num_dictionary_items``
+  its length), its entries kept as given (unused and repeated entries stay), block-
+  compressed as pylance 14 does: strings and binary in the ``Variable`` block form,
+  booleans as a ``Flat(1)`` bitmap, 8/16/32/64-bit values bitpacked
+  (``InlineBitpacking`` up to 1024 items, else ``OutOfLineBitpacking`` at the widest
+  1024-group's width) unless a single group would not shrink, then ``Flat``. 2.2
+  wraps ``Variable`` and ``Flat`` (not bitpacking) in ``General`` LZ4. E.g. 1000
+  doubles in [0, 1) → ``InlineBitpacking(64)``; ``[1.5, 2.5, 3.5]`` → ``Flat(64)``.
 * the chunk values are the Arrow indices at their own width (int8 → 8 bits, ...,
   compressed like any integers of that width: Flat, InlineBitpacking or Rle). Null
-  indices become definition levels; the slot of a null holds 0.
+  indices become definition levels; their slots keep what the Arrow array holds.
 * nulls *inside* the dictionary are moved to the indices first (pylance's
   normalisation): the null entries are dropped and every index that pointed at one
   becomes null. ``indices [0, 1, 2]`` over ``["a", None, "c"]`` is written as
@@ -18,20 +23,27 @@ mini-block page with a page dictionary, as pylance 14 does:
 * a page's rows that arrive in several batches get one dictionary, the batches'
   dictionaries concatenated and the indices shifted (no de-duplication, as Arrow's
   concatenation in the reference does): two batches over ``["a", "b"]`` and
-  ``["c", "a"]`` make the page dictionary ``["a", "b", "c", "a"]``. Only when that
-  would overflow the index type are the dictionaries unified instead.
+  ``["c", "a"]`` make the page dictionary ``["a", "b", "c", "a"]``. When that would
+  overflow the index type the dictionaries are unified (as Arrow merges them); when
+  even that overflows, the batches go to separate pages (pylance writes such a page
+  with 32-bit indices that it then refuses to read).
 * a page whose indices are all null is an all-null page (no buffers); it reads back
   as nulls over an empty dictionary.
 
 Reading gives each page's rows as a ``DictionaryArray`` over that page's dictionary
-(so a multi-page column is a chunked array with one dictionary per page); every
-index is checked against the dictionary's size first (out of range ⇒
-:class:`~lancenb.errors.CorruptFileError`).
+(so a multi-page column is a chunked array with one dictionary per page; pylance's
+batches that span pages concatenate the pages' dictionaries); every index is checked
+against the dictionary's size first (out of range ⇒
+:class:`~lancenb.errors.CorruptFileError`). Joins of pages whose dictionaries cannot
+be unified within their index type keep them apart (:func:`combine_chunks`,
+:func:`take`, :func:`page_segments`).
 
 **Empty structs** (``struct<>``) own a column of their own, top level or as a struct
 child. pylance writes only those without nulls and outside lists; each page is a
 simple all-null page (``layers [NULLABLE_ITEM]``, no buffers) of the page's row
 count, even inside a struct, and reads back as that many valid empty structs.
+(pylance 14 reads the columns *after* a top-level empty struct as nulls; lancenb
+reads them.)
 """
 
 from __future__ import annotations
