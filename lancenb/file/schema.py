@@ -188,7 +188,9 @@ def _flatten(f: pa.Field, parent: int, out: list) -> LanceField:
         lf.children = [_flatten(dt.field(i), lf.id, out) for i in range(dt.num_fields)]
     elif pa.types.is_map(dt):
         lf.children = [_flatten(dt.field(0), lf.id, out)]  # entries: struct<key, value>
-    elif pa.types.is_list(dt) or pa.types.is_large_list(dt):
+    elif pa.types.is_list(dt) or pa.types.is_large_list(dt) or (
+            pa.types.is_fixed_size_list(dt) and pa.types.is_struct(dt.value_type)):
+        # (a fixed-size list of structs lists its item, as pylance 2.2 writes it)
         lf.children = [_flatten(dt.value_field.with_name("item"), lf.id, out)]
     return lf
 

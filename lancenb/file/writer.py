@@ -125,11 +125,11 @@ class LanceFileWriter:
             self._fail(NotSupportedError(
                 f"column {name!r}: map types need file version 2.2 (pylance refuses them in "
                 f"{self.version.label} too)"))
-        items = [f.name for f in schema if fsl.struct_items(f.type) is not None]
+        items = [f for f in schema if fsl.struct_items(f.type) is not None]
         if items and self.version is not FileVersion.V2_2:
             self._fail(NotSupportedError(
-                f"column {items[0]!r}: fixed-size lists of structs need file version 2.2 "
-                f"(pylance refuses them in {self.version.label} too)"))
+                f"column {items[0].name!r}: writing {items[0].type} needs file version 2.2 "
+                f"(pylance refuses fixed-size lists of structs in {self.version.label} too)"))
         if self.version is FileVersion.V2_0:
             try:
                 schema_to_fields(schema)  # checks every type is storable

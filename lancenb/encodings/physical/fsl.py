@@ -42,7 +42,7 @@ from lancenb.kernels import slices
 
 __all__ = ["FslCodec", "FslValues", "PerValueFsl", "Shape", "description", "per_value",
            "parse", "rows_per_chunk", "struct_items", "struct_items_inside",
-           "from_struct_items"]
+           "from_struct_items", "to_struct_items"]
 
 MAX_DEPTH = 64
 _MAX_CHUNK_BYTES = 8 * 1024 - 6  # the reference's mini-block target
@@ -144,6 +144,8 @@ def _pack_runs(valid: np.ndarray, run_bits: np.ndarray) -> tuple[np.ndarray, np.
     past the end), else zeros: the reference's bit slices, so pages match byte for
     byte."""
     nbytes = (run_bits + 7) // 8
+    if not np.any(run_bits[:-1] % 8):  # every run starts on a byte: one bitmap
+        return np.packbits(valid, bitorder="little"), nbytes
     padded_start = np.zeros(len(run_bits), np.int64)
     np.cumsum(nbytes[:-1] * 8, out=padded_start[1:])
     bit_start = np.zeros(len(run_bits), np.int64)
@@ -372,3 +374,18 @@ def from_struct_items(arr: pa.Array, dt: pa.DataType, d: int, where: str) -> pa.
     if items.offset:
         items = pa.concat_arrays([items])  # children of from_buffers start at 0
     return pa.Array.from_buffers(dt, n, [vbuf], children=[items])
+
+
+def to_struct_items(arr: pa.Array, dt: pa.DataType) -> pa.Array:
+    """A fixed-size list of structs as ``dt`` (``struct<item: ...>``, see
+    :func:`struct_items`) over its items, each carrying its row's nullness."""
+    d = arr.type.list_size
+    n = len(arr)
+    items = arr.values.slice(arr.offset * d, n * d)  # .values ignores the offset
+    vbuf = None
+    if arr.null_count:
+        valid = np.repeat(np.asarray(arr.is_valid()), d)
+        vbuf = pa.py_buffer(np.packbits(valid, bitorder="little"))
+    if items.offset:
+        items = pa.concat_arrays([items])
+    return pa.Array.from_buffers(dt, n * d, [vbuf], children=[items])
