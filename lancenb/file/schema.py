@@ -218,7 +218,11 @@ def fields_to_schema(fields, metadata=None) -> tuple[pa.Schema, list[LanceField]
         kids = [build(c, depth + 1) for c in by_parent.get(f.id, [])]
         dt = parse_logical_type(f.logical_type, [k.arrow for k in kids])
         md = {k: bytes(v) for k, v in f.metadata.items()} or None
-        return LanceField(f.id, f.name, pa.field(f.name, dt, f.nullable, metadata=md), kids)
+        try:
+            arrow = pa.field(f.name, dt, f.nullable, metadata=md)
+        except (ValueError, TypeError, pa.ArrowException) as e:  # e.g. a non-nullable null
+            raise CorruptFileError(f"schema field {f.name!r} (id {f.id}): {e}") from e
+        return LanceField(f.id, f.name, arrow, kids)
 
     tops = [build(f, 0) for f in by_parent.get(-1, [])]
     md = {k: bytes(v) for k, v in (metadata or {}).items()} or None
