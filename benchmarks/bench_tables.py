@@ -132,14 +132,18 @@ def parquet_sizes(path, ncols) -> list[int]:
     return out
 
 
-def timed(fn, repeat):
-    fn()
-    ts = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
+def timed(fns, repeat):
+    """Median time of each of ``fns`` after a warm-up, the functions timed in turn
+    within every repetition so that a busy machine slows them alike."""
+    for fn in fns:
         fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
+    ts = [[] for _ in fns]
+    for _ in range(repeat):
+        for i, fn in enumerate(fns):
+            t0 = time.perf_counter()
+            fn()
+            ts[i].append(time.perf_counter() - t0)
+    return [statistics.median(t) for t in ts]
 
 
 def bench(tables, tmp, repeat):
@@ -155,8 +159,10 @@ def bench(tables, tmp, repeat):
         p_pq = os.path.join(tmp, f"{tname}.parquet")
         with nlf.LanceFileWriter(p_nb, table.schema, version="2.1") as w:
             w.write_batch(table)
+        t0 = time.perf_counter()
         with nlf.LanceFileWriter(p_cp, table.schema, version="2.1", compression="compact") as w:
             w.write_batch(table)
+        write_cp = time.perf_counter() - t0
         w = plf.LanceFileWriter(p_py, table.schema, version="2.1")
         w.write_batch(table)
         w.close()
@@ -166,16 +172,15 @@ def bench(tables, tmp, repeat):
         s_nb, s_cp, s_py = column_sizes(p_nb), column_sizes(p_cp), column_sizes(p_py)
         s_pq = parquet_sizes(p_pq, table.num_columns)
         for i, col in enumerate(table.column_names):
-            t_nb = timed(lambda c=col, p=p_nb: nlf.LanceFileReader(p, columns=[c])
-                         .read_all().to_table(), repeat)
-            t_py = timed(lambda c=col, p=p_py: plf.LanceFileReader(p, columns=[c])
-                         .read_all().to_table(), repeat)
-            t_cp = timed(lambda c=col, p=p_cp: nlf.LanceFileReader(p, columns=[c])
-                         .read_all().to_table(), repeat)
+            t_nb, t_py, t_cp = timed(
+                [lambda c=col, p=p_nb: nlf.LanceFileReader(p, columns=[c]).read_all().to_table(),
+                 lambda c=col, p=p_py: plf.LanceFileReader(p, columns=[c]).read_all().to_table(),
+                 lambda c=col, p=p_cp: nlf.LanceFileReader(p, columns=[c]).read_all()
+                 .to_table()], repeat)
             rows.append(dict(table=tname, column=col, type=str(table.schema.field(col).type),
                              nb=s_nb[i][0], py=s_py[i][0], cp=s_cp[i][0], pq=s_pq[i],
                              enc_nb=s_nb[i][1], enc_cp=s_cp[i][1], t_nb=t_nb, t_py=t_py,
-                             t_cp=t_cp, exact=exact))
+                             t_cp=t_cp, exact=exact, write_cp=write_cp))
             print(f"{tname}.{col}: nb {s_nb[i][0]} py {s_py[i][0]} compact {s_cp[i][0]} "
                   f"pq {s_pq[i]} scan {t_nb * 1e3:.2f}/{t_py * 1e3:.2f}/{t_cp * 1e3:.2f} ms",
                   file=sys.stderr)
@@ -194,7 +199,8 @@ def render(rows, n, repeat, elapsed) -> str:
            "",
            f"Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {elapsed:.0f} s; "
            f"{n:,} rows per table; scans are one-column `LanceFileReader(path, "
-           f"columns=[c]).read_all().to_table()`, median of {repeat} after a warm-up. "
+           f"columns=[c]).read_all().to_table()`, median of {repeat} after a warm-up, the "
+           f"three readers timed in turn in each repetition. "
            f"Sizes are the column's page buffers in KiB (Parquet: the column chunk, "
            f"zstd, pyarrow defaults). lancenb {lancenb.__version__}, pylance "
            f"{getattr(lance, '__version__', '?')}, pyarrow {pa.__version__}, Python "
@@ -215,6 +221,7 @@ def render(rows, n, repeat, elapsed) -> str:
     out.append(f"| **all columns** | | {kb(tot['nb'])} | {kb(tot['py'])} | "
                f"{tot['nb'] / tot['py']:.3f} | {kb(tot['cp'])} | {kb(tot['pq'])} | "
                f"{tot['cp'] / tot['pq']:.3f} | | | |")
+    writes = {r["table"]: r["write_cp"] for r in rows}
     larger = [f"{r['table']}.{r['column']}" for r in rows if r["nb"] > r["py"]]
     over_pq = [f"{r['table']}.{r['column']} ({r['cp'] / r['pq']:.2f})" for r in rows
                if r["cp"] > r["pq"]]
@@ -226,6 +233,8 @@ def render(rows, n, repeat, elapsed) -> str:
             f"- default columns larger than pylance's: {', '.join(larger) or 'none'}",
             f"- compact columns larger than Parquet's: {', '.join(over_pq) or 'none'}",
             f"- default scans slower than pylance's: {', '.join(slow) or 'none'}",
+            "- compact write time per table (s): "
+            + ", ".join(f"{t} {w:.1f}" for t, w in writes.items()),
             ""]
     return "\n".join(out) + "\n"
 
