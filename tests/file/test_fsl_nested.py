@@ -388,3 +388,29 @@ def test_corrupt_descriptions():
         dec.decode(data, starts, np.array([[1, 2, 40]], np.int64), np.array([2]), "x")
     with pytest.raises(CorruptFileError):  # buffers past the page
         dec.decode(data, np.array([[0, 8, 40]], np.int64), sizes, np.array([2]), "x")
+
+
+def test_boolean_vectors_forced_full_zip(tmp_path, version):
+    """``structural-encoding=fullzip`` on boolean vectors of whole-byte rows without
+    item nulls: the rows' bits zipped (pylance writes the same and panics on the
+    others, which lancenb refuses)."""
+    rng = np.random.default_rng(12)
+    meta = {"lance-encoding:structural-encoding": "fullzip"}
+    good = vectors(rng, 300, (16,), "bool", (0.0, 0.1))
+    t = pa.Table.from_arrays([good], schema=pa.schema([pa.field("x", good.type,
+                                                                metadata=meta)]))
+    ours = _write(LanceFileWriter, tmp_path / "a.lance", t, version, batch=300)
+    theirs = _write(PyWriter, tmp_path / "b.lance", t, version, batch=300)
+    assert (tmp_path / "a.lance").read_bytes() == (tmp_path / "b.lance").read_bytes()
+    assert LanceFileReader(ours).metadata().columns[0].pages[0].encoding.startswith(
+        "full_zip:fixed_size_list(flat(1))")
+    for path in (ours, theirs):
+        assert PyReader(path).read_all().to_table().equals(t)
+        r = LanceFileReader(path)
+        assert r.read_all().to_table().equals(t)
+        assert r.take_rows([299, 0, 77]).to_table().equals(t.take([299, 0, 77]))
+    for bad in (vectors(rng, 10, (16,), "bool", (0.1, 0.0)), vectors(rng, 10, (3,), "bool")):
+        tb = pa.Table.from_arrays([bad], schema=pa.schema([pa.field("x", bad.type,
+                                                                    metadata=meta)]))
+        with pytest.raises(NotSupportedError):
+            _write(LanceFileWriter, tmp_path / "c.lance", tb, version)

@@ -20,10 +20,11 @@ items) carry nulls; a row's own nullness is a definition level like any value's.
   ``n`` (8..4096) with ``n * (b + 8v) / 4 < 8186``. Example: ``fixed_size_list<bool>[3]``
   rows ``[T, F, null]``, ``null``, ``[T, T, F]``, ``[null, null, T]``, one chunk:
   validity ``3b 0f``, items ``19 0d`` (null slots 0).
-* **Full-zip value** (per row; whole-byte items only): for each layer with validity,
-  outermost first, ``ceil(d1..dk / 8)`` bytes of that row's bits, then the row's items;
-  ``bits_per_value`` counts all of it. Boolean vectors are always mini-block (the
-  reference measures them as 0 bytes).
+* **Full-zip value** (per row): for each layer with validity, outermost first,
+  ``ceil(d1..dk / 8)`` bytes of that row's bits, then the row's items;
+  ``bits_per_value`` counts all of it. Boolean vectors go to mini-block pages (the
+  reference measures them as 0 bytes); forced into full-zip, only whole-byte rows
+  without item validity work (the reference panics on the others).
 """
 
 from __future__ import annotations
@@ -284,9 +285,9 @@ def _gather_bits(data, byte_start, local, per_row, where) -> np.ndarray:
 def per_value(block: FixedSizeList):
     """Full-zip values: ``(FixedWidth of whole rows, description)``."""
     shape = Shape.of(block)
-    if shape.item_bits == 1:
-        raise NotSupportedError("boolean vectors in full-zip pages are not supported (pylance "
-                                "writes them as mini-block)")
+    if shape.item_bits == 1 and (any(shape.has_validity) or block.bits % 8):
+        raise NotSupportedError("full-zip pages of boolean vectors with null items or rows "
+                                "of part bytes are not supported (nor written by pylance)")
     n = block.num_values
     if not any(shape.has_validity):
         return FixedWidth(block.bits, block.data, n), description(shape)
@@ -306,9 +307,9 @@ class PerValueFsl:
 
     def __init__(self, enc, bits_per_value: int, fixed_bits: int | None, where: str):
         self.shape = parse(enc, fixed_bits, where)
-        if self.shape.item_bits == 1:
-            raise NotSupportedError(f"{where}: boolean vectors in full-zip pages are not "
-                                    f"supported")
+        if self.shape.item_bits == 1 and (any(self.shape.has_validity) or self.shape.dim % 8):
+            raise NotSupportedError(f"{where}: full-zip pages of boolean vectors with item "
+                                    f"validity or rows of part bytes are not supported")
         self.width = sum(self.shape.validity_bytes) + self.shape.dim * self.shape.item_bits // 8
         self.where = where
         if bits_per_value != 8 * self.width:
