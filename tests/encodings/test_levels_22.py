@@ -149,3 +149,20 @@ def test_version_21_keeps_bitpacked_and_raw_levels(tmp_path):
                 assert rep is None and dfn is None
     theirs = _write(tmp_path / "b.lance", t, lance_file.LanceFileWriter, version="2.1")
     assert _page_bytes(path) == _page_bytes(theirs)
+
+
+def test_rle_falls_back_when_a_chunk_block_would_overflow_its_u16_size():
+    """Few runs page-wide (RLE wins) but one chunk of 30,000 alternating levels, whose
+    block (90 KB) a chunk header's u16 cannot describe: bitpacked instead."""
+    lv = np.full(2_000_000, 3, np.uint16)
+    lv[:30_000] = np.arange(30_000) % 2
+    assert level_codec.choose(lv, version_minor=2) == "rle"
+    bounds = np.append(np.arange(30_000, 2_000_000, 4096), 2_000_000)
+    bounds = np.concatenate([[0], bounds]).astype(np.int64)
+    src, starts, sizes, desc = level_codec.encode_levels(lv, bounds, version_minor=2)
+    assert pb.describe(desc) == "out_of_line_bitpacking(flat(2))"
+    assert int(sizes.max()) <= 0xFFFF
+    # with room in every chunk the page keeps RLE
+    src, starts, sizes, desc = level_codec.encode_levels(
+        lv, np.array([0, 10_000, 20_000, 30_000, 2_000_000], np.int64), version_minor=2)
+    assert pb.describe(desc) == RLE

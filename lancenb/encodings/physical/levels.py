@@ -30,6 +30,10 @@ from lancenb.kernels import rle as kr
 __all__ = ["encode_levels", "rle_description", "choose"]
 
 RLE_HEADER_BYTES = 8
+# a chunk header stores the size of its rep or def bytes as a u16: a chunk whose RLE
+# block would be larger (many short runs in one chunk of a page of long runs) makes
+# the page fall back to bitpacking
+MAX_CHUNK_LEVEL_BYTES = 0xFFFF
 
 
 def rle_description():
@@ -64,10 +68,12 @@ def encode_levels(levels: np.ndarray, bounds: np.ndarray, *, version_minor: int)
     """Each chunk's levels (``levels[bounds[c]:bounds[c + 1]]``) compressed with the
     page's compressor: ``(src, starts, sizes, description)``."""
     kind = choose(levels, version_minor=version_minor)
+    bounds = np.asarray(bounds, np.int64)
+    sizes = RLE_HEADER_BYTES + 3 * _runs(levels, bounds) if kind == "rle" else None
+    if sizes is not None and len(sizes) and int(sizes.max()) > MAX_CHUNK_LEVEL_BYTES:
+        kind = "flat" if len(levels) <= bitpacking.CHUNK else "outofline"
     if kind != "rle":
         return bitpacking.encode_levels(levels, bounds, flat=kind == "flat")
-    bounds = np.asarray(bounds, np.int64)
-    sizes = RLE_HEADER_BYTES + 3 * _runs(levels, bounds)
     starts = np.zeros(len(sizes), np.int64)
     np.cumsum(sizes[:-1], out=starts[1:])
     out = np.empty(int(sizes.sum()), np.uint8)

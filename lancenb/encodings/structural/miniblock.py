@@ -122,6 +122,9 @@ def encode(block, validity: np.ndarray | None, *, codec=None, pack_levels: bool 
             lsizes.append(np.asarray(sz, np.int64))
             base += len(src)
         n_level = len(srcs)
+        if n_level and int(np.max([z.max(initial=0) for z in lsizes])) > 0xFFFF:
+            raise NotSupportedError("a mini-block chunk would hold more than 65535 bytes of "
+                                    "rep/def levels")
         lsrc = np.concatenate(srcs) if srcs else np.zeros(0, np.uint8)
         if n_level:
             starts = np.concatenate([np.stack(lstarts, axis=1), vstarts], axis=1)
