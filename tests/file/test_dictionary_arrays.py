@@ -346,12 +346,16 @@ def test_datasets_both_ways(tmp_path, version):
     shutil.rmtree(tmp_path / "ours")
 
 
-def test_inspect_explains_dictionary_pages(tmp_path):
-    p = _write(LanceFileWriter, tmp_path / "a.lance", [_table(200)], "2.1")
+def test_inspect_explain_validate(tmp_path):
+    t = _table(200)
+    p = _write(LanceFileWriter, tmp_path / "a.lance", [t], "2.1")
     report = lancenb.inspect(p)
     for col in report["columns"]:
         for page in col["pages"]:
             assert page["explanation"]["reproduced"], (col["name"], page["explanation"])
+    assert lancenb.validate(p)["ok"]
+    chosen = {c["column"]: c["pages"][0]["chosen"] for c in lancenb.explain(t)["columns"]}
+    assert chosen == {c["name"]: c["pages"][0]["description"] for c in report["columns"]}
 
 
 def _deeper_table(n=300):
