@@ -243,6 +243,10 @@ class LanceFileReader:
     def _find_leaves(self, field_idx: int):
         f = self._fields[field_idx]
         ci = self._columns_of[field_idx]
+        if fsl.struct_items_inside(f.storage.type):  # (its pages count items of those)
+            raise NotSupportedError(f"file {self.path!r}: column {f.name!r} holds a fixed-size "
+                                    f"list of structs inside a struct or list (not supported "
+                                    f"yet)")
         st = _stored(f)[0]
         if not repdef.is_nested(st) or is_packed(f.arrow):
             return [(ci, None, f.name)]

@@ -414,3 +414,15 @@ def test_boolean_vectors_forced_full_zip(tmp_path, version):
                                                                     metadata=meta)]))
         with pytest.raises(NotSupportedError):
             _write(LanceFileWriter, tmp_path / "c.lance", tb, version)
+
+
+def test_fsl_of_struct_inside_list_is_not_supported(tmp_path):
+    """pylance 2.2 writes (but cannot read) these; lancenb names the column."""
+    s = pa.StructArray.from_arrays([pa.array(np.arange(4, dtype=np.int32))], names=["a"])
+    t = pa.table({"k": pa.array([1, 2]), "q": pa.ListArray.from_arrays(
+        pa.array([0, 1, 2], pa.int32()), pa.FixedSizeListArray.from_arrays(s, 2))})
+    path = _write(PyWriter, tmp_path / "q.lance", t, "2.2")
+    r = LanceFileReader(path)
+    assert LanceFileReader(path, columns=["k"]).read_all().to_table().equals(t.select(["k"]))
+    with pytest.raises(NotSupportedError, match="'q'"):
+        r.read_all()
