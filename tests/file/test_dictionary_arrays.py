@@ -424,6 +424,10 @@ def _items_table(n=6000, seed=5):
                         pa.int16(), pa.int64()),
         "flat_i32": D(rng.integers(0, 3, n), [-1, 5, 7], pa.int32(), pa.int32()),
         "u16_items": D(rng.integers(0, 1500, n), np.arange(1500) * 3, pa.int16(), pa.uint16()),
+        "f16_u64": D(rng.integers(0, 2, n), np.array([1.5, -2.5], np.float16), pa.uint64(),
+                     pa.float16()),
+        "lbin_u8": D(rng.integers(0, 3, n), [b"\x00", b"", b"xyz"], pa.uint8(),
+                     pa.large_binary()),
     })
 
 
