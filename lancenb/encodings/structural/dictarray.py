@@ -163,28 +163,84 @@ def _unified(arrays: list):
         return None
 
 
+def _merge_used(arrays: list):
+    """Arrow's dictionary merge (arrow-rs ``merge_dictionary_values``): the values the
+    non-null indices use, dictionary by dictionary in value order, each kept once
+    (first appearance). Returns ``(dictionary, [old index -> new index per array])``;
+    an unused value maps to 0. (arrow-rs de-duplicates through a lossy hash table
+    and may keep a few repeats; this keeps none.)"""
+    import pyarrow.compute as pc
+
+    used_pos, parts = [], []
+    for a in arrays:
+        idx = _index_numpy(a.indices)
+        valid = blocks.validity_of(a)
+        used = np.zeros(len(a.dictionary), bool)
+        used[idx if valid is None else idx[valid]] = True
+        pos = np.flatnonzero(used)
+        used_pos.append(pos)
+        parts.append(a.dictionary.take(pa.array(pos)))
+    candidates = pa.concat_arrays(parts)
+    dictionary = pc.unique(candidates)
+    new = np.asarray(pc.index_in(candidates, value_set=dictionary), dtype=np.int64)
+    maps, at = [], 0
+    for a, pos in zip(arrays, used_pos):
+        m = np.zeros(max(len(a.dictionary), 1), np.int64)
+        m[pos] = new[at:at + len(pos)]
+        at += len(pos)
+        maps.append(m)
+    return dictionary, maps
+
+
+def _joined(arrays: list):
+    """How pylance joins one page's dictionary arrays (nulls already normalised):
+    ``(dictionary, [index mapping per array] or None for shifts)``. Strings and binary
+    are merged when the dictionaries together hold at least as many values as the
+    rows, or more than the index type addresses (arrow-rs ``concat``); other values are
+    appended, or unified when they overflow (pylance then writes 32-bit indices it
+    cannot read back)."""
+    dt = arrays[0].type
+    total = sum(len(a.dictionary) for a in arrays)
+    overflow = total > _limit(dt) - 1
+    if blocks.is_variable(dt.value_type) and (overflow or total >= sum(len(a) for a in arrays)):
+        return _merge_used(arrays)
+    if overflow:
+        unified = _unified(arrays)
+        if unified is None:
+            return None, None
+        maps = []
+        for a, u in zip(arrays, unified):  # old index -> unified index, per array
+            m = np.zeros(max(len(a.dictionary), 1), np.int64)
+            idx = _index_numpy(a.indices)
+            m[idx] = _index_numpy(u.indices)
+            maps.append(m)
+        return unified[0].dictionary, maps
+    return pa.concat_arrays([a.dictionary for a in arrays]), None
+
+
 def _concat_dicts(arrays: list) -> pa.DictionaryArray:
-    """Concatenate dictionary arrays as pylance does: dictionaries appended, indices
-    shifted; unified (de-duplicated) only when the index type would overflow."""
+    """Concatenate dictionary arrays as pylance does (see :func:`_joined`): appended
+    dictionaries with shifted indices, or one merged dictionary with remapped ones."""
     arrays = [_normalise(a) for a in arrays]
     if len(arrays) == 1:
         return arrays[0]
     dt = arrays[0].type
-    if sum(len(a.dictionary) for a in arrays) > _limit(dt):
-        unified = _unified(arrays)
-        if unified is None:  # (page_groups keeps such arrays apart)
-            raise NotSupportedError(f"the distinct dictionary values do not fit "
-                                    f"{dt.index_type} indices")
-        arrays = unified
-        dictionary = arrays[0].dictionary
-        shifts = [0] * len(arrays)
+    dictionary, maps = _joined(arrays)
+    if dictionary is None or len(dictionary) > _limit(dt):  # (page_groups avoids this)
+        raise NotSupportedError(f"the distinct dictionary values do not fit "
+                                f"{dt.index_type} indices")
+    if maps is None:
+        shifts = np.cumsum([0] + [len(a.dictionary) for a in arrays[:-1]])
+        idx = np.concatenate([_index_numpy(a.indices).astype(np.int64) + s
+                              for a, s in zip(arrays, shifts)])
     else:
-        dictionary = pa.concat_arrays([a.dictionary for a in arrays])
-        shifts = np.cumsum([0] + [len(a.dictionary) for a in arrays[:-1]]).tolist()
-    idx = np.concatenate([_index_numpy(a.indices).astype(np.int64) + s
-                          for a, s in zip(arrays, shifts)])
+        parts = []
+        for a, m in zip(arrays, maps):
+            raw = _index_numpy(a.indices).astype(np.int64)
+            parts.append(m[np.where(raw < len(a.dictionary), raw, 0)])
+        idx = np.concatenate(parts)
     if any(a.null_count for a in arrays):
-        # (null slots shifted too, as Arrow's concatenation in pylance leaves them)
+        # (null slots moved along, as Arrow's concatenation in pylance leaves them)
         valid = np.concatenate([np.asarray(a.is_valid(), dtype=bool) for a in arrays])
     else:
         valid = None
@@ -241,11 +297,13 @@ def _dict_leaves(arr: pa.Array) -> list:
 
 def _fits(leaves: list) -> bool:
     """Whether one page's dictionary leaves (per array, each a list of leaves) can
-    share a dictionary per leaf: concatenated, or unified."""
+    share a dictionary per leaf, joined as pylance joins them (:func:`_joined`)."""
     for col in zip(*leaves):
-        if sum(len(a.dictionary) for a in col) > _limit(col[0].type) and \
-                _unified([_normalise(a) for a in col]) is None:
-            return False
+        dt = col[0].type
+        if sum(len(a.dictionary) for a in col) > _limit(dt) - 1:
+            dictionary, _ = _joined([_normalise(a) for a in col])
+            if dictionary is None or len(dictionary) > _limit(dt):
+                return False
     return True
 
 
