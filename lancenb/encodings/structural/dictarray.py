@@ -20,13 +20,16 @@ mini-block page with a page dictionary, as pylance 14 does (same bytes, checked 
   normalisation): the null entries are dropped and every index that pointed at one
   becomes null. ``indices [0, 1, 2]`` over ``["a", None, "c"]`` is written as
   ``indices [0, null, 1]`` over ``["a", "c"]``, and that is what reads back.
-* a page's rows that arrive in several batches get one dictionary, the batches'
-  dictionaries concatenated and the indices shifted (no de-duplication, as Arrow's
-  concatenation in the reference does): two batches over ``["a", "b"]`` and
-  ``["c", "a"]`` make the page dictionary ``["a", "b", "c", "a"]``. When that would
-  overflow the index type the dictionaries are unified (as Arrow merges them); when
-  even that overflows, the batches go to separate pages (pylance writes such a page
-  with 32-bit indices that it then refuses to read).
+* a page's rows that arrive in several batches get one dictionary, joined as Arrow's
+  concatenation in pylance joins them: the batches' dictionaries appended and the
+  indices shifted (no de-duplication): two batches over ``["a", "b"]`` and
+  ``["c", "a"]`` make the page dictionary ``["a", "b", "c", "a"]``; but string and
+  binary dictionaries that together hold at least as many values as the page has
+  rows, or more than the index type addresses, are merged to the values the indices
+  use, each once, in order of first use (batches of a table that share one big
+  dictionary). Other value types that overflow are unified. When even the merged
+  dictionary overflows, the batches go to separate pages (pylance writes such a
+  page with 32-bit indices that it then refuses to read).
 * a page whose indices are all null is an all-null page (no buffers); it reads back
   as nulls over an empty dictionary.
 
