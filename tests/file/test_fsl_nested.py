@@ -223,13 +223,16 @@ def test_constant_and_all_null(tmp_path, version):
         assert LanceFileReader(path).take_rows([3, 999]).to_table().equals(t.take([3, 999]))
 
 
-def test_dataset_roundtrip(tmp_path):
+def test_dataset_roundtrip(tmp_path, version):
     t = make_table(900, seed=2)
     uri = str(tmp_path / "ds")
-    lancenb.write_dataset(t, uri)
+    lancenb.write_dataset(t, uri)  # (the default version)
+    assert lance.dataset(uri).to_table().equals(t)
+    uri = str(tmp_path / "dsv")
+    lancenb.write_dataset(t, uri, data_storage_version=version)
     assert lance.dataset(uri).to_table().equals(t)
     assert lancenb.dataset(uri).to_table().equals(t)
-    lance.write_dataset(t, str(tmp_path / "py"))
+    lance.write_dataset(t, str(tmp_path / "py"), data_storage_version=version)
     assert lancenb.dataset(str(tmp_path / "py")).to_table().equals(t)
     assert lancenb.dataset(uri).take([0, 899, 450]).equals(t.take([0, 899, 450]))
 
