@@ -56,6 +56,10 @@ class FixedSizeList:
     validity (bool) of the children of layer ``k``: ``num_values * prod(dims[:k+1])``
     entries (the last layer's children are the items), or None when none is null. A
     row's own nullness travels separately, like any value's.
+
+    ``item_bits == 0`` (read only): the page stored no items, as pylance writes a
+    full-zip page whose items are all null; ``dims`` may then be the outer layers only
+    and everything inside them is null.
     """
 
     dims: tuple
@@ -293,7 +297,9 @@ def _vector_to_arrow(dt: pa.DataType, block, vbuf) -> pa.Array:
     dims, item_t = shape
     ibits = fixed_bits(item_t)
     n = block.num_values
-    if isinstance(block, FixedSizeList):
+    if isinstance(block, FixedSizeList) and block.item_bits == 0:
+        block, validity = _all_null_items(dt, dims, ibits, block)
+    elif isinstance(block, FixedSizeList):
         if tuple(block.dims) != dims or block.item_bits != ibits:
             raise CorruptFileError(f"vectors of {list(block.dims)} x {block.item_bits}-bit "
                                    f"items for a {dt} column")
@@ -321,6 +327,22 @@ def _vector_to_arrow(dt: pa.DataType, block, vbuf) -> pa.Array:
         vb = vbuf if k == 0 else _validity_buffer(validity[k - 1])
         child = pa.Array.from_buffers(types[k], count, [vb], children=[child])
     return child
+
+
+def _all_null_items(dt, dims: tuple, ibits: int, block: FixedSizeList):
+    """A block that stored no items (see :class:`FixedSizeList`) in full: zero items,
+    the described layers' validity, everything inside them null."""
+    k = len(block.dims)
+    if not 0 < k <= len(dims) or tuple(block.dims) != dims[:k]:
+        raise CorruptFileError(f"vectors of {list(block.dims)} lists of no items for a {dt} "
+                               f"column")
+    n = block.num_values
+    validity = list(block.validity) + [np.zeros(n * _prod(dims[:j + 1]), bool)
+                                       for j in range(k, len(dims))]
+    if validity[k - 1] is None:  # (the reference always describes the nulls)
+        validity[k - 1] = np.zeros(n * _prod(dims[:k]), bool)
+    data = np.zeros((n * _prod(dims) * ibits + 7) // 8, np.uint8)
+    return FixedSizeList(dims, ibits, data, tuple(validity), n), tuple(validity)
 
 
 def _expand(starts: np.ndarray, ends: np.ndarray, limit: int, total: int) -> np.ndarray:

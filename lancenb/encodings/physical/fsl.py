@@ -94,9 +94,11 @@ def description(shape: Shape):
     return enc
 
 
-def parse(enc, fixed_bits: int | None, where: str) -> Shape:
+def parse(enc, fixed_bits: int | None, where: str, *, no_items: bool = False) -> Shape:
     """The :class:`Shape` of a FixedSizeList description, checked against the
-    column's value width (``prod(dims) * item_bits``)."""
+    column's value width (``prod(dims) * item_bits``). With ``no_items``, innermost
+    values ``Constant{}`` (no value) are accepted: pylance's full-zip pages whose items
+    are all null; the shape then has ``item_bits`` 0 and may list only outer layers."""
     dims, hvs = [], []
     while enc.WhichOneof("compression") == "fixed_size_list":
         if len(dims) >= MAX_DEPTH:
@@ -105,6 +107,12 @@ def parse(enc, fixed_bits: int | None, where: str) -> Shape:
         dims.append(int(f.items_per_value))
         hvs.append(bool(f.has_validity))
         enc = f.values
+    if no_items and dims and enc.WhichOneof("compression") == "constant" \
+            and not enc.constant.HasField("value"):
+        if min(dims) <= 0 or fixed_bits is None or fixed_bits % _prod(dims):
+            raise CorruptFileError(f"{where}: {dims} lists of no items for a column of "
+                                   f"{fixed_bits or 'variable'}-bit values")
+        return Shape(tuple(dims), tuple(hvs), 0)
     if enc.WhichOneof("compression") != "flat" or enc.flat.HasField("data"):
         raise NotSupportedError(f"{where}: vectors whose items use {pb.describe(enc)} are "
                                 f"not supported yet")
@@ -160,6 +168,13 @@ def _pack_runs(valid: np.ndarray, run_bits: np.ndarray) -> tuple[np.ndarray, np.
     inside = src < np.repeat(limit, nbytes * 8)
     bits[inside] = valid[src[inside]]
     return np.packbits(bits, bitorder="little"), nbytes
+
+
+def _prod(xs) -> int:
+    out = 1
+    for x in xs:
+        out *= int(x)
+    return out
 
 
 def _item_bytes(shape: Shape, rows: np.ndarray) -> np.ndarray:
@@ -306,12 +321,14 @@ class PerValueFsl:
     """Splits full-zip vector values back into items and validity."""
 
     def __init__(self, enc, bits_per_value: int, fixed_bits: int | None, where: str):
-        self.shape = parse(enc, fixed_bits, where)
+        self.shape = parse(enc, fixed_bits, where, no_items=True)
         if self.shape.item_bits == 1 and (any(self.shape.has_validity) or self.shape.dim % 8):
             raise NotSupportedError(f"{where}: full-zip pages of boolean vectors with item "
                                     f"validity or rows of part bytes are not supported")
         self.width = sum(self.shape.validity_bytes) + self.shape.dim * self.shape.item_bits // 8
         self.where = where
+        if self.width == 0:
+            raise NotSupportedError(f"{where}: full-zip vectors of no bytes")
         if bits_per_value != 8 * self.width:
             raise CorruptFileError(f"{where}: {bits_per_value}-bit values for vectors of "
                                    f"{self.width} bytes")
