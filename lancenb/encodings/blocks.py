@@ -87,10 +87,27 @@ class FixedSizeList:
         return out
 
     @property
+    def null_from(self) -> int | None:
+        """The outermost layer whose children are all null (the reference then stores
+        nothing inside it), or None."""
+        for k, v in enumerate(self.validity):
+            if v is not None and len(v) and not v.any():
+                return k
+        return None
+
+    @property
     def value_bytes(self) -> int:
         """A row's size as the reference measures it to pick the layout (items only;
-        booleans count 0 bytes, so boolean vectors always go to mini-block pages)."""
+        booleans count 0 bytes, so boolean vectors always go to mini-block pages).
+        All-null children have no size there, which sends the page to full-zip:
+        :data:`UNSIZED`."""
+        if self.null_from is not None:
+            return UNSIZED
         return self.dim * (self.item_bits // 8)
+
+
+# the size :attr:`FixedSizeList.value_bytes` reports for vectors of all-null children
+UNSIZED = 1 << 62
 
 
 def _prod(xs) -> int:

@@ -482,3 +482,4 @@ def test_pylance_pages_of_all_null_items(tmp_path, version):
     assert r.take_rows([2, 0]).to_table().equals(t.take([2, 0]))
     ours = _write(LanceFileWriter, tmp_path / "o.lance", t, version)
     assert PyReader(ours).read_all().to_table().equals(t)
+    assert (tmp_path / "o.lance").read_bytes() == (tmp_path / "n.lance").read_bytes()

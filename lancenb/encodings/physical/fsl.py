@@ -87,7 +87,10 @@ class Shape:
 
 
 def description(shape: Shape):
-    enc = pb.flat(shape.item_bits)
+    """The nested FixedSizeList message (``item_bits`` 0: innermost ``Constant{}``,
+    nothing stored inside the layers)."""
+    enc = (pb.flat(shape.item_bits) if shape.item_bits else
+           pb.e21.CompressiveEncoding(constant=pb.e21.Constant()))
     for d, hv in zip(reversed(shape.dims), reversed(shape.has_validity)):
         enc = pb.e21.CompressiveEncoding(fixed_size_list=pb.e21.FixedSizeList(
             items_per_value=d, values=enc, has_validity=hv))
@@ -298,7 +301,13 @@ def _gather_bits(data, byte_start, local, per_row, where) -> np.ndarray:
 
 
 def per_value(block: FixedSizeList):
-    """Full-zip values: ``(FixedWidth of whole rows, description)``."""
+    """Full-zip values: ``(FixedWidth of whole rows, description)``. Inside a layer
+    whose children are all null nothing is stored (``Constant{}`` items), as the
+    reference writes them."""
+    k = block.null_from
+    if k is not None:
+        block = FixedSizeList(block.dims[:k + 1], 0, np.zeros(0, np.uint8),
+                              block.validity[:k + 1], block.num_values)
     shape = Shape.of(block)
     if shape.item_bits == 1 and (any(shape.has_validity) or block.bits % 8):
         raise NotSupportedError("full-zip pages of boolean vectors with null items or rows "
@@ -312,7 +321,8 @@ def per_value(block: FixedSizeList):
             continue
         packed, _ = _pack_runs(v, np.full(n, c, np.int64))
         cols.append(packed.reshape(n, (c + 7) // 8))
-    cols.append(block.data.reshape(n, -1))
+    if shape.item_bits:
+        cols.append(block.data.reshape(n, -1))
     rows = np.concatenate(cols, axis=1)
     return FixedWidth(8 * rows.shape[1], rows.reshape(-1), n), description(shape)
 
