@@ -188,14 +188,20 @@ WORKER = textwrap.dedent("""
 """)
 
 
-def run_batch(items: list[tuple[str, str]], *, timeout: float | None = None) -> dict:
+def run_batch(items: list[tuple[str, str]], *, timeout: float | None = None,
+              input_seconds: int | None = None) -> dict:
     """Read ``items`` (``(kind, path)``) in worker subprocesses; returns counts and the
     problem inputs: ``{"counts": {...}, "problems": [(path, what)]}``. A crashed or
-    stuck worker is reported against the input it was reading and restarted."""
+    stuck worker is reported against the input it was reading and restarted.
+
+    ``input_seconds`` overrides the per-input time limit (``LANCENB_FUZZ_INPUT_SECONDS``,
+    20 s): reads of valid inputs with a fresh Numba cache include JIT compilation."""
     counts: dict[str, int] = {}
     problems: list[tuple[str, str]] = []
     pending = list(enumerate(items))
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    if input_seconds is not None:
+        env["LANCENB_FUZZ_INPUT_SECONDS"] = str(int(input_seconds))
     while pending:
         proc = subprocess.Popen([sys.executable, "-c", WORKER], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

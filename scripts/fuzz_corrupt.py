@@ -40,7 +40,7 @@ def main(argv=None) -> int:
         seeds = seed_inputs(os.path.join(d, "seeds"))
         # read the valid seeds once first: with a fresh Numba cache this compiles the
         # kernels, which would otherwise count against the first mutants' time limit
-        warm = run_batch(seeds, timeout=1800)
+        warm = run_batch(seeds, timeout=3600, input_seconds=900)
         if warm["problems"]:
             print(json.dumps({"valid seeds failed": warm["problems"]}, indent=1))
             return 1
