@@ -107,3 +107,36 @@ def test_damaged_rows_raise_lance_errors(tmp_path):
         w.write_batch(_table(300))
     bufs = LanceFileReader(str(p)).metadata().columns[0].pages[0].buffers
     assert flip_page_bytes(tmp_path, p, bufs, 10, [0, 150, 299], seed=5) > 0
+
+
+VEC = pa.struct([("a", pa.int32()), ("v", pa.list_(pa.float32(), 3)), ("w", pa.list_(
+    pa.int16(), 2))])
+
+
+def _vector_table(n=300):
+    rows = [{"a": i, "v": [i, i + 1.0, 2.0], "w": [i, -i]} for i in range(n)]
+    return pa.table({"c": pa.array(rows, VEC)}, schema=pa.schema([pa.field("c", VEC, True,
+                                                                            PK)]))
+
+
+def test_vector_children_pack_as_pylance_does(tmp_path):
+    """pylance packs a struct with vector children as a VariablePackedStruct (2.2 only),
+    each vector a fixed-size field."""
+    t = _vector_table()
+    theirs, mine = str(tmp_path / "p.lance"), str(tmp_path / "m.lance")
+    w = lf.LanceFileWriter(theirs, version="2.2")
+    w.write_batch(t)
+    w.close()
+    with LanceFileWriter(mine, version="2.2") as w:
+        w.write_batch(t)
+    assert pathlib.Path(mine).read_bytes() == pathlib.Path(theirs).read_bytes()
+    assert_tables_equal(LanceFileReader(theirs).read_all().to_table(), t)
+    part = t.slice(7, 150)  # a sliced batch: the vectors' item offsets count
+    with LanceFileWriter(mine, version="2.2") as w:
+        w.write_batch(part)
+    assert_tables_equal(lf.LanceFileReader(mine).read_all().to_table(), part)
+    assert_tables_equal(LanceFileReader(mine).take_rows([149, 0, 3]).to_table(),
+                        part.take([149, 0, 3]))
+    with pytest.raises(NotSupportedError, match="2.2"):
+        with LanceFileWriter(str(tmp_path / "x.lance"), version="2.1") as w:
+            w.write_batch(t)

@@ -27,6 +27,8 @@ def child_bits(dt: pa.DataType) -> list[int] | None:
     or None."""
     if not pa.types.is_struct(dt) or dt.num_fields == 0:
         return None
+    if any(pa.types.is_fixed_size_list(f.type) for f in dt):
+        return None  # pylance packs vector children as a VariablePackedStruct (2.2)
     bits = [fixed_bits(f.type) for f in dt]
     if any(b is None or b % 8 for b in bits):
         return None

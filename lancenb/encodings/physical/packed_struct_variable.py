@@ -1,13 +1,15 @@
 """VariablePackedStruct (2.2): a packed struct with variable-width children.
 
 For a top-level struct field with ``lance-encoding:packed=true`` whose children are
-whole-byte fixed-width values and strings/binaries (at least one), in 2.2 files
-only, as pylance 14 writes it. Each row is one full-zip value holding its children
-one after another: a fixed-width child as its raw bytes, a variable-width child as a
-little-endian length (32 bits; 64 for large_string/large_binary) then its bytes.
+whole-byte fixed-width values, vectors (fixed-size lists of those) and
+strings/binaries, with at least one vector or string/binary, in 2.2 files only, as
+pylance 14 writes it. Each row is one full-zip value holding its children one after
+another: a fixed-width child or a vector as its raw bytes, a variable-width child as
+a little-endian length (32 bits; 64 for large_string/large_binary) then its bytes.
 
 Description: ``VariablePackedStruct{fields: [FieldEncoding{value: Flat(bits),
-bits_per_value: bits} | FieldEncoding{value: Variable(Flat(len bits)),
+bits_per_value: bits} | FieldEncoding{value: FixedSizeList{dim, Flat(item bits)},
+bits_per_value: dim * item bits} | FieldEncoding{value: Variable(Flat(len bits)),
 bits_per_length: len bits}, ...]}`` as the full-zip ``value_compression``.
 
 Example, ``struct<a: int32, s: string>`` row ``{a: 1, s: "x"}`` → the 9 bytes
@@ -39,8 +41,9 @@ def _var_width(t: pa.DataType) -> int | None:
 
 
 def _children(dt: pa.DataType) -> list[tuple[str, int]] | None:
-    """``[("fixed", bytes) | ("var", length bytes)]`` per child, or None when the
-    struct is not a variable packed struct."""
+    """``[("fixed", bytes) | ("vector", bytes) | ("var", length bytes)]`` per child,
+    or None when the struct is not a variable packed struct (one with a
+    variable-width or vector child; pylance packs the others as PackedStruct)."""
     if not pa.types.is_struct(dt) or dt.num_fields == 0:
         return None
     out = []
@@ -49,11 +52,24 @@ def _children(dt: pa.DataType) -> list[tuple[str, int]] | None:
         if lw is not None:
             out.append(("var", lw))
             continue
+        if pa.types.is_fixed_size_list(f.type):
+            # a vector of whole-byte primitives (no nested lists, no booleans)
+            item = f.type.value_type
+            b = None if pa.types.is_nested(item) else fixed_bits(item)
+            if b is None or b % 8 or f.type.list_size <= 0:
+                return None
+            out.append(("vector", f.type.list_size * b // 8))
+            continue
         b = None if pa.types.is_struct(f.type) else fixed_bits(f.type)
         if b is None or b % 8:
             return None
         out.append(("fixed", b // 8))
-    return out if any(k == "var" for k, _ in out) else None
+    return out if any(k != "fixed" for k, _ in out) else None
+
+
+def _vector_desc(t: pa.DataType):
+    return pb.e21.CompressiveEncoding(fixed_size_list=pb.e21.FixedSizeList(
+        items_per_value=t.list_size, values=pb.flat(fixed_bits(t.value_type))))
 
 
 def is_variable_struct(dt: pa.DataType) -> bool:
@@ -63,9 +79,12 @@ def is_variable_struct(dt: pa.DataType) -> bool:
 
 def description(dt: pa.DataType):
     vps = pb.e21.VariablePackedStruct()
-    for kind, w in _children(dt):
+    for f, (kind, w) in zip(dt, _children(dt)):
         fe = vps.fields.add()
-        if kind == "fixed":
+        if kind == "vector":
+            fe.value.CopyFrom(_vector_desc(f.type))
+            fe.bits_per_value = 8 * w
+        elif kind == "fixed":
             fe.value.CopyFrom(pb.flat(8 * w))
             fe.bits_per_value = 8 * w
         else:
@@ -88,9 +107,10 @@ def check(vc, dt: pa.DataType, where: str) -> list:
     out = []
     for f, fe, (kind, w) in zip(dt, fields, kids):
         how = fe.value.WhichOneof("compression")
-        if kind == "fixed":
+        if kind in ("fixed", "vector"):
+            want = pb.flat(8 * w) if kind == "fixed" else _vector_desc(f.type)
             if fe.WhichOneof("layout") != "bits_per_value" or fe.bits_per_value != 8 * w or \
-                    fe.value != pb.flat(8 * w):
+                    fe.value != want:
                 raise CorruptFileError(f"{where}: child {f.name!r} described as "
                                        f"{pb.describe(fe.value)} ({fe.WhichOneof('layout')}), "
                                        f"not {8 * w}-bit values")
@@ -122,9 +142,18 @@ def pack_rows(arr: pa.StructArray) -> Variable:
     base = 0
     for i, (kind, w) in enumerate(kids):
         child = arr.field(i)
-        if kind == "fixed":
-            raw = np.frombuffer(child.buffers()[1], np.uint8)[child.offset * w:
-                                                              (child.offset + n) * w]
+        if kind in ("fixed", "vector"):
+            if kind == "vector":
+                if child.values.null_count:
+                    raise NotSupportedError("packed struct vectors cannot hold null items")
+                child = child.flatten()  # the items of these rows, offset included
+                raw_w = w // arr.type.field(i).type.list_size
+                raw = np.frombuffer(child.buffers()[1], np.uint8)[child.offset * raw_w:
+                                                                  (child.offset + len(child))
+                                                                  * raw_w]
+            else:
+                raw = np.frombuffer(child.buffers()[1], np.uint8)[child.offset * w:
+                                                                  (child.offset + n) * w]
             srcs.append(raw)
             starts.append(base + np.arange(n, dtype=np.int64) * w)
             lens.append(np.full(n, w, np.int64))
@@ -186,6 +215,11 @@ def unpack_rows(dt: pa.DataType, block: Variable, where: str,
         cursor += w
         if kind == "fixed":
             arrays.append(pa.Array.from_buffers(f.type, n, [None, pa.py_buffer(raw)]))
+            continue
+        if kind == "vector":
+            d = f.type.list_size
+            items = pa.Array.from_buffers(f.type.value_type, n * d, [None, pa.py_buffer(raw)])
+            arrays.append(pa.FixedSizeListArray.from_arrays(items, type=f.type))
             continue
         sizes = raw.view("<u4" if w == 4 else "<u8").astype(np.int64)
         if np.any(sizes < 0) or np.any(sizes > ends - cursor):
