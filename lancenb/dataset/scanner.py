@@ -17,7 +17,6 @@ from typing import Iterator
 import numpy as np
 import pyarrow as pa
 
-from lancenb.encodings.structural import dictarray
 from lancenb.errors import InvalidInputError
 
 __all__ = ["LanceScanner", "DEFAULT_BATCH_SIZE"]
@@ -214,7 +213,9 @@ class LanceScanner:
             return self.projected_schema.empty_table()
         if len(tables) == 1:
             return tables[0]
-        return dictarray.combine_chunks(pa.concat_tables(tables))
+        # one chunk per fragment (as pylance returns batches): joining them into one
+        # would copy every column once more and double the peak memory of a scan
+        return pa.concat_tables(tables)
 
     def count_rows(self) -> int:
         if self._expr is None:
