@@ -18,8 +18,11 @@ Order, as in the reference (2.1):
    the smallest of Flat, InlineBitpacking and (when runs < ``rle-threshold`` x values)
    RLE; then ``compression=lz4|zstd`` wraps
    the result in General (kept only where it pays); the compact profile instead
-   encodes every candidate and keeps the smallest (:mod:`lancenb.encodings.compact`);
-4. definition levels are bitpacked out of line.
+   encodes every candidate and keeps the smallest (:mod:`lancenb.encodings.compact`),
+   and encodes a page that may take a dictionary both with and without one (unless
+   the dictionary page is ``COMPACT_DICT_KEEP_SHRINK`` times smaller than the values);
+4. rep/def levels: bitpacked, or in 2.2 RLE where pylance 14 picks it
+   (:mod:`lancenb.encodings.physical.levels`).
 
 Tracing (for ``lancenb.explain`` and ``lancenb inspect``): pass a :class:`Trace` as
 ``encode_page(..., trace=t)`` and it receives the page's statistics, the thresholds in
