@@ -114,7 +114,7 @@ def run(n: int, repeat: int, versions=VERSIONS) -> list[tuple]:
             for lib, mod in (("lancenb", lancenb), ("pylance", lance)):
                 out = os.path.join(root, f"w_{lib}_{v}")
 
-                def write(mod=mod, out=out):
+                def write(mod=mod, out=out, v=v):
                     shutil.rmtree(out, ignore_errors=True)
                     mod.write_dataset(table, out, data_storage_version=v,
                                       max_rows_per_file=ROWS_PER_FILE)
@@ -136,7 +136,8 @@ def render(rows, n: int, repeat: int) -> str:
              f"faster). Columns: int64, float64, int32, a 20-value string, a URL string, "
              f"list<int32>. {platform.machine()}, {os.cpu_count()} cores, "
              f"Python {platform.python_version()}.", "",
-             "| version | operation | lancenb ms | pylance ms | ratio |", "|---|---|---:|---:|---:|"]
+             "| version | operation | lancenb ms | pylance ms | ratio |",
+             "|---|---|---:|---:|---:|"]
     for v, op, a, b in rows:
         lines.append(f"| {v} | {op} | {a:.1f} | {b:.1f} | {a / b:.2f} |")
     lines += ["", MARK_END]
