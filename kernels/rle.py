@@ -143,17 +143,23 @@ def _bounds_ok(bounds, n):
 
 
 @kernel
+def _chunk_runs(chunk, max_run):
+    """Runs in ``chunk`` once runs longer than ``max_run`` are split."""
+    m = chunk.shape[0]
+    runs = np.int64(0)
+    start = 0
+    for k in range(1, m + 1):
+        if k == m or chunk[k] != chunk[k - 1]:
+            runs += (k - start + max_run - 1) // max_run
+            start = k
+    return runs
+
+
+@kernel
 def _count_words(vals, bounds, max_run, out_runs):
     total = np.int64(0)
     for c in range(bounds.shape[0] - 1):
-        chunk = vals[bounds[c]:bounds[c + 1]]
-        m = chunk.shape[0]
-        runs = np.int64(0)
-        start = 0
-        for k in range(1, m + 1):
-            if k == m or chunk[k] != chunk[k - 1]:
-                runs += (k - start + max_run - 1) // max_run
-                start = k
+        runs = _chunk_runs(vals[bounds[c]:bounds[c + 1]], max_run)
         out_runs[c] = runs
         total += runs
     return total
@@ -240,12 +246,7 @@ def _block_words(vals, width, bounds, length_width, block_starts, out):
     for c in range(bounds.shape[0] - 1):
         chunk = vals[bounds[c]:bounds[c + 1]]
         m = chunk.shape[0]
-        runs = np.int64(0)
-        start = 0
-        for k in range(1, m + 1):
-            if k == m or chunk[k] != chunk[k - 1]:
-                runs += (k - start + max_run - 1) // max_run
-                start = k
+        runs = _chunk_runs(chunk, max_run)
         base = block_starts[c]
         if base < 0 or base + 8 + runs * (width + length_width) > out.shape[0]:
             return BAD_SIZE

@@ -271,8 +271,9 @@ class LanceFragment:
                                        f"{reader.num_rows()} rows, the manifest says "
                                        f"{self.physical_rows}")
             tasks += [(dname, reader, fname) for dname, fname in names.items()]
-        if len(tasks) > 1 and (os.cpu_count() or 1) > 1:
-            # columns decode in parallel: kernels and reads release the GIL
+        if len(tasks) > 1 and (os.cpu_count() or 1) > 1 and n > PARALLEL_MIN_ROWS:
+            # columns decode in parallel: kernels and reads release the GIL (small
+            # takes are fixed costs in Python, which threads only make contend)
             results = _pool().map(lambda t: read_file_column(t[1], t[2], offsets), tasks)
             arrays.update(zip((t[0] for t in tasks), results))
         else:
@@ -298,6 +299,8 @@ class LanceFragment:
 
 _POOL = None
 _POOL_LOCK = threading.Lock()
+# reads of at most this many rows decode their columns on the calling thread
+PARALLEL_MIN_ROWS = 4096
 
 
 def _pool() -> ThreadPoolExecutor:

@@ -25,7 +25,7 @@ from lancenb.errors import CorruptFileError, NotSupportedError
 from lancenb.kernels import gather as kg
 from lancenb.kernels import slices
 
-__all__ = ["FixedWidth", "Variable", "FixedSizeList", "DictionaryIndices", "from_arrow",
+__all__ = ["FixedWidth", "Variable", "FixedSizeList", "DictionaryIndices", "cum_dims", "from_arrow",
            "to_arrow", "fixed_bits", "is_variable", "is_vector", "vector_shape", "offset_bits",
            "take_ranges"]
 
@@ -80,11 +80,7 @@ class FixedSizeList:
     @property
     def cum_dims(self) -> list[int]:
         """Entries per row at each layer (``prod(dims[:k+1])``)."""
-        out, c = [], 1
-        for d in self.dims:
-            c *= d
-            out.append(c)
-        return out
+        return cum_dims(self.dims)
 
     @property
     def null_from(self) -> int | None:
@@ -114,6 +110,16 @@ def _prod(xs) -> int:
     out = 1
     for x in xs:
         out *= int(x)
+    return out
+
+
+def cum_dims(dims) -> list[int]:
+    """Entries per row at each layer of nested fixed-size lists of ``dims``
+    (outermost first): ``prod(dims[:k + 1])``."""
+    out, c = [], 1
+    for d in dims:
+        c *= d
+        out.append(c)
     return out
 
 

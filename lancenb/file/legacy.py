@@ -69,6 +69,7 @@ from lancenb.file.reader import (
     LanceFileMetadata,
     LancePageMetadata,
     ReaderResults,
+    project,
 )
 from lancenb.file.schema import fields_to_schema
 from lancenb.file.version import FileVersion
@@ -250,17 +251,7 @@ class LegacyFileReader:
             int(self._meta.page_table_position), min(order), max(order), self._num_batches,
             limit_of_table=man_pos, what="")
         self._dicts: dict[int, pa.Array] = {}
-        if columns is None:
-            self._projection = list(range(len(self._fields)))
-        else:
-            names = [f.name for f in self._fields]
-            missing = [c for c in columns if c not in names]
-            if missing:
-                raise InvalidInputError(f"{self.path!r}: no column(s) {missing}; the file has "
-                                        f"{names}")
-            self._projection = [names.index(c) for c in columns]
-        self.schema = pa.schema([self.schema_full.field(i) for i in self._projection],
-                                metadata=self.schema_full.metadata)
+        self._projection, self.schema = project(self.schema_full, columns, self.path)
 
     # -- opening ---------------------------------------------------------------
     def _corrupt(self, what: str) -> CorruptFileError:

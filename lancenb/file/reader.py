@@ -63,6 +63,21 @@ RANGE_SCAN_FRACTION = ((1, 4), (3, 4))
 TAIL_READ_BYTES = 64 * 1024
 
 
+def project(schema_full: pa.Schema, columns: list[str] | None, path: str):
+    """``(top-level field indices, projected schema)`` for the ``columns`` a reader
+    was asked for (all when None); unknown names raise :class:`InvalidInputError`."""
+    names = schema_full.names
+    if columns is None:
+        projection = list(range(len(names)))
+    else:
+        missing = [c for c in columns if c not in names]
+        if missing:
+            raise InvalidInputError(f"{path!r}: no column(s) {missing}; the file has {names}")
+        projection = [names.index(c) for c in columns]
+    return projection, pa.schema([schema_full.field(i) for i in projection],
+                                 metadata=schema_full.metadata)
+
+
 class ReaderResults:
     """The rows a read produced, as a Table or a stream of batches."""
 
@@ -187,17 +202,7 @@ class LanceFileReader:
             self._columns_of = self._v20.columns_of
         else:
             self._columns_of = self._leaf_columns(footer.num_columns)
-        if columns is None:
-            self._projection = list(range(len(self._fields)))
-        else:
-            names = [f.name for f in self._fields]
-            missing = [c for c in columns if c not in names]
-            if missing:
-                raise InvalidInputError(f"{self.path!r}: no column(s) {missing}; the file has "
-                                        f"{names}")
-            self._projection = [names.index(c) for c in columns]
-        self.schema = pa.schema([self.schema_full.field(i) for i in self._projection],
-                                metadata=self.schema_full.metadata)
+        self._projection, self.schema = project(self.schema_full, columns, self.path)
         self._decoders: dict[int, list[PageDecoder]] = {}
         # random access: chunk tables, dictionaries and repetition indices of every
         # column, loaded when a column is first taken from (see _initialise)

@@ -35,7 +35,7 @@ import numpy as np
 import pyarrow as pa
 
 from lancenb.encodings import pb
-from lancenb.encodings.blocks import FixedSizeList, FixedWidth
+from lancenb.encodings.blocks import FixedSizeList, FixedWidth, cum_dims
 from lancenb.encodings.physical import flat
 from lancenb.errors import CorruptFileError, NotSupportedError
 from lancenb.kernels import gather as kg
@@ -61,11 +61,7 @@ class Shape:
 
     @property
     def cum_dims(self) -> list[int]:
-        out, c = [], 1
-        for d in self.dims:
-            c *= d
-            out.append(c)
-        return out
+        return cum_dims(self.dims)
 
     @property
     def dim(self) -> int:
