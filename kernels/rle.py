@@ -156,6 +156,19 @@ def _chunk_runs(chunk, max_run):
 
 
 @kernel
+def _check_chunks(data, width, length_width, bounds, per_chunk):
+    """OK when the widths are valid, ``data`` holds whole values, ``bounds`` cut it
+    into chunks and a per-chunk array of ``per_chunk`` entries covers them."""
+    if not _widths_ok(width, length_width):
+        return BAD_WIDTH
+    if data.shape[0] % width != 0:
+        return BAD_SIZE
+    if not _bounds_ok(bounds, data.shape[0] // width) or per_chunk < bounds.shape[0] - 1:
+        return BAD_SIZE
+    return OK
+
+
+@kernel
 def _count_words(vals, bounds, max_run, out_runs):
     total = np.int64(0)
     for c in range(bounds.shape[0] - 1):
@@ -169,13 +182,9 @@ def _count_words(vals, bounds, max_run, out_runs):
 def encode_count(data, width, bounds, length_width, out_runs):
     """Runs of each chunk ``[bounds[c], bounds[c + 1])`` after cutting long runs:
     ``out_runs[c]``; returns the total or a status."""
-    if not _widths_ok(width, length_width):
-        return BAD_WIDTH
-    if data.shape[0] % width != 0:
-        return BAD_SIZE
-    n = data.shape[0] // width
-    if not _bounds_ok(bounds, n) or out_runs.shape[0] < bounds.shape[0] - 1:
-        return BAD_SIZE
+    status = _check_chunks(data, width, length_width, bounds, out_runs.shape[0])
+    if status != OK:
+        return status
     max_run = _max_run(length_width)
     if width == 8:
         return _count_words(data.view(np.uint64), bounds, max_run, out_runs)
@@ -275,13 +284,9 @@ def encode_blocks(data, width, bounds, length_width, block_starts, out):
     takes ``8 + runs * (width + length_width)`` bytes, with the runs from
     :func:`encode_count`. Returns OK or a status (``BAD_SIZE`` when a block would not
     fit in ``out``)."""
-    if not _widths_ok(width, length_width):
-        return BAD_WIDTH
-    if data.shape[0] % width != 0:
-        return BAD_SIZE
-    n = data.shape[0] // width
-    if not _bounds_ok(bounds, n) or block_starts.shape[0] < bounds.shape[0] - 1:
-        return BAD_SIZE
+    status = _check_chunks(data, width, length_width, bounds, block_starts.shape[0])
+    if status != OK:
+        return status
     if width == 8:
         return _block_words(data.view(np.uint64), width, bounds, length_width,
                             block_starts, out)

@@ -12,7 +12,7 @@ from google.protobuf.message import DecodeError
 
 from lancenb._proto import encodings_v2_0_pb2 as e20
 from lancenb._proto import encodings_v2_1_pb2 as e21
-from lancenb.errors import CorruptFileError
+from lancenb.errors import CorruptFileError, NotSupportedError
 
 __all__ = ["e21", "e20", "flat", "variable", "pack_any", "unpack_any", "describe",
            "PAGE_LAYOUT_URL", "COLUMN_ENCODING_URL", "ARRAY_ENCODING_URL",
@@ -61,6 +61,20 @@ def parse(cls, data: bytes, where: str):
     except (DecodeError, RecursionError) as e:
         raise CorruptFileError(f"{where}: malformed {cls.DESCRIPTOR.name} protobuf: {e}") from e
     return msg
+
+
+def check_page(page, file_size: int, where: str) -> None:
+    """Check a ``ColumnMetadata.Page``: one size per buffer offset, every buffer inside
+    the file, a direct (inline) encoding."""
+    if len(page.buffer_offsets) != len(page.buffer_sizes):
+        raise CorruptFileError(f"{where}: {len(page.buffer_offsets)} buffer offsets but "
+                               f"{len(page.buffer_sizes)} sizes")
+    for o, s in zip(page.buffer_offsets, page.buffer_sizes):
+        if o + s > file_size:
+            raise CorruptFileError(f"{where}: buffer at offset {o} with size {s} runs past "
+                                   f"the end of the file ({file_size} bytes)")
+    if page.encoding.WhichOneof("location") != "direct":
+        raise NotSupportedError(f"{where}: only direct page encodings are supported")
 
 
 def describe(enc) -> str:

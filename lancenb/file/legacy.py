@@ -69,6 +69,7 @@ from lancenb.file.reader import (
     LanceFileMetadata,
     LancePageMetadata,
     ReaderResults,
+    check_range,
     project,
 )
 from lancenb.file.schema import fields_to_schema
@@ -595,10 +596,7 @@ class LegacyFileReader:
 
     def read_range(self, start: int, num_rows: int, *, batch_size: int = 1024,
                    batch_readahead: int = 16) -> ReaderResults:
-        start, num_rows = int(start), int(num_rows)
-        if start < 0 or num_rows < 0 or start + num_rows > self._num_rows:
-            raise InvalidInputError(f"{self.path!r}: range [{start}, {start + num_rows}) is "
-                                    f"outside the file's {self._num_rows} rows")
+        start, num_rows = check_range(self.path, start, num_rows, self._num_rows)
         runs = self._runs_of(np.arange(start, start + num_rows, dtype=np.int64))
         return ReaderResults(self._table(lambda i: self._read(i, runs), num_rows), batch_size)
 

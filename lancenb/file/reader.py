@@ -78,6 +78,15 @@ def project(schema_full: pa.Schema, columns: list[str] | None, path: str):
                                  metadata=schema_full.metadata)
 
 
+def check_range(path: str, start, num_rows, total: int) -> tuple[int, int]:
+    """``(start, num_rows)`` as ints, refused unless the range lies in the file's rows."""
+    start, num_rows = int(start), int(num_rows)
+    if start < 0 or num_rows < 0 or start + num_rows > total:
+        raise InvalidInputError(f"{path!r}: range [{start}, {start + num_rows}) is outside "
+                                f"the file's {total} rows")
+    return start, num_rows
+
+
 class ReaderResults:
     """The rows a read produced, as a Table or a stream of batches."""
 
@@ -277,15 +286,7 @@ class LanceFileReader:
         row = 0
         for p_i, page in enumerate(cm.pages):
             pwhere = f"{where}, page {p_i}"
-            if len(page.buffer_offsets) != len(page.buffer_sizes):
-                raise CorruptFileError(f"{pwhere}: {len(page.buffer_offsets)} buffer offsets "
-                                       f"but {len(page.buffer_sizes)} sizes")
-            for o, s in zip(page.buffer_offsets, page.buffer_sizes):
-                if o + s > self._io.size():
-                    raise CorruptFileError(f"{pwhere}: buffer at offset {o} with size {s} runs "
-                                           f"past the end of the file ({self._io.size()} bytes)")
-            if page.encoding.WhichOneof("location") != "direct":
-                raise NotSupportedError(f"{pwhere}: only direct page encodings are supported")
+            pb.check_page(page, self._io.size(), pwhere)
             info = PageInfo(list(page.buffer_offsets), list(page.buffer_sizes), int(page.length),
                             row)
             pages.append((info, page.encoding.direct.encoding, pwhere))
@@ -494,10 +495,7 @@ class LanceFileReader:
 
     def read_range(self, start: int, num_rows: int, *, batch_size: int = 1024,
                    batch_readahead: int = 16) -> ReaderResults:
-        start, num_rows = int(start), int(num_rows)
-        if start < 0 or num_rows < 0 or start + num_rows > self._num_rows:
-            raise InvalidInputError(f"{self.path!r}: range [{start}, {start + num_rows}) is "
-                                    f"outside the file's {self._num_rows} rows")
+        start, num_rows = check_range(self.path, start, num_rows, self._num_rows)
         return ReaderResults(self._table(lambda c: self._read_column_range(c, start, num_rows)),
                              batch_size)
 

@@ -51,16 +51,22 @@ class InlineValues:
         return FixedWidth(self.bits, out.view(np.uint8), len(out))
 
 
-def decode_inline_block(buf, bits: int, num_values: int, where: str) -> FixedWidth:
-    """A block of InlineBitpacking (dictionary items): ``ceil(n / 1024)`` inline chunks
-    back to back, each ``W | 1024 * W / T words``."""
+def _block_words(buf, bits: int, where: str) -> np.ndarray:
+    """A bitpacked block's bytes as aligned ``bits``-bit words (copied only when
+    unaligned)."""
     raw = np.frombuffer(buf, np.uint8)
     t = _uint(bits)
     if len(raw) % t.itemsize:
         raise CorruptFileError(f"{where}: bitpacked block of {len(raw)} bytes is not a whole "
                                f"number of {bits}-bit words")
-    words = raw.view(t) if raw.ctypes.data % t.itemsize == 0 else raw.copy().view(t)
-    out = np.empty(num_values, dtype=t)
+    return raw.view(t) if raw.ctypes.data % t.itemsize == 0 else raw.copy().view(t)
+
+
+def decode_inline_block(buf, bits: int, num_values: int, where: str) -> FixedWidth:
+    """A block of InlineBitpacking (dictionary items): ``ceil(n / 1024)`` inline chunks
+    back to back, each ``W | 1024 * W / T words``."""
+    words = _block_words(buf, bits, where)
+    out = np.empty(num_values, dtype=words.dtype)
     status = kb.inline_unpack(words, num_values, out)
     if status != kb.OK:
         raise CorruptFileError(f"{where}: bitpacked block: {_ERRORS[status]}")
@@ -71,13 +77,8 @@ def decode_outofline_block(buf, bits: int, width: int, num_values: int,
                            where: str) -> FixedWidth:
     """A block of OutOfLineBitpacking (e.g. pylance 2.2 dictionary items): the values
     packed at ``width`` bits in whole 1024-value blocks, the tail packed or raw."""
-    raw = np.frombuffer(buf, np.uint8)
-    t = _uint(bits)
-    if len(raw) % t.itemsize:
-        raise CorruptFileError(f"{where}: bitpacked block of {len(raw)} bytes is not a whole "
-                               f"number of {bits}-bit words")
-    words = raw.view(t) if raw.ctypes.data % t.itemsize == 0 else raw.copy().view(t)
-    out = np.empty(num_values, dtype=t)
+    words = _block_words(buf, bits, where)
+    out = np.empty(num_values, dtype=words.dtype)
     status = kb.outofline_unpack(words, width, num_values, out)
     if status != kb.OK:
         raise CorruptFileError(f"{where}: out-of-line bitpacked block: {_ERRORS[status]}")

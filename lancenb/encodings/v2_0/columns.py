@@ -158,15 +158,7 @@ class FileColumns:
         offs, sizes, lens, raw = [], [], [], []
         for p_i, page in enumerate(cm.pages):
             pwhere = f"{where}, page {p_i}"
-            if len(page.buffer_offsets) != len(page.buffer_sizes):
-                raise CorruptFileError(f"{pwhere}: {len(page.buffer_offsets)} buffer offsets "
-                                       f"but {len(page.buffer_sizes)} sizes")
-            for o, s in zip(page.buffer_offsets, page.buffer_sizes):
-                if o + s > size:
-                    raise CorruptFileError(f"{pwhere}: buffer at offset {o} with size {s} runs "
-                                           f"past the end of the file ({size} bytes)")
-            if page.encoding.WhichOneof("location") != "direct":
-                raise NotSupportedError(f"{pwhere}: only direct page encodings are supported")
+            pb.check_page(page, size, pwhere)
             if page.length >= 1 << 40:
                 raise CorruptFileError(f"{pwhere}: page length {page.length} is implausible")
             offs.append(list(page.buffer_offsets))
