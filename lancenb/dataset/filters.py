@@ -39,26 +39,17 @@ Not supported (rejected with :class:`~lancenb.errors.InvalidInputError`): functi
 
 Pruning
 -------
-:meth:`Filter.may_match` returns False only when per-column
-:class:`~lancenb.dataset.stats.ColumnStats`
-*prove* no row can satisfy the predicate: a comparison or ``IN`` entirely outside
-``[min, max]``, ``IS NULL`` with ``null_count == 0``, any null-rejecting test on an
-all-null column, ``AND`` with a false side, ``OR`` with both sides false; ``NOT`` is
-pushed through ``AND``/``OR``/comparisons. Everything else (arithmetic, ``LIKE``,
-casts, column-to-column tests, missing stats, ``NaN`` bounds, a filter given as a
-``pyarrow`` Expression) is assumed to match. On float columns, tests a NaN passes
-(``>``, ``>=``, ``!=`` and negated ``<``/``<=``) are never pruned: the statistics ignore
-NaN, and NaN sorts above every number. The statistics themselves (``ColumnStats``,
-``compute_stats``) live in :mod:`lancenb.dataset.stats`.
+:meth:`Filter.may_match` returns False only when per-column statistics *prove* no row
+can satisfy the predicate; the rules are in :mod:`lancenb.dataset.pruning`. The
+statistics themselves (``ColumnStats``, ``compute_stats``) live in
+:mod:`lancenb.dataset.stats`.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field, fields
-from decimal import Decimal
-from typing import Any, Union
+from typing import Union
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -575,8 +566,10 @@ class Filter:
         """False only if ``stats`` prove no row satisfies the filter."""
         if self._tree is None:
             return True  # a pyarrow Expression cannot be inspected: assume it matches
+        from lancenb.dataset.pruning import may_be_true
+
         try:
-            return _may_be_true(self._tree, stats, negated=False)
+            return may_be_true(self._tree, stats, negated=False)
         except (TypeError, ValueError, ArithmeticError, pa.ArrowException):
             return True  # incomparable statistics prove nothing
 
@@ -710,112 +703,3 @@ def _schema_from_stats(stats: dict[str, ColumnStats]) -> pa.Schema:
         if "." not in name:
             fields.append(pa.field(name, typ))
     return pa.schema(fields)
-
-
-# ------------------------------------------------------------------------- pruning
-
-
-class _Unknown(Exception):
-    """Statistics cannot decide."""
-
-
-def _key(value: Any, typ: pa.DataType) -> Any:
-    """A Python value ordered like ``value`` in ``typ`` (temporal types as integers)."""
-    if value is None:
-        return None
-    if isinstance(value, float) and math.isnan(value):
-        raise _Unknown
-    if pa.types.is_temporal(typ):
-        s = value if isinstance(value, pa.Scalar) else pa.scalar(value, type=typ)
-        return s.value
-    return value.as_py() if isinstance(value, pa.Scalar) else value
-
-
-def _tested_column(node: _Node) -> _Col | None:
-    """The column of a column-versus-literal test, if ``node`` is one."""
-    if isinstance(node, _Cmp) and isinstance(node.left, _Col) and isinstance(node.right, _Lit):
-        return node.left
-    if isinstance(node, (_In, _IsNull, _Like, _IsBool)) and isinstance(node.arg, _Col):
-        return node.arg
-    return None
-
-
-def _may_be_true(node: _Node, stats: dict[str, ColumnStats], negated: bool) -> bool:
-    if isinstance(node, _Not):
-        return _may_be_true(node.arg, stats, not negated)
-    if isinstance(node, (_And, _Or)):
-        left = _may_be_true(node.left, stats, negated)
-        right = _may_be_true(node.right, stats, negated)
-        # NOT (a AND b) = NOT a OR NOT b under three-valued logic, and vice versa
-        return (left and right) if isinstance(node, _And) != negated else (left or right)
-    if isinstance(node, _Lit):
-        v = node.value.as_py()
-        return v is not None and bool(v) != negated
-    if isinstance(node, _Cmp) and isinstance(node.left, _Lit) and isinstance(node.right, _Col):
-        node = _Cmp(_FLIP[node.op], node.right, node.left)
-    if isinstance(node, _Col) and pa.types.is_boolean(node.type):
-        node = _Cmp("=", node, _Lit(pa.scalar(True)))
-    if isinstance(node, _Cmp) and isinstance(node.right, _Lit) and not node.right.value.is_valid:
-        return False  # comparing with NULL is never true, nor its negation
-    col = _tested_column(node)
-    if col is None:
-        return True
-    st = stats.get(".".join(col.path))
-    if st is None:
-        return True
-    all_null = st.null_count is not None and st.null_count >= st.num_rows
-    if isinstance(node, _IsNull):
-        if st.null_count is None:
-            return True
-        wants_nulls = node.negated == negated
-        return st.null_count > 0 if wants_nulls else st.null_count < st.num_rows
-    if isinstance(node, _IsBool):
-        return True
-    if all_null:
-        return False  # every remaining test is NULL on a NULL input, negated or not
-    try:
-        lo, hi = _key(st.min, col.type), _key(st.max, col.type)
-        if isinstance(node, _In):
-            return _in_may_be_true(node, col, lo, hi, negated)
-        if isinstance(node, _Cmp):
-            op = _NEGATE[node.op] if negated else node.op
-            if pa.types.is_floating(col.type) and op in ("!=", ">", ">="):
-                return True  # NaN sorts above every number (as in pylance); min/max skip NaN
-            lit = node.right.value
-            if lit.type != col.type and not (_is_numeric(lit.type) and _is_numeric(col.type)):
-                return True
-            return _range_may_hold(op, _key(lit, lit.type if lit.type != col.type
-                                            else col.type), lo, hi)
-    except _Unknown:
-        return True
-    return True
-
-
-def _range_may_hold(op: str, v: Any, lo: Any, hi: Any) -> bool:
-    """Whether some value in [lo, hi] (a None bound is open) satisfies ``value op v``."""
-    if isinstance(v, (float, Decimal)) and v != v:
-        return True
-    if op == "=":
-        return (lo is None or lo <= v) and (hi is None or v <= hi)
-    if op == "!=":
-        return not (lo is not None and lo == hi and lo == v)
-    if op == "<":
-        return lo is None or lo < v
-    if op == "<=":
-        return lo is None or lo <= v
-    if op == ">":
-        return hi is None or hi > v
-    return hi is None or hi >= v  # ">="
-
-
-def _in_may_be_true(node: _In, col: _Col, lo: Any, hi: Any, negated: bool) -> bool:
-    if negated:
-        if node.has_null:
-            return False  # x NOT IN (..., NULL) is never true
-        if pa.types.is_floating(col.type) or lo is None or lo != hi:
-            return True
-        return all(_key(v, node.values.type) != lo for v in node.values)
-    if node.values.type != col.type and not (_is_numeric(node.values.type)
-                                             and _is_numeric(col.type)):
-        return True
-    return any(_range_may_hold("=", _key(v, node.values.type), lo, hi) for v in node.values)
