@@ -26,6 +26,7 @@ import pyarrow.dataset as pads
 
 from lancenb import __version__ as _lancenb_version
 from lancenb._proto import table_pb2, transaction_pb2
+from lancenb.dataset import blob
 from lancenb.dataset.commit import commit, list_versions, load_manifest
 from lancenb.dataset.deletion import deletion_path, write_deletions
 from lancenb.dataset.fragment import LanceFragment, open_data_file
@@ -242,8 +243,9 @@ class LanceDataset(pads.Dataset):
         return self.scanner().to_reader().__arrow_c_stream__(requested_schema)
 
     def take(self, indices, columns=None, *, with_row_id=False,
-             with_row_address=False) -> pa.Table:
-        """Rows at logical ``indices`` (deleted rows skipped), in the order given."""
+             with_row_address=False, blob_handling=None) -> pa.Table:
+        """Rows at logical ``indices`` (deleted rows skipped), in the order given;
+        blob columns as descriptions unless ``blob_handling="all_binary"``."""
         idx = np.asarray(indices, dtype=np.int64).reshape(-1)
         frags = self.get_fragments()
         counts = np.array([f.count_rows() for f in frags], dtype=np.int64)
@@ -255,7 +257,7 @@ class LanceDataset(pads.Dataset):
             raise InvalidInputError(f"take: index {bad} is out of range for a dataset of "
                                     f"{total} rows")
         sc = self.scanner(columns=columns, with_row_id=with_row_id,
-                          with_row_address=with_row_address)
+                          with_row_address=with_row_address, blob_handling=blob_handling)
         frag_of = np.searchsorted(starts, idx, side="right") - 1
         parts, positions = [], []
         for fi in np.unique(frag_of):
@@ -265,7 +267,7 @@ class LanceDataset(pads.Dataset):
             live = frag.live_offsets()
             phys = live[local] if live is not None else local
             uniq, inverse = np.unique(phys, return_inverse=True)
-            t = frag.take_physical(sc.columns, uniq)
+            t = frag.take_physical(sc.columns, uniq, blob_handling=sc.blob_handling)
             t = sc._with_ids(frag, t, uniq)
             if len(uniq) != len(phys) or np.any(np.diff(inverse) < 0):
                 t = dictarray.take(t, pa.array(inverse))
@@ -281,6 +283,38 @@ class LanceDataset(pads.Dataset):
             inv[order] = np.arange(len(order))
             table = dictarray.take(table, pa.array(inv))
         return dictarray.combine_chunks(table)
+
+    def take_blobs(self, blob_column: str, ids=None, addresses=None, indices=None, *,
+                   buffer_size: int = blob.DEFAULT_BUFFER_SIZE) -> list:
+        """Open blob values as file-like objects (pylance's ``take_blobs``).
+
+        Exactly one of ``ids`` (row ids), ``addresses`` (row addresses) and
+        ``indices`` (row offsets in the dataset, deleted rows skipped) selects the
+        rows. Only descriptions are read here; each :class:`~lancenb.dataset.blob.BlobFile`
+        reads its bytes when asked, with range reads.
+
+        Parameters
+        ----------
+        blob_column : str
+            A blob column: ``large_binary`` with ``lance-encoding:blob`` metadata, or
+            a pylance 2.2 blob v2 column.
+        ids, addresses, indices : array-like of int
+            The rows, in the order the results come back (repeats allowed).
+        buffer_size : int, default 512 KiB
+            Read-ahead of sequential reads in bytes; 0 reads exactly what is asked.
+
+        Returns
+        -------
+        list of BlobFile or None
+            One per row: None for a null value, a zero-size file for an empty one.
+
+        Examples
+        --------
+        >>> f = ds.take_blobs("video", indices=[3])[0]  # doctest: +SKIP
+        >>> f.seek(1024); f.read(16)  # doctest: +SKIP
+        """
+        return blob.take_blobs(self, blob_column, ids, addresses, indices,
+                               buffer_size=buffer_size)
 
     # -- writes ----------------------------------------------------------------
     def _commit(self, txn: Transaction, written=()) -> None:
@@ -370,11 +404,12 @@ class LanceDataset(pads.Dataset):
                                     error_if_tagged_old_versions=error_if_tagged_old_versions,
                                     dry_run=dry_run)
 
-    def _take_rows(self, row_ids, columns=None, **kwargs) -> pa.Table:
-        """Rows by row id (stable row ids) or row address, in the order given."""
+    def _take_rows(self, row_ids, columns=None, *, by_address=False, **kwargs) -> pa.Table:
+        """Rows by row id (stable row ids) or row address (``by_address``, or without
+        stable row ids), in the order given."""
         ids = np.asarray(row_ids, dtype=np.uint64).reshape(-1)
         frags = {f.fragment_id: f for f in self.get_fragments()}
-        if self.stable_row_ids:
+        if self.stable_row_ids and not by_address:
             sorted_ids, frag_of, off_of = self._row_id_index()
             pos = np.searchsorted(sorted_ids, ids)
             ok = (pos < len(sorted_ids)) & (sorted_ids[np.minimum(pos, len(sorted_ids) - 1)]
@@ -396,7 +431,8 @@ class LanceDataset(pads.Dataset):
                 raise InvalidInputError(f"row(s) {ids[sel][:3].tolist()} do not exist or are "
                                         f"deleted")
             uniq, inverse = np.unique(off[sel], return_inverse=True)
-            t = sc._with_ids(frag, frag.take_physical(sc.columns, uniq), uniq)
+            t = sc._with_ids(frag, frag.take_physical(sc.columns, uniq,
+                                                      blob_handling=sc.blob_handling), uniq)
             parts.append(dictarray.take(t, pa.array(inverse)))
             positions.append(sel)
         if not parts:

@@ -20,9 +20,10 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from lancenb.dataset import blob
 from lancenb.dataset.deletion import deletion_path, read_deletions
 from lancenb.dataset.rowids import decode_row_ids
-from lancenb.errors import CorruptFileError, NotSupportedError
+from lancenb.errors import CorruptFileError, InvalidInputError, NotSupportedError
 from lancenb.file.legacy import LegacyFileReader
 from lancenb.file.reader import LanceFileReader
 
@@ -255,10 +256,24 @@ class LanceFragment:
             groups.setdefault(fi, {})[c] = fname
         return groups, missing
 
-    def take_physical(self, columns: list[str], offsets: np.ndarray | None) -> pa.Table:
-        """Columns at physical ``offsets`` (sorted ascending; None = every row)."""
+    def _data_file_of(self, column: str) -> str:
+        """The path (under ``data/``) of the data file holding a top-level column."""
+        plan = self._column_plan()
+        if column not in plan:
+            raise InvalidInputError(f"fragment {self.fragment_id}: no data file holds column "
+                                    f"{column!r}")
+        return self._pb.files[plan[column][0]].path
+
+    def take_physical(self, columns: list[str], offsets: np.ndarray | None, *,
+                      blob_handling: str | None = None) -> pa.Table:
+        """Columns at physical ``offsets`` (sorted ascending; None = every row); blob
+        columns as ``blob_handling`` says (see :mod:`lancenb.dataset.blob`), by default
+        their values (what compaction, updates and schema evolution rewrite; scans
+        pass the scanner's mode, descriptions by default)."""
         schema = self._ds.schema
-        fields = [schema.field(c) for c in columns]
+        handling = blob.check_handling(blob_handling or "all_binary")
+        fields = [blob.output_field(schema.field(c), handling) for c in columns]
+        blobs = {c for c in columns if blob.blob_layout(schema.field(c)) is not None}
         groups, missing = self._readers_for(columns)
         n = self.physical_rows if offsets is None else len(offsets)
         arrays: dict[str, pa.ChunkedArray] = {}
@@ -270,7 +285,12 @@ class LanceFragment:
                 raise CorruptFileError(f"fragment {self.fragment_id}: data file {df.path!r} has "
                                        f"{reader.num_rows()} rows, the manifest says "
                                        f"{self.physical_rows}")
-            tasks += [(dname, reader, fname) for dname, fname in names.items()]
+            for dname, fname in names.items():
+                if dname in blobs:  # descriptions, or values from wherever they are
+                    arrays[dname] = blob.read_column(self, reader, df.path, fname,
+                                                     schema.field(dname), offsets, handling)
+                else:
+                    tasks.append((dname, reader, fname))
         if len(tasks) > 1 and (os.cpu_count() or 1) > 1 and n > PARALLEL_MIN_ROWS:
             # columns decode in parallel: kernels and reads release the GIL (small
             # takes are fixed costs in Python, which threads only make contend)
@@ -280,7 +300,7 @@ class LanceFragment:
             for dname, reader, fname in tasks:
                 arrays[dname] = read_file_column(reader, fname, offsets)
         for c in missing:  # a column no data file of this fragment has: all null
-            arrays[c] = pa.chunked_array([pa.nulls(n, schema.field(c).type)])
+            arrays[c] = pa.chunked_array([pa.nulls(n, fields[columns.index(c)].type)])
         cols = []
         for f in fields:
             a = arrays[f.name]

@@ -17,6 +17,7 @@ from typing import Iterator
 import numpy as np
 import pyarrow as pa
 
+from lancenb.dataset import blob
 from lancenb.errors import InvalidInputError
 
 __all__ = ["LanceScanner", "DEFAULT_BATCH_SIZE"]
@@ -32,10 +33,13 @@ class LanceScanner:
 
     def __init__(self, dataset, *, columns=None, filter=None, limit=None, offset=None,
                  batch_size=None, with_row_id=False, with_row_address=False, fragments=None,
-                 batch_readahead=None, fragment_readahead=None, scan_in_order=None, **kwargs):
+                 batch_readahead=None, fragment_readahead=None, scan_in_order=None,
+                 blob_handling=None, **kwargs):
         if kwargs:
             raise InvalidInputError(f"unsupported scanner options: {sorted(kwargs)}")
         self._ds = dataset
+        # blob columns: descriptions (pylance's default) or, "all_binary", the values
+        self.blob_handling = blob.check_handling(blob_handling)
         schema = dataset.schema
         if columns is None:
             columns = list(schema.names)
@@ -82,7 +86,7 @@ class LanceScanner:
     @property
     def projected_schema(self) -> pa.Schema:
         s = self._ds.schema
-        fields = [s.field(c) for c in self.columns]
+        fields = [blob.output_field(s.field(c), self.blob_handling) for c in self.columns]
         if self.with_row_id:
             fields.append(pa.field(ROW_ID, pa.uint64()))
         if self.with_row_address:
@@ -115,7 +119,7 @@ class LanceScanner:
                 else:
                     offsets = (live[lo:hi] if live is not None
                                else np.arange(lo, hi, dtype=np.int64))
-                table = frag.take_physical(read_cols, offsets)
+                table = frag.take_physical(read_cols, offsets, blob_handling=self.blob_handling)
                 phys = offsets
                 if remaining is not None:
                     remaining -= table.num_rows
@@ -126,7 +130,8 @@ class LanceScanner:
                     continue
                 # late materialisation: evaluate the filter on its own columns, then
                 # read the other projected columns only at the matching rows
-                ftable = frag.take_physical(self._filter_cols, live)
+                ftable = frag.take_physical(self._filter_cols, live,
+                                            blob_handling=self.blob_handling)
                 keep = self._expr_mask(ftable)
                 if skip:
                     drop = min(skip, len(keep))
@@ -143,14 +148,14 @@ class LanceScanner:
                     ftable = ftable.take(pa.array(keep))
                 if rest:
                     dense = len(keep) * 2 > n_live  # most rows match: one sequential read
-                    other = frag.take_physical(rest, live if dense else phys)
+                    other = frag.take_physical(rest, live if dense else phys,
+                                               blob_handling=self.blob_handling)
                     if dense and len(keep) < other.num_rows:
                         other = other.take(pa.array(keep))
-                    schema = self._ds.schema
                     table = pa.Table.from_arrays(
                         [(ftable if c in self._filter_cols else other).column(c)
                          for c in self.columns],
-                        schema=pa.schema([schema.field(c) for c in self.columns]))
+                        schema=pa.schema(list(self.projected_schema)[:len(self.columns)]))
                 else:
                     table = ftable.select(self.columns)
             yield self._with_ids(frag, table, phys)

@@ -26,6 +26,7 @@ from lancenb.encodings.structural import (
     repdef,
 )
 from lancenb.errors import CorruptFileError, NotSupportedError
+from lancenb.kernels import slices
 
 __all__ = ["encode_page", "PageDecoder", "PageInfo", "parse_layout",
            "describe_layout"]
@@ -184,11 +185,27 @@ class PageDecoder:
             return dictarray.from_values(self._plain_arrow(block, validity), self.dict_type)
         return self._plain_arrow(block, validity)
 
+    def _vpacked_with_nulls(self, block, validity: np.ndarray) -> pa.Array:
+        """A variable packed struct page with null rows (2.2 blob v2 descriptors: a
+        null blob is a null row): the valid rows are unpacked, the null ones stay null."""
+        valid = np.flatnonzero(validity)
+        offs = np.asarray(block.offsets, np.int64)
+        starts, sizes = offs[valid], offs[valid + 1] - offs[valid]
+        sub_offs = np.zeros(len(valid) + 1, np.int64)
+        np.cumsum(sizes, out=sub_offs[1:])
+        data = np.empty(int(sub_offs[-1]), np.uint8)
+        if slices.concat_slices(block.data, starts, sizes, data) != slices.OK:
+            raise CorruptFileError(f"{self.where}: packed struct rows outside the page")
+        sub = blocks.Variable(sub_offs, data, len(valid), 64)
+        packed = vpacked.unpack_rows(self.dtype, sub, self.where, self._vexpand)
+        where = np.full(len(validity), -1, np.int64)
+        where[valid] = np.arange(len(valid))
+        return packed.take(pa.array(where, mask=~validity))
+
     def _plain_arrow(self, block, validity) -> pa.Array:
         if self.vpacked:
             if validity is not None and not validity.all():
-                raise CorruptFileError(f"{self.where}: null rows in a packed struct with "
-                                       f"variable-width children")
+                return self._vpacked_with_nulls(block, validity)
             return vpacked.unpack_rows(self.dtype, block, self.where, self._vexpand)
         if isinstance(block, blocks.DictionaryIndices):
             try:
@@ -269,6 +286,14 @@ class PageDecoder:
             return [self._to_arrow(b, v) for b, v in
                     self.impl.scan(reader, self.page.offsets, group_bytes)]
         return [self.decode_all(reader.read_ranges(self.buffer_ranges()))]
+
+    def blob_descriptions(self, reader, rows: np.ndarray | None = None) -> pa.Array:
+        """A top-level blob page's ``(position, size)`` descriptions, every row or
+        ``rows`` (sorted, page-relative), without reading the blob values."""
+        if self.kind != "blob_layout" or self.chain is not None:
+            raise NotSupportedError(f"{self.where}: {self.kind} page read as blob "
+                                    f"descriptions")
+        return self.impl.descriptions(reader, self.page.offsets, rows)
 
     def read_rows(self, reader, rows: np.ndarray) -> pa.Array:
         """Rows (sorted, page-relative int64, duplicates allowed) of this page."""

@@ -18,6 +18,7 @@ from lancenb.encodings.config import is_packed
 from lancenb.encodings.page import PageDecoder, PageInfo, describe_layout, parse_layout
 from lancenb.encodings.physical import fsl
 from lancenb.encodings.structural import dictarray, repdef
+from lancenb.encodings.structural.blob import DESCRIPTION_V1
 from lancenb.encodings.v2_0 import FileColumns as _FileColumns2_0
 from lancenb.errors import CorruptFileError, InvalidInputError, NotSupportedError
 from lancenb.file.format import FOOTER_SIZE, Footer, parse_offset_table
@@ -450,6 +451,24 @@ class LanceFileReader:
                 parts.append(decs[int(p)].read_rows(self._io, sel))
             columns.append(parts)
         return self._merge(field_idx, columns)
+
+    def _read_blob_descriptions(self, field_idx: int, rows: np.ndarray | None = None
+                                ) -> pa.ChunkedArray:
+        """A top-level blob v1 column's ``(position, size)`` descriptions
+        (:data:`~lancenb.encodings.structural.blob.DESCRIPTION_V1`), every row or
+        ``rows`` (sorted), without reading the values (the blob API reads them)."""
+        if self._v20 is not None:
+            return self._v20.read_blob_descriptions(field_idx, rows)
+        decs = self._column_pages(field_idx)
+        if rows is None:
+            return pa.chunked_array([d.blob_descriptions(self._io) for d in decs],
+                                    type=DESCRIPTION_V1)
+        self._initialise(field_idx)
+        firsts = np.array([p.page.first_row for p in decs] + [self._num_rows], dtype=np.int64)
+        page_of = np.searchsorted(firsts, rows, side="right") - 1
+        parts = [decs[int(p)].blob_descriptions(self._io, rows[page_of == p] - firsts[p])
+                 for p in np.unique(page_of)]
+        return pa.chunked_array(parts, type=DESCRIPTION_V1)
 
     def _read_column_range(self, field_idx: int, start: int, num_rows: int) -> pa.ChunkedArray:
         """Rows ``[start, start + num_rows)``. A page the range covers enough of

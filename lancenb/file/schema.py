@@ -202,11 +202,23 @@ def schema_to_fields(schema: pa.Schema) -> tuple[list, list[LanceField]]:
     return out, tops
 
 
+def _is_blob_v2_file_field(f) -> bool:
+    """A 2.2 data file's blob v2 column: a packed ``struct`` field with
+    ``lance-encoding:blob``, whose descriptor children pylance 14 lists right after it
+    with id -1 and parent id -1 (``kind, position, size, blob_id, blob_uri``)."""
+    return f.logical_type == "struct" and "lance-encoding:blob" in f.metadata
+
+
 def fields_to_schema(fields, metadata=None) -> tuple[pa.Schema, list[LanceField]]:
     """Rebuild the Arrow schema from flat Field protos (as read from a file)."""
     by_parent: dict[int, list] = {}
     ids = set()
+    blob_owner = None  # the blob v2 struct whose id -1 children follow
     for f in fields:
+        if f.id == -1 and f.parent_id == -1 and blob_owner is not None:
+            by_parent.setdefault(("blob", blob_owner), []).append(f)
+            continue
+        blob_owner = f.id if _is_blob_v2_file_field(f) else None
         if f.id in ids:
             raise CorruptFileError(f"schema has field id {f.id} twice")
         ids.add(f.id)
@@ -215,7 +227,12 @@ def fields_to_schema(fields, metadata=None) -> tuple[pa.Schema, list[LanceField]
     def build(f, depth: int) -> LanceField:
         if depth > 64:
             raise CorruptFileError("schema nesting is deeper than 64 levels")
-        kids = [build(c, depth + 1) for c in by_parent.get(f.id, [])]
+        if f.id == -1:
+            kids = []
+        elif _is_blob_v2_file_field(f) and ("blob", f.id) in by_parent:
+            kids = [build(c, depth + 1) for c in by_parent[("blob", f.id)]]
+        else:
+            kids = [build(c, depth + 1) for c in by_parent.get(f.id, [])]
         dt = parse_logical_type(f.logical_type, [k.arrow for k in kids])
         md = {k: bytes(v) for k, v in f.metadata.items()} or None
         try:

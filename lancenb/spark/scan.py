@@ -94,11 +94,13 @@ def read_task(job: ScanJob, ranges) -> Iterator[pa.RecordBatch]:
         frag = by_id[fid]
         if lo is None:
             batches = ds.scanner(columns=job.columns, filter=job.filter, fragments=[frag],
-                                 batch_size=job.batch_size).to_batches()
+                                 batch_size=job.batch_size,
+                                 blob_handling="all_binary").to_batches()
         else:
             cols = list(dict.fromkeys(list(job.columns) + fcols))
             batches = ds.scanner(columns=cols, fragments=[frag], offset=lo, limit=hi - lo,
-                                 batch_size=job.batch_size).to_batches()
+                                 batch_size=job.batch_size,
+                                 blob_handling="all_binary").to_batches()
         for b in batches:
             t = pa.Table.from_batches([b])
             if expr is not None and lo is not None:

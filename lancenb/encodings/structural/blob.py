@@ -32,12 +32,25 @@ from lancenb.encodings.structural import miniblock, repdef
 from lancenb.errors import CorruptFileError, NotSupportedError
 from lancenb.kernels import slices
 
-__all__ = ["out_of_line", "encode", "BlobDecoder"]
+__all__ = ["out_of_line", "encode", "BlobDecoder", "DESCRIPTION_V1", "DESCRIPTION_V2"]
 
 L = pb.e21.RepDefLayer
 ALIGN = 64
 PAD = 0x48
 _BITS = [64, 64]
+
+# What a blob column reads as without its values (as pylance 14 returns it by default):
+# blob v1 (2.0/2.1, and 2.2 files lancenb writes) a (position, size) pair per row, null
+# for a null value; blob v2 (pylance's 2.2 blob columns, stored so in the file) a packed
+# struct whose ``kind`` says where the bytes are (0 inline in the data file at
+# ``position``, 1 packed into the sidecar file ``blob_id`` at ``position``, 2 the whole
+# sidecar file ``blob_id``, 3 the external ``blob_uri``).
+DESCRIPTION_V1 = pa.struct([("position", pa.uint64()), ("size", pa.uint64())])
+DESCRIPTION_V2 = pa.struct([pa.field("kind", pa.uint8(), False),
+                            pa.field("position", pa.uint64(), False),
+                            pa.field("size", pa.uint64(), False),
+                            pa.field("blob_id", pa.uint32(), False),
+                            pa.field("blob_uri", pa.string(), False)])
 
 
 def out_of_line(block: Variable, validity: np.ndarray | None):
@@ -182,6 +195,30 @@ class BlobDecoder:
         levels = repdef.Levels(None, defs if self.info.max_def else None, self.info, len(d),
                                len(d))
         return block, levels
+
+    def _rows_desc(self, reader, offsets, rows: np.ndarray | None) -> FixedWidth:
+        if rows is None:
+            (meta, data) = reader.read_ranges(list(zip(offsets[:2],
+                                                       self.inner.buffer_sizes[:2])))
+            return self.inner.decode_all([meta, data])[0]
+        desc, _, sel = self.inner.read_rows(reader, offsets, rows)
+        if sel is not None:
+            d = desc.data.view("<u8").reshape(-1, 2)[sel]
+            desc = FixedWidth(128, np.ascontiguousarray(d).reshape(-1).view(np.uint8), len(sel))
+        return desc
+
+    def descriptions(self, reader, offsets, rows: np.ndarray | None = None) -> pa.StructArray:
+        """The rows' ``(position, size)`` descriptions (:data:`DESCRIPTION_V1`), every
+        row or ``rows`` (sorted), without reading the values: null for a null value."""
+        d = self._rows_desc(reader, offsets, rows).data.view("<u8").reshape(-1, 2)
+        pos, size = np.ascontiguousarray(d[:, 0]), np.ascontiguousarray(d[:, 1])
+        null = (size == 0) & (pos != 0)
+        if not self.nullable and null.any():
+            raise CorruptFileError(f"{self.where}: a null blob in a column without nulls")
+        mask = pa.array(null) if null.any() else None
+        kids = [pa.array(pos, pa.uint64(), mask=null if mask is not None else None),
+                pa.array(size, pa.uint64(), mask=null if mask is not None else None)]
+        return pa.StructArray.from_arrays(kids, fields=list(DESCRIPTION_V1), mask=mask)
 
     def to_arrow(self, reader, desc: FixedWidth) -> pa.Array:
         block, validity = self._values(reader, desc)

@@ -24,12 +24,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lancenb._proto import file2_pb2
 from lancenb.encodings import pb
 from lancenb.encodings.v2_0 import decode as dec
 from lancenb.encodings.v2_0 import ranges
-from lancenb.errors import CorruptFileError, NotSupportedError
+from lancenb.errors import CorruptFileError, InvalidInputError, NotSupportedError
 from lancenb.kernels import slices
 
 __all__ = ["Node", "plan_columns", "FileColumns", "is_packed_2_0", "is_blob_2_0"]
@@ -220,6 +221,29 @@ class FileColumns:
         node = self.nodes[field_idx]
         rows = np.ascontiguousarray(rows, np.int64)
         return pa.chunked_array([self._read(node, rows, self._num_rows)], type=node.arrow.type)
+
+    def read_blob_descriptions(self, field_idx: int, rows: np.ndarray | None
+                               ) -> pa.ChunkedArray:
+        """A blob column's ``(position, size)`` descriptions at ``rows`` (sorted; None:
+        every row), null for a null value, without reading the values."""
+        node = self.nodes[field_idx]
+        if node.kind != "blob":
+            raise InvalidInputError(f"{self.path!r}: column {node.arrow.name!r} is not a "
+                                    f"blob column")
+        c = self.column(node.column)
+        self._expect(c, self._num_rows)
+        rows = None if rows is None else np.ascontiguousarray(rows, np.int64)
+        desc = self._read_leaf(c, rows, BLOB_TYPE)
+        if desc.null_count:
+            raise CorruptFileError(f"{c.where}: null blob descriptors")
+        pos, size = desc.field(0), desc.field(1)
+        null = np.asarray(pc.and_(pc.equal(pos, 1), pc.equal(size, 0)))
+        if not null.any():
+            return pa.chunked_array([desc], type=BLOB_TYPE)
+        kids = [pa.array(np.asarray(k), pa.uint64(), mask=null) for k in (pos, size)]
+        return pa.chunked_array([pa.StructArray.from_arrays(kids, fields=list(BLOB_TYPE),
+                                                            mask=pa.array(null))],
+                                type=BLOB_TYPE)
 
     def read_range(self, field_idx: int, start: int, count: int) -> pa.ChunkedArray:
         """Rows ``[start, start + count)``."""
