@@ -19,6 +19,8 @@ __all__ = [
     "DatasetExistsError",
     "CommitConflictError",
     "RetryableCommitConflictError",
+    "UnsafeCommitError",
+    "CommitOutcomeUnknownError",
 ]
 
 
@@ -71,6 +73,27 @@ class CommitConflictError(LanceError, RuntimeError):
 class RetryableCommitConflictError(CommitConflictError):
     """Like :class:`CommitConflictError`, but running the whole operation again (on
     the new version) may succeed: e.g. two deletes touching the same data files."""
+
+
+class CommitOutcomeUnknownError(LanceError, RuntimeError):
+    """A commit failed at its commit point and the writer cannot tell whether it
+    took effect (the store did not answer whether the manifest was published).
+
+    Nothing the commit wrote was removed: if the version was made, its files are
+    all there. Open the dataset to see whether :attr:`version` is this commit's
+    (its transaction carries :attr:`transaction_uuid`) before retrying.
+    """
+
+    def __init__(self, message: str, *, version: int | None = None,
+                 transaction_uuid: str | None = None):
+        super().__init__(message)
+        self.version = version
+        self.transaction_uuid = transaction_uuid
+
+
+class UnsafeCommitError(InvalidInputError):
+    """A commit was refused: the store has no conditional write and no ``commit_lock``
+    or external manifest store was given, so concurrent writers could lose commits."""
 
 
 def corrupt(path: str, what: str, *, column: int | None = None, page: int | None = None,

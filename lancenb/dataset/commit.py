@@ -1,28 +1,44 @@
-"""Committing a transaction: the version-listing, conflict-checking, retrying loop.
+"""Committing a transaction: one protocol with one explicit commit point.
+
+Every writer (``write_dataset``, delete, update, merge_insert, schema changes,
+compaction, restore, the Spark jobs) first *stages* its new files (data, deletion
+and row-id files) under unique names no manifest references, then calls
+:func:`commit` with the list of those files:
 
 1. The transaction is written to ``_transactions/{read_version}-{uuid}.txn``.
 2. Find the latest version. For every version committed after our read version,
    load the winner's transaction and check it against ours (rebasing a delete
    over another delete of the same fragment by merging the deletion sets).
-3. Build the next manifest from the latest one and put it with *put-if-absent*
-   under the next version's name. Losing that race means someone else committed
-   the same version: go back to 2 (at most ``max_retries`` times).
-4. Best effort: update ``latest_version_hint.json``.
+3. Build the next manifest from the latest one and **publish** it: put-if-absent
+   under the next version's name, or, with an external manifest store, step 2 of
+   its four-step commit (see :mod:`lancenb.dataset.external`). This is the
+   *commit point*. Losing the race means someone else committed that version: go
+   back to 2 (at most ``max_retries`` times).
+4. Finish: the external store's steps 3-4 and ``latest_version_hint.json``.
 
-Nothing a failed commit wrote is referenced by any manifest, so it stays invisible;
-the caller removes its data files.
+Before the commit point any failure removes every file this attempt wrote (the
+caller's staged files, the transaction file, rebased deletion files) and raises:
+the dataset is exactly as before. After it nothing this writer wrote is ever
+deleted: the finishing steps are idempotent, retried a few times and then left to
+readers (which complete an external-store commit themselves); their errors are
+logged, not raised. When the publish itself fails and the store cannot say
+whether the manifest landed (the read-back fails too), :func:`commit` raises
+:class:`~lancenb.errors.CommitOutcomeUnknownError` naming the version it tried,
+and removes nothing.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import random
 import time
+import uuid
 
 import numpy as np
 
 from lancenb._proto import transaction_pb2
-from lancenb.dataset.deletion import read_deletions, write_deletions
+from lancenb.dataset.deletion import deletion_path, read_deletions, write_deletions
 from lancenb.dataset.manifest import (
     HINT_FILE,
     VERSIONS_DIR,
@@ -36,16 +52,21 @@ from lancenb.dataset.transaction import Transaction, build_manifest, check_confl
 from lancenb.encodings import pb
 from lancenb.errors import (
     CommitConflictError,
+    CommitOutcomeUnknownError,
     CorruptFileError,
     DatasetNotFoundError,
     LanceError,
     LanceFileNotFoundError,
 )
 
-__all__ = ["commit", "list_versions", "load_manifest", "DEFAULT_MAX_RETRIES"]
+__all__ = ["commit", "list_versions", "load_manifest", "put_new_object", "remove_files",
+           "DEFAULT_MAX_RETRIES"]
 
 DEFAULT_MAX_RETRIES = 40
 TRANSACTIONS_DIR = "_transactions"
+FINISH_ATTEMPTS = 3  # tries of each idempotent step after the commit point
+
+_log = logging.getLogger("lancenb.commit")
 
 
 def list_versions(store) -> tuple[list[int], bool | None]:
@@ -85,21 +106,110 @@ def _sync_external(store, ext) -> None:
                 f"{VERSIONS_DIR}/{manifest_name(version, v2)}")
 
 
+def remove_files(store, paths) -> None:
+    """Best-effort removal of files an attempt wrote before failing short of its
+    commit point (the error being raised matters more than a leftover file)."""
+    for p in paths:
+        try:
+            store.delete(p)
+        except Exception as e:  # noqa: BLE001 - an orphan is harmless, cleanup finds it
+            _log.debug("could not remove %r after a failed commit: %s", p, e)
+
+
+def _read_back(store, rel: str, raw: bytes) -> bool | None:
+    """After a failed put of ``raw`` at ``rel``: True if the object is ours, False
+    if it is absent or someone else's, None if the store cannot tell us."""
+    try:
+        return store.read_bytes(rel) == raw
+    except LanceFileNotFoundError:
+        return False
+    except Exception:  # noqa: BLE001 - any other failure leaves us unable to tell
+        return None
+
+
+def put_new_object(store, rel: str, raw: bytes, version: int | None = None) -> bool:
+    """Create ``rel`` with ``raw`` unless it exists; True if this call created it.
+
+    A put that raises is resolved by reading the object back: our bytes there mean
+    it landed (True); absent means it did not (the error is raised); someone
+    else's bytes mean we lost the race (False). If the read-back fails too, the
+    outcome is unknown: :class:`CommitOutcomeUnknownError`.
+    """
+    try:
+        return store.put_if_absent(rel, raw, version)
+    except BaseException as e:
+        mine = _read_back(store, rel, raw)
+        if mine is None:
+            raise CommitOutcomeUnknownError(
+                f"dataset {store.uri!r}: writing {rel!r} failed ({e}) and reading it back "
+                f"failed too: cannot tell whether version {version} was committed; nothing "
+                f"was removed", version=version) from e
+        if mine:
+            return True
+        if store.exists(rel):
+            return False
+        raise
+
+
+def _retry(what: str, fn) -> bool:
+    """Run an idempotent post-commit step up to FINISH_ATTEMPTS times; False (logged)
+    if it never succeeded."""
+    for attempt in range(FINISH_ATTEMPTS):
+        try:
+            fn()
+            return True
+        except Exception as e:  # noqa: BLE001 - after the commit point errors are logged
+            err = e
+            time.sleep(0.001 * (attempt + 1))
+    _log.warning("committed, but %s failed %d times (last error: %s); readers finish it",
+                 what, FINISH_ATTEMPTS, err)
+    return False
+
+
 def _publish(store, rel: str, raw: bytes, version: int) -> bool:
-    """Make ``raw`` version ``version`` unless that version exists; True on success."""
+    """The commit point: make ``raw`` version ``version`` unless that version exists.
+
+    True: committed (whatever fails afterwards is logged, never raised). False: the
+    version was taken; nothing of this attempt stays. Raises before the commit point
+    (the caller removes its files) or :class:`CommitOutcomeUnknownError`.
+    """
     ext = getattr(store, "manifest_store", None)
     if ext is None:
-        return store.put_if_absent(rel, raw, version)
-    import uuid
-
+        return put_new_object(store, rel, raw, version)
+    base_uri = store.uri_of("")
     staged = f"{rel}-{uuid.uuid4()}"
-    store.write_bytes(staged, raw)  # 1. stage
-    if not ext.put_if_not_exists(store.uri_of(""), version, staged):  # 2. commit point
-        store.delete(staged)
+    try:
+        store.write_bytes(staged, raw)  # 1. stage
+    except BaseException:
+        remove_files(store, [staged])
+        raise
+    try:
+        won = ext.put_if_not_exists(base_uri, version, staged)  # 2. the commit point
+    except BaseException as e:
+        try:
+            now = ext.get(base_uri, version)
+        except Exception:  # noqa: BLE001 - neither the put nor the read answered
+            raise CommitOutcomeUnknownError(
+                f"dataset {store.uri!r}: recording version {version} in the manifest store "
+                f"failed ({e}) and the store cannot be read back: cannot tell whether it was "
+                f"committed; nothing was removed", version=version) from e
+        if now is None:
+            remove_files(store, [staged])
+            raise
+        won = now == staged
+    if not won:
+        remove_files(store, [staged])
         return False
-    store.write_bytes(rel, raw)  # 3. finalise (a reader would do it if we died)
-    ext.put_if_exists(store.uri_of(""), version, rel)  # 4.
-    store.delete(staged)
+
+    def final():  # 3. the manifest under its final name (readers would do it too)
+        if not (store.exists(rel) and store.read_bytes(rel) == raw):
+            store.write_bytes(rel, raw)
+
+    if _retry(f"copying the manifest of version {version} to {rel!r}", final) and \
+            _retry(f"pointing the manifest store at {rel!r}",
+                   lambda: ext.put_if_exists(base_uri, version, rel)):  # 4.
+        _retry(f"removing the staged manifest {staged!r}",
+               lambda: store.delete(staged))
     return True
 
 
@@ -128,7 +238,7 @@ def _load_transaction(store, mf):
     return None
 
 
-def _merge_deletes(store, txn: Transaction, latest) -> None:
+def _merge_deletes(store, txn: Transaction, latest, own: list) -> None:
     """Rebase our delete onto the latest manifest: union our deleted rows with the
     deletion files others wrote for the same fragments."""
     frags = {f.id: f for f in latest.fragments}
@@ -148,6 +258,7 @@ def _merge_deletes(store, txn: Transaction, latest) -> None:
             gone.append(f.id)
             continue
         g.deletion_file.CopyFrom(write_deletions(store, f.id, rows, txn.read_version))
+        own.append(deletion_path(f.id, g.deletion_file))
         keep.append(g)
     del txn.pb.delete.updated_fragments[:]
     txn.pb.delete.updated_fragments.extend(keep)
@@ -157,15 +268,40 @@ def _merge_deletes(store, txn: Transaction, latest) -> None:
 
 
 def commit(store, txn: Transaction, *, v2_names: bool, data_format: str, writer_version: str,
-           max_retries: int = DEFAULT_MAX_RETRIES, base=None):
+           max_retries: int = DEFAULT_MAX_RETRIES, base=None, written=()):
     """Commit ``txn``; returns the new :class:`ManifestFile`.
 
-    ``base`` is the manifest the caller read (version ``txn.read_version``): the first
-    attempt optimistically builds on it without listing; losing the put-if-absent race
-    (someone committed since) falls back to listing and conflict checks.
+    ``written`` lists the files the caller staged for this transaction (paths
+    relative to the dataset root): if the commit fails before its commit point they
+    are removed with everything else this call wrote; after it they belong to the
+    dataset. ``base`` is the manifest the caller read (version ``txn.read_version``):
+    the first attempt optimistically builds on it without listing; losing the
+    put-if-absent race (someone committed since) falls back to listing and conflict
+    checks.
     """
-    store.write_bytes(f"{TRANSACTIONS_DIR}/{txn.file_name()}", txn.pb.SerializeToString(),
-                      atomic=False)  # a unique name nothing points to yet
+    own = list(written)  # what a failure before the commit point removes
+    txn_rel = f"{TRANSACTIONS_DIR}/{txn.file_name()}"
+    try:
+        own.append(txn_rel)
+        store.write_bytes(txn_rel, txn.pb.SerializeToString(),
+                          atomic=False)  # a unique name nothing points to yet
+        mf = _commit_loop(store, txn, own, v2_names=v2_names, data_format=data_format,
+                          writer_version=writer_version, max_retries=max_retries, base=base)
+    except CommitOutcomeUnknownError:
+        raise  # it may be committed: its files must stay
+    except BaseException:
+        remove_files(store, own)
+        raise
+    try:
+        store.write_bytes(HINT_FILE, json.dumps({"version": mf.version},
+                                                separators=(",", ":")).encode())
+    except Exception as e:  # noqa: BLE001 - the hint is an optimisation; listing stays right
+        _log.debug("could not update %s: %s", HINT_FILE, e)
+    return mf
+
+
+def _commit_loop(store, txn: Transaction, own: list, *, v2_names, data_format, writer_version,
+                 max_retries, base):
     checked_upto = txn.read_version
     for attempt in range(max_retries + 1):
         if attempt == 0 and base is not None and base.version == txn.read_version and \
@@ -191,7 +327,7 @@ def commit(store, txn: Transaction, *, v2_names: bool, data_format: str, writer_
             check_conflict(txn, _load_transaction(store, mf), v, latest.manifest)
         checked_upto = max(checked_upto, latest_v)
         if txn.needs_merge:
-            _merge_deletes(store, txn, latest.manifest)
+            _merge_deletes(store, txn, latest.manifest, own)
         base = latest.manifest if latest is not None else None
         m = build_manifest(base, txn, latest_v + 1, data_format=data_format,
                            writer_version=writer_version)
@@ -202,12 +338,12 @@ def commit(store, txn: Transaction, *, v2_names: bool, data_format: str, writer_
             index = txn.restore_index_section
         raw = frame_manifest(m, txn.pb, index)
         rel = f"{VERSIONS_DIR}/{manifest_name(latest_v + 1, v2_names)}"
-        if _publish(store, rel, raw, latest_v + 1):
-            try:
-                store.write_bytes(HINT_FILE, json.dumps({"version": latest_v + 1},
-                                                        separators=(",", ":")).encode())
-            except LanceError:
-                pass  # the hint is an optimisation; listing stays correct
+        try:
+            won = _publish(store, rel, raw, latest_v + 1)
+        except CommitOutcomeUnknownError as e:
+            e.transaction_uuid = txn.uuid
+            raise
+        if won:
             return parse_manifest_file(raw, store.uri_of(rel))
         # lost the race for this version: back off a little and look again
         time.sleep(random.uniform(0, min(0.05, 0.002 * (attempt + 1))))

@@ -27,7 +27,7 @@ import pyarrow.dataset as pads
 from lancenb import __version__ as _lancenb_version
 from lancenb._proto import table_pb2, transaction_pb2
 from lancenb.dataset import blob
-from lancenb.dataset.commit import commit, list_versions, load_manifest
+from lancenb.dataset.commit import commit, list_versions, load_manifest, put_new_object
 from lancenb.dataset.deletion import deletion_path, write_deletions
 from lancenb.dataset.fragment import LanceFragment, open_data_file
 from lancenb.dataset.manifest import (
@@ -127,6 +127,56 @@ class LanceDataset(pads.Dataset):
                     return v
             raise DatasetNotFoundError(f"dataset {self._uri!r} has no version as of {asof}")
         return versions[-1]
+
+    def __reduce__(self):
+        # (uri, version, storage options): the other side reopens the same version;
+        # open files, caches and commit locks stay in this process
+        return _reopen, (self._uri, self.version, self._store.storage_options)
+
+    @staticmethod
+    def commit(base_uri, operation, read_version=None, commit_lock=None, storage_options=None,
+               enable_v2_manifest_paths=None, detached=False, max_retries=None, *,
+               commit_message=None, enable_stable_row_ids=None, **kwargs) -> "LanceDataset":
+        """Commit one :class:`lancenb.LanceOperation` (or a ``Transaction`` from
+        ``write_fragments(..., return_transaction=True)``) as a new version.
+
+        The driver side of distributed writes: workers write fragments, this commits
+        them. It goes through the same commit protocol as every other writer
+        (:mod:`lancenb.dataset.commit`): conflicts with versions committed after
+        ``read_version`` are checked, lost races retried (``max_retries``).
+
+        Parameters
+        ----------
+        base_uri : str, Path or LanceDataset
+            The dataset (created by an ``Overwrite`` when it does not exist).
+        operation : LanceOperation.BaseOperation or Transaction
+        read_version : int, optional
+            The version the operation was built against; required except for
+            ``Overwrite`` and ``Restore``.
+        commit_lock, storage_options, enable_v2_manifest_paths : optional
+            As for :func:`lancenb.write_dataset`.
+        commit_message : str, optional
+            Stored as the transaction property ``lance.commit.message``.
+        enable_stable_row_ids : bool, optional
+            For an ``Overwrite`` that creates the dataset.
+
+        Examples
+        --------
+        >>> frags = lancenb.fragment.write_fragments(table, uri)  # doctest: +SKIP
+        >>> ds = LanceDataset.commit(uri, LanceOperation.Append(frags),
+        ...                          read_version=1)  # doctest: +SKIP
+        """
+        from lancenb.dataset.operations import commit_operation  # it builds on this module
+
+        unknown = sorted(k for k in kwargs if k not in ("commit_timeout", "base_store_params"))
+        if unknown:
+            raise InvalidInputError(f"unsupported LanceDataset.commit options: {unknown}")
+        return commit_operation(base_uri, operation, read_version, commit_lock=commit_lock,
+                                storage_options=storage_options,
+                                enable_v2_manifest_paths=enable_v2_manifest_paths,
+                                max_retries=max_retries, detached=detached,
+                                commit_message=commit_message,
+                                enable_stable_row_ids=enable_stable_row_ids)
 
     def _at(self, mf) -> "LanceDataset":
         return LanceDataset(self._uri, _store=self._store, _manifest=mf)
@@ -318,13 +368,11 @@ class LanceDataset(pads.Dataset):
 
     # -- writes ----------------------------------------------------------------
     def _commit(self, txn: Transaction, written=()) -> None:
-        try:
-            mf = commit(self._store, txn, v2_names=self._v2,
-                        data_format=self.data_storage_version, writer_version=_writer_version(),
-                        base=self._mf)
-        except BaseException:
-            cleanup(self._store, list(written))
-            raise
+        # commit() removes ``written`` itself if it fails before its commit point,
+        # and never after it (see lancenb.dataset.commit)
+        mf = commit(self._store, txn, v2_names=self._v2,
+                    data_format=self.data_storage_version, writer_version=_writer_version(),
+                    base=self._mf, written=written)
         self._become(mf)
 
     def delete(self, predicate) -> None:
@@ -603,7 +651,7 @@ class Tags:
         data = json.dumps(body, indent=2).encode()
         rel = f"{TAGS_DIR}/{tag}.json"
         if create:
-            if not self._store.put_if_absent(rel, data):
+            if not put_new_object(self._store, rel, data):  # a put that fails is read back
                 raise InvalidInputError(f"tag {tag!r} already exists in {self._ds.uri!r}")
         else:
             self._store.write_bytes(rel, data)
@@ -640,6 +688,11 @@ def _open_store(uri, storage_options, commit_lock, manifest_store) -> ObjectStor
                                     "lancenb.dataset.external.ExternalManifestStore")
     store.manifest_store = manifest_store
     return store
+
+
+def _reopen(uri, version, storage_options) -> LanceDataset:
+    """Unpickling a :class:`LanceDataset`: open the same version again."""
+    return LanceDataset(uri, version, storage_options=storage_options)
 
 
 def dataset(uri, version=None, *, asof=None, storage_options=None, commit_lock=None,
@@ -732,11 +785,11 @@ def write_dataset(data, uri, schema: pa.Schema | None = None, *, mode: str = "cr
             txn.create_only = mode == "create"
             if enable_stable_row_ids is not None:
                 txn.enable_stable_row_ids = bool(enable_stable_row_ids)
-        mf = commit(store, txn, v2_names=v2, data_format=version.label,
-                    writer_version=_writer_version(), base=base)
-    except BaseException:
+    except BaseException:  # before the commit point: nothing of this write stays
         cleanup(store, written)
         raise
+    mf = commit(store, txn, v2_names=v2, data_format=version.label,
+                writer_version=_writer_version(), base=base, written=written)
     return LanceDataset(store.uri, _store=store, _manifest=mf)
 
 

@@ -12,6 +12,20 @@ the last ``retain_versions`` or a tagged one) and then every data, deletion and
 transaction file no remaining version references. A file no manifest ever named
 (left by a failed write) is only removed once it is older than 7 days, or with
 ``delete_unverified=True``, because it may belong to a commit still in progress.
+
+Cleanup races commits, so it is conservative in three ways:
+
+* it re-lists the versions immediately before deleting and keeps every file that a
+  version committed since its plan references (a ``restore()`` of a version being
+  removed, say);
+* a file no manifest names is kept, even with ``delete_unverified=True``, when it
+  was modified at or after the oldest in-flight transaction it can see (a
+  ``_transactions/*.txn`` file no manifest names, younger than 7 days) or after
+  the timestamp of the version that transaction read: it may be that commit's.
+  (The reference keeps every file newer than the oldest retained manifest; lancenb
+  applies the time rule to unverified files only, so files of removed versions
+  newer than a tagged old version are still removed);
+* manifests are deleted before the files they name.
 """
 
 from __future__ import annotations
@@ -178,6 +192,19 @@ def _referenced(m) -> set[str]:
     return out
 
 
+def _mtime(store, rel: str) -> float | None:
+    try:
+        return os.path.getmtime(store.path(rel)) if store.local else \
+            store.fs.modified(store.path(rel)).timestamp()
+    except (OSError, NotImplementedError, AttributeError, ValueError):
+        return None
+
+
+def _timestamp(mf) -> float:
+    ts = mf.manifest.timestamp
+    return ts.seconds + ts.nanos / 1e9
+
+
 def cleanup_old_versions(ds, older_than: _dt.timedelta | None = None,
                          retain_versions: int | None = None, *, delete_unverified: bool = False,
                          error_if_tagged_old_versions: bool = True,
@@ -200,8 +227,7 @@ def cleanup_old_versions(ds, older_than: _dt.timedelta | None = None,
     if retain_versions is not None:
         keep |= set(versions[-retain_versions:])
     for v, mf in manifests.items():
-        ts = mf.manifest.timestamp
-        if ts.seconds + ts.nanos / 1e9 >= cutoff:
+        if _timestamp(mf) >= cutoff:
             keep.add(v)
     remove = [v for v in versions if v not in keep]
     kept_refs = set().union(*(_referenced(manifests[v].manifest) for v in keep))
@@ -209,21 +235,44 @@ def cleanup_old_versions(ds, older_than: _dt.timedelta | None = None,
         if remove else set()
     stats = CleanupStats(old_versions=len(remove))
     now = time.time()
+    listed = {d: store.list(d) for d in (DATA_DIR, DELETIONS_DIR, TRANSACTIONS_DIR, ROWIDS_DIR)}
+
+    # immediately before deleting: whatever committed since the plan keeps its files
+    latest, _ = list_versions(store)
+    for v in latest:
+        if v not in manifests:
+            manifests[v] = load_manifest(store, v, v2)
+            keep.add(v)
+            kept_refs |= _referenced(manifests[v].manifest)
+    # unverified files at least as new as what the oldest in-flight commit had read
+    # may be that commit's
+    newest_ok = float("inf")
+    for name in listed[TRANSACTIONS_DIR]:
+        rel = f"{TRANSACTIONS_DIR}/{name}"
+        if rel in kept_refs or rel in removed_refs:
+            continue
+        t = _mtime(store, rel)
+        if t is None or now - t > UNVERIFIED_GRACE.total_seconds():
+            continue
+        # an in-flight commit: its files may be as old as the version it read
+        newest_ok = min(newest_ok, t)
+        read = name.split("-", 1)[0]
+        if read.isdigit() and int(read) in manifests:
+            newest_ok = min(newest_ok, _timestamp(manifests[int(read)]))
+
     to_delete = [f"{VERSIONS_DIR}/{manifest_name(v, v2)}" for v in remove]
-    for d in (DATA_DIR, DELETIONS_DIR, TRANSACTIONS_DIR, ROWIDS_DIR):
-        for name in store.list(d):
+    for d, names in listed.items():
+        for name in names:
             rel = f"{d}/{name}"
             if rel in kept_refs:
                 continue
-            if rel in removed_refs or delete_unverified:
+            if rel in removed_refs:  # verified: only removed versions name it
                 to_delete.append(rel)
                 continue
-            try:
-                age = now - os.path.getmtime(store.path(rel)) if store.local else \
-                    now - store.fs.modified(store.path(rel)).timestamp()
-            except (OSError, NotImplementedError, AttributeError):
-                continue
-            if age > UNVERIFIED_GRACE.total_seconds():
+            t = _mtime(store, rel)
+            if t is None or t >= newest_ok:
+                continue  # may belong to a commit under way, or unknowable
+            if delete_unverified or now - t > UNVERIFIED_GRACE.total_seconds():
                 to_delete.append(rel)
     for rel in to_delete:  # manifests first: no remaining version names a deleted file
         try:

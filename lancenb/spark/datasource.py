@@ -76,7 +76,7 @@ _READ = {"version", "asof", "columns", "pushdown", "batch_size", "fragments_per_
 _WRITE = {"write_mode", "max_rows_per_file", "max_bytes_per_file", "data_storage_version",
           "commit_retries"}
 # fault injection used by lancenb's own tests
-_TESTING = {"_test_fail_partition", "_test_fail_commit"}
+_TESTING = {"_test_fail_partition", "_test_fail_commit", "_test_fail_after_commit"}
 _KNOWN = _READ | _WRITE | _TESTING | {"path"}
 
 
@@ -202,6 +202,7 @@ class LanceNbDataSource(DataSource):
                          max_retries=_int(o, "commit_retries"))
         job.fail_partition = _int(o, "_test_fail_partition")
         job.fail_commit = _bool(o, "_test_fail_commit", False)
+        job.fail_after_commit = _bool(o, "_test_fail_after_commit", False)
         return _Writer(job)
 
 

@@ -11,8 +11,14 @@ share (lance-spark's, and pylance's ``write_fragments`` + ``LanceDataset.commit`
    (the Python API's writer), returning the fragments, serialised, ids unset.
 3. :func:`commit_job` (driver) builds **one** Append or Overwrite transaction over
    every task's fragments and commits it with :func:`lancenb.dataset.commit.commit`:
-   the same conflict check, put-if-absent and retry loop as ``write_dataset``.
-4. :func:`abort_job` removes the job's files.
+   the same conflict check, put-if-absent and retry loop as ``write_dataset``. The
+   transaction's uuid is the job's ``write_uuid``, so anyone can tell from the
+   manifests whether the job reached its commit point. Once ``commit()`` returned
+   the job is committed: what follows (removing the journal) only logs its errors,
+   so Spark never turns them into an abort.
+4. :func:`abort_job` removes the job's files, unless the job is committed (a
+   version carries its transaction) or that cannot be checked: then it removes
+   nothing but the journal.
 
 Every data file is announced in a journal object,
 ``_lancenb_spark/{write_uuid}/{task}.files``, *before* it is created, so abort also
@@ -28,6 +34,7 @@ A :class:`WriteJob` is pickled to every task: it holds only strings, ints, a
 
 from __future__ import annotations
 
+import logging
 import os
 import uuid
 from dataclasses import dataclass, field
@@ -46,6 +53,7 @@ from lancenb.dataset.write import (
     write_fragments,
 )
 from lancenb.errors import (
+    CommitOutcomeUnknownError,
     DatasetExistsError,
     InvalidInputError,
     LanceError,
@@ -61,6 +69,7 @@ __all__ = ["WriteJob", "plan_write", "write_task", "commit_job", "abort_job", "J
            "normalize_uri"]
 
 JOURNAL_DIR = "_lancenb_spark"
+_log = logging.getLogger("lancenb.spark")
 MODES = ("append", "overwrite", "create")
 
 
@@ -94,6 +103,7 @@ class WriteJob:
     # fault injection for tests (see lancenb.spark.datasource): fail this partition
     fail_partition: int | None = None
     fail_commit: bool = False
+    fail_after_commit: bool = False
 
     def store(self) -> ObjectStore:
         return ObjectStore(self.uri, self.storage_options)
@@ -254,7 +264,11 @@ def write_task(job: WriteJob, batches, *, task: str) -> tuple[list[bytes], list[
 def commit_job(job: WriteJob, fragments: list[bytes]):
     """Commit every task's fragments as one transaction; returns the new version.
 
-    Raises the commit's error (conflict, retries exhausted) after removing the files.
+    A failure before the commit point (conflict, retries exhausted, I/O) removes
+    the job's files and raises. Once the commit point is passed the job is
+    committed: later errors are logged, never raised. If the outcome cannot be
+    told, :class:`~lancenb.errors.CommitOutcomeUnknownError` is raised and nothing
+    is removed.
     """
     store = job.store()
     frags = [table_pb2.DataFragment.FromString(b) for b in fragments]
@@ -267,21 +281,66 @@ def commit_job(job: WriteJob, fragments: list[bytes]):
             op.schema_metadata[k.decode() if isinstance(k, bytes) else k] = v
         txn = Transaction(job.read_version, "overwrite", op)
         txn.create_only = job.create_only
+    txn.pb.uuid = job.write_uuid  # abort_job recognises a committed job by it
     try:
         if job.fail_commit:
             raise LanceError("lancenb test fault: the commit fails")
         mf = commit(store, txn, v2_names=job.v2_names, data_format=job.data_format,
                     writer_version=_lancenb_version, max_retries=job.max_retries)
+    except CommitOutcomeUnknownError:
+        raise  # maybe committed: abort_job will look before removing anything
     except BaseException:
         abort_job(job)
         raise
-    _drop_journal(store, job, remove_files=False)
+    try:  # committed: from here on errors are reported, never raised
+        if job.fail_after_commit:
+            raise LanceError("lancenb test fault: removing the journal fails")
+        _drop_journal(store, job, remove_files=False)
+    except Exception as e:  # noqa: BLE001
+        _log.warning("lancenb job %s committed version %d; removing its journal failed "
+                     "(%s): harmless, cleanup_old_versions sweeps it", job.write_uuid,
+                     mf.version, e)
     return mf.version
 
 
+def job_committed(job: WriteJob, store: ObjectStore | None = None) -> bool | None:
+    """True if a version after the job's read version carries the job's transaction,
+    False if none does, None if the manifests cannot be read."""
+    store = store or job.store()
+    try:
+        versions, naming = list_versions(store)
+        for v in reversed(versions):
+            if v <= job.read_version:
+                break
+            mf = load_manifest(store, v, naming)
+            txn = mf.transaction()
+            if txn is not None and txn.uuid == job.write_uuid:
+                return True
+            if txn is None and mf.manifest.transaction_file.startswith(
+                    f"{job.read_version}-{job.write_uuid}"):
+                return True
+        return False
+    except Exception:  # noqa: BLE001 - unknown: the caller must not delete
+        return None
+
+
 def abort_job(job: WriteJob, files=()) -> list[str]:
-    """Remove ``files`` and every file the job's journal lists; returns them."""
+    """Remove ``files`` and every file the job's journal lists; returns them.
+
+    A job that reached its commit point (or whose outcome cannot be checked) keeps
+    every file: only its journal is removed.
+    """
     store = job.store()
+    state = job_committed(job, store)
+    if state is not False:
+        if state is None:
+            _log.warning("lancenb job %s: cannot tell whether it committed; abort removes "
+                         "no files", job.write_uuid)
+        try:
+            _drop_journal(store, job, remove_files=False)
+        except Exception as e:  # noqa: BLE001
+            _log.warning("lancenb job %s: removing its journal failed: %s", job.write_uuid, e)
+        return []
     gone = list(files)
     cleanup(store, gone)
     gone += _drop_journal(store, job, remove_files=True)
