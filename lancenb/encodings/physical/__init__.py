@@ -48,7 +48,7 @@ def value_decoder(enc, fixed_bits: int | None, where: str):
         return bitpacking.InlineValues(bits)
     if kind == "general":
         return general.GeneralValues(enc, value_decoder(enc.general.values, fixed_bits, where),
-                                     where)
+                                     where, fixed_bits)
     if kind == "flat" and not enc.flat.HasField("data"):
         bits = int(enc.flat.bits_per_value)
         if fixed_bits is None or bits != fixed_bits:
@@ -117,7 +117,8 @@ def block_decoder(enc, num_values: int, fixed_bits: int | None, where: str):
     if kind == "general":
         scheme = general.scheme_of(enc, where)
         inner = block_decoder(enc.general.values, num_values, fixed_bits, where)
-        return lambda buf: inner(general.decompress(buf, scheme, where))
+        limit = general.unit_limit(num_values, fixed_bits)
+        return lambda buf: inner(general.decompress(buf, scheme, where, limit=limit))
     if kind == "flat" and not enc.flat.HasField("data"):
         bits = int(enc.flat.bits_per_value)
         if fixed_bits is None or bits != fixed_bits:

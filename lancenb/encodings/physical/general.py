@@ -39,8 +39,16 @@ _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 # Mini-block values are only compressed when buffer 0 holds at least this much, and
 # only kept compressed when that saves space (the reference's rule).
 MIN_COMPRESS_BYTES = 4096
-# Refuse to inflate a unit beyond this (a corrupt size prefix must not allocate TiBs).
-MAX_UNCOMPRESSED = 1 << 34
+# Every unit is inflated to at most the size its context allows (a mini-block chunk of
+# ``n`` fixed-width values holds about ``n * width`` bytes, a level block two bytes a
+# level); where the context gives no size (variable-width items, full-zip values) this
+# is the ceiling, so a corrupt size prefix or a lying frame cannot allocate GiBs.
+MAX_UNCOMPRESSED = 1 << 31
+# Variable-width mini-block chunks: writers aim at 4 KiB and the 2.1 chunk word caps a
+# chunk at 32 KiB; 2.2 large chunks may hold more, so the bound is generous.
+MAX_VARIABLE_CHUNK = 8 << 20
+# Slack over the exact size of fixed-width data: bit-packing headers, RLE run lengths.
+_SLACK = 1024
 
 
 _local = threading.local()  # zstd compressors are not thread-safe: one set per thread
@@ -66,34 +74,96 @@ def compress(data, scheme: int, level: int | None = None) -> bytes:
     raise NotSupportedError(f"general compression scheme {scheme}")
 
 
-def decompress(data, scheme: int, where: str) -> bytes:
-    """One compressed unit back to its bytes; damage raises ``CorruptFileError``."""
-    buf = bytes(data)
+def unit_limit(num_values: int, bits: int | None) -> int:
+    """The most bytes a unit of ``num_values`` values of ``bits`` bits each can inflate
+    to, whatever encoding sits inside the compression (RLE runs and bit-packing headers
+    add at most a byte a value plus a header); ``bits`` None = variable width."""
+    if bits is None:
+        return MAX_UNCOMPRESSED
+    return min(MAX_UNCOMPRESSED, int(num_values) * ((int(bits) + 7) // 8 + 1) + _SLACK)
+
+
+def _zstd(frame, size: int, where: str) -> bytes:
+    """Exactly ``size`` bytes out of one zstd frame, never allocating more."""
+    d = _zstd_decompressor()
+    if zstandard.frame_content_size(frame) == size:
+        # the header agrees: one-shot into a buffer of that size (zstd itself stops
+        # with an error when the blocks would write past the size the header declares)
+        out = d.decompress(frame, max_output_size=size)
+    else:
+        # no size in the header, or a different one: stream, stop one byte past
+        with d.stream_reader(frame) as r:
+            out = r.read(size + 1)
+    if len(out) != size:
+        raise CorruptFileError(f"{where}: zstd unit inflates to "
+                               f"{'more than ' if len(out) > size else ''}{len(out)} bytes, "
+                               f"its size prefix says {size}")
+    return out
+
+
+def _zstd_bare(frame, limit: int, where: str) -> bytes:
+    """A bare zstd frame (no size prefix), inflated to at most ``limit`` bytes."""
+    declared = zstandard.frame_content_size(frame)
+    if declared > limit:
+        raise CorruptFileError(f"{where}: zstd frame declares {declared} bytes, more than "
+                               f"the {limit} its context can hold")
+    if declared >= 0:
+        return _zstd(frame, declared, where)
+    with _zstd_decompressor().stream_reader(frame) as r:
+        out = r.read(limit + 1)
+    if len(out) > limit:
+        raise CorruptFileError(f"{where}: zstd frame inflates past the {limit} bytes its "
+                               f"context can hold")
+    return out
+
+
+def _zstd_decompressor():
+    d = getattr(_local, "zstd_d", None)
+    if d is None:
+        d = _local.zstd_d = zstandard.ZstdDecompressor()
+    return d
+
+
+def claimed_size(data, scheme: int, where: str) -> int | None:
+    """The uncompressed size a unit's prefix claims (None for a bare zstd frame)."""
+    if scheme == LZ4:
+        if len(data) < 4:
+            raise CorruptFileError(f"{where}: LZ4 unit of {len(data)} bytes has no size")
+        return int.from_bytes(bytes(data[:4]), "little")
+    if bytes(data[:4]) == _ZSTD_MAGIC:
+        return None
+    if len(data) < 8:
+        raise CorruptFileError(f"{where}: zstd unit of {len(data)} bytes has no size")
+    return int.from_bytes(bytes(data[:8]), "little")
+
+
+def decompress(data, scheme: int, where: str, *, limit: int = MAX_UNCOMPRESSED) -> bytes:
+    """One compressed unit back to its bytes; damage raises ``CorruptFileError``.
+
+    ``limit`` is the most bytes the unit's context can hold: a size prefix above it
+    is refused before anything is allocated, and a frame that inflates past its
+    prefix stops there (streaming), so peak memory follows the limit, not the file.
+    """
+    if scheme not in (LZ4, ZSTD):
+        raise NotSupportedError(f"{where}: general compression scheme {scheme} is unknown")
+    limit = min(int(limit), MAX_UNCOMPRESSED)
+    size = claimed_size(data, scheme, where)
+    if size is not None and size > limit:
+        raise CorruptFileError(f"{where}: {'LZ4' if scheme == LZ4 else 'zstd'} unit claims "
+                               f"{size} bytes, more than the {limit} its context can hold")
+    buf = memoryview(data)
     try:
         if scheme == LZ4:
-            if len(buf) < 4:
-                raise CorruptFileError(f"{where}: LZ4 unit of {len(buf)} bytes has no size")
-            (size,) = struct.unpack_from("<I", buf)
-            if size > min(MAX_UNCOMPRESSED, 2**31 - 1):  # LZ4 blocks are under 2 GiB
-                raise CorruptFileError(f"{where}: LZ4 unit claims {size} bytes")
-            return lz4.block.decompress(buf[4:], uncompressed_size=size)
-        if scheme == ZSTD:
-            if buf[:4] == _ZSTD_MAGIC:  # a bare frame
-                return zstandard.ZstdDecompressor().decompress(
-                    buf, max_output_size=MAX_UNCOMPRESSED)
-            if len(buf) < 8:
-                raise CorruptFileError(f"{where}: zstd unit of {len(buf)} bytes has no size")
-            (size,) = struct.unpack_from("<Q", buf)
-            if size > MAX_UNCOMPRESSED:
-                raise CorruptFileError(f"{where}: zstd unit claims {size} bytes")
-            out = zstandard.ZstdDecompressor().decompress(buf[8:], max_output_size=size)
+            out = lz4.block.decompress(bytes(buf[4:]), uncompressed_size=size)
             if len(out) != size:
-                raise CorruptFileError(f"{where}: zstd unit gave {len(out)} bytes, its prefix "
+                raise CorruptFileError(f"{where}: LZ4 unit gave {len(out)} bytes, its prefix "
                                        f"says {size}")
             return out
+        if size is None:
+            return _zstd_bare(buf, limit, where)
+        return _zstd(buf[8:], size, where)
     except (lz4.block.LZ4BlockError, zstandard.ZstdError, OverflowError, MemoryError) as e:
         raise CorruptFileError(f"{where}: cannot decompress: {e}") from e
-    raise NotSupportedError(f"{where}: general compression scheme {scheme} is unknown")
 
 
 def scheme_of(enc, where: str) -> int:
@@ -106,16 +176,29 @@ def scheme_of(enc, where: str) -> int:
 class GeneralValues:
     """Mini-block values whose buffer 0 is compressed chunk by chunk."""
 
-    def __init__(self, enc, inner, where: str):
+    def __init__(self, enc, inner, where: str, fixed_bits: int | None = None):
         self.scheme = scheme_of(enc, where)
         self.inner = inner
         self.num_buffers = inner.num_buffers
+        self.fixed_bits = fixed_bits
 
     def decode(self, data, starts, sizes, counts, where):
         # inflate buffer 0 of every chunk into a new area placed before the original
-        # bytes, so the inner decoder sees one buffer with every chunk's pieces
-        parts = [decompress(data[s:s + z], self.scheme, f"{where}, chunk {i}")
-                 for i, (s, z) in enumerate(zip(starts[:, 0].tolist(), sizes[:, 0].tolist()))]
+        # bytes, so the inner decoder sees one buffer with every chunk's pieces. Every
+        # size prefix is checked against what its chunk's values can hold before any
+        # chunk is inflated, so a bomb fails fast and small.
+        s0, z0 = starts[:, 0].tolist(), sizes[:, 0].tolist()
+        cl = counts.tolist()
+        limits = [unit_limit(c, self.fixed_bits) if self.fixed_bits is not None
+                  else MAX_VARIABLE_CHUNK for c in cl]
+        for i, (s, z) in enumerate(zip(s0, z0)):
+            claim = claimed_size(data[s:s + z], self.scheme, f"{where}, chunk {i}")
+            if claim is not None and claim > limits[i]:
+                raise CorruptFileError(f"{where}, chunk {i}: compressed values claim {claim} "
+                                       f"bytes, more than the {limits[i]} that {cl[i]} values "
+                                       f"can hold")
+        parts = [decompress(data[s:s + z], self.scheme, f"{where}, chunk {i}", limit=limits[i])
+                 for i, (s, z) in enumerate(zip(s0, z0))]
         lens = np.array([len(p) for p in parts], dtype=np.int64)
         pos = np.zeros(len(parts), dtype=np.int64)
         np.cumsum(lens[:-1], out=pos[1:])

@@ -80,7 +80,8 @@ def _decode_levels(buf, enc, count: int, where: str) -> np.ndarray:
                                    f"levels")
         return raw.view("<u2")
     if kind == "general":
-        inner = general.decompress(raw, general.scheme_of(enc, where), where)
+        inner = general.decompress(raw, general.scheme_of(enc, where), where,
+                                   limit=general.unit_limit(count, 16))
         return _decode_levels(inner, enc.general.values, count, where)
     dec = physical.level_decoder(enc, where)
     out = dec.decode(raw, np.zeros(1, np.int64), np.array([len(raw)], np.int64),
