@@ -41,6 +41,7 @@ from lancenb.encodings.config import KEYS, config_for_field, is_blob, is_packed
 from lancenb.encodings.page import describe_layout
 from lancenb.encodings.structural import dictarray, repdef
 from lancenb.errors import CorruptFileError, LanceError, NotSupportedError
+from lancenb.file.columns import data_file_columns
 from lancenb.file.format import Footer, parse_offset_table
 from lancenb.file.reader import LanceFileReader
 from lancenb.file.schema import fields_to_schema
@@ -169,22 +170,7 @@ def _legacy_file(rr, path: str, size: int) -> dict:
 def _column_names(fields, version: str, ncols: int) -> list[tuple[str, int | None]]:
     """(name, field id) per column: leaves for 2.1/2.2, every field in pre-order for 2.0."""
     _, top = fields_to_schema(fields)
-    out = []
-
-    def walk(f, prefix):
-        name = f"{prefix}{f.name}"
-        if version == "2.0":
-            out.append((name, f.id))
-            for c in f.children:
-                walk(c, name + ".")
-        elif f.children and not is_packed(f.arrow):
-            for c in f.children:
-                walk(c, name + ".")
-        else:
-            out.append((name, f.id))
-
-    for f in top:
-        walk(f, "")
+    out = [(c.path, c.field_id) for c in data_file_columns(top, version)]
     if len(out) != ncols:  # not the layout assumed: name columns by index only
         return [(f"column {i}", None) for i in range(ncols)]
     return out

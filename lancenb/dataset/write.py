@@ -20,6 +20,8 @@ from lancenb._proto import table_pb2
 from lancenb.dataset.fragment import DATA_DIR
 from lancenb.dataset.stats import STATS_KEY, StatsCollector
 from lancenb.errors import InvalidInputError, LanceError, SchemaError
+from lancenb.file.columns import data_file_columns
+from lancenb.file.schema import fields_to_schema
 from lancenb.file.version import FileVersion
 from lancenb.file.writer import LanceFileWriter
 
@@ -113,13 +115,12 @@ def _cast_batch(b: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
 
 
 def leaf_ids(fields_pb, version: FileVersion | None = None) -> list[int]:
-    """Field ids that own a column: in 2.1+ files the fields that are nobody's
-    parent; in 2.0 files every field (structs have header columns, lists offset
-    columns), depth first as the schema lists them."""
-    if version is FileVersion.V2_0:
-        return [f.id for f in fields_pb]
-    parents = {f.parent_id for f in fields_pb}
-    return [f.id for f in fields_pb if f.id not in parents]
+    """Field ids that own a column of a data file, in column order (a data file's
+    ``DataFile.fields``): :func:`lancenb.file.columns.data_file_columns` of the schema
+    (leaves in 2.1+ with packed and blob v2 structs as one column; every field in 2.0
+    but a packed struct's children)."""
+    _, tops = fields_to_schema(fields_pb)
+    return [c.field_id for c in data_file_columns(tops, version or FileVersion.V2_1)]
 
 
 def write_fragments(store, batches: Iterator[pa.RecordBatch], schema: pa.Schema, fields_pb, *,

@@ -21,6 +21,7 @@ from lancenb.encodings.structural import dictarray, repdef
 from lancenb.encodings.structural.blob import DESCRIPTION_V1
 from lancenb.encodings.v2_0 import FileColumns as _FileColumns2_0
 from lancenb.errors import CorruptFileError, InvalidInputError, NotSupportedError
+from lancenb.file.columns import columns_per_field
 from lancenb.file.format import FOOTER_SIZE, Footer, parse_offset_table
 from lancenb.file.schema import fields_to_schema
 from lancenb.file.version import FileVersion, version_from_footer
@@ -231,13 +232,11 @@ class LanceFileReader:
         """Top-level field index -> its (single, for flat types) column index."""
         out = []
         col = 0
-        for f in self._fields:
+        # the one field-to-column mapping (lancenb.file.columns): leaves own columns,
+        # packed and blob v2 structs one column each
+        for n in columns_per_field(self._fields, self.version):
             out.append(col)
-            # 2.1/2.2: leaves own columns (structs and lists recurse into children)
-            if f.children and not is_packed(f.arrow):
-                col += len(repdef.leaf_paths(_stored(f)[0]))
-            else:
-                col += 1
+            col += n
         if col != num_columns:
             inside = [f.name for f in self._fields if fsl.struct_items_inside(f.storage.type)]
             if inside:
