@@ -7,7 +7,7 @@
 
 __version__ = "0.1.0"
 
-from lancenb import errors, file  # noqa: E402
+from lancenb import errors, file, fragment  # noqa: E402
 from lancenb.dataset import (  # noqa: E402
     LanceDataset,
     LanceFragment,
@@ -16,6 +16,7 @@ from lancenb.dataset import (  # noqa: E402
 )
 from lancenb.dataset import dataset as _dataset_fn  # noqa: E402
 from lancenb.dataset.evolution import BatchUDF, batch_udf  # noqa: E402
+from lancenb.dataset.operations import LanceOperation  # noqa: E402
 from lancenb.errors import (  # noqa: E402
     CommitConflictError,
     CorruptFileError,
@@ -36,7 +37,7 @@ dataset = _dataset_fn
 inspect = _inspect_fn
 
 __all__ = ["__version__", "errors", "file", "dataset", "write_dataset", "LanceDataset",
-           "batch_udf", "BatchUDF",
+           "batch_udf", "BatchUDF", "fragment", "LanceOperation",
            "LanceFragment", "LanceScanner", "LanceError", "CorruptFileError",
            "NotSupportedError", "InvalidInputError", "CommitConflictError",
            "DatasetNotFoundError", "DatasetExistsError", "LanceFileReader", "LanceFileWriter",

@@ -15,13 +15,13 @@ from __future__ import annotations
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 
 from lancenb.dataset import blob
 from lancenb.dataset.deletion import deletion_path, read_deletions
+from lancenb.dataset.fragmeta import DataFile, FragmentMetadata
 from lancenb.dataset.rowids import decode_row_ids
 from lancenb.errors import CorruptFileError, InvalidInputError, NotSupportedError
 from lancenb.file.legacy import LegacyFileReader
@@ -32,37 +32,20 @@ __all__ = ["LanceFragment", "FragmentMetadata", "DataFile"]
 DATA_DIR = "data"
 
 
-@dataclass
-class DataFile:
-    """A data file of a fragment (pylance's ``DataFile``)."""
-
-    path: str
-    fields: list
-    column_indices: list
-    file_major_version: int
-    file_minor_version: int
-    file_size_bytes: int | None
-
-
-@dataclass
-class FragmentMetadata:
-    """pylance's ``FragmentMetadata``, read-only."""
-
-    id: int
-    files: list
-    physical_rows: int
-    deletion_file: object
-    row_id_meta: object = None
-
-    @property
-    def num_deletions(self) -> int:
-        return int(self.deletion_file.num_deleted_rows) if self.deletion_file else 0
-
-
 class LanceFragment:
-    """One fragment of a :class:`~lancenb.dataset.LanceDataset` version."""
+    """One fragment of a :class:`~lancenb.dataset.LanceDataset` version.
+
+    ``LanceFragment(dataset, fragment_id)`` as in pylance (or with the manifest's
+    ``DataFragment``). Pickles as its dataset (URI, version, storage options) and id.
+    """
 
     def __init__(self, dataset, pb):
+        if isinstance(pb, (int, np.integer)):
+            fid = int(pb)
+            pb = next((f for f in dataset.manifest.fragments if f.id == fid), None)
+            if pb is None:
+                raise InvalidInputError(f"dataset {dataset.uri!r} version {dataset.version} has "
+                                        f"no fragment {fid}")
         self._ds = dataset
         self._pb = pb
         self.fragment_id = int(pb.id)
@@ -74,13 +57,96 @@ class LanceFragment:
     def __repr__(self) -> str:
         return f"LanceFragment(id={self.fragment_id}, physical_rows={self.physical_rows})"
 
+    def __reduce__(self):
+        # the dataset pickles as (uri, version, storage options); the fragment by id
+        return LanceFragment, (self._ds, self.fragment_id)
+
     @property
     def metadata(self) -> FragmentMetadata:
-        p = self._pb
-        files = [DataFile(f.path, list(f.fields), list(f.column_indices), f.file_major_version,
-                          f.file_minor_version, f.file_size_bytes or None) for f in p.files]
-        return FragmentMetadata(self.fragment_id, files, self.physical_rows,
-                                p.deletion_file if p.HasField("deletion_file") else None)
+        """pylance's :class:`~lancenb.fragment.FragmentMetadata` of this fragment."""
+        return FragmentMetadata.from_pb(self._pb)
+
+    @property
+    def num_deletions(self) -> int:
+        return len(self.deleted_offsets())
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self._ds.schema
+
+    @staticmethod
+    def create(dataset_uri, data, fragment_id=None, schema=None, max_rows_per_group=1024,
+               progress=None, mode: str = "append", *, data_storage_version=None,
+               use_legacy_format=None, storage_options=None, **kwargs) -> FragmentMetadata:
+        """Write ``data`` as one new fragment (one data file) of ``dataset_uri``,
+        without committing it; commit with ``LanceOperation.Append``/``Overwrite``.
+
+        ``mode="append"`` uses the existing dataset's schema, field ids and file
+        version; ``"create"``/``"overwrite"`` (or no dataset yet) assign field ids from
+        the data's schema. Returns its :class:`~lancenb.fragment.FragmentMetadata`
+        (id ``fragment_id`` or 0: the commit assigns ids).
+
+        Examples
+        --------
+        >>> meta = LanceFragment.create(uri, pa.table({"a": [1]}))  # doctest: +SKIP
+        """
+        from lancenb.dataset.operations import create_fragment  # operations imports us
+
+        return create_fragment(dataset_uri, data, fragment_id, schema, max_rows_per_group,
+                               progress, mode, data_storage_version=data_storage_version,
+                               use_legacy_format=use_legacy_format,
+                               storage_options=storage_options, **kwargs)
+
+    # -- pylance's fragment reads ---------------------------------------------------
+    def scanner(self, *, columns=None, batch_size=None, filter=None, limit=None, offset=None,
+                with_row_id=False, with_row_address=False, **kwargs):
+        """A :class:`~lancenb.dataset.LanceScanner` over this fragment only."""
+        return self._ds.scanner(columns=columns, filter=filter, limit=limit, offset=offset,
+                                batch_size=batch_size, with_row_id=with_row_id,
+                                with_row_address=with_row_address, fragments=[self], **kwargs)
+
+    def to_batches(self, *, columns=None, batch_size=None, filter=None, limit=None,
+                   offset=None, with_row_id=False, with_row_address=False, **kwargs):
+        """This fragment's rows as an iterator of ``pa.RecordBatch``."""
+        return self.scanner(columns=columns, batch_size=batch_size, filter=filter, limit=limit,
+                            offset=offset, with_row_id=with_row_id,
+                            with_row_address=with_row_address, **kwargs).to_batches()
+
+    def to_table(self, columns=None, filter=None, limit=None, offset=None, with_row_id=False,
+                 with_row_address=False, **kwargs) -> pa.Table:
+        """This fragment's rows (projection, filter, limit/offset) as a ``pa.Table``.
+
+        Examples
+        --------
+        >>> ds.get_fragments()[0].to_table(columns=["a"], filter="a > 3")  # doctest: +SKIP
+        """
+        return self.scanner(columns=columns, filter=filter, limit=limit, offset=offset,
+                            with_row_id=with_row_id, with_row_address=with_row_address,
+                            **kwargs).to_table()
+
+    def head(self, num_rows: int) -> pa.Table:
+        return self.scanner(limit=num_rows).to_table()
+
+    def take(self, indices, columns=None) -> pa.Table:
+        """Rows at ``indices`` among this fragment's live rows (deleted rows skipped,
+        as pylance counts them), in the order given."""
+        from lancenb.encodings.structural import dictarray
+
+        idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+        n = self.count_rows()
+        if idx.size and (idx.min() < 0 or idx.max() >= n):
+            bad = int(idx[(idx < 0) | (idx >= n)][0])
+            raise InvalidInputError(f"take: index {bad} is out of range for fragment "
+                                    f"{self.fragment_id} of {n} rows")
+        sc = self.scanner(columns=columns)
+        live = self.live_offsets()
+        phys = live[idx] if live is not None else idx
+        uniq, inverse = np.unique(phys, return_inverse=True)
+        t = self.take_physical(sc.columns, uniq)
+        t = t.replace_schema_metadata(sc.projected_schema.metadata)
+        if len(uniq) != len(phys) or np.any(np.diff(inverse) < 0):
+            t = dictarray.take(t, pa.array(inverse.reshape(-1)))
+        return t
 
     def data_files(self) -> list[DataFile]:
         return self.metadata.files

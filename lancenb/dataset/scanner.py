@@ -69,6 +69,7 @@ class LanceScanner:
         if self.batch_size <= 0:
             raise InvalidInputError("batch_size must be positive")
         self._fragments = fragments
+        self._filter_arg = filter  # as given (a string or an Expression): what pickles
         self.filter_text = None
         self._expr = None
         self._filter = None
@@ -231,3 +232,21 @@ class LanceScanner:
 
     def __arrow_c_stream__(self, requested_schema=None):
         return self.to_reader().__arrow_c_stream__(requested_schema)
+
+    def __reduce__(self):
+        # the dataset (uri, version, storage options) and the scan options, nothing
+        # process-local (open files, caches) travels; fragments go by id
+        opts = {"columns": list(self.columns), "filter": self._filter_arg,
+                "limit": self.limit, "offset": self.offset or None,
+                "batch_size": self.batch_size, "with_row_id": self.with_row_id,
+                "with_row_address": self.with_row_address}
+        if getattr(self, "blob_handling", None) is not None:
+            opts["blob_handling"] = self.blob_handling
+        ids = None if self._fragments is None else [f.fragment_id for f in self._fragments]
+        return _rebuild_scanner, (self._ds, opts, ids)
+
+
+def _rebuild_scanner(ds, opts: dict, fragment_ids):
+    if fragment_ids is not None:
+        opts = dict(opts, fragments=[ds.get_fragment(i) for i in fragment_ids])
+    return ds.scanner(**opts)

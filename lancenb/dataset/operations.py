@@ -1,0 +1,551 @@
+"""Operations a driver commits for its workers: pylance's ``LanceOperation`` and
+``LanceDataset.commit``.
+
+Workers write fragments (:func:`lancenb.fragment.write_fragments`,
+``LanceFragment.create``) and send back :class:`FragmentMetadata`; the driver wraps
+them in one operation and commits it::
+
+    frags = [f for part in client.gather(futures) for f in part]
+    ds = lancenb.LanceDataset.commit(uri, lancenb.LanceOperation.Append(frags),
+                                     read_version=ds.version)
+
+Each operation becomes a :class:`lancenb.dataset.transaction.Transaction` (the
+``lance.table.Transaction`` protobuf) and goes through the one commit protocol of
+:mod:`lancenb.dataset.commit` -- the conflict checks against everything committed
+after ``read_version`` and the put-if-absent retries every other writer uses.
+
+Operations lancenb does not apply (indices, config updates, data replacement,
+overlays, clones) exist under their pylance names so code imports, and raise
+:class:`~lancenb.errors.NotSupportedError` when committed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import uuid as uuidlib
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from lancenb._proto import file_pb2, transaction_pb2
+from lancenb.dataset.fragmeta import FragmentMetadata, as_pb
+from lancenb.dataset.transaction import Transaction as _Txn
+from lancenb.errors import InvalidInputError, NotSupportedError
+from lancenb.file.schema import schema_to_fields
+from lancenb.file.version import FileVersion
+
+__all__ = ["LanceOperation", "Transaction", "to_transaction", "file_version_of"]
+
+
+def _check_fragments(frags, what: str) -> None:
+    if not isinstance(frags, list):
+        raise InvalidInputError(f"{what} must be a list of FragmentMetadata, not "
+                                f"{type(frags).__name__}")
+
+
+class LanceOperation:
+    """pylance's ``lance.LanceOperation`` namespace: one dataclass per operation."""
+
+    class BaseOperation:
+        """Base class of the operations :meth:`LanceDataset.commit` accepts."""
+
+    @dataclass
+    class Overwrite(BaseOperation):
+        """Create a dataset or replace its data and schema with ``fragments``
+        (their ids are reassigned at commit)."""
+
+        new_schema: object
+        fragments: list
+        initial_bases: list | None = None
+
+        def __post_init__(self):
+            _check_fragments(self.fragments, "Overwrite.fragments")
+
+    @dataclass
+    class Append(BaseOperation):
+        """Add ``fragments`` (new ids assigned at commit)."""
+
+        fragments: list
+
+        def __post_init__(self):
+            _check_fragments(self.fragments, "Append.fragments")
+
+    @dataclass
+    class Delete(BaseOperation):
+        """Fragments with new deletion files, and fragments removed whole."""
+
+        updated_fragments: list
+        deleted_fragment_ids: list
+        predicate: str
+
+        def __post_init__(self):
+            _check_fragments(self.updated_fragments, "Delete.updated_fragments")
+
+    @dataclass
+    class Update(BaseOperation):
+        """Rows moved: updated fragments (deletions), new fragments, removed ids."""
+
+        removed_fragment_ids: list = field(default_factory=list)
+        updated_fragments: list = field(default_factory=list)
+        new_fragments: list = field(default_factory=list)
+        fields_modified: list = field(default_factory=list)
+        fields_for_preserving_frag_bitmap: list = field(default_factory=list)
+        update_mode: str = ""
+        updated_fragment_offsets: dict | None = None
+
+        def __post_init__(self):
+            _check_fragments(self.updated_fragments, "Update.updated_fragments")
+            _check_fragments(self.new_fragments, "Update.new_fragments")
+
+    @dataclass
+    class Merge(BaseOperation):
+        """Replace every fragment and the schema (new columns added to fragments).
+        ``schema``: a ``pa.Schema`` (columns matched to the read version's fields by
+        name, new ones given new ids) or a list of Lance field protobufs."""
+
+        fragments: list
+        schema: object
+        preserves_nullability: bool = False
+
+        def __post_init__(self):
+            _check_fragments(self.fragments, "Merge.fragments")
+
+    @dataclass
+    class Restore(BaseOperation):
+        """Make ``version`` the latest, as a new version."""
+
+        version: int
+
+    @dataclass
+    class RewriteGroup:
+        """Fragments replaced by new ones holding the same rows (compaction)."""
+
+        old_fragments: list
+        new_fragments: list
+
+    @dataclass
+    class RewrittenIndex:
+        old_id: str
+        new_id: str
+        new_details_type_url: str = ""
+        new_details_value: bytes = b""
+        new_index_version: int = 0
+
+    @dataclass
+    class Rewrite(BaseOperation):
+        groups: list
+        rewritten_indices: list = field(default_factory=list)
+
+    @dataclass
+    class Project(BaseOperation):
+        """Keep/rename columns: the new schema (a ``pa.Schema`` or field protobufs)."""
+
+        schema: object
+        preserves_nullability: bool = False
+
+    @dataclass
+    class CreateIndex(BaseOperation):
+        new_indices: list
+        removed_indices: list
+
+    @dataclass
+    class DataReplacementGroup:
+        fragment_id: int
+        new_file: object
+
+    @dataclass
+    class DataReplacement(BaseOperation):
+        replacements: list
+
+    @dataclass
+    class UpdateMap:
+        updates: dict
+        replace: bool = False
+
+    @dataclass
+    class UpdateConfig(BaseOperation):
+        config_updates: object = None
+        table_metadata_updates: object = None
+        schema_metadata_updates: object = None
+        field_metadata_updates: object = None
+
+
+@dataclass
+class Transaction:
+    """pylance's ``lance.Transaction``: an operation and the version it was read at
+    (what ``write_fragments(..., return_transaction=True)`` returns)."""
+
+    read_version: int
+    operation: LanceOperation.BaseOperation
+    uuid: str = dataclasses.field(default_factory=lambda: str(uuidlib.uuid4()))
+    transaction_properties: dict | None = dataclasses.field(default_factory=dict)
+
+
+# -- conversion to the commit protocol's transaction ---------------------------------
+
+def file_version_of(frags_pb) -> FileVersion | None:
+    """The file version of the fragments' data files (None: no files); mixed
+    versions are refused."""
+    seen = set()
+    for f in frags_pb:
+        for df in f.files:
+            seen.add(FileVersion.for_data_file(int(df.file_major_version),
+                                               int(df.file_minor_version),
+                                               f"data file {df.path!r}"))
+    if len(seen) > 1:
+        raise InvalidInputError(f"the fragments mix data file versions "
+                                f"{sorted(v.label for v in seen)}")
+    return seen.pop() if seen else None
+
+
+def _subtree(fields_pb, top_id: int) -> list:
+    ids = {top_id}
+    out = []
+    for f in fields_pb:  # pre-order: a child follows its parent
+        if f.id in ids or f.parent_id in ids:
+            ids.add(f.id)
+            g = file_pb2.Field()
+            g.CopyFrom(f)
+            out.append(g)
+    return out
+
+
+def schema_fields(schema, base_fields=None) -> list:
+    """Lance field protobufs for ``schema``: protobufs pass through; a ``pa.Schema``
+    keeps the ids of ``base_fields`` whose top-level name and type match and gives
+    other columns ids after the largest one in use."""
+    if isinstance(schema, (list, tuple)) and all(isinstance(f, file_pb2.Field) for f in schema):
+        return list(schema)
+    if not isinstance(schema, pa.Schema):
+        raise InvalidInputError(f"schema must be a pyarrow.Schema or a list of Lance field "
+                                f"protobufs, not {type(schema).__name__}")
+    fresh, _ = schema_to_fields(schema)
+    if not base_fields:
+        return fresh
+    from lancenb.file.schema import fields_to_schema
+
+    base_schema, base_tops = fields_to_schema(base_fields)
+    by_name = {t.name: t for t in base_tops}
+    next_id = max((f.id for f in base_fields), default=-1) + 1
+    out = []
+    for top in schema:
+        old = by_name.get(top.name)
+        if old is not None and base_schema.field(top.name).type == top.type:
+            out += _subtree(base_fields, old.id)
+            continue
+        sub, _ = schema_to_fields(pa.schema([top]))
+        remap = {f.id: f.id + next_id for f in sub}
+        for f in sub:
+            f.id = remap[f.id]
+            if f.parent_id != -1:
+                f.parent_id = remap[f.parent_id]
+        next_id += len(sub)
+        out += sub
+    return out
+
+
+def _pbs(frags, what: str) -> list:
+    _check_fragments(list(frags) if not isinstance(frags, list) else frags, what)
+    return [as_pb(f) for f in frags]
+
+
+def _schema_metadata(schema) -> dict:
+    if not isinstance(schema, pa.Schema):
+        return {}
+    return {(k.decode() if isinstance(k, bytes) else k): v
+            for k, v in (schema.metadata or {}).items()}
+
+
+def _deleted_rows(store, base_frags, updated) -> dict:
+    """Per updated fragment, the rows its new deletion file adds to the read version's
+    (what the commit needs to rebase this delete over a concurrent one)."""
+    from lancenb.dataset.deletion import read_deletions
+
+    out = {}
+    for f in updated:
+        if not f.HasField("deletion_file"):
+            continue
+        new = read_deletions(store, f.id, f.deletion_file, f.physical_rows)
+        old_f = base_frags.get(f.id)
+        if old_f is not None and old_f.HasField("deletion_file"):
+            old = read_deletions(store, f.id, old_f.deletion_file, old_f.physical_rows)
+            new = np.setdiff1d(new, old).astype(np.uint32)
+        out[f.id] = new
+    return out
+
+
+def to_transaction(op, read_version: int, *, store=None, base=None) -> _Txn:
+    """The commit protocol's transaction for a :class:`LanceOperation` operation.
+
+    ``base`` is the manifest (protobuf) at ``read_version`` (None: no dataset yet);
+    ``store`` the dataset's object store (deletes read their deletion files).
+    """
+    T = transaction_pb2.Transaction
+    L = LanceOperation
+    base_fields = list(base.fields) if base is not None else []
+    if isinstance(op, L.Append):
+        return _Txn(read_version, "append", T.Append(fragments=_pbs(op.fragments, "fragments")))
+    if isinstance(op, L.Overwrite):
+        if op.initial_bases:
+            raise NotSupportedError("Overwrite(initial_bases=...) is not supported by lancenb")
+        frags = _pbs(op.fragments, "fragments")
+        bad = [f.id for f in frags if f.HasField("deletion_file")]
+        if bad:
+            raise InvalidInputError(f"Overwrite fragments must not have deletion files "
+                                    f"(fragment ids {bad}); commit deletions with Delete")
+        msg = T.Overwrite(fragments=frags, schema=schema_fields(op.new_schema))
+        for k, v in _schema_metadata(op.new_schema).items():
+            msg.schema_metadata[k] = v
+        return _Txn(read_version, "overwrite", msg)
+    if base is None and not isinstance(op, L.Restore):
+        raise InvalidInputError(f"{type(op).__name__} needs an existing dataset at "
+                                f"read_version {read_version}")
+    if isinstance(op, L.Delete):
+        upd = _pbs(op.updated_fragments, "updated_fragments")
+        txn = _Txn(read_version, "delete",
+                   T.Delete(updated_fragments=upd,
+                            deleted_fragment_ids=[int(i) for i in op.deleted_fragment_ids],
+                            predicate=str(op.predicate or "")))
+        txn.deleted_rows = _deleted_rows(store, {f.id: f for f in base.fragments}, upd)
+        return txn
+    if isinstance(op, L.Update):
+        if op.updated_fragment_offsets:
+            raise NotSupportedError("Update(updated_fragment_offsets=...) is not supported")
+        msg = T.Update(removed_fragment_ids=[int(i) for i in op.removed_fragment_ids],
+                       updated_fragments=_pbs(op.updated_fragments, "updated_fragments"),
+                       new_fragments=_pbs(op.new_fragments, "new_fragments"),
+                       fields_modified=[int(i) for i in op.fields_modified],
+                       fields_for_preserving_frag_bitmap=[
+                           int(i) for i in op.fields_for_preserving_frag_bitmap])
+        return _Txn(read_version, "update", msg)
+    if isinstance(op, L.Merge):
+        msg = T.Merge(fragments=_pbs(op.fragments, "fragments"),
+                      schema=schema_fields(op.schema, base_fields))
+        meta = _schema_metadata(op.schema) if isinstance(op.schema, pa.Schema) else \
+            dict(base.schema_metadata)
+        for k, v in meta.items():
+            msg.schema_metadata[k] = v
+        return _Txn(read_version, "merge", msg)
+    if isinstance(op, L.Project):
+        return _Txn(read_version, "project", T.Project(schema=schema_fields(op.schema,
+                                                                            base_fields)))
+    if isinstance(op, L.Rewrite):
+        if op.rewritten_indices:
+            raise NotSupportedError("Rewrite(rewritten_indices=...) is not supported: lancenb "
+                                    "datasets carry no indices it can remap")
+        groups = [T.Rewrite.RewriteGroup(old_fragments=_pbs(g.old_fragments, "old_fragments"),
+                                         new_fragments=_pbs(g.new_fragments, "new_fragments"))
+                  for g in op.groups]
+        return _Txn(read_version, "rewrite", T.Rewrite(groups=groups))
+    if isinstance(op, L.Restore):
+        return _Txn(read_version, "restore", T.Restore(version=int(op.version)))
+    if isinstance(op, L.BaseOperation):
+        raise NotSupportedError(f"lancenb cannot commit LanceOperation.{type(op).__name__}")
+    raise InvalidInputError(f"operation must be a LanceOperation operation or a Transaction, "
+                            f"not {type(op).__name__}")
+
+
+def commit_operation(base_uri, operation, read_version=None, *, commit_lock=None,
+                     storage_options=None, enable_v2_manifest_paths=None,
+                     max_retries=None, enable_stable_row_ids=None, detached=False,
+                     commit_message=None):
+    """``LanceDataset.commit``: see :meth:`lancenb.dataset.LanceDataset.commit`."""
+    from lancenb.dataset import core
+    from lancenb.dataset.commit import DEFAULT_MAX_RETRIES, list_versions, load_manifest
+
+    if detached:
+        raise NotSupportedError("detached commits are not supported by lancenb")
+    properties = {}
+    if isinstance(operation, Transaction):
+        read_version = operation.read_version
+        properties = dict(operation.transaction_properties or {})
+        op = operation.operation
+    else:
+        op = operation
+    if commit_message is not None:
+        properties["lance.commit.message"] = str(commit_message)
+    L = LanceOperation
+    if read_version is None and not isinstance(op, (L.Overwrite, L.Restore)):
+        raise InvalidInputError("read_version is required for all operations except "
+                                "Overwrite and Restore")
+    if isinstance(base_uri, core.LanceDataset):
+        store = base_uri._store
+    else:
+        if not isinstance(base_uri, (str, os.PathLike)):
+            raise InvalidInputError(f"base_uri must be a str, Path or LanceDataset, not "
+                                    f"{type(base_uri).__name__}")
+        store = core._open_store(base_uri, storage_options, commit_lock, None)
+    versions, naming = list_versions(store)
+    if read_version is None:
+        read_version = versions[-1] if versions else 0
+    read_version = int(read_version)
+    if read_version and read_version not in versions:
+        raise InvalidInputError(f"read_version {read_version} is not a version of "
+                                f"{store.uri!r}")
+    v2 = naming if naming is not None else (True if enable_v2_manifest_paths is None
+                                            else bool(enable_v2_manifest_paths))
+    base = load_manifest(store, read_version, v2) if read_version else None
+    txn = to_transaction(op, read_version, store=store,
+                         base=base.manifest if base is not None else None)
+    for k, v in properties.items():
+        txn.pb.transaction_properties[k] = v
+    if txn.op == "overwrite" and enable_stable_row_ids is not None:
+        txn.enable_stable_row_ids = bool(enable_stable_row_ids)
+    if txn.op == "restore":
+        target = load_manifest(store, int(op.version), v2)
+        txn.restore_manifest = target.manifest
+        txn.restore_index_section = target.index_section_bytes()
+    new = file_version_of(_new_fragments(txn))
+    if base is not None and txn.op != "overwrite":
+        fmt = base.manifest.data_format.version or "2.0"
+        if new is not None and new is not FileVersion.resolve(fmt):
+            raise InvalidInputError(f"cannot commit {new.label} data files to a dataset of "
+                                    f"{fmt} files")
+    else:
+        fmt = (new or FileVersion.resolve(None)).label
+    mf = core.commit(store, txn, v2_names=v2, data_format=fmt,
+                     writer_version=core._writer_version(),
+                     max_retries=DEFAULT_MAX_RETRIES if max_retries is None else int(max_retries),
+                     base=base)
+    return core.LanceDataset(store.uri, _store=store, _manifest=mf)
+
+
+def _new_fragments(txn) -> list:
+    p = txn.pb
+    if txn.op in ("append", "overwrite", "merge"):
+        return list(getattr(p, txn.op).fragments)
+    if txn.op == "update":
+        return list(p.update.new_fragments)
+    if txn.op == "rewrite":
+        return [f for g in p.rewrite.groups for f in g.new_fragments]
+    return []
+
+
+def fragment_metadata(frags_pb) -> list[FragmentMetadata]:
+    return [FragmentMetadata.from_pb(f) for f in frags_pb]
+
+
+# -- writing fragments (the worker side) -------------------------------------------------
+
+def _open_for_write(dataset_uri, storage_options):
+    """``(store, manifest file or None)`` of the dataset a worker writes for."""
+    from lancenb.dataset import core
+    from lancenb.dataset.commit import list_versions, load_manifest
+
+    if isinstance(dataset_uri, core.LanceDataset):
+        return dataset_uri._store, dataset_uri._mf
+    store = core._open_store(dataset_uri, storage_options, None, None)
+    versions, naming = list_versions(store)
+    return store, (load_manifest(store, versions[-1], naming) if versions else None)
+
+
+def write_fragment_files(data, dataset_uri, schema=None, *, mode: str = "append",
+                         max_rows_per_file: int | None = None,
+                         max_bytes_per_file: int | None = None,
+                         data_storage_version: str | None = None, storage_options=None):
+    """Write ``data`` as data files of new fragments (nothing committed).
+
+    Returns ``(fragment protobufs, arrow schema written, read version)``. In
+    ``"append"`` mode against an existing dataset the data takes the dataset's
+    schema, field ids and file version; otherwise (``"create"``/``"overwrite"``, or
+    no dataset yet) field ids are assigned afresh from the data's schema.
+    """
+    from lancenb.dataset import core
+    from lancenb.dataset.manifest import check_feature_flags
+    from lancenb.dataset.write import (
+        DEFAULT_MAX_BYTES_PER_FILE,
+        DEFAULT_MAX_ROWS_PER_FILE,
+        cleanup,
+        normalize_input,
+        write_fragments,
+    )
+    from lancenb.file.schema import fields_to_schema
+
+    if mode not in ("append", "create", "overwrite"):
+        raise InvalidInputError(f"mode must be 'append', 'create' or 'overwrite', not {mode!r}")
+    store, base = _open_for_write(dataset_uri, storage_options)
+    if base is not None:
+        check_feature_flags(base.manifest, base.name, write=True)
+    in_schema, batches = normalize_input(data, schema)
+    if mode == "append" and base is not None:
+        m = base.manifest
+        write_schema, _ = fields_to_schema(m.fields, m.schema_metadata)
+        fmt = m.data_format.version or "2.0"
+        if data_storage_version is not None and \
+                FileVersion.resolve(data_storage_version) != FileVersion.resolve(fmt):
+            raise InvalidInputError(f"cannot write {data_storage_version} files for a dataset "
+                                    f"of {fmt} files")
+        core._check_append_schema(in_schema, write_schema, store.uri)
+        if not in_schema.equals(write_schema, check_metadata=False):
+            _, batches = normalize_input(pa.RecordBatchReader.from_batches(in_schema, batches),
+                                         write_schema.remove_metadata())
+        fields_pb = list(m.fields)
+        version = FileVersion.resolve(fmt)
+    else:
+        if data_storage_version is None and base is not None and mode == "overwrite":
+            data_storage_version = base.manifest.data_format.version or None
+        version = FileVersion.resolve(data_storage_version)
+        write_schema = in_schema
+        fields_pb, _ = schema_to_fields(in_schema)
+    if not version.writable:
+        raise NotSupportedError(f"lancenb writes 2.0, 2.1 or 2.2 data files, not "
+                                f"{version.label}")
+    written: list[str] = []
+    try:
+        frags = write_fragments(store, batches, write_schema, fields_pb, version=version,
+                                max_rows_per_file=max_rows_per_file or DEFAULT_MAX_ROWS_PER_FILE,
+                                max_bytes_per_file=max_bytes_per_file
+                                or DEFAULT_MAX_BYTES_PER_FILE, written=written)
+    except BaseException:
+        cleanup(store, written)
+        raise
+    return frags, write_schema, (base.version if base is not None else 0)
+
+
+def write_fragments(data, dataset_uri, schema=None, *, return_transaction: bool = False,
+                    mode: str = "append", max_rows_per_file: int = 1024 * 1024,
+                    max_rows_per_group: int | None = 1024, max_bytes_per_file: int | None = None,
+                    progress=None, data_storage_version: str | None = None,
+                    use_legacy_format=None, storage_options=None,
+                    enable_stable_row_ids: bool = False, **kwargs):
+    """See :func:`lancenb.fragment.write_fragments`."""
+    unknown = sorted(k for k in kwargs if k not in ("data_cache_bytes", "max_page_bytes",
+                                                    "session"))
+    if unknown:
+        raise InvalidInputError(f"unsupported write_fragments options: {unknown}")
+    if use_legacy_format:
+        raise NotSupportedError("lancenb does not write legacy (0.1) data files")
+    frags, write_schema, read_version = write_fragment_files(
+        data, dataset_uri, schema, mode=mode, max_rows_per_file=max_rows_per_file,
+        max_bytes_per_file=max_bytes_per_file, data_storage_version=data_storage_version,
+        storage_options=storage_options)
+    metas = fragment_metadata(frags)
+    if not return_transaction:
+        return metas
+    if mode == "append" and read_version:
+        op = LanceOperation.Append(metas)
+    else:
+        op = LanceOperation.Overwrite(write_schema, metas)
+    return Transaction(read_version=read_version, operation=op)
+
+
+def create_fragment(dataset_uri, data, fragment_id=None, schema=None, max_rows_per_group=1024,
+                    progress=None, mode: str = "append", *, data_storage_version=None,
+                    use_legacy_format=None, storage_options=None, **kwargs):
+    """See :meth:`lancenb.fragment.LanceFragment.create`: one fragment, one data file."""
+    unknown = sorted(k for k in kwargs if k not in ("session",))
+    if unknown:
+        raise InvalidInputError(f"unsupported LanceFragment.create options: {unknown}")
+    if use_legacy_format:
+        raise NotSupportedError("lancenb does not write legacy (0.1) data files")
+    frags, _, _ = write_fragment_files(data, dataset_uri, schema, mode=mode,
+                                       max_rows_per_file=1 << 62, max_bytes_per_file=1 << 62,
+                                       data_storage_version=data_storage_version,
+                                       storage_options=storage_options)
+    if not frags:
+        raise InvalidInputError("LanceFragment.create got no rows to write")
+    meta = FragmentMetadata.from_pb(frags[0])
+    meta.id = int(fragment_id or 0)
+    return meta
