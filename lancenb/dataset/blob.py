@@ -375,8 +375,8 @@ def take_blobs(ds, blob_column: str, ids=None, addresses=None, indices=None, *,
     files = {}
     out = []
     for d, fid in zip(descs, frag_ids):
-        if d is None:
-            out.append(None)
+        if d is None or (kind == "v1" and d["size"] == 0 and d["position"] != 0):
+            out.append(None)  # (2.0 files describe a null value as (1, 0))
             continue
         if fid not in files:
             files[fid] = ds.get_fragment(int(fid))._data_file_of(blob_column)

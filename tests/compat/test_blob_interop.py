@@ -5,8 +5,10 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
+import lancenb
 from lancenb.file import LanceFileReader, LanceFileWriter
 
 lance = pytest.importorskip("lance")
@@ -67,3 +69,82 @@ def test_pylance_reads_wide_packed_rows(tmp_path):
     with LanceFileWriter(path) as w:
         w.write_batch(t)
     assert PyReader(path).read_all().to_table().equals(t)
+
+
+# -- datasets: the blob API both ways (issue 16, findings 4 and 5) -----------------------
+BLOB_MD = {"lance-encoding:blob": "true"}
+
+
+def _dataset_values():
+    """Inline, empty and null values, and (in pylance's 2.2 blob v2) values it keeps in
+    a packed sidecar file (over 64 KiB) and in a file of their own (over 4 MiB)."""
+    rng = np.random.default_rng(11)
+    return [b"abc", None, b"", rng.bytes(100), rng.bytes(70_000), rng.bytes(90_000),
+            None, rng.bytes((4 << 20) + 5), b"z", rng.bytes(3000)]
+
+
+def _blob_table(vals):
+    schema = pa.schema([pa.field("id", pa.int64()),
+                        pa.field("b", pa.large_binary(), metadata=BLOB_MD)])
+    return pa.table({"id": np.arange(len(vals)), "b": pa.array(vals, pa.large_binary())},
+                    schema=schema)
+
+
+@pytest.fixture(scope="module", params=["2.1", "2.2"])
+def pylance_ds(request, tmp_path_factory):
+    vals = _dataset_values()
+    uri = str(tmp_path_factory.mktemp(f"pyblob{request.param}") / "ds")
+    lance.write_dataset(_blob_table(vals), uri, data_storage_version=request.param,
+                        max_rows_per_file=6)
+    lance.dataset(uri).delete("id = 3")
+    del vals[3]
+    return uri, vals
+
+
+def test_lancenb_reads_pylance_blob_dataset(pylance_ds):
+    uri, vals = pylance_ds
+    ours, theirs = lancenb.dataset(uri), lance.dataset(uri)
+    for handling in (None, "all_binary"):
+        a, b = ours.to_table(blob_handling=handling), theirs.to_table(blob_handling=handling)
+        assert a.schema == b.schema and a.equals(b)
+    assert ours.to_table(blob_handling="all_binary").column("b").to_pylist() == vals
+    idx = [8, 0, 1, 4, 4, 6]
+    assert ours.take(idx).equals(theirs.take(idx))
+    assert ours.take(idx, blob_handling="all_binary").column("b").to_pylist() == \
+        [vals[i] for i in idx]
+    flt = "id > 4 AND id < 9"
+    assert ours.to_table(filter=flt).equals(theirs.to_table(filter=flt))
+    assert ours.count_rows() == theirs.count_rows() == len(vals)
+
+
+def test_lancenb_take_blobs_of_pylance_dataset(pylance_ds):
+    uri, vals = pylance_ds
+    ours, theirs = lancenb.dataset(uri), lance.dataset(uri)
+    idx = list(range(len(vals)))
+    a = ours.take_blobs("b", indices=idx)
+    b = theirs.take_blobs("b", indices=idx)
+    assert [x is None for x in a] == [v is None for v in vals] == [x is None for x in b]
+    assert [x.size() for x in a if x] == [x.size() for x in b if x]
+    assert [x.read() for x in a if x] == [v for v in vals if v is not None]
+    # ten bytes of the 4 MiB value (a file of its own in 2.2) read ten bytes
+    big = ours.take_blobs("b", indices=[6], buffer_size=0)[0]
+    big.seek(1 << 20)
+    assert big.read(10) == vals[6][1 << 20:(1 << 20) + 10]
+    assert big.stats.bytes_read == 10
+    addrs = theirs.to_table(columns=["id"], with_row_address=True).column("_rowaddr")
+    assert ours.take_blobs("b", addresses=addrs.take([4]))[0].read() == vals[4]
+
+
+@pytest.mark.parametrize("version", ["2.0", "2.1", "2.2"])
+def test_pylance_reads_lancenb_blob_dataset(tmp_path, version):
+    vals = _dataset_values()[:7]  # (no 4 MiB value: pylance's 2.2 files hold those apart)
+    uri = str(tmp_path / "ds")
+    lancenb.write_dataset(_blob_table(vals), uri, data_storage_version=version,
+                          max_rows_per_file=4)
+    ours, theirs = lancenb.dataset(uri), lance.dataset(uri)
+    assert theirs.to_table(blob_handling="all_binary").column("b").to_pylist() == vals
+    assert ours.to_table().equals(theirs.to_table())  # same descriptions
+    files = theirs.take_blobs("b", indices=list(range(len(vals))))
+    assert [f if f is None else f.read() for f in files] == vals
+    ids = theirs.to_table(columns=["id"], with_row_id=True).column("_rowid")
+    assert ours.take_blobs("b", ids=ids.take([4]))[0].read() == vals[4]

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from lancenb._proto import file2_pb2
 from lancenb.encodings import pb
@@ -225,7 +224,8 @@ class FileColumns:
     def read_blob_descriptions(self, field_idx: int, rows: np.ndarray | None
                                ) -> pa.ChunkedArray:
         """A blob column's ``(position, size)`` descriptions at ``rows`` (sorted; None:
-        every row), null for a null value, without reading the values."""
+        every row) as stored, without reading the values: a null value reads as
+        ``(1, 0)``, as pylance 14 returns it from 2.0 files."""
         node = self.nodes[field_idx]
         if node.kind != "blob":
             raise InvalidInputError(f"{self.path!r}: column {node.arrow.name!r} is not a "
@@ -236,14 +236,7 @@ class FileColumns:
         desc = self._read_leaf(c, rows, BLOB_TYPE)
         if desc.null_count:
             raise CorruptFileError(f"{c.where}: null blob descriptors")
-        pos, size = desc.field(0), desc.field(1)
-        null = np.asarray(pc.and_(pc.equal(pos, 1), pc.equal(size, 0)))
-        if not null.any():
-            return pa.chunked_array([desc], type=BLOB_TYPE)
-        kids = [pa.array(np.asarray(k), pa.uint64(), mask=null) for k in (pos, size)]
-        return pa.chunked_array([pa.StructArray.from_arrays(kids, fields=list(BLOB_TYPE),
-                                                            mask=pa.array(null))],
-                                type=BLOB_TYPE)
+        return pa.chunked_array([desc], type=BLOB_TYPE)
 
     def read_range(self, field_idx: int, start: int, count: int) -> pa.ChunkedArray:
         """Rows ``[start, start + count)``."""
