@@ -311,7 +311,7 @@ class LanceDataset(pads.Dataset):
         if r is None:
             if len(self._readers) >= _READER_CACHE_SIZE:
                 self._readers.pop(next(iter(self._readers)))
-            r = open_data_file(self._store, path, legacy)
+            r = open_data_file(self._store, path, legacy, source=f"manifest {self._mf.name!r}")
             self._readers[path] = r
         return r
 

@@ -46,6 +46,11 @@ def read_deletions(store, fragment_id: int, df, physical_rows: int) -> np.ndarra
             bm = BitMap.deserialize(raw)
         except Exception as e:  # pyroaring raises plain ValueError/OverflowError
             raise CorruptFileError(f"{where}: not a roaring bitmap: {e}") from e
+        # a few bytes of run containers can describe 2**32 rows: check the count
+        # against the fragment before expanding it
+        if len(bm) > physical_rows:
+            raise CorruptFileError(f"{where}: deletes {len(bm)} rows but the fragment has "
+                                   f"{physical_rows}")
         rows = np.array(bm.to_array(), dtype=np.uint32) if len(bm) else np.zeros(0, np.uint32)
     else:
         try:

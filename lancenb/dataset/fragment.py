@@ -22,14 +22,17 @@ import pyarrow as pa
 from lancenb.dataset import blob
 from lancenb.dataset.deletion import deletion_path, read_deletions
 from lancenb.dataset.fragmeta import DataFile, FragmentMetadata
-from lancenb.dataset.rowids import decode_row_ids
+from lancenb.dataset.rowids import decode_row_ids, external_bytes
 from lancenb.errors import CorruptFileError, InvalidInputError, NotSupportedError
 from lancenb.file.legacy import LegacyFileReader
 from lancenb.file.reader import LanceFileReader
+from lancenb.io.paths import check_name
 
 __all__ = ["LanceFragment", "FragmentMetadata", "DataFile"]
 
 DATA_DIR = "data"
+# row offsets in a row address are 32 bits
+MAX_FRAGMENT_ROWS = 1 << 32
 
 
 class LanceFragment:
@@ -51,6 +54,7 @@ class LanceFragment:
         self.fragment_id = int(pb.id)
         self.physical_rows = int(pb.physical_rows)
         self._deleted: np.ndarray | None = None
+        self._rows_ok = False
         self._plan: dict | None = None
 
     # -- metadata --------------------------------------------------------------
@@ -164,7 +168,7 @@ class LanceFragment:
                 cached = self._ds._cache.get(key)
                 if cached is None:
                     cached = read_deletions(self._ds._store, self.fragment_id,
-                                            self._pb.deletion_file, self.physical_rows)
+                                            self._pb.deletion_file, self.verified_rows())
                     self._ds._cache[key] = cached
                 self._deleted = cached
             else:
@@ -176,9 +180,33 @@ class LanceFragment:
         dead = self.deleted_offsets()
         if not dead.size:
             return None
-        mask = np.ones(self.physical_rows, dtype=bool)
+        mask = np.ones(self.verified_rows(), dtype=bool)
         mask[dead] = False
         return np.flatnonzero(mask)
+
+    def verified_rows(self) -> int:
+        """``physical_rows``, once checked against what the fragment's files hold.
+
+        Per-row arrays (deletion masks, row ids, null columns) are sized from it, so a
+        manifest claiming ``2**36`` rows must fail here, not in a 64 GiB allocation:
+        the first data file's row count must agree, and without data files the count
+        must fit in the 32-bit row offsets of row addresses.
+        """
+        if self._rows_ok:
+            return self.physical_rows
+        n = self.physical_rows
+        where = f"manifest {self._ds._mf.name!r}, fragment {self.fragment_id}"
+        if n > MAX_FRAGMENT_ROWS:
+            raise CorruptFileError(f"{where}: physical_rows {n} is more than a fragment can "
+                                   f"hold ({MAX_FRAGMENT_ROWS})")
+        if len(self._pb.files):
+            df = self._pb.files[0]
+            got = self._ds._open_file(df.path, is_legacy_file(df)).num_rows()
+            if got != n:
+                raise CorruptFileError(f"{where}: physical_rows is {n} but data file "
+                                       f"{df.path!r} has {got} rows")
+        self._rows_ok = True
+        return n
 
     def count_rows(self, filter=None) -> int:
         if filter is not None:
@@ -194,18 +222,15 @@ class LanceFragment:
         row addresses."""
         p = self._pb
         kind = p.WhichOneof("row_id_sequence")
+        n = self.verified_rows()
         if kind is None:
-            return self.row_addresses(np.arange(self.physical_rows, dtype=np.int64))
-        where = f"fragment {self.fragment_id}: row id sequence"
+            return self.row_addresses(np.arange(n, dtype=np.int64))
+        where = f"manifest {self._ds._mf.name!r}, fragment {self.fragment_id}: row id sequence"
         if kind == "inline_row_ids":
             data = p.inline_row_ids
         else:
-            ext = p.external_row_ids
-            raw = self._ds._store.read_bytes(ext.path)
-            if ext.offset + ext.size > len(raw):
-                raise CorruptFileError(f"{where}: external range runs past {ext.path!r}")
-            data = raw[ext.offset: ext.offset + ext.size]
-        ids = decode_row_ids(data, where)
+            data = external_bytes(self._ds._store, p.external_row_ids, where)
+        ids = decode_row_ids(data, where, expected=n)
         if len(ids) != self.physical_rows:
             raise CorruptFileError(f"{where} has {len(ids)} ids for {self.physical_rows} rows")
         return ids
@@ -218,16 +243,15 @@ class LanceFragment:
         p = self._pb
         field = f"{kind}_at_version_sequence"
         which = p.WhichOneof(field)
+        n = self.verified_rows()
         if which is None:
-            return np.ones(self.physical_rows, dtype=np.uint64)
-        where = f"fragment {self.fragment_id}: {kind} versions"
+            return np.ones(n, dtype=np.uint64)
+        where = f"manifest {self._ds._mf.name!r}, fragment {self.fragment_id}: {kind} versions"
         if which.startswith("inline"):
             data = getattr(p, which)
         else:
-            ext = getattr(p, which)
-            raw = self._ds._store.read_bytes(ext.path)
-            data = raw[ext.offset: ext.offset + ext.size]
-        return decode_version_runs(data, self.physical_rows, where)
+            data = external_bytes(self._ds._store, getattr(p, which), where)
+        return decode_version_runs(data, n, where)
 
     def row_addresses(self, offsets: np.ndarray) -> np.ndarray:
         return (np.uint64(self.fragment_id) << np.uint64(32)) | offsets.astype(np.uint64)
@@ -336,6 +360,7 @@ class LanceFragment:
         columns as ``blob_handling`` says (see :mod:`lancenb.dataset.blob`), by default
         their values (what compaction, updates and schema evolution rewrite; scans
         pass the scanner's mode, descriptions by default)."""
+        self.verified_rows()
         schema = self._ds.schema
         handling = blob.check_handling(blob_handling or "all_binary")
         fields = [blob.output_field(schema.field(c), handling) for c in columns]
@@ -398,14 +423,20 @@ def _pool() -> ThreadPoolExecutor:
         return _POOL
 
 
-def open_data_file(store, path: str, legacy: bool = False):
+def open_data_file(store, path: str, legacy: bool = False, *, source: str = "manifest"):
     """A reader of one data file: :class:`LanceFileReader` for 2.x files,
     :class:`LegacyFileReader` for 0.1 files (``legacy``, from the manifest's
-    DataFile version numbers); both have the same read surface."""
-    uri = store.uri_of(f"{DATA_DIR}/{path}")
-    if legacy:
-        return LegacyFileReader(uri, storage_options=store.storage_options)
-    return LanceFileReader(uri, storage_options=store.storage_options)
+    DataFile version numbers); both have the same read surface.
+
+    ``path`` (``DataFile.path``) must be one object name under ``data/``
+    (:func:`lancenb.io.paths.check_name`; ``source`` names the manifest in the
+    error); the file is opened through the store's filesystem object, never by
+    re-parsing a URI.
+    """
+    rel = f"{DATA_DIR}/{check_name(path, what='data file', source=source)}"
+    io = store.open_reader(rel)
+    cls = LegacyFileReader if legacy else LanceFileReader
+    return cls(store.uri_of(rel), storage_options=store.storage_options, _io=io)
 
 
 def _legacy_stats(reader: LegacyFileReader):

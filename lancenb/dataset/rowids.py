@@ -21,9 +21,10 @@ import numpy as np
 from lancenb._proto import rowids_pb2
 from lancenb.encodings import pb
 from lancenb.errors import CorruptFileError
+from lancenb.io.paths import check_relative
 
 __all__ = ["set_row_ids", "INLINE_ROW_IDS_LIMIT", "ROWIDS_DIR", "decode_row_ids",
-           "encode_range_row_ids", "encode_version_runs",
+           "encode_range_row_ids", "encode_version_runs", "external_bytes",
            "encode_array_row_ids", "decode_version_runs", "encode_version_array"]
 
 _MAX_SEGMENT = 1 << 40  # more row ids than any fragment can hold: corrupt
@@ -85,11 +86,62 @@ def _segment(seg, where: str) -> np.ndarray:
     raise CorruptFileError(f"{where}: empty or unknown row id segment {kind!r}")
 
 
-def decode_row_ids(data: bytes, where: str) -> np.ndarray:
-    """All row ids of a fragment (one per physical row), as uint64."""
+def _segment_len(seg, where: str) -> int:
+    """How many ids a segment holds, from its metadata alone (nothing allocated)."""
+    kind = seg.WhichOneof("segment")
+    if kind in ("range", "range_with_holes", "range_with_bitmap"):
+        s = getattr(seg, kind)
+        if s.end < s.start:
+            raise CorruptFileError(f"{where}: bad row id range [{s.start}, {s.end})")
+        n = int(s.end) - int(s.start)
+        if kind == "range_with_holes":
+            n -= _encoded_len(s.holes)
+        elif kind == "range_with_bitmap" and len(s.bitmap) * 8 < n:
+            raise CorruptFileError(f"{where}: bitmap of {len(s.bitmap) * 8} bits for a range "
+                                   f"of {n}")
+        return n
+    if kind in ("sorted_array", "array"):
+        return _encoded_len(getattr(seg, kind))
+    raise CorruptFileError(f"{where}: empty or unknown row id segment {kind!r}")
+
+
+def _encoded_len(arr) -> int:
+    kind = arr.WhichOneof("array")
+    if kind == "u16_array":
+        return len(arr.u16_array.offsets) // 2
+    if kind == "u32_array":
+        return len(arr.u32_array.offsets) // 4
+    if kind == "u64_array":
+        return len(arr.u64_array.values) // 8
+    return 0
+
+
+def decode_row_ids(data: bytes, where: str, *, expected: int | None = None) -> np.ndarray:
+    """All row ids of a fragment (one per physical row), as uint64.
+
+    With ``expected`` (the fragment's row count) the segments' sizes are checked
+    against it before any segment is expanded, so a range claiming ``2**36`` ids is
+    a ``CorruptFileError``, not a 512 GiB allocation.
+    """
     seq = pb.parse(rowids_pb2.RowIdSequence, data, where)
+    if expected is not None:
+        total = sum(_segment_len(s, where) for s in seq.segments)
+        if total != expected:
+            raise CorruptFileError(f"{where}: segments hold {total} row ids, the fragment has "
+                                   f"{expected} rows")
     parts = [_segment(s, where) for s in seq.segments]
     return np.concatenate(parts) if parts else np.zeros(0, np.uint64)
+
+
+def external_bytes(store, ext, where: str) -> bytes:
+    """The bytes an ``ExternalFile`` reference (path from the dataset root, offset,
+    size) points to; the path must stay inside the dataset (:mod:`lancenb.io.paths`)."""
+    rel = check_relative(ext.path, what="external row-id file", source=where)
+    raw = store.read_bytes(rel)
+    if int(ext.offset) + int(ext.size) > len(raw):
+        raise CorruptFileError(f"{where}: external range [{ext.offset}, +{ext.size}) runs past "
+                               f"the end of {ext.path!r} ({len(raw)} bytes)")
+    return raw[ext.offset: ext.offset + ext.size]
 
 
 def encode_range_row_ids(start: int, end: int) -> bytes:
@@ -143,6 +195,10 @@ def encode_array_row_ids(ids: np.ndarray) -> bytes:
 def decode_version_runs(data: bytes, num_rows: int, where: str) -> np.ndarray:
     """Per-row dataset versions from a RowDatasetVersionSequence."""
     seq = pb.parse(rowids_pb2.RowDatasetVersionSequence, data, where)
+    total = sum(_segment_len(run.span, where) for run in seq.runs)
+    if total != num_rows:
+        raise CorruptFileError(f"{where}: versions for {total} rows, the fragment has "
+                               f"{num_rows}")
     parts = []
     for run in seq.runs:
         n = len(_segment(run.span, where))

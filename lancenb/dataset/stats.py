@@ -47,8 +47,9 @@ BINARY_STATS_PREFIX = 64
 class ColumnStats:
     """Statistics of one column over a page or fragment.
 
-    ``min``/``max`` are Python scalars (``None`` when unknown) bounding every non-null
-    value; they need not occur in the data (truncated strings, deleted rows).
+    ``min``/``max`` are Python scalars (``pyarrow`` scalars for temporal types, whose
+    values may lie outside Python's datetime range; ``None`` when unknown) bounding every
+    non-null value; they need not occur in the data (truncated strings, deleted rows).
     ``null_count`` is ``None`` when unknown. Keys of the ``stats`` mappings passed to
     :func:`may_match` are field paths joined by ``"."`` (``"a.b"`` for struct field b);
     a struct field's statistics must count a null parent as null
@@ -87,30 +88,56 @@ def _truncate_max(value: Any, limit: int) -> Any:
     return None
 
 
+def _physical(array: pa.Array | pa.ChunkedArray) -> pa.ChunkedArray:
+    """A temporal column as the integers it stores (no Python datetime conversion, which
+    overflows beyond year 9999 and has no kernel for durations)."""
+    typ = array.type
+    int_t = pa.int32() if typ.bit_width == 32 else pa.int64()
+    chunks = array.chunks if isinstance(array, pa.ChunkedArray) else [array]
+    return pa.chunked_array([c.view(int_t) for c in chunks], int_t)
+
+
+def _temporal_scalar(value: int, typ: pa.DataType) -> pa.Scalar:
+    int_t = pa.int32() if typ.bit_width == 32 else pa.int64()
+    return pa.array([value], int_t).view(typ)[0]
+
+
 def compute_stats(array: pa.Array | pa.ChunkedArray, *,
                   max_binary_length: int = BINARY_STATS_PREFIX) -> ColumnStats:
     """Null count and min/max bounds of ``array`` following the spec's "Statistics".
 
-    NaN is ignored; a zero max is recorded as +0.0 and a zero min as -0.0; with no
-    non-NaN value floats get -inf/+inf and integers the type's limits. Strings and
-    binary (not fixed-size) longer than ``max_binary_length`` get a truncated min and
-    an incremented truncated max (None when no such bound exists). Types without an
-    order (lists, structs, ...) get ``min = max = None``.
+    Computed by Arrow kernels on the physical values: temporal types (timestamps,
+    dates, times, durations) on the integers they store, their bounds returned as
+    ``pyarrow`` scalars of the column's type (any int64 value, also beyond year 9999);
+    float16 through float32 (exact). NaN is ignored; a zero max is recorded as +0.0
+    and a zero min as -0.0; with no non-NaN value floats get -inf/+inf and integers the
+    type's limits. Strings and binary (not fixed-size) longer than ``max_binary_length``
+    get a truncated min and an incremented truncated max (None when no such bound
+    exists). Types without an order (lists, structs, ...) get ``min = max = None``.
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> st = compute_stats(pa.array([2**63 - 1, None, -2**63], pa.timestamp("ns")))
+    >>> st.null_count, st.min.value, st.max.value
+    (1, -9223372036854775808, 9223372036854775807)
     """
     typ = array.type
     if pa.types.is_dictionary(typ):
         array = array.cast(typ.value_type)
         typ = typ.value_type
     num_rows, null_count = len(array), array.null_count
-    orderable = (pa.types.is_integer(typ) or pa.types.is_floating(typ)
-                 or pa.types.is_decimal(typ) or pa.types.is_temporal(typ)
-                 or pa.types.is_boolean(typ)
-                 or pa.types.is_string(typ) or pa.types.is_large_string(typ)
-                 or pa.types.is_binary(typ) or pa.types.is_large_binary(typ)
-                 or pa.types.is_fixed_size_binary(typ))
-    if not orderable:
+    if _stat_type(typ) is None:
         return ColumnStats(num_rows=num_rows, null_count=null_count)
     lo = hi = None
+    if pa.types.is_temporal(typ):
+        if null_count < num_rows:
+            mm = pc.min_max(_physical(array))
+            lo = _temporal_scalar(mm["min"].as_py(), typ)
+            hi = _temporal_scalar(mm["max"].as_py(), typ)
+        return ColumnStats(num_rows=num_rows, null_count=null_count, min=lo, max=hi)
+    if pa.types.is_float16(typ):
+        array = array.cast(pa.float32())  # every float16 is a float32; no float16 kernel
     if null_count < num_rows:
         mm = pc.min_max(array)
         lo, hi = mm["min"].as_py(), mm["max"].as_py()
@@ -129,9 +156,24 @@ def compute_stats(array: pa.Array | pa.ChunkedArray, *,
     return ColumnStats(num_rows=num_rows, null_count=null_count, min=lo, max=hi)
 
 
+def _bounds_array(values: list, typ: pa.DataType) -> pa.Array:
+    """One statistics column (min or max per page) of type ``typ``, built without
+    converting temporal bounds to Python objects."""
+    if pa.types.is_temporal(typ):
+        int_t = pa.int32() if typ.bit_width == 32 else pa.int64()
+        ints = [None if v is None else v.value for v in values]
+        return pa.array(ints, int_t).view(typ)
+    if pa.types.is_float16(typ):
+        return pa.array(values, pa.float64()).cast(typ)  # exact: the bounds are float16s
+    return pa.array(values, typ)
+
+
 def _stat_type(t: pa.DataType) -> pa.DataType | None:
+    """``t`` (a dictionary's value type) if its values have an order, else None."""
     if pa.types.is_dictionary(t):
         t = t.value_type
+    if pa.types.is_interval(t):
+        return None
     if (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_temporal(t)
             or pa.types.is_boolean(t) or pa.types.is_decimal(t) or pa.types.is_string(t)
             or pa.types.is_large_string(t) or pa.types.is_binary(t)
@@ -172,8 +214,9 @@ class StatsCollector:
             arr = pa.chunked_array([b.column(i) for b in self._pending])
             try:
                 self._rows[fid].append(compute_stats(arr))
-            except (pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowInvalid):
-                self._skip.add(fid)  # no min/max kernel for this type: no statistics
+            except (pa.ArrowException, OverflowError, ValueError, TypeError):
+                # no min/max kernel for this type: no statistics (never a failed write)
+                self._skip.add(fid)
         self._pending, self._pending_rows = [], 0
 
     def finish(self) -> tuple[bytes, dict] | None:
@@ -191,9 +234,10 @@ class StatsCollector:
             try:
                 arr = pa.StructArray.from_arrays(
                     [pa.array([r.null_count for r in rows], pa.int64()),
-                     pa.array([r.min for r in rows], t), pa.array([r.max for r in rows], t)],
+                     _bounds_array([r.min for r in rows], t),
+                     _bounds_array([r.max for r in rows], t)],
                     fields=list(st))
-            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+            except (pa.ArrowException, OverflowError, ValueError, TypeError):
                 continue  # bounds this type cannot hold: leave the column out
             arrays.append(arr)
             fields.append(pa.field(str(fid), st))
@@ -237,7 +281,7 @@ def read_file_stats(reader, where: str) -> tuple[int, dict[int, list[ColumnStats
         if not pa.types.is_struct(col.type) or table.num_rows != pages:
             raise CorruptFileError(f"{where}: statistics column {name!r} has {table.num_rows} "
                                    f"rows of {col.type} for {pages} pages")
-        rows = col.to_pylist()
+        rows = _stats_rows(col.combine_chunks())
         stats = []
         for k, r in enumerate(rows):
             n = min(rpp, reader.num_rows() - k * rpp)
@@ -246,3 +290,23 @@ def read_file_stats(reader, where: str) -> tuple[int, dict[int, list[ColumnStats
                                      min=r.get("min_value"), max=r.get("max_value")))
         out[int(name)] = stats
     return rpp, out
+
+
+def _stats_rows(col: pa.StructArray) -> list[dict | None]:
+    """A statistics column's rows as dicts; temporal bounds stay ``pyarrow`` scalars
+    (their values may lie outside Python's datetime range)."""
+    names = [col.type.field(i).name for i in range(col.type.num_fields)]
+    if not any(pa.types.is_temporal(col.type.field(i).type) for i in range(len(names))):
+        return col.to_pylist()
+    kids = {n: col.field(n) for n in names}
+    out: list[dict | None] = []
+    for k in range(len(col)):
+        if not col[k].is_valid:
+            out.append(None)
+            continue
+        row = {}
+        for n, a in kids.items():
+            v = a[k]
+            row[n] = (v if v.is_valid else None) if pa.types.is_temporal(a.type) else v.as_py()
+        out.append(row)
+    return out

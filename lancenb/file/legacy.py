@@ -208,10 +208,10 @@ class LegacyFileReader:
     """
 
     def __init__(self, path, storage_options: dict | None = None,
-                 columns: list[str] | None = None):
+                 columns: list[str] | None = None, *, _io=None):
         self.path = os.fspath(path)
         self.version = FileVersion.LEGACY
-        self._io = lio.open_reader(self.path, storage_options)
+        self._io = _io if _io is not None else lio.open_reader(self.path, storage_options)
         size = self._io.size()
         if size < FOOTER_SIZE:
             raise self._corrupt(f"{size} bytes is too small to be a Lance file")

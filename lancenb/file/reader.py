@@ -162,9 +162,11 @@ class LanceFileReader:
     """
 
     def __init__(self, path, storage_options: dict | None = None,
-                 columns: list[str] | None = None):
+                 columns: list[str] | None = None, *, _io=None):
+        # ``_io``: an open RangeReader (a dataset opens its data files through its
+        # own filesystem object; ``path`` then only names the file in messages)
         self.path = os.fspath(path)
-        self._io = lio.open_reader(self.path, storage_options)
+        self._io = _io if _io is not None else lio.open_reader(self.path, storage_options)
         size = self._io.size()
         if size < FOOTER_SIZE:
             raise CorruptFileError(f"file {self.path!r}: {size} bytes is too small to be a Lance "
@@ -179,7 +181,7 @@ class LanceFileReader:
             from lancenb.file.legacy import LegacyFileReader
 
             self.__class__ = LegacyFileReader
-            LegacyFileReader.__init__(self, path, storage_options, columns)
+            LegacyFileReader.__init__(self, path, storage_options, columns, _io=self._io)
             return
         gbo = parse_offset_table(
             self._slice(tail, tail_start, footer.gbo_position, 16 * footer.num_global_buffers),

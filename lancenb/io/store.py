@@ -22,6 +22,7 @@ import uuid
 from fsspec.implementations.local import LocalFileSystem
 
 from lancenb.errors import InvalidInputError, LanceFileNotFoundError, LanceIOError
+from lancenb.io.paths import check_relative, is_confined
 
 __all__ = ["ObjectStore"]
 
@@ -58,16 +59,27 @@ class ObjectStore:
 
     # -- paths -----------------------------------------------------------------
     def path(self, rel: str) -> str:
+        """The filesystem path of ``rel``, which must stay inside the root (no ``..``,
+        absolute path, scheme, ``::`` or NUL: see :mod:`lancenb.io.paths`)."""
+        if rel and not is_confined(rel):
+            check_relative(rel, what="object", source=f"dataset {self.uri!r}")
         return f"{self.root}/{rel}" if rel else self.root
 
     def uri_of(self, rel: str) -> str:
-        """A URI fsspec (and so :class:`lancenb.io.RangeReader`) resolves to ``rel``."""
+        """A URI naming ``rel`` (for messages; reads go through :meth:`open_reader`)."""
+        p = f"{self.root}/{rel}" if rel else self.root
         if self.local:
-            return self.path(rel)
+            return p
         proto = self.fs.protocol[0] if isinstance(self.fs.protocol, (tuple, list)) else \
             self.fs.protocol
-        return f"{proto}://{self.path(rel).lstrip('/')}" if proto != "memory" else \
-            f"memory://{self.path(rel)}"
+        return f"{proto}://{p.lstrip('/')}" if proto != "memory" else f"memory://{p}"
+
+    def open_reader(self, rel: str):
+        """A :class:`lancenb.io.RangeReader` of ``rel`` through this store's own
+        filesystem object (the path is never re-parsed as a URL)."""
+        from lancenb.io import RangeReader
+
+        return RangeReader(self.fs, self.path(rel), uri=self.uri_of(rel))
 
     # -- reads -----------------------------------------------------------------
     def exists(self, rel: str) -> bool:

@@ -10,6 +10,9 @@
 
 from __future__ import annotations
 
+import math
+from decimal import Decimal
+
 import lance
 import numpy as np
 import pyarrow as pa
@@ -174,3 +177,89 @@ def test_inspect_names_the_packed_struct_column(tmp_path):
     frag = lancenb.dataset(uri).get_fragments()[0]
     report = lancenb.inspect(f"{uri}/data/{frag.data_files()[0].path}", explain=False)
     assert [c["name"] for c in report["columns"]] == ["o.p", "o.q", "z"]
+
+
+# -- statistics at the extremes ----------------------------------------------------------
+I64 = (-2**63, 2**63 - 1)
+I32 = (-2**31, 2**31 - 1)
+
+
+def _extreme_table() -> pa.Table:
+    """Every temporal type and unit at the int64 (int32) extremes, far beyond year 9999,
+    with decimals at full precision, float16 and float specials."""
+    cols = {}
+    for u in ("s", "ms", "us", "ns"):
+        for name, t in ((f"ts_{u}", pa.timestamp(u)), (f"tz_{u}", pa.timestamp(u, "UTC")),
+                        (f"du_{u}", pa.duration(u))):
+            cols[name] = pa.array([I64[0], I64[1], None, 0], pa.int64()).view(t)
+    cols["d32"] = pa.array([I32[0], I32[1], None, 0], pa.int32()).view(pa.date32())
+    cols["d64"] = pa.array([I64[0], I64[1], None, 0], pa.int64()).view(pa.date64())
+    cols["t32"] = pa.array([0, 86_399_999, None, 5], pa.int32()).view(pa.time32("ms"))
+    cols["t64"] = pa.array([0, I64[1], None, 5], pa.int64()).view(pa.time64("ns"))
+    cols["f16"] = pa.array(np.array([np.nan, -0.0, np.inf, 1.5], np.float16))
+    cols["f64"] = pa.array([np.nan, -0.0, -np.inf, None])
+    cols["nan"] = pa.array([np.nan, np.nan, None, np.nan], pa.float32())
+    big = Decimal("9" * 38)
+    cols["dec"] = pa.array([big, big.copy_negate(), None, Decimal(0)], pa.decimal128(38))
+    cols["dec256"] = pa.array([Decimal("9" * 66 + ".9999999999"), Decimal("-" + "9" * 66), None,
+                               Decimal(0)], pa.decimal256(76, 10))
+    return pa.table(cols)
+
+
+def _bits(t: pa.Table) -> pa.Table:
+    """Floats as their bits (NaN payloads and -0.0 compared exactly)."""
+    ints = {16: pa.int16(), 32: pa.int32(), 64: pa.int64()}
+    return pa.table({n: c.combine_chunks().view(ints[c.type.bit_width])
+                     if pa.types.is_floating(c.type) else c.combine_chunks()
+                     for n, c in zip(t.column_names, t.columns)})
+
+
+def _value(bound):
+    return bound.value if isinstance(bound, pa.Scalar) else bound
+
+
+@pytest.mark.parametrize("version", ["2.0", "2.1", "2.2"])
+def test_extreme_values_write_with_statistics(tmp_path, version):
+    """Issue 16 finding 3: write_dataset raised OverflowError from the statistics."""
+    table = _extreme_table()
+    uri = str(tmp_path / "ds")
+    lancenb.write_dataset(table, uri, data_storage_version=version)
+    ds = lancenb.dataset(uri)
+    assert _bits(ds.to_table()).equals(_bits(table))
+    assert _bits(lance.dataset(uri).to_table()).equals(_bits(table))
+    rpp, stats = ds.get_fragments()[0].page_stats()
+    assert set(stats) == set(table.column_names)  # every ordered type has statistics
+    bounds = {n: (_value(s[0].min), _value(s[0].max), s[0].null_count)
+              for n, s in stats.items()}
+    for u in ("s", "ms", "us", "ns"):
+        assert bounds[f"ts_{u}"] == bounds[f"tz_{u}"] == bounds[f"du_{u}"] == (*I64, 1)
+    assert bounds["d32"] == (*I32, 1)
+    assert bounds["t64"] == (0, I64[1], 1)
+    assert bounds["f16"] == (-0.0, math.inf, 0)
+    assert math.copysign(1, bounds["f16"][0]) == -1
+    assert bounds["f64"] == (-math.inf, 0.0, 1)
+    assert bounds["nan"] == (-math.inf, math.inf, 1)
+    assert bounds["dec"] == (Decimal("-" + "9" * 38), Decimal("9" * 38), 1)
+    # filters read the bounds right (a page is skipped only when nothing can match)
+    assert ds.count_rows(filter="ts_ns > TIMESTAMP '2000-01-01 00:00:00'") == 1
+    assert ds.count_rows(filter="du_us < 0") == 1
+    assert ds.count_rows(filter="d32 >= DATE '1970-01-01'") == 2
+    assert ds.count_rows(filter="f64 < 0") == 1
+    assert ds.count_rows(filter="nan IS NULL") == 1
+
+
+def test_statistics_prune_extreme_pages(tmp_path):
+    """Pages whose temporal bounds lie beyond year 9999 are still pruned correctly:
+    rows_per_page 64Ki, one page of negative and one of positive extremes."""
+    from lancenb.dataset.stats import DEFAULT_ROWS_PER_PAGE as RPP
+
+    ints = np.concatenate([np.full(RPP, I64[0] + 1), np.full(RPP, I64[1])])
+    table = pa.table({"t": pa.array(ints).view(pa.timestamp("ns"))})
+    uri = str(tmp_path / "ds")
+    lancenb.write_dataset(table, uri)
+    ds = lancenb.dataset(uri)
+    rpp, stats = ds.get_fragments()[0].page_stats()
+    assert [(_value(s.min), _value(s.max)) for s in stats["t"]] == [(I64[0] + 1,) * 2,
+                                                                     (I64[1],) * 2]
+    assert ds.count_rows(filter="t > TIMESTAMP '1970-01-01 00:00:00'") == RPP
+    assert lance.dataset(uri).count_rows(filter="t > TIMESTAMP '1970-01-01 00:00:00'") == RPP

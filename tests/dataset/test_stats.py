@@ -92,13 +92,17 @@ def test_pylance_files_have_no_stats_and_are_not_pruned(tmp_path):
     assert sc.to_table()["id"].to_pylist() == [0, 1, 2] and sc.pages_skipped == 0
 
 
-def test_types_without_min_max_are_written_without_statistics(tmp_path):
-    """duration and float16 have no Arrow min/max kernel: the columns are written and
-    read normally, only their statistics are left out (found by the Spark tests)."""
+def test_types_without_min_max_kernel_get_statistics(tmp_path):
+    """duration and float16 have no Arrow min/max kernel (found by the Spark tests):
+    their statistics are computed on the stored integers and through float32."""
     t = pa.table({"d": pa.array([1, 2, None], pa.duration("ms")),
                   "h": pa.array(np.array([1, 2, 3], np.float16)), "i": [1, 2, 3]})
     ds = lancenb.write_dataset(t, str(tmp_path / "d"))
     assert_tables_equal(ds.to_table(), t)
     assert_tables_equal(lance.dataset(str(tmp_path / "d")).to_table(), t)
-    assert set(ds.get_fragments()[0].page_stats()[1]) == {"i"}
+    stats = ds.get_fragments()[0].page_stats()[1]
+    assert set(stats) == {"d", "h", "i"}
+    assert (stats["d"][0].min.value, stats["d"][0].max.value) == (1, 2)
+    assert (stats["h"][0].min, stats["h"][0].max) == (1.0, 3.0)
+    assert ds.to_table(filter="d > 1")["i"].to_pylist() == [2]
     assert ds.to_table(filter="i > 2")["i"].to_pylist() == [3]
