@@ -53,6 +53,7 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
+from lancenb.dataset.blob import output_field
 from lancenb.errors import InvalidInputError
 from lancenb.spark.jobs import (
     WriteJob,
@@ -162,7 +163,9 @@ class LanceNbDataSource(DataSource):
 
         ds = self._open()
         s = ds.schema
-        return to_spark_schema(pa.schema([s.field(c) for c in self._columns(s)]))
+        # blob columns reach Spark as their bytes (scan.py reads them "all_binary")
+        return to_spark_schema(pa.schema([output_field(s.field(c), "all_binary")
+                                          for c in self._columns(s)]))
 
     def reader(self, schema):
         from pyspark.sql.pandas.types import to_arrow_schema

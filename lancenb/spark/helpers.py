@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from lancenb.dataset.blob import output_field
 from lancenb.errors import InvalidInputError
 from lancenb.spark.jobs import abort_job, commit_job, normalize_uri, plan_write, write_task
 from lancenb.spark.scan import DEFAULT_BATCH_SIZE, ScanJob, plan_tasks, read_task
@@ -45,7 +46,8 @@ def read_lance(spark, uri, *, columns=None, filter=None, version=None, asof=None
         compile_filter(filter, ds.schema)  # a bad filter fails here, not in a task
         if not isinstance(filter, str):
             raise InvalidInputError("read_lance: filter must be a SQL string")
-    spark_schema = to_spark_schema(pa.schema([ds.schema.field(c) for c in names]))
+    spark_schema = to_spark_schema(pa.schema([output_field(ds.schema.field(c), "all_binary")
+                                              for c in names]))
     job = ScanJob(uri=ds.uri, version=ds.version, columns=names,
                   target=to_arrow_schema(spark_schema, timezone="UTC"), filter=filter,
                   batch_size=int(batch_size), storage_options=storage_options)
