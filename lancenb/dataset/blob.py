@@ -40,7 +40,7 @@ from lancenb.errors import CorruptFileError, InvalidInputError, NotSupportedErro
 from lancenb.kernels import slices
 
 __all__ = ["BlobFile", "BLOB_HANDLING", "DEFAULT_BLOB_HANDLING", "DEFAULT_BUFFER_SIZE",
-           "blob_layout", "output_field", "check_handling"]
+           "blob_layout", "output_field", "check_handling", "has_blobs"]
 
 BLOB_KEY = b"lance-encoding:blob"
 EXTENSION_KEY = b"ARROW:extension:name"
@@ -82,9 +82,17 @@ def check_handling(handling) -> str:
 
 
 def output_field(field: pa.Field, handling: str) -> pa.Field:
-    """The field a scan returns for ``field`` under ``handling`` (as pylance 14)."""
+    """The field a scan returns for ``field`` under ``handling`` (as pylance 14).
+
+    Blob columns inside structs: blob v2 ones read as their descriptions (or bytes),
+    as at the top level; blob v1 ones as their bytes in either mode (pylance returns
+    their descriptions)."""
     kind = blob_layout(field)
     if kind is None:
+        if pa.types.is_struct(field.type):
+            kids = [_nested_output(c, handling) for c in field.type]
+            if any(k is not c for k, c in zip(kids, field.type)):
+                return pa.field(field.name, pa.struct(kids), field.nullable, field.metadata)
         return field
     if handling == "all_binary":
         if kind == "v1":
@@ -94,6 +102,18 @@ def output_field(field: pa.Field, handling: str) -> pa.Field:
         return pa.field(field.name, DESCRIPTION_V1, field.nullable, metadata={BLOB_KEY: b"true"})
     return pa.field(field.name, DESCRIPTION_V2, field.nullable,
                     metadata={BLOB_KEY: b"true", b"lance-encoding:packed": b"true"})
+
+
+def _nested_output(field: pa.Field, handling: str) -> pa.Field:
+    return field if blob_layout(field) == "v1" else output_field(field, handling)
+
+
+def has_blobs(field: pa.Field) -> bool:
+    """Whether a top-level field is a blob column or holds blob v2 columns in structs."""
+    if blob_layout(field) is not None:
+        return True
+    return pa.types.is_struct(field.type) and any(
+        blob_layout(c) == "v2" or has_blobs(c) for c in field.type)
 
 
 def sidecar_path(data_file: str, blob_id: int) -> str:
@@ -114,6 +134,13 @@ def read_column(frag, reader, data_file: str, name: str, field: pa.Field, offset
     got = reader._read_column_all(idx) if rows is None else reader._read_column_rows(idx, rows)
     if kind == "v1":
         return got
+    if kind is None:  # blob v2 columns inside structs
+        out = output_field(field, handling).type
+        if handling != "all_binary":
+            return got if got.type == out else got.cast(out)
+        store = frag._ds._store
+        return pa.chunked_array([_nested_values(store, data_file, c, field.type, out)
+                                 for c in got.chunks], type=out)
     desc = got
     if desc.type != DESCRIPTION_V2:
         raise CorruptFileError(f"fragment {frag.fragment_id}, data file {data_file!r}: blob "
@@ -125,16 +152,31 @@ def read_column(frag, reader, data_file: str, name: str, field: pa.Field, offset
                             type=pa.large_binary())
 
 
+def _nested_values(store, data_file: str, arr: pa.StructArray, dtype: pa.DataType,
+                   out: pa.DataType) -> pa.Array:
+    """A struct array with its blob v2 descriptions (at any depth) replaced by bytes."""
+    kids = []
+    for child, f, o in zip(arr.flatten(), dtype, out):
+        if blob_layout(f) == "v2":
+            kids.append(_v2_values(store, data_file, child))
+        elif o.type != child.type and pa.types.is_struct(f.type):
+            kids.append(_nested_values(store, data_file, child, f.type, o.type))
+        else:
+            kids.append(child)
+    mask = arr.is_null() if arr.null_count else None
+    return pa.StructArray.from_arrays(kids, fields=list(out), mask=mask)
+
+
 def _v2_values(store, data_file: str, desc: pa.StructArray) -> pa.Array:
     """The bytes a chunk of blob v2 descriptions point to (one read per file)."""
     n = len(desc)
     valid = np.ones(n, bool) if desc.null_count == 0 else np.asarray(desc.is_valid())
-    kind = np.asarray(desc.field("kind").fill_null(0), np.uint8)
-    pos = np.asarray(desc.field("position").fill_null(0), np.uint64).astype(np.int64)
-    size = np.asarray(desc.field("size").fill_null(0), np.uint64).astype(np.int64)
+    kind_a, pos_a, size_a, id_a, uris = desc.flatten()
+    kind = np.asarray(kind_a.fill_null(0), np.uint8)
+    pos = np.asarray(pos_a.fill_null(0), np.uint64).astype(np.int64)
+    size = np.asarray(size_a.fill_null(0), np.uint64).astype(np.int64)
     size = np.where(valid, size, 0)
-    blob_id = np.asarray(desc.field("blob_id").fill_null(0), np.uint32)
-    uris = desc.field("blob_uri")
+    blob_id = np.asarray(id_a.fill_null(0), np.uint32)
     ext = np.flatnonzero(valid & (kind == KIND_EXTERNAL))
     ext_bytes = {}
     for i in ext.tolist():  # external blobs: one object each

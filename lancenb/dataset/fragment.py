@@ -364,7 +364,7 @@ class LanceFragment:
         schema = self._ds.schema
         handling = blob.check_handling(blob_handling or "all_binary")
         fields = [blob.output_field(schema.field(c), handling) for c in columns]
-        blobs = {c for c in columns if blob.blob_layout(schema.field(c)) is not None}
+        blobs = {c for c in columns if blob.has_blobs(schema.field(c))}
         groups, missing = self._readers_for(columns)
         n = self.physical_rows if offsets is None else len(offsets)
         arrays: dict[str, pa.ChunkedArray] = {}

@@ -148,3 +148,21 @@ def test_pylance_reads_lancenb_blob_dataset(tmp_path, version):
     assert [f if f is None else f.read() for f in files] == vals
     ids = theirs.to_table(columns=["id"], with_row_id=True).column("_rowid")
     assert ours.take_blobs("b", ids=ids.take([4]))[0].read() == vals[4]
+
+
+@pytest.mark.parametrize("version", ["2.1", "2.2"])
+def test_lancenb_reads_pylance_nested_blob_dataset(tmp_path, version):
+    """Blob columns inside a struct: 2.2 (blob v2) as pylance returns them, both modes;
+    2.1 (blob v1) bytes (descriptions of nested v1 blobs are not produced)."""
+    st = pa.struct([pa.field("x", pa.int32()),
+                    pa.field("b", pa.large_binary(), metadata=BLOB_MD)])
+    vals = [{"x": 1, "b": b"ab"}, {"x": 2, "b": None}, None, {"x": 3, "b": b"q" * 70_000}]
+    uri = str(tmp_path / "ds")
+    lance.write_dataset(pa.table({"s": pa.array(vals, st)}), uri, data_storage_version=version)
+    ours, theirs = lancenb.dataset(uri), lance.dataset(uri)
+    a = ours.to_table(blob_handling="all_binary")
+    assert a.equals(theirs.to_table(blob_handling="all_binary"))
+    assert a.column("s").to_pylist() == vals
+    if version == "2.2":
+        assert ours.to_table().equals(theirs.to_table())
+        assert ours.take([3, 1]).equals(theirs.take([3, 1]))
