@@ -1,0 +1,332 @@
+"""Committed data is never lost (issue 15): failure injection at every mutating call
+of every writer, SIGKILL at random points, and cleanup racing a restore.
+
+Each writer runs on ``faulty://`` (tests/dataset/_faultfs.py: the local directory
+through a non-local fsspec filesystem) once to count its mutating calls, then once
+per call k with the k-th call failing, with and without the SQLite external manifest
+store. Afterwards the dataset must open and read in lancenb and pylance, hold exactly
+the old or the new state, hold the new state if the call returned normally, and,
+if it holds the old state, contain no file the failed attempt wrote.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import lance
+import pyarrow as pa
+import pytest
+
+import lancenb
+from lancenb.dataset.external import SqliteManifestStore
+from lancenb.errors import CommitOutcomeUnknownError, DatasetNotFoundError
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _faultfs as F  # noqa: E402
+
+F.register()
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MANAGED = ("data", "_deletions", "_transactions", "_versions", "_refs", "_row_ids")
+
+
+def _t(ids, scale=1.0):
+    return pa.table({"id": pa.array(ids, pa.int64()),
+                     "v": pa.array([i * scale for i in ids], pa.float64())})
+
+
+def _kw(path, store: str) -> dict:
+    if store == "sqlite":
+        return {"manifest_store": SqliteManifestStore(str(path) + ".sqlite")}
+    return {"commit_lock": threading.Lock()}
+
+
+def _build(path, kw) -> None:
+    """Version 1: ids 0..29 in three fragments; version 2: ids 100..104 appended."""
+    u = F.uri(path)
+    lancenb.write_dataset(_t(range(30)), u, max_rows_per_file=10, **kw)
+    lancenb.write_dataset(_t(range(100, 105)), u, mode="append", **kw)
+
+
+def _open(path, kw):
+    return lancenb.dataset(F.uri(path), **kw)
+
+
+# each writer: (needs the base dataset, run(path, kw))
+def _create(path, kw):
+    lancenb.write_dataset(_t(range(7)), F.uri(path), max_rows_per_file=4, **kw)
+
+
+def _append(path, kw):
+    lancenb.write_dataset(_t(range(200, 207)), F.uri(path), mode="append", max_rows_per_file=4,
+                          **kw)
+
+
+def _overwrite(path, kw):
+    lancenb.write_dataset(_t(range(300, 305), 2.0), F.uri(path), mode="overwrite", **kw)
+
+
+def _delete(path, kw):
+    _open(path, kw).delete("id < 5 OR id = 102")
+
+
+def _update(path, kw):
+    _open(path, kw).update({"v": "v + 1"}, where="id >= 25 AND id < 101")
+
+
+def _merge_insert(path, kw):
+    data = pa.table({"id": pa.array([28, 29, 200], pa.int64()),
+                     "v": pa.array([-1.0, -1.0, -1.0])})
+    _open(path, kw).merge_insert("id").when_matched_update_all() \
+        .when_not_matched_insert_all().execute(data)
+
+
+def _add_columns(path, kw):
+    _open(path, kw).add_columns({"w": "id * 2"})
+
+
+def _drop_columns(path, kw):
+    _open(path, kw).drop_columns(["v"])
+
+
+def _alter_columns(path, kw):
+    _open(path, kw).alter_columns({"path": "v", "name": "v2"})
+
+
+def _merge(path, kw):
+    ids = list(range(30)) + list(range(100, 105))
+    _open(path, kw).merge(pa.table({"id": pa.array(ids, pa.int64()),
+                                    "x": pa.array([str(i) for i in ids])}), "id")
+
+
+def _compact(path, kw):
+    _open(path, kw).optimize.compact_files(target_rows_per_fragment=1000)
+
+
+def _restore(path, kw):
+    lancenb.dataset(F.uri(path), version=1, **kw).restore()
+
+
+def _tag(path, kw):
+    _open(path, kw).tags.create("first", 1)
+
+
+WRITERS = {"create": (False, _create), "append": (True, _append),
+           "overwrite": (True, _overwrite), "delete": (True, _delete),
+           "update": (True, _update), "merge_insert": (True, _merge_insert),
+           "add_columns": (True, _add_columns), "drop_columns": (True, _drop_columns),
+           "alter_columns": (True, _alter_columns), "merge": (True, _merge),
+           "compact": (True, _compact), "restore": (True, _restore), "tag": (True, _tag)}
+
+
+def _files(path) -> set[str]:
+    out = set()
+    for d in MANAGED:
+        top = os.path.join(path, d)
+        for dirpath, _, names in os.walk(top):
+            out |= {os.path.relpath(os.path.join(dirpath, n), path) for n in names}
+    return out
+
+
+def _state(path, kw):
+    """What a reader sees (lancenb through faulty://, which also finishes an external
+    store commit; then pylance on the plain directory must agree)."""
+    try:
+        ds = _open(path, kw)
+    except DatasetNotFoundError:
+        with pytest.raises(ValueError):
+            lance.dataset(str(path))
+        return None
+    table = ds.to_table()
+    table = table.sort_by("id") if "id" in table.column_names else table
+    ref = lance.dataset(str(path))
+    assert ref.version == ds.version
+    theirs = ref.to_table()
+    theirs = theirs.sort_by("id") if "id" in theirs.column_names else theirs
+    assert theirs.equals(table), (theirs, table)
+    return (ds.version, table.schema.names, table.to_pydict(), sorted(ds.tags.list()))
+
+
+def _run(path, kw, writer):
+    try:
+        writer(path, kw)
+        return None
+    except Exception as e:  # noqa: BLE001 - the injected fault, as the writer reports it
+        return e
+
+
+@pytest.mark.parametrize("store", ["lock", "sqlite"])
+@pytest.mark.parametrize("name", list(WRITERS))
+def test_fault_at_every_mutating_call(tmp_path, name, store):
+    needs_base, writer = WRITERS[name]
+    ref = tmp_path / "ref"
+    kw = _kw(ref, store)
+    F.CONTROL.reset()
+    if needs_base:
+        _build(ref, kw)
+    old = _state(ref, kw)
+    F.CONTROL.reset()
+    assert _run(ref, kw, writer) is None
+    n = F.CONTROL.count
+    F.CONTROL.reset()
+    new = _state(ref, kw)
+    assert n > 0 and new != old
+    modes = ["before", "after"] if name in ("append", "delete", "restore", "tag") else \
+        ["before"]
+    for mode in modes:
+        for k in range(1, n + 1):
+            path = tmp_path / f"{mode}{k}"
+            kw = _kw(path, store)
+            F.CONTROL.reset()
+            if needs_base:
+                _build(path, kw)
+            before = _files(path)
+            F.CONTROL.reset(fail_at=k, mode=mode)
+            err = _run(path, kw, writer)
+            failed = F.CONTROL.failed
+            F.CONTROL.reset()
+            where = f"{name}/{store}: fault {mode} call {k} of {n} ({failed}): {err!r}"
+            assert not isinstance(err, CommitOutcomeUnknownError), where
+            got = _state(path, kw)
+            assert got in (old, new), where
+            if err is None:
+                assert got == new, where
+            if got == old and mode == "before":
+                # nothing of the failed attempt stays (a staged manifest of the
+                # external store aside, which is never referenced)
+                left = {f for f in _files(path) - before if not f.startswith("_versions/")}
+                assert not left, where
+
+
+# -- SIGKILL ---------------------------------------------------------------------------
+
+_CHILD = textwrap.dedent("""
+    import sys, lancenb, pyarrow as pa
+    from lancenb.dataset.external import SqliteManifestStore
+    uri, log, db = sys.argv[1], sys.argv[2], sys.argv[3]
+    kw = {"manifest_store": SqliteManifestStore(db)} if db else {}
+    with open(log, "a") as out:
+        for step in range(1, 10**6):
+            kind = step % 3
+            if kind == 0:
+                lancenb.write_dataset(pa.table({"id": pa.array([1000 + step], pa.int64())}),
+                                      uri, mode="append", **kw)
+            elif kind == 1:
+                lancenb.dataset(uri, **kw).delete(f"id = {step}")
+            else:
+                lancenb.dataset(uri, **kw).optimize.compact_files(target_rows_per_fragment=64)
+            out.write(f"{step}\\n")
+            out.flush()
+""")
+
+
+def _model(steps: int) -> list[list[int]]:
+    """The id sets after 0, 1, ... ``steps`` steps of the child."""
+    ids, states = list(range(20)), [list(range(20))]
+    for step in range(1, steps + 1):
+        kind = step % 3
+        if kind == 0:
+            ids = ids + [1000 + step]
+        elif kind == 1:
+            ids = [i for i in ids if i != step]
+        states.append(sorted(ids))
+    return states
+
+
+@pytest.mark.parametrize("store", ["local", "sqlite"])
+def test_sigkill_during_writes(tmp_path, store):
+    rng = random.Random(15)
+    for run in range(2):
+        uri = str(tmp_path / f"ds{run}")
+        db = str(tmp_path / f"m{run}.sqlite") if store == "sqlite" else ""
+        kw = {"manifest_store": SqliteManifestStore(db)} if db else {}
+        lancenb.write_dataset(pa.table({"id": pa.array(range(20), pa.int64())}), uri,
+                              max_rows_per_file=5, **kw)
+        log = tmp_path / f"log{run}"
+        log.write_text("")
+        env = dict(os.environ, PYTHONPATH=ROOT)
+        p = subprocess.Popen([sys.executable, "-c", _CHILD, uri, str(log), db], env=env,
+                             stderr=subprocess.PIPE)
+        # wait until the child is committing (a first step done), then kill it at a
+        # random point of the following ones
+        while not log.read_text() and p.poll() is None:
+            time.sleep(0.02)
+        time.sleep(rng.uniform(0.0, 0.6))
+        p.send_signal(signal.SIGKILL)
+        _, err = p.communicate()
+        assert p.returncode == -signal.SIGKILL, err[-2000:]
+        done = len(log.read_text().split())
+        states = _model(done + 1)
+        ds = lancenb.dataset(uri, **kw)
+        got = sorted(ds.to_table()["id"].to_pylist())
+        assert got in (states[done], states[done + 1]), (done, got)
+        assert sorted(lance.dataset(uri).to_table()["id"].to_pylist()) == got
+        # and the dataset takes further writes
+        lancenb.write_dataset(pa.table({"id": pa.array([-1], pa.int64())}), uri,
+                              mode="append", **kw)
+        assert lancenb.dataset(uri, **kw).count_rows() == len(got) + 1
+
+
+# -- cleanup racing a commit -------------------------------------------------------------
+
+def test_cleanup_keeps_files_of_a_restore_landing_during_its_plan(tmp_path):
+    path = tmp_path / "ds"
+    kw = {"commit_lock": threading.Lock()}
+    u = F.uri(path)
+    lancenb.write_dataset(_t(range(10)), u, **kw)
+    lancenb.write_dataset(_t(range(10, 20)), u, mode="overwrite", **kw)
+    v1 = lancenb.dataset(u, version=1, **kw)
+    want = v1.to_table()
+    fired = []
+
+    def restore_while_planning(name, p):
+        # cleanup lists data/ after it has planned which versions go: restore then
+        if name == "ls" and p.rstrip("/").endswith("/data") and not fired:
+            fired.append(p)
+            v1.restore()
+
+    cleaner = lancenb.dataset(u, **kw)
+    F.CONTROL.reset(hook=restore_while_planning)
+    try:
+        cleaner.cleanup_old_versions(older_than=dt.timedelta(0))
+    finally:
+        F.CONTROL.reset()
+    assert fired
+    ds = lancenb.dataset(u, **kw)
+    assert ds.version == 3
+    assert ds.to_table().equals(want)
+    assert lance.dataset(str(path)).to_table().equals(want)
+
+
+def test_sqlite_store_fault_after_the_commit_point_keeps_the_data(tmp_path):
+    """Finding 1: with an external manifest store, an I/O error in step 3 of the
+    commit (copying the staged manifest to its final name, after step 2 made the
+    version current) used to delete the append's data files."""
+    path = tmp_path / "ds"
+    kw = _kw(path, "sqlite")
+    _build(path, kw)
+
+    F.CONTROL.reset()
+    _append(path, kw)  # count the calls up to the final manifest's copy
+    finals = [k for k, (name, p) in enumerate(F.CONTROL.calls, 1)
+              if name == "pipe_file" and ".manifest" in p and "/_versions/" in p]
+    assert len(finals) == 2 and finals[1] > finals[0]  # staged, then final
+    assert F.CONTROL.calls[finals[1] - 1][1].endswith(".manifest")
+    lancenb.dataset(F.uri(path), version=2, **kw).restore()  # back to the base rows
+
+    F.CONTROL.reset(fail_at=finals[1])
+    _append(path, kw)  # committed at step 2: the error in step 3 is not the caller's
+    assert F.CONTROL.failed is not None
+    F.CONTROL.reset()
+    ds = _open(path, kw)
+    assert ds.version == 5
+    assert sorted(ds.to_table()["id"].to_pylist()) == \
+        sorted(list(range(30)) + list(range(100, 105)) + list(range(200, 207)))
+    assert lance.dataset(str(path)).count_rows() == 42
