@@ -33,6 +33,12 @@ a row whose predicate is NULL is not selected (``Table.filter`` drops nulls), an
 takes the sign of the dividend, integer overflow and division by zero raise when the
 expression is evaluated.
 
+Nesting is limited to ``MAX_FILTER_DEPTH`` (64) levels of parentheses, ``NOT``, unary
+minus, casts and arithmetic (DataFusion's SQL parser stops at 50); deeper filters are an
+:class:`~lancenb.errors.InvalidInputError`. Flat ``AND``/``OR`` chains are not nesting:
+they are collected iteratively into one balanced tree, so ``' AND '.join(['id = 1'] *
+3000)`` compiles (with depth 12) and evaluates like pylance's.
+
 Not supported (rejected with :class:`~lancenb.errors.InvalidInputError`): functions
 (``lower(x)``, ``regexp_match``, ...), subqueries, ``CASE``, list/map indexing
 ``x[1]``, ``IS DISTINCT FROM``, several statements, and anything sqlglot cannot parse.
@@ -48,6 +54,8 @@ statistics themselves (``ColumnStats``, ``compute_stats``) live in
 from __future__ import annotations
 
 import re
+import sys
+import threading
 from dataclasses import dataclass, field, fields
 from typing import Union
 
@@ -70,6 +78,13 @@ __all__ = [
 ]
 
 FilterLike = Union[str, pc.Expression, "Filter"]
+
+# How deep a filter may nest (see the module docstring). sqlglot's parser spends about
+# 20 Python frames a level, so parsing runs under a raised recursion limit.
+MAX_FILTER_DEPTH = 64
+_PARSE_RECURSION_LIMIT = 4000
+_PARSE_LOCK = threading.Lock()
+_OPENERS = frozenset({"L_PAREN", "NOT", "DASH"})
 
 
 class _LanceSql(Dialect):
@@ -322,11 +337,40 @@ class _Translator:
     def __init__(self, text: str, schema: pa.Schema):
         self.text = text
         self.schema = schema
+        self.depth = 0
 
     def fail(self, problem: str) -> InvalidInputError:
-        return InvalidInputError(f"filter {self.text!r}: {problem}")
+        return InvalidInputError(f"filter {_short(self.text)!r}: {problem}")
 
     def node(self, e: exp.Expression) -> _Node:
+        self.depth += 1
+        try:
+            if self.depth > MAX_FILTER_DEPTH:
+                raise self.fail(f"nests deeper than {MAX_FILTER_DEPTH} levels")
+            return self._node(e)
+        finally:
+            self.depth -= 1
+
+    def chain(self, e: exp.Expression, kind: type) -> _Node:
+        """A flat run of ``AND`` (or ``OR``) terms, collected without recursion and
+        combined into a balanced tree (depth log2 of the number of terms)."""
+        terms, stack = [], [e]
+        while stack:
+            x = stack.pop()
+            while isinstance(x, exp.Paren) and isinstance(x.this, kind):
+                x = x.this
+            if isinstance(x, kind):
+                stack.append(x.expression)
+                stack.append(x.this)
+            else:
+                terms.append(self.predicate(x))
+        combine = _And if kind is exp.And else _Or
+        while len(terms) > 1:
+            paired = [combine(terms[i], terms[i + 1]) for i in range(0, len(terms) - 1, 2)]
+            terms = paired + ([terms[-1]] if len(terms) % 2 else [])
+        return terms[0]
+
+    def _node(self, e: exp.Expression) -> _Node:
         if isinstance(e, exp.Paren):
             return self.node(e.this)
         if isinstance(e, (exp.Column, exp.Dot)):
@@ -340,10 +384,8 @@ class _Translator:
             if not (_is_numeric(arg.type) or pa.types.is_null(arg.type)):
                 raise self.fail(f"unary minus needs a number, got {arg.type}")
             return _Lit(pc.negate_checked(arg.value)) if isinstance(arg, _Lit) else _Neg(arg)
-        if isinstance(e, exp.And):
-            return _And(self.predicate(e.this), self.predicate(e.expression))
-        if isinstance(e, exp.Or):
-            return _Or(self.predicate(e.this), self.predicate(e.expression))
+        if isinstance(e, (exp.And, exp.Or)):
+            return self.chain(e, type(e))
         if isinstance(e, exp.Not):
             return _Not(self.predicate(e.this))
         if type(e) in _BINARY_OPS:
@@ -606,6 +648,51 @@ def referenced_columns(filter: "Filter | pc.Expression", names: list[str]) -> li
     return [n for n in names if re.search(r"(?<![\w])" + re.escape(n) + r"(?![\w])", text)]
 
 
+def _short(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def _parse(text: str, what: str) -> exp.Expression:
+    """sqlglot's tree of ``text``, once its nesting is known to be within the limit."""
+    try:
+        toks = _LanceSql().tokenize(text)
+    except sqlglot.errors.SqlglotError as err:
+        detail = str(err).splitlines()[0]
+        raise InvalidInputError(f"{what} {_short(text)!r}: syntax error: {detail}") from None
+    depth = deepest = 0
+    for t in toks:  # parentheses, and runs of NOT / unary minus, nest
+        name = t.token_type.name
+        if name == "L_PAREN":
+            depth += 1
+        elif name == "R_PAREN":
+            depth -= 1
+        deepest = max(deepest, depth)
+    run = longest = 0
+    for t in toks:
+        run = run + 1 if t.token_type.name in _OPENERS else 0
+        longest = max(longest, run)
+    if max(deepest, longest) > MAX_FILTER_DEPTH:
+        raise InvalidInputError(f"{what} {_short(text)!r}: nests deeper than "
+                                f"{MAX_FILTER_DEPTH} levels (parentheses, NOT, unary minus)")
+    with _PARSE_LOCK:
+        old = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(old, _PARSE_RECURSION_LIMIT))
+        try:
+            ast = sqlglot.parse_one(text, read=_LanceSql)
+        except sqlglot.errors.SqlglotError as err:
+            detail = str(err).splitlines()[0]
+            raise InvalidInputError(f"{what} {_short(text)!r}: syntax error: {detail}") \
+                from None
+        except RecursionError:
+            raise InvalidInputError(f"{what} {_short(text)!r}: nests too deeply") from None
+        finally:
+            sys.setrecursionlimit(old)
+    if isinstance(ast, (exp.Query, exp.Block, exp.Command, exp.DDL, exp.DML)):
+        raise InvalidInputError(f"{what} {_short(text)!r}: expected one "
+                                f"{'predicate' if what == 'filter' else what}, not a statement")
+    return ast
+
+
 def compile_filter(filter: FilterLike, schema: pa.Schema) -> Filter:
     """Parse and type-check ``filter`` (SQL text, Expression or :class:`Filter`)."""
     if isinstance(filter, Filter):
@@ -618,19 +705,15 @@ def compile_filter(filter: FilterLike, schema: pa.Schema) -> Filter:
                                 f"not {type(filter).__name__}")
     if not filter.strip():
         raise InvalidInputError(f"filter {filter!r}: empty predicate")
-    try:
-        ast = sqlglot.parse_one(filter, read=_LanceSql)
-    except sqlglot.errors.SqlglotError as err:
-        detail = str(err).splitlines()[0]
-        raise InvalidInputError(f"filter {filter!r}: syntax error: {detail}") from None
-    if isinstance(ast, (exp.Query, exp.Block, exp.Command, exp.DDL, exp.DML)):
-        raise InvalidInputError(f"filter {filter!r}: expected one predicate, not a statement")
+    ast = _parse(filter, "filter")
     try:
         tree = _Translator(filter, schema).predicate(ast)
         expression = tree.expr()
     except (pa.ArrowException, TypeError) as err:  # literal arithmetic, odd casts, ...
-        raise InvalidInputError(f"filter {filter!r}: {err}") from None
-    _validate(expression, schema, repr(filter))
+        raise InvalidInputError(f"filter {_short(filter)!r}: {err}") from None
+    except RecursionError:  # a backstop: the depth limit should come first
+        raise InvalidInputError(f"filter {_short(filter)!r}: nests too deeply") from None
+    _validate(expression, schema, repr(_short(filter)))
     return Filter(filter, expression, tree)
 
 
@@ -639,13 +722,7 @@ def compile_expression(sql: str, schema: pa.Schema) -> tuple[pc.Expression, pa.D
     ``schema``: its pyarrow expression and result type (for ``add_columns``)."""
     if not isinstance(sql, str) or not sql.strip():
         raise InvalidInputError(f"expression must be a non-empty SQL string, not {sql!r}")
-    try:
-        ast = sqlglot.parse_one(sql, read=_LanceSql)
-    except sqlglot.errors.SqlglotError as err:
-        detail = str(err).splitlines()[0]
-        raise InvalidInputError(f"expression {sql!r}: syntax error: {detail}") from None
-    if isinstance(ast, (exp.Query, exp.Block, exp.Command, exp.DDL, exp.DML)):
-        raise InvalidInputError(f"expression {sql!r}: expected one expression, not a statement")
+    ast = _parse(sql, "expression")
     try:
         tree = _Translator(sql, schema).node(ast)
         expression = tree.expr()
@@ -654,7 +731,9 @@ def compile_expression(sql: str, schema: pa.Schema) -> tuple[pc.Expression, pa.D
         typ = pads.dataset(schema.empty_table()).to_table(columns={"v": expression}) \
             .schema.field("v").type
     except (pa.ArrowException, TypeError) as err:
-        raise InvalidInputError(f"expression {sql!r}: {err}") from None
+        raise InvalidInputError(f"expression {_short(sql)!r}: {err}") from None
+    except RecursionError:
+        raise InvalidInputError(f"expression {_short(sql)!r}: nests too deeply") from None
     return expression, typ
 
 

@@ -5,15 +5,19 @@ metadata files. Each test is named after the finding it reproduces."""
 from __future__ import annotations
 
 import os
+import shutil
 import struct
 import subprocess
 import sys
 
+import lance
 import numpy as np
 import pyarrow as pa
 import pytest
 import zstandard
 
+import lancenb
+from lancenb.dataset.manifest import frame_manifest, parse_manifest_file
 from lancenb.encodings.physical import general
 from lancenb.errors import CorruptFileError, LanceError
 from lancenb.file import LanceFileReader, LanceFileWriter
@@ -101,3 +105,191 @@ def test_decompress_refuses_claims_over_the_context_limit():
     assert general.decompress(bare, general.ZSTD, "u", limit=10_000) == b"c" * 10_000
     with pytest.raises(CorruptFileError, match="inflates past"):
         general.decompress(bare, general.ZSTD, "u", limit=9_999)
+
+
+# -- helpers for dataset-level tests ---------------------------------------------------
+def _manifest_path(uri) -> str:
+    vd = os.path.join(uri, "_versions")
+    names = sorted(n for n in os.listdir(vd) if n.endswith(".manifest"))
+    return os.path.join(vd, names[0])  # V2 names: the newest sorts first
+
+
+def _rewrite_manifest(uri, edit) -> None:
+    """Decode the latest manifest with the protobuf classes, ``edit(manifest)``, frame
+    it again in place (its inline transaction kept)."""
+    path = _manifest_path(uri)
+    with open(path, "rb") as f:
+        mf = parse_manifest_file(f.read(), path)
+    txn = mf.transaction()
+    edit(mf.manifest)
+    with open(path, "wb") as f:
+        f.write(frame_manifest(mf.manifest, txn))
+
+
+def _pair(tmp_path):
+    """Two datasets side by side: ``ds`` (7, 8, 9) and ``other`` (1, 2, 3)."""
+    other, ds = str(tmp_path / "other.lance"), str(tmp_path / "ds.lance")
+    lancenb.write_dataset(pa.table({"a": [1, 2, 3]}), other)
+    lancenb.write_dataset(pa.table({"a": [7, 8, 9]}), ds)
+    return ds, other
+
+
+def _data_name(uri) -> str:
+    return os.listdir(os.path.join(uri, "data"))[0]
+
+
+def _escapes(tmp_path):
+    other_file = _data_name(str(tmp_path / "other.lance"))
+    return [f"../../other.lance/data/{other_file}", f"../other.lance/data/{other_file}",
+            str(tmp_path / "other.lance" / "data" / other_file),
+            f"file://{tmp_path}/other.lance/data/{other_file}", "x.lance::memory://a",
+            "memory://x.lance", "a\x00b.lance", f"./{other_file}", "", "sub/x.lance"]
+
+
+def test_data_file_path_traversal_is_refused_like_pylance(tmp_path):
+    ds, other = _pair(tmp_path)
+    for bad in _escapes(tmp_path):
+        shutil.rmtree(ds)
+        lancenb.write_dataset(pa.table({"a": [7, 8, 9]}), ds)
+        lancenb.write_dataset(pa.table({"a": [10]}), ds, mode="append")
+        _rewrite_manifest(ds, lambda m, bad=bad: setattr(m.fragments[0].files[0], "path", bad))
+        with pytest.raises(CorruptFileError, match="data file path") as e:
+            lancenb.dataset(ds).to_table()
+        assert ".manifest" in str(e.value)  # names the manifest
+        with pytest.raises(CorruptFileError):  # compaction must not copy the rows in
+            lancenb.dataset(ds).optimize.compact_files()
+        with pytest.raises((OSError, ValueError)):  # pylance refuses every one too
+            lance.dataset(ds).to_table()
+    assert lancenb.dataset(other).to_table()["a"].to_pylist() == [1, 2, 3]
+
+
+def test_external_row_id_path_traversal_is_refused(tmp_path):
+    ds, other = _pair(tmp_path)
+    lancenb.write_dataset(pa.table({"a": [1, 2, 3]}), ds, mode="overwrite",
+                          enable_stable_row_ids=True)
+    target = f"../other.lance/data/{_data_name(other)}"
+
+    def point_outside(m):
+        m.fragments[0].external_row_ids.path = target
+        m.fragments[0].external_row_ids.size = 4
+
+    _rewrite_manifest(ds, point_outside)
+    with pytest.raises(CorruptFileError, match="external row-id file path"):
+        lancenb.dataset(ds).get_fragments()[0].row_ids()
+
+
+def test_transaction_file_path_traversal_is_ignored(tmp_path):
+    ds, _ = _pair(tmp_path)
+    _rewrite_manifest(ds, lambda m: setattr(m, "transaction_file", "../../../etc/passwd"))
+    with pytest.raises(CorruptFileError, match="escap|segment"):
+        lancenb.dataset(ds)._store.read_bytes("_transactions/../../../etc/passwd")
+    assert lancenb.dataset(ds).to_table()["a"].to_pylist() == [7, 8, 9]
+
+
+def test_confined_paths():
+    from lancenb.io.paths import is_confined
+
+    assert is_confined("0a1b.lance", single=True)
+    assert is_confined("_rowids/1-2.bin")
+    for bad in ("..", "../x", "a/../b", "/abs", "s3://b/x", "c:x", "a::b", "a\x00", "a\\b",
+                "a//b", "", "./a"):
+        assert not is_confined(bad), bad
+    assert not is_confined("a/b", single=True)
+
+
+# -- allocation before validation -------------------------------------------------------
+def test_physical_rows_2_pow_36_with_deletions_is_corrupt_not_memory_error(tmp_path):
+    ds, _ = _pair(tmp_path)
+    d = lancenb.dataset(ds)
+    d.delete("a = 8")
+    _rewrite_manifest(ds, lambda m: setattr(m.fragments[0], "physical_rows", 2**36))
+    with pytest.raises(CorruptFileError, match="physical_rows"):
+        lancenb.dataset(ds).to_table()
+
+
+def test_inline_row_id_range_of_2_pow_36_is_corrupt(tmp_path):
+    from lancenb.dataset.rowids import encode_range_row_ids
+
+    ds = str(tmp_path / "ds.lance")
+    lancenb.write_dataset(pa.table({"a": [1, 2, 3]}), ds, enable_stable_row_ids=True)
+    _rewrite_manifest(ds, lambda m: setattr(m.fragments[0], "inline_row_ids",
+                                            encode_range_row_ids(0, 2**36)))
+    with pytest.raises(CorruptFileError, match="row ids"):
+        lancenb.dataset(ds).get_fragments()[0].row_ids()
+    with pytest.raises(LanceError):
+        lancenb.dataset(ds).to_table(with_row_id=True)
+
+
+def test_roaring_deletion_file_of_2_pow_32_rows_is_corrupt(tmp_path):
+    from pyroaring import BitMap
+
+    from lancenb._proto import table_pb2
+    from lancenb.dataset.deletion import deletion_path
+
+    ds, _ = _pair(tmp_path)
+    bm = BitMap()
+    bm.add_range(0, 2**32)
+    raw = bm.serialize()
+    assert len(raw) < 1_000_000
+
+    def add(m):
+        f = m.fragments[0]
+        f.deletion_file.file_type = table_pb2.DeletionFile.BITMAP
+        f.deletion_file.id = 7
+        f.deletion_file.read_version = 1
+        f.deletion_file.num_deleted_rows = 2
+        rel = deletion_path(f.id, f.deletion_file)
+        os.makedirs(os.path.join(ds, "_deletions"), exist_ok=True)
+        with open(os.path.join(ds, rel), "wb") as out:
+            out.write(raw)
+
+    _rewrite_manifest(ds, add)
+    with pytest.raises(CorruptFileError, match="deletes 4294967296 rows"):
+        lancenb.dataset(ds).to_table()
+
+
+# -- deep filters ------------------------------------------------------------------------
+@pytest.fixture()
+def ten(tmp_path):
+    uri = str(tmp_path / "ten.lance")
+    lancenb.write_dataset(pa.table({"id": list(range(10)), "s": [str(i) for i in range(10)]}),
+                          uri)
+    return uri
+
+
+def test_3000_term_and_or_chains_evaluate_like_pylance(ten):
+    and_chain = " AND ".join(["id = 1"] * 3000)
+    or_chain = " OR ".join(f"id = {i}" for i in range(3000))
+    ds, ref = lancenb.dataset(ten), lance.dataset(ten)
+    for f in (and_chain, or_chain):
+        assert ds.count_rows(filter=f) == ref.count_rows(filter=f)
+        assert ds.to_table(filter=f) == ref.to_table(filter=f)
+    ds.update({"s": "'x'"}, where=and_chain)
+    assert lancenb.dataset(ten).to_table(filter="s = 'x'")["id"].to_pylist() == [1]
+    ds.delete(" OR ".join(f"id = {i}" for i in range(5, 3000)))
+    assert lancenb.dataset(ten).count_rows() == lance.dataset(ten).count_rows() == 5
+
+
+def test_long_in_list(ten):
+    f = "id IN (" + ",".join(str(i) for i in range(0, 20_000, 2)) + ")"
+    assert lancenb.dataset(ten).count_rows(filter=f) == 5
+
+
+@pytest.mark.parametrize("text", ["(" * 3000 + "id = 1" + ")" * 3000, "NOT " * 3000 + "id = 1",
+                                  " + ".join(["id"] * 3000) + " > 5",
+                                  "(" * 65 + "id = 1" + ")" * 65, "- " * 3000 + "id > 1"],
+                         ids=["parens", "not", "arithmetic", "parens65", "minus"])
+def test_deep_filters_are_invalid_input_not_recursion_errors(ten, text):
+    from lancenb.errors import InvalidInputError
+
+    ds = lancenb.dataset(ten)
+    for call in (lambda: ds.count_rows(filter=text), lambda: ds.to_table(filter=text),
+                 lambda: ds.delete(text), lambda: ds.update({"s": "'y'"}, where=text)):
+        with pytest.raises(InvalidInputError, match="nests"):
+            call()
+    assert lancenb.dataset(ten).count_rows() == 10
+
+
+def test_filter_nesting_within_the_limit(ten):
+    assert lancenb.dataset(ten).count_rows(filter="(" * 40 + "id = 1" + ")" * 40) == 1
+    assert lancenb.dataset(ten).count_rows(filter="NOT " * 41 + "id = 1") == 9
