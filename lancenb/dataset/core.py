@@ -48,6 +48,7 @@ from lancenb.dataset.write import (
 )
 from lancenb.encodings.structural import dictarray
 from lancenb.errors import (
+    CorruptFileError,
     DatasetExistsError,
     DatasetNotFoundError,
     InvalidInputError,
@@ -120,9 +121,7 @@ class LanceDataset(pads.Dataset):
             ts = _as_datetime(asof)
             for v in reversed(versions):
                 mf = load_manifest(self._store, v, self._v2)
-                t = mf.manifest.timestamp
-                when = _dt.datetime.fromtimestamp(t.seconds, _dt.timezone.utc) + \
-                    _dt.timedelta(microseconds=t.nanos // 1000)
+                when = _manifest_time(mf.manifest, mf.name, _dt.timezone.utc)
                 if when <= ts:
                     return v
             raise DatasetNotFoundError(f"dataset {self._uri!r} has no version as of {asof}")
@@ -278,10 +277,9 @@ class LanceDataset(pads.Dataset):
         versions, _ = list_versions(self._store)
         out = []
         for v in versions:
-            m = load_manifest(self._store, v, self._v2).manifest
-            t = m.timestamp
-            when = _dt.datetime.fromtimestamp(t.seconds) + _dt.timedelta(
-                microseconds=t.nanos // 1000)
+            mf = load_manifest(self._store, v, self._v2)
+            m = mf.manifest
+            when = _manifest_time(m, mf.name)
             out.append({"version": v, "timestamp": when,
                         "metadata": _summary(m)})
         return out
@@ -665,13 +663,7 @@ class Tags:
             raw = self._store.read_bytes(rel)
         except LanceError:
             raise DatasetNotFoundError(f"dataset {self._ds.uri!r} has no tag {tag!r}") from None
-        try:
-            return json.loads(raw)
-        except ValueError as e:
-            from lancenb.errors import CorruptFileError
-
-            raise CorruptFileError(f"tag file {self._store.uri_of(rel)!r} is not JSON: {e}") \
-                from e
+        return _parse_tag(raw, self._store.uri_of(rel))
 
     def list(self) -> dict:
         out = {}
@@ -681,13 +673,13 @@ class Tags:
             tag = name[:-5]
             d = self._read(tag)
             out[tag] = {"branch": d.get("branch"), "version": d["version"],
-                        "created_at": _parse_ts(d.get("createdAt")),
-                        "updated_at": _parse_ts(d.get("updatedAt")),
+                        "created_at": d.get("createdAt"),
+                        "updated_at": d.get("updatedAt"),
                         "manifest_size": d.get("manifestSize"), "metadata": d.get("metadata", {})}
         return out
 
     def get_version(self, tag: str) -> int:
-        return int(self._read(tag)["version"])
+        return self._read(tag)["version"]
 
     def _write(self, tag: str, version: int, created: str | None, *, create: bool) -> None:
         versions, naming = list_versions(self._store)
@@ -719,13 +711,59 @@ class Tags:
         self._store.delete(f"{TAGS_DIR}/{tag}.json")
 
 
+def _is_u64(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 2**64
+
+
+def _parse_tag(raw: bytes, where: str) -> dict:
+    """A tag file's contents, checked as strictly as the reference reads them: a JSON
+    object whose ``version`` (>= 1) and ``manifestSize`` are u64 integers, timestamps
+    (if any) ISO strings; anything else is a ``CorruptFileError`` naming the file."""
+    try:
+        d = json.loads(raw)
+    except (ValueError, RecursionError) as e:
+        raise CorruptFileError(f"tag file {where!r} is not JSON: {e}") from None
+    if not isinstance(d, dict):
+        raise CorruptFileError(f"tag file {where!r} holds a JSON {type(d).__name__}, not an "
+                               f"object")
+    v = d.get("version")
+    if not _is_u64(v) or v < 1:
+        raise CorruptFileError(f"tag file {where!r}: version {v!r} is not a version number")
+    if not _is_u64(d.get("manifestSize")):
+        raise CorruptFileError(f"tag file {where!r}: manifestSize {d.get('manifestSize')!r} is "
+                               f"not a byte count")
+    for k in ("createdAt", "updatedAt"):
+        try:
+            d[k] = _parse_ts(d.get(k))
+        except (ValueError, TypeError, AttributeError):
+            raise CorruptFileError(f"tag file {where!r}: {k} {d.get(k)!r} is not a "
+                                   f"timestamp") from None
+    if not isinstance(d.get("metadata", {}), dict):
+        raise CorruptFileError(f"tag file {where!r}: metadata is not an object")
+    return d
+
+
 def _parse_ts(s):
     if not s:
         return None
+    if isinstance(s, _dt.datetime):
+        return s
     s = s.rstrip("Z")
     head, _, frac = s.partition(".")
     base = _dt.datetime.fromisoformat(head).replace(tzinfo=_dt.timezone.utc)
     return base.replace(microsecond=int((frac + "000000")[:6])) if frac else base
+
+
+def _manifest_time(m, where: str, tz=None) -> _dt.datetime:
+    """A manifest's timestamp as a datetime; one no datetime can hold (``2**62``
+    seconds) is a ``CorruptFileError`` naming the manifest."""
+    t = m.timestamp
+    try:
+        return _dt.datetime.fromtimestamp(t.seconds, tz) + _dt.timedelta(
+            microseconds=t.nanos // 1000)
+    except (OverflowError, OSError, ValueError) as e:
+        raise CorruptFileError(f"manifest {where!r}: timestamp {t.seconds} s, {t.nanos} ns is "
+                               f"not a representable time ({e})") from None
 
 
 def _open_store(uri, storage_options, commit_lock, manifest_store) -> ObjectStore:

@@ -64,15 +64,26 @@ def manifest_name(version: int, v2: bool) -> str:
 
 
 def parse_manifest_name(name: str) -> tuple[int, bool] | None:
-    """``(version, is_v2)`` of a manifest file name, or None for other names."""
+    """``(version, is_v2)`` of a manifest file name, or None for other names.
+
+    Strict, and ignoring what is not a manifest name as the reference does: ASCII
+    digits only (``².manifest`` is not version 2), and a version in ``1..2**64 - 2``
+    (a 20-digit name above ``2**64 - 1`` or equal to it, or a V1 name of 0 or past
+    ``u64``, names no version).
+    """
     if not name.endswith(".manifest"):
         return None
     stem = name[: -len(".manifest")]
-    if not stem.isdigit():
+    if not (stem.isascii() and stem.isdigit()):
         return None
+    n = int(stem)
     if len(stem) == V2_NAME_DIGITS:  # V2: the 21st character is the '.'
-        return _U64_MAX - int(stem), True
-    return int(stem), False
+        version, v2 = _U64_MAX - n, True
+    else:
+        version, v2 = n, False
+    if not 1 <= version <= _U64_MAX - 1:
+        return None
+    return version, v2
 
 
 def frame_manifest(manifest, transaction=None, index_section: bytes | None = None) -> bytes:
