@@ -298,7 +298,8 @@ def commit_job(job: WriteJob, fragments: list[bytes]):
         _drop_journal(store, job, remove_files=False)
     except Exception as e:  # noqa: BLE001
         _log.warning("lancenb job %s committed version %d; removing its journal failed "
-                     "(%s): harmless, cleanup_old_versions sweeps it", job.write_uuid,
+                     "(%s): harmless, it only names files of this committed job",
+                     job.write_uuid,
                      mf.version, e)
     return mf.version
 

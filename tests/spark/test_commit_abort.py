@@ -1,0 +1,129 @@
+"""Spark write jobs never delete a committed version (issue 15, finding 3).
+
+The driver-side protocol (:mod:`lancenb.spark.jobs`) is run as Spark runs it (plan,
+tasks, commit, and abort when anything raised) on ``faulty://`` (the local directory
+through the fault-injecting filesystem of tests/dataset/_faultfs.py), then once
+through a real Spark job.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import lance
+import pyarrow as pa
+import pytest
+
+import lancenb
+from lancenb.spark.jobs import JOURNAL_DIR, abort_job, commit_job, plan_write, write_task
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "dataset"))
+import _faultfs as F  # noqa: E402
+
+F.register()
+OPTS = {"single_process_commits": True}  # one process writes these datasets
+
+
+def _spark_schema():
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    return StructType([StructField("id", LongType(), False),
+                       StructField("name", StringType(), True)])
+
+
+def _batch(lo, hi):
+    return pa.record_batch({"id": pa.array(range(lo, hi), pa.int64()),
+                            "name": pa.array([f"n{i}" for i in range(lo, hi)])})
+
+
+def _spark_like_job(uri, lo, hi):
+    """plan, one task per 10 rows, commit; on any error abort (as Spark does)."""
+    job = plan_write(uri, _spark_schema(), mode="append", storage_options=OPTS)
+    frags, files = [], []
+    for k, start in enumerate(range(lo, hi, 10)):
+        f, w = write_task(job, iter([_batch(start, min(hi, start + 10))]), task=f"{k}-0")
+        frags += f
+        files += w
+    try:
+        return job, commit_job(job, frags), files
+    except Exception:
+        abort_job(job, files)
+        raise
+
+
+def _ids(path):
+    got = sorted(lancenb.dataset(str(path)).to_table()["id"].to_pylist())
+    assert sorted(lance.dataset(str(path)).to_table()["id"].to_pylist()) == got
+    return got
+
+
+def test_error_after_the_commit_is_logged_not_aborted(tmp_path, caplog):
+    path = tmp_path / "ds"
+    uri = F.uri(path)
+    lancenb.write_dataset(pa.Table.from_batches([_batch(0, 5)]), uri, storage_options=OPTS)
+
+    def journal_fails(name, p):  # removing the job journal fails (after the commit)
+        if name == "rm" and f"/{JOURNAL_DIR}/" in p:
+            raise OSError(5, f"injected fault: rm {p}")
+
+    F.CONTROL.reset(hook=journal_fails)
+    try:
+        job, version, files = _spark_like_job(uri, 100, 130)
+    finally:
+        F.CONTROL.reset()
+    assert version == 2
+    assert "removing its journal failed" in caplog.text
+    want = list(range(5)) + list(range(100, 130))
+    assert _ids(path) == want
+    # Spark may still call abort (another stage failed): a committed job keeps its files
+    assert abort_job(job, files) == []
+    assert _ids(path) == want
+    journal = path / JOURNAL_DIR / job.write_uuid  # the journal goes, at the latest now
+    assert not os.path.exists(journal) or not os.listdir(journal)
+
+
+def test_abort_of_an_uncommitted_job_removes_its_files(tmp_path):
+    path = tmp_path / "ds"
+    uri = F.uri(path)
+    lancenb.write_dataset(pa.Table.from_batches([_batch(0, 5)]), uri, storage_options=OPTS)
+    before = set(os.listdir(path / "data"))
+    job = plan_write(uri, _spark_schema(), mode="append", storage_options=OPTS)
+    _, files = write_task(job, iter([_batch(10, 20)]), task="0-0")
+    assert files and set(os.listdir(path / "data")) != before
+    gone = abort_job(job, files)
+    assert set(gone) >= set(files)
+    assert set(os.listdir(path / "data")) == before
+    assert _ids(path) == list(range(5))
+
+
+def test_commit_fault_before_the_commit_point_aborts_cleanly(tmp_path):
+    path = tmp_path / "ds"
+    uri = F.uri(path)
+    lancenb.write_dataset(pa.Table.from_batches([_batch(0, 5)]), uri, storage_options=OPTS)
+    before = set(os.listdir(path / "data"))
+
+    def manifest_put_fails(name, p):
+        if name == "pipe_file" and "/_versions/" in p and p.endswith(".manifest"):
+            raise OSError(5, f"injected fault: {name} {p}")
+
+    F.CONTROL.reset(hook=manifest_put_fails)
+    try:
+        with pytest.raises(lancenb.errors.LanceIOError, match="injected fault"):
+            _spark_like_job(uri, 100, 120)
+    finally:
+        F.CONTROL.reset()
+    assert set(os.listdir(path / "data")) == before
+    assert _ids(path) == list(range(5))
+
+
+def test_spark_job_committed_despite_a_later_error(spark, tmp_path):
+    uri = str(tmp_path / "ds")
+    spark.range(0, 50, numPartitions=2).selectExpr("id", "cast(id as string) as name") \
+        .write.format("lancenb").mode("append").save(uri)
+    spark.range(50, 80, numPartitions=2).selectExpr("id", "cast(id as string) as name") \
+        .write.format("lancenb").mode("append").option("_test_fail_after_commit", "true") \
+        .save(uri)
+    assert lancenb.dataset(uri).version == 2
+    assert _ids(uri) == list(range(80))
