@@ -330,3 +330,35 @@ def test_sqlite_store_fault_after_the_commit_point_keeps_the_data(tmp_path):
     assert sorted(ds.to_table()["id"].to_pylist()) == \
         sorted(list(range(30)) + list(range(100, 105)) + list(range(200, 207)))
     assert lance.dataset(str(path)).count_rows() == 42
+
+
+@pytest.mark.parametrize("mode", ["before", "after"])
+def test_unanswerable_publish_raises_outcome_unknown_and_keeps_files(tmp_path, mode):
+    """The manifest put fails and reading it back fails too: the writer cannot tell
+    whether it committed, says so with the version, and removes nothing."""
+    path = tmp_path / "ds"
+    kw = _kw(path, "lock")
+    _build(path, kw)
+    F.CONTROL.reset()
+    _append(path, kw)
+    k = [i for i, (name, p) in enumerate(F.CONTROL.calls, 1)
+         if name == "pipe_file" and p.endswith(".manifest")][0]
+    lancenb.dataset(F.uri(path), version=2, **kw).restore()  # version 4: the base rows
+
+    def reads_fail(name, p):
+        if F.CONTROL.failed and name == "cat_file" and "/_versions/" in p:
+            raise OSError(5, f"injected fault: {name} {p}")
+
+    F.CONTROL.reset(fail_at=k, mode=mode, hook=reads_fail)
+    try:
+        with pytest.raises(CommitOutcomeUnknownError, match="version 5") as info:
+            _append(path, kw)
+    finally:
+        F.CONTROL.reset()
+    assert info.value.version == 5 and info.value.transaction_uuid
+    ds = _open(path, kw)
+    n = 42 if mode == "after" else 35
+    assert ds.version == (5 if mode == "after" else 4) and ds.count_rows() == n
+    assert lance.dataset(str(path)).count_rows() == n
+    if mode == "after":  # the committed version names this transaction
+        assert ds.manifest.transaction_file.endswith(f"{info.value.transaction_uuid}.txn")
