@@ -4,13 +4,203 @@
 can decode columns on several threads. No fastmath: float bits must round-trip.
 Under ``NUMBA_DISABLE_JIT=1`` numba returns the plain Python function, which is how
 the kernel tests also run as ordinary Python (for coverage and as a second oracle).
+
+Where the cache lives is numba's choice, in this order: ``NUMBA_CACHE_DIR`` when set;
+``__pycache__`` next to the kernel sources when that is writable; otherwise the user's
+cache directory (``~/.cache/numba`` on Linux), so a read-only site-packages still
+caches. ``lancenb warmup`` fills it ahead of time.
+
+Several processes may compile the same kernel at once (Spark's Python workers, the
+parallel ``lancenb warmup``). numba's own cache is not safe then: each kernel has one
+index file mapping signatures to numbered data files, and two writers that read the
+index at the same time can both give their signature the same number, leaving an index
+entry that points at the other signature's machine code. :class:`_LockedCache` holds an
+exclusive file lock (one per kernel, next to its index) while a process updates that
+kernel's index and data, so writers take turns; a reader that looks while a writer is
+between the two files finds no data file and compiles instead (numba treats a missing
+data file as a miss).
 """
 
+import ast
+import functools
+import inspect
+import os
+import textwrap
+
 import numba
+from numba.core import errors, types, typing
+from numba.core.caching import FunctionCache
+from numba.core.registry import CPUDispatcher
+
+try:
+    import fcntl
+except ImportError:  # Windows: numba's own behaviour, unlocked
+    fcntl = None
 
 __all__ = ["kernel"]
 
 
+class _LockedCache(FunctionCache):
+    """numba's function cache with saves serialised across processes by a file lock."""
+
+    def _lock(self):
+        """An open descriptor holding this kernel's exclusive lock, or None."""
+        if fcntl is None:
+            return None
+        try:
+            self._impl.locator.ensure_cache_path()
+            fd = os.open(self._cache_file._index_path + ".lock", os.O_RDWR | os.O_CREAT, 0o666)
+        except OSError:  # no writable cache directory: numba's own (unlocked) save
+            return None
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return fd
+
+    def save_overload(self, sig, data):
+        fd = self._lock()
+        try:
+            super().save_overload(sig, data)
+        finally:
+            if fd is not None:
+                os.close(fd)  # closing the descriptor releases the lock
+
+
+class _KernelDispatcher(CPUDispatcher):
+    """numba's dispatcher, compiling one specialisation where numba would compile two.
+
+    numba types a read-only array (``np.frombuffer`` over file bytes, Arrow buffers)
+    and a writable one differently and compiles a kernel once for each; and a literal
+    integer passed from one kernel to another (``f(x, 0)``) gets a specialisation of its
+    own. Here every array argument the kernel never writes is typed read-only and
+    literals as their plain type, so all of those calls share one compilation (a
+    writable array converts to a read-only parameter for free; nothing is copied).
+    Which parameters a kernel writes is read from its source (:func:`_written`); if
+    that guess is wrong the read-only compilation fails to type and the kernel is
+    compiled for the arguments as given, as numba would have.
+    """
+
+    def _normalised(self, argtypes):
+        written = _written(self.py_func)
+        return tuple(
+            t.copy(readonly=True) if isinstance(t, types.Array) and t.mutable
+            and i not in written else types.unliteral(t)
+            for i, t in enumerate(argtypes))
+
+    def _compile_normalised(self, argtypes):
+        norm = self._normalised(argtypes)
+        if norm != argtypes and self._plain is not True:
+            try:
+                return self.compile(norm), norm
+            except errors.TypingError:
+                self._plain = True  # the source reading was wrong: compile as given
+        return self.compile(argtypes), argtypes
+
+    def _compile_for_args(self, *args, **kws):
+        if kws or not self._can_compile:
+            return super()._compile_for_args(*args, **kws)
+        argtypes = tuple(self.typeof_pyval(a) for a in args)
+        entry = self._entries.get(argtypes)
+        if entry is None:
+            entry, _ = self._compile_normalised(argtypes)
+            self._entries[argtypes] = entry
+        return entry
+
+    def get_call_template(self, args, kws):
+        # a call from another kernel being typed: compile the normalised signature only
+        # (numba's version compiles the argument types as given); the caller's typing
+        # then converts its arguments to it
+        pysig, folded = self._compiler.fold_argument_types(args, kws)
+        folded = tuple(folded)
+        if self._can_compile:
+            self._compile_normalised(folded)
+        name = self.py_func.__name__
+        template = typing.make_concrete_template(f"CallTemplate({name})", key=name,
+                                                 signatures=self.nopython_signatures)
+        return template, pysig, folded, {}
+
+
 def kernel(fn):
     """Compile ``fn`` with the project's jit policy."""
-    return numba.njit(cache=True, nogil=True)(fn)
+    if numba.config.DISABLE_JIT:
+        return numba.njit(fn)
+    d = _KernelDispatcher(py_func=fn, locals={}, targetoptions={"nopython": True,
+                                                                 "nogil": True})
+    d._cache = _LockedCache(fn)
+    d._plain = None
+    d._entries = {}
+    return d
+
+
+# -- which parameters a kernel writes ------------------------------------------------
+
+# numpy functions and array methods that write into an argument
+_WRITING_METHODS = frozenset({"fill", "sort", "put", "itemset", "resize", "partition"})
+_WRITING_FUNCS = frozenset({"copyto", "put", "place", "putmask", "fill_diagonal"})
+
+
+def _root(node):
+    """The name an expression reads from: ``a`` for ``a``, ``a[i:j]``, ``a.view(t)``."""
+    while True:
+        if isinstance(node, (ast.Subscript, ast.Attribute, ast.Starred)):
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            node = node.func.value
+        else:
+            return node.id if isinstance(node, ast.Name) else None
+
+
+@functools.lru_cache(maxsize=None)
+def _written(py_func) -> frozenset:
+    """Positions of ``py_func``'s parameters it may write to (directly, through a local
+    alias or a slice of it, or by passing it to a kernel that writes that argument)."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(py_func)))
+    except (OSError, TypeError, SyntaxError):
+        return frozenset(range(py_func.__code__.co_argcount))  # unknown: normalise nothing
+    fdef = tree.body[0]
+    params = [a.arg for a in fdef.args.args]
+    alias = {p: p for p in params}  # local name -> the parameter it views
+    written: set = set()
+
+    def mark(node):
+        r = _root(node)
+        if r in alias:
+            written.add(alias[r])
+
+    # two passes: an alias may be assigned after the loop body that writes it
+    for _ in range(2):
+        for node in ast.walk(fdef):
+            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for t in targets:
+                    for el in (t.elts if isinstance(t, ast.Tuple) else [t]):
+                        if isinstance(el, ast.Subscript):
+                            mark(el)
+                        elif isinstance(el, ast.Name) and node.value is not None:
+                            r = _root(node.value)
+                            if r in alias and not isinstance(node.value, ast.Tuple):
+                                alias[el.id] = alias[r]
+            elif isinstance(node, ast.Call):
+                f = node.func
+                if isinstance(f, ast.Attribute) and f.attr in _WRITING_METHODS:
+                    mark(f.value)
+                name = f.id if isinstance(f, ast.Name) else (
+                    f.attr if isinstance(f, ast.Attribute) else None)
+                callee = py_func.__globals__.get(name) if isinstance(f, ast.Name) else None
+                if isinstance(callee, _KernelDispatcher):
+                    cw = _written(callee.py_func)
+                    for i, a in enumerate(node.args):
+                        if i in cw:
+                            mark(a)
+                elif name in _WRITING_FUNCS and node.args:
+                    mark(node.args[0])
+                elif callee is not None and not isinstance(callee, type) and \
+                        getattr(callee, "__module__", "") == py_func.__module__:
+                    for a in node.args:  # an unknown helper of this module: assume it writes
+                        mark(a)
+                for k in node.keywords:
+                    if k.arg == "out":
+                        mark(k.value)
+            elif isinstance(node, ast.For):
+                # `for x in (a, b)` / zip(...): do not follow; a miss only costs a retry
+                pass
+    return frozenset(i for i, p in enumerate(params) if p in written)
