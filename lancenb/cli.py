@@ -264,9 +264,20 @@ def _main(argv: list[str] | None) -> int:
         if args.command == "convert":
             return _cmd_convert(args)
     except LanceError as e:
-        print(f"lancenb {args.command}: {type(e).__name__}: {e}", file=sys.stderr)
+        print(f"lancenb {args.command}: {type(e).__name__}: {_one_line(e)}", file=sys.stderr)
+        return 1
+    except Exception as e:  # inspect/validate read anything: one line, never a traceback
+        if args.command not in ("inspect", "validate"):
+            raise
+        print(f"lancenb {args.command}: unexpected {type(e).__name__}: {_one_line(e)}",
+              file=sys.stderr)
         return 1
     return 2
+
+
+def _one_line(e: BaseException, limit: int = 400) -> str:
+    text = " ".join(str(e).split())
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 # -- inspect ---------------------------------------------------------------------------

@@ -47,6 +47,7 @@ from lancenb.file.reader import LanceFileReader
 from lancenb.file.schema import fields_to_schema
 from lancenb.file.version import FileVersion, version_from_footer
 from lancenb.file.writer import DEFAULT_COLUMN_BUDGET
+from lancenb.io.paths import check_name, check_relative
 from lancenb.io.store import ObjectStore
 
 __all__ = ["inspect", "explain", "validate", "FEATURE_FLAGS", "PYLANCE14_FILE_VERSIONS"]
@@ -410,8 +411,11 @@ def _timestamp(m) -> str | None:
     if not m.HasField("timestamp"):
         return None
     t = m.timestamp
-    return (_dt.datetime.fromtimestamp(t.seconds, _dt.timezone.utc)
-            + _dt.timedelta(microseconds=t.nanos // 1000)).isoformat()
+    try:
+        return (_dt.datetime.fromtimestamp(t.seconds, _dt.timezone.utc)
+                + _dt.timedelta(microseconds=t.nanos // 1000)).isoformat()
+    except (OverflowError, OSError, ValueError):
+        return f"invalid ({t.seconds} s, {t.nanos} ns)"
 
 
 def _label(major: int, minor: int) -> str:
@@ -510,6 +514,7 @@ def _inspect_dataset(uri: str, *, version=None, files: bool = False, explain: bo
         for f in out["fragments"]:
             for d in f["files"]:
                 try:
+                    check_name(d["path"], what="data file", source=f"manifest {chosen.name!r}")
                     d["inspect"] = _inspect_file(store.uri_of(f"data/{d['path']}"),
                                                  explain=explain,
                                                  storage_options=storage_options)
@@ -519,13 +524,16 @@ def _inspect_dataset(uri: str, *, version=None, files: bool = False, explain: bo
 
 
 def _tags(store) -> dict:
+    from lancenb.dataset.core import _parse_tag
+
     out = {}
     for name in sorted(store.list("_refs/tags")):
         if not name.endswith(".json"):
             continue
         try:
             out[name[:-5]] = json.loads(store.read_bytes(f"_refs/tags/{name}"))
-        except (LanceError, ValueError) as e:
+            _parse_tag(store.read_bytes(f"_refs/tags/{name}"), store.uri_of(f"_refs/tags/{name}"))
+        except (LanceError, ValueError, RecursionError) as e:
             out[name[:-5]] = {"error": str(e)}
     return out
 
@@ -645,17 +653,24 @@ def _validate_dataset(uri: str, problems: list, counts: dict, storage_options=No
             problems.append(_problem(uri, "no manifests under _versions/"))
         return
     versions, v2 = listed
+    _check_metadata_files(store, versions, problems)
     latest = None
     for v in versions:
         counts["manifests"] += 1
         mf = _check(problems, lambda v=v: load_manifest(store, v, v2), f"{uri} version {v}")
         if mf is not None:
             _check(problems, mf.transaction, mf.name)
+            _check_manifest_refs(mf, problems)
             latest = mf
     if latest is None or latest.version != versions[-1]:
         return
     for f in latest.manifest.fragments:
+        _check_row_ids(store, latest, f, problems)
         for df in f.files:
+            if _check(problems, functools.partial(check_name, df.path, what="data file",
+                                                  source=f"manifest {latest.name!r}"),
+                      latest.name) is None:
+                continue
             rel = f"data/{df.path}"
             if not store.exists(rel):
                 problems.append(_problem(store.uri_of(rel), f"fragment {f.id}: data file is "
@@ -672,6 +687,75 @@ def _validate_dataset(uri: str, problems: list, counts: dict, storage_options=No
             _check(problems, lambda f=f: read_deletions(store, int(f.id), f.deletion_file,
                                                         int(f.physical_rows)),
                    store.uri_of(deletion_path(int(f.id), f.deletion_file)))
+
+
+def _check_metadata_files(store, versions: list[int], problems: list) -> None:
+    """Names under ``_versions/`` that look like manifests but name no version (pylance
+    ignores them; they are reported), the latest-version hint, and every tag file."""
+    from lancenb.dataset.core import _parse_tag
+    from lancenb.dataset.manifest import HINT_FILE, VERSIONS_DIR, parse_manifest_name
+
+    for name in sorted(store.list(VERSIONS_DIR)):
+        if name.endswith(".manifest") and parse_manifest_name(name) is None:
+            problems.append(_problem(store.uri_of(f"{VERSIONS_DIR}/{name}"),
+                                     "not a manifest name (no version 1..2**64-2); ignored "
+                                     "when the dataset is read"))
+    if store.exists(HINT_FILE):
+        raw = store.read_bytes(HINT_FILE)
+        try:
+            hint = json.loads(raw)
+            ok = isinstance(hint, dict) and isinstance(hint.get("version"), int) \
+                and not isinstance(hint.get("version"), bool) and hint["version"] >= 1
+        except (ValueError, RecursionError):
+            ok = False
+        if not ok:
+            problems.append(_problem(store.uri_of(HINT_FILE), f"latest-version hint "
+                                     f"{bytes(raw[:60])!r} is not {{\"version\": N}}; ignored "
+                                     f"when the dataset is read"))
+    for name in sorted(store.list("_refs/tags")):
+        if not name.endswith(".json"):
+            continue
+        rel = f"_refs/tags/{name}"
+        tag = _check(problems, lambda rel=rel: _parse_tag(store.read_bytes(rel),
+                                                          store.uri_of(rel)), store.uri_of(rel))
+        if tag is not None and tag["version"] not in versions:
+            problems.append(_problem(store.uri_of(rel), f"tag {name[:-5]!r} points to version "
+                                     f"{tag['version']}, which the dataset does not have"))
+
+
+def _check_manifest_refs(mf, problems: list) -> None:
+    """A manifest's timestamp and every path it holds (confined to the dataset)."""
+    from lancenb.dataset.core import _manifest_time
+
+    m, src = mf.manifest, f"manifest {mf.name!r}"
+    _check(problems, lambda: _manifest_time(m, mf.name), mf.name)
+    if m.transaction_file:
+        _check(problems, functools.partial(check_name, m.transaction_file,
+                                           what="transaction file", source=src), mf.name)
+    for f in m.fragments:
+        for kind in ("external_row_ids", "external_created_at_versions",
+                     "external_last_updated_at_versions"):
+            if f.HasField(kind):
+                _check(problems, functools.partial(check_relative, getattr(f, kind).path,
+                                                   what=kind.replace("_", " "),
+                                                   source=f"{src}, fragment {f.id}"), mf.name)
+
+
+def _check_row_ids(store, mf, f, problems: list) -> None:
+    """Decode a fragment's row-id sequence (sizes checked before anything is expanded)."""
+    from lancenb.dataset.rowids import decode_row_ids, external_bytes
+
+    kind = f.WhichOneof("row_id_sequence")
+    if kind is None:
+        return
+    where = f"manifest {mf.name!r}, fragment {f.id}: row id sequence"
+
+    def run():
+        data = f.inline_row_ids if kind == "inline_row_ids" else \
+            external_bytes(store, f.external_row_ids, where)
+        decode_row_ids(data, where, expected=int(f.physical_rows))
+
+    _check(problems, run, mf.name)
 
 
 def validate(path_or_uri, *, storage_options: dict | None = None) -> dict:

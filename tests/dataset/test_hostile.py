@@ -4,6 +4,7 @@ metadata files. Each test is named after the finding it reproduces."""
 
 from __future__ import annotations
 
+import datetime
 import os
 import shutil
 import struct
@@ -293,3 +294,100 @@ def test_deep_filters_are_invalid_input_not_recursion_errors(ten, text):
 def test_filter_nesting_within_the_limit(ten):
     assert lancenb.dataset(ten).count_rows(filter="(" * 40 + "id = 1" + ")" * 40) == 1
     assert lancenb.dataset(ten).count_rows(filter="NOT " * 41 + "id = 1") == 9
+
+
+# -- junk metadata files -----------------------------------------------------------------
+@pytest.mark.parametrize("name", ["\u00b2.manifest", "99999999999999999999.manifest",
+                                  "18446744073709551615.manifest", "abc.manifest",
+                                  "-1.manifest"])
+def test_junk_manifest_names_are_ignored_like_pylance(ten, name):
+    with open(os.path.join(ten, "_versions", name), "wb") as f:
+        f.write(b"junk")
+    ds = lancenb.dataset(ten)
+    assert [v["version"] for v in ds.versions()] == [1]
+    assert ds.version == lance.dataset(ten).version == 1
+    r = lancenb_validate(ten)
+    assert not r["ok"] and any("not a manifest name" in p["message"] for p in r["problems"])
+
+
+def lancenb_validate(uri):
+    from lancenb.inspect import validate
+
+    return validate(uri)
+
+
+@pytest.mark.parametrize("body", [b"[]", b"{}", b'{"version": "x"}', b'{"version": -1}',
+                                  b'{"version": 1.5}', b'{"version": 1}', b"not json",
+                                  b'{"version": true, "manifestSize": 1}', b"[" * 100_000])
+def test_junk_tag_files_are_corrupt_file_errors(ten, body):
+    tags = os.path.join(ten, "_refs", "tags")
+    os.makedirs(tags)
+    with open(os.path.join(tags, "t.json"), "wb") as f:
+        f.write(body)
+    ds = lancenb.dataset(ten)
+    for call in (ds.tags.list, lambda: lancenb.dataset(ten, version="t"),
+                 lambda: ds.cleanup_old_versions(older_than=datetime.timedelta(0))):
+        with pytest.raises(CorruptFileError, match="tag file"):
+            call()
+    with pytest.raises((OSError, ValueError, RuntimeError)):  # pylance refuses them all
+        lance.dataset(ten).tags.list()
+    r = lancenb_validate(ten)
+    assert not r["ok"] and any("t.json" in p["file"] for p in r["problems"])
+
+
+def test_tags_written_by_pylance_still_read(ten):
+    lance.dataset(ten).tags.create("v1", 1)
+    assert lancenb.dataset(ten).tags.list()["v1"]["version"] == 1
+    assert lancenb.dataset(ten, version="v1").version == 1
+    assert lancenb_validate(ten)["ok"]
+
+
+@pytest.mark.parametrize("body", [b"junk", b"[]", b'{"version": "x"}'])
+def test_junk_hint_file_is_ignored_and_reported(ten, body):
+    with open(os.path.join(ten, "_versions", "latest_version_hint.json"), "wb") as f:
+        f.write(body)
+    assert lancenb.dataset(ten).to_table()["id"].to_pylist() == list(range(10))
+    r = lancenb_validate(ten)
+    assert [p["message"] for p in r["problems"] if "hint" in p["message"]]
+
+
+def test_manifest_timestamp_2_pow_62(ten):
+    _rewrite_manifest(ten, lambda m: setattr(m.timestamp, "seconds", 2**62))
+    with pytest.raises(CorruptFileError, match="timestamp"):
+        lancenb.dataset(ten).versions()
+    with pytest.raises(CorruptFileError, match="timestamp"):
+        lancenb.dataset(ten, asof=datetime.datetime(2020, 1, 1))
+    assert lancenb.dataset(ten).count_rows() == 10
+    assert any("timestamp" in p["message"] for p in lancenb_validate(ten)["problems"])
+
+
+def test_nul_byte_in_data_file_path(ten):
+    _rewrite_manifest(ten, lambda m: setattr(m.fragments[0].files[0], "path", "a\x00b.lance"))
+    with pytest.raises(CorruptFileError, match="contains"):
+        lancenb.dataset(ten).to_table()
+    assert any("\\x00" in p["message"] for p in lancenb_validate(ten)["problems"])
+
+
+def test_cli_reports_junk_in_one_line_each(ten):
+    _rewrite_manifest(ten, lambda m: (setattr(m.timestamp, "seconds", 2**62),
+                                      setattr(m.fragments[0].files[0], "path", "../x.lance")))
+    with open(os.path.join(ten, "_versions", "\u00b2.manifest"), "wb") as f:
+        f.write(b"x")
+    os.makedirs(os.path.join(ten, "_refs", "tags"))
+    with open(os.path.join(ten, "_refs", "tags", "t.json"), "wb") as f:
+        f.write(b"[]")
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "lancenb.cli", *args], capture_output=True,
+                              text=True, timeout=120)
+
+    v = run("validate", ten)
+    assert v.returncode == 1 and "Traceback" not in v.stderr
+    for what in ("not a manifest name", "t.json", "timestamp", "'../x.lance'"):
+        assert what in v.stdout, what
+    for args in (("inspect", ten), ("inspect", ten, "--files"), ("inspect", ten, "--json")):
+        r = run(*args)
+        assert "Traceback" not in r.stderr + r.stdout
+    bad = run("inspect", os.path.join(ten, "_versions", "\u00b2.manifest"))
+    assert bad.returncode == 1 and "Traceback" not in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1
