@@ -13,7 +13,6 @@ Rows are addressed by *offset* within the fragment (physical) or by row address
 from __future__ import annotations
 
 import os
-import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -27,6 +26,7 @@ from lancenb.errors import CorruptFileError, InvalidInputError, NotSupportedErro
 from lancenb.file.legacy import LegacyFileReader
 from lancenb.file.reader import LanceFileReader
 from lancenb.io.paths import check_name
+from lancenb.io.pools import ThreadPool
 
 __all__ = ["LanceFragment", "FragmentMetadata", "DataFile"]
 
@@ -408,19 +408,14 @@ class LanceFragment:
         return pa.Table.from_arrays(cols, schema=pa.schema(fields))
 
 
-_POOL = None
-_POOL_LOCK = threading.Lock()
+# one pool per process, started anew in a forked child (lancenb.io.pools)
+_POOL = ThreadPool(lambda: min(16, 2 * (os.cpu_count() or 1)), "lancenb-dataset")
 # reads of at most this many rows decode their columns on the calling thread
 PARALLEL_MIN_ROWS = 4096
 
 
 def _pool() -> ThreadPoolExecutor:
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(max_workers=min(16, 2 * (os.cpu_count() or 1)),
-                                       thread_name_prefix="lancenb-dataset")
-        return _POOL
+    return _POOL.get()
 
 
 def open_data_file(store, path: str, legacy: bool = False, *, source: str = "manifest"):

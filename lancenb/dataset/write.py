@@ -9,7 +9,6 @@ when the current one reaches ``max_rows_per_file`` rows or about
 from __future__ import annotations
 
 import json
-import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Iterable, Iterator
@@ -24,6 +23,7 @@ from lancenb.file.columns import data_file_columns
 from lancenb.file.schema import fields_to_schema
 from lancenb.file.version import FileVersion
 from lancenb.file.writer import LanceFileWriter
+from lancenb.io.pools import ThreadPool
 
 __all__ = ["normalize_input", "write_fragments", "data_file_name", "leaf_ids",
            "DEFAULT_MAX_ROWS_PER_FILE", "DEFAULT_MAX_BYTES_PER_FILE"]
@@ -215,17 +215,11 @@ def write_fragments(store, batches: Iterator[pa.RecordBatch], schema: pa.Schema,
 
 
 MAX_FILES_IN_FLIGHT = 2
-_FINISH_POOL = None
-_FINISH_LOCK = threading.Lock()
+_FINISH_POOL = ThreadPool(lambda: MAX_FILES_IN_FLIGHT, "lancenb-write")  # per process
 
 
 def _finish_pool() -> ThreadPoolExecutor:
-    global _FINISH_POOL
-    with _FINISH_LOCK:
-        if _FINISH_POOL is None:
-            _FINISH_POOL = ThreadPoolExecutor(max_workers=MAX_FILES_IN_FLIGHT,
-                                              thread_name_prefix="lancenb-write")
-        return _FINISH_POOL
+    return _FINISH_POOL.get()
 
 
 def cleanup(store, paths: list[str]) -> None:

@@ -51,7 +51,6 @@ from __future__ import annotations
 
 import os
 import struct
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -74,6 +73,7 @@ from lancenb.file.reader import (
 )
 from lancenb.file.schema import fields_to_schema
 from lancenb.file.version import FileVersion
+from lancenb.io.pools import ThreadPool
 from lancenb.kernels import gather, slices
 
 __all__ = ["LegacyFileReader", "PageStats", "is_legacy_footer", "FOOTER_SIZE"]
@@ -88,17 +88,11 @@ CHUNK_ROWS = 1 << 16
 _I32_MAX = (1 << 31) - 1
 # Reads of at least this many rows decode their columns on a thread pool.
 PARALLEL_ROWS = 8192
-_POOL: ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
+_POOL = ThreadPool(lambda: min(8, os.cpu_count() or 1), "lancenb-legacy")  # per process
 
 
 def _pool() -> ThreadPoolExecutor:
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1),
-                                       thread_name_prefix="lancenb-legacy")
-        return _POOL
+    return _POOL.get()
 _STATS_CHILDREN = ("null_count", "min_value", "max_value")
 
 

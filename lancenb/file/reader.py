@@ -25,12 +25,14 @@ from lancenb.file.columns import columns_per_field
 from lancenb.file.format import FOOTER_SIZE, Footer, parse_offset_table
 from lancenb.file.schema import fields_to_schema
 from lancenb.file.version import FileVersion, version_from_footer
+from lancenb.io.pools import ThreadPool
 
 __all__ = ["LanceFileReader", "ReaderResults", "LanceFileMetadata", "LanceColumnMetadata",
            "LancePageMetadata", "LanceBufferDescriptor"]
 
-_POOL: ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
+# one decode pool per process, started on first use (starting threads costs
+# milliseconds) and started anew in a forked child (lancenb.io.pools)
+_POOL = ThreadPool(lambda: os.cpu_count() or 1, "lancenb-decode")
 
 
 def _stored(f) -> tuple[pa.DataType, int]:
@@ -42,14 +44,8 @@ def _stored(f) -> tuple[pa.DataType, int]:
 
 
 def _pool() -> ThreadPoolExecutor:
-    """One decode pool per process (kernels release the GIL, so columns decode in
-    parallel); created on first use, since starting threads costs milliseconds."""
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(max_workers=os.cpu_count() or 1,
-                                       thread_name_prefix="lancenb-decode")
-        return _POOL
+    """The decode pool (kernels release the GIL, so columns decode in parallel)."""
+    return _POOL.get()
 
 
 # Full scans read and decode mini-block pages in pieces of about this many bytes.

@@ -33,9 +33,12 @@ _HAS_PREADV = hasattr(os, "preadv")
 
 
 def resolve(uri: str | os.PathLike, storage_options: dict | None = None):
-    """Return ``(filesystem, path)`` for a URI or local path."""
+    """Return ``(filesystem, path)`` for a URI or local path (``storage_options`` as
+    :func:`lancenb.io.options.fsspec_options` adapts them)."""
+    from lancenb.io.options import fsspec_options
+
     uri = os.fspath(uri)
-    fs, path = fsspec.core.url_to_fs(uri, **(storage_options or {}))
+    fs, path = fsspec.core.url_to_fs(uri, **fsspec_options(uri, storage_options))
     return fs, path
 
 

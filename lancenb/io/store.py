@@ -1,30 +1,63 @@
 """Whole-object operations a dataset needs: list, read, write, delete, put-if-absent.
 
 Datasets address objects by paths relative to their root (``_versions/1.manifest``).
-The store resolves the root once with fsspec and keeps the local fast paths:
+The store resolves the root once with fsspec and keeps the local fast paths.
 
-* ``put_if_absent`` on a local disk writes a temporary file and hard-links it to the
-  final name; ``link`` fails when the name exists, so exactly one of several racing
-  writers wins, and a reader never sees a partial file.
-* On other filesystems there is no portable conditional write. The store then takes
-  the ``commit_lock`` the caller supplied (a context manager shared by every writer,
-  e.g. a lock on a coordination service), or, without one, a lock that is only
-  correct inside one process (good for ``memory://`` and single-writer jobs).
+``put_if_absent`` is the commit point of every dataset write: of several writers
+racing to create the same manifest name, exactly one may succeed. How the store
+makes that true is chosen once, when it is opened (:attr:`ObjectStore.conditional_put`):
+
+* ``"link"``: a local disk (or fsspec's ``dir://`` over one) writes a temporary file
+  and hard-links it to the final name; ``link`` fails when the name exists, and a
+  reader never sees a partial file.
+* ``"create"``: object stores whose fsspec filesystem has an atomic create-only put:
+  s3fs and gcsfs ``pipe_file(..., mode="create")`` (S3 ``If-None-Match: *``, GCS
+  ``ifGenerationMatch=0``) and adlfs ``pipe_file(..., overwrite=False)`` (Azure
+  ``If-None-Match: *``). This is what pylance uses by default.
+* ``"commit_lock"``: the caller's ``commit_lock`` (a lock shared by every writer).
+* ``"process"``: a lock that is only correct inside one process, used only when the
+  caller opted in with ``storage_options={"single_process_commits": True}`` (tests on
+  ``memory://``, single-writer jobs).
+
+A store with none of these (and no external manifest store, which makes the commit
+point itself) refuses to commit with :class:`UnsafeCommitError` instead of silently
+losing concurrent commits.
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
+import random
 import threading
+import time
 import uuid
 
 from fsspec.implementations.local import LocalFileSystem
 
-from lancenb.errors import InvalidInputError, LanceFileNotFoundError, LanceIOError
+from lancenb.errors import (
+    InvalidInputError,
+    LanceFileNotFoundError,
+    LanceIOError,
+    UnsafeCommitError,
+)
+from lancenb.io.options import SINGLE_PROCESS_COMMITS, single_process_commits
 from lancenb.io.paths import check_relative, is_confined
 
-__all__ = ["ObjectStore"]
+__all__ = ["ObjectStore", "conditional_put_of"]
+
+# fsspec implementations (by top-level package) whose put has an atomic create-only
+# mode, and the keyword that asks for it. Detected by package and signature: fsspec's
+# base class also takes mode="create" but implements it as exists-then-write.
+_CREATE_ONLY_PUT = {
+    "s3fs": ("mode", "create"),       # PutObject If-None-Match: *  -> 412
+    "gcsfs": ("mode", "create"),      # ifGenerationMatch=0         -> 412
+    "adlfs": ("overwrite", False),    # upload_blob(overwrite=False) -> 409 BlobAlreadyExists
+}
+# S3 answers 409 ConditionalRequestConflict while another conditional write of the same
+# key is in flight; the put is then retried (and meets that writer's object, or wins).
+_CONFLICT_RETRIES = 10
 
 _PROCESS_LOCKS: dict[str, threading.Lock] = {}
 _PROCESS_LOCKS_GUARD = threading.Lock()
@@ -33,6 +66,82 @@ _PROCESS_LOCKS_GUARD = threading.Lock()
 def _process_lock(key: str) -> threading.Lock:
     with _PROCESS_LOCKS_GUARD:
         return _PROCESS_LOCKS.setdefault(key, threading.Lock())
+
+
+def _reset_process_locks() -> None:
+    # a lock held by another thread at fork time would stay held forever in the child
+    global _PROCESS_LOCKS_GUARD
+    _PROCESS_LOCKS_GUARD = threading.Lock()
+    _PROCESS_LOCKS.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_process_locks)
+
+
+def _dir_over_local(fs):
+    """The local filesystem under fsspec's ``dir://`` wrapper, or None."""
+    from fsspec.implementations.dirfs import DirFileSystem
+
+    if isinstance(fs, DirFileSystem) and isinstance(fs.fs, LocalFileSystem):
+        return fs.fs
+    return None
+
+
+def _package_of(obj) -> str:
+    """The top-level package that defines ``obj`` (a class or function)."""
+    return (getattr(obj, "__module__", "") or "").split(".", 1)[0]
+
+
+def conditional_put_of(fs) -> tuple[str, str | None, object] | tuple[None, None, None]:
+    """How ``fs`` creates an object only if it is absent, atomically.
+
+    Returns ``("link", None, None)`` for local disks (hard link of a temporary file),
+    ``("create", keyword, value)`` for object stores whose ``pipe_file`` takes a
+    create-only keyword (s3fs, gcsfs, adlfs), else ``(None, None, None)``.
+    """
+    if isinstance(fs, LocalFileSystem) or _dir_over_local(fs) is not None:
+        return "link", None, None
+    for name in ("_pipe_file", "pipe_file"):
+        meth = getattr(type(fs), name, None)
+        package = _package_of(meth)
+        if package not in _CREATE_ONLY_PUT:
+            continue
+        keyword, value = _CREATE_ONLY_PUT[package]
+        try:
+            params = inspect.signature(meth).parameters
+        except (TypeError, ValueError):
+            continue
+        if keyword in params:
+            return "create", keyword, value
+    return None, None, None
+
+
+def _already_exists(err: BaseException) -> bool:
+    """Whether a create-only put failed because the object exists."""
+    if isinstance(err, FileExistsError):
+        return True
+    for e in (err, err.__cause__):
+        # adlfs lets azure-core's ResourceExistsError through
+        if type(e).__name__ == "ResourceExistsError":
+            return True
+        # s3fs makes a FileExistsError of a 412 only when the answer names the condition
+        resp = getattr(e, "response", None)
+        if isinstance(resp, dict) and (
+                resp.get("Error", {}).get("Code") == "PreconditionFailed"
+                or resp.get("ResponseMetadata", {}).get("HTTPStatusCode") == 412):
+            return True
+    return False
+
+
+def _write_conflict(err: BaseException) -> bool:
+    """S3's 409 ConditionalRequestConflict: a concurrent conditional write is in flight."""
+    for e in (err, err.__cause__, err.__context__):
+        resp = getattr(e, "response", None)
+        if isinstance(resp, dict) and \
+                resp.get("Error", {}).get("Code") == "ConditionalRequestConflict":
+            return True
+    return "ConditionalRequestConflict" in str(err)
 
 
 class ObjectStore:
@@ -56,6 +165,22 @@ class ObjectStore:
         self.commit_lock = commit_lock
         self.manifest_store = None  # an ExternalManifestStore, set by the dataset layer
         self._made: set[str] = set()  # directories already created
+        # how put_if_absent is made atomic, decided once here (see the module docstring)
+        self._create_only = conditional_put_of(self.fs)
+        # object stores have no directories to make (a put creates the key's prefixes);
+        # skipping makedirs saves a request per new prefix
+        self._flat = _package_of(type(self.fs)) in _CREATE_ONLY_PUT
+        self._single_process = single_process_commits(storage_options)
+
+    @property
+    def conditional_put(self) -> str | None:
+        """How :meth:`put_if_absent` is atomic on this store: ``"link"``, ``"create"``,
+        ``"commit_lock"``, ``"process"`` (opted in), or None (commits are refused)."""
+        if self._create_only[0] is not None:
+            return self._create_only[0]
+        if self.commit_lock is not None:
+            return "commit_lock"
+        return "process" if self._single_process else None
 
     # -- paths -----------------------------------------------------------------
     def path(self, rel: str) -> str:
@@ -122,12 +247,13 @@ class ObjectStore:
     # -- writes ----------------------------------------------------------------
     def _makedirs_for(self, p: str) -> None:
         parent = p.rsplit("/", 1)[0] if "/" in p else ""
-        if parent and parent not in self._made:
-            self._made.add(parent)
+        if parent and parent not in self._made and not self._flat:
             if self.local:
                 os.makedirs(parent, exist_ok=True)
             else:
                 self.fs.makedirs(parent, exist_ok=True)
+            # only once it exists: a thread sharing this store skips the call after this
+            self._made.add(parent)
 
     def write_bytes(self, rel: str, data: bytes, *, atomic: bool = True) -> None:
         """Write an object whole. Local files go through a temporary file and a rename
@@ -156,24 +282,25 @@ class ObjectStore:
         """
         p = self.path(rel)
         self._makedirs_for(p)
-        if self.local:
-            tmp = f"{p}.{uuid.uuid4().hex}.tmp"
-            try:
-                # no fsync: like the reference, visibility is atomic (link) but
-                # durability across power loss is left to the filesystem
-                with open(tmp, "wb") as f:
-                    f.write(data)
-                try:
-                    os.link(tmp, p)
-                except FileExistsError:
-                    return False
-                return True
-            except OSError as e:
-                raise LanceIOError(f"cannot write {self.uri_of(rel)!r}: {e}") from e
-            finally:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
+        how = self._create_only[0]
+        if how == "link":
+            return self._link_if_absent(rel, p, data)
+        if how == "create":
+            return self._create_if_absent(rel, p, data)
         if self.commit_lock is None:
+            if not self._single_process and self.manifest_store is None:
+                raise UnsafeCommitError(
+                    f"cannot commit to {self.uri!r}: its filesystem "
+                    f"({type(self.fs).__module__}.{type(self.fs).__name__}) has no "
+                    f"conditional write, so concurrent writers could overwrite each other's "
+                    f"versions. Use one of: a store with conditional writes (local disk, s3fs, "
+                    f"gcsfs, adlfs), commit_lock= (a lock shared by every writer), or "
+                    f"manifest_store= (an external manifest store such as "
+                    f"SqliteManifestStore). If only this one process ever writes here (e.g. "
+                    f"memory:// in tests), pass storage_options="
+                    f"{{{SINGLE_PROCESS_COMMITS!r}: True}}.")
+            # opted in to single-process commits, or (with an external manifest store,
+            # which is the commit point of versions) objects such as tags
             lock = _process_lock(f"{self.fs.protocol}:{self.root}")
         elif hasattr(self.commit_lock, "__enter__") and not isinstance(self.commit_lock, type):
             lock = self.commit_lock
@@ -187,6 +314,54 @@ class ObjectStore:
             except OSError as e:
                 raise LanceIOError(f"cannot write {self.uri_of(rel)!r}: {e}") from e
             return True
+
+    def _link_if_absent(self, rel: str, p: str, data: bytes) -> bool:
+        under = _dir_over_local(self.fs)
+        if under is not None:
+            p = self.fs._join(p)  # the real local path under the dir:// root
+        tmp = f"{p}.{uuid.uuid4().hex}.tmp"
+        try:
+            # no fsync: like the reference, visibility is atomic (link) but
+            # durability across power loss is left to the filesystem
+            with open(tmp, "wb") as f:
+                f.write(data)
+            try:
+                os.link(tmp, p)
+            except FileExistsError:
+                return False
+            return True
+        except OSError as e:
+            raise LanceIOError(f"cannot write {self.uri_of(rel)!r}: {e}") from e
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+    def _create_if_absent(self, rel: str, p: str, data: bytes) -> bool:
+        _, keyword, value = self._create_only
+        payload = bytes(data)
+        for attempt in range(_CONFLICT_RETRIES + 1):
+            try:
+                self.fs.pipe_file(p, payload, **{keyword: value})
+                return True
+            except Exception as e:  # noqa: BLE001 - classified below, else re-raised
+                if _already_exists(e):
+                    # a retried request whose first try did land meets its own object:
+                    # the content (a manifest names a fresh transaction) tells whose it is
+                    return self._holds(p, payload)
+                if _write_conflict(e) and attempt < _CONFLICT_RETRIES:
+                    time.sleep(random.uniform(0.01, 0.05) * (attempt + 1))
+                    continue
+                if isinstance(e, OSError):
+                    raise LanceIOError(f"cannot write {self.uri_of(rel)!r}: {e}") from e
+                raise
+        raise LanceIOError(f"cannot write {self.uri_of(rel)!r}: conditional write kept "
+                           f"conflicting after {_CONFLICT_RETRIES} retries")
+
+    def _holds(self, p: str, payload: bytes) -> bool:
+        try:
+            return self.fs.cat_file(p) == payload
+        except OSError:
+            return False
 
     def delete(self, rel: str, *, missing_ok: bool = True) -> None:
         p = self.path(rel)

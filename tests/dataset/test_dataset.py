@@ -163,9 +163,11 @@ def test_modes(tmp_path, ds_uri):
 
 def test_memory_filesystem():
     uri = "memory://lancenb-test/ds"
-    lancenb.write_dataset(table(100), uri, max_rows_per_file=40)
-    lancenb.write_dataset(table(10, 100), uri, mode="append")
-    ds = lancenb.dataset(uri)
+    # memory:// has no conditional write: commits need the single-process opt-in
+    opts = {"single_process_commits": True}
+    lancenb.write_dataset(table(100), uri, max_rows_per_file=40, storage_options=opts)
+    lancenb.write_dataset(table(10, 100), uri, mode="append", storage_options=opts)
+    ds = lancenb.dataset(uri, storage_options=opts)
     ds.delete("id < 5")
     assert ds.count_rows() == 105 and ds.version == 3
     assert_tables_equal(lancenb.dataset(uri, version=1).to_table(), table(100))
