@@ -1,6 +1,7 @@
 # Two entry points that work on a fresh machine with Python, Java and a C compiler:
 #   make demo   -- create .venv, install lancenb[spark], run the demo job (embedded Spark)
-#   make test   -- create .venv, install lancenb with dev extras, run the whole suite
+#   make test   -- create .venv, install lancenb with dev extras, run the whole suite, then
+#                  build the sdist and wheel and use the wheel in a fresh virtualenv
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -27,6 +28,7 @@ test: $(VENV)/.installed-dev
 	$(PY) -m ruff check lancenb kernels tests property_tests benchmarks scripts
 	$(PY) -m pytest -q
 	NUMBA_DISABLE_JIT=1 $(PY) -m pytest -q tests/kernels
+	$(PY) scripts/smoke_wheel.py
 
 lint: $(VENV)/.installed-dev
 	$(PY) -m ruff check lancenb kernels tests property_tests benchmarks scripts
