@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from lancenb._proto import file_pb2
+from lancenb.encodings.structural.blob import DESCRIPTION_V2, is_write_v2
 from lancenb.errors import CorruptFileError, SchemaError
 
 __all__ = ["LanceField", "schema_to_fields", "fields_to_schema", "logical_type",
@@ -175,9 +176,41 @@ class LanceField:
             yield from c.walk()
 
 
+class _Fields(list):
+    """Field protos in pre-order, and the next field id (ids count fields, except that
+    a blob v2 column's description fields take none and its dataset children two)."""
+
+    next_id = 0
+
+    def take_id(self) -> int:
+        self.next_id += 1
+        return self.next_id - 1
+
+
+def _flatten_blob_v2(f: pa.Field, parent: int, out: list) -> LanceField:
+    """A file writer's blob v2 column, as pylance 14 lists it in a data file: a
+    ``struct`` marked packed and blob, then its description's fields (kind, position,
+    size, blob_id, blob_uri) with id -1 and parent id -1."""
+    lf = LanceField(out.take_id(), f.name, f)
+    out.take_id()  # the dataset schema's data and uri children (the manifest's ids)
+    out.take_id()
+    msg = file_pb2.Field(name=f.name, id=lf.id, parent_id=parent, logical_type="struct",
+                         nullable=f.nullable, encoding=file_pb2.NONE)
+    msg.metadata["lance-encoding:packed"] = b"true"
+    msg.metadata["lance-encoding:blob"] = b"true"
+    out.append(msg)
+    for c in DESCRIPTION_V2:
+        out.append(file_pb2.Field(name=c.name, id=-1, parent_id=-1,
+                                  logical_type=logical_type(c.type), nullable=c.nullable,
+                                  encoding=_encoding_of(c.type)))
+    return lf
+
+
 def _flatten(f: pa.Field, parent: int, out: list) -> LanceField:
     dt = f.type
-    lf = LanceField(len(out), f.name, f)
+    if is_write_v2(f):
+        return _flatten_blob_v2(f, parent, out)
+    lf = LanceField(out.take_id(), f.name, f)
     msg = file_pb2.Field(name=f.name, id=lf.id, parent_id=parent, logical_type=logical_type(dt),
                          nullable=f.nullable, encoding=_encoding_of(dt))
     for k, v in (f.metadata or {}).items():
@@ -197,9 +230,9 @@ def _flatten(f: pa.Field, parent: int, out: list) -> LanceField:
 
 def schema_to_fields(schema: pa.Schema) -> tuple[list, list[LanceField]]:
     """Flatten an Arrow schema: ``(Field protos in pre-order, top-level LanceFields)``."""
-    out: list = []
+    out = _Fields()
     tops = [_flatten(f, -1, out) for f in schema]
-    return out, tops
+    return list(out), tops
 
 
 def _is_blob_v2_file_field(f) -> bool:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lancenb import io as lio
 from lancenb._proto import file2_pb2, file_pb2
@@ -120,6 +122,10 @@ class LanceFileWriter:
 
     # -- setup ---------------------------------------------------------------
     def _set_schema(self, schema: pa.Schema) -> None:
+        v2 = [f.name for f in schema if blob.is_write_v2(f)]
+        if v2 and self.version is not FileVersion.V2_2:
+            self._fail(NotSupportedError(f"column {v2[0]!r}: blob v2 columns need file version "
+                                         f"2.2, not {self.version.label}"))
         if self.version is not FileVersion.V2_2 and any(has_map(f.type) for f in schema):
             name = next(f.name for f in schema if has_map(f.type))
             self._fail(NotSupportedError(
@@ -151,6 +157,8 @@ class LanceFileWriter:
                            f.with_type(it[0]) if it else f
                            for f, m, it in zip(schema, self._maps, self._items)])
         for f in store:
+            if blob.is_write_v2(f):
+                continue
             if is_packed(f):
                 if packed_struct.child_bits(f.type) is not None:
                     continue
@@ -182,7 +190,7 @@ class LanceFileWriter:
         try:
             self._columns = []
             for i, f in enumerate(store):
-                if not repdef.is_nested(f.type) or is_packed(f):
+                if not repdef.is_nested(f.type) or is_packed(f) or blob.is_write_v2(f):
                     self._columns.append(_Column(f, config_for_field(f, self._base_config), i))
                     continue
                 paths = repdef.leaf_paths(f.type)
@@ -274,17 +282,27 @@ class LanceFileWriter:
             col.arrays = group
             self._flush(col)
         col.arrays = groups[-1]
+        self._write_page(col, *self._encode(col))
+
+    def _encode(self, col: _Column):
+        """``(buffers, layout, rows)`` of the page of ``col``'s buffered arrays (blob
+        values are written out of line now)."""
         arr = dictarray.page_array(col.arrays)  # (dictionaries joined as pylance does)
         col.arrays, col.nbytes = [], 0
         levels = None
         rows = len(arr)
         if col.path is not None:
             levels, arr = repdef.shred(arr, col.path)
-        if col.blob:
+        if col.path is None and blob.is_write_v2(col.field):
+            buffers, layout = self._blob_v2_page(arr)
+        elif col.blob:
             buffers, layout = self._blob_page(arr, levels)
         else:
             buffers, layout = encode_page(arr, version_minor=self.version.footer[1],
                                           config=col.config, levels=levels)
+        return buffers, layout, rows
+
+    def _write_page(self, col: _Column, buffers, layout, rows: int) -> None:
         positions = [self._write_buffer(b) for b in buffers]
         page = file2_pb2.ColumnMetadata.Page(buffer_offsets=[p for p, _ in positions],
                               buffer_sizes=[s for _, s in positions], length=rows,
@@ -306,6 +324,30 @@ class LanceFileWriter:
         return blob.encode(base + rel, sizes, validity, version_minor=self.version.footer[1],
                            levels=levels)
 
+    def _blob_v2_page(self, arr: pa.StructArray):
+        """Write a blob v2 column's inline values out of line now (64-aligned, as
+        blob v1 values); the page holds the descriptions (:func:`blob.encode_v2`)."""
+        valid = np.ones(len(arr), bool) if arr.null_count == 0 else np.asarray(arr.is_valid())
+        kind, data, position, size, blob_id, uri = arr.flatten()
+        kind = np.asarray(kind.fill_null(0), np.uint8)
+        inline = valid & (kind == 0)
+        block, _ = blocks.from_arrow(data)
+        region, rel, sizes = blob.out_of_line(block, inline)
+        base = self._out.tell()  # 64-aligned: every buffer is padded
+        if len(region):
+            self._out.write(region)
+        pos = np.where(inline, base + rel, np.asarray(position.fill_null(0), np.uint64))
+        size = np.where(inline, sizes, np.asarray(size.fill_null(0), np.uint64))
+        bid = np.where(inline, 0, np.asarray(blob_id.fill_null(0), np.uint32))
+        uri = pc.if_else(pa.array(inline), "", uri.fill_null(""))
+        mask = None if valid.all() else pa.array(~valid)
+        desc = pa.StructArray.from_arrays(
+            [pa.array(kind, pa.uint8()), pa.array(pos.astype(np.uint64), pa.uint64()),
+             pa.array(size.astype(np.uint64), pa.uint64()),
+             pa.array(bid.astype(np.uint32), pa.uint32()), uri.cast(pa.string())],
+            fields=list(blob.DESCRIPTION_V2), mask=mask)
+        return blob.encode_v2(desc)
+
     def _check_open(self) -> None:
         if self.closed:
             raise InvalidInputError(f"the writer for {self.path!r} is closed")
@@ -319,8 +361,17 @@ class LanceFileWriter:
         try:
             if self._v20 is not None:
                 self._v20.finish()
-            for col in (self._columns if self._v20 is None else []):
-                self._flush(col)
+            # blob values go first, then the pages in column order (as pylance lays out
+            # a file's last pages: byte-identical files for the same single-page data)
+            staged = {}
+            for i, col in enumerate(self._columns if self._v20 is None else []):
+                if col.arrays and (col.blob or (col.path is None and blob.is_write_v2(col.field))):
+                    staged[i] = self._encode(col)
+            for i, col in enumerate(self._columns if self._v20 is None else []):
+                if i in staged:
+                    self._write_page(col, *staged[i])
+                else:
+                    self._flush(col)
             fields, _ = schema_to_fields(self._schema)
             schema_pb = file_pb2.Schema(fields=fields)
             for k, v in self._schema_metadata.items():

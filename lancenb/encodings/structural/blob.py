@@ -28,11 +28,13 @@ import pyarrow as pa
 from lancenb.encodings import pb
 from lancenb.encodings.blocks import FixedWidth, Variable, offset_bits, to_arrow
 from lancenb.encodings.physical import packed_struct
-from lancenb.encodings.structural import miniblock, repdef
+from lancenb.encodings.physical import packed_struct_variable as vpacked
+from lancenb.encodings.structural import fullzip, miniblock, repdef
 from lancenb.errors import CorruptFileError, NotSupportedError
 from lancenb.kernels import slices
 
-__all__ = ["out_of_line", "encode", "BlobDecoder", "DESCRIPTION_V1", "DESCRIPTION_V2"]
+__all__ = ["out_of_line", "encode", "encode_v2", "BlobDecoder", "DESCRIPTION_V1",
+           "DESCRIPTION_V2", "WRITE_V2", "is_write_v2"]
 
 L = pb.e21.RepDefLayer
 ALIGN = 64
@@ -51,6 +53,18 @@ DESCRIPTION_V2 = pa.struct([pa.field("kind", pa.uint8(), False),
                             pa.field("size", pa.uint64(), False),
                             pa.field("blob_id", pa.uint32(), False),
                             pa.field("blob_uri", pa.string(), False)])
+# What a file writer takes for a blob v2 column (2.2): per row the inline bytes
+# (``kind`` 0, ``data``) or where the bytes already are (``kind`` 1-3 with
+# ``position``, ``size``, ``blob_id``, ``blob_uri``); a null row is a null value. The
+# writer stores the inline bytes out of line and the descriptions as a packed struct.
+WRITE_V2 = pa.struct([("kind", pa.uint8()), ("data", pa.large_binary()),
+                      ("position", pa.uint64()), ("size", pa.uint64()),
+                      ("blob_id", pa.uint32()), ("blob_uri", pa.string())])
+
+
+def is_write_v2(field: pa.Field) -> bool:
+    """A file writer's blob v2 column: :data:`WRITE_V2` with ``lance-encoding:blob``."""
+    return field.type == WRITE_V2 and b"lance-encoding:blob" in (field.metadata or {})
 
 
 def out_of_line(block: Variable, validity: np.ndarray | None):
@@ -105,6 +119,26 @@ def encode(positions: np.ndarray, sizes: np.ndarray, validity: np.ndarray | None
         layout.blob_layout.layers.append(L.REPDEF_ALL_VALID_ITEM if validity is None
                                          else L.REPDEF_NULLABLE_ITEM)
     return buffers, layout
+
+
+def encode_v2(desc: pa.StructArray):
+    """A blob v2 description page (2.2): ``(buffers, PageLayout)``.
+
+    ``desc`` (:data:`DESCRIPTION_V2`, a null row for a null value) is stored as pylance
+    14 stores it: a full-zip page of variable packed struct rows (``kind`` u8,
+    ``position`` u64, ``size`` u64, ``blob_id`` u32, ``blob_uri`` as a u32 length and its
+    bytes), a null row being its control byte alone. Example: ``(0, 0, 3, 0, "")`` →
+    ``00 | 19 00 00 00 | 00 | 00 x8 | 03 00 x7 | 00 x4 | 00 x4`` (25 bytes of row)."""
+    valid = None if desc.null_count == 0 else np.asarray(desc.is_valid())
+    rows = desc if valid is None else desc.filter(pa.array(valid))
+    block = vpacked.pack_rows(rows)
+    if valid is not None:  # null rows hold no bytes
+        lens = np.zeros(len(desc), np.int64)
+        lens[valid] = np.diff(block.offsets)
+        offs = np.zeros(len(desc) + 1, np.int64)
+        np.cumsum(lens, out=offs[1:])
+        block = Variable(offs, block.data, len(desc), 32)
+    return fullzip.encode(block, valid, value_compression=vpacked.description(DESCRIPTION_V2))
 
 
 class BlobDecoder:
