@@ -137,15 +137,28 @@ _WRITING_METHODS = frozenset({"fill", "sort", "put", "itemset", "resize", "parti
 _WRITING_FUNCS = frozenset({"copyto", "put", "place", "putmask", "fill_diagonal"})
 
 
+_VIEW_METHODS = frozenset({"view", "reshape", "ravel", "transpose", "squeeze"})
+
+
 def _root(node):
-    """The name an expression reads from: ``a`` for ``a``, ``a[i:j]``, ``a.view(t)``."""
+    """The name an array expression views: ``a`` for ``a``, ``a[i:j]``, ``a.view(t)``,
+    ``a.T``; None for anything else (an element ``a[i]``, a call, an arithmetic result)."""
     while True:
-        if isinstance(node, (ast.Subscript, ast.Attribute, ast.Starred)):
+        if isinstance(node, ast.Name):
+            return node.id
+        if isinstance(node, ast.Subscript):
+            idx = node.slice
+            parts = idx.elts if isinstance(idx, ast.Tuple) else [idx]
+            if not any(isinstance(p, ast.Slice) for p in parts):
+                return None
             node = node.value
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        elif isinstance(node, ast.Attribute) and node.attr == "T":
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr in _VIEW_METHODS:
             node = node.func.value
         else:
-            return node.id if isinstance(node, ast.Name) else None
+            return None
 
 
 @functools.lru_cache(maxsize=None)
@@ -166,6 +179,11 @@ def _written(py_func) -> frozenset:
         if r in alias:
             written.add(alias[r])
 
+    def mark_target(node):  # `x[...] = v`: whatever x views is written, element or slice
+        while isinstance(node, ast.Subscript):
+            node = node.value
+        mark(node)
+
     # two passes: an alias may be assigned after the loop body that writes it
     for _ in range(2):
         for node in ast.walk(fdef):
@@ -174,7 +192,7 @@ def _written(py_func) -> frozenset:
                 for t in targets:
                     for el in (t.elts if isinstance(t, ast.Tuple) else [t]):
                         if isinstance(el, ast.Subscript):
-                            mark(el)
+                            mark_target(el)
                         elif isinstance(el, ast.Name) and node.value is not None:
                             r = _root(node.value)
                             if r in alias and not isinstance(node.value, ast.Tuple):
@@ -182,7 +200,7 @@ def _written(py_func) -> frozenset:
             elif isinstance(node, ast.Call):
                 f = node.func
                 if isinstance(f, ast.Attribute) and f.attr in _WRITING_METHODS:
-                    mark(f.value)
+                    mark_target(f.value)
                 name = f.id if isinstance(f, ast.Name) else (
                     f.attr if isinstance(f, ast.Attribute) else None)
                 callee = py_func.__globals__.get(name) if isinstance(f, ast.Name) else None

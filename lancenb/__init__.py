@@ -7,16 +7,11 @@
 
 __version__ = "0.1.0"
 
-from lancenb import errors, file, fragment  # noqa: E402
-from lancenb.dataset import (  # noqa: E402
-    LanceDataset,
-    LanceFragment,
-    LanceScanner,
-    write_dataset,
-)
-from lancenb.dataset import dataset as _dataset_fn  # noqa: E402
-from lancenb.dataset.evolution import BatchUDF, batch_udf  # noqa: E402
-from lancenb.dataset.operations import LanceOperation  # noqa: E402
+import importlib as _importlib  # noqa: E402
+import sys as _sys  # noqa: E402
+import types as _types  # noqa: E402
+
+from lancenb import errors  # noqa: E402
 from lancenb.errors import (  # noqa: E402
     CommitConflictError,
     CorruptFileError,
@@ -26,19 +21,63 @@ from lancenb.errors import (  # noqa: E402
     LanceError,
     NotSupportedError,
 )
-from lancenb.file import LanceFileReader, LanceFileWriter  # noqa: E402
-from lancenb.inspect import explain, validate  # noqa: E402
-from lancenb.inspect import inspect as _inspect_fn  # noqa: E402
 
-# like pylance, the name ``dataset`` is the open function (the subpackage stays
-# importable as ``lancenb.dataset.<module>``)
-dataset = _dataset_fn
-# likewise ``inspect`` is the function (``from lancenb.inspect import ...`` still works)
-inspect = _inspect_fn
+# Everything else is imported on first use (PEP 562), so ``import lancenb`` costs
+# little more than numpy: the dataset layer pulls in pyarrow.dataset (and through it
+# pandas), the file layer numba and the kernels. public name -> (module, attribute;
+# None: the module itself)
+_LAZY = {
+    "file": ("lancenb.file", None),
+    "fragment": ("lancenb.fragment", None),
+    "dataset": ("lancenb.dataset", "dataset"),
+    "write_dataset": ("lancenb.dataset", "write_dataset"),
+    "LanceDataset": ("lancenb.dataset", "LanceDataset"),
+    "LanceFragment": ("lancenb.dataset", "LanceFragment"),
+    "LanceScanner": ("lancenb.dataset", "LanceScanner"),
+    "BatchUDF": ("lancenb.dataset.evolution", "BatchUDF"),
+    "batch_udf": ("lancenb.dataset.evolution", "batch_udf"),
+    "LanceOperation": ("lancenb.dataset.operations", "LanceOperation"),
+    "LanceFileReader": ("lancenb.file", "LanceFileReader"),
+    "LanceFileWriter": ("lancenb.file", "LanceFileWriter"),
+    "inspect": ("lancenb.inspect", "inspect"),
+    "explain": ("lancenb.inspect", "explain"),
+    "validate": ("lancenb.inspect", "validate"),
+    "warmup": ("lancenb.warmup", "warmup"),
+}
+
+
+def __getattr__(name):
+    try:
+        module, attr = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module 'lancenb' has no attribute {name!r}") from None
+    value = _importlib.import_module(module)
+    if attr is not None:
+        value = getattr(value, attr)
+    setattr(_sys.modules[__name__], name, value)
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
+
+class _Package(_types.ModuleType):
+    """The ``lancenb`` module: like pylance, ``lancenb.dataset`` and ``lancenb.inspect``
+    are functions although subpackages of those names exist; importing a subpackage
+    binds its name in the parent, and here that binding keeps the function."""
+
+    def __setattr__(self, name, value):
+        if name in ("dataset", "inspect", "warmup") and isinstance(value, _types.ModuleType):
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+_sys.modules[__name__].__class__ = _Package
 
 __all__ = ["__version__", "errors", "file", "dataset", "write_dataset", "LanceDataset",
            "batch_udf", "BatchUDF", "fragment", "LanceOperation",
            "LanceFragment", "LanceScanner", "LanceError", "CorruptFileError",
            "NotSupportedError", "InvalidInputError", "CommitConflictError",
            "DatasetNotFoundError", "DatasetExistsError", "LanceFileReader", "LanceFileWriter",
-           "inspect", "explain", "validate"]
+           "inspect", "explain", "validate", "warmup"]
