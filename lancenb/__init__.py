@@ -8,6 +8,7 @@
 __version__ = "0.1.0"
 
 import importlib as _importlib  # noqa: E402
+import importlib.util  # noqa: E402,F401
 import sys as _sys  # noqa: E402
 import types as _types  # noqa: E402
 
@@ -50,7 +51,11 @@ def __getattr__(name):
     try:
         module, attr = _LAZY[name]
     except KeyError:
-        raise AttributeError(f"module 'lancenb' has no attribute {name!r}") from None
+        # any other subpackage (lancenb.io, lancenb.encodings, ...), as when they were
+        # all imported eagerly
+        if name.startswith("_") or _importlib.util.find_spec(f"{__name__}.{name}") is None:
+            raise AttributeError(f"module 'lancenb' has no attribute {name!r}") from None
+        module, attr = f"{__name__}.{name}", None
     value = _importlib.import_module(module)
     if attr is not None:
         value = getattr(value, attr)
