@@ -79,16 +79,24 @@ _WRITE = {"write_mode", "max_rows_per_file", "max_bytes_per_file", "data_storage
 # fault injection used by lancenb's own tests
 _TESTING = {"_test_fail_partition", "_test_fail_commit", "_test_fail_after_commit"}
 _KNOWN = _READ | _WRITE | _TESTING | {"path"}
+# ``.option("storage_options.aws_endpoint", url)``: one storage option each (pylance's
+# or fsspec's names; see lancenb.io.options); the driver and every task get them all
+STORAGE_PREFIX = "storage_options."
 
 
 def _options(raw) -> dict:
     opts = {}
+    storage = {}
     for k, v in dict(raw).items():
+        if k.lower().startswith(STORAGE_PREFIX):
+            storage[k[len(STORAGE_PREFIX):].lower()] = v
+            continue
         key = _ALIASES.get(k.lower(), k.lower())
         if key not in _KNOWN:
             raise InvalidInputError(f"unknown lancenb option {k!r}; known options: "
                                     f"{sorted(_KNOWN - _TESTING)}")
         opts[key] = v
+    opts["storage_options"] = storage or None
     return opts
 
 
@@ -145,7 +153,7 @@ class LanceNbDataSource(DataSource):
             raise InvalidInputError("pass the version option or asof, not both")
         v = o.get("version")
         v = int(v) if v is not None and str(v).isdigit() else v
-        return dataset(_path(o), v, asof=o.get("asof"))
+        return dataset(_path(o), v, asof=o.get("asof"), storage_options=o["storage_options"])
 
     def _columns(self, schema) -> list[str]:
         cols = self.opts.get("columns")
@@ -181,7 +189,8 @@ class LanceNbDataSource(DataSource):
                                     f"{missing}")
         job = ScanJob(uri=ds.uri, version=ds.version, columns=names,
                       target=to_arrow_schema(schema, timezone="UTC"),
-                      batch_size=_int(self.opts, "batch_size", DEFAULT_BATCH_SIZE))
+                      batch_size=_int(self.opts, "batch_size", DEFAULT_BATCH_SIZE),
+                      storage_options=self.opts["storage_options"])
         if job.batch_size <= 0:
             raise InvalidInputError("batch_size must be positive")
         tasks = plan_tasks(ds, fragments_per_partition=_int(self.opts,
@@ -202,7 +211,8 @@ class LanceNbDataSource(DataSource):
                          max_rows_per_file=_int(o, "max_rows_per_file"),
                          max_bytes_per_file=_int(o, "max_bytes_per_file"),
                          data_storage_version=o.get("data_storage_version"),
-                         max_retries=_int(o, "commit_retries"))
+                         max_retries=_int(o, "commit_retries"),
+                         storage_options=o["storage_options"])
         job.fail_partition = _int(o, "_test_fail_partition")
         job.fail_commit = _bool(o, "_test_fail_commit", False)
         job.fail_after_commit = _bool(o, "_test_fail_after_commit", False)
