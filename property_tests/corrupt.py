@@ -180,6 +180,8 @@ WORKER = textwrap.dedent("""
             res = "lance-error"
         except TimeoutError:
             res = "hang"
+        except MemoryError as e:
+            res = "memory: " + "".join(traceback.format_exception_only(type(e), e)).strip()
         except BaseException as e:
             res = "other: " + "".join(traceback.format_exception_only(type(e), e)).strip()
         finally:
@@ -188,24 +190,45 @@ WORKER = textwrap.dedent("""
 """)
 
 
+# Run first in every worker: cap its address space (RLIMIT_AS) when asked, so an input
+# that would allocate GiBs fails inside the worker and is reported, rather than slowing
+# the machine down. (Set by the worker itself: a preexec_fn would make Popen fork the
+# parent, which pylance, imported there, warns about.)
+_PROLOGUE = textwrap.dedent("""
+    import os as _os, resource as _resource
+    if _os.environ.get("LANCENB_FUZZ_AS_BYTES"):
+        _lim = int(_os.environ["LANCENB_FUZZ_AS_BYTES"])
+        _resource.setrlimit(_resource.RLIMIT_AS, (_lim, _lim))
+""")
+
+
 def run_batch(items: list[tuple[str, str]], *, timeout: float | None = None,
-              input_seconds: int | None = None) -> dict:
+              input_seconds: int | None = None, worker: str = WORKER,
+              memory_limit: int | None = None) -> dict:
     """Read ``items`` (``(kind, path)``) in worker subprocesses; returns counts and the
     problem inputs: ``{"counts": {...}, "problems": [(path, what)]}``. A crashed or
     stuck worker is reported against the input it was reading and restarted.
 
     ``input_seconds`` overrides the per-input time limit (``LANCENB_FUZZ_INPUT_SECONDS``,
-    20 s): reads of valid inputs with a fresh Numba cache include JIT compilation."""
+    20 s): reads of valid inputs with a fresh Numba cache include JIT compilation.
+    ``worker`` is the worker's code (:data:`WORKER` reads files, manifests and
+    deletion files; :mod:`corrupt_dataset` has one for whole datasets);
+    ``memory_limit`` caps each worker's address space in bytes (Arrow then uses the
+    system allocator, whose reservations are small): a ``MemoryError`` is a problem
+    ("memory"), as is a worker killed by the limit."""
     counts: dict[str, int] = {}
     problems: list[tuple[str, str]] = []
     pending = list(enumerate(items))
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     if input_seconds is not None:
         env["LANCENB_FUZZ_INPUT_SECONDS"] = str(int(input_seconds))
+    if memory_limit is not None:
+        env.update(ARROW_DEFAULT_MEMORY_POOL="system", MALLOC_ARENA_MAX="2",
+                   LANCENB_FUZZ_AS_BYTES=str(int(memory_limit)))
     while pending:
-        proc = subprocess.Popen([sys.executable, "-c", WORKER], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env=env)
+        proc = subprocess.Popen([sys.executable, "-c", _PROLOGUE + worker],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=env)
         payload = "".join(json.dumps([i, k, p]) + "\n" for i, (k, p) in pending)
         try:
             out, err = proc.communicate(payload, timeout=timeout or 60 + 5 * len(pending))
@@ -221,9 +244,9 @@ def run_batch(items: list[tuple[str, str]], *, timeout: float | None = None,
             else:
                 done.add(msg[1])
                 res = msg[2]
-                key = res if not res.startswith("other") else "other"
+                key = res.split(":")[0]
                 counts[key] = counts.get(key, 0) + 1
-                if res == "hang" or res.startswith("other"):
+                if res == "hang" or res.startswith(("other", "memory")):
                     problems.append((items[msg[1]][1], res))
         rest = [(i, it) for i, it in pending if i not in done]
         if rest and started is not None and started not in done:
@@ -232,8 +255,10 @@ def run_batch(items: list[tuple[str, str]], *, timeout: float | None = None,
             counts["crash"] = counts.get("crash", 0) + 1
             problems.append((items[started][1], what + ": " + (err or "")[-500:]))
             rest = [(i, it) for i, it in rest if i != started]
-        elif rest:
+        elif rest and proc.returncode != 0:
             raise RuntimeError(f"worker stopped early: {err[-2000:]}")
+        # (a worker that exits cleanly between inputs, e.g. after a memory problem,
+        # is simply restarted for the rest)
         pending = rest
     return {"counts": counts, "problems": problems}
 
