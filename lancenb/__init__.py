@@ -77,6 +77,12 @@ class _Package(_types.ModuleType):
             value = getattr(value, name)
         super().__setattr__(name, value)
 
+    def __reduce__(self):
+        # by name, as pickle treats plain modules: cloudpickle ships functions that use
+        # ``lancenb`` (defined in __main__ or a notebook) to Dask/Ray workers by value,
+        # with their globals, and a module subclass would not pickle otherwise
+        return _importlib.import_module, (self.__name__,)
+
 
 _sys.modules[__name__].__class__ = _Package
 

@@ -167,6 +167,8 @@ def test_pickles_carry_uri_version_options_only(deleted):
     back = pickle.loads(pickle.dumps(with_opts.get_fragments()[0]))
     assert back._ds._store.storage_options == {"auto_mkdir": True}
     assert back.count_rows() == 90
+    # the package itself pickles by name (cloudpickle ships task functions that use it)
+    assert pickle.loads(pickle.dumps(lancenb)) is lancenb
 
 
 def test_restore_rewrite_project_delete_operations(tmp_path):
