@@ -220,7 +220,8 @@ def cleanup_old_versions(ds, older_than: _dt.timedelta | None = None,
     versions, v2 = list_versions(store)
     if not versions:
         return CleanupStats()
-    tagged = {int(t["version"]) for t in ds.tags.list().values()}
+    # a tag naming a version that no longer exists protects nothing (pylance ignores it)
+    tagged = {int(t["version"]) for t in ds.tags.list().values()} & set(versions)
     cutoff = time.time() - older_than.total_seconds()
     manifests = {v: load_manifest(store, v, v2) for v in versions}
     keep = {versions[-1]} | tagged

@@ -391,3 +391,15 @@ def test_cli_reports_junk_in_one_line_each(ten):
     bad = run("inspect", os.path.join(ten, "_versions", "\u00b2.manifest"))
     assert bad.returncode == 1 and "Traceback" not in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_cleanup_ignores_a_tag_of_a_missing_version_like_pylance(ten):
+    lancenb.write_dataset(pa.table({"id": [99], "s": ["x"]}), ten, mode="append")
+    tags = os.path.join(ten, "_refs", "tags")
+    os.makedirs(tags)
+    with open(os.path.join(tags, "t.json"), "w") as f:
+        f.write('{"branch": null, "version": 18446744073709551615, "manifestSize": 10, '
+                '"metadata": {}}')
+    stats = lancenb.dataset(ten).cleanup_old_versions(older_than=datetime.timedelta(0))
+    assert stats.old_versions == 1
+    assert lancenb.dataset(ten).count_rows() == 11
