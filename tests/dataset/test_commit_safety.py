@@ -362,3 +362,43 @@ def test_unanswerable_publish_raises_outcome_unknown_and_keeps_files(tmp_path, m
     assert lance.dataset(str(path)).count_rows() == n
     if mode == "after":  # the committed version names this transaction
         assert ds.manifest.transaction_file.endswith(f"{info.value.transaction_uuid}.txn")
+
+
+class _LostAnswerStore(SqliteManifestStore):
+    """Records the version, then reports an error (the answer was lost); with
+    ``blind`` its reads fail too."""
+
+    def __init__(self, path, *, blind=False):
+        super().__init__(path)
+        self.armed, self.blind = False, blind
+
+    def put_if_not_exists(self, base_uri, version, path):
+        won = super().put_if_not_exists(base_uri, version, path)
+        if self.armed:
+            self.armed = False
+            self.reading_fails = self.blind
+            raise OSError(5, "injected fault: the manifest store's answer was lost")
+        return won
+
+    def get(self, base_uri, version):
+        if getattr(self, "reading_fails", False):
+            self.reading_fails = False
+            raise OSError(5, "injected fault: the manifest store cannot be read")
+        return super().get(base_uri, version)
+
+
+@pytest.mark.parametrize("blind", [False, True])
+def test_external_store_answer_lost_at_the_commit_point(tmp_path, blind):
+    path = tmp_path / "ds"
+    ms = _LostAnswerStore(str(tmp_path / "m.sqlite"), blind=blind)
+    kw = {"manifest_store": ms}
+    _build(path, kw)
+    ms.armed = True
+    if blind:  # it did commit, but the writer cannot know: it must say so, keep files
+        with pytest.raises(CommitOutcomeUnknownError, match="version 3"):
+            _append(path, kw)
+    else:  # the read-back finds our record: committed, the call returns normally
+        _append(path, kw)
+    ds = _open(path, kw)
+    assert ds.version == 3 and ds.count_rows() == 42
+    assert lance.dataset(str(path)).count_rows() == 42
