@@ -174,12 +174,12 @@ class ObjectStore:
 
     @property
     def conditional_put(self) -> str | None:
-        """How :meth:`put_if_absent` is atomic on this store: ``"link"``, ``"create"``,
-        ``"commit_lock"``, ``"process"`` (opted in), or None (commits are refused)."""
-        if self._create_only[0] is not None:
-            return self._create_only[0]
+        """How :meth:`put_if_absent` is atomic on this store: ``"commit_lock"`` (given),
+        ``"link"``, ``"create"``, ``"process"`` (opted in), or None (commits refused)."""
         if self.commit_lock is not None:
             return "commit_lock"
+        if self._create_only[0] is not None:
+            return self._create_only[0]
         return "process" if self._single_process else None
 
     # -- paths -----------------------------------------------------------------
@@ -279,13 +279,16 @@ class ObjectStore:
         """Create ``rel`` with ``data`` unless it exists; True if this call created it.
 
         ``version`` is passed to a callable ``commit_lock`` (pylance's convention).
+        A ``commit_lock``, when given, replaces an object store's conditional write
+        (as in pylance: the escape hatch for S3-compatible servers that ignore
+        ``If-None-Match``); on a local disk the link is still used under the lock.
         """
         p = self.path(rel)
         self._makedirs_for(p)
         how = self._create_only[0]
-        if how == "link":
+        if how == "link" and self.commit_lock is None:
             return self._link_if_absent(rel, p, data)
-        if how == "create":
+        if how == "create" and self.commit_lock is None:
             return self._create_if_absent(rel, p, data)
         if self.commit_lock is None:
             if not self._single_process and self.manifest_store is None:
@@ -307,6 +310,8 @@ class ObjectStore:
         else:
             lock = self.commit_lock(version)
         with lock:
+            if how == "link":
+                return self._link_if_absent(rel, p, data)
             if self.fs.exists(p):
                 return False
             try:

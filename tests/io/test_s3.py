@@ -104,3 +104,28 @@ def test_lancenb_reads_pylance_dataset(s3):
     assert_tables_equal(ds.to_table().sort_by("id"), ids(0, 80))
     lancenb.write_dataset(ids(80, 85), uri, mode="append", storage_options=s3.pylance_options)
     assert lance.dataset(uri, storage_options=s3.pylance_options).count_rows() == 85
+
+
+def test_commit_lock_replaces_conditional_put(s3):
+    """A commit_lock is the escape hatch for S3-compatible servers that ignore
+    If-None-Match: given one, lancenb takes it for every commit, as pylance does."""
+    calls = []
+
+    class Lock:
+        def __init__(self, version):
+            calls.append(version)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    uri = s3.uri()
+    assert ObjectStore(uri, s3.lancenb_options, commit_lock=Lock).conditional_put == \
+        "commit_lock"
+    lancenb.write_dataset(ids(0, 5), uri, storage_options=s3.lancenb_options, commit_lock=Lock)
+    lancenb.write_dataset(ids(5, 9), uri, mode="append", storage_options=s3.lancenb_options,
+                          commit_lock=Lock)
+    assert calls == [1, 2]
+    assert lancenb.dataset(uri, storage_options=s3.lancenb_options).count_rows() == 9
