@@ -33,9 +33,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lancenb import io as lio
-from lancenb.encodings.structural.blob import DESCRIPTION_V1, DESCRIPTION_V2
+from lancenb.encodings.structural.blob import DESCRIPTION_V1, DESCRIPTION_V2, WRITE_V2
 from lancenb.errors import CorruptFileError, InvalidInputError, NotSupportedError
 from lancenb.kernels import slices
 
@@ -429,3 +430,148 @@ def take_blobs(ds, blob_column: str, ids=None, addresses=None, indices=None, *,
         rd = lio.open_reader(w.uri, ds._store.storage_options)
         out.append(BlobFile(rd, w.position, w.size, buffer_size))
     return out
+
+
+# -- writing blob v2 columns (2.2) ------------------------------------------------------
+# pylance 14's limits: values up to INLINE_MAX bytes stay in the data file, values up to
+# DEDICATED_MIN go into the data file's pack file, larger ones into a file of their own
+INLINE_MAX = 64 * 1024
+DEDICATED_MIN = 4 * 1024 * 1024
+V2_STORAGE = pa.struct([("data", pa.large_binary()), ("uri", pa.string())])
+
+
+def manifest_schema(schema: pa.Schema) -> pa.Schema:
+    """A new 2.2 dataset's schema: each top-level blob column (``lance-encoding:blob``
+    on binary) becomes blob v2, ``struct<data, uri>`` with extension name
+    ``lance.blob.v2``, as pylance 14 records it."""
+    fields = [pa.field(f.name, V2_STORAGE, f.nullable, {EXTENSION_KEY: BLOB_V2_EXTENSION})
+              if blob_layout(f) == "v1" else f for f in schema]
+    return pa.schema(fields, metadata=schema.metadata)
+
+
+def input_schema(schema: pa.Schema) -> pa.Schema:
+    """The schema data for a dataset is written in: blob v2 columns as ``large_binary``
+    with ``lance-encoding:blob`` (the values; see :func:`to_write_v2`)."""
+    fields = [pa.field(f.name, pa.large_binary(), f.nullable, {BLOB_KEY: b"true"})
+              if blob_layout(f) == "v2" else f for f in schema]
+    return pa.schema(fields, metadata=schema.metadata)
+
+
+def v2_columns(fields_pb) -> set[str]:
+    """Names of the top-level blob v2 columns of a dataset's Field protos."""
+    return {f.name for f in fields_pb if f.parent_id == -1 and f.metadata.get(
+        EXTENSION_KEY.decode()) == BLOB_V2_EXTENSION}
+
+
+def file_schema(schema: pa.Schema, v2: set[str]) -> pa.Schema:
+    """The data file writer's schema: the ``v2`` columns as :data:`WRITE_V2`."""
+    return pa.schema([pa.field(f.name, WRITE_V2, f.nullable, {BLOB_KEY: b"true"})
+                      if f.name in v2 else f for f in schema])
+
+
+class V2Sidecars:
+    """Turns one data file's blob v2 columns into :data:`WRITE_V2` arrays, writing
+    the values that do not stay inline into the file's sidecar files: one pack file
+    (values over 64 KiB, one after another) and one file per value over 4 MiB. Blob
+    ids count from 1 in row order, as pylance allocates them (the pack file takes
+    one when its first value comes)."""
+
+    def __init__(self, store, data_file: str, written: list):
+        self._store = store
+        self._data_file = data_file
+        self._written = written
+        self._next_id = 1
+        self._pack = None
+        self._pack_id = 0
+
+    def _new_id(self) -> int:
+        self._next_id += 1
+        return self._next_id - 1
+
+    def convert(self, arr) -> pa.StructArray:
+        """A column of values (binary, or pylance's ``struct<data, uri[, position,
+        size]>``) as :data:`WRITE_V2`."""
+        if isinstance(arr, pa.ChunkedArray):
+            arr = arr.combine_chunks()
+        n = len(arr)
+        valid = np.ones(n, bool) if arr.null_count == 0 else np.asarray(arr.is_valid())
+        uri = pos = size = None
+        if pa.types.is_struct(arr.type):
+            kids = dict(zip([f.name for f in arr.type], arr.flatten()))
+            data, uri = kids.get("data"), kids.get("uri")
+            pos, size = kids.get("position"), kids.get("size")
+            if data is None:
+                raise InvalidInputError(f"a blob column needs a 'data' child, not {arr.type}")
+        else:
+            data = arr
+        data = data.cast(pa.large_binary())
+        external = valid & (np.asarray(uri.is_valid()) if uri is not None else False)
+        lens = np.asarray(pc.binary_length(data).fill_null(0), np.int64)
+        lens = np.where(valid & ~external, lens, 0)
+        kind = np.zeros(n, np.uint8)
+        kind[lens > INLINE_MAX] = KIND_PACKED
+        kind[lens > DEDICATED_MIN] = KIND_DEDICATED
+        kind[external] = KIND_EXTERNAL
+        position = np.zeros(n, np.uint64)
+        blob_id = np.zeros(n, np.uint32)
+        # ids in row order: each dedicated value, and the pack file at its first value
+        packed = np.flatnonzero(kind == KIND_PACKED)
+        takers = np.flatnonzero(kind == KIND_DEDICATED)
+        first_pack = -1
+        if packed.size and self._pack is None:
+            first_pack = int(packed[0])
+            takers = np.sort(np.append(takers, first_pack))
+        ids = self._next_id + np.arange(len(takers), dtype=np.int64)
+        self._next_id += len(takers)
+        if first_pack >= 0:
+            self._pack_id = int(ids[np.searchsorted(takers, first_pack)])
+        ded = kind[takers] == KIND_DEDICATED
+        blob_id[takers[ded]] = ids[ded]
+        for i, bid in zip(takers[ded].tolist(), ids[ded].tolist()):  # one file per value
+            rel = sidecar_path(self._data_file, bid)
+            self._written.append(rel)
+            self._store.write_bytes(rel, data[i].as_buffer(), atomic=False)
+        if packed.size:
+            if self._pack is None:
+                rel = sidecar_path(self._data_file, self._pack_id)
+                self._written.append(rel)
+                self._pack = lio.open_writer(self._store.uri_of(rel),
+                                             self._store.storage_options)
+            blob_id[packed] = self._pack_id
+            plens = lens[packed]
+            starts = np.zeros(len(packed), np.int64)
+            np.cumsum(plens[:-1], out=starts[1:])
+            position[packed] = self._pack.tell() + starts
+            chosen = data.take(pa.array(packed))  # fresh: offsets from 0, bytes contiguous
+            end = int(np.frombuffer(chosen.buffers()[1], np.int64)[len(packed)])
+            self._pack.write(memoryview(chosen.buffers()[2])[:end])
+        if external.any():
+            position[external] = np.asarray(pos.fill_null(0), np.uint64)[external] \
+                if pos is not None else 0
+            lens[external] = np.asarray(size.fill_null(0), np.uint64)[external].astype(
+                np.int64) if size is not None else 0
+        inline = kind == KIND_INLINE
+        data_out = pc.if_else(pa.array(inline & valid), data,
+                              pa.scalar(None, pa.large_binary()))
+        uri_out = (pc.if_else(pa.array(external), uri, "") if uri is not None
+                   else pa.array([""] * n, pa.string()))
+        return pa.StructArray.from_arrays(
+            [pa.array(kind, pa.uint8()), data_out, pa.array(position, pa.uint64()),
+             pa.array(lens.astype(np.uint64), pa.uint64()), pa.array(blob_id, pa.uint32()),
+             uri_out.cast(pa.string())],
+            fields=list(WRITE_V2), mask=None if valid.all() else pa.array(~valid))
+
+    def convert_batch(self, batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+        """``batch`` with its blob v2 columns (``schema``'s :data:`WRITE_V2` fields)
+        converted."""
+        cols = [self.convert(batch.column(i)) if f.type == WRITE_V2 else batch.column(i)
+                for i, f in enumerate(schema)]
+        return pa.RecordBatch.from_arrays(cols, schema=schema)
+
+    def close(self) -> None:
+        if self._pack is not None:
+            self._pack.close()
+
+    def abort(self) -> None:
+        if self._pack is not None:
+            self._pack.abort()

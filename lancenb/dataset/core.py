@@ -843,6 +843,7 @@ def write_dataset(data, uri, schema: pa.Schema | None = None, *, mode: str = "cr
             raise InvalidInputError(f"cannot append {data_storage_version} files to a dataset "
                                     f"of {fmt} files")
         in_schema, batches = normalize_input(data, schema)
+        ds_schema = blob.input_schema(ds_schema)  # (blob v2 columns take their values)
         _check_append_schema(in_schema, ds_schema, store.uri)
         if in_schema.names != ds_schema.names or not in_schema.equals(ds_schema,
                                                                       check_metadata=False):
@@ -857,7 +858,9 @@ def write_dataset(data, uri, schema: pa.Schema | None = None, *, mode: str = "cr
         version = FileVersion.resolve(data_storage_version)
         in_schema, batches = normalize_input(data, schema)
         write_schema = in_schema
-        fields_pb, _ = schema_to_fields(in_schema)
+        # 2.2: blob columns are blob v2 in the dataset's schema, as pylance makes them
+        fields_pb, _ = schema_to_fields(blob.manifest_schema(in_schema)
+                                        if version is FileVersion.V2_2 else in_schema)
     if not version.writable:
         raise NotSupportedError(f"lancenb writes datasets with 2.0, 2.1 or 2.2 data files, not "
                                 f"{version.label} (it reads {version.label} datasets)")

@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lancenb._proto import table_pb2, transaction_pb2
+from lancenb.dataset import blob
 from lancenb.dataset.deletion import deletion_path, write_deletions
 from lancenb.dataset.transaction import Transaction
 from lancenb.dataset.write import cleanup, normalize_input, write_fragments
@@ -66,7 +67,7 @@ class _Changes:
                 g.CopyFrom(frag._pb)
                 g.deletion_file.CopyFrom(df)
                 op.updated_fragments.append(g)
-            schema = ds.schema
+            schema = blob.input_schema(ds.schema)  # (blob v2 columns: their values)
             version = FileVersion.resolve(ds.data_storage_version)
 
             def write(tables):

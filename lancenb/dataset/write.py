@@ -16,6 +16,7 @@ from typing import Iterable, Iterator
 import pyarrow as pa
 
 from lancenb._proto import table_pb2
+from lancenb.dataset import blob
 from lancenb.dataset.fragment import DATA_DIR
 from lancenb.dataset.stats import STATS_KEY, StatsCollector
 from lancenb.errors import InvalidInputError, LanceError, SchemaError
@@ -141,6 +142,11 @@ def write_fragments(store, batches: Iterator[pa.RecordBatch], schema: pa.Schema,
     name = ""
     rows = nbytes = 0
     write_schema = schema.remove_metadata()
+    # 2.2 blob v2 columns: the file writer takes them as WRITE_V2 arrays, values over
+    # 64 KiB go to sidecar files (lancenb.dataset.blob)
+    v2 = blob.v2_columns(fields_pb) if version is FileVersion.V2_2 else set()
+    writer_schema = blob.file_schema(write_schema, v2) if v2 else write_schema
+    sidecars = None
 
     top_ids = [f.id for f in fields_pb if f.parent_id == -1]
     collector = None
@@ -168,6 +174,8 @@ def write_fragments(store, batches: Iterator[pa.RecordBatch], schema: pa.Schema,
 
     def finish():
         nonlocal writer
+        if sidecars is not None:
+            sidecars.close()
         w, writer = writer, None
         pending.append(_finish_pool().submit(finish_file, w, collector, name))
         while len(pending) >= MAX_FILES_IN_FLIGHT:
@@ -180,16 +188,20 @@ def write_fragments(store, batches: Iterator[pa.RecordBatch], schema: pa.Schema,
                 if writer is None:
                     name = data_file_name()
                     written.append(f"{DATA_DIR}/{name}")
-                    writer = LanceFileWriter(store.uri_of(f"{DATA_DIR}/{name}"), write_schema,
+                    writer = LanceFileWriter(store.uri_of(f"{DATA_DIR}/{name}"), writer_schema,
                                              version=version.label,
                                              storage_options=store.storage_options)
                     open_writers.add(writer)
+                    if v2:
+                        sidecars = blob.V2Sidecars(store, name, written)
                     rows = nbytes = 0
                     collector = StatsCollector(write_schema, top_ids) if write_stats else None
                 take = min(batch.num_rows - pos, max_rows_per_file - rows)
                 part = batch.slice(pos, take)
-                writer.write_batch(part.replace_schema_metadata(None)
-                                   if part.schema.metadata else part)
+                wpart = part.replace_schema_metadata(None) if part.schema.metadata else part
+                if sidecars is not None:
+                    wpart = sidecars.convert_batch(wpart, writer_schema)
+                writer.write_batch(wpart)
                 if collector is not None:
                     collector.add(part)
                 pos += take
@@ -202,6 +214,8 @@ def write_fragments(store, batches: Iterator[pa.RecordBatch], schema: pa.Schema,
         while pending:
             frags.append(pending.pop(0).result())
     except BaseException:
+        if sidecars is not None:
+            sidecars.abort()
         for f in pending:
             try:
                 f.result()

@@ -205,3 +205,61 @@ def test_blob_data_file_bytes_identical(tmp_path, version):
     a.ParseFromString(mine[gb0:gb0 + size])
     b.ParseFromString(theirs[gb0:gb0 + size])
     assert a == b
+
+
+def _sidecars(uri) -> list:
+    """``(data file index, sidecar name, size)`` of a dataset's blob sidecar files."""
+    out = []
+    ds = lance.dataset(uri)
+    for i, frag in enumerate(ds.get_fragments()):
+        d = Path(uri) / "data" / frag.metadata.files[0].path[:-len(".lance")]
+        out += [(i, p.name, p.stat().st_size) for p in sorted(d.glob("*.blob"))]
+    return out
+
+
+def test_lancenb_writes_blob_v2_as_pylance(tmp_path):
+    """2.2 blob columns written by lancenb are pylance's blob v2: the same dataset
+    schema, DataFile fields, sidecar files (pack file over 64 KiB, own file over 4 MiB)
+    and descriptions (inline positions aside: lancenb's statistics buffer comes first);
+    each side appends to the other's dataset."""
+    vals = _dataset_values()
+    t = _blob_table(vals)
+    ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
+    lancenb.write_dataset(t, ours, data_storage_version="2.2", max_rows_per_file=6)
+    lance.write_dataset(t, theirs, data_storage_version="2.2", max_rows_per_file=6)
+    a, b = lance.dataset(ours), lance.dataset(theirs)
+    assert a.schema == b.schema
+    assert [f.metadata.files[0].fields for f in a.get_fragments()] == \
+        [f.metadata.files[0].fields for f in b.get_fragments()]
+    assert _sidecars(ours) == _sidecars(theirs)
+    da, db = a.to_table().column("b").to_pylist(), b.to_table().column("b").to_pylist()
+    strip = [None if d is None else dict(d, position=d["position"] if d["kind"] else 0)
+             for d in da]
+    assert strip == [None if d is None else dict(d, position=d["position"] if d["kind"] else 0)
+                     for d in db]
+    assert a.to_table(blob_handling="all_binary").column("b").to_pylist() == vals
+    files = a.take_blobs("b", indices=list(range(len(vals))))
+    assert [f if f is None else f.read() for f in files] == vals
+    lance.write_dataset(t, ours, mode="append")
+    lancenb.write_dataset(t, theirs, mode="append")
+    for uri in (ours, theirs):
+        for lib in (lance, lancenb):
+            got = lib.dataset(uri).to_table(blob_handling="all_binary").column("b")
+            assert got.to_pylist() == vals * 2
+
+
+def test_blob_v2_dataset_update_and_compaction(tmp_path):
+    vals = _dataset_values()[:7]
+    uri = str(tmp_path / "ds")
+    lancenb.write_dataset(_blob_table(vals), uri, data_storage_version="2.2",
+                          max_rows_per_file=3)
+    ds = lancenb.dataset(uri)
+    ds.update({"id": "id + 100"}, where="id < 2")
+    ds = lancenb.dataset(uri)
+    ds.optimize.compact_files(target_rows_per_fragment=100)
+    for lib in (lance, lancenb):
+        got = lib.dataset(uri).to_table(blob_handling="all_binary")
+        rows = sorted(zip(got.column("id").to_pylist(), got.column("b").to_pylist()),
+                      key=lambda r: r[0] % 100)
+        assert [b for _, b in rows] == vals
+        assert [i for i, _ in rows] == [100, 101] + list(range(2, 7))

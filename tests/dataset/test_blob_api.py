@@ -10,6 +10,7 @@ import pytest
 
 import lancenb
 from lancenb.dataset.blob import BlobFile
+from lancenb.encodings.structural.blob import DESCRIPTION_V2
 from lancenb.errors import InvalidInputError
 
 BLOB_MD = {"lance-encoding:blob": "true"}
@@ -39,8 +40,13 @@ def test_scan_returns_descriptions(ours):
     ds, vals = ours
     t = ds.to_table()
     f = t.schema.field("b")
-    assert f.type == pa.struct([("position", pa.uint64()), ("size", pa.uint64())])
-    assert f.metadata == {b"lance-encoding:blob": b"true"}
+    if ds.data_storage_version == "2.2":  # blob v2, as pylance writes 2.2 blob columns
+        assert ds.schema.field("b").metadata == {b"ARROW:extension:name": b"lance.blob.v2"}
+        assert f.type == DESCRIPTION_V2
+        assert {d["kind"] for d in t.column("b").to_pylist() if d} == {0}  # all inline
+    else:
+        assert f.type == pa.struct([("position", pa.uint64()), ("size", pa.uint64())])
+        assert f.metadata == {b"lance-encoding:blob": b"true"}
     desc = t.column("b").to_pylist()
     if ds.data_storage_version == "2.0":  # pylance returns 2.0's null marker, (1, 0)
         desc = [None if d == {"position": 1, "size": 0} else d for d in desc]
