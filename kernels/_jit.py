@@ -30,6 +30,7 @@ import textwrap
 import numba
 from numba.core import errors, types, typing
 from numba.core.caching import FunctionCache
+from numba.core.compiler_lock import global_compiler_lock
 from numba.core.registry import CPUDispatcher
 
 try:
@@ -86,7 +87,8 @@ class _KernelDispatcher(CPUDispatcher):
             for i, t in enumerate(argtypes))
 
     def _compile_normalised(self, argtypes):
-        norm = self._normalised(argtypes)
+        with global_compiler_lock:  # ast.parse is not thread-safe in CPython 3.11
+            norm = self._normalised(argtypes)
         if norm != argtypes and self._plain is not True:
             try:
                 return self.compile(norm), norm
@@ -98,10 +100,12 @@ class _KernelDispatcher(CPUDispatcher):
         if kws or not self._can_compile:
             return super()._compile_for_args(*args, **kws)
         argtypes = tuple(self.typeof_pyval(a) for a in args)
-        entry = self._entries.get(argtypes)
-        if entry is None:
-            entry, _ = self._compile_normalised(argtypes)
-            self._entries[argtypes] = entry
+        entry, compiled = self._compile_normalised(argtypes)
+        if compiled != argtypes:
+            # let numba's C dispatch send calls with these argument types straight to
+            # that machine code from now on (a read-only and a writable array have the
+            # same native layout; read-only is a typing mark only)
+            self._insert([t._code for t in argtypes], entry, False)
         return entry
 
     def get_call_template(self, args, kws):
@@ -126,7 +130,6 @@ def kernel(fn):
                                                                  "nogil": True})
     d._cache = _LockedCache(fn)
     d._plain = None
-    d._entries = {}
     return d
 
 
