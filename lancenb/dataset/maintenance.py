@@ -13,11 +13,14 @@ transaction file no remaining version references. A file no manifest ever named
 (left by a failed write) is only removed once it is older than 7 days, or with
 ``delete_unverified=True``, because it may belong to a commit still in progress.
 
-Cleanup races commits, so it is conservative in three ways:
+Cleanup races commits, so it is conservative:
 
 * it re-lists the versions immediately before deleting and keeps every file that a
   version committed since its plan references (a ``restore()`` of a version being
   removed, say);
+* a version an in-flight transaction read (its ``_transactions/{read_version}-*.txn``
+  file exists, no manifest names it, and it is younger than 7 days) is kept with its
+  files: a ``restore()`` of it or a delete built on it may be about to commit;
 * a file no manifest names is kept, even with ``delete_unverified=True``, when it
   was modified at or after the oldest in-flight transaction it can see (a
   ``_transactions/*.txn`` file no manifest names, younger than 7 days) or after
@@ -234,9 +237,8 @@ def cleanup_old_versions(ds, older_than: _dt.timedelta | None = None,
     kept_refs = set().union(*(_referenced(manifests[v].manifest) for v in keep))
     removed_refs = set().union(*(_referenced(manifests[v].manifest) for v in remove)) \
         if remove else set()
-    stats = CleanupStats(old_versions=len(remove))
     now = time.time()
-    listed = {d: store.list(d) for d in (DATA_DIR, DELETIONS_DIR, TRANSACTIONS_DIR, ROWIDS_DIR)}
+    listed = {d: store.list(d) for d in (DATA_DIR, DELETIONS_DIR, ROWIDS_DIR)}
 
     # immediately before deleting: whatever committed since the plan keeps its files
     latest, _ = list_versions(store)
@@ -245,8 +247,11 @@ def cleanup_old_versions(ds, older_than: _dt.timedelta | None = None,
             manifests[v] = load_manifest(store, v, v2)
             keep.add(v)
             kept_refs |= _referenced(manifests[v].manifest)
-    # unverified files at least as new as what the oldest in-flight commit had read
-    # may be that commit's
+    # in-flight commits (a transaction file no manifest names, younger than the grace
+    # period): the version each read stays with its files (a restore() of it, a delete
+    # rebased on it), and unverified files at least as new as that version or the
+    # transaction may be the commit's own
+    listed[TRANSACTIONS_DIR] = store.list(TRANSACTIONS_DIR)
     newest_ok = float("inf")
     for name in listed[TRANSACTIONS_DIR]:
         rel = f"{TRANSACTIONS_DIR}/{name}"
@@ -255,11 +260,15 @@ def cleanup_old_versions(ds, older_than: _dt.timedelta | None = None,
         t = _mtime(store, rel)
         if t is None or now - t > UNVERIFIED_GRACE.total_seconds():
             continue
-        # an in-flight commit: its files may be as old as the version it read
         newest_ok = min(newest_ok, t)
         read = name.split("-", 1)[0]
         if read.isdigit() and int(read) in manifests:
             newest_ok = min(newest_ok, _timestamp(manifests[int(read)]))
+            if int(read) not in keep:
+                keep.add(int(read))
+                kept_refs |= _referenced(manifests[int(read)].manifest)
+    remove = [v for v in remove if v not in keep]
+    stats = CleanupStats(old_versions=len(remove))
 
     to_delete = [f"{VERSIONS_DIR}/{manifest_name(v, v2)}" for v in remove]
     for d, names in listed.items():

@@ -402,3 +402,35 @@ def test_external_store_answer_lost_at_the_commit_point(tmp_path, blind):
     ds = _open(path, kw)
     assert ds.version == 3 and ds.count_rows() == 42
     assert lance.dataset(str(path)).count_rows() == 42
+
+
+def test_cleanup_keeps_the_version_an_in_flight_restore_read(tmp_path):
+    """A restore() that wrote its transaction but has not published its manifest
+    when cleanup deletes: the version it restores stays, files and all."""
+    path = tmp_path / "ds"
+    kw = {"commit_lock": threading.Lock()}
+    u = F.uri(path)
+    lancenb.write_dataset(_t(range(10)), u, **kw)
+    lancenb.write_dataset(_t(range(10, 20)), u, mode="overwrite", **kw)
+    v1 = lancenb.dataset(u, version=1, **kw)
+    want = v1.to_table()
+    ran = []
+
+    def cleanup_before_the_publish(name, p):
+        if name == "pipe_file" and p.endswith(".manifest") and not ran:
+            ran.append(lancenb.dataset(u, **kw).cleanup_old_versions(
+                older_than=dt.timedelta(0)))
+
+    F.CONTROL.reset(hook=cleanup_before_the_publish)
+    try:
+        v1.restore()
+    finally:
+        F.CONTROL.reset()
+    assert ran and ran[0].old_versions == 0
+    ds = lancenb.dataset(u, **kw)
+    assert ds.version == 3 and ds.to_table().equals(want)
+    assert lance.dataset(str(path)).to_table().equals(want)
+    # once nothing is in flight, the old versions go
+    stats = ds.cleanup_old_versions(older_than=dt.timedelta(0))
+    assert stats.old_versions == 2
+    assert lance.dataset(str(path)).to_table().equals(want)
