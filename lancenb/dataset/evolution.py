@@ -267,6 +267,9 @@ def add_columns(ds, transforms, read_columns=None, *, batch_size=None) -> None:
     new_fields = _new_fields(new_schema, _next_field_id(ds))
     frags, written = _write_column_files(ds, new_schema, new_fields, make_batches,
                                          checkpoint=ckpt)
+    if ckpt is not None:  # a failed commit keeps what the checkpoint names for a rerun
+        kept = {f"{DATA_DIR}/{ckpt.get(k).path}" for k in ckpt.done}
+        written = [w for w in written if w not in kept]
     _commit(ds, _merge_txn(ds, frags, list(ds.manifest.fields) + new_fields), written)
     if ckpt is not None:
         ckpt.clear()

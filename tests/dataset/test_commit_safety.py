@@ -434,3 +434,33 @@ def test_cleanup_keeps_the_version_an_in_flight_restore_read(tmp_path):
     stats = ds.cleanup_old_versions(older_than=dt.timedelta(0))
     assert stats.old_versions == 2
     assert lance.dataset(str(path)).to_table().equals(want)
+
+
+def test_add_columns_checkpoint_survives_a_failed_commit(tmp_path):
+    """A batch UDF's checkpointed column files are what a rerun reuses: a commit that
+    fails before its commit point must not delete them."""
+    path = tmp_path / "ds"
+    kw = _kw(path, "lock")
+    _build(path, kw)
+
+    @lancenb.batch_udf(output_schema=pa.schema([("w", pa.float64())]),
+                       checkpoint_file=str(tmp_path / "w.ckpt"))
+    def double(batch):
+        return pa.record_batch([pa.compute.multiply(batch["v"], 2.0)], ["w"])
+
+    def publish_fails(name, p):
+        if name == "pipe_file" and p.endswith(".manifest"):
+            raise OSError(5, f"injected fault: {name} {p}")
+
+    F.CONTROL.reset(hook=publish_fails)
+    try:
+        with pytest.raises(OSError, match="injected fault"):
+            _open(path, kw).add_columns(double, read_columns=["v"])
+    finally:
+        F.CONTROL.reset()
+    assert _open(path, kw).version == 2
+    _open(path, kw).add_columns(double, read_columns=["v"])  # the rerun resumes
+    ds = _open(path, kw)
+    t = ds.to_table().sort_by("id")
+    assert t["w"].to_pylist() == [2.0 * v for v in t["v"].to_pylist()]
+    assert lance.dataset(str(path)).to_table().sort_by("id").equals(t)
