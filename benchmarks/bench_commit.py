@@ -66,14 +66,14 @@ def _worker(name, uri, opts, writer, count, barrier, out):
     lib = _lib(name)
     lib.dataset(uri, storage_options=opts).count_rows()  # imports and connections warm
     barrier.wait()
-    ok, failed = [], 0
+    ok, failed = [], []
     for k in range(count):
         row = 1_000_000 + writer * 10_000 + k
         try:
             _append(lib, name, uri, opts, row)
             ok.append(row)
-        except Exception:  # noqa: BLE001 - counted, the run goes on
-            failed += 1
+        except Exception as e:  # noqa: BLE001 - counted and named, the run goes on
+            failed.append(f"{type(e).__name__}: {str(e)[:160]}")
     out.put((ok, failed))
 
 
@@ -107,10 +107,12 @@ def concurrent(name, uri, opts, procs, per_proc):
     for p in ps:
         p.join()
     reported = sorted(r for ok, _ in results for r in ok)
-    failed = sum(f for _, f in results)
+    errors = [e for _, f in results for e in f]
+    for e in sorted(set(errors)):
+        print(f"  {name}: {errors.count(e)} x {e}", flush=True)
     got = sorted(_ids(name, uri, opts))
     exact = got == sorted([-1] + reported)
-    return wall, len(reported), failed, exact
+    return wall, len(reported), len(errors), exact
 
 
 def main(argv=None):
