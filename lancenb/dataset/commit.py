@@ -166,16 +166,35 @@ def _retry(what: str, fn) -> bool:
     return False
 
 
-def _publish(store, rel: str, raw: bytes, version: int) -> bool:
+class _Phase:
+    """Where an attempt is: ``publishing`` while a put at the commit point has not been
+    resolved either way (an interrupt then must not remove anything), ``committed``
+    once it is known to have landed."""
+
+    publishing = False
+    committed = False
+
+
+def _publish(store, rel: str, raw: bytes, version: int, phase: _Phase):
     """The commit point: make ``raw`` version ``version`` unless that version exists.
 
-    True: committed (whatever fails afterwards is logged, never raised). False: the
-    version was taken; nothing of this attempt stays. Raises before the commit point
-    (the caller removes its files) or :class:`CommitOutcomeUnknownError`.
+    Returns None if the version was taken (nothing of this attempt stays), else the
+    idempotent finishing steps to run (they log their errors, never raise them).
+    Raises before the commit point (the caller removes its files) or
+    :class:`CommitOutcomeUnknownError`.
     """
     ext = getattr(store, "manifest_store", None)
     if ext is None:
-        return put_new_object(store, rel, raw, version)
+        phase.publishing = True
+        try:
+            won = put_new_object(store, rel, raw, version)
+        except CommitOutcomeUnknownError:
+            raise
+        except Exception:
+            phase.publishing = False  # the read-back found it absent: not committed
+            raise
+        phase.publishing, phase.committed = False, won
+        return (lambda: None) if won else None
     base_uri = store.uri_of("")
     staged = f"{rel}-{uuid.uuid4()}"
     try:
@@ -183,6 +202,7 @@ def _publish(store, rel: str, raw: bytes, version: int) -> bool:
     except BaseException:
         remove_files(store, [staged])
         raise
+    phase.publishing = True
     try:
         won = ext.put_if_not_exists(base_uri, version, staged)  # 2. the commit point
     except BaseException as e:
@@ -194,23 +214,25 @@ def _publish(store, rel: str, raw: bytes, version: int) -> bool:
                 f"failed ({e}) and the store cannot be read back: cannot tell whether it was "
                 f"committed; nothing was removed", version=version) from e
         if now is None:
+            phase.publishing = False
             remove_files(store, [staged])
             raise
         won = now == staged
+    phase.publishing, phase.committed = False, won
     if not won:
         remove_files(store, [staged])
-        return False
+        return None
 
     def final():  # 3. the manifest under its final name (readers would do it too)
         if not (store.exists(rel) and store.read_bytes(rel) == raw):
             store.write_bytes(rel, raw)
 
-    if _retry(f"copying the manifest of version {version} to {rel!r}", final) and \
-            _retry(f"pointing the manifest store at {rel!r}",
-                   lambda: ext.put_if_exists(base_uri, version, rel)):  # 4.
-        _retry(f"removing the staged manifest {staged!r}",
-               lambda: store.delete(staged))
-    return True
+    def finish():
+        if _retry(f"copying the manifest of version {version} to {rel!r}", final) and \
+                _retry(f"pointing the manifest store at {rel!r}",
+                       lambda: ext.put_if_exists(base_uri, version, rel)):  # 4.
+            _retry(f"removing the staged manifest {staged!r}", lambda: store.delete(staged))
+    return finish
 
 
 def load_manifest(store, version: int, v2: bool):
@@ -281,17 +303,22 @@ def commit(store, txn: Transaction, *, v2_names: bool, data_format: str, writer_
     """
     own = list(written)  # what a failure before the commit point removes
     txn_rel = f"{TRANSACTIONS_DIR}/{txn.file_name()}"
+    phase = _Phase()
     try:
         own.append(txn_rel)
         store.write_bytes(txn_rel, txn.pb.SerializeToString(),
                           atomic=False)  # a unique name nothing points to yet
-        mf = _commit_loop(store, txn, own, v2_names=v2_names, data_format=data_format,
-                          writer_version=writer_version, max_retries=max_retries, base=base)
+        mf, finish = _commit_loop(store, txn, own, phase, v2_names=v2_names,
+                                  data_format=data_format, writer_version=writer_version,
+                                  max_retries=max_retries, base=base)
     except CommitOutcomeUnknownError:
         raise  # it may be committed: its files must stay
     except BaseException:
-        remove_files(store, own)
+        if not (phase.publishing or phase.committed):  # else: in doubt, or committed
+            remove_files(store, own)
         raise
+    # after the commit point: nothing below raises an Exception or removes a file
+    finish()
     try:
         store.write_bytes(HINT_FILE, json.dumps({"version": mf.version},
                                                 separators=(",", ":")).encode())
@@ -300,8 +327,8 @@ def commit(store, txn: Transaction, *, v2_names: bool, data_format: str, writer_
     return mf
 
 
-def _commit_loop(store, txn: Transaction, own: list, *, v2_names, data_format, writer_version,
-                 max_retries, base):
+def _commit_loop(store, txn: Transaction, own: list, phase: _Phase, *, v2_names, data_format,
+                 writer_version, max_retries, base):
     checked_upto = txn.read_version
     for attempt in range(max_retries + 1):
         if attempt == 0 and base is not None and base.version == txn.read_version and \
@@ -339,12 +366,12 @@ def _commit_loop(store, txn: Transaction, own: list, *, v2_names, data_format, w
         raw = frame_manifest(m, txn.pb, index)
         rel = f"{VERSIONS_DIR}/{manifest_name(latest_v + 1, v2_names)}"
         try:
-            won = _publish(store, rel, raw, latest_v + 1)
+            finish = _publish(store, rel, raw, latest_v + 1, phase)
         except CommitOutcomeUnknownError as e:
             e.transaction_uuid = txn.uuid
             raise
-        if won:
-            return parse_manifest_file(raw, store.uri_of(rel))
+        if finish is not None:
+            return parse_manifest_file(raw, store.uri_of(rel)), finish
         # lost the race for this version: back off a little and look again
         time.sleep(random.uniform(0, min(0.05, 0.002 * (attempt + 1))))
     raise CommitConflictError(f"dataset {store.uri!r}: commit conflict: gave up after "

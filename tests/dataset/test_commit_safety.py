@@ -464,3 +464,31 @@ def test_add_columns_checkpoint_survives_a_failed_commit(tmp_path):
     t = ds.to_table().sort_by("id")
     assert t["w"].to_pylist() == [2.0 * v for v in t["v"].to_pylist()]
     assert lance.dataset(str(path)).to_table().sort_by("id").equals(t)
+
+
+@pytest.mark.parametrize("where", ["publish", "finish"])
+def test_interrupt_at_or_after_the_commit_point_removes_nothing(tmp_path, where):
+    """Ctrl-C while the manifest is being published (outcome in doubt) or while an
+    external-store commit is being finished (committed): no file is removed."""
+    path = tmp_path / "ds"
+    kw = _kw(path, "sqlite" if where == "finish" else "lock")
+    _build(path, kw)
+
+    def interrupt(name, p):
+        hit = p.endswith(".manifest") and "/_versions/" in p
+        if name == "pipe_file" and hit:
+            raise KeyboardInterrupt
+
+    F.CONTROL.reset(hook=interrupt)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            _append(path, kw)
+    finally:
+        F.CONTROL.reset()
+    ds = _open(path, kw)
+    if where == "finish":  # committed at step 2: a reader finishes steps 3-4
+        assert ds.version == 3 and ds.count_rows() == 42
+    else:  # the put never happened; the staged files stay (in doubt), invisible
+        assert ds.version == 2 and ds.count_rows() == 35
+        assert any(n.startswith("2-") for n in os.listdir(path / "_transactions"))
+    assert lance.dataset(str(path)).count_rows() == ds.count_rows()
