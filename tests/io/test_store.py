@@ -82,3 +82,23 @@ def test_storage_options_for_fsspec():
     assert fsspec_options("/tmp/x", None) == {}
     assert fsspec_options("gs://b/x", {"token": "anon"}) == {"token": "anon",
                                                               "use_listings_cache": False}
+
+
+def test_processes_racing_on_dir_over_local(tmp_path):
+    """fsspec's dir:// over a local disk once committed under a process-local lock
+    (3 processes x 40 appends kept 116 of 120 reported rows); it now links."""
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    from _s3server import append_worker
+
+    opts = {"path": str(tmp_path), "target_protocol": "file"}
+    uri = "dir://ds"
+    lancenb.write_dataset(one(-1), uri, storage_options=opts)
+    with ProcessPoolExecutor(3, mp_context=mp.get_context("spawn")) as pool:
+        futures = [pool.submit(append_worker, uri, opts, w, 10) for w in range(3)]
+        reported = sorted(r for f in futures for r in f.result(timeout=300))
+    assert len(reported) == 30
+    ds = lancenb.dataset(uri, storage_options=opts)
+    assert sorted(ds.to_table()["id"].to_pylist()) == [-1] + reported
+    assert ds.version == 31
