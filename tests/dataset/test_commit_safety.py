@@ -178,9 +178,7 @@ def test_fault_at_every_mutating_call(tmp_path, name, store):
     F.CONTROL.reset()
     new = _state(ref, kw)
     assert n > 0 and new != old
-    modes = ["before", "after"] if name in ("append", "delete", "restore", "tag") else \
-        ["before"]
-    for mode in modes:
+    for mode in ("before", "after"):
         for k in range(1, n + 1):
             path = tmp_path / f"{mode}{k}"
             kw = _kw(path, store)
