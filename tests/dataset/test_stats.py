@@ -104,5 +104,5 @@ def test_types_without_min_max_kernel_get_statistics(tmp_path):
     assert set(stats) == {"d", "h", "i"}
     assert (stats["d"][0].min.value, stats["d"][0].max.value) == (1, 2)
     assert (stats["h"][0].min, stats["h"][0].max) == (1.0, 3.0)
-    assert ds.to_table(filter="d > 1")["i"].to_pylist() == [2]
+    assert ds.to_table(filter="d IS NULL")["i"].to_pylist() == [3]
     assert ds.to_table(filter="i > 2")["i"].to_pylist() == [3]
