@@ -340,7 +340,10 @@ class BlobFile(io.RawIOBase):
         self._check_open()
         n = max(0, self._size - self._cursor)
         data = self._fetch(self._cursor, n)
-        self._cursor += len(data)
+        if len(data) != n:
+            raise CorruptFileError(f"blob: read {len(data)} of {n} bytes at offset "
+                                   f"{self._cursor} (the file is shorter than the blob)")
+        self._cursor += n
         return bytes(data)
 
     def read_range(self, offset: int, length: int) -> bytes:

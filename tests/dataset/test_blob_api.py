@@ -160,3 +160,26 @@ def test_blob_file_reads_lazily(tmp_path):
     assert g.stats.reads == 1 and g.stats.bytes_read == 512 * 1024
     # the descriptions of a scan do not read the blobs either
     assert ds.to_table().column("b").to_pylist()[1]["size"] == len(big)
+
+
+def test_truncated_sidecar_is_an_error_not_short_data(tmp_path):
+    """A 2.2 blob v2 value in a sidecar file that is shorter than its description says
+    fails with a LanceError (scan with the bytes, and BlobFile reads)."""
+    from pathlib import Path
+
+    from lancenb.errors import LanceError
+
+    vals = [b"a", bytes(70_000)]
+    t = pa.table({"id": [0, 1], "b": pa.array(vals, pa.large_binary())}, schema=blob_schema())
+    uri = str(tmp_path / "ds")
+    lancenb.write_dataset(t, uri, data_storage_version="2.2")
+    (pack,) = Path(uri, "data").glob("*/*.blob")
+    pack.write_bytes(pack.read_bytes()[:10])
+    ds = lancenb.dataset(uri)
+    assert ds.to_table().column("b").to_pylist()[1]["size"] == 70_000  # descriptions read
+    with pytest.raises(LanceError, match="past the end"):
+        ds.to_table(blob_handling="all_binary")
+    f = ds.take_blobs("b", indices=[1], buffer_size=0)[0]
+    assert f.read(5) == bytes(5)  # (what is there reads)
+    with pytest.raises(LanceError):
+        f.read()
