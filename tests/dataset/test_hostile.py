@@ -403,3 +403,26 @@ def test_cleanup_ignores_a_tag_of_a_missing_version_like_pylance(ten):
     stats = lancenb.dataset(ten).cleanup_old_versions(older_than=datetime.timedelta(0))
     assert stats.old_versions == 1
     assert lancenb.dataset(ten).count_rows() == 11
+
+
+def test_full_zip_values_claiming_more_than_a_page_are_refused_up_front(tmp_path):
+    # 40 values of 40 KiB (full-zip, each value zstd-compressed on its own) whose size
+    # prefixes claim 64 MiB each: 2.5 GiB together, refused before inflating any
+    frame = zstandard.ZstdCompressor(level=19).compress(b"\0" * BOMB)
+    real = general.compress
+
+    def bomb(data, scheme, level=None):
+        return struct.pack("<Q", BOMB) + frame
+
+    path = str(tmp_path / "fz.lance")
+    field = pa.field("b", pa.binary(), metadata={"lance-encoding:compression": "zstd"})
+    t = pa.table({"b": [bytes([i]) * 40_000 for i in range(40)]}, schema=pa.schema([field]))
+    general.compress = bomb
+    try:
+        with LanceFileWriter(path, version="2.1") as w:
+            w.write_batch(t)
+    finally:
+        general.compress = real
+    assert os.path.getsize(path) < 200_000
+    with pytest.raises(CorruptFileError, match="together"):
+        LanceFileReader(path).read_all()

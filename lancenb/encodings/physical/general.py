@@ -137,6 +137,12 @@ def claimed_size(data, scheme: int, where: str) -> int | None:
     return int.from_bytes(bytes(data[:8]), "little")
 
 
+def _check_total(total: int, where: str) -> None:
+    if total > MAX_UNCOMPRESSED:
+        raise CorruptFileError(f"{where}: compressed units claim {total} bytes together, more "
+                               f"than a page can hold ({MAX_UNCOMPRESSED})")
+
+
 def decompress(data, scheme: int, where: str, *, limit: int = MAX_UNCOMPRESSED) -> bytes:
     """One compressed unit back to its bytes; damage raises ``CorruptFileError``.
 
@@ -191,12 +197,15 @@ class GeneralValues:
         cl = counts.tolist()
         limits = [unit_limit(c, self.fixed_bits) if self.fixed_bits is not None
                   else MAX_VARIABLE_CHUNK for c in cl]
+        total = 0
         for i, (s, z) in enumerate(zip(s0, z0)):
             claim = claimed_size(data[s:s + z], self.scheme, f"{where}, chunk {i}")
             if claim is not None and claim > limits[i]:
                 raise CorruptFileError(f"{where}, chunk {i}: compressed values claim {claim} "
                                        f"bytes, more than the {limits[i]} that {cl[i]} values "
                                        f"can hold")
+            total += claim or 0
+        _check_total(total, where)
         parts = [decompress(data[s:s + z], self.scheme, f"{where}, chunk {i}", limit=limits[i])
                  for i, (s, z) in enumerate(zip(s0, z0))]
         lens = np.array([len(p) for p in parts], dtype=np.int64)
@@ -274,6 +283,10 @@ def decompress_values(block: Variable, scheme: int, where: str) -> Variable:
     stores without bytes) stay empty."""
     data = memoryview(block.data)
     o = block.offsets.tolist()
+    # the size prefixes of all values first: their sum is what the page will inflate
+    # to, refused up front when no page could hold it
+    _check_total(sum(claimed_size(data[o[i]:o[i + 1]], scheme, f"{where}, value {i}") or 0
+                     for i in range(block.num_values) if o[i + 1] > o[i]), where)
     parts = [decompress(data[o[i]:o[i + 1]], scheme, f"{where}, value {i}")
              if o[i + 1] > o[i] else b"" for i in range(block.num_values)]
     return _join(parts, block.num_values, block.offset_bits)
