@@ -328,6 +328,12 @@ def _check_reads(lib, uri, table, blobs, data, side):
             assert_tables_equal(got, want.select(cols))
 
 
+def _data_files(uri: str) -> list:
+    """``(fields, column_indices)`` of every data file, as pylance reports them."""
+    return [(list(d.fields), list(d.column_indices))
+            for f in lance.dataset(uri).get_fragments() for d in f.metadata.files]
+
+
 def _pylance_writes(table, uri, version, per_file):
     kw = {"max_rows_per_file": per_file} if per_file else {}
     try:
@@ -376,6 +382,10 @@ def _roundtrip(version: str, case, data) -> str:
             return gap
         assert nb_err is None, f"lancenb refuses a table pylance writes: {nb_err!r}"
         blobs = _blob_columns(table.schema)
+        # the one field-to-column mapping: the data files list the fields pylance lists
+        mine, refs = _data_files(ours), _data_files(theirs)
+        if mine and refs:
+            assert mine[0] == refs[0], f"DataFile fields/column_indices {mine} != {refs}"
         _check_reads(lancenb, ours, table, blobs, data, "lancenb reads lancenb")
         _check_reads(lance, ours, table, blobs, data, "pylance reads lancenb")
         want = lance.dataset(theirs).to_table()
