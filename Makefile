@@ -21,7 +21,10 @@ $(VENV)/.installed-dev: pyproject.toml | $(VENV)/bin/python
 	$(PIP) install --quiet -e '.[dev,spark]'
 	touch $@ $(VENV)/.installed
 
+# warmup compiles lancenb's kernels into the Numba cache first (in parallel, once per
+# machine), so Spark's Python workers load them instead of each compiling them
 demo: $(VENV)/.installed
+	$(PY) -m lancenb.cli warmup
 	$(PY) -m lancenb.cli demo
 
 test: $(VENV)/.installed-dev

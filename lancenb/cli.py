@@ -251,6 +251,11 @@ def _main(argv: list[str] | None) -> int:
                                          "lancenb deletes, takes and shows encodings")
     p_demo.add_argument("--rows", type=int, default=200_000)
     p_demo.add_argument("--out-dir", default=None, help="keep the dataset in this directory")
+    p_warm = sub.add_parser("warmup", help="compile every kernel into the Numba cache now "
+                                           "(once per machine or image), in parallel")
+    p_warm.add_argument("--processes", type=int, default=None,
+                        help="worker processes (default: the number of CPUs)")
+    p_warm.add_argument("--quiet", action="store_true", help="no progress line")
     args = parser.parse_args(argv)
     if args.command == "demo":
         return demo(args.rows, args.out_dir)
@@ -263,6 +268,8 @@ def _main(argv: list[str] | None) -> int:
             return _cmd_validate(args)
         if args.command == "convert":
             return _cmd_convert(args)
+        if args.command == "warmup":
+            return _cmd_warmup(args)
     except LanceError as e:
         print(f"lancenb {args.command}: {type(e).__name__}: {_one_line(e)}", file=sys.stderr)
         return 1
@@ -281,6 +288,17 @@ def _one_line(e: BaseException, limit: int = 400) -> str:
 
 
 # -- inspect ---------------------------------------------------------------------------
+def _cmd_warmup(args) -> int:
+    from lancenb.warmup import warmup
+
+    r = warmup(processes=args.processes, progress=False if args.quiet else None)
+    where = r.cache_dir or "nowhere (no writable cache directory: set NUMBA_CACHE_DIR)"
+    print(f"lancenb warmup: {r.tasks} workloads, {r.compiled} kernel specialisations "
+          f"compiled ({r.filled} more in the check pass) in {r.seconds:.1f} s; "
+          f"cache: {where}")
+    return 0 if r.cache_dir else 1
+
+
 def _table(rows: list[list], header: list[str], indent: str = "  ") -> None:
     """Print rows as aligned columns (numbers right-aligned)."""
     cells = [[_cell(v) for v in r] for r in rows]

@@ -1,0 +1,133 @@
+"""Start-up cost (issue 18): lazy imports, one specialisation per kernel where inputs
+differ only in being read-only, a kernel cache shared safely by concurrent processes,
+and ``lancenb warmup``.
+
+Each check that depends on what numba compiles runs in fresh processes with their own
+``NUMBA_CACHE_DIR``, so the test process's own compilations do not interfere.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from lancenb.kernels import bitpack, rle, slices
+from lancenb.kernels._jit import _written
+
+from lancenb.cli import main
+
+# compiles concat_slices for one dtype, called with a writable and a read-only source,
+# checks the result and reports the kernel's specialisations and cache statistics
+_CONCAT = """
+import json, sys
+import numpy as np
+from lancenb.kernels import slices
+dt = np.dtype(sys.argv[1])
+src = np.arange(10, dtype=dt)
+ro = src.copy()
+ro.flags.writeable = False
+got = []
+for a in (src, ro, src):
+    out = np.zeros(4, dt)
+    assert slices.concat_slices(a, np.array([1, 5]), np.array([2, 2]), out) == 0
+    got.append(out.tolist())
+assert got == [[1, 2, 5, 6]] * 3, got
+d = slices.concat_slices
+print(json.dumps([len(d.signatures), sum(d.stats.cache_hits.values()),
+                  sum(d.stats.cache_misses.values())]))
+"""
+
+
+def _env(cache) -> dict:
+    env = dict(os.environ)
+    env.pop("NUMBA_DISABLE_JIT", None)
+    env["NUMBA_CACHE_DIR"] = str(cache)
+    return env
+
+
+def _run(code: str, cache, *args: str) -> str:
+    p = subprocess.run([sys.executable, "-c", code, *args], env=_env(cache),
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return p.stdout.strip().splitlines()[-1]
+
+
+def test_import_lancenb_loads_neither_the_dataset_layer_nor_numba():
+    code = ("import sys, lancenb\n"
+            "heavy = [m for m in ('pyarrow.dataset', 'pandas', 'numba', 'sqlglot', "
+            "'pyspark', 'lancenb.file', 'lancenb.dataset') if m in sys.modules]\n"
+            "print(heavy)")
+    assert _run(code, "") == "[]"
+
+
+def test_function_names_survive_importing_their_subpackages():
+    import lancenb.dataset.core  # noqa: F401  (binds the subpackages in the parent)
+    import lancenb.inspect  # noqa: F401
+    import lancenb.warmup  # noqa: F401
+    from lancenb.dataset.core import dataset
+
+    assert lancenb.dataset is dataset
+    assert callable(lancenb.dataset) and callable(lancenb.inspect)
+    assert callable(lancenb.warmup)
+    assert lancenb.LanceFileWriter.__name__ == "LanceFileWriter"
+    assert "LanceDataset" in dir(lancenb)
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        lancenb.nope  # noqa: B018
+
+
+def test_written_parameters_are_read_from_the_kernel_source():
+    def names(d):
+        params = d.py_func.__code__.co_varnames[:d.py_func.__code__.co_argcount]
+        return {params[i] for i in _written(d.py_func)}
+
+    assert names(slices.concat_slices) == {"out"}
+    # through helper kernels and views of slices
+    assert names(bitpack.inline_unpack_chunks) == {"out", "err"}
+    assert names(rle.decode_chunks) == {"out", "err"}
+    assert names(rle.encode_fill) == {"out_values", "out_lengths"}
+
+
+def test_readonly_and_writable_inputs_share_one_specialisation(tmp_path):
+    sigs, hits, misses = json.loads(_run(_CONCAT, tmp_path, "uint16"))
+    assert (sigs, hits, misses) == (1, 0, 1)
+    # a new process loads it from the cache and compiles nothing
+    assert json.loads(_run(_CONCAT, tmp_path, "uint16")) == [1, 1, 0]
+
+
+def test_concurrent_processes_share_one_cache(tmp_path):
+    # four processes compile the same kernel for four dtypes at the same time into one
+    # cache; afterwards every process finds its own specialisation there, intact
+    dtypes = ("uint8", "uint16", "uint32", "int64")
+    procs = [subprocess.Popen([sys.executable, "-c", _CONCAT, dt], env=_env(tmp_path),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for dt in dtypes]
+    for p in procs:
+        out, err = p.communicate(timeout=600)
+        assert p.returncode == 0, err[-3000:]
+    for dt in dtypes:
+        assert json.loads(_run(_CONCAT, tmp_path, dt)) == [1, 1, 0], dt
+
+
+def test_warmup_fills_the_cache_for_the_next_process():
+    # one workload in a worker process, then the check pass in this (fresh) process must
+    # load everything from the cache. The default cache, which the rest of the suite has
+    # filled, keeps this short; with an empty one it compiles the whole float path.
+    code = ("import json\n"
+            "from lancenb.warmup import _warm\n"
+            "r = _warm(('floats/2.1/default',), processes=1, progress=False, check=True)\n"
+            "print(json.dumps([r.tasks, r.compiled, r.filled, r.cache_dir]))")
+    env = dict(os.environ)
+    env.pop("NUMBA_DISABLE_JIT", None)
+    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                       timeout=900)
+    assert p.returncode == 0, p.stderr[-3000:]
+    tasks, compiled, filled, where = json.loads(p.stdout.strip().splitlines()[-1])
+    assert tasks == 1 and compiled >= 0
+    assert filled == 0  # nothing the worker used was missing from the cache
+    assert where and os.path.isdir(where)
+
+
+def test_cli_warmup_rejects_a_bad_process_count(capsys):
+    assert main(["warmup", "--processes", "0", "--quiet"]) == 1
+    assert "processes must be at least 1, not 0" in capsys.readouterr().err
