@@ -129,3 +129,26 @@ def test_commit_lock_replaces_conditional_put(s3):
                           commit_lock=Lock)
     assert calls == [1, 2]
     assert lancenb.dataset(uri, storage_options=s3.lancenb_options).count_rows() == 9
+
+
+def test_lancenb_and_pylance_racing_on_one_dataset(s3):
+    """Both libraries' conditional puts guard the same manifest names: lancenb in two
+    processes and pylance in this one, appending at once, lose nothing."""
+    lance = pytest.importorskip("lance")
+    uri = s3.uri()
+    lancenb.write_dataset(pa.table({"id": pa.array([-1], pa.int64())}), uri,
+                          storage_options=s3.lancenb_options)
+    theirs = []
+    with ProcessPoolExecutor(2, mp_context=mp.get_context("spawn")) as pool:
+        futures = [pool.submit(append_worker, uri, s3.pylance_options, w, 10) for w in (1, 2)]
+        for k in range(10):
+            lance.write_dataset(pa.table({"id": pa.array([9000 + k], pa.int64())}), uri,
+                                mode="append", storage_options=s3.pylance_options)
+            theirs.append(9000 + k)
+        ours = [r for f in futures for r in f.result(timeout=300)]
+    want = sorted([-1] + ours + theirs)
+    assert len(want) == 31
+    assert sorted(lancenb.dataset(uri, storage_options=s3.lancenb_options)
+                  .to_table()["id"].to_pylist()) == want
+    ds = lance.dataset(uri, storage_options=s3.pylance_options)
+    assert ds.version == 31 and sorted(ds.to_table()["id"].to_pylist()) == want
