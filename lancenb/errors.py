@@ -43,8 +43,12 @@ class InvalidInputError(LanceError, ValueError):
     """An argument or option passed by the caller is invalid."""
 
 
-class SchemaError(InvalidInputError):
-    """A schema (or data that does not match it) cannot be written."""
+class SchemaError(InvalidInputError, OSError):
+    """A schema (or data that does not match it) cannot be written.
+
+    Also an ``OSError``: pylance raises ``OSError`` for appends whose schema does not
+    match the dataset's, so code written for it catches this too.
+    """
 
 
 class LanceIOError(LanceError, OSError):
@@ -55,12 +59,16 @@ class LanceFileNotFoundError(LanceIOError, FileNotFoundError):
     """A file or dataset that should exist does not."""
 
 
-class DatasetNotFoundError(LanceFileNotFoundError):
-    """There is no dataset (no readable version) at the URI, or not that version/tag."""
+class DatasetNotFoundError(LanceFileNotFoundError, ValueError):
+    """There is no dataset (no readable version) at the URI, or not that version/tag.
+
+    Both a ``FileNotFoundError`` and, as pylance raises for these, a ``ValueError``.
+    """
 
 
-class DatasetExistsError(InvalidInputError):
-    """``mode="create"`` on a URI that already holds a dataset."""
+class DatasetExistsError(InvalidInputError, OSError):
+    """``mode="create"`` on a URI that already holds a dataset (an ``OSError`` too,
+    as pylance raises)."""
 
 
 class CommitConflictError(LanceError, RuntimeError):
