@@ -155,57 +155,8 @@ class LanceDataset(pads.Dataset):
         commit_lock, storage_options, enable_v2_manifest_paths : optional
             As for :func:`lancenb.write_dataset`.
         commit_message : str, optional
-            Stored as the transaction property ``lance.commit.message``.
-        enable_stable_row_ids : bool, optional
-            For an ``Overwrite`` that creates the dataset.
-
-        Examples
-        --------
-        >>> frags = lancenb.fragment.write_fragments(table, uri)  # doctest: +SKIP
-        >>> ds = LanceDataset.commit(uri, LanceOperation.Append(frags),
-        ...                          read_version=1)  # doctest: +SKIP
-        """
-        from lancenb.dataset.operations import commit_operation  # it builds on this module
-
-        unknown = sorted(k for k in kwargs if k not in ("commit_timeout", "base_store_params"))
-        if unknown:
-            raise InvalidInputError(f"unsupported LanceDataset.commit options: {unknown}")
-        return commit_operation(base_uri, operation, read_version, commit_lock=commit_lock,
-                                storage_options=storage_options,
-                                enable_v2_manifest_paths=enable_v2_manifest_paths,
-                                max_retries=max_retries, detached=detached,
-                                commit_message=commit_message,
-                                enable_stable_row_ids=enable_stable_row_ids)
-
-    def __reduce__(self):
-        # (uri, version, storage options): the other side reopens the same version;
-        # open files, caches and commit locks stay in this process
-        return _reopen, (self._uri, self.version, self._store.storage_options)
-
-    @staticmethod
-    def commit(base_uri, operation, read_version=None, commit_lock=None, storage_options=None,
-               enable_v2_manifest_paths=None, detached=False, max_retries=None, *,
-               commit_message=None, enable_stable_row_ids=None, **kwargs) -> "LanceDataset":
-        """Commit one :class:`lancenb.LanceOperation` (or a ``Transaction`` from
-        ``write_fragments(..., return_transaction=True)``) as a new version.
-
-        The driver side of distributed writes: workers write fragments, this commits
-        them. It goes through the same commit protocol as every other writer
-        (:mod:`lancenb.dataset.commit`): conflicts with versions committed after
-        ``read_version`` are checked, lost races retried (``max_retries``).
-
-        Parameters
-        ----------
-        base_uri : str, Path or LanceDataset
-            The dataset (created by an ``Overwrite`` when it does not exist).
-        operation : LanceOperation.BaseOperation or Transaction
-        read_version : int, optional
-            The version the operation was built against; required except for
-            ``Overwrite`` and ``Restore``.
-        commit_lock, storage_options, enable_v2_manifest_paths : optional
-            As for :func:`lancenb.write_dataset`.
-        commit_message : str, optional
-            Stored as the transaction property ``lance.commit.message``.
+            Stored as the transaction property ``__lance_commit_message`` (as pylance
+            stores it).
         enable_stable_row_ids : bool, optional
             For an ``Overwrite`` that creates the dataset.
 
