@@ -365,7 +365,7 @@ def commit_operation(base_uri, operation, read_version=None, *, commit_lock=None
     else:
         op = operation
     if commit_message is not None:
-        properties["lance.commit.message"] = str(commit_message)
+        properties["__lance_commit_message"] = str(commit_message)  # pylance's key
     L = LanceOperation
     if read_version is None and not isinstance(op, (L.Overwrite, L.Restore)):
         raise InvalidInputError("read_version is required for all operations except "

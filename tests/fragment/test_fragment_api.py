@@ -268,3 +268,26 @@ def test_commit_refuses_what_it_cannot_do(tmp_path):
     with pytest.raises(InvalidInputError, match="no fragment 42"):
         lancenb.fragment.LanceFragment(lancenb.dataset(uri), 42)
     assert pylance.dataset(uri).count_rows() == 9
+
+
+def test_update_operation_and_commit_message(tmp_path):
+    uri = str(tmp_path / "ds")
+    lancenb.write_dataset(_table(0, 20), uri, max_rows_per_file=10)
+    # rows 0..4 move: deleted in fragment 0, rewritten (scores doubled) in a new fragment
+    old = pylance.dataset(uri).get_fragment(0).delete("id < 5")
+    moved = _table(0, 5).set_column(2, "score", pa.array([i * 1.0 for i in range(5)]))
+    new = lancenb.fragment.write_fragments(moved, uri)
+    op = LanceOperation.Update(updated_fragments=[FragmentMetadata.from_json(
+        json.dumps(old.to_json()))], new_fragments=new, fields_modified=[2])
+    ds = lancenb.LanceDataset.commit(uri, op, read_version=1, commit_message="move 5 rows")
+    got = pylance.dataset(uri).to_table().sort_by("id")
+    assert got["score"].to_pylist() == [float(i) for i in range(5)] + \
+        [i * 0.5 for i in range(5, 20)]
+    assert ds.to_table().sort_by("id").equals(got)
+    from lancenb._proto import transaction_pb2
+
+    msg = transaction_pb2.Transaction()
+    with open(f"{uri}/_transactions/{ds.manifest.transaction_file}", "rb") as f:
+        msg.ParseFromString(f.read())
+    assert msg.WhichOneof("operation") == "update"
+    assert dict(msg.transaction_properties) == {"__lance_commit_message": "move 5 rows"}
