@@ -387,35 +387,46 @@ def _where_of(store, data_file: str, kind: str, desc: dict) -> _Where:
     raise NotSupportedError(f"data file {data_file!r}: blob kind {k} is unknown")
 
 
-def take_blobs(ds, blob_column: str, ids=None, addresses=None, indices=None, *,
-               buffer_size: int = DEFAULT_BUFFER_SIZE) -> list:
-    """See :meth:`lancenb.dataset.LanceDataset.take_blobs`."""
+def _select(ds, what: str, blob_column: str, ids, addresses, indices, handling: str):
+    """The rows ``ids``/``addresses``/``indices`` (exactly one) of a blob column, with
+    their row addresses (``_rowaddr``), the column read as ``handling`` says."""
     given = [(k, v) for k, v in (("ids", ids), ("addresses", addresses),
                                  ("indices", indices)) if v is not None]
     if len(given) != 1:
-        raise InvalidInputError("take_blobs: give exactly one of ids, addresses or indices")
-    if isinstance(buffer_size, bool) or not isinstance(buffer_size, int) or buffer_size < 0:
-        raise InvalidInputError(f"buffer_size must be a non-negative int, not {buffer_size!r}")
+        raise InvalidInputError(f"{what}: give exactly one of ids, addresses or indices")
     if blob_column not in ds.schema.names:
-        raise InvalidInputError(f"take_blobs: no column {blob_column!r} in the dataset; it has "
+        raise InvalidInputError(f"{what}: no column {blob_column!r} in the dataset; it has "
                                 f"{ds.schema.names}")
     kind = blob_layout(ds.schema.field(blob_column))
     if kind is None:
-        raise InvalidInputError(f"take_blobs: column {blob_column!r} is not a blob column "
+        raise InvalidInputError(f"{what}: column {blob_column!r} is not a blob column "
                                 f"(a large_binary field with lance-encoding:blob metadata)")
     how, values = given[0]
     values = np.asarray(values.to_numpy(zero_copy_only=False) if isinstance(
         values, (pa.Array, pa.ChunkedArray)) else values).reshape(-1)
     if how == "indices":
         t = ds.take(values.astype(np.int64), columns=[blob_column], with_row_address=True,
-                    blob_handling=DEFAULT_BLOB_HANDLING)
-    elif how == "ids":
-        t = ds._take_rows(values.astype(np.uint64), columns=[blob_column],
-                          with_row_address=True, blob_handling=DEFAULT_BLOB_HANDLING)
+                    blob_handling=handling)
     else:
         t = ds._take_rows(values.astype(np.uint64), columns=[blob_column],
-                          with_row_address=True, by_address=True,
-                          blob_handling=DEFAULT_BLOB_HANDLING)
+                          with_row_address=True, by_address=how == "addresses",
+                          blob_handling=handling)
+    return kind, t
+
+
+def read_blobs(ds, blob_column: str, ids=None, addresses=None, indices=None) -> list:
+    """See :meth:`lancenb.dataset.LanceDataset.read_blobs`."""
+    _, t = _select(ds, "read_blobs", blob_column, ids, addresses, indices, "all_binary")
+    return list(zip(t.column("_rowaddr").to_pylist(), t.column(blob_column).to_pylist()))
+
+
+def take_blobs(ds, blob_column: str, ids=None, addresses=None, indices=None, *,
+               buffer_size: int = DEFAULT_BUFFER_SIZE) -> list:
+    """See :meth:`lancenb.dataset.LanceDataset.take_blobs`."""
+    if isinstance(buffer_size, bool) or not isinstance(buffer_size, int) or buffer_size < 0:
+        raise InvalidInputError(f"buffer_size must be a non-negative int, not {buffer_size!r}")
+    kind, t = _select(ds, "take_blobs", blob_column, ids, addresses, indices,
+                      DEFAULT_BLOB_HANDLING)
     descs = t.column(blob_column).to_pylist()
     frag_ids = (np.asarray(t.column("_rowaddr").to_numpy()) >> np.uint64(32)).tolist()
     files = {}

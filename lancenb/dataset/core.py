@@ -365,6 +365,14 @@ class LanceDataset(pads.Dataset):
         return blob.take_blobs(self, blob_column, ids, addresses, indices,
                                buffer_size=buffer_size)
 
+    def read_blobs(self, blob_column: str, ids=None, addresses=None, indices=None, *,
+                   io_buffer_size=None, preserve_order=None) -> list:
+        """Blob values read whole (pylance's ``read_blobs``): ``[(row address, bytes or
+        None)]`` in the order asked for; select rows as in :meth:`take_blobs`.
+        ``io_buffer_size`` and ``preserve_order`` are accepted (the order is always
+        kept)."""
+        return blob.read_blobs(self, blob_column, ids, addresses, indices)
+
     # -- writes ----------------------------------------------------------------
     def _commit(self, txn: Transaction, written=()) -> None:
         # commit() removes ``written`` itself if it fails before its commit point,

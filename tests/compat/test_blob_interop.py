@@ -128,6 +128,7 @@ def test_lancenb_take_blobs_of_pylance_dataset(pylance_ds):
     assert [x is None for x in a] == [v is None for v in vals] == [x is None for x in b]
     assert [x.size() for x in a if x] == [x.size() for x in b if x]
     assert [x.read() for x in a if x] == [v for v in vals if v is not None]
+    assert ours.read_blobs("b", indices=idx[::-1]) == theirs.read_blobs("b", indices=idx[::-1])
     # ten bytes of the 4 MiB value (a file of its own in 2.2) read ten bytes
     big = ours.take_blobs("b", indices=[6], buffer_size=0)[0]
     big.seek(1 << 20)

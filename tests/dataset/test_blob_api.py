@@ -183,3 +183,11 @@ def test_truncated_sidecar_is_an_error_not_short_data(tmp_path):
     assert f.read(5) == bytes(5)  # (what is there reads)
     with pytest.raises(LanceError):
         f.read()
+
+
+def test_read_blobs(ours):
+    ds, vals = ours
+    got = ds.read_blobs("b", indices=[6, 1, 2, 0])
+    addrs = ds.to_table(columns=["id"], with_row_address=True).column("_rowaddr").to_pylist()
+    assert got == [(addrs[i], vals[i]) for i in (6, 1, 2, 0)]
+    assert ds.read_blobs("b", addresses=[addrs[3]]) == [(addrs[3], vals[3])]
