@@ -265,20 +265,67 @@ class LanceDataset(pads.Dataset):
         return r
 
     # -- reads -----------------------------------------------------------------
-    def scanner(self, columns=None, filter=None, limit=None, offset=None, *, batch_size=None,
-                with_row_id=False, with_row_address=False, fragments=None,
-                **kwargs) -> LanceScanner:
-        for k in _IGNORED_SCAN_OPTIONS:  # execution hints from engines and pyarrow
-            kwargs.pop(k, None)
-        return LanceScanner(self, columns=columns, filter=filter, limit=limit, offset=offset,
-                            batch_size=batch_size, with_row_id=with_row_id,
-                            with_row_address=with_row_address, fragments=fragments, **kwargs)
+    def scanner(self, columns=None, filter=None, limit=None, offset=None, nearest=None,
+                batch_size=None, batch_size_bytes=None, batch_readahead=None,
+                fragment_readahead=None, scan_in_order=None, fragments=None,
+                index_segments=None, full_text_query=None, *, prefilter=None,
+                with_row_id=None, with_row_address=None, use_stats=None, fast_search=None,
+                io_buffer_size=None, late_materialization=None, blob_handling=None,
+                use_scalar_index=None, include_deleted_rows=None, scan_stats_callback=None,
+                strict_batch_size=None, order_by=None, disable_scoring_autoprojection=None,
+                row_addr_allowlist=None, row_addr_blocklist=None,
+                **engine_hints) -> LanceScanner:
+        """A scan of this version, with pylance's ``scanner`` parameters.
 
-    def to_table(self, columns=None, filter=None, limit=None, offset=None, **kwargs) -> pa.Table:
-        return self.scanner(columns, filter, limit, offset, **kwargs).to_table()
+        Implemented: ``columns`` (names, or ``{alias: SQL}``), ``filter``, ``limit``,
+        ``offset``, ``batch_size``, ``strict_batch_size``, ``fragments``,
+        ``with_row_id``, ``with_row_address``, ``blob_handling``, ``order_by``
+        (names or ``ColumnOrdering``), ``use_stats`` (False: no statistics pruning),
+        ``include_deleted_rows`` (with ``with_row_id``; deleted rows get a null id).
+        Accepted and without effect, as they only tune pylance's engine:
+        ``prefilter``, ``late_materialization`` (lancenb always reads the filter
+        columns first), ``fast_search``, ``use_scalar_index``, ``batch_size_bytes``,
+        ``batch_readahead``, ``fragment_readahead``, ``scan_in_order``,
+        ``io_buffer_size``, ``disable_scoring_autoprojection``. Vector and full-text
+        search (``nearest``, ``full_text_query``, ``index_segments``) and row-address
+        lists raise :class:`~lancenb.errors.NotSupportedError`. Any other keyword is a
+        ``TypeError``, except the execution hints engines pass through the
+        ``pyarrow.dataset`` protocol (``use_threads``, ``fragment_scan_options``, ...).
+        """
+        unknown = sorted(k for k in engine_hints if k not in _IGNORED_SCAN_OPTIONS)
+        if unknown:
+            raise TypeError(f"LanceDataset.scanner() got an unexpected keyword argument "
+                            f"{unknown[0]!r}")
+        search = {"nearest": nearest, "full_text_query": full_text_query,
+                  "index_segments": index_segments, "row_addr_allowlist": row_addr_allowlist,
+                  "row_addr_blocklist": row_addr_blocklist}
+        used = sorted(k for k, v in search.items() if v is not None)
+        if used:
+            raise NotSupportedError(f"scanner: {', '.join(used)} (index search) is not "
+                                    f"supported by lancenb")
+        sc = LanceScanner(self, columns=columns, filter=filter, limit=limit, offset=offset,
+                          batch_size=batch_size, with_row_id=bool(with_row_id),
+                          with_row_address=bool(with_row_address), fragments=fragments,
+                          blob_handling=blob_handling, use_stats=use_stats,
+                          order_by=order_by, strict_batch_size=strict_batch_size,
+                          include_deleted_rows=include_deleted_rows)
+        return sc
 
-    def to_batches(self, columns=None, filter=None, limit=None, offset=None, **kwargs):
-        return self.scanner(columns, filter, limit, offset, **kwargs).to_batches()
+    def to_table(self, columns=None, filter=None, limit=None, offset=None, nearest=None,
+                 batch_size=None, batch_size_bytes=None, batch_readahead=None,
+                 fragment_readahead=None, scan_in_order=None, **kwargs) -> pa.Table:
+        """The rows of :meth:`scanner` with the same parameters, as one table."""
+        return self.scanner(columns, filter, limit, offset, nearest, batch_size,
+                            batch_size_bytes, batch_readahead, fragment_readahead,
+                            scan_in_order, **kwargs).to_table()
+
+    def to_batches(self, columns=None, filter=None, limit=None, offset=None, nearest=None,
+                   batch_size=None, batch_size_bytes=None, batch_readahead=None,
+                   fragment_readahead=None, scan_in_order=None, **kwargs):
+        """The rows of :meth:`scanner` with the same parameters, as record batches."""
+        return self.scanner(columns, filter, limit, offset, nearest, batch_size,
+                            batch_size_bytes, batch_readahead, fragment_readahead,
+                            scan_in_order, **kwargs).to_batches()
 
     def head(self, num_rows: int, **kwargs) -> pa.Table:
         return self.scanner(limit=num_rows, **kwargs).to_table()

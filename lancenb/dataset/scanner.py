@@ -34,10 +34,22 @@ class LanceScanner:
     def __init__(self, dataset, *, columns=None, filter=None, limit=None, offset=None,
                  batch_size=None, with_row_id=False, with_row_address=False, fragments=None,
                  batch_readahead=None, fragment_readahead=None, scan_in_order=None,
-                 blob_handling=None, **kwargs):
-        if kwargs:
-            raise InvalidInputError(f"unsupported scanner options: {sorted(kwargs)}")
+                 blob_handling=None, use_stats=None, order_by=None, strict_batch_size=None,
+                 include_deleted_rows=None):
         self._ds = dataset
+        # pylance's options that change results; the ones that only tune its engine
+        # (prefilter, late_materialization, ...) are taken by LanceDataset.scanner
+        self.use_stats = use_stats is None or bool(use_stats)
+        self.order_by = _orderings(order_by, dataset.schema)
+        self.strict_batch_size = bool(strict_batch_size)
+        self.include_deleted_rows = bool(include_deleted_rows)
+        if self.include_deleted_rows and not (with_row_id or (
+                columns is not None and not isinstance(columns, dict) and ROW_ID in columns)):
+            raise InvalidInputError("include_deleted_rows=True needs with_row_id=True (deleted "
+                                    "rows come back with a null _rowid)")
+        if self.include_deleted_rows and filter is not None:
+            raise InvalidInputError("include_deleted_rows=True cannot be combined with a filter "
+                                    "(as in pylance)")
         # blob columns: descriptions (pylance's default) or, "all_binary", the values
         self.blob_handling = blob.check_handling(blob_handling)
         schema = dataset.schema
@@ -99,14 +111,31 @@ class LanceScanner:
         return self._fragments if self._fragments is not None else self._ds.get_fragments()
 
     def _tables(self) -> Iterator[pa.Table]:
-        """Result tables, one (or more) per fragment, limit/offset applied."""
+        """Result tables, one (or more) per fragment, limit/offset applied (after the
+        sort when ``order_by`` is set: that scan is materialised whole)."""
+        if not self.order_by:
+            yield from self._scan_tables()
+            return
+        limit, offset = self.limit, self.offset
+        self.limit, self.offset = None, 0
+        try:
+            tables = [t.replace_schema_metadata(None) for t in self._scan_tables()]
+        finally:
+            self.limit, self.offset = limit, offset
+        table = (pa.concat_tables(tables) if tables else
+                 self.projected_schema.remove_metadata().empty_table())
+        table = _sort(table, self.order_by)
+        stop = None if limit is None else offset + limit
+        yield table.slice(offset, None if stop is None else stop - offset)
+
+    def _scan_tables(self) -> Iterator[pa.Table]:
         skip = self.offset
         remaining = self.limit
         read_cols = list(self.columns)
         for frag in self._fragment_list():
             if remaining is not None and remaining <= 0:
                 return
-            live = frag.live_offsets()
+            live = None if self.include_deleted_rows else frag.live_offsets()
             n_live = frag.physical_rows if live is None else len(live)
             if self._expr is None:
                 if skip >= n_live:
@@ -163,7 +192,7 @@ class LanceScanner:
 
     def _prune(self, frag, live):
         """Drop the statistics pages whose bounds prove the filter false."""
-        sp = frag.page_stats()
+        sp = frag.page_stats() if self.use_stats else None
         if sp is None:
             return live
         rpp, by_name = sp
@@ -195,7 +224,11 @@ class LanceScanner:
         if self.with_row_id:
             ids = frag.row_ids()[offsets] if frag.has_stable_row_ids else \
                 frag.row_addresses(offsets)
-            table = table.append_column(pa.field(ROW_ID, pa.uint64()), pa.array(ids, pa.uint64()))
+            mask = None
+            if self.include_deleted_rows:  # deleted rows: a null row id, as pylance
+                mask = np.isin(offsets, frag.deleted_offsets())
+            table = table.append_column(pa.field(ROW_ID, pa.uint64()),
+                                        pa.array(ids, pa.uint64(), mask=mask))
         if self.with_row_address:
             table = table.append_column(pa.field(ROW_ADDR, pa.uint64()),
                                         pa.array(frag.row_addresses(offsets), pa.uint64()))
@@ -203,11 +236,88 @@ class LanceScanner:
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
         schema = self.projected_schema
+        if self.strict_batch_size:
+            yield from self._strict_batches(schema)
+            return
         for t in self._tables():
             t = t.replace_schema_metadata(schema.metadata)
             for b in t.to_batches(max_chunksize=self.batch_size):
                 if b.num_rows:
                     yield b
+
+    def _strict_batches(self, schema) -> Iterator[pa.RecordBatch]:
+        """Batches of exactly ``batch_size`` rows (the last one may be shorter), across
+        fragment boundaries: the rows of at most one batch are held back."""
+        pending: list[pa.Table] = []
+        held = 0
+        for t in self._tables():
+            pending.append(t.replace_schema_metadata(schema.metadata))
+            held += t.num_rows
+            while held >= self.batch_size:
+                whole = pa.concat_tables(pending)
+                yield whole.slice(0, self.batch_size).combine_chunks().to_batches()[0]
+                rest = whole.slice(self.batch_size)
+                pending, held = [rest], rest.num_rows
+        if held:
+            yield pa.concat_tables(pending).combine_chunks().to_batches()[0]
+
+    def explain_plan(self, verbose: bool = False) -> str:
+        """The scan's plan as text: what is read, filtered, sorted and returned.
+
+        lancenb has no query planner; the text names the same steps pylance's plan
+        shows (fragments read, projection, filter, statistics pruning, order, limit).
+        """
+        proj = getattr(self, "_projection", None)  # columns={alias: SQL}
+        cols = list(proj) if proj is not None else self.columns
+        lines = [f"ProjectionExec: expr={cols}"]
+        ind = "  "
+        if self.limit is not None or self.offset:
+            lines.append(f"{ind}GlobalLimitExec: skip={self.offset}, fetch={self.limit}")
+            ind += "  "
+        if self.order_by:
+            keys = ", ".join(f"{c} {'ASC' if a else 'DESC'} NULLS {'FIRST' if nf else 'LAST'}"
+                             for c, a, nf in self.order_by)
+            lines.append(f"{ind}SortExec: expr=[{keys}]")
+            ind += "  "
+        read = self.columns + [c for c in self._filter_cols if c not in self.columns]
+        parts = [f"uri={self._ds.uri}", f"projection={read}",
+                 f"num_fragments={len(self._fragment_list())}",
+                 f"row_id={self.with_row_id}", f"row_addr={self.with_row_address}"]
+        if self.filter_text is not None:
+            parts.append(f"full_filter={self.filter_text}")
+            parts.append(f"use_stats={self.use_stats}")
+        lines.append(f"{ind}LanceRead: " + ", ".join(parts))
+        if verbose:
+            lines.append(f"{ind}  batch_size={self.batch_size}, "
+                         f"strict_batch_size={self.strict_batch_size}, "
+                         f"late_materialization=filter columns first")
+        return "\n".join(lines) + "\n"
+
+    def analyze_plan(self) -> str:
+        """Run the scan and return :meth:`explain_plan` with the rows it produced."""
+        n = sum(t.num_rows for t in self._tables())
+        return self.explain_plan() + f"output_rows={n}, pages_skipped={self.pages_skipped}\n"
+
+    @property
+    def dataset_schema(self) -> pa.Schema:
+        """The schema of the dataset scanned (before projection)."""
+        return self._ds.schema
+
+    def to_pandas(self, **kwargs):
+        """The scan's rows as a pandas DataFrame (``pyarrow.Table.to_pandas`` options)."""
+        return self.to_table().to_pandas(**kwargs)
+
+    def head(self, num_rows: int) -> pa.Table:
+        """The first ``num_rows`` rows of the scan."""
+        out, n = [], 0
+        for b in self.to_batches():
+            out.append(b.slice(0, num_rows - n))
+            n += out[-1].num_rows
+            if n >= num_rows:
+                break
+        if not out:
+            return self.projected_schema.empty_table()
+        return pa.Table.from_batches(out, schema=self.projected_schema)
 
     def to_reader(self) -> pa.RecordBatchReader:
         return pa.RecordBatchReader.from_batches(self.projected_schema, self.to_batches())
@@ -240,10 +350,62 @@ class LanceScanner:
                 "limit": self.limit, "offset": self.offset or None,
                 "batch_size": self.batch_size, "with_row_id": self.with_row_id,
                 "with_row_address": self.with_row_address}
+        if not self.use_stats:
+            opts["use_stats"] = False
+        if self.order_by:
+            opts["order_by"] = [(c, a, nf) for c, a, nf in self.order_by]
+        if self.strict_batch_size:
+            opts["strict_batch_size"] = True
+        if self.include_deleted_rows:
+            opts["include_deleted_rows"] = True
         if getattr(self, "blob_handling", None) is not None:
             opts["blob_handling"] = self.blob_handling
         ids = None if self._fragments is None else [f.fragment_id for f in self._fragments]
         return _rebuild_scanner, (self._ds, opts, ids)
+
+
+def _orderings(order_by, schema: pa.Schema) -> list:
+    """``order_by`` as ``[(column, ascending, nulls_first)]``: names, pylance
+    ``ColumnOrdering`` objects (anything with ``column_name``/``ascending``/
+    ``nulls_first``) or such tuples. Defaults as pylance: ascending, nulls last."""
+    if not order_by:
+        return []
+    if isinstance(order_by, str) or hasattr(order_by, "column_name"):
+        order_by = [order_by]
+    out = []
+    for o in order_by:
+        if isinstance(o, str):
+            col, asc, nf = o, True, False
+        elif isinstance(o, tuple):
+            col, asc, nf = (tuple(o) + (True, False))[:3]
+        elif hasattr(o, "column_name"):
+            col, asc, nf = o.column_name, getattr(o, "ascending", True), \
+                getattr(o, "nulls_first", False)
+        else:
+            raise InvalidInputError(f"order_by: expected column names or ColumnOrdering, not "
+                                    f"{o!r}")
+        if col not in schema.names and col not in (ROW_ID, ROW_ADDR):
+            raise InvalidInputError(f"order_by: no column {col!r} in the dataset; it has "
+                                    f"{schema.names}")
+        out.append((col, bool(asc), bool(nf)))
+    return out
+
+
+def _sort(table: pa.Table, orderings: list) -> pa.Table:
+    """``table`` stably sorted by ``orderings``; each key may place its nulls first
+    or last (Arrow's sort takes one null placement for all keys, so sort by the last
+    key first, one key at a time: stable sorts compose)."""
+    import pyarrow.compute as pc
+
+    idx = pa.array(np.arange(table.num_rows, dtype=np.int64))
+    for col, asc, nf in reversed(orderings):
+        if col not in table.column_names:
+            raise InvalidInputError(f"order_by: column {col!r} must be in the projection")
+        keys = table.column(col).take(idx)
+        order = pc.sort_indices(pa.table({"k": keys}), sort_keys=[
+            ("k", "ascending" if asc else "descending", "at_start" if nf else "at_end")])
+        idx = idx.take(order)
+    return table.take(idx)
 
 
 def _rebuild_scanner(ds, opts: dict, fragment_ids):
