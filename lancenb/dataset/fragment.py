@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from lancenb.dataset import blob
-from lancenb.dataset.deletion import deletion_path, read_deletions
+from lancenb.dataset.deletion import deletion_path, read_deletions, write_deletions
 from lancenb.dataset.fragmeta import DataFile, FragmentMetadata
 from lancenb.dataset.rowids import decode_row_ids, external_bytes
 from lancenb.errors import CorruptFileError, InvalidInputError, NotSupportedError
@@ -100,6 +100,34 @@ class LanceFragment:
                                progress, mode, data_storage_version=data_storage_version,
                                use_legacy_format=use_legacy_format,
                                storage_options=storage_options, **kwargs)
+
+    def delete(self, predicate) -> FragmentMetadata | None:
+        """Write a deletion file for the rows matching ``predicate`` (SQL string or
+        pyarrow expression) without committing it: the new
+        :class:`~lancenb.fragment.FragmentMetadata` (unchanged when nothing matched), or
+        None when no row is left. Commit with ``LanceOperation.Delete``."""
+        sc = self._ds.scanner(columns=[], filter=predicate)
+        live = self.live_offsets()
+        hit = sc._expr_mask(self.take_physical(sc._filter_cols, live))
+        phys = live[hit] if live is not None else hit
+        return self.delete_rows(phys)
+
+    def delete_rows(self, offsets) -> FragmentMetadata | None:
+        """Like :meth:`delete`, for physical row ``offsets`` of this fragment."""
+        offsets = np.asarray(offsets, dtype=np.int64).reshape(-1)
+        if offsets.size and (offsets.min() < 0 or offsets.max() >= self.physical_rows):
+            raise InvalidInputError(f"fragment {self.fragment_id} has {self.physical_rows} "
+                                    f"rows; offsets must be in 0..{self.physical_rows - 1}")
+        rows = np.union1d(self.deleted_offsets(), offsets).astype(np.uint32)
+        if len(rows) == len(self.deleted_offsets()):
+            return self.metadata
+        if len(rows) >= self.physical_rows:
+            return None
+        pb = type(self._pb)()
+        pb.CopyFrom(self._pb)
+        pb.deletion_file.CopyFrom(write_deletions(self._ds._store, self.fragment_id, rows,
+                                                  self._ds.version))
+        return FragmentMetadata.from_pb(pb)
 
     # -- pylance's fragment reads ---------------------------------------------------
     def scanner(self, *, columns=None, batch_size=None, filter=None, limit=None, offset=None,

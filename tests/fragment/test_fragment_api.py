@@ -291,3 +291,28 @@ def test_update_operation_and_commit_message(tmp_path):
         msg.ParseFromString(f.read())
     assert msg.WhichOneof("operation") == "update"
     assert dict(msg.transaction_properties) == {"__lance_commit_message": "move 5 rows"}
+
+
+def test_fragment_delete_then_one_delete_operation(tmp_path):
+    uri = str(tmp_path / "ds")
+    lancenb.write_dataset(_table(0, 30), uri, max_rows_per_file=10)
+    ds = lancenb.dataset(uri)
+    updated, gone = [], []
+    for frag in pickle.loads(pickle.dumps(ds.get_fragments())):  # as workers would
+        meta = frag.delete("id % 3 = 0 or id >= 20")
+        if meta is None:
+            gone.append(frag.fragment_id)
+        elif meta.deletion_file is not None:
+            updated.append(meta)
+    assert gone == [2] and [m.num_deletions for m in updated] == [4, 3]
+    assert ds.get_fragments()[0].delete("id > 100") == ds.get_fragments()[0].metadata
+    ds = lancenb.LanceDataset.commit(uri, LanceOperation.Delete(updated, gone, "id % 3 = 0"),
+                                     read_version=1)
+    want = [i for i in range(20) if i % 3]
+    assert pylance.dataset(uri).to_table()["id"].to_pylist() == want
+    assert ds.to_table()["id"].to_pylist() == want
+    # the same deletion files as pylance's fragment.delete writes
+    theirs = pylance.dataset(uri, version=1).get_fragment(1).delete("id % 3 = 0")
+    assert theirs.deletion_file.num_deleted_rows == updated[1].num_deletions
+    with pytest.raises(InvalidInputError, match="offsets must be in 0..9"):
+        ds.get_fragments()[0].delete_rows([10])
