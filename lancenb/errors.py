@@ -21,6 +21,7 @@ __all__ = [
     "RetryableCommitConflictError",
     "UnsafeCommitError",
     "CommitOutcomeUnknownError",
+    "MergeInsertError",
 ]
 
 
@@ -69,6 +70,12 @@ class DatasetNotFoundError(LanceFileNotFoundError, ValueError):
 class DatasetExistsError(InvalidInputError, OSError):
     """``mode="create"`` on a URI that already holds a dataset (an ``OSError`` too,
     as pylance raises)."""
+
+
+class MergeInsertError(InvalidInputError, OSError):
+    """``merge_insert`` refused the source rows: duplicate keys (a target row would
+    match two source rows) or a match under ``when_matched_fail()``. Nothing is
+    committed. An ``OSError`` too, as pylance raises for these."""
 
 
 class CommitConflictError(LanceError, RuntimeError):

@@ -8,6 +8,8 @@ last-updated version changes), as in the reference.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -17,7 +19,7 @@ from lancenb.dataset import blob
 from lancenb.dataset.deletion import deletion_path, write_deletions
 from lancenb.dataset.transaction import Transaction
 from lancenb.dataset.write import cleanup, normalize_input, write_fragments
-from lancenb.errors import InvalidInputError, SchemaError
+from lancenb.errors import InvalidInputError, MergeInsertError, SchemaError
 from lancenb.file.version import FileVersion
 
 __all__ = ["update", "MergeInsertBuilder"]
@@ -158,7 +160,22 @@ def update(ds, updates: dict, where=None) -> dict:
 class MergeInsertBuilder:
     """``ds.merge_insert(on)`` builder (pylance's API): choose what happens to
     matched target rows, unmatched source rows, and target rows no source row
-    matches, then ``execute(data)``."""
+    matches, then ``execute(data)``.
+
+    Conditions are SQL over the joined row: ``source.col`` and ``target.col`` name
+    the two sides (a bare name is the target's column). The source may hold a
+    subset of the dataset's columns (the keys included): matched rows keep their
+    other values, inserted rows get nulls there, as in pylance.
+
+    Examples
+    --------
+    >>> (ds.merge_insert("id")  # doctest: +SKIP
+    ...    .when_matched_update_all("target.ts < source.ts")
+    ...    .when_not_matched_insert_all()
+    ...    .when_not_matched_by_source_delete("ts < '2020-01-01'")
+    ...    .execute(new_rows))
+    {'num_inserted_rows': 3, 'num_updated_rows': 2, 'num_deleted_rows': 1}
+    """
 
     def __init__(self, ds, on):
         self._ds = ds
@@ -167,43 +184,78 @@ class MergeInsertBuilder:
         if not self._on or missing:
             raise InvalidInputError(f"merge_insert: key column(s) {missing or self._on} not "
                                     f"in the dataset")
-        self._update = False
+        self._matched = None  # None (keep), "update", "delete" or "fail"
         self._update_cond = None
         self._insert = False
         self._delete_unmatched = False
         self._delete_cond = None
 
     def when_matched_update_all(self, condition: str | None = None) -> "MergeInsertBuilder":
-        self._update, self._update_cond = True, condition
+        """Replace matched target rows by their source rows (where ``condition``)."""
+        self._matched, self._update_cond = "update", condition
+        return self
+
+    def when_matched_delete(self) -> "MergeInsertBuilder":
+        """Delete the target rows that a source row matches."""
+        self._matched, self._update_cond = "delete", None
+        return self
+
+    def when_matched_fail(self) -> "MergeInsertBuilder":
+        """Refuse the whole operation (nothing committed) if any source row matches."""
+        self._matched, self._update_cond = "fail", None
         return self
 
     def when_not_matched_insert_all(self) -> "MergeInsertBuilder":
+        """Insert the source rows that match no target row."""
         self._insert = True
         return self
 
     def when_not_matched_by_source_delete(self, expr: str | None = None) -> "MergeInsertBuilder":
+        """Delete the target rows no source row matches (those where ``expr``)."""
         self._delete_unmatched, self._delete_cond = True, expr
         return self
 
-    def execute(self, data, *, schema=None) -> dict:
-        ds = self._ds
-        tschema = ds.schema
+    def conflict_retries(self, max_retries: int) -> "MergeInsertBuilder":
+        """Accepted for pylance compatibility (commits retry in the commit protocol)."""
+        return self
+
+    def retry_timeout(self, timeout) -> "MergeInsertBuilder":
+        """Accepted for pylance compatibility."""
+        return self
+
+    def use_index(self, use_index: bool) -> "MergeInsertBuilder":
+        """Accepted for pylance compatibility (lancenb joins without an index)."""
+        return self
+
+    def _source(self, data, schema) -> pa.Table:
+        tschema = self._ds.schema
         src_schema, batches = normalize_input(data, schema)
         src = pa.Table.from_batches(list(batches), schema=src_schema)
-        if set(src.column_names) != set(tschema.names):
-            raise SchemaError(f"merge_insert: the source has columns {src.column_names}, the "
-                              f"dataset {tschema.names}")
+        extra = [c for c in src.column_names if c not in tschema.names]
+        keys = [c for c in self._on if c not in src.column_names]
+        if extra or keys:
+            raise SchemaError(f"merge_insert: the source has columns {src.column_names}; they "
+                              f"must be the dataset's {tschema.names} or a subset holding the "
+                              f"key(s) {self._on}")
+        names = [c for c in tschema.names if c in src.column_names]
         try:
-            src = src.select(tschema.names).cast(tschema)
+            src = src.select(names).cast(pa.schema([tschema.field(c) for c in names]))
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
             raise SchemaError(f"merge_insert: the source does not match the schema: {e}") from e
         keys = src.select(self._on)
         if keys.group_by(self._on).aggregate([]).num_rows != keys.num_rows:
-            raise InvalidInputError(f"merge_insert: the source has duplicate keys on "
-                                    f"{self._on}; each target row may match one source row")
+            raise MergeInsertError(f"merge_insert: the source has duplicate keys on "
+                                   f"{self._on}; each target row may match one source row")
+        return src
+
+    def execute(self, data, *, schema=None) -> dict:
+        """Run the merge and commit one version; returns pylance's counts
+        ``{"num_inserted_rows", "num_updated_rows", "num_deleted_rows"}``."""
+        ds = self._ds
+        tschema = ds.schema
+        src = self._source(data, schema)
+        src_cols = src.column_names
         src = src.append_column("__lancenb_src", pa.array(np.arange(src.num_rows)))
-        cond = _compile(self._update_cond, tschema)
-        dcond = _compile(self._delete_cond, tschema)
         ch = _Changes(ds)
         matched_src = np.zeros(src.num_rows, dtype=bool)
         n_upd = n_del = 0
@@ -216,31 +268,49 @@ class MergeInsertBuilder:
                 "__lancenb_tgt", pa.array(np.arange(len(offs))))
             j = tkeys.join(src.select(self._on + ["__lancenb_src"]), self._on,
                            join_type="inner")
-            t_idx = j.column("__lancenb_tgt").to_numpy()
+            t_all = j.column("__lancenb_tgt").to_numpy()
             s_idx = j.column("__lancenb_src").to_numpy()
+            order = np.argsort(t_all, kind="stable")
+            t_idx, s_idx = t_all[order], s_idx[order]
             matched_src[s_idx] = True
             gone = []
-            if self._update and len(t_idx):
-                if cond is not None:
-                    target_rows = frag.take_physical(tschema.names, offs[np.sort(t_idx)])
-                    ok = _mask(target_rows, cond)
-                    keep = np.sort(t_idx)[ok]
-                    s_idx = s_idx[np.isin(t_idx, keep)]
-                    t_idx = t_idx[np.isin(t_idx, keep)]
+            if self._matched == "fail" and len(t_idx):
+                key = src.select(self._on).slice(int(s_idx[0]), 1).to_pylist()[0]
+                raise MergeInsertError(f"merge_insert: when_matched_fail and a source row "
+                                       f"matches a target row (key {key})")
+            if self._matched in ("update", "delete") and len(t_idx):
+                target_rows = None
+                if self._update_cond is not None:
+                    target_rows = frag.take_physical(tschema.names, offs[t_idx])
+                    joined = _joined(target_rows, src.take(pa.array(s_idx)), src_cols)
+                    ok = _where(joined, _qualify(self._update_cond, tschema.names, src_cols),
+                                "when_matched_update_all condition")
+                    t_idx, s_idx = t_idx[ok], s_idx[ok]
+                    target_rows = target_rows.filter(pa.array(ok))
                 gone.append(offs[t_idx])
-                rows = src.take(pa.array(s_idx)).drop_columns(["__lancenb_src"])
-                ids = created = None
-                if ds.stable_row_ids:
-                    ids = frag.row_ids()[offs[t_idx]]
-                    created = frag.row_versions("created")[offs[t_idx]]
-                ch.insert(rows, ids, created)
-                n_upd += len(t_idx)
+                if self._matched == "delete":
+                    n_del += len(t_idx)
+                else:
+                    rows = src.take(pa.array(s_idx)).drop_columns(["__lancenb_src"])
+                    if len(src_cols) < len(tschema.names):  # partial: keep the others
+                        if target_rows is None:
+                            target_rows = frag.take_physical(tschema.names, offs[t_idx])
+                        rows = pa.table([rows.column(c) if c in src_cols
+                                         else target_rows.column(c) for c in tschema.names],
+                                        schema=blob.input_schema(tschema))
+                    ids = created = None
+                    if ds.stable_row_ids:
+                        ids = frag.row_ids()[offs[t_idx]]
+                        created = frag.row_versions("created")[offs[t_idx]]
+                    ch.insert(rows, ids, created)
+                    n_upd += len(t_idx)
             if self._delete_unmatched:
-                unmatched = np.setdiff1d(np.arange(len(offs)), j.column("__lancenb_tgt")
-                                         .to_numpy())
-                if dcond is not None and len(unmatched):
+                unmatched = np.setdiff1d(np.arange(len(offs)), t_all)
+                if self._delete_cond is not None and len(unmatched):
                     rows = frag.take_physical(tschema.names, offs[unmatched])
-                    unmatched = unmatched[_mask(rows, dcond)]
+                    unmatched = unmatched[_where(rows, _qualify(
+                        self._delete_cond, tschema.names, [], side="target"),
+                        "when_not_matched_by_source_delete condition")]
                 gone.append(offs[unmatched])
                 n_del += len(unmatched)
             if gone:
@@ -248,6 +318,11 @@ class MergeInsertBuilder:
         n_ins = 0
         if self._insert:
             new = src.filter(pa.array(~matched_src)).drop_columns(["__lancenb_src"])
+            if len(src_cols) < len(tschema.names):  # nulls in the columns not given
+                full = blob.input_schema(tschema)
+                new = pa.table([new.column(c) if c in src_cols
+                                else pa.nulls(new.num_rows, full.field(c).type)
+                                for c in tschema.names], schema=full)
             ch.insert(new)
             n_ins = new.num_rows
         ch.commit()
@@ -255,17 +330,53 @@ class MergeInsertBuilder:
                 "num_deleted_rows": n_del}
 
 
-def _compile(sql, schema):
-    if sql is None:
-        return None
-    from lancenb.dataset.filters import to_expression
-
-    return to_expression(sql, schema)
+_SRC = "__lancenb_source_{}"
+_QUALIFIED = re.compile(r"""'(?:[^']|'')*'"""  # a string literal, left alone
+                        r"""|\b(source|target)\s*\.\s*(?:"([^"]+)"|`([^`]+)`|(\w+))""",
+                        re.IGNORECASE)
 
 
-def _mask(table: pa.Table, expr) -> np.ndarray:
-    pos = pa.array(np.arange(table.num_rows, dtype=np.int64))
-    out = table.append_column("__p", pos).filter(expr)
+def _qualify(sql: str, target: list, source: list, side: str = "both") -> str:
+    """``sql`` with ``source.col``/``target.col`` replaced by the names the joined
+    table holds them under (target columns keep their names; string literals are
+    left alone)."""
+    def sub(m):
+        if m.group(1) is None:
+            return m.group(0)  # a string literal
+        which, col = m.group(1).lower(), m.group(2) or m.group(3) or m.group(4)
+        if which == "source" and side == "target":
+            raise InvalidInputError(f"merge_insert: {m.group(0)!r}: this condition sees only "
+                                    f"the target row")
+        names = source if which == "source" else target
+        if col not in names:
+            raise InvalidInputError(f"merge_insert: {m.group(0)!r}: no column {col!r} in the "
+                                    f"{which} (it has {names})")
+        name = _SRC.format(source.index(col)) if which == "source" else col
+        return name if name.isidentifier() else '"' + name.replace('"', '""') + '"'
+    return _QUALIFIED.sub(sub, sql)
+
+
+def _joined(target_rows: pa.Table, source_rows: pa.Table, src_cols: list) -> pa.Table:
+    """Target columns under their names, source columns as ``__lancenb_source_{i}``."""
+    out = target_rows
+    for i, c in enumerate(src_cols):
+        out = out.append_column(_SRC.format(i), source_rows.column(c))
+    return out
+
+
+def _where(table: pa.Table, sql: str, what: str) -> np.ndarray:
+    """Boolean mask of the rows of ``table`` where the SQL condition is true."""
+    from lancenb.dataset.filters import compile_filter
+
+    f = compile_filter(sql, table.schema)
+    if hasattr(f, "positions"):
+        pos = f.positions(table)
+    else:
+        tagged = table.append_column("__lancenb_p", pa.array(np.arange(table.num_rows)))
+        try:
+            pos = tagged.filter(f.expression).column("__lancenb_p").to_numpy()
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+            raise InvalidInputError(f"merge_insert {what} {sql!r}: {e}") from None
     m = np.zeros(table.num_rows, dtype=bool)
-    m[out.column("__p").to_numpy()] = True
+    m[np.asarray(pos, dtype=np.int64)] = True
     return m
