@@ -57,7 +57,9 @@ _READ_ONLY_FLAGS = FLAG_BASE_PATHS
 
 def manifest_name(version: int, v2: bool) -> str:
     if version < 1 or version > _U64_MAX - 1:
-        raise ValueError(f"bad version {version}")
+        # versions come from manifests: one past the last nameable is damage
+        raise CorruptFileError(f"version {version} has no manifest name (versions are "
+                               f"1..{_U64_MAX - 1})")
     if v2:
         return f"{_U64_MAX - version:0{V2_NAME_DIGITS}d}.manifest"
     return f"{version}.manifest"
@@ -165,6 +167,9 @@ def parse_manifest_file(raw: bytes, name: str) -> ManifestFile:
         raise CorruptFileError(f"manifest {name!r}: the manifest at {pos} claims {n} bytes but "
                                f"{len(raw) - pos - 4 - MANIFEST_FOOTER} remain before the footer")
     m = pb.parse(table_pb2.Manifest, raw[pos + 4: pos + 4 + n], f"manifest {name!r}")
+    if not 1 <= m.version <= _U64_MAX - 2:  # the next version must be nameable too
+        raise CorruptFileError(f"manifest {name!r}: version {m.version} is not a version "
+                               f"number (1..{_U64_MAX - 2})")
     return ManifestFile(m, raw, name, len(raw))
 
 

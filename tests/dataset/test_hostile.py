@@ -426,3 +426,14 @@ def test_full_zip_values_claiming_more_than_a_page_are_refused_up_front(tmp_path
     assert os.path.getsize(path) < 200_000
     with pytest.raises(CorruptFileError, match="together"):
         LanceFileReader(path).read_all()
+
+
+@pytest.mark.parametrize("version", [0, 2**64 - 1, 2**64 - 2])
+def test_manifest_version_field_out_of_range(ten, version):
+    # found by the dataset fuzzer: compaction then built version 2**64 (a ValueError)
+    _rewrite_manifest(ten, lambda m: setattr(m, "version", version))
+    for call in (lambda: lancenb.dataset(ten).to_table(),
+                 lambda: lancenb.dataset(ten).optimize.compact_files(),
+                 lambda: lancenb.dataset(ten).delete("id = 1")):
+        with pytest.raises(CorruptFileError, match="version"):
+            call()
