@@ -330,6 +330,34 @@ class LanceDataset(pads.Dataset):
     def head(self, num_rows: int, **kwargs) -> pa.Table:
         return self.scanner(limit=num_rows, **kwargs).to_table()
 
+    def to_pandas(self, columns=None, filter=None, **kwargs):
+        """The rows of :meth:`scanner` as a pandas DataFrame (pandas metadata written
+        with the data, such as the index, is applied by pyarrow)."""
+        return self.scanner(columns, filter, **kwargs).to_table().to_pandas()
+
+    def sample(self, num_rows: int, columns=None, randomize_order: bool = True,
+               **kwargs) -> pa.Table:
+        """``num_rows`` rows drawn without replacement (all rows when the dataset
+        has fewer); in random order, or in dataset order when not ``randomize_order``."""
+        total = self.count_rows()
+        n = min(int(num_rows), total)
+        idx = np.random.default_rng().choice(total, size=n, replace=False)
+        if not randomize_order:
+            idx = np.sort(idx)
+        return self.take(idx, columns=columns, **kwargs)
+
+    def checkout_latest(self) -> None:
+        """Move this object to the newest version of the dataset (in place)."""
+        versions, naming = list_versions(self._store)
+        if versions[-1] != self.version:
+            self._become(load_manifest(self._store, versions[-1], naming))
+
+    @property
+    def has_stable_row_ids(self) -> bool:
+        """Whether rows keep their ids across compaction and updates (pylance's name
+        for :attr:`stable_row_ids`)."""
+        return self.stable_row_ids
+
     def count_rows(self, filter=None, **kwargs) -> int:
         if filter is None and not kwargs:
             return sum(f.count_rows() for f in self.get_fragments())
@@ -821,8 +849,11 @@ def write_dataset(data, uri, schema: pa.Schema | None = None, *, mode: str = "cr
     ``data_storage_version``: file format of new data files (default: lancenb's file
     default, 2.1; appends keep the dataset's).
     """
-    if kwargs:
-        raise InvalidInputError(f"unsupported write_dataset options: {sorted(kwargs)}")
+    commit_message = kwargs.pop("commit_message", None)
+    unknown = sorted(kwargs)
+    if unknown:
+        raise TypeError(f"write_dataset() got an unexpected keyword argument {unknown[0]!r}")
+    data = _coerce_input(data, schema)
     if mode not in ("create", "append", "overwrite"):
         raise InvalidInputError(f"mode must be 'create', 'append' or 'overwrite', not {mode!r}")
     if use_legacy_format:
@@ -850,6 +881,8 @@ def write_dataset(data, uri, schema: pa.Schema | None = None, *, mode: str = "cr
                                     f"of {fmt} files")
         in_schema, batches = normalize_input(data, schema)
         ds_schema = blob.input_schema(ds_schema)  # (blob v2 columns take their values)
+        if set(in_schema.names) < set(ds_schema.names):  # a subset: nulls elsewhere
+            in_schema, batches = _fill_missing(in_schema, batches, ds_schema, store.uri)
         _check_append_schema(in_schema, ds_schema, store.uri)
         if in_schema.names != ds_schema.names or not in_schema.equals(ds_schema,
                                                                       check_metadata=False):
@@ -887,12 +920,47 @@ def write_dataset(data, uri, schema: pa.Schema | None = None, *, mode: str = "cr
             txn.create_only = mode == "create"
             if enable_stable_row_ids is not None:
                 txn.enable_stable_row_ids = bool(enable_stable_row_ids)
+        if commit_message is not None:  # pylance's transaction property key
+            txn.pb.transaction_properties["__lance_commit_message"] = str(commit_message)
     except BaseException:  # before the commit point: nothing of this write stays
         cleanup(store, written)
         raise
     mf = commit(store, txn, v2_names=v2, data_format=version.label,
                 writer_version=_writer_version(), base=base, written=written)
     return LanceDataset(store.uri, _store=store, _manifest=mf)
+
+
+def _coerce_input(data, schema):
+    """pylance's extra input kinds, as it reads them: a list of dicts (one per row),
+    a pandas DataFrame (its pandas metadata kept in the schema), a
+    ``pyarrow.dataset.Dataset`` (streamed through its scanner)."""
+    if isinstance(data, list) and data and all(isinstance(r, dict) for r in data):
+        return pa.Table.from_pylist(data, schema=schema)
+    if isinstance(data, pads.Dataset) and not isinstance(data, LanceDataset):
+        return data.scanner().to_reader()
+    if type(data).__name__ == "DataFrame" and hasattr(data, "to_numpy") and \
+            type(data).__module__.startswith("pandas"):
+        return pa.Table.from_pandas(data, schema=schema)
+    return data
+
+
+def _fill_missing(in_schema: pa.Schema, batches, ds_schema: pa.Schema, uri: str):
+    """An append of some of the dataset's columns (as pylance allows): the others
+    are null in the new rows; a non-nullable one is a :class:`SchemaError`."""
+    missing = [f for f in ds_schema if f.name not in in_schema.names]
+    required = [f.name for f in missing if not f.nullable]
+    if required:
+        raise SchemaError(f"cannot append to {uri!r}: the data lacks non-nullable "
+                          f"column(s) {required}")
+    out = pa.schema([in_schema.field(f.name) if f.name in in_schema.names else f
+                     for f in ds_schema])
+
+    def fill():
+        for b in batches:
+            yield pa.RecordBatch.from_arrays(
+                [b.column(f.name) if f.name in in_schema.names
+                 else pa.nulls(b.num_rows, f.type) for f in out], schema=out)
+    return out, fill()
 
 
 def _check_append_schema(data_schema: pa.Schema, ds_schema: pa.Schema, uri: str) -> None:

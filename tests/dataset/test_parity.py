@@ -145,3 +145,75 @@ def test_merge_insert_refusals_are_oserrors_like_pylance(tmp_path, how):
     assert ours.version == 1 and ref.version == 1  # nothing committed
     with pytest.raises(lancenb.InvalidInputError, match="no column 'zz'"):
         ours.merge_insert("id").when_matched_update_all("source.zz > 1").execute(MI_SOURCE)
+
+
+# -- exceptions: the builtin classes pylance raises ---------------------------------
+def _raises_same(ref_call, our_call, builtin):
+    with pytest.raises(builtin):
+        ref_call()
+    with pytest.raises(builtin) as e:
+        our_call()
+    assert isinstance(e.value, lancenb.LanceError)
+
+
+def test_exceptions_are_pylance_builtins(tmp_path):
+    r, o = str(tmp_path / "r"), str(tmp_path / "o")
+    _raises_same(lambda: lance.dataset(r), lambda: lancenb.dataset(o), ValueError)
+    lance.write_dataset(TABLE, r)
+    lancenb.write_dataset(TABLE, o)
+    _raises_same(lambda: lance.write_dataset(TABLE, r), lambda: lancenb.write_dataset(TABLE, o),
+                 OSError)
+    bad = pa.table({"a": ["s"], "b": ["x"], "c": [1.0]})
+    _raises_same(lambda: lance.write_dataset(bad, r, mode="append"),
+                 lambda: lancenb.write_dataset(bad, o, mode="append"), OSError)
+    extra = TABLE.append_column("d", pa.array([0] * 8))
+    _raises_same(lambda: lance.write_dataset(extra, r, mode="append"),
+                 lambda: lancenb.write_dataset(extra, o, mode="append"), OSError)
+    _raises_same(lambda: lance.dataset(r, version=9), lambda: lancenb.dataset(o, version=9),
+                 ValueError)
+    _raises_same(lambda: lance.dataset(r, version="nosuch"),
+                 lambda: lancenb.dataset(o, version="nosuch"), ValueError)
+    _raises_same(lambda: lance.dataset(r).to_table(columns=["zz"]),
+                 lambda: lancenb.dataset(o).to_table(columns=["zz"]), ValueError)
+    _raises_same(lambda: lance.dataset(r).to_table(filter="zz > 1"),
+                 lambda: lancenb.dataset(o).to_table(filter="zz > 1"), ValueError)
+
+
+# -- conveniences -----------------------------------------------------------------
+def test_write_inputs_like_pylance(tmp_path):
+    pd = pytest.importorskip("pandas")
+    import pyarrow.dataset as pads
+
+    rows = [{"a": 1, "b": "x"}, {"a": 2, "b": None}]
+    df = pd.DataFrame({"a": [1, 2], "b": [0.5, 1.5]}, index=[10, 20])
+    for data in (rows, df, pads.dataset(TABLE)):
+        ref = lance.write_dataset(data, str(tmp_path / "r"), mode="overwrite")
+        ours = lancenb.write_dataset(data, str(tmp_path / "o"), mode="overwrite",
+                                     commit_message="load")
+        assert ours.schema == ref.schema  # pandas metadata included
+        assert ours.to_table() == ref.to_table()
+        assert lance.dataset(ours.uri).read_transaction(ours.version) \
+            .transaction_properties == {"__lance_commit_message": "load"}
+    assert ours.to_pandas().equals(ref.to_pandas())
+    # an append of some of the columns: nulls in the others
+    part = pa.table({"a": [9]})
+    lance.write_dataset(part, ref.uri, mode="append")
+    lancenb.write_dataset(part, ours.uri, mode="append")
+    assert lancenb.dataset(ours.uri).to_table() == lance.dataset(ref.uri).to_table()
+    with pytest.raises(TypeError, match="modee"):
+        lancenb.write_dataset(rows, str(tmp_path / "x"), modee="create")
+
+
+def test_dataset_conveniences_like_pylance(pair):
+    ref, ours = pair
+    assert ours.has_stable_row_ids is ref.has_stable_row_ids is False
+    assert ours.to_pandas(columns=["b"], filter="a > 2").equals(
+        ref.to_pandas(columns=["b"], filter="a > 2"))
+    s = ours.sample(3, columns=["b"])
+    assert s.num_rows == 3 and set(s["b"].to_pylist()) <= set(ours.to_table()["b"].to_pylist())
+    assert ours.sample(100, randomize_order=False) == ours.to_table()
+    old_r, old_o = lance.dataset(ref.uri, version=1), lancenb.dataset(ours.uri, version=1)
+    old_r.checkout_latest()
+    old_o.checkout_latest()
+    assert old_o.version == old_r.version == 2
+    assert old_o.to_table() == old_r.to_table()
