@@ -266,3 +266,20 @@ def test_statistics_prune_extreme_pages(tmp_path):
                                                                      (I64[1],) * 2]
     assert ds.count_rows(filter="t > TIMESTAMP '1970-01-01 00:00:00'") == RPP
     assert lance.dataset(uri).count_rows(filter="t > TIMESTAMP '1970-01-01 00:00:00'") == RPP
+
+
+def test_packed_and_plain_struct_items_of_the_same_type(tmp_path):
+    """Found by test_dataset_roundtrip: list<struct<f0: int8>> read after the same type
+    with a packed item (or the reverse) got the other's rep/def layers ("page has 2
+    rep/def layers, the column's type needs 3"): a cache keyed by the Arrow type, whose
+    equality ignores nested field metadata."""
+    st = pa.struct([("f0", pa.int8())])
+    values = [[{"f0": 1}, None], [], None]
+    for version in ("2.1", "2.2"):
+        for k, md in enumerate([None, PACKED, None, PACKED]):
+            t = pa.list_(pa.field("item", st, metadata=md))
+            table = pa.table({"c": pa.array(values, t)}).cast(pa.schema([pa.field("c", t)]))
+            uri = str(tmp_path / f"{version}-{k}")
+            lancenb.write_dataset(table, uri, data_storage_version=version)
+            assert lancenb.dataset(uri).to_table().equals(table)
+            assert lance.dataset(uri).to_table().equals(table)

@@ -470,9 +470,12 @@ def _bitmap(valid: np.ndarray | None):
     return pa.py_buffer(np.packbits(valid, bitorder="little"))
 
 
-@lru_cache(maxsize=1024)
 def chain_layers(chain: pa.DataType) -> tuple:
-    """The struct and list types along a chain, outermost first."""
+    """The struct and list types along a chain, outermost first.
+
+    Not cached: Arrow type equality (and hash) ignores nested fields' metadata, so a
+    cache would hand a chain with a ``lance-encoding:packed`` struct the layers of the
+    same type without it (found by property_tests/test_dataset_roundtrip.py)."""
     types = []
     t = chain
     while is_nested(t):
