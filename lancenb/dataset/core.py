@@ -311,6 +311,25 @@ class LanceDataset(pads.Dataset):
                           include_deleted_rows=include_deleted_rows)
         return sc
 
+    def sql(self, sql: str):
+        """A SQL query over this version (pylance's ``LanceDataset.sql``).
+
+        Parameters
+        ----------
+        sql : str
+            A ``SELECT`` naming the dataset as ``dataset`` (``.table_name()`` changes
+            that), evaluated by DataFusion.
+
+        Returns
+        -------
+        lancenb.dataset.sql.SqlQueryBuilder
+            ``.build()`` runs it; ``.to_batch_records()`` / ``.to_stream_reader()`` of
+            the result give the rows.
+        """
+        from lancenb.dataset.sql import SqlQueryBuilder
+
+        return SqlQueryBuilder(self, sql)
+
     def to_table(self, columns=None, filter=None, limit=None, offset=None, nearest=None,
                  batch_size=None, batch_size_bytes=None, batch_readahead=None,
                  fragment_readahead=None, scan_in_order=None, **kwargs) -> pa.Table:

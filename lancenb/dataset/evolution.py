@@ -201,33 +201,24 @@ def add_columns(ds, transforms, read_columns=None, *, batch_size=None) -> None:
         _commit(ds, _merge_txn(ds, frags, fields), [])
         return
     if isinstance(transforms, dict):
-        from lancenb.dataset.filters import compile_expression
+        from lancenb.dataset import sql as engine
+        from lancenb.dataset.filters import check_expression
 
         if not transforms:
             raise InvalidInputError("add_columns got no columns to add")
-        exprs = {}
-        out_fields = []
+        out_fields, needed = [], set()
         for name, sql in transforms.items():
-            expr, typ = compile_expression(sql, schema)
-            exprs[name] = expr
+            typ, used = check_expression(sql, schema, what=f"add_columns {name!r}")
             out_fields.append(pa.field(name, typ))
+            needed.update(used)
         new_schema = pa.schema(out_fields)
         _check_new_names(schema, new_schema.names)
-        from lancenb.dataset.filters import referenced_columns
-
-        needed = sorted({c for e in exprs.values()
-                         for c in referenced_columns(e, schema.names)})
+        needed = sorted(needed)
 
         def make_batches(frag):
-            import pyarrow.dataset as pads
-
             for lo, hi in _ranges(frag.physical_rows, step):
                 t = frag.take_physical(needed, np.arange(lo, hi, dtype=np.int64))
-                try:
-                    out = pads.dataset(t).to_table(columns=exprs)
-                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-                    raise InvalidInputError(f"add_columns: evaluating {transforms} failed in "
-                                            f"fragment {frag.fragment_id}: {e}") from e
+                out = engine.evaluate(t, transforms, what="add_columns")
                 yield from out.cast(new_schema).to_batches()
         ckpt = None
     elif callable(transforms):

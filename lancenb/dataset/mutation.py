@@ -12,7 +12,6 @@ import re
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from lancenb._proto import table_pb2, transaction_pb2
 from lancenb.dataset import blob
@@ -106,16 +105,23 @@ def _carry_row_ids(frags, ids: np.ndarray, created: np.ndarray, ds, written) -> 
         pos += n
 
 
-def _eval(table: pa.Table, exprs: dict) -> pa.Table:
-    import pyarrow.dataset as pads
+def _eval(table: pa.Table, exprs: dict, schema: pa.Schema) -> pa.Table:
+    """``{column: SQL expression}`` evaluated by the engine over ``table``, cast to
+    ``schema`` (the dataset's types)."""
+    from lancenb.dataset import sql
 
-    return pads.dataset(table).to_table(columns=exprs)
+    out = sql.evaluate(table, exprs, what="update")
+    try:
+        return out.cast(schema)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+        raise InvalidInputError(f"update: the new values do not fit the columns' types: "
+                                f"{e}") from None
 
 
 def update(ds, updates: dict, where=None) -> dict:
     """Set ``updates`` (``{column: SQL expression}``) on the rows matching ``where``
     (all rows when None); returns ``{"num_rows_updated": n}``."""
-    from lancenb.dataset.filters import compile_expression
+    from lancenb.dataset.filters import check_expression
 
     if not isinstance(updates, dict) or not updates:
         raise InvalidInputError("update takes a non-empty dict {column: SQL expression}")
@@ -126,10 +132,10 @@ def update(ds, updates: dict, where=None) -> dict:
     exprs = {}
     for c in schema.names:
         if c in updates:
-            e, _ = compile_expression(str(updates[c]), schema)
-            exprs[c] = e.cast(schema.field(c).type)
+            check_expression(str(updates[c]), schema, what=f"update of {c!r}")
+            exprs[c] = str(updates[c])
         else:
-            exprs[c] = pc.field(c)
+            exprs[c] = f"`{c.replace('`', '``')}`"
     sc = ds.scanner(columns=[], filter=where if where is not None else "TRUE")
     ch = _Changes(ds)
     total = 0
@@ -142,10 +148,7 @@ def update(ds, updates: dict, where=None) -> dict:
             continue
         phys = live[hit] if live is not None else hit
         old = frag.take_physical(schema.names, phys)
-        try:
-            new = _eval(old, exprs)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-            raise InvalidInputError(f"update: evaluating {updates} failed: {e}") from e
+        new = _eval(old, exprs, old.schema)
         ch.delete(frag, phys)
         ids = created = None
         if ds.stable_row_ids:

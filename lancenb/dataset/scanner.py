@@ -56,8 +56,7 @@ class LanceScanner:
         if columns is None:
             columns = list(schema.names)
         elif isinstance(columns, dict):
-            raise InvalidInputError("columns as a dict of SQL expressions is not supported; "
-                                    "pass a list of column names")
+            columns = self._set_projection(dataset, columns)
         else:
             columns = list(columns)
             bad = [c for c in columns if c not in schema.names and c not in (ROW_ID, ROW_ADDR)]
@@ -80,6 +79,8 @@ class LanceScanner:
         self.batch_size = int(batch_size or DEFAULT_BATCH_SIZE)
         if self.batch_size <= 0:
             raise InvalidInputError("batch_size must be positive")
+        if not hasattr(self, "_projection"):
+            self._projection = None
         self._fragments = fragments
         self._filter_arg = filter  # as given (a string or an Expression): what pickles
         self.filter_text = None
@@ -95,11 +96,40 @@ class LanceScanner:
             self.filter_text = filter if isinstance(filter, str) else str(filter)
             self._filter_cols = referenced_columns(self._filter, schema.names)
 
+    def _set_projection(self, dataset, columns: dict) -> list:
+        """``columns={alias: SQL expression}``: checked now (names, functions, types);
+        the columns they read are scanned, the engine evaluates them per batch."""
+        from lancenb.dataset.filters import check_expression
+
+        if not columns:
+            raise InvalidInputError("columns={} names no output column")
+        read, fields = [], []
+        for alias, sql in columns.items():
+            if not isinstance(alias, str):
+                raise InvalidInputError(f"columns: output names are strings, not {alias!r}")
+            if sql in (ROW_ID, ROW_ADDR):
+                raise InvalidInputError(f"columns: {sql} cannot be computed with; use "
+                                        f"with_row_id / with_row_address")
+            typ, used = check_expression(sql, dataset.schema, what=f"column {alias!r}")
+            fields.append(pa.field(alias, typ))
+            read += [c for c in used if c not in read]
+        self._projection = dict(columns)
+        self._projection_schema = pa.schema(fields)
+        return read
+
     # -- schema ----------------------------------------------------------------
+    def _read_schema(self) -> pa.Schema:
+        s = self._ds.schema
+        return pa.schema([blob.output_field(s.field(c), self.blob_handling)
+                          for c in self.columns])
+
     @property
     def projected_schema(self) -> pa.Schema:
         s = self._ds.schema
-        fields = [blob.output_field(s.field(c), self.blob_handling) for c in self.columns]
+        if self._projection is not None:
+            fields = list(self._projection_schema)
+        else:
+            fields = [blob.output_field(s.field(c), self.blob_handling) for c in self.columns]
         if self.with_row_id:
             fields.append(pa.field(ROW_ID, pa.uint64()))
         if self.with_row_address:
@@ -137,7 +167,7 @@ class LanceScanner:
                 return
             live = None if self.include_deleted_rows else frag.live_offsets()
             n_live = frag.physical_rows if live is None else len(live)
-            if self._expr is None:
+            if self._filter is None:
                 if skip >= n_live:
                     skip -= n_live
                     continue
@@ -185,9 +215,14 @@ class LanceScanner:
                     table = pa.Table.from_arrays(
                         [(ftable if c in self._filter_cols else other).column(c)
                          for c in self.columns],
-                        schema=pa.schema(list(self.projected_schema)[:len(self.columns)]))
+                        schema=self._read_schema())
                 else:
                     table = ftable.select(self.columns)
+            if self._projection is not None:
+                from lancenb.dataset import sql
+
+                table = sql.evaluate(table, self._projection, what="columns") \
+                    .cast(self._projection_schema)
             yield self._with_ids(frag, table, phys)
 
     def _prune(self, frag, live):
@@ -208,13 +243,9 @@ class LanceScanner:
         return live[keep_row[live]]
 
     def _expr_mask(self, table: pa.Table) -> np.ndarray:
-        """Positions of the rows where the filter is true (null counts as false)."""
-        pos = pa.array(np.arange(table.num_rows, dtype=np.int64))
-        try:
-            out = table.append_column(_POS, pos).filter(self._expr)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, TypeError) as e:
-            raise InvalidInputError(f"cannot evaluate filter {self.filter_text!r}: {e}") from e
-        return out.column(_POS).to_numpy()
+        """Positions of the rows where the filter is true (null counts as false): SQL
+        through the engine (:mod:`lancenb.dataset.sql`), Expressions through pyarrow."""
+        return self._filter.positions(table)
 
     def _with_ids(self, frag, table: pa.Table, phys) -> pa.Table:
         if not (self.with_row_id or self.with_row_address):
@@ -334,7 +365,7 @@ class LanceScanner:
         return pa.concat_tables(tables)
 
     def count_rows(self) -> int:
-        if self._expr is None:
+        if self._filter is None:
             total = sum(f.count_rows() for f in self._fragment_list())
             total = max(0, total - self.offset)
             return total if self.limit is None else min(total, self.limit)
@@ -346,7 +377,8 @@ class LanceScanner:
     def __reduce__(self):
         # the dataset (uri, version, storage options) and the scan options, nothing
         # process-local (open files, caches) travels; fragments go by id
-        opts = {"columns": list(self.columns), "filter": self._filter_arg,
+        cols = dict(self._projection) if self._projection is not None else list(self.columns)
+        opts = {"columns": cols, "filter": self._filter_arg,
                 "limit": self.limit, "offset": self.offset or None,
                 "batch_size": self.batch_size, "with_row_id": self.with_row_id,
                 "with_row_address": self.with_row_address}

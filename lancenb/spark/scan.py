@@ -82,13 +82,12 @@ def read_task(job: ScanJob, ranges) -> Iterator[pa.RecordBatch]:
         return
     ds = job.open()
     by_id = {f.fragment_id: f for f in ds.get_fragments()}
-    expr = None
+    compiled = None
     fcols: list[str] = []
     if job.filter:
         from lancenb.dataset.filters import compile_filter, referenced_columns
 
         compiled = compile_filter(job.filter, ds.schema)
-        expr = compiled.expression
         fcols = referenced_columns(compiled, ds.schema.names)
     for fid, lo, hi in ranges:
         frag = by_id[fid]
@@ -103,8 +102,8 @@ def read_task(job: ScanJob, ranges) -> Iterator[pa.RecordBatch]:
                                  blob_handling="all_binary").to_batches()
         for b in batches:
             t = pa.Table.from_batches([b])
-            if expr is not None and lo is not None:
-                t = t.filter(expr).select(job.columns)
+            if compiled is not None and lo is not None:
+                t = compiled.apply(t).select(job.columns)
             if t.num_rows:
                 yield from to_spark_batch(t, job.target).to_batches(
                     max_chunksize=job.batch_size)

@@ -1,0 +1,195 @@
+"""SQL through the engine (issue 20): the same filters and projections evaluated by
+pylance and lancenb on the same dataset give the same rows and values; errors are
+InvalidInputError in user terms; update, add_columns, columns={alias: expr} and
+LanceDataset.sql use the engine."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+
+import lance
+import pyarrow as pa
+import pytest
+
+import lancenb
+from lancenb.errors import InvalidInputError, LanceError
+
+
+def _table() -> pa.Table:
+    n = 40
+    names = ["abc", "abd", "bcd", " abc ", "xyz", None, "ABC", "a_c"]
+    xs = [0.1, 0.5, float("nan"), None, -0.0, 0.0, 0.9, 0.33]
+    return pa.table({
+        "id": pa.array(range(n), pa.int64()),
+        "i32": pa.array([(i * 7) % 11 - 5 if i % 9 else None for i in range(n)], pa.int32()),
+        "x": pa.array([xs[i % len(xs)] for i in range(n)], pa.float64()),
+        "name": pa.array([names[i % len(names)] for i in range(n)], pa.string()),
+        "flag": pa.array([None if i % 7 == 3 else i % 2 == 0 for i in range(n)]),
+        "tags": pa.array([None if i % 10 == 4 else [["a"], ["b", "c"], [], ["a", "c"]][i % 4]
+                          for i in range(n)], pa.list_(pa.string())),
+        "s": pa.array([{"a": i % 5, "b": "pq"[i % 2]} for i in range(n)],
+                      pa.struct([("a", pa.int32()), ("b", pa.string())])),
+        "d": pa.array([dt.date(2024, 1, 1) + dt.timedelta(days=i % 6) for i in range(n)],
+                      pa.date32()),
+        "ts": pa.array([dt.datetime(2024, 1, 1) + dt.timedelta(hours=5 * i) for i in range(n)],
+                       pa.timestamp("us")),
+    })
+
+
+FILTERS = [
+    # string functions
+    "lower(name) = 'abc'", "upper(name) = 'ABC'", "starts_with(name, 'ab')",
+    "ends_with(name, 'd')", "regexp_match(name, '^a.c$') IS NOT NULL",
+    "regexp_like(name, 'b+c')", "contains(name, 'bc')", "length(name) > 3",
+    "char_length(name) = 3", "concat(name, '_x') = 'abc_x'", "btrim(name) = 'abc'",
+    "left(name, 2) = 'ab'", "replace(name, 'a', 'z') LIKE 'z%'",
+    "strpos(name, 'c') = 3", "split_part(name, 'b', 1) = 'a'",
+    "coalesce(name, 'none') = 'none'",
+    # LIKE, IN, NULL, quoting
+    "name LIKE 'a%'", "name ILIKE 'A%'", "name NOT LIKE '%c'", "name LIKE 'a\\_c'",
+    "name IN ('abc', 'xyz')", "name NOT IN ('abc', 'xyz')", "name IS NULL",
+    "name = 'abc'", 'name = "abc"', "`name` = 'abc'",
+    # lists and structs
+    "array_has_any(tags, make_array('a', 'b'))", "array_has(tags, 'c')",
+    "array_length(tags) = 2", "cardinality(tags) > 1", "s.a > 2", "s.b = 'p'",
+    "s.a + id > 10",
+    # numbers, NaN, casts
+    "id * 2 + 1 > 17", "id % 3 = 1", "id / 4 = 2", "i32 IS DISTINCT FROM 3",
+    "i32 IS NOT DISTINCT FROM NULL", "i32 BETWEEN -2 AND 2", "i32 NOT IN (1, 2, NULL)",
+    "x > 0.4", "x < 0.4", "x = x", "isnan(x)", "x = 0.0", "abs(x - 0.5) < 0.2",
+    "round(x * 10) = 5", "CAST(id AS DOUBLE) / 4 > 1.2", "CAST(id AS STRING) = '7'",
+    "nullif(i32, 3) IS NULL", "greatest(i32, 0) = 0",
+    # booleans
+    "flag", "NOT flag", "flag IS TRUE", "flag IS NOT FALSE",
+    "coalesce(flag, i32 > 0)",
+    "(id > 20 AND x < 0.5) OR name IS NULL",
+    # dates and timestamps
+    "d > DATE '2024-01-03'", "d = DATE '2024-01-02'", "ts >= TIMESTAMP '2024-01-03 12:00:00'",
+    "ts < TIMESTAMP '2024-01-02 00:00:00'", "date_part('day', d) = 2", "date_part('hour', ts) = 10",
+]
+
+PROJECTIONS = [
+    "lower(name)", "concat(name, '-', CAST(id AS STRING))",
+    "nullif(i32, 3)", "id * 2", "x + 1", "s.a", "upper(s.b)",
+    "length(name)", "array_length(tags)", "i32 IS DISTINCT FROM 3", "coalesce(name, 'none')",
+    "regexp_replace(name, 'b', 'B')", 'name = "abc"', "date_part('year', d)",
+    "CAST(i32 AS DOUBLE) / 2",
+]
+
+
+@pytest.fixture(scope="module")
+def datasets(tmp_path_factory):
+    uri = str(tmp_path_factory.mktemp("sql") / "ds.lance")
+    lancenb.write_dataset(_table(), uri)
+    return lance.dataset(uri), lancenb.dataset(uri)
+
+
+def _same(a: pa.Table, b: pa.Table) -> None:
+    assert a.schema.names == b.schema.names
+    for name in a.schema.names:
+        x, y = a.column(name).to_pylist(), b.column(name).to_pylist()
+        assert len(x) == len(y), name
+        for u, v in zip(x, y):
+            if isinstance(u, float) and isinstance(v, float) and math.isnan(u):
+                assert math.isnan(v), name
+            else:
+                assert u == v, (name, u, v)
+
+
+def test_expression_table_size():
+    assert len(FILTERS) + len(PROJECTIONS) >= 50 and len(FILTERS) >= 50
+
+
+@pytest.mark.parametrize("sql", FILTERS)
+def test_filter_matches_pylance(datasets, sql):
+    theirs, ours = datasets
+    want = theirs.to_table(filter=sql, columns=["id"])
+    got = ours.to_table(filter=sql, columns=["id"])
+    assert got.column("id").to_pylist() == want.column("id").to_pylist()
+    assert ours.count_rows(filter=sql) == want.num_rows
+
+
+@pytest.mark.parametrize("sql", PROJECTIONS)
+def test_projection_matches_pylance(datasets, sql):
+    theirs, ours = datasets
+    cols = {"id": "id", "v": sql}
+    want = theirs.to_table(columns=cols, filter="id >= 3")
+    got = ours.to_table(columns=cols, filter="id >= 3")
+    assert got.schema.field("v").type == want.schema.field("v").type
+    _same(got, want)
+
+
+@pytest.mark.parametrize("sql, problem", [
+    ("id >", "syntax error"),
+    ("id > > 1", "syntax error"),
+    ("nosuch > 1", "no column 'nosuch'"),
+    ("nosuch(id) = 1", "unknown function nosuch()"),
+    ("id + 1", "not a boolean condition"),
+    ("(" * 70 + "id > 1" + ")" * 70, "nests deeper than"),
+])
+def test_errors_in_user_terms(datasets, sql, problem):
+    _, ours = datasets
+    with pytest.raises(InvalidInputError, match=problem) as info:
+        ours.to_table(filter=sql)
+    msg = str(info.value)
+    assert isinstance(info.value, LanceError) and isinstance(info.value, ValueError)
+    assert "sqlglot" not in msg and "class '" not in msg and "datafusion" not in msg.lower()
+    assert msg.startswith("filter '")
+
+
+def test_import_does_not_load_the_engine():
+    import subprocess
+    import sys
+
+    code = ("import sys, lancenb; assert 'datafusion' not in sys.modules; "
+            "assert 'lancenb.dataset.sql' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_columns_dict_with_row_id_and_pickle(datasets):
+    import pickle
+
+    theirs, ours = datasets
+    cols = {"n": "upper(name)", "k": "s.a * 10"}
+    sc = ours.scanner(columns=cols, filter="id < 5", with_row_id=True)
+    got = sc.to_table()
+    want = theirs.to_table(columns=cols, filter="id < 5", with_row_id=True)
+    _same(got, want)
+    assert pickle.loads(pickle.dumps(sc)).to_table().equals(got)
+    with pytest.raises(InvalidInputError, match="column 'k'.*no column 'nope'"):
+        ours.to_table(columns={"k": "nope + 1"})
+
+
+def test_update_and_add_columns_with_functions(tmp_path):
+    table = _table()
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    lance.write_dataset(table, a)
+    lancenb.write_dataset(table, b)
+    theirs, ours = lance.dataset(a), lancenb.dataset(b)
+    for ds in (theirs, ours):
+        ds.update({"name": "upper(concat(name, '!'))", "i32": "coalesce(i32, 0) + 1"},
+                  where="starts_with(name, 'a') OR id IS DISTINCT FROM 3")
+        ds.add_columns({"len": "length(name)", "first": "tags[1]"})
+    got = lancenb.dataset(b).to_table().sort_by("id")
+    want = lance.dataset(a).to_table().sort_by("id")
+    _same(got, want)
+    assert got.schema == want.schema
+    # each side reads the other's result the same way
+    _same(lance.dataset(b).to_table().sort_by("id"), want)
+    with pytest.raises(InvalidInputError, match="unknown function nope"):
+        ours.update({"name": "nope(name)"})
+
+
+def test_dataset_sql_as_pylance(datasets):
+    theirs, ours = datasets
+    query = ("SELECT s.b AS b, count(*) AS n, max(length(name)) AS m FROM dataset "
+             "WHERE id > 3 GROUP BY s.b ORDER BY b")
+    want = pa.Table.from_batches(theirs.sql(query).build().to_batch_records())
+    got = pa.Table.from_batches(ours.sql(query).build().to_batch_records())
+    _same(got, want)
+    got = ours.sql("SELECT id FROM t WHERE id < 3").table_name("t").build() \
+        .to_stream_reader().read_all()
+    assert got.column("id").to_pylist() == [0, 1, 2]
+    with pytest.raises(InvalidInputError, match="query"):
+        ours.sql("SELECT nope FROM dataset").build()
