@@ -235,6 +235,25 @@ class LanceDataset(pads.Dataset):
                         "metadata": _summary(m)})
         return out
 
+    def get_version(self) -> dict:
+        """This version's entry of :meth:`versions` (``version``, ``timestamp``,
+        ``metadata``)."""
+        return {"version": self.version,
+                "timestamp": _manifest_time(self._mf.manifest, self._mf.name),
+                "metadata": _summary(self._mf.manifest)}
+
+    @property
+    def schema_metadata(self) -> dict:
+        """The schema's key/value metadata as ``{str: str}``."""
+        return {(k.decode() if isinstance(k, bytes) else k):
+                (v.decode() if isinstance(v, bytes) else v)
+                for k, v in (self._schema.metadata or {}).items()}
+
+    def slice(self, start: int, end: int, columns=None) -> pa.Table:
+        """Rows ``start`` (inclusive) to ``end`` (exclusive), deleted rows skipped."""
+        start = max(0, int(start))
+        return self.to_table(columns=columns, offset=start, limit=max(0, int(end) - start))
+
     def checkout_version(self, version) -> "LanceDataset":
         return LanceDataset(self._uri, version, _store=self._store)
 
@@ -757,7 +776,10 @@ class Tags:
 
     def update(self, tag: str, version: int) -> None:
         old = self._read(tag)
-        self._write(tag, int(version), old.get("createdAt"), create=False)
+        created = old.get("createdAt")  # parsed to a datetime by _read: back to text
+        if isinstance(created, _dt.datetime):
+            created = created.astimezone(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        self._write(tag, int(version), created, create=False)
 
     def delete(self, tag: str) -> None:
         self._read(tag)
