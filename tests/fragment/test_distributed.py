@@ -70,16 +70,6 @@ def scan_task(scanner):
     return scanner.to_table()
 
 
-def warm_task():
-    """Compile the kernels this flow uses on one thread of each worker first: compiling
-    them from two threads at once in a fresh process can fail in kernels/_jit.py (its
-    ast.parse is not thread-safe on CPython 3.11; see the report of issue 19)."""
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as d:
-        lancenb.write_dataset(_part(0), d, mode="create", max_rows_per_file=ROWS)
-        lancenb.dataset(d).get_fragments()[0].take([0, 1], columns=["id", "vec"])
-
 
 # -- the flow --------------------------------------------------------------------------
 
@@ -88,7 +78,6 @@ def client():
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                        dashboard_address=None, silence_logs=50)
     c = distributed.Client(cluster)
-    c.run(warm_task)
     try:
         yield c
     finally:
