@@ -444,7 +444,8 @@ def _castable(src: pa.DataType, dst: pa.DataType) -> bool:
 
 
 def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
+    """``name`` as a SQL identifier (pylance's dialect quotes with backticks)."""
+    return "`" + name.replace("`", "``") + "`"
 
 
 # -- merge -----------------------------------------------------------------------------

@@ -355,7 +355,8 @@ def _qualify(sql: str, target: list, source: list, side: str = "both") -> str:
             raise InvalidInputError(f"merge_insert: {m.group(0)!r}: no column {col!r} in the "
                                     f"{which} (it has {names})")
         name = _SRC.format(source.index(col)) if which == "source" else col
-        return name if name.isidentifier() else '"' + name.replace('"', '""') + '"'
+        # pylance's dialect: backticks quote identifiers ("..." is a string literal)
+        return name if name.isidentifier() else "`" + name.replace("`", "``") + "`"
     return _QUALIFIED.sub(sub, sql)
 
 
