@@ -283,3 +283,19 @@ def test_packed_and_plain_struct_items_of_the_same_type(tmp_path):
             lancenb.write_dataset(table, uri, data_storage_version=version)
             assert lancenb.dataset(uri).to_table().equals(table)
             assert lance.dataset(uri).to_table().equals(table)
+
+
+@pytest.mark.parametrize("version", ["2.0", "2.1", "2.2"])
+@pytest.mark.parametrize("nested", [False, True])
+def test_packed_struct_with_a_struct_child_is_refused(tmp_path, version, nested):
+    """Found by test_dataset_roundtrip: a packed struct with a struct child raised
+    TypeError from the packer; pylance 14 refuses it (2.1, 2.2) or cannot read it (2.0)."""
+    st = pa.struct([("a", pa.int32()), ("s", pa.struct([("x", pa.int16())]))])
+    field = pa.field("p", st, metadata=PACKED)
+    if nested:
+        field = pa.field("l", pa.list_(field))
+    values = [{"a": 1, "s": {"x": 2}}]
+    table = pa.table({field.name: pa.array([values] if nested else values, field.type)})
+    table = table.cast(pa.schema([field]))
+    with pytest.raises(lancenb.LanceError):
+        lancenb.write_dataset(table, str(tmp_path / "nb"), data_storage_version=version)

@@ -29,6 +29,8 @@ def child_bits(dt: pa.DataType) -> list[int] | None:
         return None
     if any(pa.types.is_fixed_size_list(f.type) for f in dt):
         return None  # pylance packs vector children as a VariablePackedStruct (2.2)
+    if any(pa.types.is_struct(f.type) for f in dt):
+        return None  # struct children are not packable (pylance 14 refuses them too)
     bits = [fixed_bits(f.type) for f in dt]
     if any(b is None or b % 8 for b in bits):
         return None
