@@ -21,11 +21,15 @@ from lancenb.errors import InvalidInputError, LanceError, NotSupportedError, Sch
 from lancenb.file.format import FOOTER_SIZE, PAD_BYTE, PAGE_ALIGN, Footer, pack_offset_table
 from lancenb.file.schema import has_map, schema_to_fields, storage_type
 from lancenb.file.version import FileVersion
+from lancenb.io.pools import ThreadPool
 
 __all__ = ["LanceFileWriter"]
 
 DEFAULT_COLUMN_BUDGET = 8 * 1024 * 1024  # bytes buffered per column before a page is written
 MAX_ROWS_PER_WRITE = 2**32 - 1
+# a flush whose pages hold fewer buffered bytes than this on average encodes them on
+# the calling thread: small pages are mostly Python work, which threads only contend for
+PARALLEL_MIN_BYTES = 512 * 1024
 
 
 class _Column:
@@ -47,6 +51,21 @@ class _Column:
         self.pages: list = []
         self.rows_written = 0
         self.blob = path is None and is_blob(field)  # nested blobs: set by the writer
+
+
+def _is_blob_column(col: _Column) -> bool:
+    """A blob column: its values are written out of line while its page is encoded."""
+    return col.blob or (col.path is None and blob.is_write_v2(col.field))
+
+
+def _encode_workers() -> int:
+    return min(_MAX_ENCODE_WORKERS, os.cpu_count() or 1)
+
+
+# columns are encoded on this pool (per process, restarted after fork); pages are
+# still written in column order by the thread that owns the writer
+_MAX_ENCODE_WORKERS = 16
+_POOL = ThreadPool(_encode_workers, "lancenb-encode")
 
 
 def _has_unsupported(dt: pa.DataType) -> bool:
@@ -261,6 +280,7 @@ class LanceFileWriter:
                 self._v20.write(batch)
             except LanceError as e:
                 self._fail(e)
+        full = []
         for col in (self._columns if self._v20 is None else []):
             arr = batch.column(col.top)
             if self._maps[col.top]:
@@ -271,24 +291,77 @@ class LanceFileWriter:
                 col.arrays.append(arr)
                 col.nbytes += arr.nbytes // col.share
                 if col.nbytes >= self._budget:
-                    self._flush(col)
+                    full.append(col)
+        if full:
+            self._flush_many(full)
         self._rows += batch.num_rows
 
     def _flush(self, col: _Column) -> None:
-        if not col.arrays:
-            return
-        groups = dictarray.page_groups(col.arrays)  # one, unless dictionaries overflow
-        for group in groups[:-1]:
-            col.arrays = group
-            self._flush(col)
-        col.arrays = groups[-1]
-        self._write_page(col, *self._encode(col))
+        self._flush_many([col])
 
-    def _encode(self, col: _Column):
-        """``(buffers, layout, rows)`` of the page of ``col``'s buffered arrays (blob
-        values are written out of line now)."""
-        arr = dictarray.page_array(col.arrays)  # (dictionaries joined as pylance does)
-        col.arrays, col.nbytes = [], 0
+    def _flush_many(self, cols: list[_Column], ready: dict | None = None) -> None:
+        """Write the pages of ``cols``' buffered arrays, column by column.
+
+        Columns are encoded on the encoder pool (the kernels release the GIL) while
+        earlier columns' pages are written, at most ``2 x workers`` pages in flight;
+        pages are written in the order one-by-one flushes would write them, so files
+        are byte-identical to a sequential write. Blob columns (their values are
+        written out of line while encoding) are encoded on this thread in their turn.
+        ``ready``: ``id(column)`` -> pages already encoded (written in their turn).
+        """
+        jobs = []  # (column, arrays or None, pages or None)
+        for col in cols:
+            if ready and id(col) in ready:
+                jobs.append((col, None, ready[id(col)]))
+            elif col.arrays:
+                arrays, col.arrays, col.nbytes = col.arrays, [], 0
+                jobs.append((col, arrays, None))
+        pooled = [arrays for col, arrays, pages in jobs
+                  if arrays is not None and not _is_blob_column(col)]
+        workers = _encode_workers()
+        if (len(pooled) < 2 or workers < 2 or sum(
+                a.nbytes for arrays in pooled for a in arrays) < PARALLEL_MIN_BYTES * len(pooled)):
+            for col, arrays, pages in jobs:
+                for page in (pages if arrays is None else self._encode_pages(col, arrays)):
+                    self._write_page(col, *page)
+            return
+        pool = _POOL.get()
+        window = 2 * workers
+        futures: dict[int, object] = {}
+        nxt = 0  # next job to submit
+
+        def fill() -> None:
+            nonlocal nxt
+            while nxt < len(jobs) and len(futures) < window:
+                col, arrays, _ = jobs[nxt]
+                if arrays is not None and not _is_blob_column(col):
+                    futures[nxt] = pool.submit(self._encode_pages, col, arrays)
+                nxt += 1
+
+        try:
+            for i, (col, arrays, pages) in enumerate(jobs):
+                fill()
+                if i in futures:
+                    pages = futures.pop(i).result()
+                elif arrays is not None:
+                    pages = self._encode_pages(col, arrays)
+                for page in pages:
+                    self._write_page(col, *page)
+        finally:
+            for f in futures.values():
+                f.cancel()
+
+    def _encode_pages(self, col: _Column, arrays: list) -> list:
+        """The pages (``(buffers, layout, rows)``) of ``arrays`` of ``col``: one, unless
+        their dictionaries overflow (:func:`dictarray.page_groups`)."""
+        return [self._encode(col, group) for group in dictarray.page_groups(arrays)]
+
+    def _encode(self, col: _Column, arrays: list | None = None):
+        """``(buffers, layout, rows)`` of the page of ``arrays`` (default: ``col``'s
+        buffered arrays, taken out of it; blob values are written out of line now)."""
+        if arrays is None:
+            arrays, col.arrays, col.nbytes = col.arrays, [], 0
+        arr = dictarray.page_array(arrays)  # (dictionaries joined as pylance does)
         levels = None
         rows = len(arr)
         if col.path is not None:
@@ -364,14 +437,11 @@ class LanceFileWriter:
             # blob values go first, then the pages in column order (as pylance lays out
             # a file's last pages: byte-identical files for the same single-page data)
             staged = {}
-            for i, col in enumerate(self._columns if self._v20 is None else []):
-                if col.arrays and (col.blob or (col.path is None and blob.is_write_v2(col.field))):
-                    staged[i] = self._encode(col)
-            for i, col in enumerate(self._columns if self._v20 is None else []):
-                if i in staged:
-                    self._write_page(col, *staged[i])
-                else:
-                    self._flush(col)
+            for col in (self._columns if self._v20 is None else []):
+                if col.arrays and _is_blob_column(col):
+                    staged[id(col)] = [self._encode(col)]
+            if self._v20 is None:
+                self._flush_many(self._columns, staged)
             fields, _ = schema_to_fields(self._schema)
             schema_pb = file_pb2.Schema(fields=fields)
             for k, v in self._schema_metadata.items():
