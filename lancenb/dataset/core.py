@@ -27,7 +27,13 @@ import pyarrow.dataset as pads
 from lancenb import __version__ as _lancenb_version
 from lancenb._proto import table_pb2, transaction_pb2
 from lancenb.dataset import blob
-from lancenb.dataset.commit import commit, list_versions, load_manifest, put_new_object
+from lancenb.dataset.commit import (
+    commit,
+    list_versions,
+    load_manifest,
+    load_manifests,
+    put_new_object,
+)
 from lancenb.dataset.deletion import deletion_path, write_deletions
 from lancenb.dataset.fragment import LanceFragment, open_data_file
 from lancenb.dataset.manifest import (
@@ -103,6 +109,7 @@ class LanceDataset(pads.Dataset):
         check_feature_flags(m, _manifest.name, write=False)
         self._schema, self._top_fields = fields_to_schema(m.fields, m.schema_metadata)
         self._cache: dict = {}
+        self._manifest_cache: dict = {}  # version -> parsed manifest (versions(), asof=)
         self._readers: dict = {}
         self._fragments: list[LanceFragment] | None = None
 
@@ -227,12 +234,14 @@ class LanceDataset(pads.Dataset):
         """Every version: ``{"version", "timestamp", "metadata"}`` like pylance."""
         versions, _ = list_versions(self._store)
         out = []
-        for v in versions:
-            mf = load_manifest(self._store, v, self._v2)
+        # read concurrently, parsed once per dataset object (committed manifests never change)
+        memo = self._cache.setdefault("fragment_counts", {})
+        for v, mf in zip(versions, load_manifests(self._store, versions, self._v2,
+                                                   self._manifest_cache)):
             m = mf.manifest
             when = _manifest_time(m, mf.name)
             out.append({"version": v, "timestamp": when,
-                        "metadata": _summary(m)})
+                        "metadata": _summary(m, memo)})
         return out
 
     def get_version(self) -> dict:
@@ -698,15 +707,32 @@ def _as_datetime(x) -> _dt.datetime:
     return x
 
 
-def _summary(m) -> dict:
+def _fragment_counts(f) -> tuple[int, int, int, int, int]:
+    """(live rows, deleted rows, data files, bytes, deletion files) of one fragment."""
+    has_del = f.HasField("deletion_file")
+    nd = int(f.deletion_file.num_deleted_rows) if has_del else 0
+    return (int(f.physical_rows) - nd, nd, len(f.files),
+            sum(int(d.file_size_bytes) for d in f.files), int(has_del))
+
+
+def _summary(m, memo: dict | None = None) -> dict:
+    """pylance's version summary. ``memo`` (serialized fragment -> its counts) spares
+    re-reading the fields of the fragments successive versions share: versions()
+    would otherwise be quadratic in fragments x versions of Python."""
     rows = deleted = files = size = dfiles = 0
     for f in m.fragments:
-        files += len(f.files)
-        size += sum(int(d.file_size_bytes) for d in f.files)
-        nd = int(f.deletion_file.num_deleted_rows) if f.HasField("deletion_file") else 0
-        rows += int(f.physical_rows) - nd
-        deleted += nd
-        dfiles += f.HasField("deletion_file")
+        if memo is None:
+            c = _fragment_counts(f)
+        else:
+            key = f.SerializeToString()
+            c = memo.get(key)
+            if c is None:
+                c = memo[key] = _fragment_counts(f)
+        rows += c[0]
+        deleted += c[1]
+        files += c[2]
+        size += c[3]
+        dfiles += c[4]
     return {"total_data_file_rows": str(rows + deleted), "total_data_files": str(files),
             "total_deletion_file_rows": str(deleted), "total_deletion_files": str(dfiles),
             "total_files_size": str(size), "total_fragments": str(len(m.fragments)),
