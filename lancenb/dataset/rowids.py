@@ -96,9 +96,14 @@ def _segment_len(seg, where: str) -> int:
         n = int(s.end) - int(s.start)
         if kind == "range_with_holes":
             n -= _encoded_len(s.holes)
-        elif kind == "range_with_bitmap" and len(s.bitmap) * 8 < n:
-            raise CorruptFileError(f"{where}: bitmap of {len(s.bitmap) * 8} bits for a range "
-                                   f"of {n}")
+        elif kind == "range_with_bitmap":
+            if len(s.bitmap) * 8 < n:
+                raise CorruptFileError(f"{where}: bitmap of {len(s.bitmap) * 8} bits for a "
+                                       f"range of {n}")
+            # the ids are the set bits among the range's first n (the bitmap's bytes are
+            # in the file, so counting them allocates nothing the file does not hold)
+            bits = np.unpackbits(np.frombuffer(s.bitmap, np.uint8), bitorder="little")
+            n = int(np.count_nonzero(bits[:n]))
         return n
     if kind in ("sorted_array", "array"):
         return _encoded_len(getattr(seg, kind))
