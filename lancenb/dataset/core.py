@@ -974,7 +974,8 @@ def write_dataset(data, uri, schema: pa.Schema | None = None, *, mode: str = "cr
     try:
         frags = write_fragments(store, batches, write_schema, fields_pb, version=version,
                                 max_rows_per_file=max_rows_per_file,
-                                max_bytes_per_file=max_bytes_per_file, written=written)
+                                max_bytes_per_file=max_bytes_per_file, written=written,
+                                progress=progress)
         read_version = base.version if base is not None else 0
         if appending:
             txn = Transaction(read_version, "append",

@@ -127,11 +127,15 @@ def leaf_ids(fields_pb, version: FileVersion | None = None) -> list[int]:
 def write_fragments(store, batches: Iterator[pa.RecordBatch], schema: pa.Schema, fields_pb, *,
                     version: FileVersion, max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
                     max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
-                    written: list | None = None, write_stats: bool = True) -> list:
+                    written: list | None = None, write_stats: bool = True,
+                    progress=None) -> list:
     """Write ``batches`` as new data files; returns DataFragment messages (ids unset).
 
     ``written`` collects the relative paths of every file created (complete or not),
-    so a caller can delete them when its commit fails.
+    so a caller can delete them when its commit fails. ``progress``: an object with
+    pylance's ``FragmentWriteProgress`` methods, ``begin(fragment)`` when a data file
+    is opened (a ``FragmentMetadata`` without files) and ``complete(fragment)`` when
+    it is finished (with its file and row count; the id is assigned at commit).
     """
     if max_rows_per_file <= 0 or max_bytes_per_file <= 0:
         raise InvalidInputError("max_rows_per_file and max_bytes_per_file must be positive")
@@ -172,6 +176,13 @@ def write_fragments(store, batches: Iterator[pa.RecordBatch], schema: pa.Schema,
         frag.files.append(df)
         return frag
 
+    def done(frag):
+        frags.append(frag)
+        if progress is not None:
+            from lancenb.dataset.fragmeta import FragmentMetadata
+
+            progress.complete(FragmentMetadata.from_pb(frag))
+
     def finish():
         nonlocal writer
         if sidecars is not None:
@@ -179,7 +190,7 @@ def write_fragments(store, batches: Iterator[pa.RecordBatch], schema: pa.Schema,
         w, writer = writer, None
         pending.append(_finish_pool().submit(finish_file, w, collector, name))
         while len(pending) >= MAX_FILES_IN_FLIGHT:
-            frags.append(pending.pop(0).result())
+            done(pending.pop(0).result())
 
     try:
         for batch in batches:
@@ -192,6 +203,10 @@ def write_fragments(store, batches: Iterator[pa.RecordBatch], schema: pa.Schema,
                                              version=version.label,
                                              storage_options=store.storage_options)
                     open_writers.add(writer)
+                    if progress is not None:
+                        from lancenb.dataset.fragmeta import FragmentMetadata
+
+                        progress.begin(FragmentMetadata(id=0, files=[], physical_rows=None))
                     if v2:
                         sidecars = blob.V2Sidecars(store, name, written)
                     rows = nbytes = 0
@@ -212,7 +227,7 @@ def write_fragments(store, batches: Iterator[pa.RecordBatch], schema: pa.Schema,
         if writer is not None and rows:
             finish()
         while pending:
-            frags.append(pending.pop(0).result())
+            done(pending.pop(0).result())
     except BaseException:
         if sidecars is not None:
             sidecars.abort()
