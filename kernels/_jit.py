@@ -23,9 +23,7 @@ data file as a miss).
 
 import ast
 import functools
-import inspect
 import os
-import textwrap
 
 import numba
 from numba.core import errors, types, typing
@@ -165,14 +163,26 @@ def _root(node):
 
 
 @functools.lru_cache(maxsize=None)
+def _definitions(filename: str) -> dict:
+    """The functions defined at the top of a source file by the line their code starts
+    on (the first decorator's): one parse per kernel module, on first use."""
+    try:
+        with open(filename, encoding="utf-8") as f:
+            tree = ast.parse(f.read(), filename)
+    except (OSError, SyntaxError, ValueError):
+        return {}
+    return {min([d.lineno for d in node.decorator_list] + [node.lineno]): node
+            for node in tree.body if isinstance(node, ast.FunctionDef)}
+
+
+@functools.lru_cache(maxsize=None)
 def _written(py_func) -> frozenset:
     """Positions of ``py_func``'s parameters it may write to (directly, through a local
     alias or a slice of it, or by passing it to a kernel that writes that argument)."""
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(py_func)))
-    except (OSError, TypeError, SyntaxError):
-        return frozenset(range(py_func.__code__.co_argcount))  # unknown: normalise nothing
-    fdef = tree.body[0]
+    code = py_func.__code__
+    fdef = _definitions(code.co_filename).get(code.co_firstlineno)
+    if fdef is None:
+        return frozenset(range(code.co_argcount))  # source unknown: normalise nothing
     params = [a.arg for a in fdef.args.args]
     alias = {p: p for p in params}  # local name -> the parameter it views
     written: set = set()
