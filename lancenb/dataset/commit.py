@@ -344,13 +344,20 @@ def commit(store, txn: Transaction, *, v2_names: bool, data_format: str, writer_
                                   data_format=data_format, writer_version=writer_version,
                                   max_retries=max_retries, base=base)
     except CommitOutcomeUnknownError:
+        _log.warning("%s: outcome of the %s commit unknown (transaction %s)", store.uri,
+                     txn.op, txn.uuid)
         raise  # it may be committed: its files must stay
-    except BaseException:
+    except BaseException as e:
+        if isinstance(e, CommitConflictError):
+            _log.info("%s: %s commit (read version %d) refused: %s", store.uri, txn.op,
+                      txn.read_version, e)
         if not (phase.publishing or phase.committed):  # else: in doubt, or committed
             remove_files(store, own)
         raise
     # after the commit point: nothing below raises an Exception or removes a file
     finish()
+    _log.info("%s: committed version %d (%s, read version %d)", store.uri, mf.version, txn.op,
+              txn.read_version)
     try:
         store.write_bytes(HINT_FILE, json.dumps({"version": mf.version},
                                                 separators=(",", ":")).encode())
@@ -405,6 +412,9 @@ def _commit_loop(store, txn: Transaction, own: list, phase: _Phase, *, v2_names,
         if finish is not None:
             return parse_manifest_file(raw, store.uri_of(rel)), finish
         # lost the race for this version: back off a little and look again
+        _log.debug("%s: version %d was committed by another writer; retrying the %s commit "
+                   "(attempt %d of %d)", store.uri, latest_v + 1, txn.op, attempt + 1,
+                   max_retries + 1)
         time.sleep(random.uniform(0, min(0.05, 0.002 * (attempt + 1))))
     raise CommitConflictError(f"dataset {store.uri!r}: commit conflict: gave up after "
                               f"{max_retries} retries (too many concurrent writers)")

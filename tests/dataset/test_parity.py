@@ -380,3 +380,24 @@ def test_write_progress_callbacks_like_pylance(tmp_path):
     # misses the last one's complete call)
     assert done == [("complete", f.count_rows(), 1) for f in ds.get_fragments()]
     assert set(c for c in ref.calls if c[0] == "complete") <= set(done)
+
+
+def test_commits_and_conflicts_are_logged(tmp_path, caplog):
+    import logging
+
+    caplog.set_level(logging.DEBUG, logger="lancenb")
+    ds = lancenb.write_dataset(TABLE, str(tmp_path / "o"))
+    stale = lancenb.dataset(ds.uri)
+    ds.delete("a = 1")
+    stale.delete("a = 2")  # rebased over the other delete: a retry, then a commit
+    msgs = [(r.name, r.getMessage()) for r in caplog.records if r.name.startswith("lancenb")]
+    assert ("lancenb.commit", f"{ds.uri}: committed version 1 (overwrite, read version 0)") \
+        in msgs
+    assert any("committed version 3 (delete" in m for _, m in msgs)
+    assert any("version 2 was committed by another writer; retrying the delete" in m
+               for _, m in msgs)
+    lancenb.dataset(ds.uri).checkout_version(1).restore()
+    with pytest.raises(lancenb.CommitConflictError):
+        stale.update({"c": "c + 1"})  # restore happened after its read: a conflict
+    assert any(r.name == "lancenb.commit" and "update commit (read version 3) refused"
+               in r.getMessage() for r in caplog.records)
