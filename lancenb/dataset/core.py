@@ -400,6 +400,15 @@ class LanceDataset(pads.Dataset):
             self._become(load_manifest(self._store, versions[-1], naming))
 
     @property
+    def initial_storage_options(self):
+        """The storage options this dataset was opened with (None when none)."""
+        return dict(self._store.storage_options) if self._store.storage_options else None
+
+    def latest_storage_options(self):
+        """The storage options in use (lancenb has no provider that refreshes them)."""
+        return self.initial_storage_options
+
+    @property
     def has_stable_row_ids(self) -> bool:
         """Whether rows keep their ids across compaction and updates (pylance's name
         for :attr:`stable_row_ids`)."""
@@ -778,6 +787,14 @@ class Tags:
 
     def get_version(self, tag: str) -> int:
         return self._read(tag)["version"]
+
+    def list_ordered(self, order: str | None = None) -> list:
+        """``[(name, tag)]`` by version, newest first (``order="desc"``, the default)
+        or oldest first (``"asc"``); tags of one version by name."""
+        if order not in (None, "asc", "desc"):
+            raise InvalidInputError(f"order must be 'asc' or 'desc', not {order!r}")
+        items = sorted(self.list().items(), key=lambda kv: kv[0])
+        return sorted(items, key=lambda kv: kv[1]["version"], reverse=order != "asc")
 
     def _write(self, tag: str, version: int, created: str | None, *, create: bool) -> None:
         versions, naming = list_versions(self._store)

@@ -255,6 +255,8 @@ READS = {  # name -> call on (dataset); compared after _rows
     "LanceDataset.stable_row_ids": lambda d: bool(getattr(d, "stable_row_ids",
                                                           d.has_stable_row_ids)),
     "LanceDataset.tags": lambda d: d.tags.list(),
+    "LanceDataset.initial_storage_options": lambda d: d.initial_storage_options,
+    "LanceDataset.latest_storage_options": lambda d: d.latest_storage_options(),
     "LanceScanner.to_table": lambda d: d.scanner(filter="a < 5").to_table(),
     "LanceScanner.to_batches": lambda d: pa.Table.from_batches(
         list(d.scanner(columns=["b"]).to_batches())),
@@ -315,6 +317,10 @@ WRITES = {  # name -> change on (dataset); the tables after it are compared
     "Tags.delete": lambda d: (d.tags.create("v1", 1), d.tags.delete("v1")),
     "Tags.get_version": lambda d: (d.tags.create("v1", 2), d.tags.get_version("v1"))[1],
     "Tags.list": lambda d: (d.tags.create("v1", 2), sorted(d.tags.list()))[1],
+    "Tags.list_ordered": lambda d: (d.tags.create("zz", 1), d.tags.create("aa", 2),
+                                    d.tags.create("mm", 1),
+                                    [[n for n, _ in d.tags.list_ordered(o)]
+                                     for o in (None, "asc", "desc")])[-1],
 }
 
 
