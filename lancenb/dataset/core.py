@@ -934,9 +934,10 @@ def write_dataset(data, uri, schema: pa.Schema | None = None, *, mode: str = "cr
     default, 2.1; appends keep the dataset's).
     """
     commit_message = kwargs.pop("commit_message", None)
-    unknown = sorted(kwargs)
-    if unknown:
-        raise TypeError(f"write_dataset() got an unexpected keyword argument {unknown[0]!r}")
+    properties = dict(kwargs.pop("transaction_properties", None) or {})
+    if commit_message is not None:  # pylance's key; the message wins over a property
+        properties["__lance_commit_message"] = str(commit_message)
+    _check_write_options(kwargs)
     data = _coerce_input(data, schema)
     if mode not in ("create", "append", "overwrite"):
         raise InvalidInputError(f"mode must be 'create', 'append' or 'overwrite', not {mode!r}")
@@ -1005,14 +1006,39 @@ def write_dataset(data, uri, schema: pa.Schema | None = None, *, mode: str = "cr
             txn.create_only = mode == "create"
             if enable_stable_row_ids is not None:
                 txn.enable_stable_row_ids = bool(enable_stable_row_ids)
-        if commit_message is not None:  # pylance's transaction property key
-            txn.pb.transaction_properties["__lance_commit_message"] = str(commit_message)
+        for k, v in properties.items():
+            txn.pb.transaction_properties[str(k)] = str(v)
     except BaseException:  # before the commit point: nothing of this write stays
         cleanup(store, written)
         raise
     mf = commit(store, txn, v2_names=v2, data_format=version.label,
                 writer_version=_writer_version(), base=base, written=written)
     return LanceDataset(store.uri, _store=store, _manifest=mf)
+
+
+# pylance's write_dataset options that only tune its writer: accepted
+_WRITE_TUNING = ("data_cache_bytes", "max_page_bytes", "session",
+                 "blob_pack_file_size_threshold")
+# pylance's options for features lancenb does not have: refused when used
+_WRITE_UNSUPPORTED = {"auto_cleanup_options": None, "initial_bases": None,
+                      "target_bases": None, "target_all_bases": None,
+                      "base_store_params": None, "external_blob_mode": "reference",
+                      "allow_external_blob_outside_bases": False, "namespace_client": None,
+                      "table_id": None}
+
+
+def _check_write_options(kwargs: dict) -> None:
+    """Keywords of pylance's ``write_dataset`` beyond lancenb's own: tuning ones are
+    accepted, unimplemented features raise ``NotSupportedError`` when set, anything
+    else is a ``TypeError`` (a misspelling)."""
+    for k, v in kwargs.items():
+        if k in _WRITE_TUNING:
+            continue
+        if k in _WRITE_UNSUPPORTED:
+            if v is not None and v != _WRITE_UNSUPPORTED[k]:
+                raise NotSupportedError(f"write_dataset({k}=...) is not supported by lancenb")
+            continue
+        raise TypeError(f"write_dataset() got an unexpected keyword argument {k!r}")
 
 
 def _coerce_input(data, schema):

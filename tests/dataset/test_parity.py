@@ -202,6 +202,14 @@ def test_write_inputs_like_pylance(tmp_path):
     assert lancenb.dataset(ours.uri).to_table() == lance.dataset(ref.uri).to_table()
     with pytest.raises(TypeError, match="modee"):
         lancenb.write_dataset(rows, str(tmp_path / "x"), modee="create")
+    with pytest.raises(lancenb.NotSupportedError, match="auto_cleanup_options"):
+        lancenb.write_dataset(rows, str(tmp_path / "x"), auto_cleanup_options={"interval": 1})
+    props = {"who": "me"}
+    for lib, p in ((lance, "r2"), (lancenb, "o2")):
+        lib.write_dataset(rows, str(tmp_path / p), transaction_properties=props,
+                          commit_message="m", data_cache_bytes=1 << 20, max_page_bytes=1 << 20)
+    assert lance.dataset(str(tmp_path / "o2")).read_transaction(1).transaction_properties == \
+        lance.dataset(str(tmp_path / "r2")).read_transaction(1).transaction_properties
 
 
 def test_dataset_conveniences_like_pylance(pair):
