@@ -399,6 +399,15 @@ class LanceDataset(pads.Dataset):
         if versions[-1] != self.version:
             self._become(load_manifest(self._store, versions[-1], naming))
 
+    def config(self) -> dict:
+        """The dataset's configuration (the manifest's ``config`` map)."""
+        return dict(self._mf.manifest.config)
+
+    @property
+    def metadata(self) -> dict:
+        """The table metadata (the manifest's ``table_metadata`` map)."""
+        return dict(self._mf.manifest.table_metadata)
+
     @property
     def initial_storage_options(self):
         """The storage options this dataset was opened with (None when none)."""

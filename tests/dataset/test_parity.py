@@ -355,7 +355,7 @@ def test_changes_match_pylance(pair, name):
 COVERED_ABOVE = [
     "LanceDataset.sample", "LanceDataset.to_pandas", "LanceDataset.has_stable_row_ids",
     "LanceDataset.slice", "LanceDataset.get_version", "LanceDataset.schema_metadata",
-    "LanceDataset.uri",
+    "LanceDataset.uri", "LanceDataset.config", "LanceDataset.metadata",
     "MergeInsertBuilder.when_matched_update_all", "MergeInsertBuilder.when_matched_delete",
     "MergeInsertBuilder.when_matched_fail", "MergeInsertBuilder.when_not_matched_insert_all",
     "MergeInsertBuilder.when_not_matched_by_source_delete", "MergeInsertBuilder.execute",
@@ -415,3 +415,17 @@ def test_commits_and_conflicts_are_logged(tmp_path, caplog):
         stale.update({"c": "c + 1"})  # restore happened after its read: a conflict
     assert any(r.name == "lancenb.commit" and "update commit (read version 3) refused"
                in r.getMessage() for r in caplog.records)
+
+
+def test_config_and_table_metadata_read_and_kept_like_pylance(tmp_path):
+    ref = lance.write_dataset(TABLE, str(tmp_path / "r"))
+    ref.update_config({"k1": "v1"})
+    ref.update_metadata({"m": "n"})
+    ours = lancenb.dataset(ref.uri)
+    assert ours.config() == lance.dataset(ref.uri).config() == {"k1": "v1"}
+    assert ours.metadata == lance.dataset(ref.uri).metadata == {"m": "n"}
+    ours.delete("a = 1")  # lancenb's commits carry both forward
+    assert lance.dataset(ref.uri).config() == {"k1": "v1"}
+    assert lance.dataset(ref.uri).metadata == {"m": "n"}
+    fresh = lancenb.write_dataset(TABLE, str(tmp_path / "o"))
+    assert fresh.config() == lance.write_dataset(TABLE, str(tmp_path / "r2")).config() == {}
