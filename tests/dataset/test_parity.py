@@ -429,3 +429,39 @@ def test_config_and_table_metadata_read_and_kept_like_pylance(tmp_path):
     assert lance.dataset(ref.uri).metadata == {"m": "n"}
     fresh = lancenb.write_dataset(TABLE, str(tmp_path / "o"))
     assert fresh.config() == lance.write_dataset(TABLE, str(tmp_path / "r2")).config() == {}
+
+
+def test_fragment_operations_and_commit_like_pylance(tmp_path):
+    """"module.LanceFragment", "LanceFragment.create", "LanceFragment.delete",
+    "module.LanceOperation", "LanceDataset.commit", "MergeInsertBuilder.conflict_retries",
+    "MergeInsertBuilder.retry_timeout", "module.LanceScanner" """
+    import datetime
+
+    results = []
+    for lib, name in ((lance, "r"), (lancenb, "o")):
+        uri = str(tmp_path / name)
+        ds = lib.write_dataset(pa.table({"a": [1, 2, 3, 4]}), uri)
+        assert isinstance(ds.scanner(), lib.LanceScanner)
+        meta = lib.LanceFragment.create(uri, pa.table({"a": [7, 8]}))
+        ds = lib.LanceDataset.commit(uri, lib.LanceOperation.Append([meta]),
+                                     read_version=ds.version)
+        frag = ds.get_fragments()[0]
+        assert isinstance(frag, lib.LanceFragment)
+        assert frag.delete("a > 0") is None  # every row: the fragment would go
+        new = frag.delete("a > 2")
+        ds = lib.LanceDataset.commit(uri, lib.LanceOperation.Delete([new], [], "a > 2"),
+                                     read_version=ds.version)
+        counts = ds.merge_insert("a").when_matched_update_all().conflict_retries(3) \
+            .retry_timeout(datetime.timedelta(seconds=1)).execute(pa.table({"a": [1, 9]}))
+        results.append((new.physical_rows, new.num_deletions, ds.version, counts,
+                        ds.to_table().sort_by("a").to_pydict()))
+    assert results[0] == results[1]
+
+
+@pytest.mark.parametrize("fmt", ["2.0", "2.1", "2.2"])
+def test_data_storage_version_like_pylance(tmp_path, fmt):
+    """"LanceDataset.data_storage_version" when given (the defaults differ: issue 20)"""
+    ref = lance.write_dataset(TABLE, str(tmp_path / "r"), data_storage_version=fmt)
+    ours = lancenb.write_dataset(TABLE, str(tmp_path / "o"), data_storage_version=fmt)
+    assert ours.data_storage_version == ref.data_storage_version == fmt
+    assert lance.dataset(ours.uri).data_storage_version == fmt
