@@ -159,6 +159,11 @@ class LanceFragment:
     def head(self, num_rows: int) -> pa.Table:
         return self.scanner(limit=num_rows).to_table()
 
+    def to_pandas(self, columns=None, filter=None, limit=None, offset=None, **kwargs):
+        """This fragment's rows (as :meth:`to_table`) as a pandas DataFrame."""
+        return self.to_table(columns=columns, filter=filter, limit=limit, offset=offset,
+                             **kwargs).to_pandas()
+
     def take(self, indices, columns=None) -> pa.Table:
         """Rows at ``indices`` among this fragment's live rows (deleted rows skipped,
         as pylance counts them), in the order given."""

@@ -279,6 +279,8 @@ READS = {  # name -> call on (dataset); compared after _rows
     "LanceFragment.to_batches": lambda d: pa.Table.from_batches(
         list(d.get_fragments()[1].to_batches())),
     "LanceFragment.head": lambda d: d.get_fragments()[1].head(2),
+    "LanceFragment.to_pandas": lambda d: d.get_fragments()[0].to_pandas(
+        columns=["b", "c"], filter="c > 1").to_dict(),
     "LanceFragment.take": lambda d: d.get_fragments()[0].take([0, 2]),
     "LanceFragment.scanner": lambda d: d.get_fragments()[0].scanner(filter="a > 1").to_table(),
     "LanceFragment.schema": lambda d: d.get_fragments()[0].schema,
