@@ -120,8 +120,11 @@ def config_for_field(field: pa.Field, base: EncodingConfig | None = None) -> Enc
     """The configuration of ``field``: ``base`` (defaults and writer options) overridden
     by the field's ``lance-encoding:*`` metadata."""
     base = base or EncodingConfig()
-    md = {(k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes)
-                                                        else str(v))
+    # metadata is bytes: keys and values that are not UTF-8 cannot be ours (and must not
+    # stop a write of a field that carries them); a damaged lance-encoding value then
+    # fails the usual validation below
+    md = {(k.decode(errors="replace") if isinstance(k, bytes) else k):
+          (v.decode(errors="replace") if isinstance(v, bytes) else str(v))
           for k, v in (field.metadata or {}).items()}
     out = {}
     if PROFILE in md:

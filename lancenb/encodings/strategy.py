@@ -97,10 +97,11 @@ def _fixed_default(dtype, block, cfg: EncodingConfig, why: list[str]):
     if _bitpackable(dtype, block) and block.num_values:
         raw = block.num_values * block.bits // 8
         best = raw
-        packed = bitpacking.packed_bytes(bitpacking.as_unsigned(block))
+        inline = bitpacking.InlineCodec(block)  # (its chunk sizes are counted once)
+        packed = inline.nbytes
         if packed < raw:
             why.append(f"try_bitpacking: {packed} B packed < {raw} B flat")
-            base, best = bitpacking, packed
+            base, best = inline, packed
         else:
             why.append(f"try_bitpacking: {packed} B packed >= {raw} B flat, kept flat")
         runs = int(kstats.run_count(block.data[:raw], block.bits // 8))

@@ -30,6 +30,7 @@ MAX_ROWS_PER_WRITE = 2**32 - 1
 # a flush whose pages hold fewer buffered bytes than this on average encodes them on
 # the calling thread: small pages are mostly Python work, which threads only contend for
 PARALLEL_MIN_BYTES = 512 * 1024
+COALESCE_BYTES = 256 * 1024  # pages up to this size are written with one call
 
 
 class _Column:
@@ -157,7 +158,7 @@ class LanceFileWriter:
                 f"(pylance refuses fixed-size lists of structs in {self.version.label} too)"))
         if self.version is FileVersion.V2_0:
             try:
-                schema_to_fields(schema)  # checks every type is storable
+                self._fields_pb, _ = schema_to_fields(schema)  # checks every type is storable
                 self._v20 = _FileWriter2_0(schema, self._write_buffer,
                                            data_cache_bytes=self._data_cache_bytes,
                                            max_page_bytes=self._max_page_bytes)
@@ -200,7 +201,7 @@ class LanceFileWriter:
         try:
             for f in schema:
                 dictarray.check_writable(f.type, f.name)
-            schema_to_fields(schema)  # checks every type is storable
+            self._fields_pb, _ = schema_to_fields(schema)  # checks every type is storable
         except LanceError as e:
             self._fail(e)
         self._schema = schema
@@ -376,7 +377,22 @@ class LanceFileWriter:
         return buffers, layout, rows
 
     def _write_page(self, col: _Column, buffers, layout, rows: int) -> None:
-        positions = [self._write_buffer(b) for b in buffers]
+        sizes = [memoryview(b).nbytes for b in buffers]
+        if sum(sizes) <= COALESCE_BYTES:
+            # a small page goes out in one write (buffers and padding joined): the
+            # same bytes, without a write call per buffer and per padding
+            pos = self._out.tell()
+            parts, positions = [], []
+            for b, n in zip(buffers, sizes):
+                pad = (-n) % PAGE_ALIGN
+                positions.append((pos, n))
+                parts.append(b)
+                if pad:
+                    parts.append(PAD_BYTE * pad)
+                pos += n + pad
+            self._out.write(b"".join(parts))
+        else:
+            positions = [self._write_buffer(b) for b in buffers]
         page = file2_pb2.ColumnMetadata.Page(buffer_offsets=[p for p, _ in positions],
                               buffer_sizes=[s for _, s in positions], length=rows,
                               priority=col.rows_written)
@@ -442,7 +458,7 @@ class LanceFileWriter:
                     staged[id(col)] = [self._encode(col)]
             if self._v20 is None:
                 self._flush_many(self._columns, staged)
-            fields, _ = schema_to_fields(self._schema)
+            fields = self._fields_pb
             schema_pb = file_pb2.Schema(fields=fields)
             for k, v in self._schema_metadata.items():
                 schema_pb.metadata[k] = v

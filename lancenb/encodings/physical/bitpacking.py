@@ -120,11 +120,29 @@ def packed_bytes(values: np.ndarray) -> int:
     return int(kb.inline_chunk_words(values).sum()) * values.dtype.itemsize
 
 
-def encode_chunks(block: FixedWidth, bounds: np.ndarray):
+class InlineCodec:
+    """The inline bitpacking codec of one block, its per-chunk word counts computed
+    once: the strategy's size test (:attr:`nbytes`) and the encoding share them (the
+    module-level :func:`encode_chunks` counts them again)."""
+
+    def __init__(self, block: FixedWidth):
+        self.words = kb.inline_chunk_words(as_unsigned(block))
+        self.nbytes = int(self.words.sum()) * (block.bits // 8)
+
+    @staticmethod
+    def plan(block: FixedWidth) -> np.ndarray:
+        return plan(block)
+
+    def encode_chunks(self, block: FixedWidth, bounds: np.ndarray):
+        return encode_chunks(block, bounds, words=self.words)
+
+
+def encode_chunks(block: FixedWidth, bounds: np.ndarray, *, words: np.ndarray | None = None):
     """``(src, starts, sizes, description)``: one inline-bitpacked value buffer per 1024
-    values."""
+    values (``words``: their word counts, when already known)."""
     values = as_unsigned(block)
-    words = kb.inline_chunk_words(values)
+    if words is None:
+        words = kb.inline_chunk_words(values)
     out = np.empty(int(words.sum()), dtype=values.dtype)
     kb.inline_pack(values, out)
     isz = values.dtype.itemsize
