@@ -62,6 +62,7 @@ from lancenb.errors import (
     NotSupportedError,
     SchemaError,
 )
+from lancenb.file.reader import cached_fields_to_schema
 from lancenb.file.schema import fields_to_schema, schema_to_fields
 from lancenb.file.version import FileVersion
 from lancenb.io.store import ObjectStore
@@ -107,7 +108,7 @@ class LanceDataset(pads.Dataset):
         self._mf = _manifest
         m = _manifest.manifest
         check_feature_flags(m, _manifest.name, write=False)
-        self._schema, self._top_fields = fields_to_schema(m.fields, m.schema_metadata)
+        self._schema, self._top_fields = cached_fields_to_schema(m.fields, m.schema_metadata)
         self._cache: dict = {}
         self._manifest_cache: dict = {}  # version -> parsed manifest (versions(), asof=)
         self._readers: dict = {}

@@ -316,10 +316,16 @@ class LanceFragment:
                 continue
             reader = self._ds._open_file(df.path, is_legacy_file(df))
             cols_of = reader._columns_of
+            first_col = getattr(reader, "_field_of_column", None)
+            if first_col is None:  # column index -> top-level field (a dict, not list.index)
+                first_col = {}
+                for i, c in enumerate(cols_of):
+                    first_col.setdefault(c, i)
+                reader._field_of_column = first_col
             for name, col in wanted.items():
                 try:
-                    top_idx = cols_of.index(col)
-                except ValueError:
+                    top_idx = first_col[col]
+                except KeyError:
                     # the field's first id may be a parent without a column (2.1+)
                     later = [i for i, c in enumerate(cols_of) if c >= col]
                     if not later:
@@ -490,7 +496,18 @@ def is_legacy_file(df) -> bool:
 
 def read_file_column(reader: LanceFileReader, name: str, offsets: np.ndarray | None):
     """One top-level column of a data file, whole or at sorted ``offsets``."""
-    idx = [f.name for f in reader._fields].index(name)
+    # name -> field index, built once per reader (a scan of thousands of columns
+    # looked each one up with a list search: quadratic)
+    index = getattr(reader, "_field_index", None)
+    if index is None:
+        index = {}
+        for i, f in enumerate(reader._fields):
+            index.setdefault(f.name, i)
+        reader._field_index = index
+    try:
+        idx = index[name]
+    except KeyError:
+        raise ValueError(f"{name!r} is not in list") from None
     if offsets is None:
         return reader._read_column_all(idx)
     return reader._read_column_rows(idx, np.asarray(offsets, dtype=np.int64))

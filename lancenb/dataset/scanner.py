@@ -25,6 +25,9 @@ __all__ = ["LanceScanner", "DEFAULT_BATCH_SIZE"]
 DEFAULT_BATCH_SIZE = 8192
 ROW_ID = "_rowid"
 ROW_ADDR = "_rowaddr"
+# filters are evaluated over the filter columns of this many rows at a time (fragments
+# together: one engine call per batch, not one per small fragment)
+FILTER_BATCH_ROWS = 64 * 1024
 _POS = "__lancenb_position"
 
 
@@ -162,10 +165,16 @@ class LanceScanner:
         skip = self.offset
         remaining = self.limit
         read_cols = list(self.columns)
-        for frag in self._fragment_list():
+        frags = self._fragment_list()
+        if self._filter is not None:
+            frags = self._filtered(frags)
+        for frag in frags:
             if remaining is not None and remaining <= 0:
                 return
-            live = None if self.include_deleted_rows else frag.live_offsets()
+            if self._filter is not None:
+                frag, live, ftable, keep = frag
+            else:
+                live = None if self.include_deleted_rows else frag.live_offsets()
             n_live = frag.physical_rows if live is None else len(live)
             if self._filter is None:
                 if skip >= n_live:
@@ -184,15 +193,8 @@ class LanceScanner:
                 if remaining is not None:
                     remaining -= table.num_rows
             else:
-                live = self._prune(frag, live)
-                n_live = frag.physical_rows if live is None else len(live)
-                if n_live == 0:
-                    continue
-                # late materialisation: evaluate the filter on its own columns, then
-                # read the other projected columns only at the matching rows
-                ftable = frag.take_physical(self._filter_cols, live,
-                                            blob_handling=self.blob_handling)
-                keep = self._expr_mask(ftable)
+                # late materialisation: the filter was evaluated on its own columns
+                # (_filtered); the other projected columns are read at the matching rows
                 if skip:
                     drop = min(skip, len(keep))
                     keep = keep[drop:]
@@ -224,6 +226,44 @@ class LanceScanner:
                 table = sql.evaluate(table, self._projection, what="columns") \
                     .cast(self._projection_schema)
             yield self._with_ids(frag, table, phys)
+
+    def _filtered(self, frags):
+        """``(fragment, live offsets, filter columns, matching positions)`` of each
+        fragment with rows left after pruning. The filter columns of consecutive small
+        fragments are evaluated together, in one call per ``FILTER_BATCH_ROWS`` rows
+        (without a limit: with one, a fragment at a time, so nothing is read past it)."""
+        batch_rows = FILTER_BATCH_ROWS if self.limit is None else 0
+        pending: list = []
+        rows = 0
+        for frag in frags:
+            live = None if self.include_deleted_rows else frag.live_offsets()
+            live = self._prune(frag, live)
+            n_live = frag.physical_rows if live is None else len(live)
+            if n_live == 0:
+                continue
+            ftable = frag.take_physical(self._filter_cols, live,
+                                        blob_handling=self.blob_handling)
+            pending.append((frag, live, ftable))
+            rows += ftable.num_rows
+            if rows >= batch_rows:
+                yield from self._evaluate(pending)
+                pending, rows = [], 0
+        if pending:
+            yield from self._evaluate(pending)
+
+    def _evaluate(self, pending: list):
+        if len(pending) == 1 or not pending[0][2].num_columns:
+            # (tables of no columns concatenate to no rows: those go one by one)
+            for frag, live, ftable in pending:
+                yield frag, live, ftable, self._expr_mask(ftable)
+            return
+        tables = [p[2] for p in pending]
+        pos = self._expr_mask(pa.concat_tables(tables))
+        bounds = np.zeros(len(tables) + 1, dtype=np.int64)
+        np.cumsum([t.num_rows for t in tables], out=bounds[1:])
+        cuts = np.searchsorted(pos, bounds)
+        for i, (frag, live, ftable) in enumerate(pending):
+            yield frag, live, ftable, pos[cuts[i]:cuts[i + 1]] - bounds[i]
 
     def _prune(self, frag, live):
         """Drop the statistics pages whose bounds prove the filter false."""

@@ -20,7 +20,12 @@ from lancenb.encodings.physical import fsl
 from lancenb.encodings.structural import dictarray, repdef
 from lancenb.encodings.structural.blob import DESCRIPTION_V1
 from lancenb.encodings.v2_0 import FileColumns as _FileColumns2_0
-from lancenb.errors import CorruptFileError, InvalidInputError, NotSupportedError
+from lancenb.errors import (
+    CorruptFileError,
+    InvalidInputError,
+    LanceIOError,
+    NotSupportedError,
+)
 from lancenb.file.columns import columns_per_field
 from lancenb.file.format import FOOTER_SIZE, Footer, parse_offset_table
 from lancenb.file.schema import fields_to_schema
@@ -83,6 +88,90 @@ def check_range(path: str, start, num_rows, total: int) -> tuple[int, int]:
         raise InvalidInputError(f"{path!r}: range [{start}, {start + num_rows}) is outside "
                                 f"the file's {total} rows")
     return start, num_rows
+
+
+# the data files of a dataset share their schema: it is rebuilt once per distinct
+# schema message, not once per file opened (a scan of thousands of small fragments)
+_SCHEMA_CACHE: dict[bytes, tuple] = {}
+_SCHEMA_CACHE_SIZE = 64
+_SCHEMA_LOCK = threading.Lock()
+
+
+def _file_schema(schema_pb) -> tuple:
+    """``fields_to_schema`` of a file's schema message, memoised by its bytes (the
+    results are not mutated by readers)."""
+    return cached_fields_to_schema(schema_pb.fields, schema_pb.metadata,
+                                   schema_pb.SerializeToString(deterministic=True))
+
+
+def cached_fields_to_schema(fields, metadata, key: bytes | None = None) -> tuple:
+    """:func:`lancenb.file.schema.fields_to_schema`, memoised by the fields' serialized
+    bytes (``key``, else each field's bytes and the metadata): a dataset opened again
+    and again, or thousands of data files, rebuild a wide schema once."""
+    if key is None:
+        key = b"\0".join([f.SerializeToString(deterministic=True) for f in fields]) + \
+            repr(sorted((k, bytes(v)) for k, v in (metadata or {}).items())).encode()
+    hit = _SCHEMA_CACHE.get(key)
+    if hit is not None:
+        return hit
+    hit = fields_to_schema(fields, metadata)
+    with _SCHEMA_LOCK:
+        if len(_SCHEMA_CACHE) >= _SCHEMA_CACHE_SIZE:
+            _SCHEMA_CACHE.pop(next(iter(_SCHEMA_CACHE)), None)
+        _SCHEMA_CACHE[key] = hit
+    return hit
+
+
+class _WholeFile:
+    """A small file's bytes, all read when it was opened (the tail read took it whole):
+    page reads are served from memory, without a request or a copy per page. Other
+    attributes (``stats``, ``uri``, ``close``...) are the underlying reader's."""
+
+    def __init__(self, io, data: bytes):
+        self._inner = io
+        self._data = data
+        self._arr = np.frombuffer(data, dtype=np.uint8)
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+    def size(self) -> int:
+        return len(self._data)
+
+    def _check(self, offset: int, length: int) -> None:
+        if offset < 0 or length < 0 or offset + length > len(self._data):
+            raise LanceIOError(f"{self._inner.uri!r}: read of {length} bytes at offset "
+                               f"{offset} is outside the file ({len(self._data)} bytes)")
+
+    def read(self, offset: int, length: int) -> bytes:
+        self._check(offset, length)
+        self._inner._count(length)
+        return self._data[offset:offset + length]
+
+    def read_ranges(self, ranges) -> list[memoryview]:
+        view = memoryview(self._data)
+        out = []
+        for off, n in ranges:
+            self._check(off, n)
+            out.append(view[off:off + n])
+        if out:
+            self._inner._count(sum(len(v) for v in out))
+        return out
+
+    def read_ranges_np(self, offsets: np.ndarray, lengths: np.ndarray):
+        # a view of the file from the first range's start to the last one's end (as
+        # RangeReader's merged reads, gaps included): no copy
+        offsets = np.asarray(offsets, dtype=np.int64)
+        lengths = np.asarray(lengths, dtype=np.int64)
+        if len(offsets) == 0:
+            return np.zeros(0, np.uint8), np.zeros(0, np.int64)
+        bad = (offsets < 0) | (lengths < 0) | (offsets + lengths > len(self._data))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            self._check(int(offsets[i]), int(lengths[i]))
+        self._inner._count(int(lengths.sum()))
+        lo = int(offsets.min())
+        return self._arr[lo:int((offsets + lengths).max())], offsets - lo
 
 
 class ReaderResults:
@@ -179,6 +268,8 @@ class LanceFileReader:
             self.__class__ = LegacyFileReader
             LegacyFileReader.__init__(self, path, storage_options, columns, _io=self._io)
             return
+        if tail_start == 0 and isinstance(self._io, lio.RangeReader):
+            self._io = _WholeFile(self._io, tail)
         gbo = parse_offset_table(
             self._slice(tail, tail_start, footer.gbo_position, 16 * footer.num_global_buffers),
             footer.num_global_buffers, footer.cmo_position, "global buffer", self.path)
@@ -198,8 +289,7 @@ class LanceFileReader:
                         self._slice(tail, tail_start, int(gbo[0, 0]), int(gbo[0, 1])),
                         f"file {self.path!r}: schema (global buffer 0)")
         self._num_rows = int(desc.length)
-        self.schema_full, self._fields = fields_to_schema(desc.schema.fields,
-                                                          desc.schema.metadata)
+        self.schema_full, self._fields = _file_schema(desc.schema)
         self._cmo = cmo
         self._leaves_of: dict[int, list] = {}
         self._v20 = None  # 2.0 files: one column per field (lancenb.encodings.v2_0)
