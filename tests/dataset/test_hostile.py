@@ -437,3 +437,11 @@ def test_manifest_version_field_out_of_range(ten, version):
                  lambda: lancenb.dataset(ten).delete("id = 1")):
         with pytest.raises(CorruptFileError, match="version"):
             call()
+
+
+def test_field_metadata_that_is_not_utf8_does_not_break_compaction(ten):
+    # found by the dataset fuzzer: compaction raised UnicodeDecodeError
+    lancenb.write_dataset(pa.table({"id": [10], "s": ["x"]}), ten, mode="append")
+    _rewrite_manifest(ten, lambda m: m.fields[0].metadata.__setitem__("k", b"\xff\xff"))
+    lancenb.dataset(ten).optimize.compact_files()
+    assert lancenb.dataset(ten).count_rows() == 11
