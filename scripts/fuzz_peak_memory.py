@@ -111,8 +111,15 @@ def main(argv=None) -> int:
         items = make_mutants(seeds, os.path.join(d, "m"), args.count, seed=args.seed)
         forked_growth(seeds[0][1])  # warm: kernels compiled in the parent
         grown = sorted(((forked_growth(p), p) for _, p in items), reverse=True)[: args.top]
-        ours = [fresh("lancenb", p) for _, p in grown]
-        theirs = [fresh("pylance", p) for _, p in grown]
+        print(f"{len(items)} mutants read (forked), {time.time() - t0:.0f} s; the top "
+              f"{len(grown)} grew {grown[-1][0] // 1024}..{grown[0][0] // 1024} MiB",
+              file=sys.stderr, flush=True)
+        ours, theirs = [], []
+        for k, (_, p) in enumerate(grown):  # pairs as they come: a partial run still tells
+            ours.append(fresh("lancenb", p))
+            theirs.append(fresh("pylance", p))
+            print(f"{k + 1}/{len(grown)} {os.path.basename(p)}: lancenb {ours[-1]}, "
+                  f"pylance {theirs[-1]}", file=sys.stderr, flush=True)
     print(json.dumps({"mutants": args.count, "top": args.top,
                       "forked_growth_mib": {"max": grown[0][0] // 1024,
                                             "min_of_top": grown[-1][0] // 1024},
