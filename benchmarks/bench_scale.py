@@ -44,14 +44,17 @@ def log(msg=""):
     print(msg, file=sys.stderr, flush=True)
 
 
-def median_ms(fn, repeat: int) -> float:
+def median_ms(fn, repeat: int) -> tuple[float, float]:
+    """Medians of wall time and of this process's CPU time (all threads), ms. On a
+    shared, loaded machine the CPU time is the steadier measure of the work done."""
     fn()
-    times = []
+    wall, cpu = [], []
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         fn()
-        times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
+        wall.append((time.perf_counter() - t0) * 1e3)
+        cpu.append((time.process_time() - c0) * 1e3)
+    return statistics.median(wall), statistics.median(cpu)
 
 
 def same(a, b, what: str) -> None:
@@ -136,11 +139,11 @@ def run(counts, repeat: int, families) -> dict:
             for n in counts:
                 for name, ours, theirs in FAMILIES[fam](root, n):
                     same(ours(), theirs(), f"{name} at {n}")
-                    a = median_ms(ours, repeat)
-                    b = median_ms(theirs, repeat)
-                    out.setdefault(name, []).append((n, a, b))
-                    log(f"{name:36} n={n:6}  lancenb {a:9.2f} ms  pylance {b:9.2f} ms  "
-                        f"ratio {a / b:5.2f}")
+                    a, ac = median_ms(ours, repeat)
+                    b, bc = median_ms(theirs, repeat)
+                    out.setdefault(name, []).append((n, a, b, ac, bc))
+                    log(f"{name:36} n={n:6}  lancenb {a:9.2f} ms ({ac:9.2f} cpu)  pylance "
+                        f"{b:9.2f} ms ({bc:9.2f} cpu)  ratio {a / b:5.2f} (cpu {ac / bc:5.2f})")
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return out
@@ -152,13 +155,17 @@ def render(res: dict, counts, repeat: int, tag: str) -> str:
     lines = [f"### {tag}", "",
              f"{platform.machine()}, {os.cpu_count()} cores (shared), pylance "
              f"{lance.__version__}; medians of {repeat} runs after a warm-up, ms; "
-             "ratio = lancenb / pylance; slope = ms per item (least squares over the counts).",
+             "ratio = lancenb / pylance; cpu = the process's CPU time (all threads), the "
+             "steadier figure on a loaded machine; slope = wall ms per item (least squares "
+             "over the counts).",
              "",
-             "| workload | count | lancenb ms | pylance ms | ratio |",
-             "|---|---:|---:|---:|---:|"]
+             "| workload | count | lancenb ms | pylance ms | ratio | lancenb cpu ms | "
+             "pylance cpu ms | cpu ratio |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for name, rows in res.items():
-        for n, a, b in rows:
-            lines.append(f"| {name} | {n:,} | {a:.2f} | {b:.2f} | {a / b:.2f} |")
+        for n, a, b, ac, bc in rows:
+            lines.append(f"| {name} | {n:,} | {a:.2f} | {b:.2f} | {a / b:.2f} | {ac:.2f} | "
+                         f"{bc:.2f} | {ac / max(bc, 1e-3):.2f} |")
     lines += ["", "| workload | lancenb slope ms/item | pylance slope ms/item |",
               "|---|---:|---:|"]
     for name, rows in res.items():
@@ -166,6 +173,53 @@ def render(res: dict, counts, repeat: int, tag: str) -> str:
         lines.append(f"| {name} | {slope(xs, [r[1] for r in rows]):.4f} | "
                      f"{slope(xs, [r[2] for r in rows]):.4f} |")
     return "\n".join(lines) + "\n"
+
+
+def _png(path: str, img: np.ndarray) -> None:
+    """Write an RGB uint8 image as a PNG (zlib and struct only: no plotting library)."""
+    import struct
+    import zlib
+
+    h, w, _ = img.shape
+    raw = b"".join(b"\0" + img[y].tobytes() for y in range(h))
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return (struct.pack(">I", len(data)) + kind + data
+                + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
+
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
+                + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b""))
+
+
+def plot(res: dict, path: str) -> None:
+    """One panel per workload (in the order of the RESULTS.md table), time against
+    count on log-log axes spanning the panel's own range: lancenb red, pylance blue."""
+    W, H, PAD = 260, 180, 14
+    names = list(res)
+    cols = 4
+    rows_n = (len(names) + cols - 1) // cols
+    img = np.full((rows_n * H, cols * W, 3), 255, np.uint8)
+    for k, name in enumerate(names):
+        oy, ox = (k // cols) * H, (k % cols) * W
+        img[oy + PAD:oy + H - PAD, ox + PAD] = 0  # axes
+        img[oy + H - PAD, ox + PAD:ox + W - PAD] = 0
+        pts = res[name]
+        xs = np.log10([p[0] for p in pts])
+        ys = np.log10(np.maximum([v for p in pts for v in p[1:3]], 1e-3))
+        x0, x1 = xs.min(), max(xs.max(), xs.min() + 1e-9)
+        y0, y1 = ys.min(), max(ys.max(), ys.min() + 1e-9)
+
+        for col, color in ((1, (220, 30, 30)), (2, (30, 60, 220))):
+            line = [(oy + H - PAD - (np.log10(max(p[col], 1e-3)) - y0) / (y1 - y0)
+                     * (H - 3 * PAD),
+                     ox + PAD + (np.log10(p[0]) - x0) / (x1 - x0) * (W - 3 * PAD))
+                    for p in pts]
+            for (ya, xa), (yb, xb) in zip(line, line[1:]):
+                for t in np.linspace(0, 1, 400):
+                    y, x = int(ya + (yb - ya) * t), int(xa + (xb - xa) * t)
+                    img[y - 1:y + 2, x - 1:x + 2] = color
+    _png(path, img)
 
 
 def update_results(path: str, section: str, tag: str) -> None:
@@ -187,7 +241,9 @@ def update_results(path: str, section: str, tag: str) -> None:
     parts[tag] = section + "\n"
     head = ("## Scale: fragments, versions, columns (bench_scale.py, issue 23)\n\n"
             "`python benchmarks/bench_scale.py --tag after`; plot: "
-            "`benchmarks/bench_scale.png` (time against count, log-log).\n\n")
+            "`benchmarks/bench_scale.png` (one panel per workload in the table's order, "
+            "wall time against count on log-log axes, lancenb red, pylance blue; drawn "
+            "without a plotting library, matplotlib is not a dependency).\n\n")
     block = start + "\n" + head + "".join(parts[k] for k in sorted(parts)) + end
     replace_section(path, block, start, end)
 
@@ -207,6 +263,7 @@ def main() -> None:
     print(section)
     if not args.no_write:
         update_results(args.out, section, args.tag)
+        plot(res, os.path.join(os.path.dirname(os.path.abspath(args.out)), "bench_scale.png"))
 
 
 if __name__ == "__main__":

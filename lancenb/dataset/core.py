@@ -438,7 +438,10 @@ class LanceDataset(pads.Dataset):
         blob columns as descriptions unless ``blob_handling="all_binary"``."""
         idx = np.asarray(indices, dtype=np.int64).reshape(-1)
         frags = self.get_fragments()
-        counts = np.array([f.count_rows() for f in frags], dtype=np.int64)
+        # a fragment without a deletion file has its physical rows: only the others
+        # read theirs (not one deletion lookup per fragment of a many-fragment table)
+        counts = np.array([f.physical_rows if not f._pb.HasField("deletion_file")
+                           else f.count_rows() for f in frags], dtype=np.int64)
         starts = np.zeros(len(frags) + 1, dtype=np.int64)
         np.cumsum(counts, out=starts[1:])
         total = int(starts[-1])
