@@ -37,6 +37,9 @@ __all__ = ["evaluate", "positions", "result_types", "check", "run_query", "SqlQu
            "SqlQuery"]
 
 _POS = "__lancenb_position"
+# what the engine raises: its errors are plain Exceptions; a Rust panic is pyo3's
+# PanicException, a BaseException (interrupts are re-raised where these are caught)
+_ENGINE_ERRORS = BaseException
 _LOCK = threading.Lock()
 _CTX = None
 
@@ -109,11 +112,13 @@ def _frame(table):
 def positions(table: pa.Table, predicate: str, *, what: str = "filter") -> np.ndarray:
     """Row positions (int64, ascending) of ``table`` where SQL ``predicate`` is true
     (NULL counts as false)."""
-    frame = _frame(table)
     try:
+        frame = _frame(table)
         expr = frame.parse_sql_expr(predicate)
         out = frame.select(expr.alias("m")).to_arrow_table()
-    except Exception as err:  # the engine raises plain Exceptions with its message
+    except _ENGINE_ERRORS as err:  # the engine raises plain Exceptions (or panics)
+        if isinstance(err, (KeyboardInterrupt, SystemExit)):
+            raise
         raise _fail(what, predicate, err) from None
     mask = out.column(0)
     if not (pa.types.is_boolean(mask.type) or pa.types.is_null(mask.type)):
@@ -129,16 +134,20 @@ def positions(table: pa.Table, predicate: str, *, what: str = "filter") -> np.nd
 def evaluate(table: pa.Table, exprs: dict, *, what: str = "expression") -> pa.Table:
     """A table of one column per ``{name: SQL expression}``, evaluated row by row over
     ``table`` (same number of rows)."""
-    frame = _frame(table)
-    selected = []
+    selected, frame = [], None
     for name, sql in exprs.items():
         try:
+            frame = _frame(table) if frame is None else frame
             selected.append(frame.parse_sql_expr(sql).alias(name))
-        except Exception as err:
+        except _ENGINE_ERRORS as err:
+            if isinstance(err, (KeyboardInterrupt, SystemExit)):
+                raise
             raise _fail(what, sql, err) from None
     try:
         out = frame.select(*selected).to_arrow_table()
-    except Exception as err:
+    except _ENGINE_ERRORS as err:
+        if isinstance(err, (KeyboardInterrupt, SystemExit)):
+            raise
         text = ", ".join(f"{k}={v}" for k, v in exprs.items())
         raise _fail(what, text, err) from None
     if out.num_rows == 0 and out.num_columns:
