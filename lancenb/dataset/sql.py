@@ -106,7 +106,12 @@ def _frame(table):
         table = pa.Table.from_batches([table])
     if table.num_columns == 0:  # the engine wants one column
         table = table.append_column(_POS + "0", pa.nulls(table.num_rows, pa.int8()))
-    return _context().from_arrow(table)
+    ctx = _context()
+    try:
+        return ctx.from_arrow(table)
+    except Exception:  # noqa: BLE001 (from_arrow refuses some tables: pass the batches)
+        batches = table.to_batches() or [pa.RecordBatch.from_pylist([], schema=table.schema)]
+        return ctx.create_dataframe([batches], schema=table.schema)
 
 
 def positions(table: pa.Table, predicate: str, *, what: str = "filter") -> np.ndarray:
