@@ -914,11 +914,6 @@ def _reopen(uri, version, storage_options) -> LanceDataset:
     return LanceDataset(uri, version, storage_options=storage_options)
 
 
-def _reopen(uri, version, storage_options) -> LanceDataset:
-    """Unpickling a :class:`LanceDataset`: open the same version again."""
-    return LanceDataset(uri, version, storage_options=storage_options)
-
-
 def dataset(uri, version=None, *, asof=None, storage_options=None, commit_lock=None,
             manifest_store=None, **kwargs) -> LanceDataset:
     """Open a dataset (latest version, a version number, a tag name, or ``asof`` a time)."""
