@@ -304,7 +304,11 @@ def _explain_file(path: str, out: dict, storage_options) -> None:
                 except LanceError as e:
                     page["explanation"] = {"error": str(e)}
                     continue
-                exp = _explain_page(arr, field, path_, minor)
+                try:
+                    exp = _explain_page(arr, field, path_, minor)
+                except LanceError as e:  # a page lancenb reads but would not write
+                    page["explanation"] = {"error": f"not re-encoded: {e}"}
+                    continue
                 page["uncompressed_bytes"] = exp.pop("uncompressed_bytes")
                 exp["reproduced"] = exp.pop("description") == page.get("description")
                 page["explanation"] = exp

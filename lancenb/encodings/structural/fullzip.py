@@ -71,6 +71,8 @@ def encode_nested(block, levels, value_compression=None):
     vis = levels.visible()
     dv = defs if vis is None or not len(defs) else defs[vis]
     valid = np.ones(nvis, bool) if not len(dv) else dv == 0
+    if value_desc is None:  # plain booleans, not vectors' rows of bits
+        block = _byte_bools(block)
     if isinstance(block, FixedWidth):
         if block.bits % 8:
             raise NotSupportedError("full-zip pages need whole-byte values")
@@ -101,6 +103,16 @@ def encode_nested(block, levels, value_compression=None):
     return buffers, pb.e21.PageLayout(full_zip_layout=layout)
 
 
+def _byte_bools(block):
+    """Booleans are zipped one byte a value (0 or 1), as pylance zips them; other
+    blocks are returned as they are."""
+    if isinstance(block, FixedWidth) and block.bits == 1:
+        n = block.num_values
+        data = np.unpackbits(np.asarray(block.data, np.uint8), count=n, bitorder="little")
+        return FixedWidth(8, data, n)
+    return block
+
+
 def encode(block, validity: np.ndarray | None, *, levels=None, value_compression=None):
     """Encode one page: ``(buffers, PageLayout)``. ``value_compression`` describes
     variable-width values already compressed per value (FSST codes, General units)."""
@@ -117,6 +129,8 @@ def encode(block, validity: np.ndarray | None, *, levels=None, value_compression
     layout = pb.e21.FullZipLayout(bits_def=bits_def, num_items=n, num_visible_items=n,
                                   layers=[L.REPDEF_ALL_VALID_ITEM if validity is None
                                           else L.REPDEF_NULLABLE_ITEM])
+    if value_desc is None:  # plain booleans, not vectors' rows of bits
+        block = _byte_bools(block)
     if isinstance(block, FixedWidth):
         if block.bits % 8:
             raise NotSupportedError("full-zip pages need whole-byte values")
@@ -149,6 +163,7 @@ class FullZipDecoder:
     def __init__(self, layout, num_rows: int, buffer_sizes, where: str, dtype: pa.DataType,
                  fixed_bits: int | None):
         self.where = where
+        self.bool_bytes = False  # booleans zipped one byte a value (set by _fixed_width)
         layers = list(layout.layers)
         self.nested = bool(layout.bits_rep) or layers not in (
             [L.REPDEF_ALL_VALID_ITEM], [L.REPDEF_NULLABLE_ITEM])
@@ -211,6 +226,10 @@ class FullZipDecoder:
         if fixed_bits is None or kind != "flat" or vc.flat.HasField("data"):
             raise NotSupportedError(f"{where}: full-zip value encoding {pb.describe(vc)} "
                                     f"for {dtype} is not supported yet")
+        if fixed_bits == 1 and layout.bits_per_value == 8:
+            # pylance zips booleans (list<bool> forced to full-zip) one byte a value, 0 or 1
+            self.bool_bytes = True
+            return 1
         if layout.bits_per_value != fixed_bits or fixed_bits % 8:
             raise CorruptFileError(f"{where}: {layout.bits_per_value}-bit values for a "
                                    f"{dtype} column")
@@ -307,7 +326,7 @@ class FullZipDecoder:
         elif self.fsl is not None:
             block = self.fsl.unzip(out, nvis)
         else:
-            block = FixedWidth(self.width * 8, out, nvis)
+            block = self._fixed_block(out, nvis)
         return block, levels
 
     def read_nested(self, reader, offsets, rows: np.ndarray | None):
@@ -347,7 +366,16 @@ class FullZipDecoder:
         values = np.ascontiguousarray(items[:, self.cw:]).reshape(-1)
         if self.fsl is not None:
             return self.fsl.unzip(values, n), validity
-        return FixedWidth(self.width * 8, values, n), validity
+        return self._fixed_block(values, n), validity
+
+    def _fixed_block(self, values: np.ndarray, n: int):
+        """The unzipped fixed-width values as a block (byte booleans packed to bits)."""
+        if not self.bool_bytes:
+            return FixedWidth(self.width * 8, values, n)
+        if len(values) and int(values.max()) > 1:
+            raise CorruptFileError(f"{self.where}: a one-byte boolean value is "
+                                   f"{int(values.max())}, not 0 or 1")
+        return FixedWidth(1, np.packbits(values, bitorder="little"), n)
 
     def _variable(self, data: np.ndarray, n: int):
         err = np.zeros(2, np.int64)
