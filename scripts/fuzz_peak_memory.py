@@ -29,19 +29,30 @@ from corrupt import make_mutants  # noqa: E402
 
 _READ = """
 import resource, sys
+def _hwm_kib():
+    # the peak RSS of this process image: /proc's VmHWM starts afresh at exec, while
+    # getrusage's ru_maxrss keeps the forked parent's size across it (Linux)
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 which, path = sys.argv[1], sys.argv[2]
 if which == "pylance":
     from lance.file import LanceFileReader
 else:
     from lancenb.file import LanceFileReader
-base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+base = _hwm_kib()
 try:
     r = LanceFileReader(path)
     r.read_all().to_table()
     out = "ok"
 except Exception as e:
     out = type(e).__name__
-print(out, (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) // 1024)
+print(out, (_hwm_kib() - base) // 1024)
 """
 
 

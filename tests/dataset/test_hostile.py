@@ -50,19 +50,30 @@ def _bomb_file(path, *, prefix: int | None = BOMB, content_size: bool = False) -
 
 _RSS = """
 import resource, sys
+def _hwm_kib():
+    # the peak RSS of this process image: /proc's VmHWM starts afresh at exec, while
+    # getrusage's ru_maxrss keeps the forked parent's size across it (Linux)
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 which, path = sys.argv[1], sys.argv[2]
 if which == "lance":
     from lance.file import LanceFileReader
 else:
     from lancenb.file import LanceFileReader
 r = LanceFileReader(path)
-base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+base = _hwm_kib()
 try:
     r.read_all().to_table()
     out = "ok"
 except Exception as e:
     out = type(e).__name__
-print(out, (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) // 1024)
+print(out, (_hwm_kib() - base) // 1024)
 """
 
 

@@ -83,8 +83,10 @@ def test_write_lance_and_read_lance(spark, tmp_path):
     assert old.count() == 5000
     with pytest.raises(lancenb.InvalidInputError):
         ls.read_lance(spark, uri, columns=["nope"])
+    # SQL functions go through the engine now (issue 20): lower() is a filter like any
+    assert ls.read_lance(spark, uri, filter="lower(s) = '3' AND id < 1000").count() == 110
     with pytest.raises(lancenb.InvalidInputError):
-        ls.read_lance(spark, uri, filter="lower(s) = 'a'")
+        ls.read_lance(spark, uri, filter="no_such_function(s) = 'a'")
     with pytest.raises(lancenb.DatasetExistsError):
         ls.write_lance(df, uri, mode="create")
     assert lance.dataset(uri).count_rows() == 5100
