@@ -190,6 +190,24 @@ WORKER = textwrap.dedent("""
 """)
 
 
+# The peak RSS of a worker's own process image, for worker code to include: /proc's
+# VmHWM starts afresh at exec, while getrusage's ru_maxrss keeps the size of the (forked)
+# parent across it on Linux, which made every input a "memory" problem when pytest had
+# grown large. Falls back to ru_maxrss where /proc is missing.
+PEAK_RSS_SOURCE = textwrap.dedent("""
+    def _hwm_kib():
+        try:
+            with open("/proc/self/status") as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        return int(line.split()[1])
+        except OSError:
+            pass
+        import resource
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+""")
+
+
 # Run first in every worker: cap its address space (RLIMIT_AS) when asked, so an input
 # that would allocate GiBs fails inside the worker and is reported, rather than slowing
 # the machine down. (Set by the worker itself: a preexec_fn would make Popen fork the

@@ -32,7 +32,7 @@ import shutil
 import textwrap
 
 import numpy as np
-from corrupt import mutate
+from corrupt import PEAK_RSS_SOURCE, mutate
 
 MEMORY_LIMIT = 2 << 30  # the worker's address space (RLIMIT_AS)
 RSS_LIMIT_MIB = 1024  # a peak RSS above this after an input is a "memory" problem
@@ -279,7 +279,7 @@ def make_dataset_mutants(seeds: list[str], out_dir: str, count: int,
     return out
 
 
-DATASET_WORKER = textwrap.dedent("""
+DATASET_WORKER = PEAK_RSS_SOURCE + textwrap.dedent("""
     import datetime, json, os, resource, signal, sys, traceback
     import numpy as np
     import lancenb
@@ -292,19 +292,6 @@ DATASET_WORKER = textwrap.dedent("""
     def on_alarm(sig, frame):
         raise TimeoutError("input took longer than the limit")
     signal.signal(signal.SIGALRM, on_alarm)
-
-    def _hwm_kib():
-        # the peak RSS of this process image: /proc's VmHWM starts afresh at exec, while
-        # getrusage's ru_maxrss keeps the size of the (forked) parent across it on Linux,
-        # which made every input a "memory" problem when pytest itself had grown large
-        try:
-            with open("/proc/self/status") as f:
-                for line in f:
-                    if line.startswith("VmHWM:"):
-                        return int(line.split()[1])
-        except OSError:
-            pass
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
     def attempt(fn):
         # each step on its own: a LanceError in one still lets the others run

@@ -25,21 +25,10 @@ import time
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(HERE, "property_tests"))
 
-from corrupt import make_mutants  # noqa: E402
+from corrupt import PEAK_RSS_SOURCE, make_mutants  # noqa: E402
 
-_READ = """
+_READ = PEAK_RSS_SOURCE + """
 import resource, sys
-def _hwm_kib():
-    # the peak RSS of this process image: /proc's VmHWM starts afresh at exec, while
-    # getrusage's ru_maxrss keeps the forked parent's size across it (Linux)
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 which, path = sys.argv[1], sys.argv[2]
 if which == "pylance":
     from lance.file import LanceFileReader
