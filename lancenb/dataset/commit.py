@@ -398,7 +398,8 @@ def _commit_loop(store, txn: Transaction, own: list, phase: _Phase, *, v2_names,
         m = build_manifest(base, txn, latest_v + 1, data_format=data_format,
                            writer_version=writer_version)
         index = None
-        if latest is not None and txn.op in ("append", "delete", "update", "merge", "project"):
+        if latest is not None and txn.op in ("append", "delete", "update", "merge", "project",
+                                                   "update_config"):
             index = latest.index_section_bytes()
         elif txn.op == "restore":
             index = txn.restore_index_section

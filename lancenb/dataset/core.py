@@ -24,9 +24,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
-from lancenb import __version__ as _lancenb_version
+from lancenb._version import __version__ as _lancenb_version
 from lancenb._proto import table_pb2, transaction_pb2
 from lancenb.dataset import blob
+from lancenb.dataset.api_extras import DatasetApiExtras
 from lancenb.dataset.commit import (
     commit,
     list_versions,
@@ -80,7 +81,7 @@ def _writer_version() -> str:
     return _lancenb_version
 
 
-class LanceDataset(pads.Dataset):
+class LanceDataset(DatasetApiExtras, pads.Dataset):
     """One version of a Lance dataset (pylance's ``lance.LanceDataset`` subset).
 
     Like pylance's, it is a ``pyarrow.dataset.Dataset`` to engines: DuckDB and

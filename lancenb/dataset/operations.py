@@ -341,10 +341,52 @@ def to_transaction(op, read_version: int, *, store=None, base=None) -> _Txn:
         return _Txn(read_version, "rewrite", T.Rewrite(groups=groups))
     if isinstance(op, L.Restore):
         return _Txn(read_version, "restore", T.Restore(version=int(op.version)))
+    if isinstance(op, L.UpdateConfig):
+        return _Txn(read_version, "update_config", update_config_pb(op, base_fields))
     if isinstance(op, L.BaseOperation):
         raise NotSupportedError(f"lancenb cannot commit LanceOperation.{type(op).__name__}")
     raise InvalidInputError(f"operation must be a LanceOperation operation or a Transaction, "
                             f"not {type(op).__name__}")
+
+
+def _update_map_pb(upd) -> transaction_pb2.Transaction.UpdateMap:
+    if isinstance(upd, dict):
+        upd = LanceOperation.UpdateMap(upd)
+    out = transaction_pb2.Transaction.UpdateMap(replace=bool(upd.replace))
+    for k, v in (upd.updates or {}).items():
+        e = out.update_entries.add(key=str(k))
+        if v is not None:
+            e.value = str(v)
+    return out
+
+
+def update_config_pb(op, base_fields) -> transaction_pb2.Transaction.UpdateConfig:
+    """The ``UpdateConfig`` protobuf of a :class:`LanceOperation.UpdateConfig`; field
+    metadata updates are keyed by field id (an int) or by field path (a str)."""
+    msg = transaction_pb2.Transaction.UpdateConfig()
+    for name in ("config_updates", "table_metadata_updates", "schema_metadata_updates"):
+        upd = getattr(op, name)
+        if upd is not None:
+            getattr(msg, name).CopyFrom(_update_map_pb(upd))
+    ids = {field_path(base_fields, f): f.id for f in base_fields}
+    for key, upd in (op.field_metadata_updates or {}).items():
+        if isinstance(key, str):
+            if key not in ids:
+                raise InvalidInputError(f"field metadata update of {key!r}: the schema has no "
+                                        f"such field (it has {sorted(ids)})")
+            key = ids[key]
+        msg.field_metadata_updates[int(key)].CopyFrom(_update_map_pb(upd))
+    return msg
+
+
+def field_path(fields, f) -> str:
+    """The dotted path of field ``f`` among the Lance field protobufs ``fields``."""
+    by_id = {g.id: g for g in fields}
+    parts = [f.name]
+    while f.parent_id in by_id:
+        f = by_id[f.parent_id]
+        parts.append(f.name)
+    return ".".join(reversed(parts))
 
 
 def commit_operation(base_uri, operation, read_version=None, *, commit_lock=None,

@@ -120,6 +120,13 @@ def check_conflict(ours: Transaction, other, other_version: int, latest_manifest
                                             "data_replacement"):
             return
         raise CommitConflictError(f"{what}: lancenb does not know that operation")
+    if mine == "update_config":
+        # two concurrent config/metadata changes may touch the same keys: the later
+        # one is applied again on top of the earlier (data changes do not matter)
+        if theirs == "update_config":
+            raise RetryableCommitConflictError(f"{what}: both changed the configuration or "
+                                               f"metadata; apply the change again")
+        return
     if mine in ("merge", "project"):
         if theirs in _NEUTRAL:
             return
@@ -221,6 +228,46 @@ def _apply_replacements(m, base, txn) -> None:
         m.max_fragment_id = next_id - 1
 
 
+def _apply_map(target, upd, *, as_bytes: bool = False) -> None:
+    """One ``UpdateMap``: replace the whole map or merge into it; an entry without a
+    value removes its key."""
+    if upd.replace:
+        target.clear()
+    for e in upd.update_entries:
+        if e.HasField("value"):
+            target[e.key] = e.value.encode() if as_bytes else e.value
+        elif e.key in target:
+            del target[e.key]
+
+
+def _apply_update_config(m, uc) -> None:
+    """Config, table metadata, schema metadata and field metadata changes (the new
+    ``UpdateMap`` fields, or the older upsert/delete form)."""
+    if uc.HasField("config_updates"):
+        _apply_map(m.config, uc.config_updates)
+    for k, v in uc.upsert_values.items():
+        m.config[k] = v
+    for k in uc.delete_keys:
+        if k in m.config:
+            del m.config[k]
+    if uc.HasField("table_metadata_updates"):
+        _apply_map(m.table_metadata, uc.table_metadata_updates)
+    if uc.HasField("schema_metadata_updates"):
+        _apply_map(m.schema_metadata, uc.schema_metadata_updates, as_bytes=True)
+    for k, v in uc.schema_metadata.items():
+        m.schema_metadata[k] = v.encode()
+    by_id = {f.id: f for f in m.fields}
+    for fid, upd in uc.field_metadata_updates.items():
+        if fid not in by_id:
+            raise CommitConflictError(f"field metadata update of field id {fid}, which the "
+                                      f"schema does not have")
+        _apply_map(by_id[fid].metadata, upd, as_bytes=True)
+    for fid, fm in uc.field_metadata.items():
+        if fid in by_id:
+            for k, v in fm.metadata.items():
+                by_id[fid].metadata[k] = v.encode()
+
+
 def build_manifest(base, txn: Transaction, version: int, *, data_format: str,
                    writer_version: str):
     """The manifest for ``version``: ``txn`` applied to ``base`` (None when creating).
@@ -291,6 +338,8 @@ def build_manifest(base, txn: Transaction, version: int, *, data_format: str,
             m.fields.extend(txn.pb.project.schema)
         elif op in ("update", "rewrite"):
             _apply_replacements(m, base, txn)
+        elif op == "update_config":
+            _apply_update_config(m, txn.pb.update_config)
         else:
             raise CommitConflictError(f"lancenb cannot commit a {op} transaction")
     m.version = version

@@ -467,3 +467,117 @@ def test_data_storage_version_like_pylance(tmp_path, fmt):
     ours = lancenb.write_dataset(TABLE, str(tmp_path / "o"), data_storage_version=fmt)
     assert ours.data_storage_version == ref.data_storage_version == fmt
     assert lance.dataset(ours.uri).data_storage_version == fmt
+
+
+# -- configuration and metadata updates (UpdateConfig transactions) --------------------
+def _meta_calls(ds):
+    out = [ds.update_config({"k1": "v1", "k2": "v2"}), ds.delete_config_keys(["k2"]),
+           ds.update_metadata({"m": "n", "m2": "x"}), ds.update_metadata({"m2": None}),
+           ds.update_schema_metadata({"s": "t"}), ds.update_field_metadata({"b": {"f": "g"}})]
+    with pytest.warns(DeprecationWarning):
+        out.append(ds.replace_schema_metadata({"s2": "t2"}))
+    with pytest.warns(DeprecationWarning):
+        out.append(ds.replace_field_metadata("a", {"f2": "g2"}))
+    out += [ds.update_config({"k3": "v3"}, replace=True),
+            ds.update_field_metadata({"a": {"f3": "g3"}}, replace=False)]
+    return out
+
+
+def test_config_and_metadata_updates_like_pylance(pair):
+    """"LanceDataset.update_config", "LanceDataset.delete_config_keys",
+    "LanceDataset.update_metadata", "LanceDataset.update_schema_metadata",
+    "LanceDataset.update_field_metadata", "LanceDataset.replace_schema_metadata",
+    "LanceDataset.replace_field_metadata", "LanceDataset.read_transaction" """
+    ref, ours = pair
+    assert _meta_calls(ours) == _meta_calls(ref)
+    for a, b in ((lancenb.dataset(ours.uri), lance.dataset(ref.uri)),
+                 (lance.dataset(ours.uri), lancenb.dataset(ref.uri))):  # both directions
+        assert a.version == b.version == 12
+        assert a.schema == b.schema and a.config() == b.config() == {"k3": "v3"}
+        assert a.metadata == b.metadata == {"m": "n"}
+        assert a.to_table() == b.to_table()
+    for v in range(3, 13):  # the same UpdateConfig transactions, read by both
+        for x, y in ((ours, ref), (lance.dataset(ours.uri), lancenb.dataset(ref.uri))):
+            tx, tr = x.read_transaction(v), y.read_transaction(v)
+            assert tx.read_version == tr.read_version == v - 1
+            assert type(tx.operation).__name__ == type(tr.operation).__name__ == "UpdateConfig"
+            for k in ("config_updates", "table_metadata_updates", "schema_metadata_updates"):
+                a, b = getattr(tx.operation, k), getattr(tr.operation, k)
+                assert (a is None and b is None) or (a.updates, a.replace) == \
+                    (b.updates, b.replace)
+            fa, fb = tx.operation.field_metadata_updates, tr.operation.field_metadata_updates
+            assert {k: (u.updates, u.replace) for k, u in (fa or {}).items()} == \
+                {k: (u.updates, u.replace) for k, u in (fb or {}).items()}
+    # lancenb's data commits keep what pylance set, and the reverse
+    ours.delete("a = 5")
+    lance.dataset(ours.uri).delete("a = 6")
+    assert lancenb.dataset(ours.uri).config() == {"k3": "v3"}
+    assert lancenb.dataset(ours.uri).schema == lance.dataset(ref.uri).schema
+
+
+def test_history_and_files_like_pylance(pair):
+    """"LanceDataset.get_transactions", "LanceDataset.version_refs",
+    "LanceDataset.fragment_ids", "LanceDataset.tracked_files", "LanceDataset.all_files",
+    "LanceDataset.stats", "LanceDataset.lance_schema", "LanceDataset.base_paths",
+    "LanceDataset.validate" """
+    ref, ours = pair
+    tr, to = ref.get_transactions(5), ours.get_transactions(5)
+    assert [type(t.operation).__name__ for t in to] == \
+        [type(t.operation).__name__ for t in tr] == ["Delete", "Overwrite"]
+    assert to[0].operation.predicate == tr[0].operation.predicate == "a = 3"
+    assert [f.id for f in to[0].operation.updated_fragments] == \
+        [f.id for f in tr[0].operation.updated_fragments]
+    want = tr[1].operation.new_schema  # (pylance's LanceSchema, lancenb's pa.Schema)
+    assert to[1].operation.new_schema == getattr(want, "to_pyarrow", lambda: want)()
+    assert ours.get_transactions(1)[0].uuid == lance.dataset(ours.uri).read_transaction(2).uuid
+    assert ours.version_refs() == [dict(r) for r in ref.version_refs()]
+    assert ours.fragment_ids() == list(ref.fragment_ids()) == [0, 1]
+
+    def tracked(ds):
+        t = ds.tracked_files().read_all()
+        return sorted((r["version"], r["type"], r["path"].split("/")[0])  # (pylance's order
+                      for r in t.to_pylist()), t.schema                   # varies)
+
+    assert tracked(ours) == tracked(ref)
+    names = {p.split("/")[-1] for p in ours.tracked_files().read_all()["path"].to_pylist()}
+    assert names == {p.split("/")[-1] for p in
+                     lance.dataset(ours.uri).tracked_files().read_all()["path"].to_pylist()}
+
+    def files(ds):
+        t = ds.all_files().read_all()
+        return sorted(p.split("/")[0] for p in t["path"].to_pylist()), t.schema
+
+    assert files(ours) == files(ref)
+    assert sorted(ours.all_files().read_all()["path"].to_pylist()) == \
+        sorted(lance.dataset(ours.uri).all_files().read_all()["path"].to_pylist())
+    assert ours.stats.dataset_stats() == ref.stats.dataset_stats()
+    assert [(f.id, f.bytes_on_disk) for f in ours.stats.data_stats().fields] == \
+        [(f.id, f.bytes_on_disk) for f in lance.dataset(ours.uri).stats.data_stats().fields]
+    assert ours.lance_schema.to_pyarrow() == ref.lance_schema.to_pyarrow()
+    assert ours.base_paths() == ref.base_paths() == {}
+    assert ours.validate() is None and ref.validate() is None
+
+
+def test_truncate_drop_and_manifest_migration_like_pylance(tmp_path):
+    """"LanceDataset.truncate_table", "LanceDataset.drop",
+    "LanceDataset.migrate_manifest_paths_v2" """
+    import os
+
+    out = []
+    for lib, name in ((lance, "r"), (lancenb, "o")):
+        uri = str(tmp_path / name)
+        ds = lib.write_dataset(TABLE, uri, max_rows_per_file=3, enable_v2_manifest_paths=False)
+        v1 = sorted(os.listdir(f"{uri}/_versions"))
+        ds.migrate_manifest_paths_v2()
+        v2 = sorted(os.listdir(f"{uri}/_versions"))
+        ds.truncate_table()
+        t = lib.dataset(uri).read_transaction(2)
+        out.append((v1, v2, ds.version, ds.count_rows(), ds.schema,
+                    lance.dataset(uri).count_rows(), lancenb.dataset(uri).version,
+                    t.operation.predicate, sorted(t.operation.deleted_fragment_ids)))
+        lib.LanceDataset.drop(uri)
+        assert not os.path.exists(uri)
+        with pytest.raises(OSError):
+            lib.LanceDataset.drop(uri)
+        lib.LanceDataset.drop(uri, ignore_not_found=True)
+    assert out[0] == out[1]

@@ -1,0 +1,398 @@
+"""More of pylance's ``LanceDataset`` API, as a mixin of :class:`LanceDataset`.
+
+* configuration and metadata: ``update_config``, ``delete_config_keys``,
+  ``update_metadata``, ``update_schema_metadata``, ``update_field_metadata`` and the
+  deprecated ``replace_*`` forms. Each commits one ``UpdateConfig`` transaction
+  (the protobuf pylance writes: ``UpdateMap`` entries, an entry without a value
+  removes its key) through the commit protocol;
+* history: ``read_transaction``, ``get_transactions``, ``version_refs``;
+* files: ``all_files``, ``tracked_files``, ``fragment_ids``, ``validate``,
+  ``stats``, ``lance_schema``, ``base_paths``;
+* whole-dataset changes: ``truncate_table``, ``drop``, ``migrate_manifest_paths_v2``.
+
+Features lancenb's table format lacks (branches, extra base paths, sessions)
+raise :class:`~lancenb.errors.NotSupportedError` saying why.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import warnings
+
+import pyarrow as pa
+
+from lancenb._proto import transaction_pb2
+from lancenb.dataset.api_types import DatasetBasePath, LanceSchema, LanceStats
+from lancenb.dataset.manifest import VERSIONS_DIR, check_feature_flags, manifest_name
+from lancenb.dataset.transaction import Transaction as _Txn
+from lancenb.errors import (
+    CorruptFileError,
+    DatasetNotFoundError,
+    InvalidInputError,
+    NotSupportedError,
+)
+
+__all__ = ["DatasetApiExtras", "transaction_of"]
+
+_TRACKED_SCHEMA = pa.schema([
+    pa.field("version", pa.int64(), nullable=False),
+    pa.field("base_uri", pa.dictionary(pa.int32(), pa.string()), nullable=False),
+    pa.field("path", pa.string(), nullable=False),
+    pa.field("type", pa.dictionary(pa.int8(), pa.string()), nullable=False)])
+_ALL_FILES_SCHEMA = pa.schema([
+    pa.field("base_uri", pa.dictionary(pa.int32(), pa.string()), nullable=False),
+    pa.field("path", pa.string(), nullable=False),
+    pa.field("size_bytes", pa.int64(), nullable=False),
+    pa.field("last_modified", pa.timestamp("us", tz="UTC"), nullable=False)])
+
+
+def _str_map(values, what: str) -> dict:
+    if not isinstance(values, dict):
+        raise InvalidInputError(f"{what} must be a dict of str to str (or None), not "
+                                f"{type(values).__name__}")
+    for k, v in values.items():
+        if not isinstance(k, str) or not (v is None or isinstance(v, str)):
+            raise InvalidInputError(f"{what}: {k!r}: {v!r} is not a str key with a str or "
+                                    f"None value")
+    return values
+
+
+class DatasetApiExtras:
+    """Mixin of :class:`lancenb.LanceDataset` (see the module docstring)."""
+
+    # -- configuration and metadata ---------------------------------------------
+    def _update_config(self, **maps) -> None:
+        from lancenb.dataset.operations import LanceOperation, update_config_pb
+
+        check_feature_flags(self._mf.manifest, self._mf.name, write=True)
+        op = LanceOperation.UpdateConfig(**maps)
+        pb = update_config_pb(op, list(self._mf.manifest.fields))
+        self._commit(_Txn(self.version, "update_config", pb))
+
+    def update_config(self, values: dict, *, replace: bool = False) -> dict:
+        """Set (or, with value None, remove) dataset config keys; ``replace=True``
+        replaces the whole config. Returns the new config.
+
+        Examples
+        --------
+        >>> ds.update_config({"lance.auto_cleanup.interval": "10"})  # doctest: +SKIP
+        """
+        from lancenb.dataset.operations import LanceOperation
+
+        self._update_config(config_updates=LanceOperation.UpdateMap(
+            _str_map(values, "update_config values"), replace))
+        return self.config()
+
+    def delete_config_keys(self, keys) -> None:
+        """Remove ``keys`` from the dataset config (absent keys are ignored)."""
+        from lancenb.dataset.operations import LanceOperation
+
+        self._update_config(config_updates=LanceOperation.UpdateMap(
+            {str(k): None for k in keys}))
+
+    def update_metadata(self, values: dict, *, replace: bool = False) -> dict:
+        """Set (value None: remove) keys of the table metadata (``ds.metadata``);
+        returns the new table metadata."""
+        from lancenb.dataset.operations import LanceOperation
+
+        self._update_config(table_metadata_updates=LanceOperation.UpdateMap(
+            _str_map(values, "update_metadata values"), replace))
+        return self.metadata
+
+    def update_schema_metadata(self, values: dict, *, replace: bool = False) -> dict:
+        """Set (value None: remove) keys of the schema's metadata; returns it."""
+        from lancenb.dataset.operations import LanceOperation
+
+        self._update_config(schema_metadata_updates=LanceOperation.UpdateMap(
+            _str_map(values, "update_schema_metadata values"), replace))
+        return self.schema_metadata
+
+    def update_field_metadata(self, field_updates: dict, *, replace: bool = False) -> None:
+        """``{field path or id: {key: value or None}}``: change fields' metadata."""
+        from lancenb.dataset.operations import LanceOperation
+
+        if not isinstance(field_updates, dict):
+            raise InvalidInputError("field_updates must be a dict of field path to dict")
+        self._update_config(field_metadata_updates={
+            k: LanceOperation.UpdateMap(_str_map(v, f"metadata of field {k!r}"), replace)
+            for k, v in field_updates.items()})
+
+    def replace_schema_metadata(self, new_metadata: dict) -> None:
+        """Deprecated (as in pylance): ``update_schema_metadata(m, replace=True)``."""
+        warnings.warn("replace_schema_metadata is deprecated. Use "
+                      "update_schema_metadata(metadata, replace=True) instead.",
+                      DeprecationWarning, stacklevel=2)
+        self.update_schema_metadata(new_metadata, replace=True)
+
+    def replace_field_metadata(self, field_name: str, new_metadata: dict) -> None:
+        """Deprecated (as in pylance): ``update_field_metadata({f: m}, replace=True)``."""
+        warnings.warn("replace_field_metadata is deprecated. Use update_field_metadata with "
+                      "field paths and replace=True instead.", DeprecationWarning,
+                      stacklevel=2)
+        self.update_field_metadata({field_name: new_metadata}, replace=True)
+
+    # -- history -------------------------------------------------------------------
+    def read_transaction(self, version: int):
+        """The :class:`lancenb.Transaction` that made ``version`` (None if its
+        transaction is not recorded)."""
+        from lancenb.dataset.commit import _load_transaction, list_versions, load_manifest
+
+        versions, _ = list_versions(self._store)
+        if int(version) not in versions:
+            raise DatasetNotFoundError(f"dataset {self.uri!r} has no version {version}")
+        mf = load_manifest(self._store, int(version), self._v2)
+        pb = _load_transaction(self._store, mf)
+        return None if pb is None else transaction_of(pb)
+
+    def get_transactions(self, recent_transactions: int = 10) -> list:
+        """The transactions of the latest ``recent_transactions`` versions up to this
+        one, newest first (None where one is not recorded)."""
+        first = max(1, self.version - int(recent_transactions) + 1)
+        return [self.read_transaction(v) for v in range(self.version, first - 1, -1)]
+
+    def version_refs(self) -> list:
+        """``[{"version": v}]`` for every version, oldest first."""
+        from lancenb.dataset.commit import list_versions
+
+        return [{"version": v} for v in list_versions(self._store)[0]]
+
+    # -- files -----------------------------------------------------------------------
+    def fragment_ids(self) -> list:
+        """The ids of this version's fragments, ascending (pylance returns a bitmap
+        of the same ids)."""
+        return sorted(int(f.id) for f in self._mf.manifest.fragments)
+
+    def all_files(self) -> pa.RecordBatchReader:
+        """Every object under the dataset root: ``base_uri``, ``path`` (relative),
+        ``size_bytes``, ``last_modified``."""
+        store = self._store
+        root = store.root.rstrip("/")
+        rows = {"base_uri": [], "path": [], "size_bytes": [], "last_modified": []}
+        for p, info in sorted(store.fs.find(root, detail=True).items()):
+            if info.get("type") == "directory":
+                continue
+            rel = p[len(root):].lstrip("/")
+            rows["base_uri"].append(self.uri)
+            rows["path"].append(rel)
+            rows["size_bytes"].append(int(info.get("size") or 0))
+            rows["last_modified"].append(_modified(store, rel))
+        t = pa.table(rows, schema=_ALL_FILES_SCHEMA)
+        return pa.RecordBatchReader.from_batches(t.schema, t.to_batches())
+
+    def tracked_files(self, *, min_version: int | None = None,
+                      progress=None) -> pa.RecordBatchReader:
+        """Every file some manifest version references, newest version first:
+        ``version``, ``base_uri``, ``path`` (relative to the root), ``type``
+        (``manifest``, ``transaction file``, ``data file``, ``deletion file``)."""
+        from lancenb.dataset.commit import list_versions, load_manifest
+        from lancenb.dataset.deletion import deletion_path
+
+        versions, naming = list_versions(self._store)
+        rows = {"version": [], "base_uri": [], "path": [], "type": []}
+
+        def add(v, path, kind):
+            rows["version"].append(v)
+            rows["base_uri"].append(self.uri)
+            rows["path"].append(path)
+            rows["type"].append(kind)
+
+        for v in reversed(versions):
+            if min_version is not None and v < min_version:
+                continue
+            mf = load_manifest(self._store, v, naming)
+            m = mf.manifest
+            add(v, f"{VERSIONS_DIR}/{manifest_name(v, naming)}", "manifest")
+            if m.transaction_file:
+                add(v, f"_transactions/{m.transaction_file}", "transaction file")
+            for f in m.fragments:
+                for d in f.files:
+                    add(v, f"data/{d.path}", "data file")
+            for f in m.fragments:
+                if f.HasField("deletion_file"):
+                    add(v, deletion_path(f.id, f.deletion_file), "deletion file")
+            if progress is not None:
+                progress(1)
+        t = pa.table(rows, schema=_TRACKED_SCHEMA)
+        return pa.RecordBatchReader.from_batches(t.schema, t.to_batches())
+
+    def validate(self) -> None:
+        """Check this version's manifest against its files: fragment ids unique, every
+        data and deletion file present, each data file's row count the fragment's
+        physical rows, deletions within the fragment. Raises ``CorruptFileError``."""
+        from lancenb.dataset.deletion import deletion_path
+        from lancenb.dataset.fragment import is_legacy_file
+
+        seen = set()
+        for frag in self.get_fragments():
+            fid = frag.fragment_id
+            if fid in seen:
+                raise CorruptFileError(f"{self.uri!r} version {self.version}: fragment id "
+                                       f"{fid} appears twice")
+            seen.add(fid)
+            for df in frag._pb.files:
+                r = self._open_file(df.path, is_legacy_file(df))
+                if r.num_rows() != frag.physical_rows:
+                    raise CorruptFileError(f"{self.uri!r}: data file {df.path!r} holds "
+                                           f"{r.num_rows()} rows, fragment {fid} says "
+                                           f"{frag.physical_rows}")
+            if frag._pb.HasField("deletion_file"):
+                rel = deletion_path(fid, frag._pb.deletion_file)
+                if not self._store.exists(rel):
+                    raise CorruptFileError(f"{self.uri!r}: deletion file {rel!r} of fragment "
+                                           f"{fid} is missing")
+                dead = frag.deleted_offsets()
+                if len(dead) and int(dead.max()) >= frag.physical_rows:
+                    raise CorruptFileError(f"{self.uri!r}: fragment {fid} deletes row "
+                                           f"{int(dead.max())} of {frag.physical_rows}")
+
+    @property
+    def stats(self) -> LanceStats:
+        """Dataset and per-field statistics (``ds.stats.dataset_stats()``,
+        ``ds.stats.data_stats()``)."""
+        return LanceStats(self)
+
+    @property
+    def lance_schema(self) -> LanceSchema:
+        """The schema with the manifest's field ids (:class:`LanceSchema`)."""
+        return LanceSchema(self._mf.manifest.fields, self.schema)
+
+    def base_paths(self) -> dict:
+        """``{id: DatasetBasePath}`` of the manifest's base paths (lancenb writes
+        none, so this is ``{}`` for its datasets)."""
+        return {int(b.id): DatasetBasePath(int(b.id), b.path,
+                                           b.name if b.HasField("name") else None,
+                                           bool(b.is_dataset_root))
+                for b in self._mf.manifest.base_paths}
+
+    # -- whole-dataset changes --------------------------------------------------------
+    def truncate_table(self) -> None:
+        """Remove every row: a delete of every fragment (predicate ``true``, as
+        pylance commits it); the old versions keep their data until cleaned up."""
+        check_feature_flags(self._mf.manifest, self._mf.name, write=True)
+        op = transaction_pb2.Transaction.Delete(
+            deleted_fragment_ids=[f.id for f in self._mf.manifest.fragments], predicate="true")
+        self._commit(_Txn(self.version, "delete", op))
+
+    @staticmethod
+    def drop(base_uri, storage_options=None, ignore_not_found=None) -> None:
+        """Delete the dataset at ``base_uri`` and everything under it."""
+        from lancenb.dataset.core import _open_store
+
+        store = _open_store(base_uri, storage_options, None, None)
+        if not store.fs.exists(store.root):
+            if ignore_not_found:
+                return
+            raise DatasetNotFoundError(f"no Lance dataset at {store.uri!r}")
+        store.fs.rm(store.root, recursive=True)
+
+    def migrate_manifest_paths_v2(self) -> None:
+        """Rename manifests from the V1 scheme (``{version}.manifest``) to V2 (names
+        that sort newest first); readers of either library find both."""
+        from lancenb.dataset.commit import list_versions
+
+        versions, naming = list_versions(self._store)
+        if naming:
+            return
+        for v in versions:
+            old = f"{VERSIONS_DIR}/{manifest_name(v, False)}"
+            new = f"{VERSIONS_DIR}/{manifest_name(v, True)}"
+            self._store.write_bytes(new, self._store.read_bytes(old))
+            self._store.delete(old)
+        self._v2 = True
+
+    # -- what lancenb's table format does not have -------------------------------------
+    def _no(self, what: str, why: str):
+        raise NotSupportedError(f"{what} is not supported by lancenb: {why}")
+
+    def branches(self, *args, **kwargs):
+        self._no("branches", "lancenb datasets have one line of versions (no _refs/branches)")
+
+    def create_branch(self, *args, **kwargs):
+        self._no("create_branch", "lancenb datasets have one line of versions "
+                 "(no _refs/branches)")
+
+    def add_bases(self, *args, **kwargs):
+        self._no("add_bases", "lancenb reads and writes data under the dataset root only "
+                 "(no extra base paths)")
+
+    def shallow_clone(self, *args, **kwargs):
+        self._no("shallow_clone", "a shallow clone refers to the source's files through a "
+                 "base path, which lancenb does not write")
+
+    def session(self):
+        self._no("session", "lancenb keeps its caches per dataset object (no shared Session)")
+
+    def new_file_session(self):
+        self._no("new_file_session", "file sessions belong to pylance's Rust object store")
+
+
+def _modified(store, rel: str) -> _dt.datetime:
+    from lancenb.dataset.maintenance import _mtime
+
+    t = _mtime(store, rel)
+    return _dt.datetime.fromtimestamp(t or 0, _dt.timezone.utc)
+
+
+# -- transaction protobuf -> LanceOperation ------------------------------------------
+
+def _frags(pbs) -> list:
+    from lancenb.dataset.fragmeta import FragmentMetadata
+
+    return [FragmentMetadata.from_pb(f) for f in pbs]
+
+
+def _map(upd):
+    from lancenb.dataset.operations import LanceOperation
+
+    return LanceOperation.UpdateMap({e.key: (e.value if e.HasField("value") else None)
+                                     for e in upd.update_entries}, bool(upd.replace))
+
+
+def _schema(fields, metadata) -> pa.Schema:
+    from lancenb.file.reader import cached_fields_to_schema
+
+    return cached_fields_to_schema(list(fields), dict(metadata))[0]
+
+
+def transaction_of(pb):
+    """A ``lance.table.Transaction`` protobuf as a :class:`lancenb.Transaction` with
+    the :class:`lancenb.LanceOperation` operation (as pylance's ``read_transaction``)."""
+    from lancenb.dataset.operations import LanceOperation as L
+    from lancenb.dataset.operations import Transaction
+
+    kind = pb.WhichOneof("operation")
+    o = getattr(pb, kind) if kind else None
+    if kind == "append":
+        op = L.Append(_frags(o.fragments))
+    elif kind == "delete":
+        op = L.Delete(_frags(o.updated_fragments), list(o.deleted_fragment_ids), o.predicate)
+    elif kind == "overwrite":
+        op = L.Overwrite(_schema(o.schema, o.schema_metadata), _frags(o.fragments))
+    elif kind == "update":
+        op = L.Update(list(o.removed_fragment_ids), _frags(o.updated_fragments),
+                      _frags(o.new_fragments), list(o.fields_modified),
+                      list(o.fields_for_preserving_frag_bitmap))
+    elif kind == "merge":
+        op = L.Merge(_frags(o.fragments), _schema(o.schema, o.schema_metadata))
+    elif kind == "project":
+        op = L.Project(_schema(o.schema, {}))
+    elif kind == "restore":
+        op = L.Restore(int(o.version))
+    elif kind == "rewrite":
+        op = L.Rewrite([L.RewriteGroup(_frags(g.old_fragments), _frags(g.new_fragments))
+                        for g in o.groups])
+    elif kind == "update_config":
+        op = L.UpdateConfig(
+            _map(o.config_updates) if o.HasField("config_updates") else None,
+            _map(o.table_metadata_updates) if o.HasField("table_metadata_updates") else None,
+            _map(o.schema_metadata_updates) if o.HasField("schema_metadata_updates")
+            else None,
+            {int(k): _map(v) for k, v in o.field_metadata_updates.items()} or None)
+    else:
+        op = L.BaseOperation()
+    return Transaction(int(pb.read_version), op, pb.uuid, dict(pb.transaction_properties))
+
+
+for _name in ("branches", "create_branch", "add_bases", "shallow_clone", "session",
+              "new_file_session"):
+    getattr(DatasetApiExtras, _name).not_supported = True  # scripts/parity.py reads it

@@ -1,0 +1,125 @@
+"""Small result classes of pylance's dataset API: statistics, schemas, base paths.
+
+They mirror the classes pylance returns (``lance.DataStatistics``,
+``lance.FieldStatistics``, ``lance.LanceSchema``, ``lance.DatasetBasePath``, the
+``ds.stats`` namespace) with the same fields, so code that reads them runs
+unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+__all__ = ["FieldStatistics", "DataStatistics", "LanceStats", "LanceSchema",
+           "DatasetBasePath"]
+
+
+@dataclass
+class FieldStatistics:
+    """Bytes one field takes in the data files (after compression)."""
+
+    id: int
+    bytes_on_disk: int
+
+
+@dataclass
+class DataStatistics:
+    """Per-field statistics of a dataset version (``ds.stats.data_stats()``)."""
+
+    fields: list = field(default_factory=list)
+
+
+@dataclass
+class DatasetBasePath:
+    """A base path registered in a manifest (``ds.base_paths()``)."""
+
+    id: int
+    path: str
+    name: str | None = None
+    is_dataset_root: bool = False
+
+
+class LanceStats:
+    """``ds.stats``: dataset statistics computed from the manifest and the data files'
+    metadata (no data is read)."""
+
+    def __init__(self, ds):
+        self._ds = ds
+
+    def dataset_stats(self, max_rows_per_group: int = 1024) -> dict:
+        """``{"num_deleted_rows", "num_fragments", "num_small_files"}``: a fragment is
+        small when it holds fewer than ``max_rows_per_group`` rows (pylance's count)."""
+        frags = self._ds.get_fragments()
+        return {"num_deleted_rows": sum(f.num_deletions for f in frags),
+                "num_fragments": len(frags),
+                "num_small_files": sum(f.count_rows() < max_rows_per_group for f in frags)}
+
+    def data_stats(self) -> DataStatistics:
+        """Bytes on disk of every field (pages' buffers in the data files; 0 for a
+        field with no column of its own, and for legacy files)."""
+        from lancenb.dataset.fragment import is_legacy_file
+
+        ds = self._ds
+        ids = [f.id for f in ds.manifest.fields]
+        total = dict.fromkeys(ids, 0)
+        for frag in ds.get_fragments():
+            for df in frag._pb.files:
+                if is_legacy_file(df):
+                    continue
+                meta = ds._open_file(df.path).metadata()
+                for fid, col in zip(df.fields, df.column_indices):
+                    if fid in total and 0 <= col < len(meta.columns):
+                        total[fid] += sum(b.size for p in meta.columns[col].pages
+                                          for b in p.buffers)
+        return DataStatistics([FieldStatistics(i, total[i]) for i in ids])
+
+    def index_stats(self, index_name: str):
+        from lancenb.errors import NotSupportedError
+
+        raise NotSupportedError("index statistics: lancenb datasets have no indices")
+
+
+class LanceSchema:
+    """A dataset's Lance schema: the Arrow schema plus the field ids of the manifest
+    (``ds.lance_schema``)."""
+
+    def __init__(self, fields_pb, arrow: pa.Schema):
+        self._fields = list(fields_pb)
+        self._arrow = arrow
+
+    def to_pyarrow(self) -> pa.Schema:
+        return self._arrow
+
+    @staticmethod
+    def from_pyarrow(schema: pa.Schema) -> "LanceSchema":
+        from lancenb.dataset.operations import schema_fields
+
+        return LanceSchema(schema_fields(schema), schema)
+
+    def fields(self) -> list:
+        """``[(field id, dotted path)]`` in the manifest's (pre-)order."""
+        from lancenb.dataset.operations import field_path
+
+        return [(f.id, field_path(self._fields, f)) for f in self._fields]
+
+    def field(self, name: str):
+        """The Arrow field at dotted path ``name`` (None if there is none)."""
+        from lancenb.dataset.operations import field_path
+
+        for f in self._fields:
+            if field_path(self._fields, f) == name:
+                t = self._arrow
+                for part in name.split("."):
+                    t = t.field(part) if isinstance(t, pa.Schema) else t.type.field(part)
+                return t
+        return None
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, LanceSchema) and self._arrow == other._arrow and \
+            [f.SerializeToString() for f in self._fields] == \
+            [f.SerializeToString() for f in other._fields]
+
+    def __repr__(self) -> str:
+        return f"LanceSchema({self._arrow})"
