@@ -591,11 +591,9 @@ def _check(problems, fn, file, **where):
     return None
 
 
-def _decode_page(r, enc: bytes, info, leaf_t, where: str, chain) -> None:
-    from lancenb.encodings.page import PageDecoder
-
-    d = PageDecoder(enc, info, leaf_t, where, chain, file_size=r._io.size())
-    n = sum(len(a) for a in d.scan(r._io))
+def _decode_page(r, fi: int, ci: int, page) -> None:
+    info, _, where = page
+    n = sum(len(a) for a in r.decode_page(fi, ci, page))
     if n != info.num_rows:
         raise CorruptFileError(f"{where}: decoded {n} rows, the page says {info.num_rows}")
 
@@ -626,24 +624,16 @@ def _validate_file(path: str, problems: list, counts: dict, storage_options=None
         counts["pages"] += sum(len(getattr(c, "pages", ())) for c in
                                getattr(md, "columns", ()) or ())
         for fi, name in enumerate(r.schema_full.names):
-            _check(problems, functools.partial(r._read_column_all, fi), path, column=name)
+            _check(problems, functools.partial(r.read_column, fi), path, column=name)
         return
     for fi in range(len(r.schema_full)):
-        for ci, path_, name in r._leaves(fi):
-            pages = _check(problems, functools.partial(r._column_meta, fi, ci, name), path,
-                           column=name, offset=int(r._cmo[ci, 0]))
-            leaf_t = chain = None
-            st = r._fields[fi].storage.type
-            if path_ is None:
-                leaf_t = st
-            else:
-                chain = repdef.chain_type(st, path_)
-                leaf_t = repdef.leaf_field(st, path_)
-            for pi, (info, enc, where) in enumerate(pages or []):
+        for ci, name in r.leaf_columns(fi):
+            pages = _check(problems, functools.partial(r.column_pages, fi, ci), path,
+                           column=name, offset=r.column_metadata_position(ci))
+            for pi, page in enumerate(pages or []):
                 counts["pages"] += 1
-                _check(problems, functools.partial(_decode_page, r, enc, info, leaf_t, where,
-                                                   chain),
-                       path, column=name, page=pi, offset=min(info.offsets, default=None))
+                _check(problems, functools.partial(_decode_page, r, fi, ci, page),
+                       path, column=name, page=pi, offset=min(page[0].offsets, default=None))
 
 
 def _validate_dataset(uri: str, problems: list, counts: dict, storage_options=None) -> None:

@@ -129,10 +129,9 @@ def read_column(frag, reader, data_file: str, name: str, field: pa.Field, offset
     (None: every row), as :func:`output_field` says."""
     kind = blob_layout(field)
     rows = None if offsets is None else np.asarray(offsets, dtype=np.int64)
-    idx = [f.name for f in reader._fields].index(name)
     if kind == "v1" and handling != "all_binary":
-        return reader._read_blob_descriptions(idx, rows)
-    got = reader._read_column_all(idx) if rows is None else reader._read_column_rows(idx, rows)
+        return reader.read_blob_descriptions(name, rows=rows)
+    got = reader.read_column(name, rows=rows)
     if kind == "v1":
         return got
     if kind is None:  # blob v2 columns inside structs

@@ -810,7 +810,8 @@ class Tags:
         items = sorted(self.list().items(), key=lambda kv: kv[0])
         return sorted(items, key=lambda kv: kv[1]["version"], reverse=order != "asc")
 
-    def _write(self, tag: str, version: int, created: str | None, *, create: bool) -> None:
+    def _write(self, tag: str, version: int, created: str | None, *, create: bool,
+               metadata: dict | None = None) -> None:
         versions, naming = list_versions(self._store)
         if version not in versions:
             raise DatasetNotFoundError(f"cannot tag version {version}: dataset "
@@ -818,7 +819,7 @@ class Tags:
         size = self._store.size(f"{VERSIONS_DIR}/{manifest_name(version, naming)}")
         now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         body = {"branch": None, "version": int(version), "createdAt": created or now,
-                "updatedAt": now, "manifestSize": size, "metadata": {}}
+                "updatedAt": now, "manifestSize": size, "metadata": metadata or {}}
         data = json.dumps(body, indent=2).encode()
         rel = f"{TAGS_DIR}/{tag}.json"
         if create:
@@ -836,7 +837,18 @@ class Tags:
         created = old.get("createdAt")  # parsed to a datetime by _read: back to text
         if isinstance(created, _dt.datetime):
             created = created.astimezone(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-        self._write(tag, int(version), created, create=False)
+        self._write(tag, int(version), created, create=False, metadata=old.get("metadata"))
+
+    def replace_metadata(self, tag: str, metadata: dict) -> None:
+        """Replace the ``metadata`` map of an existing tag (``{str: str}``)."""
+        old = self._read(tag)
+        if not isinstance(metadata, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()):
+            raise InvalidInputError("tag metadata must be a dict of str to str")
+        created = old.get("createdAt")
+        if isinstance(created, _dt.datetime):
+            created = created.astimezone(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        self._write(tag, int(old["version"]), created, create=False, metadata=dict(metadata))
 
     def delete(self, tag: str) -> None:
         self._read(tag)

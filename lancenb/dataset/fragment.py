@@ -25,6 +25,7 @@ from lancenb.dataset.rowids import decode_row_ids, external_bytes
 from lancenb.errors import CorruptFileError, InvalidInputError, NotSupportedError
 from lancenb.file.legacy import LegacyFileReader
 from lancenb.file.reader import LanceFileReader
+from lancenb.file.version import FileVersion
 from lancenb.io.paths import check_name
 from lancenb.io.pools import ThreadPool
 
@@ -315,25 +316,15 @@ class LanceFragment:
             if not wanted:
                 continue
             reader = self._ds._open_file(df.path, is_legacy_file(df))
-            cols_of = reader._columns_of
-            first_col = getattr(reader, "_field_of_column", None)
-            if first_col is None:  # column index -> top-level field (a dict, not list.index)
-                first_col = {}
-                for i, c in enumerate(cols_of):
-                    first_col.setdefault(c, i)
-                reader._field_of_column = first_col
             for name, col in wanted.items():
-                try:
-                    top_idx = first_col[col]
-                except KeyError:
-                    # the field's first id may be a parent without a column (2.1+)
-                    later = [i for i, c in enumerate(cols_of) if c >= col]
-                    if not later:
-                        raise CorruptFileError(
-                            f"fragment {self.fragment_id}, data file {df.path!r}: no column "
-                            f"{col} for field {name!r}") from None
-                    top_idx = later[0]
-                plan[name] = (fi, reader._fields[top_idx].name)
+                # the field's first id may be a parent without a column (2.1+): the
+                # first field whose columns start at or after it
+                top_idx = reader.field_at_column(col)
+                if top_idx is None:
+                    raise CorruptFileError(
+                        f"fragment {self.fragment_id}, data file {df.path!r}: no column "
+                        f"{col} for field {name!r}")
+                plan[name] = (fi, reader.fields[top_idx].name)
         self._plan = plan
         return plan
 
@@ -353,7 +344,7 @@ class LanceFragment:
         for fi in used:
             df = self._pb.files[fi]
             reader = self._ds._open_file(df.path, is_legacy_file(df))
-            if isinstance(reader, LegacyFileReader):
+            if reader.version is FileVersion.LEGACY:
                 got = _legacy_stats(reader)
             else:
                 got = read_file_stats(reader, f"fragment {self.fragment_id}, data file "
@@ -496,18 +487,4 @@ def is_legacy_file(df) -> bool:
 
 def read_file_column(reader: LanceFileReader, name: str, offsets: np.ndarray | None):
     """One top-level column of a data file, whole or at sorted ``offsets``."""
-    # name -> field index, built once per reader (a scan of thousands of columns
-    # looked each one up with a list search: quadratic)
-    index = getattr(reader, "_field_index", None)
-    if index is None:
-        index = {}
-        for i, f in enumerate(reader._fields):
-            index.setdefault(f.name, i)
-        reader._field_index = index
-    try:
-        idx = index[name]
-    except KeyError:
-        raise ValueError(f"{name!r} is not in list") from None
-    if offsets is None:
-        return reader._read_column_all(idx)
-    return reader._read_column_rows(idx, np.asarray(offsets, dtype=np.int64))
+    return reader.read_column(name, rows=offsets)

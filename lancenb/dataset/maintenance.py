@@ -174,9 +174,29 @@ def compact_files(ds, *, target_rows_per_fragment: int = 1024 * 1024,
 
 @dataclass
 class CleanupStats:
+    """What :func:`cleanup_old_versions` removed (pylance's ``lance.CleanupStats``
+    counters, plus the relative paths in ``removed``)."""
+
     bytes_removed: int = 0
     old_versions: int = 0
     removed: list = field(default_factory=list)  # relative paths (what a dry run lists)
+    failed_deletes: int = 0
+    index_files_removed: int = 0
+
+    def _count(self, prefix: str) -> int:
+        return sum(p.startswith(prefix) for p in self.removed)
+
+    @property
+    def data_files_removed(self) -> int:
+        return self._count(f"{DATA_DIR}/")
+
+    @property
+    def transaction_files_removed(self) -> int:
+        return self._count(f"{TRANSACTIONS_DIR}/")
+
+    @property
+    def deletion_files_removed(self) -> int:
+        return self._count("_deletions/")
 
 
 def _referenced(m) -> set[str]:

@@ -237,8 +237,7 @@ def write_fragments(store, batches: Iterator[pa.RecordBatch], schema: pa.Schema,
             except BaseException:
                 pass
         for w in list(open_writers):
-            if not w.closed:
-                w._out.abort()
+            w.abort()
         raise
     return frags
 

@@ -68,6 +68,8 @@ from lancenb.file.reader import (
     LanceFileMetadata,
     LancePageMetadata,
     ReaderResults,
+    _field_at_column,
+    _field_position,
     check_range,
     project,
 )
@@ -567,6 +569,42 @@ class LegacyFileReader:
 
     def _read_column_all(self, field_idx: int) -> pa.ChunkedArray:
         return self._read(field_idx, self._all_runs())
+
+    @property
+    def fields(self) -> list:
+        """The file's top-level fields (:class:`lancenb.file.schema.LanceField`)."""
+        return self._fields
+
+    def field_index(self, field) -> int:
+        """The position of a top-level field, given its name or position."""
+        return _field_position(self, field)
+
+    def field_at_column(self, column: int) -> int | None:
+        """The top-level field whose field ids start at or after ``column`` first."""
+        return _field_at_column(self._columns_of, column)
+
+    def read_column(self, field, *, rows=None, range=None) -> pa.ChunkedArray:
+        """One top-level field's values: every row (default), ``rows`` (sorted
+        ascending, duplicates allowed) or ``range=(start, num_rows)``."""
+        i = self.field_index(field)
+        if rows is not None:
+            return self._read_column_rows(i, rows)
+        if range is not None:
+            start, n = check_range(self.path, range[0], range[1], self._num_rows)
+            return self._read(i, self._runs_of(np.arange(start, start + n, dtype=np.int64)))
+        return self._read_column_all(i)
+
+    def read_blob_descriptions(self, field, *, rows=None) -> pa.ChunkedArray:
+        raise NotSupportedError(f"{self.path!r}: legacy (0.1) files store no blob "
+                                f"descriptions")
+
+    def prepare_take(self, fields=None) -> None:
+        """Nothing to load: 0.1 pages are read by position."""
+
+    def leaf_columns(self, field) -> list[tuple[int, str]]:
+        raise NotSupportedError(f"{self.path!r}: 0.1 columns decode whole, not by page")
+
+    column_pages = decode_page = leaf_columns
 
     def _read_column_rows(self, field_idx: int, rows: np.ndarray) -> pa.ChunkedArray:
         """``rows`` sorted ascending (duplicates allowed)."""

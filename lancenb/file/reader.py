@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -120,6 +121,33 @@ def cached_fields_to_schema(fields, metadata, key: bytes | None = None) -> tuple
             _SCHEMA_CACHE.pop(next(iter(_SCHEMA_CACHE)), None)
         _SCHEMA_CACHE[key] = hit
     return hit
+
+
+def _field_position(reader, field) -> int:
+    """A top-level field's position from its name or position (names memoised)."""
+    if isinstance(field, (int, np.integer)):
+        i = int(field)
+        if not 0 <= i < len(reader._fields):
+            raise InvalidInputError(f"{reader.path!r}: no field {i} (the file has "
+                                    f"{len(reader._fields)})")
+        return i
+    index = reader.__dict__.get("_name_index")
+    if index is None:
+        index = {}
+        for i, f in enumerate(reader._fields):
+            index.setdefault(f.name, i)
+        reader._name_index = index
+    try:
+        return index[field]
+    except KeyError:
+        raise InvalidInputError(f"{reader.path!r}: no column {field!r}; the file has "
+                                f"{[f.name for f in reader._fields]}") from None
+
+
+def _field_at_column(columns_of: list[int], column: int) -> int | None:
+    """The first top-level field whose first column is at or after ``column``."""
+    i = bisect.bisect_left(columns_of, column)
+    return i if i < len(columns_of) else None
 
 
 class _WholeFile:
@@ -443,6 +471,84 @@ class LanceFileReader:
                                     f"{len(self._gbo)})")
         pos, size = map(int, self._gbo[index])
         return self._io.read(pos, size)
+
+    # -- public column access: what the dataset layer and inspect use -----------
+    @property
+    def fields(self) -> list:
+        """The file's top-level fields (:class:`lancenb.file.schema.LanceField`: name,
+        field id, Arrow field, children), in schema order."""
+        return self._fields
+
+    def field_index(self, field) -> int:
+        """The position of a top-level field, given its name or position."""
+        return _field_position(self, field)
+
+    def field_at_column(self, column: int) -> int | None:
+        """The top-level field whose columns start at or after ``column`` first (the
+        field a data file's ``column_indices`` entry names), None past the last."""
+        return _field_at_column(self._columns_of, column)
+
+    def read_column(self, field, *, rows=None, range=None) -> pa.ChunkedArray:
+        """One top-level field's values: every row (default), ``rows`` (row numbers
+        sorted ascending, duplicates allowed) or ``range=(start, num_rows)``."""
+        i = self.field_index(field)
+        if rows is not None:
+            return self._read_column_rows(i, np.asarray(rows, dtype=np.int64).reshape(-1))
+        if range is not None:
+            start, n = check_range(self.path, range[0], range[1], self._num_rows)
+            return self._read_column_range(i, start, n)
+        return self._read_column_all(i)
+
+    def read_blob_descriptions(self, field, *, rows=None) -> pa.ChunkedArray:
+        """A top-level blob v1 column's ``(position, size)`` descriptions, every row or
+        ``rows`` (sorted ascending), without reading the blob values."""
+        rows = None if rows is None else np.asarray(rows, dtype=np.int64).reshape(-1)
+        return self._read_blob_descriptions(self.field_index(field), rows)
+
+    def prepare_take(self, fields=None) -> None:
+        """Load what random access to ``fields`` (default: the projected ones) needs:
+        chunk tables, dictionaries, repetition indices, in one coalesced read each."""
+        for f in (self._projection if fields is None else fields):
+            i = self.field_index(f)
+            if self._v20 is None:
+                self._initialise(i)
+
+    def leaf_columns(self, field) -> list[tuple[int, str]]:
+        """``[(column index, leaf name)]`` of a top-level field (2.1+ files, whose
+        pages decode one by one)."""
+        i = self.field_index(field)
+        if self._v20 is not None:
+            raise NotSupportedError(f"{self.path!r}: 2.0 columns decode whole, not by page")
+        return [(ci, name) for ci, _, name in self._leaves(i)]
+
+    def column_metadata_position(self, column: int) -> int:
+        """Where a column's metadata starts in the file."""
+        return int(self._cmo[column, 0])
+
+    def column_pages(self, field, column: int) -> list:
+        """The checked pages of one of a field's columns: ``[(PageInfo, encoding bytes,
+        where)]``; a :class:`CorruptFileError` when the metadata is damaged."""
+        i = self.field_index(field)
+        name = dict(self.leaf_columns(i))[column]
+        return self._column_meta(i, column, name)
+
+    def decode_page(self, field, column: int, page) -> list[pa.Array]:
+        """Decode one page (an entry of :meth:`column_pages`) whole, in pieces."""
+        i = self.field_index(field)
+        f = self._fields[i]
+        path = next(p for ci, p, _ in self._leaves(i) if ci == column)
+        st = f.storage.type
+        if path is None:
+            leaf_t, chain = st, None
+        else:
+            chain, leaf_t = repdef.chain_type(st, path), repdef.leaf_field(st, path)
+        info, enc, where = page
+        d = PageDecoder(enc, info, leaf_t, where, chain, file_size=self._io.size())
+        return d.scan(self._io)
+
+    def page_statistics(self, **kwargs):
+        """Statistics pages: only legacy (0.1) files have them; None here."""
+        return None
 
     # -- data ----------------------------------------------------------------
     def _merge(self, field_idx: int, columns: list[list[pa.Array]]) -> pa.ChunkedArray:

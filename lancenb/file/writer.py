@@ -493,12 +493,29 @@ class LanceFileWriter:
         self.closed = True
         return self._rows
 
+    def abort(self) -> None:
+        """Give up on the file: discard what was written (nothing is left at ``path``).
+
+        Does nothing once the writer is closed (a closed file is complete).
+
+        Examples
+        --------
+        >>> import pyarrow as pa
+        >>> w = LanceFileWriter("memory://abort-example.lance")
+        >>> w.write_batch(pa.table({"x": [1, 2]}))
+        >>> w.abort()
+        >>> w.closed
+        True
+        """
+        if not self.closed:
+            self._out.abort()
+            self.closed = True
+
     def __enter__(self) -> "LanceFileWriter":
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
         if exc_type is None:
             self.close()
-        elif not self.closed:
-            self._out.abort()
-            self.closed = True
+        else:
+            self.abort()
