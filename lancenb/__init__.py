@@ -5,15 +5,14 @@
 :mod:`lancenb.file`.
 """
 
-__version__ = "0.1.0"
+import importlib as _importlib
+import importlib.util  # noqa: F401
+import sys as _sys
+import types as _types
 
-import importlib as _importlib  # noqa: E402
-import importlib.util  # noqa: E402,F401
-import sys as _sys  # noqa: E402
-import types as _types  # noqa: E402
-
-from lancenb import errors  # noqa: E402
-from lancenb.errors import (  # noqa: E402
+from lancenb import errors
+from lancenb._version import __version__
+from lancenb.errors import (
     CommitConflictError,
     CorruptFileError,
     DatasetExistsError,

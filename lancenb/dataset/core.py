@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
-from lancenb import __version__ as _lancenb_version
+from lancenb._version import __version__ as _lancenb_version
 from lancenb._proto import table_pb2, transaction_pb2
 from lancenb.dataset import blob
 from lancenb.dataset.api_extras import DatasetApiExtras

@@ -73,6 +73,29 @@ import sqlglot
 from sqlglot import exp, tokens
 from sqlglot.dialects.dialect import Dialect
 
+from lancenb.dataset import sql as engine
+from lancenb.dataset.exprnodes import (
+    ARITH,
+    CMP,
+    And,
+    Arith,
+    Cast,
+    Cmp,
+    Col,
+    In,
+    IsBool,
+    IsNull,
+    Like,
+    Lit,
+    Neg,
+    Node,
+    Not,
+    Opaque,
+    Or,
+    is_numeric,
+    is_text,
+)
+from lancenb.dataset.pruning import may_be_true
 from lancenb.dataset.stats import ColumnStats
 from lancenb.errors import InvalidInputError
 
@@ -105,204 +128,6 @@ class _LanceSql(Dialect):
         QUOTES = ["'", '"']
 
 
-# --------------------------------------------------------------------------- the tree
-
-
-class _Node:
-    type: pa.DataType
-
-    def expr(self) -> pc.Expression:
-        raise NotImplementedError
-
-
-@dataclass(frozen=True)
-class _Col(_Node):
-    path: tuple[str, ...]
-    type: pa.DataType
-
-    def expr(self):
-        return pc.field(*self.path)
-
-
-@dataclass(frozen=True)
-class _Lit(_Node):
-    value: pa.Scalar
-
-    @property
-    def type(self):
-        return self.value.type
-
-    def expr(self):
-        return pc.scalar(self.value)
-
-
-@dataclass(frozen=True)
-class _Opaque(_Node):
-    """A part of a filter the typed tree does not model (a function, ``CASE``, ...):
-    the engine evaluates it, statistics pruning assumes it may be true."""
-
-    sql: str
-    type = pa.bool_()
-
-    def expr(self):
-        raise InvalidInputError(f"{self.sql!r} has no pyarrow.compute translation")
-
-
-@dataclass(frozen=True)
-class _Cast(_Node):
-    arg: _Node
-    type: pa.DataType
-
-    def expr(self):
-        return self.arg.expr().cast(self.type)
-
-
-_CMP = {"=": pc.equal, "!=": pc.not_equal, "<": pc.less, "<=": pc.less_equal,
-        ">": pc.greater, ">=": pc.greater_equal}
-_FLIP = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
-_NEGATE = {"=": "!=", "!=": "=", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
-
-
-@dataclass(frozen=True)
-class _Cmp(_Node):
-    op: str
-    left: _Node
-    right: _Node
-    type = pa.bool_()
-
-    def expr(self):
-        a, b = self.left.expr(), self.right.expr()
-        out = _CMP[self.op](a, b)
-        fa, fb = pa.types.is_floating(self.left.type), pa.types.is_floating(self.right.type)
-        if not (fa or fb):
-            return out
-        # pylance (DataFusion) orders floats with NaN above every number and equal
-        # to itself; IEEE comparisons say false. Add the NaN cases back.
-        false = pc.scalar(False)
-        na = pc.is_nan(a) if fa else false
-        nb = pc.is_nan(b) if fb else false
-        if self.op == ">":
-            return out | (na & ~nb)
-        if self.op == ">=":
-            return out | na
-        if self.op == "<":
-            return out | (nb & ~na)
-        if self.op == "<=":
-            return out | nb
-        if self.op == "=":
-            return out | (na & nb)
-        return out & ~(na & nb)  # "!="
-
-
-_ARITH = {"+": pc.add_checked, "-": pc.subtract_checked, "*": pc.multiply_checked,
-          "/": pc.divide_checked, "%": pc.remainder_checked}
-
-
-@dataclass(frozen=True)
-class _Arith(_Node):
-    op: str
-    left: _Node
-    right: _Node
-    type: pa.DataType
-
-    def expr(self):
-        return _ARITH[self.op](self.left.expr(), self.right.expr())
-
-
-@dataclass(frozen=True)
-class _Neg(_Node):
-    arg: _Node
-
-    @property
-    def type(self):
-        return self.arg.type
-
-    def expr(self):
-        return pc.negate_checked(self.arg.expr())
-
-
-@dataclass(frozen=True)
-class _And(_Node):
-    left: _Node
-    right: _Node
-    type = pa.bool_()
-
-    def expr(self):
-        return pc.and_kleene(self.left.expr(), self.right.expr())
-
-
-@dataclass(frozen=True)
-class _Or(_Node):
-    left: _Node
-    right: _Node
-    type = pa.bool_()
-
-    def expr(self):
-        return pc.or_kleene(self.left.expr(), self.right.expr())
-
-
-@dataclass(frozen=True)
-class _Not(_Node):
-    arg: _Node
-    type = pa.bool_()
-
-    def expr(self):
-        return pc.invert(self.arg.expr())
-
-
-@dataclass(frozen=True)
-class _IsNull(_Node):
-    arg: _Node
-    negated: bool
-    type = pa.bool_()
-
-    def expr(self):
-        return (pc.is_valid if self.negated else pc.is_null)(self.arg.expr())
-
-
-@dataclass(frozen=True)
-class _IsBool(_Node):
-    """``x IS TRUE`` / ``x IS FALSE``: never null."""
-
-    arg: _Node
-    value: bool
-    type = pa.bool_()
-
-    def expr(self):
-        e = self.arg.expr() if self.value else pc.invert(self.arg.expr())
-        return pc.coalesce(e, pc.scalar(False))
-
-
-@dataclass(frozen=True)
-class _In(_Node):
-    """``x IN (values)``: NULL when x is null, or when no match and the list has a NULL."""
-
-    arg: _Node
-    values: pa.Array  # the non-null values, typed like ``arg`` where possible
-    has_null: bool
-    type = pa.bool_()
-
-    def expr(self):
-        a = self.arg.expr()
-        hit = pc.is_in(a, value_set=self.values)
-        null = pc.scalar(pa.scalar(None, pa.bool_()))
-        if self.has_null:
-            hit = pc.if_else(hit, pc.scalar(True), null)
-        return pc.if_else(pc.is_valid(a), hit, null)
-
-
-@dataclass(frozen=True)
-class _Like(_Node):
-    arg: _Node
-    pattern: str
-    ignore_case: bool
-    type = pa.bool_()
-
-    def expr(self):
-        return pc.match_like(self.arg.expr(), pattern=self.pattern,
-                             ignore_case=self.ignore_case)
-
-
 # ----------------------------------------------------------------- SQL → tree
 
 _SQL_TYPES = {
@@ -330,15 +155,6 @@ _BINARY_OPS = {exp.EQ: "=", exp.NEQ: "!=", exp.LT: "<", exp.LTE: "<=", exp.GT: "
                exp.Mod: "%"}
 
 
-def _is_numeric(t: pa.DataType) -> bool:
-    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
-
-
-def _is_text(t: pa.DataType) -> bool:
-    return (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
-            or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t))
-
-
 def _exact_cast(value: pa.Scalar, target: pa.DataType) -> pa.Scalar | None:
     """``value`` cast to ``target`` if that loses nothing (it casts back unchanged)."""
     if value.type == target:
@@ -355,7 +171,7 @@ def _exact_cast(value: pa.Scalar, target: pa.DataType) -> pa.Scalar | None:
 
 
 class _Translator:
-    """Turns a sqlglot AST into a typed :class:`_Node` tree against one schema."""
+    """Turns a sqlglot AST into a typed :class:`Node` tree against one schema."""
 
     def __init__(self, text: str, schema: pa.Schema, tolerant: bool = False):
         self.text = text
@@ -366,7 +182,7 @@ class _Translator:
     def fail(self, problem: str) -> InvalidInputError:
         return InvalidInputError(f"filter {_short(self.text)!r}: {problem}")
 
-    def node(self, e: exp.Expression) -> _Node:
+    def node(self, e: exp.Expression) -> Node:
         self.depth += 1
         try:
             if self.depth > MAX_FILTER_DEPTH:
@@ -375,7 +191,7 @@ class _Translator:
         finally:
             self.depth -= 1
 
-    def chain(self, e: exp.Expression, kind: type) -> _Node:
+    def chain(self, e: exp.Expression, kind: type) -> Node:
         """A flat run of ``AND`` (or ``OR``) terms, collected without recursion and
         combined into a balanced tree (depth log2 of the number of terms)."""
         terms, stack = [], [e]
@@ -388,14 +204,14 @@ class _Translator:
                 stack.append(x.this)
             else:
                 terms.append(self.term(x))
-        combine = _And if kind is exp.And else _Or
+        combine = And if kind is exp.And else Or
         while len(terms) > 1:
             paired = [combine(terms[i], terms[i + 1]) for i in range(0, len(terms) - 1, 2)]
             terms = paired + ([terms[-1]] if len(terms) % 2 else [])
         return terms[0]
 
-    def term(self, e: exp.Expression) -> _Node:
-        """A predicate, or, in tolerant mode, an :class:`_Opaque` stand-in for one the
+    def term(self, e: exp.Expression) -> Node:
+        """A predicate, or, in tolerant mode, an :class:`Opaque` stand-in for one the
         tree does not model (the engine checks and evaluates it)."""
         if not self.tolerant:
             return self.predicate(e)
@@ -404,9 +220,9 @@ class _Translator:
         except InvalidInputError as err:
             if "nests deeper than" in str(err):
                 raise  # the depth limit holds for the engine too
-            return _Opaque(e.sql())
+            return Opaque(e.sql())
 
-    def _node(self, e: exp.Expression) -> _Node:
+    def _node(self, e: exp.Expression) -> Node:
         if isinstance(e, exp.Paren):
             return self.node(e.this)
         if isinstance(e, (exp.Column, exp.Dot)):
@@ -417,25 +233,25 @@ class _Translator:
             return self.cast(e)
         if isinstance(e, exp.Neg):
             arg = self.node(e.this)
-            if not (_is_numeric(arg.type) or pa.types.is_null(arg.type)):
+            if not (is_numeric(arg.type) or pa.types.is_null(arg.type)):
                 raise self.fail(f"unary minus needs a number, got {arg.type}")
-            return _Lit(pc.negate_checked(arg.value)) if isinstance(arg, _Lit) else _Neg(arg)
+            return Lit(pc.negate_checked(arg.value)) if isinstance(arg, Lit) else Neg(arg)
         if isinstance(e, (exp.And, exp.Or)):
             return self.chain(e, type(e))
         if isinstance(e, exp.Not):
-            return _Not(self.predicate(e.this))
+            return Not(self.predicate(e.this))
         if type(e) in _BINARY_OPS:
             op = _BINARY_OPS[type(e)]
             left, right = self.node(e.this), self.node(e.expression)
-            if op in _CMP:
+            if op in CMP:
                 left, right = self.coerce(left, right)
-                return _Cmp(op, left, right)
+                return Cmp(op, left, right)
             return self.arith(op, left, right)
         if isinstance(e, exp.Between):
             x = self.node(e.this)
-            lo = _Cmp(">=", *self.coerce(x, self.node(e.args["low"])))
-            hi = _Cmp("<=", *self.coerce(x, self.node(e.args["high"])))
-            return _And(lo, hi)
+            lo = Cmp(">=", *self.coerce(x, self.node(e.args["low"])))
+            hi = Cmp("<=", *self.coerce(x, self.node(e.args["high"])))
+            return And(lo, hi)
         if isinstance(e, exp.In):
             return self.in_list(e)
         if isinstance(e, exp.Is):
@@ -452,15 +268,15 @@ class _Translator:
             raise self.fail(f"unsupported function {name}()")
         raise self.fail(f"unsupported SQL construct {e.sql()!r} ({type(e).__name__})")
 
-    def predicate(self, e: exp.Expression) -> _Node:
+    def predicate(self, e: exp.Expression) -> Node:
         n = self.node(e)
-        if isinstance(n, _Lit) and pa.types.is_null(n.type):
-            return _Lit(pa.scalar(None, pa.bool_()))
+        if isinstance(n, Lit) and pa.types.is_null(n.type):
+            return Lit(pa.scalar(None, pa.bool_()))
         if not (pa.types.is_boolean(n.type) or pa.types.is_null(n.type)):
             raise self.fail(f"{e.sql()!r} is {n.type}, not a boolean condition")
         return n
 
-    def column(self, e: exp.Expression) -> _Col:
+    def column(self, e: exp.Expression) -> Col:
         parts: list[exp.Identifier] = []
         for part in e.parts if isinstance(e, exp.Column) else e.flatten():
             if isinstance(part, exp.Column):
@@ -487,20 +303,20 @@ class _Translator:
             path.append(name)
             typ = fields[names.index(name)].type
             fields = list(typ) if pa.types.is_struct(typ) else []
-        return _Col(tuple(path), typ)
+        return Col(tuple(path), typ)
 
-    def literal(self, e: exp.Expression) -> _Lit:
+    def literal(self, e: exp.Expression) -> Lit:
         if isinstance(e, exp.Null):
-            return _Lit(pa.scalar(None, pa.null()))
+            return Lit(pa.scalar(None, pa.null()))
         if isinstance(e, exp.Boolean):
-            return _Lit(pa.scalar(bool(e.this)))
+            return Lit(pa.scalar(bool(e.this)))
         if e.is_string:
-            return _Lit(pa.scalar(e.this, pa.string()))
+            return Lit(pa.scalar(e.this, pa.string()))
         text = e.this
         try:
             if text.isdigit():
-                return _Lit(pa.scalar(int(text), pa.int64() if int(text) < 2**63 else None))
-            return _Lit(pa.scalar(float(text), pa.float64()))
+                return Lit(pa.scalar(int(text), pa.int64() if int(text) < 2**63 else None))
+            return Lit(pa.scalar(float(text), pa.float64()))
         except (ValueError, OverflowError, pa.ArrowException):
             raise self.fail(f"cannot read the number {text!r}") from None
 
@@ -512,17 +328,17 @@ class _Translator:
             raise self.fail(f"unsupported type {dt.sql()!r} in CAST")
         return _SQL_TYPES[dt.this]
 
-    def cast(self, e: exp.Cast) -> _Node:
+    def cast(self, e: exp.Cast) -> Node:
         target = self.sql_type(e.to)
         arg = self.node(e.this)
-        if not isinstance(arg, _Lit):
-            return _Cast(arg, target)
+        if not isinstance(arg, Lit):
+            return Cast(arg, target)
         if pa.types.is_timestamp(target) and pa.types.is_string(arg.type):
             parsed = self.parse_timestamp(arg.value.as_py())
             unit = max(parsed.type.unit, target.unit, key=_UNITS.index)  # keep precision
-            return _Lit(parsed.cast(pa.timestamp(unit, target.tz)))
+            return Lit(parsed.cast(pa.timestamp(unit, target.tz)))
         try:
-            return _Lit(arg.value.cast(target, safe=True))
+            return Lit(arg.value.cast(target, safe=True))
         except pa.ArrowException as err:
             raise self.fail(f"cannot cast {e.this.sql()} to {target}: {err}") from None
 
@@ -537,53 +353,53 @@ class _Translator:
                 continue
         raise self.fail(f"cannot read {text!r} as a timestamp")
 
-    def coerce(self, left: _Node, right: _Node) -> tuple[_Node, _Node]:
+    def coerce(self, left: Node, right: Node) -> tuple[Node, Node]:
         """Cast a literal compared with a column (or any non-literal) to its type."""
-        if isinstance(right, _Lit) and not isinstance(left, _Lit):
+        if isinstance(right, Lit) and not isinstance(left, Lit):
             return left, self.coerce_literal(right, left.type)
-        if isinstance(left, _Lit) and not isinstance(right, _Lit):
+        if isinstance(left, Lit) and not isinstance(right, Lit):
             return self.coerce_literal(left, right.type), right
         return left, right
 
-    def coerce_literal(self, lit: _Lit, target: pa.DataType) -> _Lit:
+    def coerce_literal(self, lit: Lit, target: pa.DataType) -> Lit:
         """``lit`` as ``target`` when the cast is exact; a string literal that does not
         parse as ``target`` is an error, other mismatches are left to Arrow's promotion."""
-        if _is_text(target) and not (_is_text(lit.type) or pa.types.is_null(lit.type)):
+        if is_text(target) and not (is_text(lit.type) or pa.types.is_null(lit.type)):
             return lit  # no implicit number → text cast; Arrow reports the mismatch
         cast = _exact_cast(lit.value, target)
         if cast is None and pa.types.is_string(lit.type):
             if pa.types.is_timestamp(target):
-                lit = _Lit(self.parse_timestamp(lit.value.as_py()))
+                lit = Lit(self.parse_timestamp(lit.value.as_py()))
                 cast = _exact_cast(lit.value, target)
         if cast is None and pa.types.is_timestamp(target) and pa.types.is_timestamp(lit.type):
             # Arrow compares timestamps of different units, not zoned with naive ones
             cast = _exact_cast(lit.value, pa.timestamp(lit.type.unit, target.tz))
         if cast is None and pa.types.is_string(lit.type):
             raise self.fail(f"cannot compare {target} with {lit.value.as_py()!r}")
-        return lit if cast is None else _Lit(cast)
+        return lit if cast is None else Lit(cast)
 
-    def arith(self, op: str, left: _Node, right: _Node) -> _Node:
+    def arith(self, op: str, left: Node, right: Node) -> Node:
         for side in (left, right):
-            if not (_is_numeric(side.type) or pa.types.is_null(side.type)):
+            if not (is_numeric(side.type) or pa.types.is_null(side.type)):
                 raise self.fail(f"arithmetic {op!r} needs numbers, got {side.type}")
-        if isinstance(left, _Lit) and isinstance(right, _Lit):
+        if isinstance(left, Lit) and isinstance(right, Lit):
             try:
-                return _Lit(_ARITH[op](left.value, right.value))
+                return Lit(ARITH[op](left.value, right.value))
             except pa.ArrowException as err:
                 raise self.fail(f"cannot compute {left.value} {op} {right.value}: {err}") \
                     from None
         if pa.types.is_null(left.type) or pa.types.is_null(right.type):
             typ = left.type if pa.types.is_null(right.type) else right.type
         else:  # Arrow's promotion decides the result type
-            typ = _ARITH[op](pa.array([], left.type), pa.array([], right.type)).type
-        return _Arith(op, left, right, typ)
+            typ = ARITH[op](pa.array([], left.type), pa.array([], right.type)).type
+        return Arith(op, left, right, typ)
 
-    def in_list(self, e: exp.In) -> _Node:
+    def in_list(self, e: exp.In) -> Node:
         if e.args.get("query") or e.args.get("unnest") or e.args.get("field"):
             raise self.fail("IN takes a list of literals, not a subquery")
         arg = self.node(e.this)
         items = [self.node(v) for v in e.expressions]
-        if not all(isinstance(i, _Lit) for i in items):
+        if not all(isinstance(i, Lit) for i in items):
             raise self.fail("IN takes a list of literals")
         values = [self.coerce(arg, i)[1].value for i in items]
         kept = [v for v in values if v.is_valid]
@@ -598,17 +414,17 @@ class _Translator:
         if pa.types.is_floating(array.type) and pc.any(pc.equal(array, 0)).as_py():
             # is_in hashes bits, so -0.0 would not match 0.0 as SQL requires
             array = pa.concat_arrays([array, pa.array([0.0, -0.0], array.type)])
-        return _In(arg, array, len(kept) < len(values))
+        return In(arg, array, len(kept) < len(values))
 
-    def is_(self, e: exp.Is) -> _Node:
+    def is_(self, e: exp.Is) -> Node:
         arg = self.node(e.this)
         if isinstance(e.expression, exp.Null):
-            return _IsNull(arg, negated=False)
+            return IsNull(arg, negated=False)
         if isinstance(e.expression, exp.Boolean) and pa.types.is_boolean(arg.type):
-            return _IsBool(arg, bool(e.expression.this))
+            return IsBool(arg, bool(e.expression.this))
         raise self.fail(f"unsupported IS test {e.sql()!r}")
 
-    def like(self, e: exp.Expression, escape: str | None) -> _Node:
+    def like(self, e: exp.Expression, escape: str | None) -> Node:
         arg = self.node(e.this)
         pat = e.expression
         if not (isinstance(pat, exp.Literal) and pat.is_string):
@@ -624,8 +440,8 @@ class _Translator:
                 else:
                     out.append("\\\\" if ch == "\\" else ch)
             pattern = "".join(out)
-        node = _Like(arg, pattern, ignore_case=isinstance(e, exp.ILike))
-        return _Not(node) if e.args.get("negate") else node
+        node = Like(arg, pattern, ignore_case=isinstance(e, exp.ILike))
+        return Not(node) if e.args.get("negate") else node
 
 
 # ----------------------------------------------------------------------- public API
@@ -638,7 +454,7 @@ class Filter:
 
     text: str | None
     expression: pc.Expression | None
-    _tree: _Node | None = field(default=None, repr=False)
+    _tree: Node | None = field(default=None, repr=False)
     _columns: frozenset = field(default=frozenset(), repr=False)
 
     def positions(self, table: pa.Table) -> np.ndarray:
@@ -646,9 +462,7 @@ class Filter:
         (NULL counts as false). SQL goes through the engine (:mod:`lancenb.dataset.sql`),
         a pyarrow Expression through ``pyarrow.compute``."""
         if self.expression is None:  # functions, CASE, ...: the engine
-            from lancenb.dataset import sql
-
-            return sql.positions(table, self.text)
+            return engine.positions(table, self.text)
         # what the typed tree models (comparisons, IN, LIKE, casts, arithmetic, AND/OR)
         # pyarrow.compute evaluates with pylance's semantics, 3-10x faster per batch
         # than the engine (benchmarks/RESULTS.md, "SQL engine")
@@ -669,8 +483,6 @@ class Filter:
         """False only if ``stats`` prove no row satisfies the filter."""
         if self._tree is None:
             return True  # a pyarrow Expression cannot be inspected: assume it matches
-        from lancenb.dataset.pruning import may_be_true
-
         try:
             return may_be_true(self._tree, stats, negated=False)
         except (TypeError, ValueError, ArithmeticError, pa.ArrowException):
@@ -686,12 +498,12 @@ def _validate(expression: pc.Expression, schema: pa.Schema, what: str) -> None:
         raise InvalidInputError(f"filter {what}: {err}") from None
 
 
-def _nodes(node: _Node):
+def _nodes(node: Node):
     """Every node of a tree (children are the dataclass fields holding nodes)."""
     yield node
     for fl in fields(node):
         child = getattr(node, fl.name)
-        if isinstance(child, _Node):
+        if isinstance(child, Node):
             yield from _nodes(child)
 
 
@@ -715,10 +527,8 @@ def _short(text: str, limit: int = 200) -> str:
 
 def _syntax_error(text: str, what: str) -> InvalidInputError:
     """The engine's account of a syntax error (sqlglot's names its own classes)."""
-    from lancenb.dataset import sql
-
     try:
-        sql.result_types(pa.schema([]), {"v": text}, what=what)
+        engine.result_types(pa.schema([]), {"v": text}, what=what)
     except InvalidInputError as err:
         if ": syntax error: " in str(err):
             return err
@@ -798,7 +608,7 @@ def compile_filter(filter: FilterLike, schema: pa.Schema) -> Filter:
     except (pa.ArrowException, TypeError, ValueError):
         tree = None  # left to the engine, pruning nothing
     expression = None
-    if tree is not None and not any(isinstance(n, _Opaque) for n in _nodes(tree)):
+    if tree is not None and not any(isinstance(n, Opaque) for n in _nodes(tree)):
         try:
             expression = tree.expr()
             _validate(expression, schema, repr(_short(filter)))
@@ -807,9 +617,7 @@ def compile_filter(filter: FilterLike, schema: pa.Schema) -> Filter:
     if expression is None:
         # names, functions and types, in the engine's terms (the engine evaluates it).
         # Only here: DataFusion plans a 3000-term AND chain in ~40 s, pyarrow in ms.
-        from lancenb.dataset import sql
-
-        sql.check(schema, filter)
+        engine.check(schema, filter)
     return Filter(filter, expression, tree, _columns_of(ast))
 
 
@@ -820,8 +628,6 @@ def check_expression(sql: str, schema: pa.Schema, *,
     if not isinstance(sql, str) or not sql.strip():
         raise InvalidInputError(f"{what} must be a non-empty SQL string, not {sql!r}")
     ast = _parse(sql, what)
-    from lancenb.dataset import sql as engine
-
     typ = engine.result_types(schema, {"v": sql}, what=what).field("v").type
     used = _columns_of(ast)
     return typ, [n for n in schema.names if n in used or n.lower() in used]
@@ -836,7 +642,7 @@ def compile_expression(sql: str, schema: pa.Schema) -> tuple[pc.Expression, pa.D
     try:
         tree = _Translator(sql, schema).node(ast)
         expression = tree.expr()
-        import pyarrow.dataset as pads
+        import pyarrow.dataset as pads  # lazy: it loads pandas; only add_columns needs it
 
         typ = pads.dataset(schema.empty_table()).to_table(columns={"v": expression}) \
             .schema.field("v").type

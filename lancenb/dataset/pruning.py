@@ -22,22 +22,21 @@ from typing import Any
 
 import pyarrow as pa
 
-# the typed tree of a compiled SQL filter (built in lancenb.dataset.filters)
-from lancenb.dataset.filters import (
-    _FLIP,
-    _NEGATE,
-    _And,
-    _Cmp,
-    _Col,
-    _In,
-    _is_numeric,
-    _IsBool,
-    _IsNull,
-    _Like,
-    _Lit,
-    _Node,
-    _Not,
-    _Or,
+from lancenb.dataset.exprnodes import (
+    FLIP,
+    NEGATE,
+    And,
+    Cmp,
+    Col,
+    In,
+    IsBool,
+    IsNull,
+    Like,
+    Lit,
+    Node,
+    Not,
+    Or,
+    is_numeric,
 )
 from lancenb.dataset.stats import ColumnStats
 
@@ -60,31 +59,31 @@ def _key(value: Any, typ: pa.DataType) -> Any:
     return value.as_py() if isinstance(value, pa.Scalar) else value
 
 
-def _tested_column(node: _Node) -> _Col | None:
+def _tested_column(node: Node) -> Col | None:
     """The column of a column-versus-literal test, if ``node`` is one."""
-    if isinstance(node, _Cmp) and isinstance(node.left, _Col) and isinstance(node.right, _Lit):
+    if isinstance(node, Cmp) and isinstance(node.left, Col) and isinstance(node.right, Lit):
         return node.left
-    if isinstance(node, (_In, _IsNull, _Like, _IsBool)) and isinstance(node.arg, _Col):
+    if isinstance(node, (In, IsNull, Like, IsBool)) and isinstance(node.arg, Col):
         return node.arg
     return None
 
 
-def may_be_true(node: _Node, stats: dict[str, ColumnStats], negated: bool) -> bool:
-    if isinstance(node, _Not):
+def may_be_true(node: Node, stats: dict[str, ColumnStats], negated: bool) -> bool:
+    if isinstance(node, Not):
         return may_be_true(node.arg, stats, not negated)
-    if isinstance(node, (_And, _Or)):
+    if isinstance(node, (And, Or)):
         left = may_be_true(node.left, stats, negated)
         right = may_be_true(node.right, stats, negated)
         # NOT (a AND b) = NOT a OR NOT b under three-valued logic, and vice versa
-        return (left and right) if isinstance(node, _And) != negated else (left or right)
-    if isinstance(node, _Lit):
+        return (left and right) if isinstance(node, And) != negated else (left or right)
+    if isinstance(node, Lit):
         v = node.value.as_py()
         return v is not None and bool(v) != negated
-    if isinstance(node, _Cmp) and isinstance(node.left, _Lit) and isinstance(node.right, _Col):
-        node = _Cmp(_FLIP[node.op], node.right, node.left)
-    if isinstance(node, _Col) and pa.types.is_boolean(node.type):
-        node = _Cmp("=", node, _Lit(pa.scalar(True)))
-    if isinstance(node, _Cmp) and isinstance(node.right, _Lit) and not node.right.value.is_valid:
+    if isinstance(node, Cmp) and isinstance(node.left, Lit) and isinstance(node.right, Col):
+        node = Cmp(FLIP[node.op], node.right, node.left)
+    if isinstance(node, Col) and pa.types.is_boolean(node.type):
+        node = Cmp("=", node, Lit(pa.scalar(True)))
+    if isinstance(node, Cmp) and isinstance(node.right, Lit) and not node.right.value.is_valid:
         return False  # comparing with NULL is never true, nor its negation
     col = _tested_column(node)
     if col is None:
@@ -93,25 +92,25 @@ def may_be_true(node: _Node, stats: dict[str, ColumnStats], negated: bool) -> bo
     if st is None:
         return True
     all_null = st.null_count is not None and st.null_count >= st.num_rows
-    if isinstance(node, _IsNull):
+    if isinstance(node, IsNull):
         if st.null_count is None:
             return True
         wants_nulls = node.negated == negated
         return st.null_count > 0 if wants_nulls else st.null_count < st.num_rows
-    if isinstance(node, _IsBool):
+    if isinstance(node, IsBool):
         return True
     if all_null:
         return False  # every remaining test is NULL on a NULL input, negated or not
     try:
         lo, hi = _key(st.min, col.type), _key(st.max, col.type)
-        if isinstance(node, _In):
+        if isinstance(node, In):
             return _in_may_be_true(node, col, lo, hi, negated)
-        if isinstance(node, _Cmp):
-            op = _NEGATE[node.op] if negated else node.op
+        if isinstance(node, Cmp):
+            op = NEGATE[node.op] if negated else node.op
             if pa.types.is_floating(col.type) and op in ("!=", ">", ">="):
                 return True  # NaN sorts above every number (as in pylance); min/max skip NaN
             lit = node.right.value
-            if lit.type != col.type and not (_is_numeric(lit.type) and _is_numeric(col.type)):
+            if lit.type != col.type and not (is_numeric(lit.type) and is_numeric(col.type)):
                 return True
             return _range_may_hold(op, _key(lit, lit.type if lit.type != col.type
                                             else col.type), lo, hi)
@@ -137,14 +136,14 @@ def _range_may_hold(op: str, v: Any, lo: Any, hi: Any) -> bool:
     return hi is None or hi >= v  # ">="
 
 
-def _in_may_be_true(node: _In, col: _Col, lo: Any, hi: Any, negated: bool) -> bool:
+def _in_may_be_true(node: In, col: Col, lo: Any, hi: Any, negated: bool) -> bool:
     if negated:
         if node.has_null:
             return False  # x NOT IN (..., NULL) is never true
         if pa.types.is_floating(col.type) or lo is None or lo != hi:
             return True
         return all(_key(v, node.values.type) != lo for v in node.values)
-    if node.values.type != col.type and not (_is_numeric(node.values.type)
-                                             and _is_numeric(col.type)):
+    if node.values.type != col.type and not (is_numeric(node.values.type)
+                                             and is_numeric(col.type)):
         return True
     return any(_range_may_hold("=", _key(v, node.values.type), lo, hi) for v in node.values)

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from lancenb import __version__ as _lancenb_version
+from lancenb._version import __version__ as _lancenb_version
 from lancenb._proto import file_pb2, table_pb2, transaction_pb2
 from lancenb.dataset.commit import DEFAULT_MAX_RETRIES, commit, list_versions, load_manifest
 from lancenb.dataset.manifest import FLAG_STABLE_ROW_IDS, check_feature_flags

@@ -1,0 +1,225 @@
+"""The typed tree of a compiled SQL filter: one node type per modelled construct.
+
+:func:`lancenb.dataset.filters.compile_filter` builds these nodes from a SQL predicate
+(:mod:`lancenb.dataset.sqlfilter`); each node gives its ``pyarrow.compute`` form
+(:meth:`Node.expr`) and :mod:`lancenb.dataset.pruning` reads the tree to decide,
+from per-column statistics, whether a predicate may be true. Example: ``a > 5 AND
+s IS NULL`` is ``And(Cmp(">", Col(("a",), int64), Lit(5)), IsNull(Col(("s",),
+string), negated=False))``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lancenb.errors import InvalidInputError
+
+__all__ = ["Node", "Col", "Lit", "Opaque", "Cast", "Cmp", "Arith", "Neg", "And", "Or", "Not",
+           "IsNull", "IsBool", "In", "Like", "CMP", "FLIP", "NEGATE", "ARITH", "is_numeric",
+           "is_text"]
+
+class Node:
+    type: pa.DataType
+
+    def expr(self) -> pc.Expression:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Col(Node):
+    path: tuple[str, ...]
+    type: pa.DataType
+
+    def expr(self):
+        return pc.field(*self.path)
+
+
+@dataclass(frozen=True)
+class Lit(Node):
+    value: pa.Scalar
+
+    @property
+    def type(self):
+        return self.value.type
+
+    def expr(self):
+        return pc.scalar(self.value)
+
+
+@dataclass(frozen=True)
+class Opaque(Node):
+    """A part of a filter the typed tree does not model (a function, ``CASE``, ...):
+    the engine evaluates it, statistics pruning assumes it may be true."""
+
+    sql: str
+    type = pa.bool_()
+
+    def expr(self):
+        raise InvalidInputError(f"{self.sql!r} has no pyarrow.compute translation")
+
+
+@dataclass(frozen=True)
+class Cast(Node):
+    arg: Node
+    type: pa.DataType
+
+    def expr(self):
+        return self.arg.expr().cast(self.type)
+
+
+CMP = {"=": pc.equal, "!=": pc.not_equal, "<": pc.less, "<=": pc.less_equal,
+        ">": pc.greater, ">=": pc.greater_equal}
+FLIP = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+NEGATE = {"=": "!=", "!=": "=", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
+
+
+@dataclass(frozen=True)
+class Cmp(Node):
+    op: str
+    left: Node
+    right: Node
+    type = pa.bool_()
+
+    def expr(self):
+        a, b = self.left.expr(), self.right.expr()
+        out = CMP[self.op](a, b)
+        fa, fb = pa.types.is_floating(self.left.type), pa.types.is_floating(self.right.type)
+        if not (fa or fb):
+            return out
+        # pylance (DataFusion) orders floats with NaN above every number and equal
+        # to itself; IEEE comparisons say false. Add the NaN cases back.
+        false = pc.scalar(False)
+        na = pc.is_nan(a) if fa else false
+        nb = pc.is_nan(b) if fb else false
+        if self.op == ">":
+            return out | (na & ~nb)
+        if self.op == ">=":
+            return out | na
+        if self.op == "<":
+            return out | (nb & ~na)
+        if self.op == "<=":
+            return out | nb
+        if self.op == "=":
+            return out | (na & nb)
+        return out & ~(na & nb)  # "!="
+
+
+ARITH = {"+": pc.add_checked, "-": pc.subtract_checked, "*": pc.multiply_checked,
+          "/": pc.divide_checked, "%": pc.remainder_checked}
+
+
+@dataclass(frozen=True)
+class Arith(Node):
+    op: str
+    left: Node
+    right: Node
+    type: pa.DataType
+
+    def expr(self):
+        return ARITH[self.op](self.left.expr(), self.right.expr())
+
+
+@dataclass(frozen=True)
+class Neg(Node):
+    arg: Node
+
+    @property
+    def type(self):
+        return self.arg.type
+
+    def expr(self):
+        return pc.negate_checked(self.arg.expr())
+
+
+@dataclass(frozen=True)
+class And(Node):
+    left: Node
+    right: Node
+    type = pa.bool_()
+
+    def expr(self):
+        return pc.and_kleene(self.left.expr(), self.right.expr())
+
+
+@dataclass(frozen=True)
+class Or(Node):
+    left: Node
+    right: Node
+    type = pa.bool_()
+
+    def expr(self):
+        return pc.or_kleene(self.left.expr(), self.right.expr())
+
+
+@dataclass(frozen=True)
+class Not(Node):
+    arg: Node
+    type = pa.bool_()
+
+    def expr(self):
+        return pc.invert(self.arg.expr())
+
+
+@dataclass(frozen=True)
+class IsNull(Node):
+    arg: Node
+    negated: bool
+    type = pa.bool_()
+
+    def expr(self):
+        return (pc.is_valid if self.negated else pc.is_null)(self.arg.expr())
+
+
+@dataclass(frozen=True)
+class IsBool(Node):
+    """``x IS TRUE`` / ``x IS FALSE``: never null."""
+
+    arg: Node
+    value: bool
+    type = pa.bool_()
+
+    def expr(self):
+        e = self.arg.expr() if self.value else pc.invert(self.arg.expr())
+        return pc.coalesce(e, pc.scalar(False))
+
+
+@dataclass(frozen=True)
+class In(Node):
+    """``x IN (values)``: NULL when x is null, or when no match and the list has a NULL."""
+
+    arg: Node
+    values: pa.Array  # the non-null values, typed like ``arg`` where possible
+    has_null: bool
+    type = pa.bool_()
+
+    def expr(self):
+        a = self.arg.expr()
+        hit = pc.is_in(a, value_set=self.values)
+        null = pc.scalar(pa.scalar(None, pa.bool_()))
+        if self.has_null:
+            hit = pc.if_else(hit, pc.scalar(True), null)
+        return pc.if_else(pc.is_valid(a), hit, null)
+
+
+@dataclass(frozen=True)
+class Like(Node):
+    arg: Node
+    pattern: str
+    ignore_case: bool
+    type = pa.bool_()
+
+    def expr(self):
+        return pc.match_like(self.arg.expr(), pattern=self.pattern,
+                             ignore_case=self.ignore_case)
+
+
+def is_numeric(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
+
+
+def is_text(t: pa.DataType) -> bool:
+    return (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+            or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t))
