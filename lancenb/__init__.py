@@ -45,6 +45,7 @@ _LAZY = {
     "FieldStatistics": ("lancenb.dataset.api_types", "FieldStatistics"),
     "DatasetBasePath": ("lancenb.dataset.api_types", "DatasetBasePath"),
     "BlobFile": ("lancenb.dataset.blob", "BlobFile"),
+    "BlobColumn": ("lancenb.dataset.module_api", "BlobColumn"),
     "schema_to_json": ("lancenb.dataset.module_api", "schema_to_json"),
     "json_to_schema": ("lancenb.dataset.module_api", "json_to_schema"),
     "sanitize_ts": ("lancenb.dataset.module_api", "sanitize_ts"),

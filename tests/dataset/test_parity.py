@@ -581,3 +581,113 @@ def test_truncate_drop_and_manifest_migration_like_pylance(tmp_path):
             lib.LanceDataset.drop(uri)
         lib.LanceDataset.drop(uri, ignore_not_found=True)
     assert out[0] == out[1]
+
+
+SCHEMA_JSON_CASES = pa.schema([
+    pa.field("i8", pa.int8()), pa.field("u32", pa.uint32(), nullable=False),
+    pa.field("f16", pa.float16()), pa.field("f64", pa.float64()), pa.field("b", pa.bool_()),
+    pa.field("s", pa.string()), pa.field("ls", pa.large_string()),
+    pa.field("lbin", pa.large_binary()), pa.field("fsb", pa.binary(4)),
+    pa.field("d", pa.date32()), pa.field("ts", pa.timestamp("us", tz="UTC")),
+    pa.field("tsn", pa.timestamp("ns")), pa.field("t32", pa.time32("ms")),
+    pa.field("dur", pa.duration("s")), pa.field("dec", pa.decimal128(10, 2)),
+    pa.field("ll", pa.large_list(pa.int32())),
+    pa.field("fsl", pa.list_(pa.field("x", pa.float32(), nullable=False), 3)),
+    pa.field("st", pa.struct([("x", pa.int16()), ("y", pa.list_(pa.string()))]),
+             metadata={"fm": "1"}),
+    pa.field("dict", pa.dictionary(pa.int32(), pa.string())), pa.field("null", pa.null())],
+    metadata={"k": "v"})
+
+
+def test_module_functions_like_pylance(tmp_path):
+    """"module.schema_to_json", "module.json_to_schema", "module.sanitize_ts",
+    "module.simd_info", "module.set_logger" """
+    import datetime
+    import logging
+
+    j = lancenb.schema_to_json(SCHEMA_JSON_CASES)
+    assert j == lance.schema_to_json(SCHEMA_JSON_CASES)
+    assert lancenb.json_to_schema(j) == lance.json_to_schema(j) == SCHEMA_JSON_CASES
+    no_meta = pa.schema([("a", pa.int8())])
+    assert lancenb.schema_to_json(no_meta) == lance.schema_to_json(no_meta)
+    for lib in (lance, lancenb):
+        with pytest.raises(ValueError):  # pylance: no 'nullable' is an error
+            lib.json_to_schema({"fields": [{"name": "a", "type": {"type": "int8"}}]})
+        with pytest.raises(ValueError):
+            lib.schema_to_json(pa.schema([("m", pa.map_(pa.string(), pa.int8()))]))
+    for ts in ("2024-01-02 03:04:05", datetime.datetime(2024, 1, 2, 3, 4, 5),
+               pytest.importorskip("pandas").Timestamp("2024-01-02T03:04:05")):
+        assert lancenb.sanitize_ts(ts) == lance.sanitize_ts(ts)
+    for lib in (lance, lancenb):
+        with pytest.raises(TypeError):
+            lib.sanitize_ts(3)
+    ours, ref = lancenb.simd_info(), lance.simd_info()
+    assert ours["target_arch"] == ref["target_arch"]
+    assert set(ref["host_features"]) <= set(ours["host_features"])
+    # set_logger: the named logger writes to the file at the level given
+    for lib, name in ((lance, "pylance-test"), (lancenb, "lancenb-test")):
+        path = tmp_path / f"{name}.log"
+        lib.set_logger(str(path), name=name, level=logging.WARNING)
+        logging.getLogger(name).warning("hello %s", name)
+        logging.getLogger(name).info("not written")
+        for h in list(logging.getLogger(name).handlers):
+            h.close()
+            logging.getLogger(name).removeHandler(h)
+        text = path.read_text()
+        assert "[WARNING]" in text and f"hello {name}" in text and "not written" not in text
+
+
+def test_module_classes_and_tag_metadata_like_pylance(pair):
+    """"module.FragmentMetadata", "module.Transaction", "module.MergeInsertBuilder",
+    "module.CleanupStats", "module.DataStatistics", "module.FieldStatistics",
+    "module.DatasetBasePath", "module.BlobFile", "module.BlobColumn",
+    "LanceDataset.take_blobs", "LanceDataset.read_blobs", "Tags.replace_metadata" """
+    import dataclasses
+    import datetime
+    from pathlib import Path
+
+    ref, ours = pair
+    for name in ("FragmentMetadata", "Transaction", "MergeInsertBuilder", "DataStatistics",
+                 "FieldStatistics"):
+        assert isinstance(getattr(lancenb, name), type)
+    assert isinstance(ours.get_fragments()[0].metadata, lancenb.FragmentMetadata)
+    assert isinstance(ours.read_transaction(2), lancenb.Transaction)
+    assert isinstance(ours.merge_insert("a"), lancenb.MergeInsertBuilder)
+    assert isinstance(ours.stats.data_stats(), lancenb.DataStatistics)
+    assert all(isinstance(f, lancenb.FieldStatistics) for f in ours.stats.data_stats().fields)
+    assert [f.name for f in dataclasses.fields(lancenb.FieldStatistics)] == \
+        [f.name for f in dataclasses.fields(lance.FieldStatistics)]
+    assert {f.name for f in dataclasses.fields(lancenb.DatasetBasePath)} >= \
+        {"id", "path", "name", "is_dataset_root"}
+    # blobs: the same bytes through each library's module-level classes
+    blob_schema = pa.schema([pa.field("id", pa.int64()), pa.field(
+        "blob", pa.large_binary(), metadata={"lance-encoding:blob": "true"})])
+    blobs = pa.table({"id": [1, 2, 3], "blob": [b"aa", b"bbbb", None]}, schema=blob_schema)
+    got = []
+    for lib, name in ((lance, "rb"), (lancenb, "ob")):
+        ds = lib.write_dataset(blobs, str(Path(ours.uri).parent / name))
+        files = ds.take_blobs("blob", indices=[1, 0])
+        assert all(isinstance(f, lib.BlobFile) for f in files)
+        got.append(([f.read() for f in files], ds.read_blobs("blob", indices=[0, 1, 2]),
+                    [None if f is None else f.read()
+                     for f in lib.BlobColumn(blobs["blob"].chunk(0))]))
+        with pytest.raises(ValueError):
+            lib.BlobColumn(pa.array([1]))
+    assert got[0] == got[1] == ([b"bbbb", b"aa"], [(0, b"aa"), (1, b"bbbb"), (2, None)],
+                                [b"aa", b"bbbb", b""])  # (a null reads as empty)
+    stats = []
+    for ds in (ref, ours):
+        ds.tags.create("t1", 1)
+        ds.tags.replace_metadata("t1", {"x": "y"})
+        ds.tags.update("t1", 2)  # the metadata stays
+        stats.append((ds.tags.list()["t1"]["metadata"], ds.tags.list()["t1"]["version"]))
+        s = ds.cleanup_old_versions(older_than=datetime.timedelta(0),
+                                    error_if_tagged_old_versions=False)
+        stats.append(tuple(getattr(s, k) for k in (
+            "bytes_removed", "old_versions", "data_files_removed", "transaction_files_removed",
+            "deletion_files_removed", "index_files_removed", "failed_deletes")))
+    assert isinstance(s, lancenb.CleanupStats)
+    assert stats[0] == stats[2] == ({"x": "y"}, 2)
+    assert stats[1][1:] == stats[3][1:] == (1, 0, 1, 0, 0, 0)
+    assert lancenb.dataset(ref.uri).tags.list()["t1"]["metadata"] == \
+        lance.dataset(ours.uri).tags.list()["t1"]["metadata"] == {"x": "y"}
