@@ -354,6 +354,46 @@ def _count(offsets, data, lens, byte_code, bstart, bval, bmask, binfo, count1, c
 
 
 @kernel
+def _argsort_stable(keys):
+    """Indices that sort the int64 ``keys`` ascending, equal keys in index order (what
+    ``np.argsort(keys, kind="mergesort")`` returns). A bottom-up merge sort of its own:
+    numba's mergesort compiles once per key type, and that took longer to compile than
+    the rest of the table builder."""
+    n = keys.shape[0]
+    idx = np.arange(n)
+    tmp = np.empty(n, np.int64)
+    run = 1
+    while run < n:
+        lo = 0
+        while lo < n:
+            mid = min(lo + run, n)
+            hi = min(lo + 2 * run, n)
+            i = lo
+            j = mid
+            k = lo
+            while i < mid and j < hi:
+                if keys[idx[j]] < keys[idx[i]]:  # strict: ties keep the left run first
+                    tmp[k] = idx[j]
+                    j += 1
+                else:
+                    tmp[k] = idx[i]
+                    i += 1
+                k += 1
+            while i < mid:
+                tmp[k] = idx[i]
+                i += 1
+                k += 1
+            while j < hi:
+                tmp[k] = idx[j]
+                j += 1
+                k += 1
+            lo = hi
+        idx, tmp = tmp, idx
+        run *= 2
+    return idx
+
+
+@kernel
 def _make_table(vals, lens, m, count1, count2, pairs, npairs, frac):
     """Replace symbols ``256..`` by the best candidates; returns the new count."""
     least = 5 * frac // 128
@@ -383,7 +423,8 @@ def _make_table(vals, lens, m, count1, count2, pairs, npairs, frac):
         cgain[nc] = cnt * ln
         nc += 1
     # merge duplicates (same bytes and length), then rank by gain, ties by bytes
-    order = np.argsort(cval[:nc], kind="mergesort")
+    # unsigned order as signed keys: flipping the top bit maps 0..2**64-1 onto int64 in order
+    order = _argsort_stable((cval[:nc] ^ np.uint64(1 << 63)).view(np.int64))
     uval = np.empty(nc, np.uint64)
     ulen = np.empty(nc, np.int64)
     ugain = np.empty(nc, np.int64)
@@ -404,7 +445,7 @@ def _make_table(vals, lens, m, count1, count2, pairs, npairs, frac):
                 nu += 1
                 acc[ln] = 0
         i = j
-    rank = np.argsort(-ugain[:nu], kind="mergesort")
+    rank = _argsort_stable(-ugain[:nu])
     m = min(nu, MAX_SYMBOLS)
     for k in range(m):
         vals[256 + k] = uval[rank[k]]
@@ -480,7 +521,7 @@ def build_table(offsets, data, symbols, lens, info):
     for a in range(best_m):
         ln = best_lens[a]
         rank[a] = (0 if has_suffix[a] else 1) if ln == 2 else (ln - 1 if ln > 2 else 8)
-    order = np.argsort(rank, kind="mergesort")
+    order = _argsort_stable(rank)
     suffix_lim = 0
     for a in range(best_m):
         suffix_lim += rank[a] == 0
