@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from lancenb.dataset import blob
 from lancenb.dataset.deletion import deletion_path, read_deletions, write_deletions
+from lancenb.dataset.fragment_extras import FragmentApiExtras
 from lancenb.dataset.fragmeta import DataFile, FragmentMetadata
 from lancenb.dataset.rowids import decode_row_ids, external_bytes
 from lancenb.errors import CorruptFileError, InvalidInputError, NotSupportedError
@@ -36,7 +37,7 @@ DATA_DIR = "data"
 MAX_FRAGMENT_ROWS = 1 << 32
 
 
-class LanceFragment:
+class LanceFragment(FragmentApiExtras):
     """One fragment of a :class:`~lancenb.dataset.LanceDataset` version.
 
     ``LanceFragment(dataset, fragment_id)`` as in pylance (or with the manifest's

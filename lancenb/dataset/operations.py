@@ -218,6 +218,8 @@ def schema_fields(schema, base_fields=None) -> list:
     other columns ids after the largest one in use."""
     if isinstance(schema, (list, tuple)) and all(isinstance(f, file_pb2.Field) for f in schema):
         return list(schema)
+    if hasattr(schema, "to_pyarrow") and hasattr(schema, "_fields"):  # a LanceSchema
+        return list(schema._fields)
     if not isinstance(schema, pa.Schema):
         raise InvalidInputError(f"schema must be a pyarrow.Schema or a list of Lance field "
                                 f"protobufs, not {type(schema).__name__}")

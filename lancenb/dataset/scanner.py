@@ -12,7 +12,7 @@ Memory: one fragment's projected columns at a time (fragments hold at most
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -20,7 +20,14 @@ import pyarrow as pa
 from lancenb.dataset import blob
 from lancenb.errors import InvalidInputError
 
-__all__ = ["LanceScanner", "DEFAULT_BATCH_SIZE"]
+__all__ = ["LanceScanner", "DEFAULT_BATCH_SIZE", "TaggedRecordBatch"]
+
+
+class TaggedRecordBatch(NamedTuple):
+    """A batch and the fragment it was read from (``pyarrow.dataset``'s shape)."""
+
+    record_batch: pa.RecordBatch
+    fragment: object
 
 DEFAULT_BATCH_SIZE = 8192
 ROW_ID = "_rowid"
@@ -413,6 +420,45 @@ class LanceScanner:
 
     def __arrow_c_stream__(self, requested_schema=None):
         return self.to_reader().__arrow_c_stream__(requested_schema)
+
+    # -- pyarrow.dataset.Scanner's other entry points ----------------------------------
+    def take(self, indices) -> pa.Table:
+        """Rows at ``indices`` (positions in this scan's result), in that order."""
+        return self.to_table().take(pa.array(indices, pa.int64()))
+
+    def scan_batches(self) -> Iterator[TaggedRecordBatch]:
+        """The scan's batches with the fragment each came from
+        (``TaggedRecordBatch(record_batch, fragment)``); limit, offset and order_by
+        span fragments, so they are refused here."""
+        if self.limit is not None or self.offset or self.order_by:
+            raise InvalidInputError("scan_batches: limit, offset and order_by are not "
+                                    "per-fragment; use to_batches()")
+        opts = self.__reduce__()[1][1]
+        for frag in self._fragment_list():
+            sc = self._ds.scanner(**{**opts, "fragments": [frag]})
+            for b in sc.to_batches():
+                yield TaggedRecordBatch(b, frag)
+
+    @staticmethod
+    def from_dataset(dataset, **kwargs) -> "LanceScanner":
+        """``dataset.scanner(**kwargs)``."""
+        return dataset.scanner(**kwargs)
+
+    @staticmethod
+    def from_fragment(fragment, **kwargs) -> "LanceScanner":
+        """``fragment.scanner(**kwargs)``: a scan of that fragment only."""
+        return fragment.scanner(**kwargs)
+
+    @staticmethod
+    def from_batches(source, *, schema=None, **kwargs) -> "LanceScanner":
+        """A scan (``columns``, ``filter``, ``limit``, ...) over in-memory data: the
+        batches become a dataset in ``memory://`` first."""
+        import uuid
+
+        from lancenb.dataset.core import write_dataset
+
+        ds = write_dataset(source, f"memory://lancenb-scan-{uuid.uuid4().hex}", schema)
+        return ds.scanner(**kwargs)
 
     def __reduce__(self):
         # the dataset (uri, version, storage options) and the scan options, nothing

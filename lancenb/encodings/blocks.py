@@ -27,7 +27,7 @@ from lancenb.kernels import slices
 
 __all__ = ["FixedWidth", "Variable", "FixedSizeList", "DictionaryIndices", "cum_dims", "from_arrow",
            "to_arrow", "fixed_bits", "is_variable", "is_vector", "vector_shape", "offset_bits",
-           "take_ranges"]
+           "take_ranges", "packed_child_bits", "pack_struct_rows", "unpack_struct_rows"]
 
 
 @dataclass
@@ -215,9 +215,7 @@ def from_arrow(arr: pa.Array):
     if is_vector(dt):
         return _vector_from_arrow(arr), validity_of(arr)
     if pa.types.is_struct(dt):
-        from lancenb.encodings.physical import packed_struct
-
-        return packed_struct.pack(arr), validity_of(arr)
+        return pack_struct_rows(arr), validity_of(arr)
     if pa.types.is_dictionary(dt) or pa.types.is_nested(dt):
         raise NotSupportedError(f"writing {dt} columns is not supported yet")
     if is_variable(dt):
@@ -243,6 +241,61 @@ def from_arrow(arr: pa.Array):
     return FixedWidth(bits, raw[arr.offset * width:(arr.offset + n) * width], n), validity_of(arr)
 
 
+def packed_child_bits(dt: pa.DataType) -> list[int] | None:
+    """Bits of each child of a packable struct type (whole-byte fixed-width children),
+    or None."""
+    if not pa.types.is_struct(dt) or dt.num_fields == 0:
+        return None
+    if any(pa.types.is_fixed_size_list(f.type) for f in dt):
+        return None  # pylance packs vector children as a VariablePackedStruct (2.2)
+    if any(pa.types.is_struct(f.type) for f in dt):
+        return None  # struct children are not packable (pylance 14 refuses them too)
+    bits = [fixed_bits(f.type) for f in dt]
+    if any(b is None or b % 8 for b in bits):
+        return None
+    return bits
+
+
+def pack_struct_rows(arr: pa.StructArray) -> FixedWidth:
+    """Rows of a struct array as one fixed-width block (child nulls are not kept)."""
+    bits = packed_child_bits(arr.type)
+    if bits is None:
+        raise NotSupportedError(f"packed structs need whole-byte fixed-width children, not "
+                                f"{arr.type}")
+    n = len(arr)
+    cols = []
+    for i, b in enumerate(bits):
+        child = arr.field(i)  # already offset into the struct's slice
+        if child.null_count and validity_of(child) is not None and \
+                not np.array_equal(validity_of(child), validity_of(arr) if arr.null_count
+                                   else np.ones(n, bool)):
+            raise NotSupportedError(f"packed struct child {arr.type.field(i).name!r} has "
+                                    f"nulls of its own; packed structs cannot store them")
+        w = b // 8
+        raw = np.frombuffer(child.buffers()[1], np.uint8)[child.offset * w:(child.offset + n) * w]
+        cols.append(raw.reshape(n, w))
+    rows = np.concatenate(cols, axis=1) if cols else np.zeros((n, 0), np.uint8)
+    return FixedWidth(sum(bits), rows.reshape(-1), n)
+
+
+def unpack_struct_rows(dt: pa.DataType, block: FixedWidth, vbuf) -> pa.Array:
+    bits = packed_child_bits(dt)
+    if bits is None:
+        raise NotSupportedError(f"reading {dt} as a packed struct is not supported")
+    n = block.num_values
+    width = sum(bits) // 8
+    if block.bits != sum(bits) or len(block.data) != n * width:
+        raise CorruptFileError(f"packed rows of {block.bits} bits for a {dt} column")
+    rows = block.data.reshape(n, width)
+    kids, pos = [], 0
+    for f, b in zip(dt, bits):
+        w = b // 8
+        data = np.ascontiguousarray(rows[:, pos:pos + w]).reshape(-1)
+        kids.append(pa.Array.from_buffers(f.type, n, [None, pa.py_buffer(data)]))
+        pos += w
+    return pa.Array.from_buffers(dt, n, [vbuf], children=kids)
+
+
 def _validity_buffer(validity: np.ndarray | None) -> pa.Buffer | None:
     if validity is None or validity.all():
         return None
@@ -265,9 +318,7 @@ def to_arrow(dt: pa.DataType, block, validity: np.ndarray | None) -> pa.Array:
     if pa.types.is_fixed_size_list(dt):
         return _vector_to_arrow(dt, block, vbuf)
     if pa.types.is_struct(dt) and isinstance(block, FixedWidth):
-        from lancenb.encodings.physical import packed_struct
-
-        return packed_struct.unpack(dt, block, vbuf)
+        return unpack_struct_rows(dt, block, vbuf)
     if isinstance(block, FixedSizeList):
         raise CorruptFileError(f"vector values for a {dt} column")
     if isinstance(block, Variable):
