@@ -452,12 +452,15 @@ class LanceScanner:
     @staticmethod
     def from_batches(source, *, schema=None, **kwargs) -> "LanceScanner":
         """A scan (``columns``, ``filter``, ``limit``, ...) over in-memory data: the
-        batches become a dataset in ``memory://`` first."""
+        batches become a dataset in ``memory://`` first (kept for the process's
+        lifetime, like any ``memory://`` dataset)."""
         import uuid
 
         from lancenb.dataset.core import write_dataset
 
-        ds = write_dataset(source, f"memory://lancenb-scan-{uuid.uuid4().hex}", schema)
+        # a fresh name only this call writes: one writer, no conditional put needed
+        ds = write_dataset(source, f"memory://lancenb-scan-{uuid.uuid4().hex}", schema,
+                           storage_options={"single_process_commits": True})
         return ds.scanner(**kwargs)
 
     def __reduce__(self):

@@ -1,0 +1,245 @@
+"""More of pylance's ``LanceFragment`` API, as a mixin of :class:`LanceFragment`:
+per-fragment schema evolution that writes files without committing (the worker side
+of a distributed ``add_columns``/``merge``/update), ``validate`` and the
+``pyarrow.dataset.Fragment`` properties.
+
+Each writer returns the new :class:`~lancenb.fragment.FragmentMetadata` (and the
+schema); the driver commits them with ``LanceOperation.Merge`` (new columns) or
+``LanceOperation.Update`` (replaced columns) through :meth:`LanceDataset.commit`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lancenb.errors import CorruptFileError, InvalidInputError
+
+__all__ = ["FragmentApiExtras"]
+
+DEFAULT_BATCH_ROWS = 8192
+ROW_ID = "_rowid"
+
+
+def _batches(table: pa.Table, step: int):
+    for lo in range(0, table.num_rows, step):
+        yield from table.slice(lo, step).to_batches()
+
+
+class FragmentApiExtras:
+    """Mixin of :class:`lancenb.LanceFragment` (see the module docstring)."""
+
+    @property
+    def physical_schema(self) -> pa.Schema:
+        """The schema of the columns this fragment's data files hold (in dataset
+        order; a column added later without data in this fragment is left out)."""
+        have = {fid for df in self._pb.files for fid in df.fields}
+        tops = {f.name for f in self._ds.manifest.fields
+                if f.parent_id == -1 and f.id in have}
+        return pa.schema([f for f in self._ds.schema if f.name in tops],
+                         self._ds.schema.metadata)
+
+    @property
+    def partition_expression(self):
+        """Always true: Lance datasets are not partitioned (``pyarrow.dataset``'s
+        property, for engines that read it)."""
+        return pc.scalar(True)
+
+    def validate(self) -> None:
+        """Check this fragment against its files: each data file's row count is
+        ``physical_rows``, the deletion file exists and stays within the rows.
+        Raises ``CorruptFileError``."""
+        from lancenb.dataset.deletion import deletion_path
+        from lancenb.dataset.fragment import is_legacy_file
+
+        for df in self._pb.files:
+            n = self._ds._open_file(df.path, is_legacy_file(df)).num_rows()
+            if n != self.physical_rows:
+                raise CorruptFileError(f"fragment {self.fragment_id}: data file {df.path!r} "
+                                       f"holds {n} rows, the fragment says "
+                                       f"{self.physical_rows}")
+        if self._pb.HasField("deletion_file"):
+            rel = deletion_path(self.fragment_id, self._pb.deletion_file)
+            if not self._ds._store.exists(rel):
+                raise CorruptFileError(f"fragment {self.fragment_id}: deletion file {rel!r} "
+                                       f"is missing")
+            dead = self.deleted_offsets()
+            if len(dead) and int(dead.max()) >= self.physical_rows:
+                raise CorruptFileError(f"fragment {self.fragment_id}: deletes row "
+                                       f"{int(dead.max())} of {self.physical_rows}")
+
+    # -- writers (no commit) ----------------------------------------------------------
+    def _write_file(self, table: pa.Table, fields_pb, step: int):
+        """One new data file of ``table`` (one row per physical row) with field ids
+        ``fields_pb``; returns its DataFile protobuf."""
+        from lancenb.dataset import write
+        from lancenb.dataset.evolution import _file_version
+
+        # (the store-level writer is being renamed write_data_files by the write
+        # pipeline's restructuring: take whichever this tree has)
+        write_files = getattr(write, "write_data_files", None) or write.write_fragments
+        ds = self._ds
+        written: list[str] = []
+        try:
+            out = write_files(ds._store, _batches(table, step), table.schema,
+                              list(fields_pb), version=_file_version(ds),
+                              max_rows_per_file=2**62, written=written)
+        except BaseException:
+            write.cleanup(ds._store, written)
+            raise
+        return out[0].files[0]
+
+    def _with_file(self, df, replace_ids=()):
+        """This fragment's metadata plus data file ``df``; fields in ``replace_ids``
+        move to it: a file left with none of its fields is dropped, otherwise their
+        ids there become -2 (a tombstone, as pylance writes them)."""
+        from lancenb.dataset.fragmeta import FragmentMetadata
+
+        pb = type(self._pb)()
+        pb.CopyFrom(self._pb)
+        if replace_ids:
+            kept = []
+            for old in pb.files:
+                if all(f in replace_ids or f == -2 for f in old.fields):
+                    continue
+                ids = [-2 if f in replace_ids else f for f in old.fields]
+                del old.fields[:]
+                old.fields.extend(ids)
+                kept.append(old)
+            del pb.files[:]
+            pb.files.extend(kept)
+        pb.files.append(df)
+        return FragmentMetadata.from_pb(pb)
+
+    def merge_columns(self, value_func, columns=None, batch_size=None, reader_schema=None):
+        """Compute new columns for this fragment's rows and write them to a new data
+        file (nothing committed). ``value_func``: ``{name: SQL expression}``, or a
+        function / :class:`~lancenb.BatchUDF` from a RecordBatch of ``columns`` to a
+        RecordBatch of new columns.
+
+        Returns ``(FragmentMetadata, LanceSchema)``: commit every fragment's metadata
+        with ``LanceOperation.Merge(fragments, schema)``.
+        """
+        from lancenb.dataset import sql as engine
+        from lancenb.dataset.api_types import LanceSchema
+        from lancenb.dataset.evolution import (
+            _as_batch,
+            _check_new_names,
+            _new_fields,
+            _next_field_id,
+        )
+        from lancenb.dataset.filters import check_expression
+
+        ds = self._ds
+        step = int(batch_size or DEFAULT_BATCH_ROWS)
+        offs = np.arange(self.physical_rows, dtype=np.int64)
+        if isinstance(value_func, dict):
+            if not value_func:
+                raise InvalidInputError("merge_columns got no columns to add")
+            out_fields, needed = [], set()
+            for name, sql in value_func.items():
+                typ, used = check_expression(sql, ds.schema, what=f"merge_columns {name!r}")
+                out_fields.append(pa.field(name, typ))
+                needed.update(used)
+            new_schema = pa.schema(out_fields)
+            t = self.take_physical(sorted(needed), offs)
+            new = engine.evaluate(t, value_func, what="merge_columns").cast(new_schema)
+        elif callable(value_func):
+            cols = list(columns) if columns is not None else list(ds.schema.names)
+            t = self.take_physical(cols, offs)
+            out_schema = getattr(value_func, "output_schema", None)
+            parts = [_as_batch(value_func(b), out_schema) for b in t.to_batches()] or \
+                [_as_batch(value_func(pa.RecordBatch.from_pylist([], schema=t.schema)),
+                           out_schema)]
+            new = pa.Table.from_batches(parts)
+            if new.num_rows != self.physical_rows:
+                raise InvalidInputError(f"merge_columns: the function returned {new.num_rows} "
+                                        f"rows for {self.physical_rows}")
+        else:
+            raise InvalidInputError(f"merge_columns takes a dict of SQL expressions or a "
+                                    f"function, not {type(value_func).__name__}")
+        _check_new_names(ds.schema, new.schema.names)
+        fields = _new_fields(new.schema, _next_field_id(ds))
+        df = self._write_file(new, fields, step)
+        all_fields = list(ds.manifest.fields) + fields
+        schema = pa.schema(list(ds.schema) + list(new.schema), ds.schema.metadata)
+        return self._with_file(df), LanceSchema(all_fields, schema)
+
+    def merge(self, data_obj, left_on: str, right_on: str | None = None, schema=None):
+        """Join ``data_obj``'s other columns onto this fragment's rows by key (rows
+        without a match get nulls) and write them to a new data file (nothing
+        committed). Returns ``(FragmentMetadata, LanceSchema)`` for
+        ``LanceOperation.Merge``."""
+        from lancenb.dataset.api_types import LanceSchema
+        from lancenb.dataset.evolution import _check_new_names, _new_fields, _next_field_id
+        from lancenb.dataset.write import normalize_input
+
+        ds = self._ds
+        right_on = right_on or left_on
+        src_schema, batches = normalize_input(data_obj, schema)
+        src = pa.Table.from_batches(list(batches), schema=src_schema)
+        if left_on not in ds.schema.names or right_on not in src.column_names:
+            raise InvalidInputError(f"merge: key {left_on!r} must be a dataset column and "
+                                    f"{right_on!r} a column of the data")
+        extra = [c for c in src.column_names if c != right_on]
+        _check_new_names(ds.schema, extra)
+        keys = self.take_physical([left_on], np.arange(self.physical_rows, dtype=np.int64))
+        keys = keys.append_column("__lancenb_pos", pa.array(np.arange(keys.num_rows)))
+        joined = keys.join(src.rename_columns([left_on if c == right_on else c
+                                               for c in src.column_names]),
+                           left_on, join_type="left outer").sort_by("__lancenb_pos")
+        new = joined.select(extra)
+        fields = _new_fields(new.schema, _next_field_id(ds))
+        df = self._write_file(new, fields, DEFAULT_BATCH_ROWS)
+        out = pa.schema(list(ds.schema) + list(new.schema), ds.schema.metadata)
+        return self._with_file(df), LanceSchema(list(ds.manifest.fields) + fields, out)
+
+    def update_columns(self, data_obj, left_on: str = ROW_ID, right_on: str | None = None,
+                       schema=None, *, with_offsets: bool = False):
+        """Replace the values of existing columns for the rows ``data_obj`` names
+        (by ``_rowid`` or a key column), writing the updated columns to a new data
+        file (nothing committed). Returns ``(FragmentMetadata, [updated field ids])``
+        for ``LanceOperation.Update(updated_fragments=..., fields_modified=...)``."""
+        from lancenb.dataset.write import normalize_input
+
+        ds = self._ds
+        right_on = right_on or left_on
+        src_schema, batches = normalize_input(data_obj, schema)
+        src = pa.Table.from_batches(list(batches), schema=src_schema)
+        cols = [c for c in src.column_names if c != right_on]
+        bad = [c for c in cols if c not in ds.schema.names]
+        if right_on not in src.column_names or bad or not cols:
+            raise InvalidInputError(f"update_columns: the data needs the key {right_on!r} and "
+                                    f"dataset columns to update (not {bad})")
+        offs = np.arange(self.physical_rows, dtype=np.int64)
+        old = self.take_physical(cols, offs)
+        if left_on == ROW_ID:
+            ids = self.row_ids() if ds.stable_row_ids else self.row_addresses(offs)
+            keys = pa.table({ROW_ID: pa.array(np.asarray(ids, dtype=np.uint64))})
+            src = src.set_column(src.column_names.index(right_on), right_on,
+                                 src.column(right_on).cast(pa.uint64()))
+        else:
+            keys = self.take_physical([left_on], offs)
+        keys = keys.append_column("__lancenb_pos", pa.array(np.arange(self.physical_rows)))
+        src = src.rename_columns([left_on if c == right_on else f"__lancenb_new_{c}"
+                                  for c in src.column_names])
+        src = src.append_column("__lancenb_hit", pa.array(np.ones(src.num_rows, bool)))
+        j = keys.join(src, left_on, join_type="left outer").sort_by("__lancenb_pos")
+        hit = pc.fill_null(j.column("__lancenb_hit"), False)
+        new = pa.table([pc.if_else(hit, j.column(f"__lancenb_new_{c}").cast(
+            ds.schema.field(c).type), old.column(c)) for c in cols],
+            schema=pa.schema([ds.schema.field(c) for c in cols]))
+        by_name = {f.name: f for f in ds.manifest.fields if f.parent_id == -1}
+        ids = [by_name[c].id for c in cols]
+        sub = [f for f in ds.manifest.fields if _root_id(ds.manifest.fields, f) in ids]
+        df = self._write_file(new, sub, DEFAULT_BATCH_ROWS)
+        meta = self._with_file(df, replace_ids=set(f.id for f in sub))
+        return (meta, ids, b"") if with_offsets else (meta, ids)
+
+
+def _root_id(fields, f) -> int:
+    by_id = {g.id: g for g in fields}
+    while f.parent_id in by_id:
+        f = by_id[f.parent_id]
+    return f.id
