@@ -46,10 +46,12 @@ class _Changes:
         else:
             self.new_tables.append(table)
 
-    def commit(self) -> None:
+    def commit(self, *, uncommitted: bool = False):
+        """Commit the changes; ``uncommitted``: stage the files and return the
+        transaction instead (None when nothing changed)."""
         ds = self.ds
         if not self.deleted and not self.new_tables and not self.moved:
-            return
+            return None
         op = transaction_pb2.Transaction.Update()
         txn = Transaction(ds.version, "update", op)
         written: list[str] = []
@@ -87,7 +89,10 @@ class _Changes:
         except BaseException:
             cleanup(ds._store, written)
             raise
+        if uncommitted:
+            return txn
         ds._commit(txn, written)
+        return None
 
 
 def _carry_row_ids(frags, ids: np.ndarray, created: np.ndarray, ds, written) -> None:
@@ -254,6 +259,23 @@ class MergeInsertBuilder:
     def execute(self, data, *, schema=None) -> dict:
         """Run the merge and commit one version; returns pylance's counts
         ``{"num_inserted_rows", "num_updated_rows", "num_deleted_rows"}``."""
+        return self._merge(data, schema, commit=True)
+
+    def execute_batches(self, new_data) -> dict:
+        """:meth:`execute` (pylance's name for fully materialised data)."""
+        return self._merge(new_data, None, commit=True)
+
+    def execute_uncommitted(self, data_obj, *, schema=None):
+        """Run the merge and write its files without committing: returns
+        ``(Transaction, counts)``; commit with ``LanceDataset.commit(uri, transaction)``.
+        """
+        return self._merge(data_obj, schema, commit=False)
+
+    def execute_uncommitted_batches(self, new_data):
+        """:meth:`execute_uncommitted` for fully materialised data."""
+        return self._merge(new_data, None, commit=False)
+
+    def _merge(self, data, schema, *, commit: bool):
         ds = self._ds
         tschema = ds.schema
         src = self._source(data, schema)
@@ -328,9 +350,17 @@ class MergeInsertBuilder:
                                 for c in tschema.names], schema=full)
             ch.insert(new)
             n_ins = new.num_rows
-        ch.commit()
-        return {"num_inserted_rows": n_ins, "num_updated_rows": n_upd,
-                "num_deleted_rows": n_del}
+        counts = {"num_inserted_rows": n_ins, "num_updated_rows": n_upd,
+                  "num_deleted_rows": n_del}
+        if commit:
+            ch.commit()
+            return counts
+        from lancenb.dataset.api_extras import transaction_of
+
+        txn = ch.commit(uncommitted=True)
+        if txn is None:  # nothing changed: an empty update, as pylance returns
+            txn = Transaction(ds.version, "update", transaction_pb2.Transaction.Update())
+        return transaction_of(txn.pb), counts
 
 
 _SRC = "__lancenb_source_{}"

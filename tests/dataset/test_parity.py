@@ -762,3 +762,29 @@ def test_scanner_entry_points_like_pylance(pair):
     assert got == pads.Scanner.from_batches(TABLE.to_batches(), schema=TABLE.schema,
                                             columns=["b"],
                                             filter=pads.field("a") < 4).to_table()
+
+
+def test_merge_insert_uncommitted_like_pylance(tmp_path):
+    """"MergeInsertBuilder.execute_uncommitted", "MergeInsertBuilder.execute_batches",
+    "MergeInsertBuilder.execute_uncommitted_batches" """
+    out = []
+    for lib, name in ((lance, "r"), (lancenb, "o")):
+        uri = str(tmp_path / name)
+        ds = lib.write_dataset(MI_TARGET, uri)
+        b = ds.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
+        txn, counts = b.execute_uncommitted(MI_SOURCE)
+        assert ds.version == 1 and lib.dataset(uri).version == 1  # nothing committed
+        op = txn.operation
+        shape = (type(op).__name__, txn.read_version, [f.id for f in op.updated_fragments],
+                 [f.physical_rows for f in op.new_fragments], counts)
+        ds = lib.LanceDataset.commit(uri, txn)
+        txn2, counts2 = ds.merge_insert("id").when_matched_delete() \
+            .execute_uncommitted_batches(pa.table({"id": [1], "v": ["x"], "n": [0]}))
+        ds = lib.LanceDataset.commit(uri, txn2)
+        counts3 = ds.merge_insert("id").when_not_matched_insert_all().execute_batches(
+            pa.table({"id": [5], "v": ["e"], "n": [50]}))
+        out.append((shape, counts2, counts3, lib.dataset(uri).version,
+                    lib.dataset(uri).to_table().sort_by("id").to_pydict()))
+        assert lance.dataset(uri).to_table().sort_by("id") == \
+            lancenb.dataset(uri).to_table().sort_by("id")
+    assert out[0] == out[1]
