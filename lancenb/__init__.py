@@ -44,6 +44,8 @@ _LAZY = {
     "DataStatistics": ("lancenb.dataset.api_types", "DataStatistics"),
     "FieldStatistics": ("lancenb.dataset.api_types", "FieldStatistics"),
     "DatasetBasePath": ("lancenb.dataset.api_types", "DatasetBasePath"),
+    "CleanupExplanation": ("lancenb.dataset.api_types", "CleanupExplanation"),
+    "CleanupCandidateFile": ("lancenb.dataset.api_types", "CleanupCandidateFile"),
     "BlobFile": ("lancenb.dataset.blob", "BlobFile"),
     "BlobColumn": ("lancenb.dataset.module_api", "BlobColumn"),
     "schema_to_json": ("lancenb.dataset.module_api", "schema_to_json"),

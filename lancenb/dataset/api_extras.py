@@ -22,7 +22,13 @@ import warnings
 import pyarrow as pa
 
 from lancenb._proto import transaction_pb2
-from lancenb.dataset.api_types import DatasetBasePath, LanceSchema, LanceStats
+from lancenb.dataset.api_types import (
+    CleanupCandidateFile,
+    CleanupExplanation,
+    DatasetBasePath,
+    LanceSchema,
+    LanceStats,
+)
 from lancenb.dataset.manifest import VERSIONS_DIR, check_feature_flags, manifest_name
 from lancenb.dataset.transaction import Transaction as _Txn
 from lancenb.errors import (
@@ -264,6 +270,35 @@ class DatasetApiExtras:
                                            bool(b.is_dataset_root))
                 for b in self._mf.manifest.base_paths}
 
+    def explain_cleanup_old_versions(self, older_than=None, retain_versions=None, *,
+                                     delete_unverified: bool = False,
+                                     error_if_tagged_old_versions: bool = True,
+                                     delete_rate_limit=None, versions=None,
+                                     include_files: bool = False,
+                                     max_files: int = 1000) -> CleanupExplanation:
+        """What :meth:`cleanup_old_versions` with the same options would remove,
+        without removing anything: its statistics and, with ``include_files``, up to
+        ``max_files`` of the files."""
+        if versions is not None:
+            raise NotSupportedError("explain_cleanup_old_versions(versions=...) is not "
+                                    "supported by lancenb; use older_than/retain_versions")
+        stats = self.cleanup_old_versions(older_than, retain_versions,
+                                          delete_unverified=delete_unverified,
+                                          error_if_tagged_old_versions=(
+                                              error_if_tagged_old_versions),
+                                          dry_run=True)
+        kinds = (("_versions/", "manifest"), ("_transactions/", "transaction"),
+                 ("data/", "data"), ("_deletions/", "deletion"))
+        files = []
+        if include_files:
+            for rel in stats.removed[:max(0, int(max_files))]:
+                kind = next((k for prefix, k in kinds if rel.startswith(prefix)), "other")
+                files.append(CleanupCandidateFile(self._store.path(rel).lstrip("/"), kind,
+                                                  False, self._store.size(rel)))
+        return CleanupExplanation(self.version, stats, files,
+                                  include_files and len(stats.removed) > int(max_files),
+                                  int(max_files))
+
     # -- whole-dataset changes --------------------------------------------------------
     def truncate_table(self) -> None:
         """Remove every row: a delete of every fragment (predicate ``true``, as
@@ -276,9 +311,9 @@ class DatasetApiExtras:
     @staticmethod
     def drop(base_uri, storage_options=None, ignore_not_found=None) -> None:
         """Delete the dataset at ``base_uri`` and everything under it."""
-        from lancenb.dataset.core import _open_store
+        from lancenb.dataset.commit import open_store
 
-        store = _open_store(base_uri, storage_options, None, None)
+        store = open_store(base_uri, storage_options, None, None)
         if not store.fs.exists(store.root):
             if ignore_not_found:
                 return

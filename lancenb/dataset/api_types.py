@@ -123,3 +123,29 @@ class LanceSchema:
 
     def __repr__(self) -> str:
         return f"LanceSchema({self._arrow})"
+
+
+@dataclass
+class CleanupCandidateFile:
+    """One file :meth:`LanceDataset.cleanup_old_versions` would remove: its path in
+    the object store, ``kind`` (``manifest``, ``transaction``, ``data``,
+    ``deletion``), whether it is unverified (not referenced by any manifest) and its
+    size."""
+
+    path: str
+    kind: str
+    unverified: bool
+    size_bytes: int
+
+
+@dataclass
+class CleanupExplanation:
+    """What a cleanup would do (``ds.explain_cleanup_old_versions(...)``)."""
+
+    read_version: int
+    stats: object
+    candidate_files: list = field(default_factory=list)
+    candidate_files_truncated: bool = False
+    candidate_file_limit: int = 1000
+    referenced_branches: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)

@@ -7,6 +7,8 @@ the other) and compares results or the builtin class of the exception raised.
 
 from __future__ import annotations
 
+import os
+
 import pyarrow as pa
 import pytest
 
@@ -788,3 +790,36 @@ def test_merge_insert_uncommitted_like_pylance(tmp_path):
         assert lance.dataset(uri).to_table().sort_by("id") == \
             lancenb.dataset(uri).to_table().sort_by("id")
     assert out[0] == out[1]
+
+
+def test_explain_cleanup_like_pylance(tmp_path):
+    """"LanceDataset.explain_cleanup_old_versions", "module.CleanupExplanation",
+    "module.CleanupCandidateFile" """
+    import datetime
+
+    out = []
+    for lib, name in ((lance, "r"), (lancenb, "o")):
+        uri = str(tmp_path / name)
+        ds = lib.write_dataset(pa.table({"a": [1, 2, 3, 4]}), uri, max_rows_per_file=2)
+        ds.delete("a = 1")
+        ds = lib.write_dataset(pa.table({"a": [1]}), uri, mode="overwrite")
+        old = datetime.timedelta(0)
+        ex = ds.explain_cleanup_old_versions(older_than=old, include_files=True)
+        assert isinstance(ex, lib.CleanupExplanation)
+        assert all(isinstance(c, lib.CleanupCandidateFile) for c in ex.candidate_files)
+        few = ds.explain_cleanup_old_versions(older_than=old, include_files=True, max_files=2)
+        none = ds.explain_cleanup_old_versions(older_than=old)
+        s = ex.stats
+        # (byte counts are each library's own file sizes)
+        assert s.bytes_removed == sum(c.size_bytes for c in ex.candidate_files)
+        out.append((ex.read_version, s.old_versions, s.data_files_removed,
+                    s.deletion_files_removed, s.transaction_files_removed,
+                    sorted((c.kind, c.unverified) for c in ex.candidate_files),
+                    sorted(c.path.rsplit("/", 2)[-2] for c in ex.candidate_files),
+                    len(few.candidate_files), few.candidate_files_truncated,
+                    few.candidate_file_limit, none.candidate_files, ex.referenced_branches,
+                    ex.warnings))
+        assert lib.dataset(uri).versions()[0]["version"] == 1  # nothing removed
+        assert all(os.path.exists("/" + c.path.lstrip("/")) for c in ex.candidate_files)
+    ref, ours = out
+    assert ref[1:] == ours[1:] and ref[0] == ours[0] == 3
