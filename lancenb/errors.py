@@ -12,6 +12,7 @@ __all__ = [
     "CorruptFileError",
     "NotSupportedError",
     "InvalidInputError",
+    "BatchCommitError",
     "SchemaError",
     "LanceIOError",
     "LanceFileNotFoundError",
@@ -70,6 +71,11 @@ class DatasetNotFoundError(LanceFileNotFoundError, ValueError):
 class DatasetExistsError(InvalidInputError, OSError):
     """``mode="create"`` on a URI that already holds a dataset (an ``OSError`` too,
     as pylance raises)."""
+
+
+class BatchCommitError(InvalidInputError, OSError):
+    """``LanceDataset.commit_batch`` got a transaction it cannot merge into one
+    commit (only appends can be). An ``OSError`` too, as pylance raises."""
 
 
 class MergeInsertError(InvalidInputError, OSError):

@@ -32,6 +32,7 @@ from lancenb.dataset.api_types import (
 from lancenb.dataset.manifest import VERSIONS_DIR, check_feature_flags, manifest_name
 from lancenb.dataset.transaction import Transaction as _Txn
 from lancenb.errors import (
+    BatchCommitError,
     CorruptFileError,
     DatasetNotFoundError,
     InvalidInputError,
@@ -40,6 +41,7 @@ from lancenb.errors import (
 
 __all__ = ["DatasetApiExtras", "transaction_of"]
 
+FRAG_REUSE_INDEX = "__lance_frag_reuse"  # the reference's name for that index
 _TRACKED_SCHEMA = pa.schema([
     pa.field("version", pa.int64(), nullable=False),
     pa.field("base_uri", pa.dictionary(pa.int32(), pa.string()), nullable=False),
@@ -334,6 +336,114 @@ class DatasetApiExtras:
             self._store.write_bytes(new, self._store.read_bytes(old))
             self._store.delete(old)
         self._v2 = True
+
+    # -- more of pylance's calls -------------------------------------------------------
+    @staticmethod
+    def commit_batch(dest, transactions, commit_lock=None, storage_options=None,
+                     enable_v2_manifest_paths=None, detached=False, max_retries=20,
+                     base_store_params=None, commit_timeout=None) -> dict:
+        """Commit several ``Append`` transactions as one version (as pylance, other
+        operations are refused). Returns ``{"dataset": LanceDataset, "merged":
+        Transaction}``."""
+        from lancenb.dataset.core import LanceDataset
+        from lancenb.dataset.operations import LanceOperation, Transaction
+
+        txns = list(transactions)
+        if not txns:
+            raise InvalidInputError("commit_batch needs at least one transaction")
+        if not all(isinstance(t, Transaction) and isinstance(t.operation, LanceOperation.Append)
+                   for t in txns):
+            raise BatchCommitError("Only append transactions are supported in batch commits "
+                                   "(as in pylance)")
+        merged = Transaction(min(t.read_version for t in txns), LanceOperation.Append(
+            [f for t in txns for f in t.operation.fragments]))
+        ds = LanceDataset.commit(dest, merged, commit_lock=commit_lock,
+                                 storage_options=storage_options,
+                                 enable_v2_manifest_paths=enable_v2_manifest_paths,
+                                 detached=detached, max_retries=max_retries)
+        return {"dataset": ds, "merged": merged}
+
+    @classmethod
+    def from_pydantic_model(cls, model_class, data, uri=None, mode: str = "create",
+                            **kwargs):
+        """Write a list of Pydantic model instances as a dataset whose schema comes
+        from the model's annotations (``uri`` defaults to the class name in
+        snake_case)."""
+        import re
+
+        from lancenb.dataset.core import write_dataset
+        from lancenb.dataset.module_api import pydantic_to_schema
+
+        try:
+            from pydantic import BaseModel
+        except ImportError:
+            raise TypeError("from_pydantic_model needs pydantic installed") from None
+        if not (isinstance(model_class, type) and issubclass(model_class, BaseModel)):
+            raise TypeError(f"`model_class` must be a Pydantic BaseModel subclass, got "
+                            f"{model_class!r}")
+        if not isinstance(data, list) or not all(type(d) is model_class for d in data):
+            raise TypeError(f"`data` must be a list of {model_class.__name__} instances")
+        if not data:
+            raise InvalidInputError("`data` must be a non-empty list of Pydantic model "
+                                    "instances.")
+        if uri is None:
+            uri = re.sub(r"(?<!^)(?=[A-Z])", "_", model_class.__name__).lower()
+        schema = pydantic_to_schema(model_class)
+        table = pa.Table.from_pylist([d.model_dump() for d in data], schema=schema)
+        return write_dataset(table, uri, mode=mode, **kwargs)
+
+    def read_blob_ranges(self, blob_column: str, requests, *, selector: str,
+                         io_buffer_size=None, preserve_order=None) -> list:
+        """Byte ranges of blob values: ``requests`` are ``(row, offset, length)`` with
+        rows given as ``selector`` says (``"ids"``, ``"addresses"``, ``"indices"``);
+        returns ``[(request index, row address, bytes or None)]`` (None: a null
+        blob)."""
+        from lancenb.dataset import blob
+
+        if selector not in ("ids", "addresses", "indices"):
+            raise InvalidInputError(f"selector must be 'ids', 'addresses' or 'indices', not "
+                                    f"{selector!r}")
+        reqs = [(int(r), int(o), int(n)) for r, o, n in requests]
+        sel = {"ids": None, "addresses": None, "indices": None}
+        sel[selector] = [r for r, _, _ in reqs]
+        _, t = blob._select(self, "read_blob_ranges", blob_column, sel["ids"],
+                            sel["addresses"], sel["indices"], blob.DEFAULT_BLOB_HANDLING)
+        addrs = t.column("_rowaddr").to_pylist()
+        present = [a for a, d in zip(addrs, t.column(blob_column).to_pylist())
+                   if d is not None]
+        files = dict(zip(present, self.take_blobs(blob_column, addresses=present)))
+        out = []
+        for i, ((_, off, n), addr) in enumerate(zip(reqs, addrs)):
+            f = files.get(addr)
+            if f is None:
+                out.append((i, addr, None))
+                continue
+            if off < 0 or n < 0 or off + n > f.size():
+                raise InvalidInputError(f"Blob range request {i} for row address {addr} is "
+                                        f"invalid: Blob range end {off + n} exceeds blob size "
+                                        f"{f.size()}")
+            out.append((i, addr, f.read_range(off, n)))
+        return out
+
+    @property
+    def storage_options_accessor(self):
+        """None: lancenb has no storage-options provider (refreshing credentials);
+        the options given at open are in :attr:`initial_storage_options`."""
+        return None
+
+    def remap_row_addrs(self, addrs):
+        """Row addresses moved by compactions recorded in a fragment-reuse index:
+        None when the dataset has no such index (lancenb never writes one)."""
+        from lancenb._proto import table_pb2
+
+        raw = self._mf.index_section_bytes()
+        if raw:
+            sec = table_pb2.IndexSection()
+            sec.ParseFromString(raw)
+            if any(i.name == FRAG_REUSE_INDEX for i in sec.indices):
+                raise NotSupportedError("remap_row_addrs: lancenb does not read the "
+                                        "fragment-reuse index this dataset has")
+        return None
 
     # -- what lancenb's table format does not have -------------------------------------
     def _no(self, what: str, why: str):

@@ -179,3 +179,42 @@ class BlobColumn:
 
         for v in self.blob_column.to_pylist():
             yield io.BytesIO(v or b"")
+
+
+def _pydantic_type(tp, nullable_out: list) -> pa.DataType:
+    """The Arrow type of a Pydantic field annotation (Optional[...] sets
+    ``nullable_out[0]``)."""
+    import typing
+
+    from pydantic import BaseModel
+
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin is typing.Union or type(tp).__name__ == "UnionType":
+        rest = [a for a in args if a is not type(None)]
+        if len(rest) != 1:
+            raise SchemaError(f"from_pydantic_model: union {tp} is not supported")
+        nullable_out[0] = True
+        return _pydantic_type(rest[0], [False])
+    if origin in (list, typing.List):
+        inner = [False]
+        t = _pydantic_type(args[0], inner)
+        return pa.list_(pa.field("item", t, nullable=True))
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        return pa.struct(pydantic_to_schema(tp))
+    simple = {bool: pa.bool_(), int: pa.int64(), float: pa.float64(), str: pa.string(),
+              bytes: pa.binary(), _dt.datetime: pa.timestamp("us"), _dt.date: pa.date32(),
+              _dt.time: pa.time64("us"), _dt.timedelta: pa.duration("us")}
+    if tp in simple:
+        return simple[tp]
+    raise SchemaError(f"from_pydantic_model: type {tp} is not supported")
+
+
+def pydantic_to_schema(model) -> pa.Schema:
+    """The Arrow schema of a Pydantic model class, from its annotations."""
+    fields = []
+    for name, info in model.model_fields.items():
+        nullable = [False]
+        t = _pydantic_type(info.annotation, nullable)
+        fields.append(pa.field(name, t, nullable=nullable[0]))
+    return pa.schema(fields)

@@ -823,3 +823,57 @@ def test_explain_cleanup_like_pylance(tmp_path):
         assert all(os.path.exists("/" + c.path.lstrip("/")) for c in ex.candidate_files)
     ref, ours = out
     assert ref[1:] == ours[1:] and ref[0] == ours[0] == 3
+
+
+def test_more_dataset_calls_like_pylance(tmp_path):
+    """"LanceDataset.commit_batch", "LanceDataset.from_pydantic_model",
+    "LanceDataset.read_blob_ranges", "LanceDataset.storage_options_accessor",
+    "LanceDataset.remap_row_addrs" """
+    import datetime
+    from typing import Optional
+
+    pydantic = pytest.importorskip("pydantic")
+
+    class Inner(pydantic.BaseModel):
+        x: int
+
+    class MyRow(pydantic.BaseModel):
+        id: int
+        name: str
+        score: Optional[float] = None
+        tags: list[str]
+        when: datetime.datetime
+        day: datetime.date
+        flag: bool
+        raw: bytes
+        inner: Inner
+
+    rows = [MyRow(id=i, name="n", tags=["x"] * i, when=datetime.datetime(2024, 1, 1),
+                  day=datetime.date(2024, 1, 2), flag=i % 2 == 0, raw=b"r", inner=Inner(x=i))
+            for i in range(3)]
+    blob_schema = pa.schema([pa.field("id", pa.int64()), pa.field(
+        "blob", pa.large_binary(), metadata={"lance-encoding:blob": "true"})])
+    blobs = pa.table({"id": [1, 2, 3], "blob": [b"aabbcc", b"0123456789", None]},
+                     schema=blob_schema)
+    out = []
+    for lib, name in ((lance, "r"), (lancenb, "o")):
+        pyd = lib.LanceDataset.from_pydantic_model(MyRow, rows, str(tmp_path / f"{name}p"))
+        uri = str(tmp_path / name)
+        lib.write_dataset(pa.table({"a": [1]}), uri)
+        txns = [lib.Transaction(1, lib.LanceOperation.Append(
+            [lib.LanceFragment.create(uri, pa.table({"a": [v]}))])) for v in (2, 3)]
+        res = lib.LanceDataset.commit_batch(uri, txns)
+        with pytest.raises(OSError):
+            lib.LanceDataset.commit_batch(uri, [lib.Transaction(
+                2, lib.LanceOperation.Delete([], [0], "a = 1"))])
+        bds = lib.write_dataset(blobs, str(tmp_path / f"{name}b"))
+        ranges = bds.read_blob_ranges("blob", [(0, 1, 2), (1, 3, 4), (0, 0, 6), (2, 0, 1)],
+                                      selector="indices")
+        with pytest.raises(ValueError, match="exceeds blob size"):
+            bds.read_blob_ranges("blob", [(0, 5, 10)], selector="indices")
+        out.append((pyd.schema, pyd.to_table().to_pylist(), res["dataset"].version,
+                    res["dataset"].to_table().to_pydict(),
+                    [len(f.files) for f in res["merged"].operation.fragments],
+                    [(i, b) for i, _, b in ranges], bds.storage_options_accessor,
+                    bds.remap_row_addrs(pa.array([0], pa.uint64()))))
+    assert out[0] == out[1]
