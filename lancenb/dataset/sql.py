@@ -109,9 +109,26 @@ def _frame(table):
     ctx = _context()
     try:
         return ctx.from_arrow(table)
-    except Exception:  # noqa: BLE001 (from_arrow refuses some tables: pass the batches)
-        batches = table.to_batches() or [pa.RecordBatch.from_pylist([], schema=table.schema)]
-        return ctx.create_dataframe([batches], schema=table.schema)
+    except Exception:  # noqa: BLE001 - see _bare_field: retried without metadata
+        return ctx.from_arrow(table.cast(pa.schema([_bare_field(f) for f in table.schema])))
+
+
+def _bare_field(field: pa.Field) -> pa.Field:
+    """``field`` without its metadata or any child's. The engine needs none and refuses
+    metadata that is not UTF-8, which Arrow and a manifest's field metadata allow (the
+    dataset fuzzer found such datasets; pylance filters them)."""
+    t = field.type
+    if pa.types.is_struct(t):
+        t = pa.struct([_bare_field(t.field(i)) for i in range(t.num_fields)])
+    elif pa.types.is_fixed_size_list(t):
+        t = pa.list_(_bare_field(t.value_field), t.list_size)
+    elif pa.types.is_large_list(t):
+        t = pa.large_list(_bare_field(t.value_field))
+    elif pa.types.is_map(t):
+        t = pa.map_(_bare_field(t.key_field), _bare_field(t.item_field), t.keys_sorted)
+    elif pa.types.is_list(t):
+        t = pa.list_(_bare_field(t.value_field))
+    return pa.field(field.name, t, field.nullable)
 
 
 def positions(table: pa.Table, predicate: str, *, what: str = "filter") -> np.ndarray:
