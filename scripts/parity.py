@@ -88,7 +88,7 @@ def status(surface: str, ours, name: str) -> str:
         if re.search(rf"self\.{re.escape(name)}\s*=", inspect.getsource(ours)):
             return "works"  # an instance attribute set by the constructor
         return "missing"
-    if getattr(attr, "__name__", "") == "_unsupported":
+    if getattr(attr, "__name__", "") == "_unsupported" or getattr(attr, "not_supported", False):
         return "not supported"
     return "works"
 

@@ -26,6 +26,7 @@ from lancenb.dataset.api_types import (
     CleanupCandidateFile,
     CleanupExplanation,
     DatasetBasePath,
+    DatasetDelta,
     LanceSchema,
     LanceStats,
 )
@@ -163,6 +164,24 @@ class DatasetApiExtras:
         from lancenb.dataset.commit import list_versions
 
         return [{"version": v} for v in list_versions(self._store)[0]]
+
+    def delta(self, compared_against: int | None = None, *, begin_version=None,
+              end_version=None) -> DatasetDelta:
+        """The changes between this version and ``compared_against`` (either order),
+        or between ``begin_version`` and ``end_version``: a :class:`DatasetDelta`."""
+        if compared_against is not None:
+            if begin_version is not None or end_version is not None:
+                raise InvalidInputError("delta: give compared_against or begin_version/"
+                                        "end_version, not both")
+            begin, end = sorted((int(compared_against), self.version))
+        elif begin_version is None or end_version is None:
+            raise InvalidInputError("delta: give compared_against, or both begin_version "
+                                    "and end_version")
+        else:
+            begin, end = int(begin_version), int(end_version)
+        if begin > end:
+            raise InvalidInputError(f"delta: begin_version {begin} is after end_version {end}")
+        return DatasetDelta(self, begin, end)
 
     # -- files -----------------------------------------------------------------------
     def fragment_ids(self) -> list:

@@ -149,3 +149,60 @@ class CleanupExplanation:
     candidate_file_limit: int = 1000
     referenced_branches: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
+
+
+class DatasetDelta:
+    """The changes between two versions of a dataset (``ds.delta(...)``): the
+    transactions, and the rows inserted or updated (from the per-row created and
+    last-updated versions that stable row ids keep)."""
+
+    ROW_ID = "_rowid"
+    CREATED = "_row_created_at_version"
+    UPDATED = "_row_last_updated_at_version"
+
+    def __init__(self, ds, begin: int, end: int):
+        self._ds = ds
+        self.begin_version = int(begin)
+        self.end_version = int(end)
+
+    def list_transactions(self) -> list:
+        """The transactions of versions ``begin + 1 .. end``, oldest first."""
+        return [self._ds.read_transaction(v)
+                for v in range(self.begin_version + 1, self.end_version + 1)]
+
+    def _rows(self, keep) -> pa.RecordBatchReader:
+        import numpy as np
+
+        end = self._ds  # (pylance reads the rows of the dataset's own version)
+        schema = pa.schema(list(end.schema) + [
+            pa.field(self.ROW_ID, pa.uint64()), pa.field(self.CREATED, pa.uint64()),
+            pa.field(self.UPDATED, pa.uint64())])
+        batches = []
+        for frag in end.get_fragments():
+            live = frag.live_offsets()
+            offs = np.arange(frag.physical_rows, dtype=np.int64) if live is None else live
+            created = frag.row_versions("created")[offs]
+            updated = frag.row_versions("last_updated")[offs]
+            sel = keep(created, updated)
+            if not sel.any():
+                continue
+            rows = offs[sel]
+            ids = frag.row_ids()[rows] if end.stable_row_ids else frag.row_addresses(rows)
+            t = frag.take_physical(end.schema.names, rows)
+            t = t.append_column(self.ROW_ID, pa.array(ids, pa.uint64())) \
+                .append_column(self.CREATED, pa.array(created[sel], pa.uint64())) \
+                .append_column(self.UPDATED, pa.array(updated[sel], pa.uint64()))
+            batches += t.cast(schema).to_batches()
+        return pa.RecordBatchReader.from_batches(schema, batches)
+
+    def get_inserted_rows(self) -> pa.RecordBatchReader:
+        """Rows created after ``begin`` (up to ``end``), among the rows of the
+        dataset's version."""
+        b, e = self.begin_version, self.end_version
+        return self._rows(lambda c, u: (c > b) & (c <= e))
+
+    def get_updated_rows(self) -> pa.RecordBatchReader:
+        """Rows that existed at ``begin`` and were updated after it (up to ``end``),
+        among the rows of the dataset's version."""
+        b, e = self.begin_version, self.end_version
+        return self._rows(lambda c, u: (c <= b) & (u > b) & (u <= e))
