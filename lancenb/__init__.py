@@ -53,6 +53,8 @@ _LAZY = {
     "sanitize_ts": ("lancenb.dataset.module_api", "sanitize_ts"),
     "set_logger": ("lancenb.dataset.module_api", "set_logger"),
     "simd_info": ("lancenb.dataset.module_api", "simd_info"),
+    "iops_counter": ("lancenb.dataset.module_api", "iops_counter"),
+    "bytes_read_counter": ("lancenb.dataset.module_api", "bytes_read_counter"),
     "LanceFileReader": ("lancenb.file", "LanceFileReader"),
     "LanceFileWriter": ("lancenb.file", "LanceFileWriter"),
     "inspect": ("lancenb.inspect", "inspect"),

@@ -15,8 +15,8 @@ crash the interpreter.
 * :data:`DATASET_WORKER` opens each mutated dataset and exercises it (scan, filtered
   count, versions, tags, row ids; on a share of the inputs each: takes, an older
   version, ``validate``, and one write: delete, compaction or cleanup), under an
-  address-space limit (``RLIMIT_AS``, :data:`MEMORY_LIMIT`) and a per-input time
-  limit, via :func:`corrupt.run_batch`. Outcomes: ``ok``,
+  address-space limit (``RLIMIT_AS``, :data:`MEMORY_LIMIT`) and a per-input limit
+  of CPU time (ten times that of wall-clock time), via :func:`corrupt.run_batch`. Outcomes: ``ok``,
   ``lance-error``, and the problems ``other`` (a non-Lance exception), ``memory``
   (``MemoryError`` or a peak RSS over :data:`RSS_LIMIT_MIB`), ``hang`` and ``crash``.
 
@@ -285,13 +285,18 @@ DATASET_WORKER = PEAK_RSS_SOURCE + textwrap.dedent("""
     import lancenb
     from lancenb.errors import LanceError
     from lancenb.inspect import validate
+    import datafusion, lancenb.dataset.filters  # noqa: F401 - imported lazily otherwise,
+    # inside the first input's time limit (an interrupted import leaves a broken module)
 
+    # the limit is CPU time (all threads), so that a loaded machine does not turn a slow
+    # input into a "hang"; the wall clock gets ten times as long
     LIMIT = int(os.environ.get("LANCENB_FUZZ_INPUT_SECONDS", "30"))
     RSS_LIMIT = int(os.environ.get("LANCENB_FUZZ_RSS_MIB", "1024"))
 
     def on_alarm(sig, frame):
         raise TimeoutError("input took longer than the limit")
     signal.signal(signal.SIGALRM, on_alarm)
+    signal.signal(signal.SIGPROF, on_alarm)
 
     def attempt(fn):
         # each step on its own: a LanceError in one still lets the others run
@@ -328,7 +333,8 @@ DATASET_WORKER = PEAK_RSS_SOURCE + textwrap.dedent("""
     for line in sys.stdin:
         i, kind, path = json.loads(line)
         print(json.dumps(["start", i]), flush=True)
-        signal.alarm(LIMIT)
+        signal.setitimer(signal.ITIMER_PROF, LIMIT)
+        signal.alarm(10 * LIMIT)
         try:
             res = exercise(path, i)
         except LanceError:
@@ -341,6 +347,7 @@ DATASET_WORKER = PEAK_RSS_SOURCE + textwrap.dedent("""
             res = "other: " + "".join(traceback.format_exception(type(e), e, e.__traceback__)
                                       )[-1500:].strip()
         finally:
+            signal.setitimer(signal.ITIMER_PROF, 0)
             signal.alarm(0)
         peak = _hwm_kib() // 1024
         if peak > RSS_LIMIT and not res.startswith("memory"):

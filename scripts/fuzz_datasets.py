@@ -7,7 +7,7 @@ Writes small valid datasets with lancenb and pylance, damages one metadata objec
 copy ``--count`` times (manifests as bytes and as protobuf fields, transaction,
 deletion, tag and hint files, junk names; see property_tests/corrupt_dataset.py), and
 exercises each copy in one worker subprocess under a 2 GiB address-space limit and a
-per-input time limit. Prints the counts (ok / lance-error / other / memory / hang /
+per-input CPU-time limit. Prints the counts (ok / lance-error / other / memory / hang /
 crash) and every problem input; ``--keep`` copies problem datasets there. Exit
 status 1 when any problem was found.
 """
@@ -54,10 +54,12 @@ def main(argv=None) -> int:
                 totals[k] = totals.get(k, 0) + v
             for path, what in res["problems"]:
                 problems.append((path, what))
-                if args.keep:
+                if args.keep:  # the dataset as the worker left it, and what happened
                     os.makedirs(args.keep, exist_ok=True)
-                    shutil.copytree(path, os.path.join(args.keep, f"{len(problems)}-"
-                                                       f"{os.path.basename(path)}"))
+                    kept = os.path.join(args.keep, f"{len(problems)}-{os.path.basename(path)}")
+                    shutil.copytree(path, kept)
+                    with open(kept + ".txt", "w") as f:
+                        f.write(f"seed {args.seed}, batch at {done}: {what}\n")
             shutil.rmtree(work, ignore_errors=True)
             done += n
             print(f"{done}/{args.count} datasets, {time.time() - t0:.0f} s: {totals}",

@@ -321,6 +321,23 @@ def _merge_deletes(store, txn: Transaction, latest, own: list) -> None:
     txn.needs_merge = set()
 
 
+def _count_data_writes(store, txn: Transaction, staged) -> None:
+    """Add the data files this commit staged to the store's write counters (the file
+    writer writes them through its own handle, so the store did not see them)."""
+    op = txn.op
+    msg = getattr(txn.pb, op) if op else None
+    groups = [msg] if op in ("append", "overwrite", "merge") else \
+        list(msg.groups) if op == "rewrite" else []
+    frags = [f for g in groups for f in g.fragments if hasattr(g, "fragments")] + \
+        [f for g in groups if op == "rewrite" for f in g.new_fragments]
+    if op == "update":
+        frags = list(msg.new_fragments) + list(msg.updated_fragments)
+    sizes = {f"data/{d.path}": d.file_size_bytes for f in frags for d in f.files}
+    for rel in staged:
+        if rel in sizes:
+            store.count_write(sizes[rel])
+
+
 def commit(store, txn: Transaction, *, v2_names: bool, data_format: str, writer_version: str,
            max_retries: int = DEFAULT_MAX_RETRIES, base=None, written=()):
     """Commit ``txn``; returns the new :class:`ManifestFile`.
@@ -356,6 +373,7 @@ def commit(store, txn: Transaction, *, v2_names: bool, data_format: str, writer_
         raise
     # after the commit point: nothing below raises an Exception or removes a file
     finish()
+    _count_data_writes(store, txn, own)
     _log.info("%s: committed version %d (%s, read version %d)", store.uri, mf.version, txn.op,
               txn.read_version)
     try:

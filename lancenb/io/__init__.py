@@ -44,10 +44,27 @@ def resolve(uri: str | os.PathLike, storage_options: dict | None = None):
 
 @dataclass
 class IOStats:
-    """Counters of the requests a reader made."""
+    """Counters of requests: a reader's, a dataset store's, or the process's
+    (:data:`PROCESS_IO`)."""
 
     reads: int = 0
     bytes_read: int = 0
+    writes: int = 0
+    bytes_written: int = 0
+
+    def add(self, *, reads: int = 0, bytes_read: int = 0, writes: int = 0,
+            bytes_written: int = 0) -> None:
+        with _COUNT_LOCK:
+            self.reads += reads
+            self.bytes_read += bytes_read
+            self.writes += writes
+            self.bytes_written += bytes_written
+
+
+_COUNT_LOCK = threading.Lock()
+# every read and write request lancenb makes in this process (``lancenb.iops_counter``,
+# ``lancenb.bytes_read_counter``)
+PROCESS_IO = IOStats()
 
 
 def coalesce_ranges(offsets, lengths, gap: int):
@@ -74,11 +91,13 @@ def coalesce_ranges(offsets, lengths, gap: int):
 class RangeReader:
     """Ranged, thread-safe reads of one immutable object."""
 
-    def __init__(self, fs, path: str, *, uri: str | None = None):
+    def __init__(self, fs, path: str, *, uri: str | None = None, counters=()):
         self.fs = fs
         self.path = path
         self.uri = uri or path
         self.stats = IOStats()
+        # more counters every read adds to (the process's; the dataset store's)
+        self._counters = (self.stats, PROCESS_IO) + tuple(counters)
         self._lock = threading.Lock()
         self._fd: int | None = None
         try:
@@ -98,9 +117,8 @@ class RangeReader:
         return self._size
 
     def _count(self, n: int) -> None:
-        with self._lock:
-            self.stats.reads += 1
-            self.stats.bytes_read += n
+        for c in self._counters:
+            c.add(reads=1, bytes_read=n)
 
     def read(self, offset: int, length: int) -> bytes:
         """Read exactly ``length`` bytes at ``offset``; short reads are errors."""
@@ -216,6 +234,7 @@ class SequentialWriter:
         if n:
             self._f.write(data)
             self._pos += n
+            PROCESS_IO.add(writes=1, bytes_written=n)
         return n
 
     def close(self) -> None:

@@ -164,6 +164,9 @@ class ObjectStore:
                                     "or a context manager")
         self.commit_lock = commit_lock
         self.manifest_store = None  # an ExternalManifestStore, set by the dataset layer
+        from lancenb.io import IOStats
+
+        self.io_stats = IOStats()  # requests made through this store (ds.io_stats_*)
         self._made: set[str] = set()  # directories already created
         # how put_if_absent is made atomic, decided once here (see the module docstring)
         self._create_only = conditional_put_of(self.fs)
@@ -204,7 +207,8 @@ class ObjectStore:
         filesystem object (the path is never re-parsed as a URL)."""
         from lancenb.io import RangeReader
 
-        return RangeReader(self.fs, self.path(rel), uri=self.uri_of(rel))
+        return RangeReader(self.fs, self.path(rel), uri=self.uri_of(rel),
+                           counters=(self.io_stats,))
 
     # -- reads -----------------------------------------------------------------
     def exists(self, rel: str) -> bool:
@@ -218,8 +222,11 @@ class ObjectStore:
         try:
             if self.local:
                 with open(p, "rb") as f:
-                    return f.read()
-            return self.fs.cat_file(p)
+                    data = f.read()
+            else:
+                data = self.fs.cat_file(p)
+            self._count(reads=1, bytes_read=len(data))
+            return data
         except FileNotFoundError as e:
             raise LanceFileNotFoundError(f"no such object: {self.uri_of(rel)!r}") from e
         except OSError as e:
@@ -274,6 +281,18 @@ class ObjectStore:
                 self.fs.pipe_file(p, bytes(data))
         except OSError as e:
             raise LanceIOError(f"cannot write {self.uri_of(rel)!r}: {e}") from e
+        self._count(writes=1, bytes_written=len(data))
+
+    def _count(self, **kw) -> None:
+        from lancenb.io import PROCESS_IO
+
+        self.io_stats.add(**kw)
+        PROCESS_IO.add(**kw)
+
+    def count_write(self, nbytes: int) -> None:
+        """Record a write another writer made under this store (a data file written
+        through its own handle), for :attr:`io_stats`."""
+        self.io_stats.add(writes=1, bytes_written=int(nbytes))
 
     def put_if_absent(self, rel: str, data: bytes, version: int | None = None) -> bool:
         """Create ``rel`` with ``data`` unless it exists; True if this call created it.
