@@ -27,6 +27,7 @@ from lancenb.dataset.api_types import (
     CleanupExplanation,
     DatasetBasePath,
     DatasetDelta,
+    IOStats,
     LanceSchema,
     LanceStats,
 )
@@ -319,6 +320,23 @@ class DatasetApiExtras:
         return CleanupExplanation(self.version, stats, files,
                                   include_files and len(stats.removed) > int(max_files),
                                   int(max_files))
+
+    def io_stats_snapshot(self) -> IOStats:
+        """Reads and writes made through this dataset's object store so far: every
+        ranged read of a data file, every object read or written whole (manifests,
+        transactions, deletion files) and each data file committed."""
+        c = self._store.io_stats
+        return IOStats(c.reads, c.bytes_read, c.writes, c.bytes_written)
+
+    def io_stats_incremental(self) -> IOStats:
+        """:meth:`io_stats_snapshot`, then the counters start again from zero."""
+        from lancenb.io import _COUNT_LOCK
+
+        c = self._store.io_stats
+        with _COUNT_LOCK:
+            out = IOStats(c.reads, c.bytes_read, c.writes, c.bytes_written)
+            c.reads = c.bytes_read = c.writes = c.bytes_written = 0
+        return out
 
     # -- whole-dataset changes --------------------------------------------------------
     def truncate_table(self) -> None:

@@ -206,3 +206,14 @@ class DatasetDelta:
         among the rows of the dataset's version."""
         b, e = self.begin_version, self.end_version
         return self._rows(lambda c, u: (c <= b) & (u > b) & (u <= e))
+
+
+@dataclass
+class IOStats:
+    """Requests made through a dataset's object store (``ds.io_stats_snapshot()``):
+    pylance's field names."""
+
+    read_iops: int = 0
+    read_bytes: int = 0
+    write_iops: int = 0
+    written_bytes: int = 0

@@ -18,7 +18,22 @@ import pyarrow as pa
 from lancenb.errors import InvalidInputError, SchemaError
 from lancenb.file.schema import logical_type, parse_logical_type
 
-__all__ = ["schema_to_json", "json_to_schema", "sanitize_ts", "set_logger", "simd_info"]
+__all__ = ["schema_to_json", "json_to_schema", "sanitize_ts", "set_logger", "simd_info",
+           "iops_counter", "bytes_read_counter", "BlobColumn", "pydantic_to_schema"]
+
+
+def iops_counter() -> int:
+    """Read requests lancenb made in this process so far."""
+    from lancenb.io import PROCESS_IO
+
+    return PROCESS_IO.reads
+
+
+def bytes_read_counter() -> int:
+    """Bytes lancenb read in this process so far."""
+    from lancenb.io import PROCESS_IO
+
+    return PROCESS_IO.bytes_read
 
 
 def _type_json(dt: pa.DataType) -> dict:

@@ -924,3 +924,27 @@ def test_sql_udf_and_row_deletes_like_pylance(pair):
         got.append((ds.to_table(columns=["c", "d"]).to_pydict(), meta.num_deletions,
                     meta.deletion_file.num_deleted_rows))
     assert got[0] == got[1]
+
+
+def test_io_counters_like_pylance(tmp_path):
+    """"LanceDataset.io_stats_snapshot", "LanceDataset.io_stats_incremental",
+    "module.iops_counter", "module.bytes_read_counter" """
+    # the request counts are each library's own (different request plans); what the
+    # counters do is the same
+    for lib, name in ((lance, "r"), (lancenb, "o")):
+        ds = lib.write_dataset(TABLE, str(tmp_path / name), max_rows_per_file=3)
+        ds.delete("a = 1")
+        snap = ds.io_stats_snapshot()
+        assert snap.write_iops > 0 and snap.written_bytes > sum(
+            os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(tmp_path / name / "data")
+            for f in fs) * 0.5
+        iops, nbytes = lib.iops_counter(), lib.bytes_read_counter()
+        before = ds.io_stats_incremental()
+        assert before.read_iops >= snap.read_iops and before.write_iops == snap.write_iops
+        ds.to_table()
+        inc = ds.io_stats_incremental()
+        assert inc.read_iops > 0 and inc.read_bytes > 0 and inc.write_iops == 0
+        again = ds.io_stats_incremental()
+        assert (again.read_iops, again.read_bytes, again.write_iops, again.written_bytes) == \
+            (0, 0, 0, 0)
+        assert lib.iops_counter() > iops and lib.bytes_read_counter() > nbytes
