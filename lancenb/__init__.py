@@ -54,6 +54,7 @@ _LAZY = {
     "set_logger": ("lancenb.dataset.module_api", "set_logger"),
     "simd_info": ("lancenb.dataset.module_api", "simd_info"),
     "iops_counter": ("lancenb.dataset.module_api", "iops_counter"),
+    "ScanStatistics": ("lancenb.dataset.api_types", "ScanStatistics"),
     "bytes_read_counter": ("lancenb.dataset.module_api", "bytes_read_counter"),
     "LanceFileReader": ("lancenb.file", "LanceFileReader"),
     "LanceFileWriter": ("lancenb.file", "LanceFileWriter"),

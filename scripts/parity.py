@@ -44,6 +44,8 @@ PARTIAL = {
     ("LanceScanner", "explain_plan"): "a description of lancenb's steps, not DataFusion's",
     ("LanceScanner", "analyze_plan"): "a description of lancenb's steps, not DataFusion's",
     ("module", "write_dataset"): "auto_cleanup_options=, bases, namespaces are not supported",
+    ("MergeInsertBuilder", "data_storage_version"): "only the dataset's own file version "
+    "(pylance flags mixed-version datasets with reader feature 256)",
 }
 # names whose pylance comparison lives in another test module than test_parity.py
 TESTED_ELSEWHERE: set = set()  # (surface, name) compared with pylance in other modules

@@ -217,3 +217,17 @@ class IOStats:
     read_bytes: int = 0
     write_iops: int = 0
     written_bytes: int = 0
+
+
+@dataclass
+class ScanStatistics:
+    """What one scan did (given to ``scanner(scan_stats_callback=...)`` when the scan
+    ends): requests and bytes read through the dataset's store, and counts."""
+
+    iops: int = 0
+    requests: int = 0
+    bytes_read: int = 0
+    indices_loaded: int = 0
+    parts_loaded: int = 0
+    index_comparisons: int = 0
+    all_counts: dict = field(default_factory=dict)

@@ -339,6 +339,7 @@ class LanceDataset(DatasetApiExtras, pads.Dataset):
                           blob_handling=blob_handling, use_stats=use_stats,
                           order_by=order_by, strict_batch_size=strict_batch_size,
                           include_deleted_rows=include_deleted_rows)
+        sc.scan_stats_callback = scan_stats_callback
         return sc
 
     def sql(self, sql: str):

@@ -69,6 +69,35 @@ class FragmentApiExtras:
                 raise CorruptFileError(f"fragment {self.fragment_id}: deletes row "
                                        f"{int(dead.max())} of {self.physical_rows}")
 
+    @staticmethod
+    def create_from_file(filename: str, dataset, fragment_id: int):
+        """A fragment of an existing data file ``filename`` (a path under the
+        dataset's ``data/``) whose columns are the dataset's; nothing is written or
+        committed (commit with ``LanceOperation.Append``). Its columns are matched
+        to the dataset's fields by name."""
+        from lancenb._proto import table_pb2
+        from lancenb.dataset.fragmeta import FragmentMetadata
+        from lancenb.dataset.operations import schema_fields
+        from lancenb.dataset.write import leaf_ids
+        from lancenb.file.version import FileVersion
+
+        reader = dataset._open_file(filename)
+        version = FileVersion.resolve(dataset.data_storage_version)
+        fields = schema_fields(reader.schema, list(dataset.manifest.fields))
+        known = {f.id for f in dataset.manifest.fields}
+        new = [f.name for f in fields if f.id not in known and f.parent_id == -1]
+        if new:
+            raise InvalidInputError(f"create_from_file: {filename!r} has columns {new} the "
+                                    f"dataset does not have (or of another type)")
+        ids = leaf_ids(fields, version)
+        major, minor = reader.version.data_file
+        df = table_pb2.DataFile(path=filename, fields=ids, column_indices=range(len(ids)),
+                                file_major_version=major, file_minor_version=minor,
+                                file_size_bytes=dataset._store.size(f"data/{filename}"))
+        pb = table_pb2.DataFragment(id=int(fragment_id), physical_rows=reader.num_rows())
+        pb.files.append(df)
+        return FragmentMetadata.from_pb(pb)
+
     # -- writers (no commit) ----------------------------------------------------------
     def _write_file(self, table: pa.Table, fields_pb, step: int):
         """One new data file of ``table`` (one row per physical row) with field ids

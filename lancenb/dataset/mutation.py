@@ -32,6 +32,7 @@ class _Changes:
         self.deleted: dict[int, np.ndarray] = {}
         self.new_tables: list[pa.Table] = []
         self.moved: list[tuple] = []  # (table, row ids, created versions)
+        self.file_version = None  # new data files' version (None: the dataset's)
 
     def delete(self, frag, phys: np.ndarray) -> None:
         if len(phys):
@@ -71,7 +72,7 @@ class _Changes:
                 g.deletion_file.CopyFrom(df)
                 op.updated_fragments.append(g)
             schema = blob.input_schema(ds.schema)  # (blob v2 columns: their values)
-            version = FileVersion.resolve(ds.data_storage_version)
+            version = FileVersion.resolve(self.file_version or ds.data_storage_version)
 
             def write(tables):
                 table = pa.concat_tables([t.select(schema.names).cast(schema) for t in tables])
@@ -197,6 +198,7 @@ class MergeInsertBuilder:
         self._insert = False
         self._delete_unmatched = False
         self._delete_cond = None
+        self._file_version = None
 
     def when_matched_update_all(self, condition: str | None = None) -> "MergeInsertBuilder":
         """Replace matched target rows by their source rows (where ``condition``)."""
@@ -229,6 +231,21 @@ class MergeInsertBuilder:
 
     def retry_timeout(self, timeout) -> "MergeInsertBuilder":
         """Accepted for pylance compatibility."""
+        return self
+
+    def data_storage_version(self, version: str) -> "MergeInsertBuilder":
+        """Write this operation's new data files at file ``version`` (``"2.0"``,
+        ``"2.1"``, ``"2.2"``, ``"stable"``, ``"next"``). Only the dataset's own version
+        is accepted: pylance 14 marks a dataset of mixed file versions with a reader
+        feature flag (256) whose rules lancenb does not implement."""
+        label = FileVersion.resolve(version).label
+        if label != FileVersion.resolve(self._ds.data_storage_version).label:
+            from lancenb.errors import NotSupportedError
+
+            raise NotSupportedError(f"merge_insert: data_storage_version({version!r}) on a "
+                                    f"dataset of {self._ds.data_storage_version} files would "
+                                    f"mix file versions, which lancenb does not write")
+        self._file_version = label
         return self
 
     def use_index(self, use_index: bool) -> "MergeInsertBuilder":
@@ -282,6 +299,7 @@ class MergeInsertBuilder:
         src_cols = src.column_names
         src = src.append_column("__lancenb_src", pa.array(np.arange(src.num_rows)))
         ch = _Changes(ds)
+        ch.file_version = self._file_version
         matched_src = np.zeros(src.num_rows, dtype=bool)
         n_upd = n_del = 0
         for frag in ds.get_fragments():

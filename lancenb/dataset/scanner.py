@@ -150,9 +150,35 @@ class LanceScanner:
     def _fragment_list(self):
         return self._fragments if self._fragments is not None else self._ds.get_fragments()
 
+    scan_stats_callback = None  # set by LanceDataset.scanner(scan_stats_callback=...)
+
+    def _tables_with_stats(self) -> Iterator[pa.Table]:
+        """:meth:`_tables`, then ``scan_stats_callback(ScanStatistics)`` with the
+        requests this scan made through the dataset's store and the rows it read."""
+        from lancenb.dataset.api_types import ScanStatistics
+
+        callback, self.scan_stats_callback = self.scan_stats_callback, None
+        io = self._ds._store.io_stats
+        reads, nbytes = io.reads, io.bytes_read
+        rows = 0
+        try:
+            for t in self._tables():
+                rows += t.num_rows
+                yield t
+        finally:
+            self.scan_stats_callback = callback
+        frags = sum(1 for f in self._fragment_list() if f.count_rows())
+        callback(ScanStatistics(iops=io.reads - reads, requests=io.reads - reads,
+                                bytes_read=io.bytes_read - nbytes,
+                                all_counts={"rows_scanned": rows, "fragments_scanned": frags,
+                                            "ranges_scanned": frags}))
+
     def _tables(self) -> Iterator[pa.Table]:
         """Result tables, one (or more) per fragment, limit/offset applied (after the
         sort when ``order_by`` is set: that scan is materialised whole)."""
+        if self.scan_stats_callback is not None:
+            yield from self._tables_with_stats()
+            return
         if not self.order_by:
             yield from self._scan_tables()
             return

@@ -948,3 +948,49 @@ def test_io_counters_like_pylance(tmp_path):
         assert (again.read_iops, again.read_bytes, again.write_iops, again.written_bytes) == \
             (0, 0, 0, 0)
         assert lib.iops_counter() > iops and lib.bytes_read_counter() > nbytes
+
+
+def test_merge_insert_file_version_like_pylance(tmp_path):
+    """"MergeInsertBuilder.data_storage_version" (the dataset's own version)"""
+    out = []
+    for lib, name in ((lance, "r"), (lancenb, "o")):
+        uri = str(tmp_path / name)
+        ds = lib.write_dataset(MI_TARGET, uri, data_storage_version="2.1")
+        counts = ds.merge_insert("id").when_matched_update_all().when_not_matched_insert_all() \
+            .data_storage_version("2.1").execute(MI_SOURCE)
+        for reader in (lance, lancenb):
+            d = reader.dataset(uri)
+            out.append((counts, d.data_storage_version,
+                        sorted((df.file_major_version, df.file_minor_version)
+                               for f in d.get_fragments() for df in f.metadata.files),
+                        d.to_table().sort_by("id").to_pydict()))
+    assert out[0] == out[1] == out[2] == out[3]
+    with pytest.raises(lancenb.NotSupportedError, match="mix file versions"):
+        lancenb.dataset(str(tmp_path / "o")).merge_insert("id").data_storage_version("2.2")
+
+
+def test_scan_statistics_and_fragment_from_file_like_pylance(tmp_path):
+    """"module.ScanStatistics", "LanceFragment.create_from_file" """
+    out = []
+    for lib, name in ((lance, "r"), (lancenb, "o")):
+        uri = str(tmp_path / name)
+        ds = lib.write_dataset(TABLE, uri, max_rows_per_file=5)
+        seen = []
+        ds.scanner(columns=["a", "b"], scan_stats_callback=seen.append).to_table()
+        assert len(seen) == 1 and isinstance(seen[0], lib.ScanStatistics)
+        s = seen[0]
+        assert s.iops > 0 and s.bytes_read > 0
+        # a data file written on its own, then made a fragment and committed
+        other = lib.write_dataset(TABLE.slice(0, 3), str(tmp_path / f"{name}2"))
+        fname = other.get_fragments()[0].metadata.files[0].path
+        import shutil
+
+        shutil.copy(os.path.join(other.uri, "data", fname), os.path.join(uri, "data", fname))
+        meta = lib.LanceFragment.create_from_file(fname, ds, 7)
+        ds = lib.LanceDataset.commit(uri, lib.LanceOperation.Append([meta]),
+                                     read_version=ds.version)
+        out.append((s.all_counts, meta.id, meta.physical_rows,
+                    [(list(f.fields), list(f.column_indices)) for f in meta.files],
+                    lance.dataset(uri).to_table().to_pydict(),
+                    lancenb.dataset(uri).to_table().to_pydict()))
+    assert out[0] == out[1]
