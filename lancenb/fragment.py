@@ -30,7 +30,7 @@ from lancenb.dataset.fragmeta import (
     RowDatasetVersionMeta,
     RowIdMeta,
 )
-from lancenb.dataset.operations import write_fragments as _write_fragments
+from lancenb.dataset.write import write_fragments as _write_fragments
 
 __all__ = ["LanceFragment", "FragmentMetadata", "DataFile", "DeletionFile", "RowIdMeta",
            "RowDatasetVersionMeta", "write_fragments"]

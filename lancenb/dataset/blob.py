@@ -276,9 +276,11 @@ class BlobFile(io.RawIOBase):
         return self._size
 
     def readable(self) -> bool:
+        """Always True."""
         return True
 
     def seekable(self) -> bool:
+        """Always True."""
         return True
 
     def _check_open(self) -> None:
@@ -286,10 +288,12 @@ class BlobFile(io.RawIOBase):
             raise ValueError("I/O operation on a closed BlobFile")
 
     def tell(self) -> int:
+        """The current position in the blob."""
         self._check_open()
         return self._cursor
 
     def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        """Move to ``offset`` from the start, the current position or the end."""
         self._check_open()
         base = {io.SEEK_SET: 0, io.SEEK_CUR: self._cursor, io.SEEK_END: self._size}.get(whence)
         if base is None:
@@ -307,6 +311,7 @@ class BlobFile(io.RawIOBase):
         return self._reader.read(self._position + start, n)
 
     def readinto(self, b) -> int:
+        """Read into ``buf``; returns the bytes read (0 at the end)."""
         self._check_open()
         view = memoryview(b).cast("B")
         n = max(0, min(len(view), self._size - self._cursor))
@@ -328,6 +333,7 @@ class BlobFile(io.RawIOBase):
         return n
 
     def read(self, size: int = -1) -> bytes:
+        """Up to ``size`` bytes from the current position (all that is left by default)."""
         self._check_open()
         if size is None or size < 0:
             return self.readall()
@@ -336,6 +342,7 @@ class BlobFile(io.RawIOBase):
         return bytes(buf[:n])
 
     def readall(self) -> bytes:
+        """The rest of the blob."""
         self._check_open()
         n = max(0, self._size - self._cursor)
         data = self._fetch(self._cursor, n)
@@ -362,6 +369,7 @@ class BlobFile(io.RawIOBase):
         return [bytes(g) for g in got]
 
     def close(self) -> None:
+        """Close the file (its source is closed with it)."""
         if not self.closed:
             self._buf = b""
             self._reader.close()
@@ -582,9 +590,11 @@ class V2Sidecars:
         return pa.RecordBatch.from_arrays(cols, schema=schema)
 
     def close(self) -> None:
+        """Finish the current pack file."""
         if self._pack is not None:
             self._pack.close()
 
     def abort(self) -> None:
+        """Remove the sidecar files written so far."""
         if self._pack is not None:
             self._pack.abort()

@@ -40,6 +40,7 @@ import numpy as np
 
 from lancenb._proto import transaction_pb2
 from lancenb.dataset.deletion import deletion_path, read_deletions, write_deletions
+from lancenb.dataset.external import ExternalManifestStore, synchronize
 from lancenb.dataset.manifest import (
     HINT_FILE,
     VERSIONS_DIR,
@@ -56,13 +57,15 @@ from lancenb.errors import (
     CommitOutcomeUnknownError,
     CorruptFileError,
     DatasetNotFoundError,
+    InvalidInputError,
     LanceError,
     LanceFileNotFoundError,
 )
 from lancenb.io.pools import ThreadPool
+from lancenb.io.store import ObjectStore
 
-__all__ = ["commit", "list_versions", "load_manifest", "load_manifests", "put_new_object",
-           "remove_files", "DEFAULT_MAX_RETRIES"]
+__all__ = ["commit", "list_versions", "load_manifest", "load_manifests", "open_store",
+           "put_new_object", "remove_files", "DEFAULT_MAX_RETRIES"]
 
 DEFAULT_MAX_RETRIES = 40
 TRANSACTIONS_DIR = "_transactions"
@@ -92,10 +95,20 @@ def list_versions(store) -> tuple[list[int], bool | None]:
     return sorted(v2 or v1), bool(v2)
 
 
+def open_store(uri, storage_options=None, commit_lock=None, manifest_store=None) -> ObjectStore:
+    """The object store of the dataset at ``uri``, with the commit lock and the
+    external manifest store (an :class:`~lancenb.dataset.external.ExternalManifestStore`)
+    its commits go through."""
+    store = ObjectStore(uri, storage_options, commit_lock=commit_lock)
+    if manifest_store is not None and not isinstance(manifest_store, ExternalManifestStore):
+        raise InvalidInputError("manifest_store must be an "
+                                "lancenb.dataset.external.ExternalManifestStore")
+    store.manifest_store = manifest_store
+    return store
+
+
 def _sync_external(store, ext) -> None:
     """Finish the latest commit if its writer died between steps 2 and 4."""
-    from lancenb.dataset.external import synchronize
-
     latest = ext.get_latest(store.uri_of(""))
     if latest is None:
         return
@@ -238,6 +251,7 @@ def _publish(store, rel: str, raw: bytes, version: int, phase: _Phase):
 
 
 def load_manifest(store, version: int, v2: bool):
+    """Read and check version ``version``'s manifest (``v2``: V2 file names)."""
     name = manifest_name(version, v2)
     rel = f"{VERSIONS_DIR}/{name}"
     try:

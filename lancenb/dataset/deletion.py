@@ -30,6 +30,7 @@ _SCHEMA = pa.schema([pa.field("row_id", pa.uint32(), nullable=False)])
 
 
 def deletion_path(fragment_id: int, df) -> str:
+    """The relative path of a fragment's deletion file ``df``."""
     ext = "bin" if df.file_type == table_pb2.DeletionFile.BITMAP else "arrow"
     return f"{DELETIONS_DIR}/{fragment_id}-{df.read_version}-{df.id}.{ext}"
 

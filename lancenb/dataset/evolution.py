@@ -26,9 +26,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lancenb._proto import file_pb2, table_pb2, transaction_pb2
-from lancenb.dataset.fragment import DATA_DIR
+from lancenb.dataset import sql as engine
+from lancenb.dataset.manifest import DATA_DIR
 from lancenb.dataset.transaction import Transaction
-from lancenb.dataset.write import cleanup, write_fragments
+from lancenb.dataset.write import cleanup, normalize_input, write_data_files
 from lancenb.errors import InvalidInputError, SchemaError
 from lancenb.file.schema import schema_to_fields
 from lancenb.file.version import FileVersion
@@ -151,9 +152,9 @@ def _write_column_files(ds, new_schema: pa.Schema, new_fields, make_batches, *,
         for frag in ds.get_fragments():
             df = checkpoint.get(frag.fragment_id) if checkpoint else None
             if df is None:
-                out = write_fragments(ds._store, make_batches(frag), new_schema, new_fields,
-                                      version=version, max_rows_per_file=2**62,
-                                      written=written)
+                out = write_data_files(ds._store, make_batches(frag), new_schema, new_fields,
+                                       version=version, max_rows_per_file=2**62,
+                                       written=written)
                 rows = sum(f.physical_rows for f in out)
                 if len(out) != 1 or rows != frag.physical_rows:
                     raise InvalidInputError(
@@ -201,8 +202,7 @@ def add_columns(ds, transforms, read_columns=None, *, batch_size=None) -> None:
         _commit(ds, _merge_txn(ds, frags, fields), [])
         return
     if isinstance(transforms, dict):
-        from lancenb.dataset import sql as engine
-        from lancenb.dataset.filters import check_expression
+        from lancenb.dataset.filters import check_expression  # lazy: it loads sqlglot
 
         if not transforms:
             raise InvalidInputError("add_columns got no columns to add")
@@ -268,7 +268,7 @@ def add_columns(ds, transforms, read_columns=None, *, batch_size=None) -> None:
 
 def _as_batch(x, schema):
     try:
-        import pandas as pd
+        import pandas as pd  # lazy: heavy, and optional
     except ImportError:  # pragma: no cover
         pd = None
     if pd is not None and isinstance(x, pd.DataFrame):
@@ -453,8 +453,6 @@ def _quote(name: str) -> str:
 def merge_columns(ds, data, left_on: str, right_on: str | None = None) -> None:
     """Add the columns of ``data`` to the rows whose ``left_on`` equals ``data``'s
     ``right_on`` (rows without a match get nulls). ``right_on`` must be unique."""
-    from lancenb.dataset.write import normalize_input
-
     right_on = right_on or left_on
     if left_on not in ds.schema.names:
         raise InvalidInputError(f"merge: the dataset has no column {left_on!r}")

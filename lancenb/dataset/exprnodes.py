@@ -21,31 +21,39 @@ __all__ = ["Node", "Col", "Lit", "Opaque", "Cast", "Cmp", "Arith", "Neg", "And",
            "IsNull", "IsBool", "In", "Like", "CMP", "FLIP", "NEGATE", "ARITH", "is_numeric",
            "is_text"]
 
+
 class Node:
+    """A node of the tree: its Arrow result ``type`` and its ``pyarrow.compute`` form."""
     type: pa.DataType
 
     def expr(self) -> pc.Expression:
+        """This node as a ``pyarrow.compute`` expression."""
         raise NotImplementedError
 
 
 @dataclass(frozen=True)
 class Col(Node):
+    """A column, or a struct field by its path (``a.b.c`` is ``("a", "b", "c")``)."""
     path: tuple[str, ...]
     type: pa.DataType
 
     def expr(self):
+        """``pc.field(*path)``."""
         return pc.field(*self.path)
 
 
 @dataclass(frozen=True)
 class Lit(Node):
+    """A literal value, typed (cast to what it is compared with when exact)."""
     value: pa.Scalar
 
     @property
     def type(self):
+        """The literal's Arrow type."""
         return self.value.type
 
     def expr(self):
+        """The literal as a scalar expression."""
         return pc.scalar(self.value)
 
 
@@ -58,15 +66,18 @@ class Opaque(Node):
     type = pa.bool_()
 
     def expr(self):
+        """Refused: only the SQL engine evaluates this part."""
         raise InvalidInputError(f"{self.sql!r} has no pyarrow.compute translation")
 
 
 @dataclass(frozen=True)
 class Cast(Node):
+    """``CAST(arg AS type)``."""
     arg: Node
     type: pa.DataType
 
     def expr(self):
+        """The argument cast to ``type``."""
         return self.arg.expr().cast(self.type)
 
 
@@ -78,12 +89,14 @@ NEGATE = {"=": "!=", "!=": "=", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
 
 @dataclass(frozen=True)
 class Cmp(Node):
+    """A comparison ``left op right`` (``op`` one of ``= != < <= > >=``)."""
     op: str
     left: Node
     right: Node
     type = pa.bool_()
 
     def expr(self):
+        """The comparison, with DataFusion's NaN ordering on float operands."""
         a, b = self.left.expr(), self.right.expr()
         out = CMP[self.op](a, b)
         fa, fb = pa.types.is_floating(self.left.type), pa.types.is_floating(self.right.type)
@@ -113,63 +126,76 @@ ARITH = {"+": pc.add_checked, "-": pc.subtract_checked, "*": pc.multiply_checked
 
 @dataclass(frozen=True)
 class Arith(Node):
+    """Checked arithmetic ``left op right`` (``op`` one of ``+ - * / %``)."""
     op: str
     left: Node
     right: Node
     type: pa.DataType
 
     def expr(self):
+        """The checked pyarrow.compute operation (overflow raises)."""
         return ARITH[self.op](self.left.expr(), self.right.expr())
 
 
 @dataclass(frozen=True)
 class Neg(Node):
+    """Unary minus."""
     arg: Node
 
     @property
     def type(self):
+        """The argument's type."""
         return self.arg.type
 
     def expr(self):
+        """Checked negation."""
         return pc.negate_checked(self.arg.expr())
 
 
 @dataclass(frozen=True)
 class And(Node):
+    """SQL ``AND`` (three-valued: Kleene logic)."""
     left: Node
     right: Node
     type = pa.bool_()
 
     def expr(self):
+        """``and_kleene`` of both sides."""
         return pc.and_kleene(self.left.expr(), self.right.expr())
 
 
 @dataclass(frozen=True)
 class Or(Node):
+    """SQL ``OR`` (three-valued: Kleene logic)."""
     left: Node
     right: Node
     type = pa.bool_()
 
     def expr(self):
+        """``or_kleene`` of both sides."""
         return pc.or_kleene(self.left.expr(), self.right.expr())
 
 
 @dataclass(frozen=True)
 class Not(Node):
+    """SQL ``NOT`` (NULL stays NULL)."""
     arg: Node
     type = pa.bool_()
 
     def expr(self):
+        """The inverted argument."""
         return pc.invert(self.arg.expr())
 
 
 @dataclass(frozen=True)
 class IsNull(Node):
+    """``x IS NULL``, or ``x IS NOT NULL`` when ``negated``: never null."""
     arg: Node
     negated: bool
     type = pa.bool_()
 
     def expr(self):
+        """``is_null`` or ``is_valid`` of the argument."""
         return (pc.is_valid if self.negated else pc.is_null)(self.arg.expr())
 
 
@@ -182,6 +208,7 @@ class IsBool(Node):
     type = pa.bool_()
 
     def expr(self):
+        """The test, NULL read as false."""
         e = self.arg.expr() if self.value else pc.invert(self.arg.expr())
         return pc.coalesce(e, pc.scalar(False))
 
@@ -196,6 +223,7 @@ class In(Node):
     type = pa.bool_()
 
     def expr(self):
+        """``is_in`` with SQL's NULL rules."""
         a = self.arg.expr()
         hit = pc.is_in(a, value_set=self.values)
         null = pc.scalar(pa.scalar(None, pa.bool_()))
@@ -206,20 +234,24 @@ class In(Node):
 
 @dataclass(frozen=True)
 class Like(Node):
+    """``s LIKE pattern`` (``ILIKE`` when ``ignore_case``)."""
     arg: Node
     pattern: str
     ignore_case: bool
     type = pa.bool_()
 
     def expr(self):
+        """``match_like`` of the argument."""
         return pc.match_like(self.arg.expr(), pattern=self.pattern,
                              ignore_case=self.ignore_case)
 
 
 def is_numeric(t: pa.DataType) -> bool:
+    """Whether ``t`` is an integer, floating point or decimal type."""
     return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
 
 
 def is_text(t: pa.DataType) -> bool:
+    """Whether ``t`` is a string or binary type (any width)."""
     return (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
             or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t))

@@ -42,6 +42,7 @@ class ExternalManifestStore:
     """The interface: four operations on ``(base_uri, version) -> path``."""
 
     def get(self, base_uri: str, version: int) -> str | None:
+        """The path of ``version``'s manifest, or None."""
         raise NotImplementedError
 
     def get_latest(self, base_uri: str) -> tuple[int, str] | None:
@@ -84,16 +85,19 @@ class SqliteManifestStore(ExternalManifestStore):
         return conn
 
     def get(self, base_uri, version):
+        """The path of ``version``'s manifest, or None."""
         row = self._conn().execute("SELECT path FROM lance_manifests WHERE base_uri=? AND "
                                    "version=?", (base_uri, int(version))).fetchone()
         return row[0] if row else None
 
     def get_latest(self, base_uri):
+        """``(version, path)`` of the newest version, or None."""
         row = self._conn().execute("SELECT version, path FROM lance_manifests WHERE base_uri=? "
                                    "ORDER BY version DESC LIMIT 1", (base_uri,)).fetchone()
         return (int(row[0]), row[1]) if row else None
 
     def put_if_not_exists(self, base_uri, version, path):
+        """Record a version's path unless it exists (False: it did)."""
         try:
             self._conn().execute("INSERT INTO lance_manifests (base_uri, version, path) "
                                  "VALUES (?, ?, ?)", (base_uri, int(version), path))
@@ -102,6 +106,7 @@ class SqliteManifestStore(ExternalManifestStore):
             return False
 
     def put_if_exists(self, base_uri, version, path):
+        """Change an existing version's path (step 4 of a commit)."""
         cur = self._conn().execute("UPDATE lance_manifests SET path=? WHERE base_uri=? AND "
                                    "version=?", (path, base_uri, int(version)))
         if cur.rowcount != 1:

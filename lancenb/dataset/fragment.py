@@ -22,7 +22,11 @@ from lancenb.dataset import blob
 from lancenb.dataset.deletion import deletion_path, read_deletions, write_deletions
 from lancenb.dataset.fragment_extras import FragmentApiExtras
 from lancenb.dataset.fragmeta import DataFile, FragmentMetadata
-from lancenb.dataset.rowids import decode_row_ids, external_bytes
+from lancenb.dataset.manifest import DATA_DIR
+from lancenb.dataset.rowids import decode_row_ids, decode_version_runs, external_bytes
+from lancenb.dataset.stats import ColumnStats, read_file_stats
+from lancenb.dataset.write import create_fragment
+from lancenb.encodings.structural import dictarray
 from lancenb.errors import CorruptFileError, InvalidInputError, NotSupportedError
 from lancenb.file.legacy import LegacyFileReader
 from lancenb.file.reader import LanceFileReader
@@ -32,7 +36,6 @@ from lancenb.io.pools import ThreadPool
 
 __all__ = ["LanceFragment", "FragmentMetadata", "DataFile"]
 
-DATA_DIR = "data"
 # row offsets in a row address are 32 bits
 MAX_FRAGMENT_ROWS = 1 << 32
 
@@ -74,10 +77,13 @@ class LanceFragment(FragmentApiExtras):
 
     @property
     def num_deletions(self) -> int:
+        """Rows of this fragment deleted by its deletion file."""
         return len(self.deleted_offsets())
 
     @property
     def schema(self) -> pa.Schema:
+        """The dataset's schema (every fragment holds every column, nulls where a
+        data file lacks one)."""
         return self._ds.schema
 
     @staticmethod
@@ -96,8 +102,6 @@ class LanceFragment(FragmentApiExtras):
         --------
         >>> meta = LanceFragment.create(uri, pa.table({"a": [1]}))  # doctest: +SKIP
         """
-        from lancenb.dataset.operations import create_fragment  # operations imports us
-
         return create_fragment(dataset_uri, data, fragment_id, schema, max_rows_per_group,
                                progress, mode, data_storage_version=data_storage_version,
                                use_legacy_format=use_legacy_format,
@@ -159,6 +163,7 @@ class LanceFragment(FragmentApiExtras):
                             **kwargs).to_table()
 
     def head(self, num_rows: int) -> pa.Table:
+        """The first ``num_rows`` live rows of this fragment."""
         return self.scanner(limit=num_rows).to_table()
 
     def to_pandas(self, columns=None, filter=None, limit=None, offset=None, **kwargs):
@@ -169,8 +174,6 @@ class LanceFragment(FragmentApiExtras):
     def take(self, indices, columns=None) -> pa.Table:
         """Rows at ``indices`` among this fragment's live rows (deleted rows skipped,
         as pylance counts them), in the order given."""
-        from lancenb.encodings.structural import dictarray
-
         idx = np.asarray(indices, dtype=np.int64).reshape(-1)
         n = self.count_rows()
         if idx.size and (idx.min() < 0 or idx.max() >= n):
@@ -188,9 +191,11 @@ class LanceFragment(FragmentApiExtras):
         return t
 
     def data_files(self) -> list[DataFile]:
+        """This fragment's data files (:class:`~lancenb.fragment.DataFile`)."""
         return self.metadata.files
 
     def deletion_file(self) -> str | None:
+        """The path of this fragment's deletion file, or None."""
         if not self._pb.HasField("deletion_file"):
             return None
         return deletion_path(self.fragment_id, self._pb.deletion_file)
@@ -244,12 +249,19 @@ class LanceFragment(FragmentApiExtras):
         return n
 
     def count_rows(self, filter=None) -> int:
+        """Live rows, or rows matching ``filter``.
+
+        Examples
+        --------
+        >>> ds.get_fragments()[0].count_rows("a > 1")  # doctest: +SKIP
+        """
         if filter is not None:
             return self._ds.scanner(filter=filter, columns=[], fragments=[self]).count_rows()
         return self.physical_rows - len(self.deleted_offsets())
 
     @property
     def has_stable_row_ids(self) -> bool:
+        """Whether the dataset keeps row ids across compaction and updates."""
         return self._pb.WhichOneof("row_id_sequence") is not None
 
     def row_ids(self) -> np.ndarray:
@@ -273,8 +285,6 @@ class LanceFragment(FragmentApiExtras):
     def row_versions(self, kind: str) -> np.ndarray:
         """Per-row ``created`` or ``last_updated`` dataset version (stable row ids);
         1 where the fragment has no sequence."""
-        from lancenb.dataset.rowids import decode_version_runs
-
         p = self._pb
         field = f"{kind}_at_version_sequence"
         which = p.WhichOneof(field)
@@ -289,6 +299,7 @@ class LanceFragment(FragmentApiExtras):
         return decode_version_runs(data, n, where)
 
     def row_addresses(self, offsets: np.ndarray) -> np.ndarray:
+        """Row addresses ``(fragment_id << 32) | offset`` of physical ``offsets``."""
         return (np.uint64(self.fragment_id) << np.uint64(32)) | offsets.astype(np.uint64)
 
     # -- reading ---------------------------------------------------------------
@@ -336,8 +347,6 @@ class LanceFragment(FragmentApiExtras):
         key = ("stats", self.fragment_id, tuple(f.path for f in self._pb.files))
         if key in self._ds._cache:
             return self._ds._cache[key]
-        from lancenb.dataset.stats import read_file_stats
-
         name_of = {t.id: t.name for t in self._ds._top_fields}
         plan = self._column_plan()
         used = sorted({fi for fi, _ in plan.values()})
@@ -468,8 +477,6 @@ def open_data_file(store, path: str, legacy: bool = False, *, source: str = "man
 def _legacy_stats(reader: LegacyFileReader):
     """A 0.1 file's statistics pages as ``(rows_per_page, {field id: [ColumnStats]})``,
     or None when it has none or its batches are not all the same size (but the last)."""
-    from lancenb.dataset.stats import ColumnStats
-
     got = reader.page_statistics(stats_factory=ColumnStats)
     if got is None:
         return None

@@ -62,11 +62,13 @@ class DataFile:
 
     @classmethod
     def from_pb(cls, pb) -> "DataFile":
+        """The data file of a ``lance.table.DataFile`` protobuf."""
         return cls(pb.path, list(pb.fields), list(pb.column_indices), int(pb.file_major_version),
                    int(pb.file_minor_version), int(pb.file_size_bytes) or None,
                    int(pb.base_id) if pb.HasField("base_id") else None)
 
     def to_pb(self):
+        """This data file as a ``lance.table.DataFile`` protobuf."""
         pb = table_pb2.DataFile(path=self.path, fields=self.fields,
                                 column_indices=self.column_indices,
                                 file_major_version=int(self.file_major_version),
@@ -89,11 +91,13 @@ class DeletionFile:
     base_id: int | None = None
 
     def asdict(self) -> dict:
+        """The fields as pylance's JSON names them."""
         return {"read_version": int(self.read_version), "id": int(self.id),
                 "file_type": self.file_type, "num_deleted_rows": int(self.num_deleted_rows),
                 "base_id": self.base_id}
 
     def json(self) -> str:
+        """This deletion file as pylance's JSON text."""
         return json.dumps(self.asdict(), separators=(",", ":"))
 
     def path(self, fragment_id: int) -> str:
@@ -103,10 +107,12 @@ class DeletionFile:
 
     @classmethod
     def from_pb(cls, pb) -> "DeletionFile":
+        """The deletion file of a ``lance.table.DeletionFile`` protobuf."""
         return cls(int(pb.read_version), int(pb.id), _DELETION_NAMES.get(pb.file_type, "array"),
                    int(pb.num_deleted_rows), int(pb.base_id) if pb.HasField("base_id") else None)
 
     def to_pb(self):
+        """This deletion file as a ``lance.table.DeletionFile`` protobuf."""
         if self.file_type not in _DELETION_TYPES:
             raise InvalidInputError(f"deletion file type must be 'array' or 'bitmap', not "
                                     f"{self.file_type!r}")
@@ -192,10 +198,12 @@ class FragmentMetadata:
 
     @property
     def num_deletions(self) -> int:
+        """Rows deleted by the deletion file (0 without one)."""
         return int(self.deletion_file.num_deleted_rows) if self.deletion_file else 0
 
     @property
     def num_rows(self) -> int:
+        """Live rows: physical rows less deletions."""
         return int(self.physical_rows) - self.num_deletions
 
     def to_json(self) -> dict:

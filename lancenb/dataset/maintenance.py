@@ -43,11 +43,15 @@ import numpy as np
 from lancenb._proto import transaction_pb2
 from lancenb.dataset.commit import TRANSACTIONS_DIR, list_versions, load_manifest
 from lancenb.dataset.deletion import DELETIONS_DIR, deletion_path
-from lancenb.dataset.fragment import DATA_DIR
-from lancenb.dataset.manifest import VERSIONS_DIR, manifest_name
-from lancenb.dataset.rowids import ROWIDS_DIR
+from lancenb.dataset.manifest import DATA_DIR, VERSIONS_DIR, manifest_name
+from lancenb.dataset.rowids import (
+    ROWIDS_DIR,
+    encode_array_row_ids,
+    encode_version_array,
+    set_row_ids,
+)
 from lancenb.dataset.transaction import Transaction
-from lancenb.dataset.write import cleanup, write_fragments
+from lancenb.dataset.write import cleanup, write_data_files
 from lancenb.errors import InvalidInputError, NotSupportedError
 from lancenb.file.version import FileVersion
 
@@ -58,6 +62,7 @@ UNVERIFIED_GRACE = _dt.timedelta(days=7)
 
 @dataclass
 class CompactionMetrics:
+    """What ``compact_files`` did: fragments and files removed and added."""
     fragments_removed: int = 0
     fragments_added: int = 0
     files_removed: int = 0
@@ -135,16 +140,10 @@ def compact_files(ds, *, target_rows_per_fragment: int = 1024 * 1024,
                     for lo in range(0, len(offs), batch_size):
                         t = frag.take_physical(schema.names, offs[lo:lo + batch_size])
                         yield from t.to_batches()
-            new = write_fragments(ds._store, batches(), schema, fields, version=version,
-                                  max_rows_per_file=target_rows_per_fragment,
-                                  written=written)
+            new = write_data_files(ds._store, batches(), schema, fields, version=version,
+                                   max_rows_per_file=target_rows_per_fragment,
+                                   written=written)
             if stable:
-                from lancenb.dataset.rowids import (
-                    encode_array_row_ids,
-                    encode_version_array,
-                    set_row_ids,
-                )
-
                 ids = np.concatenate(ids_parts) if ids_parts else np.zeros(0, np.uint64)
                 created = np.concatenate(created_parts) if created_parts else ids
                 updated = np.concatenate(updated_parts) if updated_parts else ids
@@ -188,14 +187,17 @@ class CleanupStats:
 
     @property
     def data_files_removed(self) -> int:
+        """Data files removed (pylance's counter name)."""
         return self._count(f"{DATA_DIR}/")
 
     @property
     def transaction_files_removed(self) -> int:
+        """Transaction files removed."""
         return self._count(f"{TRANSACTIONS_DIR}/")
 
     @property
     def deletion_files_removed(self) -> int:
+        """Deletion files removed."""
         return self._count("_deletions/")
 
 

@@ -37,6 +37,7 @@ __all__ = ["VERSIONS_DIR", "manifest_name", "parse_manifest_name", "frame_manife
 
 VERSIONS_DIR = "_versions"
 HINT_FILE = "_versions/latest_version_hint.json"
+DATA_DIR = "data"  # data files, relative to the dataset root
 MANIFEST_MAGIC = b"LANC"
 MANIFEST_FOOTER = 16
 _U64_MAX = 2**64 - 1
@@ -56,6 +57,8 @@ _READ_ONLY_FLAGS = FLAG_BASE_PATHS
 
 
 def manifest_name(version: int, v2: bool) -> str:
+    """The file name of ``version``'s manifest: ``{version}.manifest`` (V1) or the
+    20-digit inverted form (V2, newest first in listings)."""
     if version < 1 or version > _U64_MAX - 1:
         # versions come from manifests: one past the last nameable is damage
         raise CorruptFileError(f"version {version} has no manifest name (versions are "
@@ -123,6 +126,7 @@ class ManifestFile:
 
     @property
     def version(self) -> int:
+        """The manifest's version number."""
         return int(self.manifest.version)
 
     def _section(self, offset: int, what: str) -> bytes:
@@ -148,6 +152,7 @@ class ManifestFile:
                         f"manifest {self.name!r}: inline transaction")
 
     def index_section_bytes(self) -> bytes | None:
+        """The raw index section of the manifest file (kept by restore)."""
         if not self.manifest.HasField("index_section"):
             return None
         return self._section(int(self.manifest.index_section), "index section")
@@ -212,4 +217,5 @@ def feature_flags_for(manifest) -> tuple[int, int]:
 
 
 def new_manifest():
+    """An empty manifest for a new dataset."""
     return table_pb2.Manifest()

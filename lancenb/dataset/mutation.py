@@ -13,15 +13,16 @@ import re
 import numpy as np
 import pyarrow as pa
 
-from lancenb._proto import table_pb2, transaction_pb2
-from lancenb.dataset import blob
-from lancenb.dataset.deletion import deletion_path, write_deletions
+from lancenb._proto import transaction_pb2
+from lancenb.dataset import blob, sql
+from lancenb.dataset.manifest import check_feature_flags
+from lancenb.dataset.rowids import encode_array_row_ids, encode_version_array, set_row_ids
 from lancenb.dataset.transaction import Transaction
-from lancenb.dataset.write import cleanup, normalize_input, write_fragments
+from lancenb.dataset.write import cleanup, normalize_input, stage_deletions, write_data_files
 from lancenb.errors import InvalidInputError, MergeInsertError, SchemaError
 from lancenb.file.version import FileVersion
 
-__all__ = ["update", "MergeInsertBuilder"]
+__all__ = ["delete_rows", "update", "MergeInsertBuilder"]
 
 
 class _Changes:
@@ -57,28 +58,18 @@ class _Changes:
         txn = Transaction(ds.version, "update", op)
         written: list[str] = []
         try:
-            for frag in ds.get_fragments():
-                rows = self.deleted.get(frag.fragment_id)
-                if rows is None:
-                    continue
-                allrows = np.union1d(frag.deleted_offsets(), rows).astype(np.uint32)
-                if len(allrows) >= frag.physical_rows:
-                    op.removed_fragment_ids.append(frag.fragment_id)
-                    continue
-                df = write_deletions(ds._store, frag.fragment_id, allrows, ds.version)
-                written.append(deletion_path(frag.fragment_id, df))
-                g = table_pb2.DataFragment()
-                g.CopyFrom(frag._pb)
-                g.deletion_file.CopyFrom(df)
-                op.updated_fragments.append(g)
+            updated, removed = stage_deletions(ds._store, ds.get_fragments(), self.deleted,
+                                               ds.version, written)
+            op.updated_fragments.extend(updated)
+            op.removed_fragment_ids.extend(removed)
             schema = blob.input_schema(ds.schema)  # (blob v2 columns: their values)
             version = FileVersion.resolve(self.file_version or ds.data_storage_version)
 
             def write(tables):
                 table = pa.concat_tables([t.select(schema.names).cast(schema) for t in tables])
-                return write_fragments(ds._store, iter(table.to_batches()), schema,
-                                       list(ds.manifest.fields), version=version,
-                                       written=written)
+                return write_data_files(ds._store, iter(table.to_batches()), schema,
+                                        list(ds.manifest.fields), version=version,
+                                        written=written)
             if self.moved:  # moved rows keep their ids: fragments of their own
                 new = write([t for t, _, _ in self.moved])
                 _carry_row_ids(new, np.concatenate([i for _, i, _ in self.moved]),
@@ -98,8 +89,6 @@ class _Changes:
 
 def _carry_row_ids(frags, ids: np.ndarray, created: np.ndarray, ds, written) -> None:
     """Give the fragments of moved rows those rows' ids and versions."""
-    from lancenb.dataset.rowids import encode_array_row_ids, encode_version_array, set_row_ids
-
     pos = 0
     new_version = ds.version + 1
     for f in frags:
@@ -114,8 +103,6 @@ def _carry_row_ids(frags, ids: np.ndarray, created: np.ndarray, ds, written) -> 
 def _eval(table: pa.Table, exprs: dict, schema: pa.Schema) -> pa.Table:
     """``{column: SQL expression}`` evaluated by the engine over ``table``, cast to
     ``schema`` (the dataset's types)."""
-    from lancenb.dataset import sql
-
     out = sql.evaluate(table, exprs, what="update")
     try:
         return out.cast(schema)
@@ -124,10 +111,39 @@ def _eval(table: pa.Table, exprs: dict, schema: pa.Schema) -> pa.Table:
                                 f"{e}") from None
 
 
+def delete_rows(ds, predicate) -> None:
+    """``LanceDataset.delete``: a ``Delete`` transaction with new deletion files for the
+    rows of ``ds`` matching ``predicate``; ``ds`` moves to the version committed."""
+    check_feature_flags(ds.manifest, ds._mf.name, write=True)
+    op = transaction_pb2.Transaction.Delete(
+        predicate=predicate if isinstance(predicate, str) else str(predicate))
+    txn = Transaction(ds.version, "delete", op)
+    written: list[str] = []
+    try:
+        sc = ds.scanner(columns=[], filter=predicate)  # parsed once
+        frags = ds.get_fragments()
+        for frag in frags:
+            live = frag.live_offsets()
+            if frag.count_rows() == 0:
+                continue
+            hit = sc._expr_mask(frag.take_physical(sc._filter_cols, live))
+            if len(hit):
+                phys = (live[hit] if live is not None else hit).astype(np.uint32)
+                txn.deleted_rows[frag.fragment_id] = phys
+        updated, removed = stage_deletions(ds._store, frags, txn.deleted_rows, ds.version,
+                                           written)
+        txn.pb.delete.updated_fragments.extend(updated)
+        txn.pb.delete.deleted_fragment_ids.extend(removed)
+    except BaseException:
+        cleanup(ds._store, written)
+        raise
+    ds._commit(txn, written)
+
+
 def update(ds, updates: dict, where=None) -> dict:
     """Set ``updates`` (``{column: SQL expression}``) on the rows matching ``where``
     (all rows when None); returns ``{"num_rows_updated": n}``."""
-    from lancenb.dataset.filters import check_expression
+    from lancenb.dataset.filters import check_expression  # lazy: it loads sqlglot
 
     if not isinstance(updates, dict) or not updates:
         raise InvalidInputError("update takes a non-empty dict {column: SQL expression}")
@@ -418,7 +434,7 @@ def _joined(target_rows: pa.Table, source_rows: pa.Table, src_cols: list) -> pa.
 
 def _where(table: pa.Table, sql: str, what: str) -> np.ndarray:
     """Boolean mask of the rows of ``table`` where the SQL condition is true."""
-    from lancenb.dataset.filters import compile_filter
+    from lancenb.dataset.filters import compile_filter  # lazy: it loads sqlglot
 
     f = compile_filter(sql, table.schema)
     if hasattr(f, "positions"):

@@ -22,7 +22,6 @@ overlays, clones) exist under their pylance names so code imports, and raise
 from __future__ import annotations
 
 import dataclasses
-import os
 import uuid as uuidlib
 from dataclasses import dataclass, field
 
@@ -30,10 +29,13 @@ import numpy as np
 import pyarrow as pa
 
 from lancenb._proto import file_pb2, transaction_pb2
+from lancenb._version import __version__
+from lancenb.dataset.commit import DEFAULT_MAX_RETRIES, commit, list_versions, load_manifest
+from lancenb.dataset.deletion import read_deletions
 from lancenb.dataset.fragmeta import FragmentMetadata, as_pb
 from lancenb.dataset.transaction import Transaction as _Txn
 from lancenb.errors import InvalidInputError, NotSupportedError
-from lancenb.file.schema import schema_to_fields
+from lancenb.file.schema import fields_to_schema, schema_to_fields
 from lancenb.file.version import FileVersion
 
 __all__ = ["LanceOperation", "Transaction", "to_transaction", "file_version_of"]
@@ -127,6 +129,7 @@ class LanceOperation:
 
     @dataclass
     class RewrittenIndex:
+        """An index remapped by a rewrite (refused: lancenb has no indices)."""
         old_id: str
         new_id: str
         new_details_type_url: str = ""
@@ -135,6 +138,7 @@ class LanceOperation:
 
     @dataclass
     class Rewrite(BaseOperation):
+        """Compaction's operation: groups of old fragments replaced by new ones."""
         groups: list
         rewritten_indices: list = field(default_factory=list)
 
@@ -147,25 +151,30 @@ class LanceOperation:
 
     @dataclass
     class CreateIndex(BaseOperation):
+        """Not supported by lancenb (raises when committed)."""
         new_indices: list
         removed_indices: list
 
     @dataclass
     class DataReplacementGroup:
+        """Not supported by lancenb (raises when committed)."""
         fragment_id: int
         new_file: object
 
     @dataclass
     class DataReplacement(BaseOperation):
+        """Not supported by lancenb (raises when committed)."""
         replacements: list
 
     @dataclass
     class UpdateMap:
+        """Entries to set (and, with ``replace``, the whole map) of a config map."""
         updates: dict
         replace: bool = False
 
     @dataclass
     class UpdateConfig(BaseOperation):
+        """Change the dataset's config, table, schema or field metadata."""
         config_updates: object = None
         table_metadata_updates: object = None
         schema_metadata_updates: object = None
@@ -226,8 +235,6 @@ def schema_fields(schema, base_fields=None) -> list:
     fresh, _ = schema_to_fields(schema)
     if not base_fields:
         return fresh
-    from lancenb.file.schema import fields_to_schema
-
     base_schema, base_tops = fields_to_schema(base_fields)
     by_name = {t.name: t for t in base_tops}
     next_id = max((f.id for f in base_fields), default=-1) + 1
@@ -263,8 +270,6 @@ def _schema_metadata(schema) -> dict:
 def _deleted_rows(store, base_frags, updated) -> dict:
     """Per updated fragment, the rows its new deletion file adds to the read version's
     (what the commit needs to rebase this delete over a concurrent one)."""
-    from lancenb.dataset.deletion import read_deletions
-
     out = {}
     for f in updated:
         if not f.HasField("deletion_file"):
@@ -391,14 +396,11 @@ def field_path(fields, f) -> str:
     return ".".join(reversed(parts))
 
 
-def commit_operation(base_uri, operation, read_version=None, *, commit_lock=None,
-                     storage_options=None, enable_v2_manifest_paths=None,
+def commit_operation(store, operation, read_version=None, *, enable_v2_manifest_paths=None,
                      max_retries=None, enable_stable_row_ids=None, detached=False,
                      commit_message=None):
-    """``LanceDataset.commit``: see :meth:`lancenb.dataset.LanceDataset.commit`."""
-    from lancenb.dataset import core
-    from lancenb.dataset.commit import DEFAULT_MAX_RETRIES, list_versions, load_manifest
-
+    """Commit ``operation`` to the dataset of ``store``; returns the new manifest file
+    (``LanceDataset.commit``: see :meth:`lancenb.dataset.LanceDataset.commit`)."""
     if detached:
         raise NotSupportedError("detached commits are not supported by lancenb")
     properties = {}
@@ -414,13 +416,6 @@ def commit_operation(base_uri, operation, read_version=None, *, commit_lock=None
     if read_version is None and not isinstance(op, (L.Overwrite, L.Restore)):
         raise InvalidInputError("read_version is required for all operations except "
                                 "Overwrite and Restore")
-    if isinstance(base_uri, core.LanceDataset):
-        store = base_uri._store
-    else:
-        if not isinstance(base_uri, (str, os.PathLike)):
-            raise InvalidInputError(f"base_uri must be a str, Path or LanceDataset, not "
-                                    f"{type(base_uri).__name__}")
-        store = core._open_store(base_uri, storage_options, commit_lock, None)
     versions, naming = list_versions(store)
     if read_version is None:
         read_version = versions[-1] if versions else 0
@@ -449,11 +444,9 @@ def commit_operation(base_uri, operation, read_version=None, *, commit_lock=None
                                     f"{fmt} files")
     else:
         fmt = (new or FileVersion.resolve(None)).label
-    mf = core.commit(store, txn, v2_names=v2, data_format=fmt,
-                     writer_version=core._writer_version(),
-                     max_retries=DEFAULT_MAX_RETRIES if max_retries is None else int(max_retries),
-                     base=base)
-    return core.LanceDataset(store.uri, _store=store, _manifest=mf)
+    return commit(store, txn, v2_names=v2, data_format=fmt, writer_version=__version__,
+                  max_retries=DEFAULT_MAX_RETRIES if max_retries is None else int(max_retries),
+                  base=base)
 
 
 def _new_fragments(txn) -> list:
@@ -468,128 +461,5 @@ def _new_fragments(txn) -> list:
 
 
 def fragment_metadata(frags_pb) -> list[FragmentMetadata]:
+    """``FragmentMetadata`` objects of fragment protobufs."""
     return [FragmentMetadata.from_pb(f) for f in frags_pb]
-
-
-# -- writing fragments (the worker side) -------------------------------------------------
-
-def _open_for_write(dataset_uri, storage_options):
-    """``(store, manifest file or None)`` of the dataset a worker writes for."""
-    from lancenb.dataset import core
-    from lancenb.dataset.commit import list_versions, load_manifest
-
-    if isinstance(dataset_uri, core.LanceDataset):
-        return dataset_uri._store, dataset_uri._mf
-    store = core._open_store(dataset_uri, storage_options, None, None)
-    versions, naming = list_versions(store)
-    return store, (load_manifest(store, versions[-1], naming) if versions else None)
-
-
-def write_fragment_files(data, dataset_uri, schema=None, *, mode: str = "append",
-                         max_rows_per_file: int | None = None,
-                         max_bytes_per_file: int | None = None,
-                         data_storage_version: str | None = None, storage_options=None):
-    """Write ``data`` as data files of new fragments (nothing committed).
-
-    Returns ``(fragment protobufs, arrow schema written, read version)``. In
-    ``"append"`` mode against an existing dataset the data takes the dataset's
-    schema, field ids and file version; otherwise (``"create"``/``"overwrite"``, or
-    no dataset yet) field ids are assigned afresh from the data's schema.
-    """
-    from lancenb.dataset import core
-    from lancenb.dataset.manifest import check_feature_flags
-    from lancenb.dataset.write import (
-        DEFAULT_MAX_BYTES_PER_FILE,
-        DEFAULT_MAX_ROWS_PER_FILE,
-        cleanup,
-        normalize_input,
-        write_fragments,
-    )
-    from lancenb.file.schema import fields_to_schema
-
-    if mode not in ("append", "create", "overwrite"):
-        raise InvalidInputError(f"mode must be 'append', 'create' or 'overwrite', not {mode!r}")
-    store, base = _open_for_write(dataset_uri, storage_options)
-    if base is not None:
-        check_feature_flags(base.manifest, base.name, write=True)
-    in_schema, batches = normalize_input(data, schema)
-    if mode == "append" and base is not None:
-        m = base.manifest
-        write_schema, _ = fields_to_schema(m.fields, m.schema_metadata)
-        fmt = m.data_format.version or "2.0"
-        if data_storage_version is not None and \
-                FileVersion.resolve(data_storage_version) != FileVersion.resolve(fmt):
-            raise InvalidInputError(f"cannot write {data_storage_version} files for a dataset "
-                                    f"of {fmt} files")
-        core._check_append_schema(in_schema, write_schema, store.uri)
-        if not in_schema.equals(write_schema, check_metadata=False):
-            _, batches = normalize_input(pa.RecordBatchReader.from_batches(in_schema, batches),
-                                         write_schema.remove_metadata())
-        fields_pb = list(m.fields)
-        version = FileVersion.resolve(fmt)
-    else:
-        if data_storage_version is None and base is not None and mode == "overwrite":
-            data_storage_version = base.manifest.data_format.version or None
-        version = FileVersion.resolve(data_storage_version)
-        write_schema = in_schema
-        fields_pb, _ = schema_to_fields(in_schema)
-    if not version.writable:
-        raise NotSupportedError(f"lancenb writes 2.0, 2.1 or 2.2 data files, not "
-                                f"{version.label}")
-    written: list[str] = []
-    try:
-        frags = write_fragments(store, batches, write_schema, fields_pb, version=version,
-                                max_rows_per_file=max_rows_per_file or DEFAULT_MAX_ROWS_PER_FILE,
-                                max_bytes_per_file=max_bytes_per_file
-                                or DEFAULT_MAX_BYTES_PER_FILE, written=written)
-    except BaseException:
-        cleanup(store, written)
-        raise
-    return frags, write_schema, (base.version if base is not None else 0)
-
-
-def write_fragments(data, dataset_uri, schema=None, *, return_transaction: bool = False,
-                    mode: str = "append", max_rows_per_file: int = 1024 * 1024,
-                    max_rows_per_group: int | None = 1024, max_bytes_per_file: int | None = None,
-                    progress=None, data_storage_version: str | None = None,
-                    use_legacy_format=None, storage_options=None,
-                    enable_stable_row_ids: bool = False, **kwargs):
-    """See :func:`lancenb.fragment.write_fragments`."""
-    unknown = sorted(k for k in kwargs if k not in ("data_cache_bytes", "max_page_bytes",
-                                                    "session"))
-    if unknown:
-        raise InvalidInputError(f"unsupported write_fragments options: {unknown}")
-    if use_legacy_format:
-        raise NotSupportedError("lancenb does not write legacy (0.1) data files")
-    frags, write_schema, read_version = write_fragment_files(
-        data, dataset_uri, schema, mode=mode, max_rows_per_file=max_rows_per_file,
-        max_bytes_per_file=max_bytes_per_file, data_storage_version=data_storage_version,
-        storage_options=storage_options)
-    metas = fragment_metadata(frags)
-    if not return_transaction:
-        return metas
-    if mode == "append" and read_version:
-        op = LanceOperation.Append(metas)
-    else:
-        op = LanceOperation.Overwrite(write_schema, metas)
-    return Transaction(read_version=read_version, operation=op)
-
-
-def create_fragment(dataset_uri, data, fragment_id=None, schema=None, max_rows_per_group=1024,
-                    progress=None, mode: str = "append", *, data_storage_version=None,
-                    use_legacy_format=None, storage_options=None, **kwargs):
-    """See :meth:`lancenb.fragment.LanceFragment.create`: one fragment, one data file."""
-    unknown = sorted(k for k in kwargs if k not in ("session",))
-    if unknown:
-        raise InvalidInputError(f"unsupported LanceFragment.create options: {unknown}")
-    if use_legacy_format:
-        raise NotSupportedError("lancenb does not write legacy (0.1) data files")
-    frags, _, _ = write_fragment_files(data, dataset_uri, schema, mode=mode,
-                                       max_rows_per_file=1 << 62, max_bytes_per_file=1 << 62,
-                                       data_storage_version=data_storage_version,
-                                       storage_options=storage_options)
-    if not frags:
-        raise InvalidInputError("LanceFragment.create got no rows to write")
-    meta = FragmentMetadata.from_pb(frags[0])
-    meta.id = int(fragment_id or 0)
-    return meta

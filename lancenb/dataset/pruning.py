@@ -69,6 +69,7 @@ def _tested_column(node: Node) -> Col | None:
 
 
 def may_be_true(node: Node, stats: dict[str, ColumnStats], negated: bool) -> bool:
+    """False only when the statistics prove no row satisfies ``node``."""
     if isinstance(node, Not):
         return may_be_true(node.arg, stats, not negated)
     if isinstance(node, (And, Or)):

@@ -150,6 +150,7 @@ def external_bytes(store, ext, where: str) -> bytes:
 
 
 def encode_range_row_ids(start: int, end: int) -> bytes:
+    """A row-id sequence of one range ``[start, start + n)``, serialised."""
     seq = rowids_pb2.RowIdSequence()
     seg = seq.segments.add()
     seg.range.start = start

@@ -16,8 +16,11 @@ from typing import Iterator, NamedTuple
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lancenb.dataset import blob
+from lancenb.dataset import sql as engine
+from lancenb.dataset.readahead import read_ahead
 from lancenb.errors import InvalidInputError
 
 __all__ = ["LanceScanner", "DEFAULT_BATCH_SIZE", "TaggedRecordBatch"]
@@ -89,6 +92,10 @@ class LanceScanner:
         self.batch_size = int(batch_size or DEFAULT_BATCH_SIZE)
         if self.batch_size <= 0:
             raise InvalidInputError("batch_size must be positive")
+        # batches read ahead on a background thread by to_batches/to_reader (0: none)
+        self.batch_readahead = int(batch_readahead or 0)
+        if self.batch_readahead < 0:
+            raise InvalidInputError(f"batch_readahead must be >= 0, not {batch_readahead}")
         if not hasattr(self, "_projection"):
             self._projection = None
         self._fragments = fragments
@@ -99,6 +106,7 @@ class LanceScanner:
         self._filter_cols: list[str] = []
         self.pages_skipped = 0  # statistics pages pruned by the last scan
         if filter is not None:
+            # lazy: filters loads sqlglot, needed only when a scan has a filter
             from lancenb.dataset.filters import compile_filter, referenced_columns
 
             self._filter = compile_filter(filter, schema)
@@ -135,6 +143,7 @@ class LanceScanner:
 
     @property
     def projected_schema(self) -> pa.Schema:
+        """The schema of the scan's output (projection, row id and address columns)."""
         s = self._ds.schema
         if self._projection is not None:
             fields = list(self._projection_schema)
@@ -254,9 +263,7 @@ class LanceScanner:
                 else:
                     table = ftable.select(self.columns)
             if self._projection is not None:
-                from lancenb.dataset import sql
-
-                table = sql.evaluate(table, self._projection, what="columns") \
+                table = engine.evaluate(table, self._projection, what="columns") \
                     .cast(self._projection_schema)
             yield self._with_ids(frag, table, phys)
 
@@ -339,6 +346,20 @@ class LanceScanner:
         return table
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
+        """The scan's rows as record batches of at most ``batch_size`` rows (exactly
+        that many, but the last, with ``strict_batch_size``), read ``batch_readahead``
+        batches ahead on a background thread when that is set.
+
+        Examples
+        --------
+        >>> for batch in ds.scanner(columns=["a"], batch_readahead=4).to_batches():
+        ...     consume(batch)  # doctest: +SKIP
+        """
+        if self.batch_readahead:
+            return read_ahead(self._batches(), self.batch_readahead)
+        return self._batches()
+
+    def _batches(self) -> Iterator[pa.RecordBatch]:
         schema = self.projected_schema
         if self.strict_batch_size:
             yield from self._strict_batches(schema)
@@ -424,9 +445,17 @@ class LanceScanner:
         return pa.Table.from_batches(out, schema=self.projected_schema)
 
     def to_reader(self) -> pa.RecordBatchReader:
+        """The scan as a ``pyarrow.RecordBatchReader`` (streamed)."""
         return pa.RecordBatchReader.from_batches(self.projected_schema, self.to_batches())
 
     def to_table(self) -> pa.Table:
+        """The scan's rows as one table (a chunk per fragment).
+
+        Examples
+        --------
+        >>> ds.scanner(filter="id < 3").to_table().num_rows  # doctest: +SKIP
+        3
+        """
         tables = [t.replace_schema_metadata(self.projected_schema.metadata)
                   for t in self._tables()]
         if not tables:
@@ -438,6 +467,7 @@ class LanceScanner:
         return pa.concat_tables(tables)
 
     def count_rows(self) -> int:
+        """Rows the scan returns (without a filter, counted from metadata: no data read)."""
         if self._filter is None:
             total = sum(f.count_rows() for f in self._fragment_list())
             total = max(0, total - self.offset)
@@ -505,6 +535,8 @@ class LanceScanner:
             opts["strict_batch_size"] = True
         if self.include_deleted_rows:
             opts["include_deleted_rows"] = True
+        if self.batch_readahead:
+            opts["batch_readahead"] = self.batch_readahead
         if getattr(self, "blob_handling", None) is not None:
             opts["blob_handling"] = self.blob_handling
         ids = None if self._fragments is None else [f.fragment_id for f in self._fragments]
@@ -542,8 +574,6 @@ def _sort(table: pa.Table, orderings: list) -> pa.Table:
     """``table`` stably sorted by ``orderings``; each key may place its nulls first
     or last (Arrow's sort takes one null placement for all keys, so sort by the last
     key first, one key at a time: stable sorts compose)."""
-    import pyarrow.compute as pc
-
     idx = pa.array(np.arange(table.num_rows, dtype=np.int64))
     for col, asc, nf in reversed(orderings):
         if col not in table.column_names:

@@ -196,6 +196,7 @@ class StatsCollector:
         self._skip: set[int] = set()
 
     def add(self, batch: pa.RecordBatch) -> None:
+        """Fold one batch's values into the per-page statistics."""
         pos = 0
         while pos < batch.num_rows:
             take = min(batch.num_rows - pos, self.rows_per_page - self._pending_rows)

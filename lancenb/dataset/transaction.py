@@ -34,6 +34,7 @@ import numpy as np
 
 from lancenb._proto import table_pb2, transaction_pb2
 from lancenb.dataset.manifest import FLAG_STABLE_ROW_IDS, feature_flags_for
+from lancenb.dataset.rowids import encode_range_row_ids, encode_version_runs
 from lancenb.errors import CommitConflictError, RetryableCommitConflictError
 
 __all__ = ["Transaction", "build_manifest", "check_conflict"]
@@ -61,17 +62,21 @@ class Transaction:
 
     @property
     def op(self) -> str:
+        """The operation's name: ``"append"``, ``"overwrite"``, ``"delete"``, ..."""
         return self.pb.WhichOneof("operation")
 
     @property
     def uuid(self) -> str:
+        """The transaction's uuid (its file name and conflict identity)."""
         return self.pb.uuid
 
     @property
     def read_version(self) -> int:
+        """The version the transaction was built against."""
         return int(self.pb.read_version)
 
     def file_name(self) -> str:
+        """``{read_version}-{uuid}.txn``, its file under ``_transactions/``."""
         return f"{self.read_version}-{self.uuid}.txn"
 
 
@@ -374,8 +379,6 @@ def build_manifest(base, txn: Transaction, version: int, *, data_format: str,
 def _assign_row_ids(m, base, version: int) -> None:
     """Give every fragment without a row-id sequence fresh ids from ``next_row_id``
     (ids are never reused), with created/last-updated versions = ``version``."""
-    from lancenb.dataset.rowids import encode_range_row_ids, encode_version_runs
-
     nxt = max(int(m.next_row_id), int(base.next_row_id) if base is not None else 0)
     for f in m.fragments:
         if f.WhichOneof("row_id_sequence") is not None:

@@ -1,9 +1,23 @@
-"""Writing data files for a dataset: input normalisation, file rolling, fragments.
+"""The dataset write pipeline: every writer of data files goes through this module.
 
-Input is streamed: batches go straight into a :class:`~lancenb.file.LanceFileWriter`
-whose page budget bounds the memory held, and a new data file (fragment) starts
-when the current one reaches ``max_rows_per_file`` rows or about
-``max_bytes_per_file`` bytes of input.
+One write is four steps, shared by ``write_dataset``, the worker-side
+``write_fragments``/``LanceFragment.create``, Spark jobs (:mod:`lancenb.spark.jobs`),
+``update``/``merge_insert``/``delete`` and the rewrites of schema evolution and
+compaction:
+
+1. **plan** (:func:`plan_write`): open the dataset (a URI, or a ``LanceDataset`` whose
+   version the write builds on), check its feature flags, resolve the mode, the file
+   version and the schema and field ids written. On 2.2 a blob column is a blob v2
+   column in the dataset's schema, whoever writes it.
+2. **conform** (:func:`conform_batches`): an append's batches take the dataset's
+   column order and types (missing nullable columns as nulls when allowed).
+3. **write files** (:func:`write_data_files`): batches stream into data files, rolled
+   at ``max_rows_per_file`` rows or about ``max_bytes_per_file`` bytes, each finished
+   (statistics, footer) on a worker thread while the next fills; every path created
+   is recorded in ``written`` so a failure removes it (:func:`cleanup`).
+   Deletion files of changed fragments are staged by :func:`stage_deletions`.
+4. **transaction** (:func:`write_transaction`): an ``Append`` or ``Overwrite`` (or the
+   caller's own operation), committed by :func:`lancenb.dataset.commit.commit`.
 """
 
 from __future__ import annotations
@@ -11,27 +25,38 @@ from __future__ import annotations
 import json
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from typing import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Callable, Iterator
 
+import numpy as np
 import pyarrow as pa
 
-from lancenb._proto import table_pb2
+from lancenb._proto import table_pb2, transaction_pb2
 from lancenb.dataset import blob
-from lancenb.dataset.fragment import DATA_DIR
+from lancenb.dataset.commit import list_versions, load_manifest, open_store
+from lancenb.dataset.deletion import deletion_path, write_deletions
+from lancenb.dataset.fragmeta import FragmentMetadata
+from lancenb.dataset.inputs import check_append_schema, fill_missing, normalize_input
+from lancenb.dataset.manifest import DATA_DIR, check_feature_flags
+from lancenb.dataset.operations import LanceOperation
+from lancenb.dataset.operations import Transaction as WriteTransaction
 from lancenb.dataset.stats import STATS_KEY, StatsCollector
-from lancenb.errors import InvalidInputError, LanceError, SchemaError
+from lancenb.dataset.transaction import Transaction
+from lancenb.errors import DatasetExistsError, InvalidInputError, LanceError, NotSupportedError
 from lancenb.file.columns import data_file_columns
-from lancenb.file.schema import fields_to_schema
+from lancenb.file.schema import fields_to_schema, schema_to_fields
 from lancenb.file.version import FileVersion
 from lancenb.file.writer import LanceFileWriter
 from lancenb.io.pools import ThreadPool
 
-__all__ = ["normalize_input", "write_fragments", "data_file_name", "leaf_ids",
-           "DEFAULT_MAX_ROWS_PER_FILE", "DEFAULT_MAX_BYTES_PER_FILE"]
+__all__ = ["WritePlan", "plan_write", "conform_batches", "write_data_files",
+           "write_transaction", "stage_deletions", "open_target", "write_fragments",
+           "write_fragment_files", "create_fragment", "normalize_input", "data_file_name",
+           "leaf_ids", "cleanup", "check_write_options", "DEFAULT_MAX_ROWS_PER_FILE",
+           "DEFAULT_MAX_BYTES_PER_FILE"]
 
 DEFAULT_MAX_ROWS_PER_FILE = 1024 * 1024
 DEFAULT_MAX_BYTES_PER_FILE = 90 * 1024**3
-MAX_ROWS_PER_GROUP = 1024 * 1024
 
 
 def data_file_name() -> str:
@@ -40,79 +65,6 @@ def data_file_name() -> str:
     prefixes) and whose other 13 bytes are hex."""
     b = uuid.uuid4().bytes
     return "".join(f"{x:08b}" for x in b[:3]) + b[3:].hex() + ".lance"
-
-
-def normalize_input(data, schema: pa.Schema | None) -> tuple[pa.Schema, Iterator]:
-    """``(schema, iterator of RecordBatch)`` for any supported input."""
-    try:
-        import pandas as pd
-    except ImportError:  # pragma: no cover - pandas is optional
-        pd = None
-    if pd is not None and isinstance(data, pd.DataFrame):
-        data = pa.Table.from_pandas(data, schema=schema, preserve_index=False)
-        if schema is None:
-            data = data.replace_schema_metadata(None)
-    if isinstance(data, pa.RecordBatch):
-        data = pa.Table.from_batches([data])
-    if isinstance(data, dict):
-        data = pa.table(data)
-    if isinstance(data, pa.Table):
-        if schema is not None and not data.schema.equals(schema, check_metadata=False):
-            data = _cast_table(data, schema)
-        return (schema or data.schema), iter(data.to_batches(max_chunksize=MAX_ROWS_PER_GROUP))
-    if isinstance(data, pa.RecordBatchReader):
-        rs = data.schema
-        if schema is not None and not rs.equals(schema, check_metadata=False):
-            return schema, (_cast_batch(b, schema) for b in data)
-        return (schema or rs), iter(data)
-    if hasattr(data, "__arrow_c_stream__"):
-        return normalize_input(pa.RecordBatchReader.from_stream(data), schema)
-    if isinstance(data, Iterable) and not isinstance(data, (str, bytes)):
-        it = iter(data)
-        if schema is None:
-            try:
-                first = next(it)
-            except StopIteration:
-                raise InvalidInputError("write_dataset got an empty iterable and no schema; "
-                                        "pass schema= to create an empty dataset") from None
-            first = _as_batch(first, None)
-            schema = first.schema
-
-            def chain():
-                yield first
-                for b in it:
-                    yield _as_batch(b, schema)
-            return schema, chain()
-        return schema, (_as_batch(b, schema) for b in it)
-    raise InvalidInputError(f"cannot write {type(data).__name__}: pass a pyarrow Table, "
-                            f"RecordBatch, RecordBatchReader, an iterable of RecordBatches, or a "
-                            f"pandas DataFrame")
-
-
-def _as_batch(b, schema):
-    if isinstance(b, pa.Table):
-        b = b.combine_chunks().to_batches()[0] if b.num_rows else pa.RecordBatch.from_pylist(
-            [], schema=b.schema)
-    if not isinstance(b, pa.RecordBatch):
-        raise InvalidInputError(f"an iterable passed to write_dataset must yield RecordBatches, "
-                                f"not {type(b).__name__}")
-    if schema is not None and not b.schema.equals(schema, check_metadata=False):
-        b = _cast_batch(b, schema)
-    return b
-
-
-def _cast_table(t: pa.Table, schema: pa.Schema) -> pa.Table:
-    try:
-        return t.select(schema.names).cast(schema)
-    except (KeyError, pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as e:
-        raise SchemaError(f"the data does not match the schema: {e}\ndata: {t.schema}\n"
-                          f"schema: {schema}") from e
-
-
-def _cast_batch(b: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
-    t = _cast_table(pa.Table.from_batches([b]), schema)
-    return t.combine_chunks().to_batches()[0] if t.num_rows else pa.RecordBatch.from_pylist(
-        [], schema=schema)
 
 
 def leaf_ids(fields_pb, version: FileVersion | None = None) -> list[int]:
@@ -124,11 +76,11 @@ def leaf_ids(fields_pb, version: FileVersion | None = None) -> list[int]:
     return [c.field_id for c in data_file_columns(tops, version or FileVersion.V2_1)]
 
 
-def write_fragments(store, batches: Iterator[pa.RecordBatch], schema: pa.Schema, fields_pb, *,
-                    version: FileVersion, max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
-                    max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
-                    written: list | None = None, write_stats: bool = True,
-                    progress=None) -> list:
+def write_data_files(store, batches: Iterator[pa.RecordBatch], schema: pa.Schema, fields_pb, *,
+                     version: FileVersion, max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
+                     max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
+                     written: list | None = None, write_stats: bool = True,
+                     progress=None) -> list:
     """Write ``batches`` as new data files; returns DataFragment messages (ids unset).
 
     ``written`` collects the relative paths of every file created (complete or not),
@@ -179,8 +131,6 @@ def write_fragments(store, batches: Iterator[pa.RecordBatch], schema: pa.Schema,
     def done(frag):
         frags.append(frag)
         if progress is not None:
-            from lancenb.dataset.fragmeta import FragmentMetadata
-
             progress.complete(FragmentMetadata.from_pb(frag))
 
     def finish():
@@ -204,8 +154,6 @@ def write_fragments(store, batches: Iterator[pa.RecordBatch], schema: pa.Schema,
                                              storage_options=store.storage_options)
                     open_writers.add(writer)
                     if progress is not None:
-                        from lancenb.dataset.fragmeta import FragmentMetadata
-
                         progress.begin(FragmentMetadata(id=0, files=[], physical_rows=None))
                     if v2:
                         sidecars = blob.V2Sidecars(store, name, written)
@@ -257,3 +205,287 @@ def cleanup(store, paths: list[str]) -> None:
             store.delete(p)
         except LanceError:
             pass
+
+
+# pylance's write_dataset options that only tune its writer: accepted
+_WRITE_TUNING = ("data_cache_bytes", "max_page_bytes", "session",
+                 "blob_pack_file_size_threshold")
+# pylance's options for features lancenb does not have: refused when used
+_WRITE_UNSUPPORTED = {"auto_cleanup_options": None, "initial_bases": None,
+                      "target_bases": None, "target_all_bases": None,
+                      "base_store_params": None, "external_blob_mode": "reference",
+                      "allow_external_blob_outside_bases": False, "namespace_client": None,
+                      "table_id": None}
+
+
+def check_write_options(kwargs: dict) -> None:
+    """Keywords of pylance's ``write_dataset`` beyond lancenb's own: tuning ones are
+    accepted, unimplemented features raise ``NotSupportedError`` when set, anything
+    else is a ``TypeError`` (a misspelling)."""
+    for k, v in kwargs.items():
+        if k in _WRITE_TUNING:
+            continue
+        if k in _WRITE_UNSUPPORTED:
+            if v is not None and v != _WRITE_UNSUPPORTED[k]:
+                raise NotSupportedError(f"write_dataset({k}=...) is not supported by lancenb")
+            continue
+        raise TypeError(f"write_dataset() got an unexpected keyword argument {k!r}")
+
+
+# -- 1. plan ---------------------------------------------------------------------------
+
+def open_target(target, *, storage_options=None, commit_lock=None, manifest_store=None):
+    """``(store, base manifest file or None, manifest naming or None)`` of the dataset
+    a write goes to. ``target`` is a URI, or a ``LanceDataset``: then the write builds
+    on that dataset's version, through its store."""
+    # a LanceDataset, recognised by its parts (lancenb.dataset.core builds on this module)
+    store, mf = getattr(target, "_store", None), getattr(target, "_mf", None)
+    if store is not None and mf is not None:
+        return store, mf, getattr(target, "_v2", None)
+    store = open_store(target, storage_options, commit_lock, manifest_store)
+    versions, naming = list_versions(store)
+    return store, (load_manifest(store, versions[-1], naming) if versions else None), naming
+
+
+@dataclass
+class WritePlan:
+    """What one write of new data files writes, resolved before any data moves.
+
+    ``schema`` is the Arrow schema batches are written with (on an append, the
+    dataset's, with blob v2 columns as their input form); ``fields`` the Lance fields
+    of the data files (and, unless appending, of the new schema, whose Arrow form is
+    ``manifest_schema``).
+    """
+
+    store: object
+    base: object  # the manifest file written on top of, or None (a new dataset)
+    mode: str  # "append" or "overwrite" (which also creates)
+    create_only: bool
+    schema: pa.Schema
+    manifest_schema: pa.Schema
+    fields: list
+    version: FileVersion
+    v2_names: bool
+
+    @property
+    def read_version(self) -> int:
+        """The version written on top of (0: a new dataset)."""
+        return self.base.version if self.base is not None else 0
+
+    @property
+    def appending(self) -> bool:
+        """Whether the write adds fragments to an existing dataset's schema."""
+        return self.mode == "append"
+
+    def transaction(self, frags, **kwargs) -> Transaction:
+        """The ``Append``/``Overwrite`` transaction adding ``frags`` (see
+        :func:`write_transaction` for the keywords)."""
+        return write_transaction(self.mode, self.read_version, frags, self.fields,
+                                 self.schema.metadata,
+                                 create_only=self.create_only, **kwargs)
+
+
+def plan_write(target, new_schema: pa.Schema | Callable[[], pa.Schema], *, mode: str,
+               data_storage_version: str | None = None, enable_v2_manifest_paths=True,
+               storage_options=None, commit_lock=None, manifest_store=None,
+               refuse_existing: str | None = None) -> WritePlan:
+    """Plan a write of new data files to ``target`` (see :func:`open_target`).
+
+    Parameters
+    ----------
+    target : str, Path or LanceDataset
+    new_schema : pa.Schema or callable returning one
+        The schema of the data when the write makes a new schema (``"create"``,
+        ``"overwrite"``, or an append to no dataset); a callable is only called then.
+    mode : {"append", "create", "overwrite"}
+        An append to an existing dataset keeps its schema, field ids and file version.
+    data_storage_version : str, optional
+        File version of new data; an append must match the dataset's, an overwrite
+        keeps the dataset's unless given; default: the file layer's default.
+    refuse_existing : str, optional
+        With ``mode="create"``, raise ``DatasetExistsError`` when the dataset exists,
+        suggesting this text.
+
+    Examples
+    --------
+    >>> plan = plan_write("/tmp/ds", table.schema, mode="create")  # doctest: +SKIP
+    >>> frags = write_data_files(plan.store, iter(table.to_batches()), plan.schema,
+    ...                          plan.fields, version=plan.version)  # doctest: +SKIP
+    """
+    store, base, naming = open_target(target, storage_options=storage_options,
+                                       commit_lock=commit_lock, manifest_store=manifest_store)
+    if base is not None:
+        check_feature_flags(base.manifest, base.name, write=True)
+    if mode == "create" and base is not None and refuse_existing is not None:
+        raise DatasetExistsError(f"dataset {store.uri!r} already exists (version "
+                                 f"{base.version}); use {refuse_existing}")
+    v2 = naming if naming is not None else bool(enable_v2_manifest_paths)
+    if mode == "append" and base is not None:
+        m = base.manifest
+        ds_schema, _ = fields_to_schema(m.fields, m.schema_metadata)
+        fmt = m.data_format.version or "2.0"
+        if data_storage_version is not None and FileVersion.resolve(data_storage_version) != \
+                FileVersion.resolve(fmt):
+            raise InvalidInputError(f"cannot append {data_storage_version} files to a dataset "
+                                    f"of {fmt} files")
+        version = FileVersion.resolve(fmt)
+        # blob v2 columns take their values as input (large_binary)
+        plan = WritePlan(store, base, "append", False, blob.input_schema(ds_schema), ds_schema,
+                         list(m.fields), version, v2)
+    else:
+        if data_storage_version is None and base is not None and mode == "overwrite":
+            data_storage_version = base.manifest.data_format.version or None
+        version = FileVersion.resolve(data_storage_version)
+        schema = new_schema() if callable(new_schema) else new_schema
+        # 2.2: a blob column is blob v2 in the dataset's schema, as pylance makes it
+        stored = blob.manifest_schema(schema) if version is FileVersion.V2_2 else schema
+        fields, _ = schema_to_fields(stored)
+        plan = WritePlan(store, base, "overwrite", mode == "create", schema, stored, fields,
+                         version, v2)
+    if not plan.version.writable:
+        raise NotSupportedError(f"lancenb writes datasets with 2.0, 2.1 or 2.2 data files, not "
+                                f"{version.label} (it reads {version.label} datasets)")
+    return plan
+
+
+def conform_batches(plan: WritePlan, in_schema: pa.Schema, batches, *,
+                    allow_subset: bool = False):
+    """An append's batches in the dataset's column order and types (``allow_subset``:
+    the dataset's other nullable columns filled with nulls); other writes' unchanged."""
+    if not plan.appending:
+        return batches
+    ds_schema = plan.schema
+    if allow_subset and set(in_schema.names) < set(ds_schema.names):
+        in_schema, batches = fill_missing(in_schema, batches, ds_schema, plan.store.uri)
+    check_append_schema(in_schema, ds_schema, plan.store.uri)
+    if in_schema.names != ds_schema.names or not in_schema.equals(ds_schema,
+                                                                  check_metadata=False):
+        _, batches = normalize_input(pa.RecordBatchReader.from_batches(in_schema, batches),
+                                     ds_schema.remove_metadata())
+    return batches
+
+
+# -- 4. transaction ----------------------------------------------------------------------
+
+def write_transaction(mode: str, read_version: int, frags, fields, schema_metadata=None, *,
+                      create_only: bool = False, enable_stable_row_ids: bool | None = None,
+                      properties: dict | None = None) -> Transaction:
+    """The transaction of a write: ``Append`` of ``frags`` (``mode="append"``), or
+    ``Overwrite`` with the schema ``fields`` and ``schema_metadata``."""
+    T = transaction_pb2.Transaction
+    if mode == "append":
+        txn = Transaction(read_version, "append", T.Append(fragments=frags))
+    else:
+        op = T.Overwrite(fragments=frags, schema=fields)
+        for k, v in (schema_metadata or {}).items():
+            op.schema_metadata[k.decode() if isinstance(k, bytes) else k] = v
+        txn = Transaction(read_version, "overwrite", op)
+        txn.create_only = create_only
+        if enable_stable_row_ids is not None:
+            txn.enable_stable_row_ids = bool(enable_stable_row_ids)
+    for k, v in (properties or {}).items():
+        txn.pb.transaction_properties[str(k)] = str(v)
+    return txn
+
+
+def stage_deletions(store, fragments, deleted: dict, version: int, written: list):
+    """New deletion files for rows deleted from ``fragments`` (``LanceFragment``s of
+    dataset version ``version``): ``deleted`` maps fragment id to the physical offsets
+    newly deleted. Returns ``(updated fragment protobufs, ids of fragments left with no
+    row)``, in fragment order; the files written are added to ``written``."""
+    updated, removed = [], []
+    for frag in fragments:
+        rows = deleted.get(frag.fragment_id)
+        if rows is None:
+            continue
+        allrows = np.union1d(frag.deleted_offsets(), rows).astype(np.uint32)
+        if len(allrows) >= frag.physical_rows:
+            removed.append(frag.fragment_id)
+            continue
+        df = write_deletions(store, frag.fragment_id, allrows, version)
+        written.append(deletion_path(frag.fragment_id, df))
+        g = table_pb2.DataFragment()
+        g.CopyFrom(frag._pb)
+        g.deletion_file.CopyFrom(df)
+        updated.append(g)
+    return updated, removed
+
+
+# -- the worker side of distributed writes -----------------------------------------------
+
+def write_fragment_files(data, dataset_uri, schema=None, *, mode: str = "append",
+                         max_rows_per_file: int | None = None,
+                         max_bytes_per_file: int | None = None,
+                         data_storage_version: str | None = None, storage_options=None):
+    """Write ``data`` as data files of new fragments (nothing committed).
+
+    Returns ``(fragment protobufs, write plan)``. In ``"append"`` mode against an
+    existing dataset the data takes the dataset's schema, field ids and file version;
+    otherwise (``"create"``/``"overwrite"``, or no dataset yet) field ids are assigned
+    afresh from the data's schema.
+    """
+    if mode not in ("append", "create", "overwrite"):
+        raise InvalidInputError(f"mode must be 'append', 'create' or 'overwrite', not {mode!r}")
+    in_schema, batches = normalize_input(data, schema)
+    plan = plan_write(dataset_uri, in_schema, mode=mode,
+                      data_storage_version=data_storage_version,
+                      storage_options=storage_options)
+    batches = conform_batches(plan, in_schema, batches)
+    written: list[str] = []
+    try:
+        frags = write_data_files(plan.store, batches, plan.schema, plan.fields,
+                                 version=plan.version,
+                                 max_rows_per_file=max_rows_per_file or DEFAULT_MAX_ROWS_PER_FILE,
+                                 max_bytes_per_file=max_bytes_per_file
+                                 or DEFAULT_MAX_BYTES_PER_FILE, written=written)
+    except BaseException:
+        cleanup(plan.store, written)
+        raise
+    return frags, plan
+
+
+def write_fragments(data, dataset_uri, schema=None, *, return_transaction: bool = False,
+                    mode: str = "append", max_rows_per_file: int = 1024 * 1024,
+                    max_rows_per_group: int | None = 1024, max_bytes_per_file: int | None = None,
+                    progress=None, data_storage_version: str | None = None,
+                    use_legacy_format=None, storage_options=None,
+                    enable_stable_row_ids: bool = False, **kwargs):
+    """See :func:`lancenb.fragment.write_fragments`."""
+    unknown = sorted(k for k in kwargs if k not in ("data_cache_bytes", "max_page_bytes",
+                                                    "session"))
+    if unknown:
+        raise InvalidInputError(f"unsupported write_fragments options: {unknown}")
+    if use_legacy_format:
+        raise NotSupportedError("lancenb does not write legacy (0.1) data files")
+    frags, plan = write_fragment_files(
+        data, dataset_uri, schema, mode=mode, max_rows_per_file=max_rows_per_file,
+        max_bytes_per_file=max_bytes_per_file, data_storage_version=data_storage_version,
+        storage_options=storage_options)
+    metas = [FragmentMetadata.from_pb(f) for f in frags]
+    if not return_transaction:
+        return metas
+    if plan.appending:
+        op = LanceOperation.Append(metas)
+    else:
+        op = LanceOperation.Overwrite(plan.manifest_schema, metas)
+    return WriteTransaction(read_version=plan.read_version, operation=op)
+
+
+def create_fragment(dataset_uri, data, fragment_id=None, schema=None, max_rows_per_group=1024,
+                    progress=None, mode: str = "append", *, data_storage_version=None,
+                    use_legacy_format=None, storage_options=None, **kwargs):
+    """See :meth:`lancenb.fragment.LanceFragment.create`: one fragment, one data file."""
+    unknown = sorted(k for k in kwargs if k not in ("session",))
+    if unknown:
+        raise InvalidInputError(f"unsupported LanceFragment.create options: {unknown}")
+    if use_legacy_format:
+        raise NotSupportedError("lancenb does not write legacy (0.1) data files")
+    frags, _ = write_fragment_files(data, dataset_uri, schema, mode=mode,
+                                    max_rows_per_file=1 << 62, max_bytes_per_file=1 << 62,
+                                    data_storage_version=data_storage_version,
+                                    storage_options=storage_options)
+    if not frags:
+        raise InvalidInputError("LanceFragment.create got no rows to write")
+    meta = FragmentMetadata.from_pb(frags[0])
+    meta.id = int(fragment_id or 0)
+    return meta

@@ -7,7 +7,7 @@ share (lance-spark's, and pylance's ``write_fragments`` + ``LanceDataset.commit`
    ``read_version``, checks the DataFrame's schema against the dataset's and builds
    the Arrow schema and Lance fields to write. Every bad input fails here.
 2. :func:`write_task` (one per Spark task) casts Spark's Arrow batches to that
-   schema and writes data files with :func:`lancenb.dataset.write.write_fragments`
+   schema and writes data files with :func:`lancenb.dataset.write.write_data_files`
    (the Python API's writer), returning the fragments, serialised, ids unset.
 3. :func:`commit_job` (driver) builds **one** Append or Overwrite transaction over
    every task's fragments and commits it with :func:`lancenb.dataset.commit.commit`:
@@ -41,26 +41,26 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
+from lancenb._proto import file_pb2, table_pb2
 from lancenb._version import __version__ as _lancenb_version
-from lancenb._proto import file_pb2, table_pb2, transaction_pb2
+from lancenb.dataset import write as pipeline
 from lancenb.dataset.commit import DEFAULT_MAX_RETRIES, commit, list_versions, load_manifest
-from lancenb.dataset.manifest import FLAG_STABLE_ROW_IDS, check_feature_flags
-from lancenb.dataset.transaction import Transaction
+from lancenb.dataset.manifest import FLAG_STABLE_ROW_IDS
 from lancenb.dataset.write import (
     DEFAULT_MAX_BYTES_PER_FILE,
     DEFAULT_MAX_ROWS_PER_FILE,
     cleanup,
-    write_fragments,
+    write_data_files,
+    write_transaction,
 )
 from lancenb.errors import (
     CommitOutcomeUnknownError,
-    DatasetExistsError,
     InvalidInputError,
     LanceError,
     NotSupportedError,
     SchemaError,
 )
-from lancenb.file.schema import fields_to_schema, schema_to_fields
+from lancenb.file.schema import schema_to_fields
 from lancenb.file.version import FileVersion
 from lancenb.io.store import ObjectStore
 from lancenb.spark.types import spark_compatible, to_lance_batch, write_schema_from_spark
@@ -127,47 +127,29 @@ def plan_write(uri: str, spark_schema, *, mode: str, max_rows_per_file=None,
     retries = DEFAULT_MAX_RETRIES if max_retries is None else int(max_retries)
     if retries < 0:
         raise InvalidInputError("commit_retries must be >= 0")
-    store = ObjectStore(uri, storage_options)
-    versions, naming = list_versions(store)
-    base = load_manifest(store, versions[-1], naming) if versions else None
-    if base is not None:
-        check_feature_flags(base.manifest, base.name, write=True)
-    if mode == "create" and base is not None:
-        raise DatasetExistsError(f"dataset {store.uri!r} already exists (version "
-                                 f"{base.version}); use mode('append') or mode('overwrite')")
-    job = WriteJob(uri=uri, mode="overwrite", read_version=base.version if base else 0,
-                   schema=pa.schema([]), v2_names=naming if naming is not None else True,
-                   create_only=mode == "create", max_rows_per_file=rows,
-                   max_bytes_per_file=nbytes, max_retries=retries,
-                   storage_options=storage_options)
-    if mode == "append" and base is not None:
-        if base.manifest.reader_feature_flags & FLAG_STABLE_ROW_IDS:
-            raise NotSupportedError(f"dataset {store.uri!r} uses stable row ids; lancenb reads "
-                                    f"such datasets but cannot append to them yet")
-        ds_schema, _ = fields_to_schema(base.manifest.fields, base.manifest.schema_metadata)
-        _check_append(spark_schema, ds_schema, store.uri)
-        fmt = base.manifest.data_format.version or "2.0"
-        if data_storage_version is not None and FileVersion.resolve(data_storage_version) != \
-                FileVersion.resolve(fmt):
-            raise InvalidInputError(f"cannot append {data_storage_version} files to a dataset "
-                                    f"of {fmt} files")
-        job.mode = "append"
-        job.schema = ds_schema
-        job.fields = [f.SerializeToString() for f in base.manifest.fields]
-        job.data_format = FileVersion.resolve(fmt).label
-    else:
-        if data_storage_version is None and base is not None:
-            data_storage_version = base.manifest.data_format.version or None
-        job.data_format = FileVersion.resolve(data_storage_version).label
-        schema = write_schema_from_spark(spark_schema)
-        _check_storable(schema, spark_schema)
-        fields_pb, _ = schema_to_fields(schema)
-        job.schema = schema
-        job.fields = [f.SerializeToString() for f in fields_pb]
-    if not FileVersion.resolve(job.data_format).writable:
-        raise NotSupportedError(f"lancenb writes 2.0, 2.1 or 2.2 data files, not "
-                                f"{job.data_format}")
-    return job
+    # the dataset write pipeline's plan: mode, file version, schema and field ids (on 2.2
+    # blob columns are blob v2, as write_dataset writes them)
+    plan = pipeline.plan_write(uri, lambda: _spark_schema_to_write(spark_schema), mode=mode,
+                               data_storage_version=data_storage_version,
+                               storage_options=storage_options,
+                               refuse_existing="mode('append') or mode('overwrite')")
+    if plan.appending:
+        if plan.base.manifest.reader_feature_flags & FLAG_STABLE_ROW_IDS:
+            raise NotSupportedError(f"dataset {plan.store.uri!r} uses stable row ids; lancenb "
+                                    f"reads such datasets but cannot append to them yet")
+        _check_append(spark_schema, plan.schema, plan.store.uri)
+    return WriteJob(uri=uri, mode=plan.mode, read_version=plan.read_version,
+                    schema=plan.schema, fields=[f.SerializeToString() for f in plan.fields],
+                    data_format=plan.version.label, v2_names=plan.v2_names,
+                    create_only=plan.create_only, max_rows_per_file=rows,
+                    max_bytes_per_file=nbytes, max_retries=retries,
+                    storage_options=storage_options)
+
+
+def _spark_schema_to_write(spark_schema) -> pa.Schema:
+    schema = write_schema_from_spark(spark_schema)
+    _check_storable(schema, spark_schema)
+    return schema
 
 
 def _check_append(spark_schema, ds_schema: pa.Schema, uri: str) -> None:
@@ -195,8 +177,8 @@ def _check_storable(schema: pa.Schema, spark_schema) -> None:
         try:
             fields_pb, _ = schema_to_fields(probe)
             batch = pa.RecordBatch.from_arrays([_probe_values(f.type)], schema=probe)
-            write_fragments(store, iter([batch]), probe, fields_pb, version=FileVersion.V2_1,
-                            written=written)
+            write_data_files(store, iter([batch]), probe, fields_pb,
+                             version=FileVersion.V2_1, written=written)
         except (LanceError, pa.ArrowException, ValueError, TypeError) as e:
             raise SchemaError(f"column {f.name!r} ({spark_types.get(f.name, '?')}, Arrow "
                               f"{f.type}) cannot be stored in a Lance dataset: {e}") from e
@@ -249,10 +231,10 @@ def write_task(job: WriteJob, batches, *, task: str) -> tuple[list[bytes], list[
                 raise RuntimeError(f"lancenb test fault: task {task} fails mid-write")
 
     try:
-        frags = write_fragments(store, cast(), job.schema, job.fields_pb(),
-                                version=FileVersion.resolve(job.data_format),
-                                max_rows_per_file=job.max_rows_per_file,
-                                max_bytes_per_file=job.max_bytes_per_file, written=journal)
+        frags = write_data_files(store, cast(), job.schema, job.fields_pb(),
+                                 version=FileVersion.resolve(job.data_format),
+                                 max_rows_per_file=job.max_rows_per_file,
+                                 max_bytes_per_file=job.max_bytes_per_file, written=journal)
     except BaseException:
         cleanup(store, list(journal))
         if journal:
@@ -272,15 +254,8 @@ def commit_job(job: WriteJob, fragments: list[bytes]):
     """
     store = job.store()
     frags = [table_pb2.DataFragment.FromString(b) for b in fragments]
-    if job.mode == "append":
-        txn = Transaction(job.read_version, "append",
-                          transaction_pb2.Transaction.Append(fragments=frags))
-    else:
-        op = transaction_pb2.Transaction.Overwrite(fragments=frags, schema=job.fields_pb())
-        for k, v in (job.schema.metadata or {}).items():
-            op.schema_metadata[k.decode() if isinstance(k, bytes) else k] = v
-        txn = Transaction(job.read_version, "overwrite", op)
-        txn.create_only = job.create_only
+    txn = write_transaction(job.mode, job.read_version, frags, job.fields_pb(),
+                            job.schema.metadata, create_only=job.create_only)
     txn.pb.uuid = job.write_uuid  # abort_job recognises a committed job by it
     try:
         if job.fail_commit:

@@ -1,0 +1,123 @@
+"""Random access to a dataset's rows: by logical index (``LanceDataset.take``), by row
+id or row address (``_take_rows``, used by blob reads and ``take_blobs``).
+
+Indices are grouped per fragment, read once each in physical order, and the result
+put back in the order asked for (repeats allowed). Example: ``take(ds, [5, 0, 5])``
+reads rows 0 and 5 once and returns rows 5, 0, 5.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from lancenb.encodings.structural import dictarray
+from lancenb.errors import InvalidInputError
+
+__all__ = ["take", "take_rows", "row_id_index"]
+
+
+def take(ds, indices, columns=None, *, with_row_id=False, with_row_address=False,
+         blob_handling=None) -> pa.Table:
+    """Rows at logical ``indices`` (deleted rows skipped), in the order given;
+    blob columns as descriptions unless ``blob_handling="all_binary"``."""
+    idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+    frags = ds.get_fragments()
+    # a fragment without a deletion file has its physical rows: only the others
+    # read theirs (not one deletion lookup per fragment of a many-fragment table)
+    counts = np.array([f.physical_rows if not f._pb.HasField("deletion_file")
+                       else f.count_rows() for f in frags], dtype=np.int64)
+    starts = np.zeros(len(frags) + 1, dtype=np.int64)
+    np.cumsum(counts, out=starts[1:])
+    total = int(starts[-1])
+    if idx.size and (idx.min() < 0 or idx.max() >= total):
+        bad = int(idx[(idx < 0) | (idx >= total)][0])
+        raise InvalidInputError(f"take: index {bad} is out of range for a dataset of "
+                                f"{total} rows")
+    sc = ds.scanner(columns=columns, with_row_id=with_row_id,
+                      with_row_address=with_row_address, blob_handling=blob_handling)
+    frag_of = np.searchsorted(starts, idx, side="right") - 1
+    parts, positions = [], []
+    for fi in np.unique(frag_of):
+        frag = frags[int(fi)]
+        sel = np.flatnonzero(frag_of == fi)
+        local = idx[sel] - starts[fi]
+        live = frag.live_offsets()
+        phys = live[local] if live is not None else local
+        uniq, inverse = np.unique(phys, return_inverse=True)
+        t = frag.take_physical(sc.columns, uniq, blob_handling=sc.blob_handling)
+        t = sc._with_ids(frag, t, uniq)
+        if len(uniq) != len(phys) or np.any(np.diff(inverse) < 0):
+            t = dictarray.take(t, pa.array(inverse))
+        parts.append(t)
+        positions.append(sel)
+    schema = sc.projected_schema
+    if not parts:
+        return schema.empty_table()
+    table = pa.concat_tables([p.replace_schema_metadata(schema.metadata) for p in parts])
+    order = np.concatenate(positions)
+    if np.any(np.diff(order) < 0):
+        inv = np.empty_like(order)
+        inv[order] = np.arange(len(order))
+        table = dictarray.take(table, pa.array(inv))
+    return dictarray.combine_chunks(table)
+
+
+
+def take_rows(ds, row_ids, columns=None, *, by_address=False, **kwargs) -> pa.Table:
+    """Rows by row id (stable row ids) or row address (``by_address``, or without
+    stable row ids), in the order given."""
+    ids = np.asarray(row_ids, dtype=np.uint64).reshape(-1)
+    frags = {f.fragment_id: f for f in ds.get_fragments()}
+    if ds.stable_row_ids and not by_address:
+        sorted_ids, frag_of, off_of = row_id_index(ds)
+        pos = np.searchsorted(sorted_ids, ids)
+        ok = (pos < len(sorted_ids)) & (sorted_ids[np.minimum(pos, len(sorted_ids) - 1)]
+                                        == ids) if len(sorted_ids) else \
+            np.zeros(len(ids), bool)
+        if not ok.all():
+            raise InvalidInputError(f"no row with id {int(ids[~ok][0])}")
+        fid, off = frag_of[pos], off_of[pos]
+    else:
+        fid, off = (ids >> np.uint64(32)).astype(np.int64), \
+            (ids & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    sc = ds.scanner(columns=columns, **kwargs)
+    parts, positions = [], []
+    for f in np.unique(fid):
+        frag = frags.get(int(f))
+        sel = np.flatnonzero(fid == f)
+        if frag is None or np.any(off[sel] >= frag.physical_rows) or np.any(
+                np.isin(off[sel], frag.deleted_offsets())):
+            raise InvalidInputError(f"row(s) {ids[sel][:3].tolist()} do not exist or are "
+                                    f"deleted")
+        uniq, inverse = np.unique(off[sel], return_inverse=True)
+        t = sc._with_ids(frag, frag.take_physical(sc.columns, uniq,
+                                                  blob_handling=sc.blob_handling), uniq)
+        parts.append(dictarray.take(t, pa.array(inverse)))
+        positions.append(sel)
+    if not parts:
+        return sc.projected_schema.empty_table()
+    table = pa.concat_tables(parts)
+    order = np.concatenate(positions)
+    inv = np.empty_like(order)
+    inv[order] = np.arange(len(order))
+    return dictarray.combine_chunks(dictarray.take(table, pa.array(inv)))
+
+
+
+def row_id_index(ds):
+    """Sorted row ids with their fragment id and offset (built once, cached)."""
+    key = ("row_id_index",)
+    if key not in ds._cache:
+        ids, fr, off = [], [], []
+        for f in ds.get_fragments():  # live rows only: a moved row's old copy is
+            live = f.live_offsets()        # deleted and must not shadow the new one
+            o = np.arange(f.physical_rows, dtype=np.int64) if live is None else live
+            ids.append(f.row_ids()[o])
+            fr.append(np.full(len(o), f.fragment_id, np.int64))
+            off.append(o)
+        ids_a = np.concatenate(ids) if ids else np.zeros(0, np.uint64)
+        order = np.argsort(ids_a, kind="stable")
+        ds._cache[key] = (ids_a[order], np.concatenate(fr)[order] if fr else ids_a,
+                            np.concatenate(off)[order] if off else ids_a)
+    return ds._cache[key]
