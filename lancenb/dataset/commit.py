@@ -342,7 +342,7 @@ def _count_data_writes(store, txn: Transaction, staged) -> None:
     msg = getattr(txn.pb, op) if op else None
     groups = [msg] if op in ("append", "overwrite", "merge") else \
         list(msg.groups) if op == "rewrite" else []
-    frags = [f for g in groups for f in g.fragments if hasattr(g, "fragments")] + \
+    frags = [f for g in groups if hasattr(g, "fragments") for f in g.fragments] + \
         [f for g in groups if op == "rewrite" for f in g.new_fragments]
     if op == "update":
         frags = list(msg.new_fragments) + list(msg.updated_fragments)
