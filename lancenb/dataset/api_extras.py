@@ -482,6 +482,58 @@ class DatasetApiExtras:
                                         "fragment-reuse index this dataset has")
         return None
 
+    def deep_clone(self, target_path, reference, storage_options=None, **kwargs):
+        """Copy version ``reference`` (a version number, a tag, or ``(None,
+        version)``) to a new dataset at ``target_path``: its data and deletion files
+        are copied, and its manifest is committed there under the same version number
+        with a ``Clone`` transaction (as pylance; tags are not copied)."""
+        from lancenb.dataset.commit import commit
+        from lancenb.dataset.core import LanceDataset, _open_store, _writer_version
+        from lancenb.dataset.deletion import deletion_path
+
+        if isinstance(reference, tuple):
+            branch, reference = reference
+            if branch is not None:
+                self._no("deep_clone of a branch", "lancenb datasets have no branches")
+        if isinstance(reference, str):
+            version = self.tags.get_version(reference)
+        else:
+            version = int(reference if reference is not None else self.version)
+        src = self.checkout_version(version)
+        target = _open_store(target_path, storage_options, kwargs.pop("commit_lock", None),
+                             None)
+        if kwargs:
+            raise TypeError(f"deep_clone got unexpected keyword(s) {sorted(kwargs)}")
+        rels = []
+        for f in src.manifest.fragments:
+            rels += [f"data/{d.path}" for d in f.files]
+            if f.HasField("deletion_file"):
+                rels.append(deletion_path(f.id, f.deletion_file))
+            for kind in ("external_row_ids", "external_created_at_versions",
+                         "external_last_updated_at_versions"):
+                if f.HasField(kind):
+                    rels.append(getattr(f, kind).path)
+        op = transaction_pb2.Transaction.Clone(is_shallow=False, ref_version=version,
+                                               ref_path=str(self.uri))
+        # (pylance records the version a tag names, not the tag: ref_name stays unset)
+        txn = _Txn(version, "clone", op)
+        txn.restore_manifest = src.manifest
+        txn.clone_version = version
+        txn.create_only = True  # never over an existing dataset
+        written = []
+        try:
+            for rel in rels:
+                written.append(rel)
+                target.write_bytes(rel, self._store.read_bytes(rel), atomic=False)
+        except BaseException:
+            from lancenb.dataset.write import cleanup
+
+            cleanup(target, written)
+            raise
+        mf = commit(target, txn, v2_names=True, data_format=src.data_storage_version,
+                    writer_version=_writer_version(), written=written)
+        return LanceDataset(target.uri, _store=target, _manifest=mf)
+
     # -- what lancenb's table format does not have -------------------------------------
     def _no(self, what: str, why: str):
         raise NotSupportedError(f"{what} is not supported by lancenb: {why}")
@@ -570,6 +622,10 @@ def transaction_of(pb):
             _map(o.schema_metadata_updates) if o.HasField("schema_metadata_updates")
             else None,
             {int(k): _map(v) for k, v in o.field_metadata_updates.items()} or None)
+    elif kind == "clone":
+        op = L.Clone(bool(o.is_shallow), o.ref_name if o.HasField("ref_name") else None,
+                     int(o.ref_version), o.ref_path,
+                     o.branch_name if o.HasField("branch_name") else None)
     else:
         op = L.BaseOperation()
     return Transaction(int(pb.read_version), op, pb.uuid, dict(pb.transaction_properties))

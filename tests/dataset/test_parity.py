@@ -994,3 +994,30 @@ def test_scan_statistics_and_fragment_from_file_like_pylance(tmp_path):
                     lance.dataset(uri).to_table().to_pydict(),
                     lancenb.dataset(uri).to_table().to_pydict()))
     assert out[0] == out[1]
+
+
+def test_deep_clone_like_pylance(tmp_path):
+    """"LanceDataset.deep_clone" """
+    out = []
+    for lib, name in ((lance, "r"), (lancenb, "o")):
+        uri = str(tmp_path / name)
+        ds = lib.write_dataset(TABLE, uri, max_rows_per_file=3)
+        ds.update_config({"k": "v"})
+        ds.delete("a = 1")
+        ds.tags.create("t", 2)
+        ds.delete("a = 5")
+        got = []
+        for ref, target in (("t", "c1"), (3, "c2")):
+            c = ds.deep_clone(str(tmp_path / f"{name}{target}"), ref)
+            for reader in (lance, lancenb):  # read by both
+                d = reader.dataset(c.uri)
+                t = d.read_transaction(d.version)
+                op = t.operation
+                copied = len(os.listdir(os.path.join(c.uri, "data")))
+                got.append((d.version, d.versions()[0]["version"], d.to_table().to_pydict(),
+                            d.config(), d.tags.list(), type(op).__name__, t.read_version,
+                            op.is_shallow, op.ref_name, op.ref_version, copied))
+        with pytest.raises(OSError):  # not over an existing dataset
+            ds.deep_clone(str(tmp_path / f"{name}c1"), 3)
+        out.append(got)
+    assert out[0] == out[1]
