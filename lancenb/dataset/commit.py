@@ -418,7 +418,7 @@ def _commit_loop(store, txn: Transaction, own: list, phase: _Phase, *, v2_names,
 
             raise DatasetExistsError(f"dataset {store.uri!r} was created concurrently (version "
                                      f"{latest_v} exists)")
-        if txn.op not in ("overwrite", "restore") and latest is None:
+        if txn.op not in ("overwrite", "restore", "clone") and latest is None:
             raise DatasetNotFoundError(f"dataset {store.uri!r} does not exist")
         for v in range(checked_upto + 1, latest_v + 1):
             mf = latest if v == latest_v else load_manifest(store, v, v2_names)
@@ -427,7 +427,8 @@ def _commit_loop(store, txn: Transaction, own: list, phase: _Phase, *, v2_names,
         if txn.needs_merge:
             _merge_deletes(store, txn, latest.manifest, own)
         base = latest.manifest if latest is not None else None
-        m = build_manifest(base, txn, latest_v + 1, data_format=data_format,
+        new_v = txn.clone_version or latest_v + 1
+        m = build_manifest(base, txn, new_v, data_format=data_format,
                            writer_version=writer_version)
         index = None
         if latest is not None and txn.op in ("append", "delete", "update", "merge", "project",
@@ -436,9 +437,9 @@ def _commit_loop(store, txn: Transaction, own: list, phase: _Phase, *, v2_names,
         elif txn.op == "restore":
             index = txn.restore_index_section
         raw = frame_manifest(m, txn.pb, index)
-        rel = f"{VERSIONS_DIR}/{manifest_name(latest_v + 1, v2_names)}"
+        rel = f"{VERSIONS_DIR}/{manifest_name(new_v, v2_names)}"
         try:
-            finish = _publish(store, rel, raw, latest_v + 1, phase)
+            finish = _publish(store, rel, raw, new_v, phase)
         except CommitOutcomeUnknownError as e:
             e.transaction_uuid = txn.uuid
             raise

@@ -167,6 +167,17 @@ class LanceOperation:
         replacements: list
 
     @dataclass
+    class Clone(BaseOperation):
+        """A copy of another dataset's version (``deep_clone``: files copied; a
+        shallow clone refers to them through base paths, which lancenb refuses)."""
+
+        is_shallow: bool
+        ref_name: str | None
+        ref_version: int
+        ref_path: str
+        branch_name: str | None = None
+
+    @dataclass
     class UpdateMap:
         """Entries to set (and, with ``replace``, the whole map) of a config map."""
         updates: dict

@@ -56,6 +56,8 @@ class Transaction:
         self.deleted_rows: dict[int, np.ndarray] = {}
         self.restore_manifest = None  # restore: the manifest being restored
         self.restore_index_section: bytes | None = None
+        # clone: the source version's number, which the clone's first manifest keeps
+        self.clone_version: int | None = None
         self.create_only = False  # mode="create": fail if any version exists
         self.enable_stable_row_ids: bool | None = None  # create/overwrite option
         self.needs_merge: set[int] = set()  # delete: fragments to merge deletion sets on
@@ -282,7 +284,7 @@ def build_manifest(base, txn: Transaction, version: int, *, data_format: str,
     """
     m = table_pb2.Manifest()
     op = txn.op
-    if op == "restore":
+    if op in ("restore", "clone"):  # clone: the source manifest, in a new place
         m.CopyFrom(txn.restore_manifest)
         m.ClearField("index_section")
         m.ClearField("transaction_section")
@@ -355,7 +357,7 @@ def build_manifest(base, txn: Transaction, version: int, *, data_format: str,
     m.writer_version.Clear()
     m.writer_version.library = WRITER_LIBRARY
     m.writer_version.version = writer_version
-    if op != "restore":
+    if op not in ("restore", "clone"):
         m.data_format.file_format = "lance"
         m.data_format.version = data_format
     m.transaction_file = txn.file_name()
@@ -363,7 +365,7 @@ def build_manifest(base, txn: Transaction, version: int, *, data_format: str,
     if txn.enable_stable_row_ids is not None and op in ("overwrite",):
         stable = txn.enable_stable_row_ids
     else:
-        stable = base_stable or (op == "restore" and bool(
+        stable = base_stable or (op in ("restore", "clone") and bool(
             m.reader_feature_flags & FLAG_STABLE_ROW_IDS))
     if stable:
         _assign_row_ids(m, base, version)
