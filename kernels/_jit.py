@@ -19,15 +19,32 @@ exclusive file lock (one per kernel, next to its index) while a process updates 
 kernel's index and data, so writers take turns; a reader that looks while a writer is
 between the two files finds no data file and compiles instead (numba treats a missing
 data file as a miss).
+
+A wheel can also carry compiled kernels, so that first use compiles nothing (issue 18):
+``lancenb/kernels/_jitcache/`` holds numba cache files built when the wheel was built,
+for a portable CPU target (``NUMBA_CPU_NAME``, e.g. ``x86-64-v3``) instead of the build
+machine's, plus ``manifest.json`` naming that target, its CPU features and the numba,
+Python and numpy versions. When numba's own cache (above) has no entry for a
+specialisation, :class:`_LockedCache` looks there for the entry compiled for the
+portable target, but only if this machine's CPU has every feature the target needs and
+the versions match (:func:`_shipped_target`); anything else compiles as before. That
+directory is only ever read at run time; what compiles here is saved in numba's cache,
+which is consulted first, so ``lancenb warmup`` still gives code tuned to the host CPU.
+Both caches stamp a kernel module by a hash of its content, not its modification time
+(installing a wheel gives files new times), so an edited kernel file never loads stale
+machine code.
 """
 
 import ast
 import functools
+import hashlib
+import json
 import os
+import sys
 
 import numba
 from numba.core import errors, types, typing
-from numba.core.caching import FunctionCache
+from numba.core.caching import FunctionCache, IndexDataCacheFile
 from numba.core.compiler_lock import global_compiler_lock
 from numba.core.registry import CPUDispatcher
 
@@ -39,8 +56,101 @@ except ImportError:  # Windows: numba's own behaviour, unlocked
 __all__ = ["kernel"]
 
 
+# the compiled kernels a wheel ships (see the module docstring); never written at run time
+SHIPPED_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_jitcache")
+MANIFEST = "manifest.json"
+
+
+@functools.lru_cache(maxsize=None)
+def _content_stamp(path: str):
+    """A kernel module's cache stamp: the SHA-256 of its bytes (None if unreadable)."""
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).digest()
+    except OSError:
+        return None
+
+
+def host_cpu_features() -> frozenset:
+    """The CPU features (LLVM's names) of this machine."""
+    import llvmlite.binding as ll
+
+    return frozenset(k for k, v in ll.get_host_cpu_features().items() if v)
+
+
+def _numpy_major() -> str:
+    import numpy as np
+
+    return np.__version__.split(".")[0]
+
+
+@functools.lru_cache(maxsize=None)
+def _shipped_target(directory: str = SHIPPED_DIR):
+    """The numba ``magic_tuple`` (LLVM triple, CPU name, CPU features) the shipped cache
+    in ``directory`` was compiled for, or None when it cannot be used here: no cache,
+    another numba, Python or numpy major version, another triple, or a CPU lacking a
+    feature the target needs."""
+    try:
+        with open(os.path.join(directory, MANIFEST), encoding="utf-8") as f:
+            manifest = json.load(f)
+        if manifest["numba"] != numba.__version__ or \
+                manifest["python"] != "%d.%d" % sys.version_info[:2] or \
+                manifest["numpy_major"] != _numpy_major():
+            return None
+        from numba.core.registry import cpu_target
+
+        host_triple = cpu_target.target_context.codegen().magic_tuple()[0]
+        have = host_cpu_features()
+        for target in manifest["targets"]:  # best first
+            triple, cpu, features = target["magic"]
+            if triple == host_triple and have.issuperset(target["requires"]):
+                return (triple, cpu, features)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # no shipped cache, or a damaged manifest: compile as numba would
+    return None
+
+
+class _Codegen:
+    """Stands in for a codegen in numba's cache key: only its ``magic_tuple`` is read."""
+
+    def __init__(self, magic):
+        self._magic = magic
+
+    def magic_tuple(self):
+        return self._magic
+
+
 class _LockedCache(FunctionCache):
-    """numba's function cache with saves serialised across processes by a file lock."""
+    """numba's function cache with saves serialised across processes by a file lock,
+    content-hash source stamps, and the shipped cache as a read-only second place to
+    look (see the module docstring)."""
+
+    def __init__(self, py_func):
+        super().__init__(py_func)
+        stamp = _content_stamp(os.path.abspath(py_func.__code__.co_filename))
+        if stamp is not None:
+            self._cache_file._source_stamp = stamp
+
+    def load_overload(self, sig, target_context):
+        data = super().load_overload(sig, target_context)
+        if data is None and self._enabled:
+            data = self._load_shipped(sig, target_context)
+        return data
+
+    def _load_shipped(self, sig, target_context):
+        # LANCENB_SHIPPED_KERNELS: another directory to use instead, or empty for none
+        # (``lancenb warmup`` compiles for this CPU, so its workers use none)
+        directory = os.environ.get("LANCENB_SHIPPED_KERNELS", SHIPPED_DIR)
+        magic = _shipped_target(directory) if directory else None
+        if magic is None:
+            return None
+        shipped = IndexDataCacheFile(directory, self._impl.filename_base,
+                                     self._cache_file._source_stamp)
+        try:
+            data = shipped.load(self._index_key(sig, _Codegen(magic)))
+            return None if data is None else self._impl.rebuild(target_context, data)
+        except Exception:  # noqa: BLE001  a damaged shipped file only costs a compile
+            return None
 
     def _lock(self):
         """An open descriptor holding this kernel's exclusive lock, or None."""

@@ -12,6 +12,11 @@ the cache (compiling whatever a worker could not store).
 Run it once per machine or container image, e.g. in a Dockerfile after installing
 lancenb, or once per Spark executor node before the first job. Numba keys its cache by
 CPU, so an image warmed on one CPU model recompiles on another.
+
+A wheel of lancenb already carries its kernels compiled for a portable CPU target
+(:func:`build_shipped`, run by the wheel build; used by ``lancenb.kernels._jit`` when the
+machine's own cache has nothing), so first use compiles nothing; the warm-up's workers
+ignore those and compile for this machine's CPU, which can be somewhat faster.
 """
 
 from __future__ import annotations
@@ -24,7 +29,8 @@ import time
 
 from numba.core import event
 
-__all__ = ["warmup", "WarmupResult", "cache_dir"]
+__all__ = ["warmup", "WarmupResult", "cache_dir", "build_shipped", "default_targets",
+           "PORTABLE_TARGETS"]
 
 _ROWS = 3000  # more than two 1024-value blocks, enough text for FSST to pay
 _FAMILIES = ("ints", "floats", "strings", "nested")
@@ -125,7 +131,8 @@ def _warm(tasks, *, processes, progress, check) -> WarmupResult:
     compiled = done = 0
     # spawn: fresh interpreters (forking a process that holds LLVM and threads is unsafe)
     ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=min(processes, len(tasks)), mp_context=ctx) as ex:
+    with ProcessPoolExecutor(max_workers=min(processes, len(tasks)), mp_context=ctx,
+                             initializer=_compile_for_this_cpu) as ex:
         futures = [ex.submit(_run_task, name) for name in tasks]
         for fut in as_completed(futures):
             compiled += fut.result()
@@ -139,6 +146,12 @@ def _warm(tasks, *, processes, progress, check) -> WarmupResult:
     filled = sum(_run_task(name) for name in tasks) if check else 0
     return WarmupResult(tasks=len(tasks), compiled=compiled, filled=filled,
                         seconds=time.perf_counter() - t0, cache_dir=cache_dir())
+
+
+def _compile_for_this_cpu() -> None:
+    """In a worker: ignore the compiled kernels a wheel ships (kernels/_jit.py), so that
+    every kernel is compiled for this machine's CPU and stored in its own cache."""
+    os.environ["LANCENB_SHIPPED_KERNELS"] = ""
 
 
 def _run_task(name: str) -> int:
@@ -303,3 +316,115 @@ def _table(family: str):
     ]
     fields = [c if isinstance(c, pa.Field) else pa.field(c, a.type) for c, a in cols]
     return pa.Table.from_arrays([a for _, a in cols], schema=pa.schema(fields))
+
+
+# -- compiled kernels shipped in the wheel (built by setup.py; see kernels/_jit.py) -----
+
+# Portable CPU targets: LLVM's CPU name -> the CPU features (LLVM's names) code compiled
+# for it may use. Code compiled for a target is used only on a CPU that has them all.
+_X86_64 = ("cmov", "cx8", "fxsr", "mmx", "sse", "sse2")
+_X86_64_V2 = _X86_64 + ("cx16", "sahf", "popcnt", "sse3", "sse4.1", "sse4.2", "ssse3")
+_X86_64_V3 = _X86_64_V2 + ("avx", "avx2", "bmi", "bmi2", "f16c", "fma", "lzcnt", "movbe",
+                           "xsave")
+PORTABLE_TARGETS = {"x86-64-v3": _X86_64_V3, "x86-64-v2": _X86_64_V2, "generic": ()}
+
+# what to compile when building on each machine type, best first
+_DEFAULT_TARGETS = {"x86_64": ("x86-64-v3",), "amd64": ("x86-64-v3",)}
+
+_TARGET_REPORT = """
+import json
+from numba.core.registry import cpu_target
+print("LANCENB-MAGIC " + json.dumps(list(cpu_target.target_context.codegen().magic_tuple())))
+"""
+
+
+def default_targets() -> tuple:
+    """The portable CPU targets a wheel built on this machine type carries."""
+    import platform
+
+    return _DEFAULT_TARGETS.get(platform.machine().lower(), ("generic",))
+
+
+def _target_env(target: str, cache: str) -> dict:
+    """The environment that makes numba compile for ``target`` into ``cache``."""
+    env = dict(os.environ)
+    for k in ("NUMBA_DISABLE_JIT", "NUMBA_OPT", "LANCENB_SHIPPED_KERNELS"):
+        env.pop(k, None)
+    env["LANCENB_SHIPPED_KERNELS"] = ""  # compile everything, load nothing shipped
+    env["NUMBA_CACHE_DIR"] = cache
+    env["NUMBA_CPU_NAME"] = target
+    env["NUMBA_CPU_FEATURES"] = ",".join("+" + f for f in PORTABLE_TARGETS[target])
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def build_shipped(dest: str, *, targets=None, processes: int | None = None,
+                  script: str | None = None) -> dict:
+    """Compile every kernel specialisation for portable CPU targets into ``dest``.
+
+    The wheel build runs this (setup.py) so that the installed package carries compiled
+    kernels (``lancenb/kernels/_jitcache``) and first use compiles nothing on a CPU that
+    has the target's features. Each target compiles in fresh processes (the warm-up's
+    workloads, ``processes`` workers) with ``NUMBA_CPU_NAME``/``NUMBA_CPU_FEATURES`` set
+    to it; the resulting numba cache files go flat into ``dest`` with ``manifest.json``.
+
+    Parameters
+    ----------
+    dest : str
+        The directory to fill (created; existing cache files in it are replaced).
+    targets : sequence of str, optional
+        Names from :data:`PORTABLE_TARGETS`, best first (default: :func:`default_targets`).
+    processes : int, optional
+        Worker processes per target (default: the number of CPUs).
+    script : str, optional
+        Python code to run instead of the warm-up workloads (tests use a single kernel).
+
+    Returns
+    -------
+    dict
+        The manifest written.
+    """
+    import json
+    import shutil
+    import subprocess
+
+    import numba
+    import numpy as np
+
+    from lancenb.errors import InvalidInputError
+
+    targets = tuple(targets or default_targets())
+    unknown = [t for t in targets if t not in PORTABLE_TARGETS]
+    if unknown:
+        raise InvalidInputError(f"unknown portable CPU target(s) {unknown}; "
+                                f"known: {sorted(PORTABLE_TARGETS)}")
+    if script is None:
+        script = ("from lancenb.warmup import _warm, _TASKS\n"
+                  f"_warm(_TASKS, processes={processes!r}, progress=False, check=False)\n")
+    os.makedirs(dest, exist_ok=True)
+    entries = []
+    with tempfile.TemporaryDirectory(prefix="lancenb_shipped_") as cache:
+        for target in targets:
+            p = subprocess.run([sys.executable, "-c", script + _TARGET_REPORT],
+                               env=_target_env(target, cache), capture_output=True,
+                               text=True)
+            if p.returncode != 0:
+                raise RuntimeError(f"compiling the kernels for {target} failed:\n"
+                                   f"{p.stderr[-4000:]}")
+            (line,) = [ln for ln in p.stdout.splitlines() if ln.startswith("LANCENB-MAGIC ")]
+            magic = json.loads(line.split(" ", 1)[1])
+            entries.append({"name": target, "magic": magic,
+                            "requires": sorted(PORTABLE_TARGETS[target])})
+        files = [os.path.join(root, f) for root, _, names in os.walk(cache) for f in names
+                 if f.endswith((".nbi", ".nbc"))]
+        for name in os.listdir(dest):
+            if name.endswith((".nbi", ".nbc")):
+                os.remove(os.path.join(dest, name))
+        for f in files:
+            shutil.copyfile(f, os.path.join(dest, os.path.basename(f)))
+    manifest = {"numba": numba.__version__, "python": "%d.%d" % sys.version_info[:2],
+                "numpy_major": np.__version__.split(".")[0], "targets": entries,
+                "files": len(files)}
+    with open(os.path.join(dest, "manifest.json"), "w", encoding="utf-8") as f:
+        json.dump(manifest, f, indent=1)
+    return manifest

@@ -6,14 +6,19 @@ from the wheel goes unnoticed by the test suite. This script does what a user do
 1. builds the sdist from the repository, unpacks it in a temporary directory and builds the
    wheel from the unpacked sdist (as ``python -m build`` does), so the sdist must be enough
    to build from; checks the sdist holds the .proto files and the kernels, and the wheel
-   every module of ``lancenb/`` and ``kernels/`` (the latter as ``lancenb.kernels``);
+   every module of ``lancenb/`` and ``kernels/`` (the latter as ``lancenb.kernels``).
+   Building the wheel compiles every kernel for a portable CPU target into
+   ``lancenb/kernels/_jitcache`` (setup.py; ``LANCENB_BUILD_KERNELS=0`` skips it); the
+   wheel's size and the build time are printed;
 2. creates a virtualenv outside the source tree and installs the wheel with its
    dependencies from the package index (the pip cache makes this quick after the first
    time); pyspark (400 MB) is linked in from the running interpreter unless ``--spark``
    installs ``lancenb[spark]``;
 3. from a directory outside the source tree: writes and reads a dataset at file versions
    2.0, 2.1 and 2.2 (a table with nested, list, string and packed-struct columns and
-   timestamps at the int64 extremes; take, a filter and count_rows), runs the ``lancenb``
+   timestamps at the int64 extremes; take, a filter and count_rows) with an empty
+   ``NUMBA_CACHE_DIR``, as on a new machine, and checks that no kernel was compiled (numba's
+   ``numba:compile`` events) when the wheel carries compiled kernels; runs the ``lancenb``
    command line on it, and imports the Spark data source and checks its name (a real
    SparkSession only with ``--spark``: starting a JVM takes a while).
 
@@ -41,8 +46,22 @@ SMOKE = r'''
 import sys, os
 import pyarrow as pa
 import pyarrow.compute as pc
+from numba.core import event
 import lancenb
 import lancenb.kernels
+
+compiled = []
+
+
+class Compiles(event.Listener):
+    def on_start(self, ev):
+        pass
+
+    def on_end(self, ev):
+        compiled.append(ev.data["dispatcher"].py_func.__qualname__)
+
+
+event.register("numba:compile", Compiles())
 
 repo = sys.argv[1]
 where = os.path.dirname(lancenb.__file__)
@@ -83,6 +102,9 @@ for version in ("2.0", "2.1", "2.2"):
     got = ds.to_table(filter="id < 5", columns=["id", "p"])
     assert got.column("p").combine_chunks().equals(table.column("p").slice(0, 5).combine_chunks())
     print(f"dataset {version}: {len(ds.get_fragments())} fragments, round trip OK")
+print(f"kernels compiled on first use: {len(compiled)}")
+if sys.argv[3] == "1":  # the wheel ships compiled kernels: none may compile here
+    assert not compiled, f"compiled although the wheel ships kernels: {sorted(set(compiled))}"
 print(os.path.join(out, "ds_2.1"))
 '''
 
@@ -142,7 +164,7 @@ def build(tmp: Path) -> tuple[Path, Path]:
     """The sdist (built from the repository) and the wheel (built from the sdist)."""
     dist = tmp / "dist"
     dist.mkdir()
-    hook = ("import sys; from setuptools import build_meta as b; "
+    hook = ("import sys; import _lancenb_build as b; "
             "print(getattr(b, sys.argv[1])(sys.argv[2]))")
     _run([sys.executable, "-c", hook, "build_sdist", str(dist)], cwd=REPO,
          capture_output=True, text=True)
@@ -153,6 +175,7 @@ def build(tmp: Path) -> tuple[Path, Path]:
     root = names[0].split("/")[0]
     members = {n.split("/", 1)[1] for n in names if "/" in n}
     want = {f"protos/{p.name}" for p in (REPO / "protos").glob("*.proto")}
+    want |= {"setup.py", "_lancenb_build.py", "pyproject.toml"}  # the build backend
     want |= {f"kernels/{p.name}" for p in (REPO / "kernels").glob("*.py")}
     want |= {f"lancenb/{p.relative_to(REPO / 'lancenb').as_posix()}"
              for p in (REPO / "lancenb").rglob("*.py")}
@@ -186,6 +209,12 @@ def main(argv: list[str] | None = None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="lancenb-smoke-"))
     try:
         sdist, wheel = build(tmp)
+        with zipfile.ZipFile(wheel) as zf:
+            shipped = [n for n in zf.namelist() if "/_jitcache/" in n]
+        ships = "lancenb/kernels/_jitcache/manifest.json" in shipped
+        print(f"[smoke_wheel] wheel {wheel.stat().st_size / 2**20:.1f} MiB, "
+              + (f"{len(shipped) - 1} compiled-kernel cache files" if ships
+                 else "no compiled kernels (LANCENB_BUILD_KERNELS=0)"))
         t0 = _step(f"built {sdist.name} and {wheel.name}, contents checked", t0)
         venv = tmp / "venv"
         _run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
@@ -201,12 +230,17 @@ def main(argv: list[str] | None = None) -> int:
             _link_pyspark(venv)
         work = tmp / "work"
         work.mkdir()
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-        out = _run([str(py), "-c", SMOKE, str(REPO), str(work)], cwd=work, env=env,
-                   capture_output=True, text=True)
+        drop = ("PYTHONPATH", "VIRTUAL_ENV", "NUMBA_DISABLE_JIT", "LANCENB_SHIPPED_KERNELS",
+                "NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES")
+        env = {k: v for k, v in os.environ.items() if k not in drop}
+        # an empty Numba cache: first use on a new machine
+        env["NUMBA_CACHE_DIR"] = str(tmp / "numba-cache")
+        out = _run([str(py), "-c", SMOKE, str(REPO), str(work), "1" if ships else "0"],
+                   cwd=work, env=env, capture_output=True, text=True)
         print(out.stdout.rstrip())
         ds_uri = out.stdout.strip().splitlines()[-1]
-        t0 = _step("datasets 2.0/2.1/2.2 written and read", t0)
+        t0 = _step("datasets 2.0/2.1/2.2 written and read (empty Numba cache"
+                   + (", nothing compiled)" if ships else ")"), t0)
         cli = _run([str(venv / "bin" / "lancenb"), "inspect", ds_uri], cwd=work, env=env,
                    capture_output=True, text=True)
         if "3,000" not in cli.stdout:
