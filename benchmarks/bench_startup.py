@@ -251,8 +251,13 @@ def _env(cache: str | None) -> dict:
     return env
 
 
+# the interpreter lancenb's runs use (--python: e.g. a virtualenv with the built wheel)
+LANCENB_PYTHON = sys.executable
+
+
 def run_scenario(impl: str, root: str, cache: str | None, stats: bool = False) -> dict:
-    cmd = [sys.executable, os.path.abspath(__file__), "--child", impl, "--dir", root]
+    py = LANCENB_PYTHON if impl == "lancenb" else sys.executable
+    cmd = [py, os.path.abspath(__file__), "--child", impl, "--dir", root]
     if stats:
         cmd.append("--stats")
     t0 = time.perf_counter()
@@ -273,7 +278,7 @@ def run_scenario(impl: str, root: str, cache: str | None, stats: bool = False) -
 
 def time_import(code: str, cache: str | None) -> float:
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-c", code], env=_env(cache), check=True)
+    subprocess.run([LANCENB_PYTHON, "-c", code], env=_env(cache), check=True)
     return time.perf_counter() - t0
 
 
@@ -289,7 +294,13 @@ def main() -> None:
     ap.add_argument("--out", default=None, help="markdown file to update (RESULTS.md)")
     ap.add_argument("--child", choices=("lancenb", "pylance"), help=argparse.SUPPRESS)
     ap.add_argument("--stats", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--python", default=None,
+                    help="interpreter for lancenb's runs, e.g. a virtualenv with the built "
+                         "wheel installed (pylance runs under this one)")
     args = ap.parse_args()
+    if args.python:
+        global LANCENB_PYTHON
+        LANCENB_PYTHON = args.python
     root = args.dir or os.path.join(tempfile.gettempdir(), "lancenb_bench_startup")
     if args.child:
         child(args.child, root, args.stats)
