@@ -71,7 +71,7 @@ def _writers():
             w.write_batch(tab)
 
     def seq(path, tab):  # every page encoded on the calling thread (as before the pool)
-        from lancenb.file import writer
+        from lancenb.file import v2_1_write as writer
 
         old, writer.PARALLEL_MIN_BYTES = writer.PARALLEL_MIN_BYTES, 2**62
         try:

@@ -6,8 +6,9 @@ not matter, nothing else is forgiven (``" 2.1"`` and ``"v2.1"`` are errors).
 - ``legacy``/``0.1``: 0.1, footer (0, 2) (lancenb also reads (0, 0) and (0, 1));
   read only.
 - ``2.0``: footer (0, 3), but (2, 0) in a dataset's DataFile entries.
-- ``2.1``: (2, 1); lancenb's default for writing.
-- ``2.2``/``stable``: (2, 2); pylance 14's default.
+- ``2.1``: (2, 1).
+- ``2.2``/``stable``: (2, 2); the default for writing, as in pylance 14 (new datasets
+  and ``LanceFileWriter``).
 - ``2.3``/``next``: unstable in pylance 14; lancenb raises NotSupportedError.
 """
 
@@ -55,7 +56,7 @@ class FileVersion(enum.Enum):
     def resolve(cls, name: "str | FileVersion | None") -> "FileVersion":
         """Resolve a user's version string (see the module docstring).
 
-        ``None`` means lancenb's default for writing, 2.1.
+        ``None`` means the default for writing, 2.2 (pylance 14's).
         """
         if isinstance(name, FileVersion):
             return name
@@ -85,7 +86,7 @@ _ALIASES = {"legacy": FileVersion.LEGACY, "0.1": FileVersion.LEGACY,
             "2.0": FileVersion.V2_0, "2.1": FileVersion.V2_1, "2.2": FileVersion.V2_2,
             "stable": FileVersion.V2_2}
 _NAMES = ("legacy", "0.1", "2.0", "2.1", "2.2", "stable")
-DEFAULT_WRITE_VERSION = FileVersion.V2_1
+DEFAULT_WRITE_VERSION = FileVersion.V2_2  # pylance 14 writes 2.2 unless told otherwise
 
 
 def version_from_footer(major: int, minor: int, path: str = "") -> FileVersion:

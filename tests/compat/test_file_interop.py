@@ -33,7 +33,7 @@ def pylance_write(path, table, version="2.1"):
 
 def page_kinds(path, column):
     r = LanceFileReader(path, columns=[column])
-    return [d.describe() for d in r._column_pages(r._projection[0])]
+    return [d.describe() for d in r._backend._column_pages(r._projection[0])]
 
 
 # -- lancenb writes, pylance reads ------------------------------------------------

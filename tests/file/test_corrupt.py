@@ -24,7 +24,7 @@ def _read_everything(path):
     if n:
         r.take_rows([0, n // 2, n - 1]).to_table()
         r.read_range(n // 3, n // 3).to_table()
-    for i in range(len(r._gbo)):
+    for i in range(len(r._backend._c.gbo)):
         r.read_global_buffer(i)
 
 
@@ -147,7 +147,7 @@ def test_damaged_chunk_metadata_and_headers(tmp_path):
     good = good_path.read_bytes()
     r = LanceFileReader(str(good_path))
     for col in range(2):
-        page = r._column_pages(col)[0].page
+        page = r._backend._column_pages(col)[0].page
         meta_off, meta_size = page.offsets[0], page.sizes[0]
         data_off = page.offsets[1]
         for pos in list(range(meta_off, meta_off + meta_size)) + list(

@@ -33,7 +33,7 @@ def test_large_values_roundtrip_and_pylance_reads(tmp_path, size, n):
         for i in range(0, n, max(1, n // 3)):
             w.write_batch(t.slice(i, max(1, n // 3)))
     r = LanceFileReader(path)
-    kinds = {d.describe().split(":")[0] for d in r._column_pages(0)}
+    kinds = {d.describe().split(":")[0] for d in r._backend._column_pages(0)}
     assert kinds == {"full_zip"}
     assert_tables_equal(r.read_all().to_table(), t)
     idx = [0, n // 2, n - 1]
@@ -64,7 +64,7 @@ def test_lancenb_reads_pylance_full_zip_pages(tmp_path):
     w.close()
     r = LanceFileReader(path)
     for i in range(2):
-        assert {d.describe() for d in r._column_pages(i)} <= {
+        assert {d.describe() for d in r._backend._column_pages(i)} <= {
             "full_zip:variable(flat(32))", "full_zip:flat(2400)"}
     assert_tables_equal(r.read_all().to_table(), t)
     idx = [0, 1, 999, 1999]

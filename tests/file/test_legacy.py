@@ -140,7 +140,7 @@ def test_read_all_matches_pylance(name, request):
         assert reader.num_rows() == want.num_rows
         got = reader.read_all().to_table()
         assert_tables_equal(got, want)
-        cols = [reader._read_column_all(i) for i in range(len(reader._fields))]
+        cols = [reader.read_column(i) for i in range(len(reader.fields))]
         assert_tables_equal(pa.Table.from_arrays(cols, schema=got.schema), got)
 
 
@@ -179,12 +179,12 @@ def test_schema_columns_and_field_positions(flat_ds, nested_ds):
     for path, _ in (flat_ds, nested_ds):
         for reader, want, df in _fragment_files(path):
             assert reader.schema_full.equals(want.schema, check_metadata=False)
-            ids = [lf.id for top in reader._fields for lf in top.walk()]
+            ids = [lf.id for top in reader.fields for lf in top.walk()]
             assert ids == list(df.fields)
-            for k, top in zip(reader._columns_of, reader._fields):
+            for k, top in zip(reader._backend.columns_of, reader.fields):
                 assert df.fields[k] == top.id
     reader = _fragment_files(nested_ds[0])[0][0]
-    assert reader._columns_of[:3] == [0, 2, 4]  # l_i64, l_str, ll_f32: one child each
+    assert reader._backend.columns_of[:3] == [0, 2, 4]  # l_i64, l_str, ll_f32: one child each
     path = nested_ds[0] / "data" / _fragment_files(nested_ds[0])[0][2].path
     r = LegacyFileReader(str(path), columns=["st", "d_str"])
     assert r.schema.names == ["st", "d_str"]
@@ -204,7 +204,7 @@ def test_add_columns_file_holds_only_new_field_ids(tmp_path):
     (frag,) = ds.get_fragments()
     df_new = frag.metadata.files[1]
     r = LegacyFileReader(str(tmp_path / "d" / "data" / df_new.path))
-    assert list(df_new.fields) == [2] and r._columns_of == [0]
+    assert list(df_new.fields) == [2] and r._backend.columns_of == [0]
     assert r.read_all().to_table().column("z").to_pylist() == [2 * k for k in range(60)]
     assert r.take_rows([59, 0]).to_table().column("z").to_pylist() == [118, 0]
 
@@ -217,7 +217,7 @@ def test_take_and_range_equal_slices(name, request):
     for reader, _, _ in _fragment_files(path):
         full = reader.read_all().to_table()
         n = full.num_rows
-        g = int(np.diff(reader._batch_offsets)[0])
+        g = int(np.diff(reader._backend._batch_offsets)[0])
         for start, count in [(0, n), (0, 0), (0, 1), (g - 1, 2), (g, g), (g - 3, 2 * g + 5),
                              (n - 1, 1), (n - 7, 7)]:
             if start < 0 or start + count > n:
@@ -231,7 +231,7 @@ def test_take_and_range_equal_slices(name, request):
             got = reader.take_rows(idx).to_table()
             assert_tables_equal(got, full.take(pa.array(idx, pa.int64())))
         rows = np.sort(rng.integers(0, n, 40))
-        cols = [reader._read_column_rows(i, rows) for i in range(len(reader._fields))]
+        cols = [reader.read_column(i, rows=rows) for i in range(len(reader.fields))]
         assert_tables_equal(pa.Table.from_arrays(cols, schema=full.schema),
                             full.take(pa.array(rows)))
 
@@ -246,7 +246,7 @@ def test_out_of_range_rows_are_rejected(flat_ds):
 
 
 def test_large_reads_are_chunked(big_string_file, monkeypatch):
-    import lancenb.file.legacy as legacy
+    import lancenb.file.v0_1 as legacy
 
     reader, want = big_string_file
     monkeypatch.setattr(legacy, "CHUNK_ROWS", 333)
@@ -258,7 +258,7 @@ def test_large_reads_are_chunked(big_string_file, monkeypatch):
 
 
 def test_offset_overflow_splits_chunks(big_string_file, monkeypatch):
-    import lancenb.file.legacy as legacy
+    import lancenb.file.v0_1 as legacy
 
     reader, want = big_string_file
     monkeypatch.setattr(legacy, "_I32_MAX", 2000)  # stands in for 2 GiB of string bytes
@@ -283,11 +283,12 @@ def test_metadata(flat_ds):
     md = reader.metadata()
     assert (md.major_version, md.minor_version) == (0, 2)
     assert md.num_rows == want.num_rows == 256
-    ids = [lf.id for top in reader._fields for lf in top.walk()]
+    ids = [lf.id for top in reader.fields for lf in top.walk()]
     assert len(md.columns) == len(ids)
-    nb = len(reader._batch_offsets) - 1
+    nb = len(reader._backend._batch_offsets) - 1
     assert all(len(c.pages) == nb for c in md.columns)
-    assert [p.num_rows for p in md.columns[0].pages] == np.diff(reader._batch_offsets).tolist()
+    batch_rows = np.diff(reader._backend._batch_offsets).tolist()
+    assert [p.num_rows for p in md.columns[0].pages] == batch_rows
     assert md.columns[0].pages[0].encoding == "plain"
     with pytest.raises(NotSupportedError):
         reader.read_global_buffer(0)
@@ -308,7 +309,7 @@ def _data_column(table, reader, fid):
                     return hit
         return None
 
-    for top in reader._fields:
+    for top in reader.fields:
         hit = find(top, table.column(top.name).combine_chunks())
         if hit is not None:
             return hit
@@ -354,7 +355,7 @@ def test_page_statistics_hold_the_written_data(name, request):
         got = reader.page_statistics(raw=True, stats_factory=ColumnStats)
         assert got is not None
         offsets, stats = got
-        assert offsets.tolist() == reader._batch_offsets.tolist()
+        assert offsets.tolist() == reader._backend._batch_offsets.tolist()
         part = table.slice(start, reader.num_rows())
         start += reader.num_rows()
         assert stats
@@ -366,7 +367,7 @@ def test_page_statistics_hold_the_written_data(name, request):
                 assert st.num_rows == offsets[k + 1] - offsets[k]
                 _check_raw(st, arr.slice(offsets[k], st.num_rows))
     if name == "flat_ds":
-        names = {reader._by_id[fid].name for fid in stats}
+        names = {reader._backend._by_id[fid].name for fid in stats}
         assert {"i32", "str", "bool_n", "f64", "dec", "date32"} <= names
 
 
@@ -547,8 +548,8 @@ def _page_pos(data: bytes, tmp_path, name: str, batch: int = 0) -> int:
     p = tmp_path / "probe.lance"
     p.write_bytes(data)
     r = LegacyFileReader(str(p))
-    lf = next(f for top in r._fields for f in top.walk() if f.name == name)
-    return int(r._data.table[lf.id - r._data.min_id, batch, 0])
+    lf = next(f for top in r.fields for f in top.walk() if f.name == name)
+    return int(r._backend._data.table[lf.id - r._backend._data.min_id, batch, 0])
 
 
 def test_bad_list_offsets_and_dictionary_keys_raise(tmp_path, small_file):
@@ -575,7 +576,7 @@ def test_statistics_of_all_null_batches(tmp_path):
     ((reader, want, _),) = _fragment_files(tmp_path / "d")
     assert_tables_equal(reader.read_all().to_table(), want)
     _, raw = reader.page_statistics(raw=True)
-    by_name = {reader._by_id[fid].name: st for fid, st in raw.items()}
+    by_name = {reader._backend._by_id[fid].name: st for fid, st in raw.items()}
     assert {"i", "f", "s", "b"} <= set(by_name)
     assert [s.null_count for s in by_name["i"]] == [8, 8, 4]
     assert (by_name["i"][0].min, by_name["i"][0].max) == (-(1 << 15), (1 << 15) - 1)
@@ -585,7 +586,7 @@ def test_statistics_of_all_null_batches(tmp_path):
         assert by_name["d"][0].min is None
     _, safe = reader.page_statistics()
     for fid, per_batch in safe.items():
-        name = reader._by_id[fid].name
+        name = reader._backend._by_id[fid].name
         for st in per_batch:
             assert (st.null_count is None) if name == "s" else (st.null_count == 0)
             if name != "s":

@@ -54,7 +54,7 @@ def test_pylance_reads_lancenb(tmp_path, name, version):
     r = LanceFileReader(p)
     # the packed struct is one column whose values are packed rows
     cols = r.metadata().columns
-    assert len(cols) == len(r._leaves(0)) + 1 == (3 if name == "in_struct" else 2)
+    assert len(cols) == len(r._backend._leaves(0)) + 1 == (3 if name == "in_struct" else 2)
     enc = [str(pg.layout) for pg in cols[0].pages]
     assert all("packed_struct" in e for e in enc if "mini_block" in e)
     rows = [N - 1, 0, 399, 400, 401, 7, 7]

@@ -80,7 +80,8 @@ def test_take_rows_out_of_range(written):
 def test_projection_decodes_only_requested_columns(written, table):
     r = LanceFileReader(written, columns=["str", "i32"])
     assert_tables_equal(r.read_all().to_table(), table.select(["str", "i32"]))
-    assert set(r._decoders) <= {table.column_names.index("str"), table.column_names.index("i32")}
+    names = table.column_names
+    assert set(r._backend._decoders) <= {names.index("str"), names.index("i32")}
     with pytest.raises(InvalidInputError, match="no column"):
         LanceFileReader(written, columns=["nope"])
 

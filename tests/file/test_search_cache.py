@@ -63,9 +63,9 @@ def test_initialisation_is_one_read_per_column(path):
     p, _ = path
     r = LanceFileReader(p, columns=["l"])
     before = r._io.stats.reads
-    r._initialise(0)
+    r.prepare_take([0])
     assert r._io.stats.reads - before == 1
-    r._initialise(0)
+    r.prepare_take([0])
     assert r._io.stats.reads - before == 1
 
 
@@ -85,14 +85,14 @@ def test_scans_do_not_fill_the_cache_and_memory_is_per_column(path):
 def test_small_cache_evicts_and_still_answers(path):
     p, t = path
     r = LanceFileReader(p, columns=["l", "cat"])
-    r._search_cache = SearchCache(capacity=2000)
-    for d in [d for f in range(2) for col in r._leaf_pages(f) for d in col]:
+    r._backend._search_cache = SearchCache(capacity=2000)
+    for d in [d for f in range(2) for col in r._backend._leaf_pages(f) for d in col]:
         for impl in [d._cached_impl()]:
             if impl is not None:
-                impl.attach_cache(r._search_cache, impl.cache_key)
+                impl.attach_cache(r._backend._search_cache, impl.cache_key)
     idx = np.random.default_rng(1).integers(0, N, 50)
     assert r.take_rows(idx).to_table().equals(t.select(["l", "cat"]).take(idx))
-    assert r._search_cache.nbytes <= 2000
+    assert r._backend._search_cache.nbytes <= 2000
 
 
 def test_lru_unit():

@@ -235,7 +235,7 @@ def test_lists_and_structs(tmp_path, writer):
                                                            data_cache_bytes=64 * 1024)
     check_both(path, t, rows=[1999, 0, 0, 1000, 7, 3, 1500])
     # one column per field: struct headers and list offsets have their own
-    assert LanceFileReader(path)._columns_of == [0, 2, 4, 7, 11, 19]
+    assert LanceFileReader(path)._backend.columns_of == [0, 2, 4, 7, 11, 19]
 
 
 def test_list_pages_and_item_pages_split_independently(tmp_path):
