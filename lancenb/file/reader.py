@@ -111,7 +111,7 @@ class LanceFileReader:
     --------
     >>> import pyarrow as pa
     >>> from lancenb.file import LanceFileReader, LanceFileWriter
-    >>> with LanceFileWriter("memory://reader-example.lance") as w:
+    >>> with LanceFileWriter("memory://reader-example.lance", version="2.1") as w:
     ...     w.write_batch(pa.table({"x": [1, 2, 3], "s": ["a", "b", "c"]}))
     >>> r = LanceFileReader("memory://reader-example.lance", columns=["s"])
     >>> r.num_rows(), r.version.label
@@ -150,7 +150,7 @@ class LanceFileReader:
         --------
         >>> import pyarrow as pa
         >>> from lancenb.file import LanceFileReader, LanceFileWriter
-        >>> with LanceFileWriter("memory://metadata-example.lance") as w:
+        >>> with LanceFileWriter("memory://metadata-example.lance", version="2.1") as w:
         ...     w.write_batch(pa.table({"x": [1, 2, 3]}))
         >>> md = LanceFileReader("memory://metadata-example.lance").metadata()
         >>> md.num_rows, (md.major_version, md.minor_version), len(md.columns)
