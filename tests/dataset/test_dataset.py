@@ -55,7 +55,7 @@ def test_layout_on_disk(ds_uri):
     assert len(txns) == 1 and txns[0].startswith("0-") and txns[0].endswith(".txn")
     m = lancenb.dataset(ds_uri).manifest
     assert m.writer_version.library == "lancenb"
-    assert m.data_format.version == "2.1"
+    assert m.data_format.version == "2.2"  # the default, as pylance 14
     assert [f.id for f in m.fragments] == [0, 1, 2, 3] and m.max_fragment_id == 3
     assert m.HasField("transaction_section") and m.transaction_section == 0
 

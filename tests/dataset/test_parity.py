@@ -464,7 +464,7 @@ def test_fragment_operations_and_commit_like_pylance(tmp_path):
 
 @pytest.mark.parametrize("fmt", ["2.0", "2.1", "2.2"])
 def test_data_storage_version_like_pylance(tmp_path, fmt):
-    """"LanceDataset.data_storage_version" when given (the defaults differ: issue 20)"""
+    """"LanceDataset.data_storage_version" when given"""
     ref = lance.write_dataset(TABLE, str(tmp_path / "r"), data_storage_version=fmt)
     ours = lancenb.write_dataset(TABLE, str(tmp_path / "o"), data_storage_version=fmt)
     assert ours.data_storage_version == ref.data_storage_version == fmt
@@ -1021,3 +1021,26 @@ def test_deep_clone_like_pylance(tmp_path):
             ds.deep_clone(str(tmp_path / f"{name}c1"), 3)
         out.append(got)
     assert out[0] == out[1]
+
+
+def test_default_file_version_like_pylance(tmp_path):
+    """Both libraries write 2.2 by default: datasets, fragments and LanceFileWriter."""
+    from lance.file import LanceFileReader as RefReader
+    from lance.file import LanceFileWriter as RefWriter
+
+    ref = lance.write_dataset(TABLE, str(tmp_path / "r"))
+    ours = lancenb.write_dataset(TABLE, str(tmp_path / "o"))
+    assert ours.data_storage_version == ref.data_storage_version == "2.2"
+    for ds in (ref, ours):
+        assert {(d.file_major_version, d.file_minor_version) for f in ds.get_fragments()
+                for d in f.metadata.files} == {(2, 2)}
+    meta = lancenb.LanceFragment.create(str(tmp_path / "f"), TABLE)
+    assert (meta.files[0].file_major_version, meta.files[0].file_minor_version) == (2, 2)
+    for writer, name in ((RefWriter, "r.lance"), (lancenb.LanceFileWriter, "o.lance")):
+        with writer(str(tmp_path / name), TABLE.schema) as w:
+            w.write_batch(TABLE)
+    for name in ("r.lance", "o.lance"):  # each read by the other library too
+        m = RefReader(str(tmp_path / name)).metadata()
+        assert (m.major_version, m.minor_version) == (2, 2)
+        r = lancenb.LanceFileReader(str(tmp_path / name))
+        assert r.metadata().minor_version == 2 and r.read_all().to_table() == TABLE

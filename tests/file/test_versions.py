@@ -50,7 +50,7 @@ def test_non_string_is_refused():
 
 
 def test_default_and_enum_pass_through():
-    assert FileVersion.resolve(None) is FileVersion.V2_1
+    assert FileVersion.resolve(None) is FileVersion.V2_2  # pylance 14's default
     assert FileVersion.resolve(FileVersion.V2_0) is FileVersion.V2_0
 
 
