@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from lancenb._proto import file2_pb2
 from lancenb.encodings import blocks, pb
+from lancenb.encodings.physical import packed_struct
 from lancenb.encodings.structural import blob as blob_layout
 from lancenb.encodings.v2_0 import encode as enc
 from lancenb.encodings.v2_0.columns import BLOB_TYPE, is_blob_2_0, is_packed_2_0
@@ -195,8 +196,6 @@ def _check(field: pa.Field) -> None:
             raise NotSupportedError(f"column {field.name!r}: writing {dt} in a 2.0 file is "
                                     f"not supported")
     if pa.types.is_struct(dt) and is_packed_2_0(field):
-        from lancenb.encodings.physical import packed_struct
-
         if packed_struct.child_bits(dt) is None:
             raise NotSupportedError(f"column {field.name!r}: packed structs need whole-byte "
                                     f"fixed-width children, not {dt}")
