@@ -17,7 +17,6 @@ versions. A :class:`LanceDataset` object is one version; operations that commit
 from __future__ import annotations
 
 import datetime as _dt
-import os
 
 import numpy as np
 import pyarrow as pa
@@ -32,20 +31,19 @@ from lancenb.dataset.commit import (
     commit,
     list_versions,
     load_manifest,
-    load_manifests,
     open_store,
 )
 from lancenb.dataset.evolution import add_columns, alter_columns, drop_columns, merge_columns
 from lancenb.dataset.fragment import LanceFragment, open_data_file
 from lancenb.dataset.inputs import coerce_input
-from lancenb.dataset.maintenance import cleanup_old_versions, compact_files
+from lancenb.dataset.maintenance import Optimize, cleanup_old_versions
 from lancenb.dataset.manifest import (
     FLAG_STABLE_ROW_IDS,
     check_feature_flags,
     parse_manifest_name,
 )
 from lancenb.dataset.mutation import MergeInsertBuilder, delete_rows, update
-from lancenb.dataset.operations import commit_operation
+from lancenb.dataset.operations import commit_operation, commit_store
 from lancenb.dataset.scanner import LanceScanner
 from lancenb.dataset.sql import SqlQueryBuilder
 from lancenb.dataset.tags import Tags
@@ -53,17 +51,14 @@ from lancenb.dataset.tags import parse_tag as _parse_tag  # noqa: F401 (inspect'
 from lancenb.dataset.transaction import Transaction
 from lancenb.dataset.versions import as_datetime as _as_datetime
 from lancenb.dataset.versions import manifest_time as _manifest_time
+from lancenb.dataset.versions import version_list
 from lancenb.dataset.versions import version_ranges as _ranges
 from lancenb.dataset.versions import version_summary as _summary
 from lancenb.dataset.write import (
     DEFAULT_MAX_BYTES_PER_FILE,
     DEFAULT_MAX_ROWS_PER_FILE,
     check_write_options,
-    cleanup,
-    conform_batches,
-    normalize_input,
-    plan_write,
-    write_data_files,
+    write_version,
 )
 from lancenb.errors import (
     DatasetNotFoundError,
@@ -181,13 +176,8 @@ class LanceDataset(DatasetApiExtras, pads.Dataset):
         unknown = sorted(k for k in kwargs if k not in ("commit_timeout", "base_store_params"))
         if unknown:
             raise InvalidInputError(f"unsupported LanceDataset.commit options: {unknown}")
-        if isinstance(base_uri, LanceDataset):
-            store = base_uri._store
-        elif isinstance(base_uri, (str, os.PathLike)):
-            store = open_store(base_uri, storage_options, commit_lock, None)
-        else:
-            raise InvalidInputError(f"base_uri must be a str, Path or LanceDataset, not "
-                                    f"{type(base_uri).__name__}")
+        store = base_uri._store if isinstance(base_uri, LanceDataset) else \
+            commit_store(base_uri, storage_options, commit_lock)
         mf = commit_operation(store, operation, read_version,
                               enable_v2_manifest_paths=enable_v2_manifest_paths,
                               max_retries=max_retries, detached=detached,
@@ -248,18 +238,23 @@ class LanceDataset(DatasetApiExtras, pads.Dataset):
         return bool(self._mf.manifest.reader_feature_flags & FLAG_STABLE_ROW_IDS)
 
     def versions(self) -> list[dict]:
-        """Every version: ``{"version", "timestamp", "metadata"}`` like pylance."""
-        versions, _ = list_versions(self._store)
-        out = []
+        """Every version of the dataset, oldest first, as pylance lists them.
+
+        Returns
+        -------
+        list of dict
+            ``{"version": int, "timestamp": datetime, "metadata": {...}}``, the
+            metadata pylance's per-version counts (``total_rows``, ``total_fragments``,
+            ... as strings).
+
+        Examples
+        --------
+        >>> [v["version"] for v in ds.versions()]  # doctest: +SKIP
+        [1, 2, 3]
+        """
         # read concurrently, parsed once per dataset object (committed manifests never change)
-        memo = self._cache.setdefault("fragment_counts", {})
-        for v, mf in zip(versions, load_manifests(self._store, versions, self._v2,
-                                                   self._manifest_cache)):
-            m = mf.manifest
-            when = _manifest_time(m, mf.name)
-            out.append({"version": v, "timestamp": when,
-                        "metadata": _summary(m, memo)})
-        return out
+        return version_list(self._store, self._v2, self._manifest_cache,
+                            self._cache.setdefault("fragment_counts", {}))
 
     def get_version(self) -> dict:
         """This version's entry of :meth:`versions` (``version``, ``timestamp``,
@@ -423,7 +418,23 @@ class LanceDataset(DatasetApiExtras, pads.Dataset):
     def to_table(self, columns=None, filter=None, limit=None, offset=None, nearest=None,
                  batch_size=None, batch_size_bytes=None, batch_readahead=None,
                  fragment_readahead=None, scan_in_order=None, **kwargs) -> pa.Table:
-        """The rows of :meth:`scanner` with the same parameters, as one table."""
+        """The rows of :meth:`scanner` with the same parameters, as one table.
+
+        Parameters
+        ----------
+        columns, filter, limit, offset, batch_size, **kwargs
+            As for :meth:`scanner`.
+
+        Returns
+        -------
+        pyarrow.Table
+            One chunk per fragment read.
+
+        Examples
+        --------
+        >>> ds.to_table(columns=["id"], filter="id < 3").to_pylist()  # doctest: +SKIP
+        [{'id': 0}, {'id': 1}, {'id': 2}]
+        """
         return self.scanner(columns, filter, limit, offset, nearest, batch_size,
                             batch_size_bytes, batch_readahead, fragment_readahead,
                             scan_in_order, **kwargs).to_table()
@@ -503,8 +514,25 @@ class LanceDataset(DatasetApiExtras, pads.Dataset):
 
     def take(self, indices, columns=None, *, with_row_id=False,
              with_row_address=False, blob_handling=None) -> pa.Table:
-        """Rows at logical ``indices`` (deleted rows skipped), in the order given;
-        blob columns as descriptions unless ``blob_handling="all_binary"``."""
+        """Rows at logical ``indices`` (deleted rows skipped), in the order given.
+
+        Parameters
+        ----------
+        indices : array-like of int
+            Positions among the live rows, repeats allowed; out of range is an
+            ``InvalidInputError``.
+        columns : list of str, optional
+            The columns (default: all).
+        with_row_id, with_row_address : bool
+            Add ``_rowid`` / ``_rowaddr``.
+        blob_handling : str, optional
+            ``"all_binary"`` returns blob bytes (default: descriptions).
+
+        Examples
+        --------
+        >>> ds.take([5, 0, 5], columns=["id"]).column("id").to_pylist()  # doctest: +SKIP
+        [5, 0, 5]
+        """
         return take.take(self, indices, columns, with_row_id=with_row_id,
                          with_row_address=with_row_address, blob_handling=blob_handling)
 
@@ -594,9 +622,9 @@ class LanceDataset(DatasetApiExtras, pads.Dataset):
         return MergeInsertBuilder(self, on)
 
     @property
-    def optimize(self) -> "_Optimize":
+    def optimize(self) -> Optimize:
         """Compaction (``ds.optimize.compact_files(...)``), pylance's namespace."""
-        return _Optimize(self)
+        return Optimize(self)
 
     def cleanup_old_versions(self, older_than=None, retain_versions=None, *,
                              delete_unverified=False, error_if_tagged_old_versions=True,
@@ -653,16 +681,6 @@ class LanceDataset(DatasetApiExtras, pads.Dataset):
         return pc.scalar(True)
 
 
-class _Optimize:
-    """``ds.optimize``: pylance's namespace for compaction."""
-
-    def __init__(self, ds: LanceDataset):
-        self._ds = ds
-
-    def compact_files(self, **kwargs):
-        return compact_files(self._ds, **kwargs)
-
-
 _open_store = open_store  # (the name other modules knew it by)
 
 
@@ -673,7 +691,26 @@ def _reopen(uri, version, storage_options) -> LanceDataset:
 
 def dataset(uri, version=None, *, asof=None, storage_options=None, commit_lock=None,
             manifest_store=None, **kwargs) -> LanceDataset:
-    """Open a dataset (latest version, a version number, a tag name, or ``asof`` a time)."""
+    """Open a dataset: its latest version, a version number, a tag name, or the version
+    current ``asof`` a time.
+
+    Parameters
+    ----------
+    uri : str or Path
+        A local path or an object-store URL (``s3://``, ``gs://``, ``az://``, ``memory://``).
+    version : int or str, optional
+        A version number or a tag name.
+    asof : datetime, date or ISO string, optional
+        The latest version committed at or before this time.
+    storage_options : dict, optional
+        Object-store options (pylance's names are accepted).
+    commit_lock, manifest_store : optional
+        How commits through this object are made safe (see the README's "Commits").
+
+    Examples
+    --------
+    >>> ds = lancenb.dataset("/tmp/ds", version=2)  # doctest: +SKIP
+    """
     if kwargs:
         unknown = sorted(k for k in kwargs if k not in ("block_size", "index_cache_size",
                                                         "metadata_cache_size", "session"))
@@ -693,40 +730,51 @@ def write_dataset(data, uri, schema: pa.Schema | None = None, *, mode: str = "cr
                   use_legacy_format=None, progress=None, **kwargs) -> LanceDataset:
     """Write ``data`` as a new dataset, or append to / overwrite one (pylance's API).
 
-    ``data``: a pyarrow Table, RecordBatch, RecordBatchReader, iterable of
-    RecordBatches, or pandas DataFrame; streamed, never materialised whole.
-    ``data_storage_version``: file format of new data files (default: lancenb's file
-    default, 2.1; appends keep the dataset's).
+    Parameters
+    ----------
+    data : pyarrow Table, RecordBatch, RecordBatchReader, iterable of RecordBatch, \
+pandas DataFrame, list of dicts or pyarrow Dataset
+        Streamed, never materialised whole.
+    uri : str, Path or LanceDataset
+        Where; a ``LanceDataset`` commits on top of its version.
+    schema : pyarrow.Schema, optional
+        The data is cast to it.
+    mode : {"create", "append", "overwrite"}
+        ``"create"`` refuses an existing dataset; an append may leave out nullable
+        columns (nulls in the new rows).
+    max_rows_per_file, max_bytes_per_file : int
+        A new data file (fragment) starts when the current one reaches either.
+    data_storage_version : str, optional
+        File format of new data files (default: the file layer's default; appends keep the
+        dataset's; an overwrite keeps it unless given).
+    enable_stable_row_ids : bool, optional
+        Rows keep their ids across compaction and updates.
+    progress : object, optional
+        pylance's ``FragmentWriteProgress`` (``begin``/``complete`` per data file).
+    commit_message, transaction_properties : optional
+        Stored with the transaction, as pylance stores them.
+
+    Returns
+    -------
+    LanceDataset
+        The version committed.
+
+    Examples
+    --------
+    >>> ds = lancenb.write_dataset(pa.table({"id": [1, 2]}), "/tmp/ds")  # doctest: +SKIP
+    >>> ds = lancenb.write_dataset(more, "/tmp/ds", mode="append")  # doctest: +SKIP
     """
-    commit_message = kwargs.pop("commit_message", None)
-    properties = dict(kwargs.pop("transaction_properties", None) or {})
-    if commit_message is not None:  # pylance's key; the message wins over a property
-        properties["__lance_commit_message"] = str(commit_message)
-    check_write_options(kwargs)
-    data = coerce_input(data, schema)
-    if mode not in ("create", "append", "overwrite"):
-        raise InvalidInputError(f"mode must be 'create', 'append' or 'overwrite', not {mode!r}")
-    if use_legacy_format:
-        data_storage_version = data_storage_version or "legacy"
-    # a LanceDataset as ``uri`` (pylance allows it): the write commits on top of its version
-    in_schema, batches = normalize_input(data, schema)
-    plan = plan_write(uri, in_schema, mode=mode,
-                      data_storage_version=data_storage_version,
-                      enable_v2_manifest_paths=enable_v2_manifest_paths,
-                      storage_options=storage_options, commit_lock=commit_lock,
-                      manifest_store=manifest_store, refuse_existing="mode='append' or 'overwrite'")
-    batches = conform_batches(plan, in_schema, batches, allow_subset=True)
-    written: list[str] = []
-    try:
-        frags = write_data_files(plan.store, batches, plan.schema, plan.fields,
-                                 version=plan.version, max_rows_per_file=max_rows_per_file,
-                                 max_bytes_per_file=max_bytes_per_file, written=written,
-                                 progress=progress)
-        txn = plan.transaction(frags, enable_stable_row_ids=enable_stable_row_ids,
-                               properties=properties)
-    except BaseException:  # before the commit point: nothing of this write stays
-        cleanup(plan.store, written)
-        raise
-    mf = commit(plan.store, txn, v2_names=plan.v2_names, data_format=plan.version.label,
-                writer_version=__version__, base=plan.base, written=written)
-    return LanceDataset(plan.store.uri, _store=plan.store, _manifest=mf)
+    check_write_options({k: v for k, v in kwargs.items()
+                         if k not in ("commit_message", "transaction_properties")})
+    store, mf = write_version(coerce_input(data, schema), uri, schema, mode=mode,
+                              max_rows_per_file=max_rows_per_file,
+                              max_bytes_per_file=max_bytes_per_file,
+                              data_storage_version=data_storage_version,
+                              storage_options=storage_options,
+                              enable_v2_manifest_paths=enable_v2_manifest_paths,
+                              commit_lock=commit_lock, manifest_store=manifest_store,
+                              enable_stable_row_ids=enable_stable_row_ids,
+                              use_legacy_format=use_legacy_format, progress=progress,
+                              commit_message=kwargs.get("commit_message"),
+                              transaction_properties=kwargs.get("transaction_properties"))
+    return LanceDataset(store.uri, _store=store, _manifest=mf)

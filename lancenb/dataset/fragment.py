@@ -45,6 +45,13 @@ class LanceFragment(FragmentApiExtras):
 
     ``LanceFragment(dataset, fragment_id)`` as in pylance (or with the manifest's
     ``DataFragment``). Pickles as its dataset (URI, version, storage options) and id.
+
+    Examples
+    --------
+    >>> frag = ds.get_fragments()[0]  # doctest: +SKIP
+    >>> frag.count_rows(), frag.to_table(columns=["id"], limit=2).num_rows  # doctest: +SKIP
+    (1000, 2)
+    >>> meta = LanceFragment.create(uri, more_rows)  # not committed yet  # doctest: +SKIP
     """
 
     def __init__(self, dataset, pb):

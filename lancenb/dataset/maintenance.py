@@ -333,3 +333,14 @@ def cleanup_old_versions(ds, older_than: _dt.timedelta | None = None,
         if not dry_run:
             store.delete(rel)
     return stats
+
+
+class Optimize:
+    """``ds.optimize``: pylance's namespace for compaction."""
+
+    def __init__(self, ds):
+        self._ds = ds
+
+    def compact_files(self, **kwargs) -> CompactionMetrics:
+        """Rewrite small fragments into fewer, larger ones (see :func:`compact_files`)."""
+        return compact_files(self._ds, **kwargs)

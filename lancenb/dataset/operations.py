@@ -22,6 +22,7 @@ overlays, clones) exist under their pylance names so code imports, and raise
 from __future__ import annotations
 
 import dataclasses
+import os
 import uuid as uuidlib
 from dataclasses import dataclass, field
 
@@ -30,7 +31,13 @@ import pyarrow as pa
 
 from lancenb._proto import file_pb2, transaction_pb2
 from lancenb._version import __version__
-from lancenb.dataset.commit import DEFAULT_MAX_RETRIES, commit, list_versions, load_manifest
+from lancenb.dataset.commit import (
+    DEFAULT_MAX_RETRIES,
+    commit,
+    list_versions,
+    load_manifest,
+    open_store,
+)
 from lancenb.dataset.deletion import read_deletions
 from lancenb.dataset.fragmeta import FragmentMetadata, as_pb
 from lancenb.dataset.transaction import Transaction as _Txn
@@ -405,6 +412,14 @@ def field_path(fields, f) -> str:
         f = by_id[f.parent_id]
         parts.append(f.name)
     return ".".join(reversed(parts))
+
+
+def commit_store(base_uri, storage_options=None, commit_lock=None):
+    """The object store ``LanceDataset.commit`` commits to, for a URI."""
+    if not isinstance(base_uri, (str, os.PathLike)):
+        raise InvalidInputError(f"base_uri must be a str, Path or LanceDataset, not "
+                                f"{type(base_uri).__name__}")
+    return open_store(base_uri, storage_options, commit_lock, None)
 
 
 def commit_operation(store, operation, read_version=None, *, enable_v2_manifest_paths=None,

@@ -42,7 +42,20 @@ _POS = "__lancenb_position"
 
 
 class LanceScanner:
-    """A configured scan of one dataset version (pylance's ``LanceScanner`` subset)."""
+    """A configured scan of one dataset version (pylance's ``LanceScanner`` subset).
+
+    Made by :meth:`LanceDataset.scanner` (see it for the options); nothing is read until
+    :meth:`to_table`, :meth:`to_batches`, :meth:`to_reader` or :meth:`count_rows`. Pickles
+    as its dataset (URI, version, storage options) and options, so workers can run it.
+
+    Examples
+    --------
+    >>> sc = ds.scanner(columns=["id"], filter="id % 2 = 0", batch_size=1024)  # doctest: +SKIP
+    >>> sc.count_rows(), sc.to_table().num_rows  # doctest: +SKIP
+    (50, 50)
+    >>> sum(b.num_rows for b in sc.to_batches())  # doctest: +SKIP
+    50
+    """
 
     def __init__(self, dataset, *, columns=None, filter=None, limit=None, offset=None,
                  batch_size=None, with_row_id=False, with_row_address=False, fragments=None,
@@ -117,7 +130,7 @@ class LanceScanner:
     def _set_projection(self, dataset, columns: dict) -> list:
         """``columns={alias: SQL expression}``: checked now (names, functions, types);
         the columns they read are scanned, the engine evaluates them per batch."""
-        from lancenb.dataset.filters import check_expression
+        from lancenb.dataset.filters import check_expression  # lazy: it loads sqlglot
 
         if not columns:
             raise InvalidInputError("columns={} names no output column")

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import datetime as _dt
 
+from lancenb.dataset.commit import list_versions, load_manifests
 from lancenb.errors import CorruptFileError, InvalidInputError
 
 __all__ = ["version_ranges", "as_datetime", "fragment_counts", "version_summary",
-           "manifest_time"]
+           "manifest_time", "version_list"]
 
 
 def version_ranges(vs: list[int]) -> str:
@@ -76,3 +77,13 @@ def manifest_time(m, where: str, tz=None) -> _dt.datetime:
     except (OverflowError, OSError, ValueError) as e:
         raise CorruptFileError(f"manifest {where!r}: timestamp {t.seconds} s, {t.nanos} ns is "
                                f"not a representable time ({e})") from None
+
+
+def version_list(store, v2: bool, manifest_cache: dict, memo: dict) -> list[dict]:
+    """``LanceDataset.versions()``: ``{"version", "timestamp", "metadata"}`` of every
+    version, manifests read concurrently and kept in ``manifest_cache``, fragment counts
+    in ``memo``."""
+    versions, _ = list_versions(store)
+    return [{"version": v, "timestamp": manifest_time(mf.manifest, mf.name),
+             "metadata": version_summary(mf.manifest, memo)}
+            for v, mf in zip(versions, load_manifests(store, versions, v2, manifest_cache))]

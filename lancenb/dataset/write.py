@@ -32,8 +32,9 @@ import numpy as np
 import pyarrow as pa
 
 from lancenb._proto import table_pb2, transaction_pb2
+from lancenb._version import __version__
 from lancenb.dataset import blob
-from lancenb.dataset.commit import list_versions, load_manifest, open_store
+from lancenb.dataset.commit import commit, list_versions, load_manifest, open_store
 from lancenb.dataset.deletion import deletion_path, write_deletions
 from lancenb.dataset.fragmeta import FragmentMetadata
 from lancenb.dataset.inputs import check_append_schema, fill_missing, normalize_input
@@ -50,7 +51,8 @@ from lancenb.file.writer import LanceFileWriter
 from lancenb.io.pools import ThreadPool
 
 __all__ = ["WritePlan", "plan_write", "conform_batches", "write_data_files",
-           "write_transaction", "stage_deletions", "open_target", "write_fragments",
+           "write_transaction", "stage_deletions", "write_version", "open_target",
+           "write_fragments",
            "write_fragment_files", "create_fragment", "normalize_input", "data_file_name",
            "leaf_ids", "cleanup", "check_write_options", "DEFAULT_MAX_ROWS_PER_FILE",
            "DEFAULT_MAX_BYTES_PER_FILE"]
@@ -409,6 +411,45 @@ def stage_deletions(store, fragments, deleted: dict, version: int, written: list
         g.deletion_file.CopyFrom(df)
         updated.append(g)
     return updated, removed
+
+
+def write_version(data, target, schema=None, *, mode: str = "create",
+                  max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
+                  max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
+                  data_storage_version=None, storage_options=None,
+                  enable_v2_manifest_paths: bool = True, commit_lock=None, manifest_store=None,
+                  enable_stable_row_ids=None, use_legacy_format=None, progress=None,
+                  commit_message=None, transaction_properties=None):
+    """``write_dataset``'s whole pipeline: plan, conform, write the files, commit an
+    ``Append`` or ``Overwrite``. Returns ``(store, manifest file committed)``; nothing of
+    the write stays if it fails before the commit point."""
+    properties = dict(transaction_properties or {})
+    if commit_message is not None:  # pylance's key; the message wins over a property
+        properties["__lance_commit_message"] = str(commit_message)
+    if mode not in ("create", "append", "overwrite"):
+        raise InvalidInputError(f"mode must be 'create', 'append' or 'overwrite', not {mode!r}")
+    if use_legacy_format:
+        data_storage_version = data_storage_version or "legacy"
+    in_schema, batches = normalize_input(data, schema)
+    plan = plan_write(target, in_schema, mode=mode, data_storage_version=data_storage_version,
+                      enable_v2_manifest_paths=enable_v2_manifest_paths,
+                      storage_options=storage_options, commit_lock=commit_lock,
+                      manifest_store=manifest_store, refuse_existing="mode='append' or 'overwrite'")
+    batches = conform_batches(plan, in_schema, batches, allow_subset=True)
+    written: list[str] = []
+    try:
+        frags = write_data_files(plan.store, batches, plan.schema, plan.fields,
+                                 version=plan.version, max_rows_per_file=max_rows_per_file,
+                                 max_bytes_per_file=max_bytes_per_file, written=written,
+                                 progress=progress)
+        txn = plan.transaction(frags, enable_stable_row_ids=enable_stable_row_ids,
+                               properties=properties)
+    except BaseException:  # before the commit point: nothing of this write stays
+        cleanup(plan.store, written)
+        raise
+    mf = commit(plan.store, txn, v2_names=plan.v2_names, data_format=plan.version.label,
+                writer_version=__version__, base=plan.base, written=written)
+    return plan.store, mf
 
 
 # -- the worker side of distributed writes -----------------------------------------------
