@@ -241,12 +241,18 @@ def _main(argv: list[str] | None) -> int:
     p_conv.add_argument("--mode", choices=["create", "append", "overwrite"], default="create")
     p_conv.add_argument("--max-rows-per-file", type=int, default=None)
     p_conv.add_argument("--data-storage-version", default=None,
-                        help="file format of the data files: 2.1 (default) or 2.2")
+                        help="file format of the data files: 2.2 (default, as pylance "
+                             "14), 2.1 or 2.0")
     p_conv.add_argument("--batch-rows", type=int, default=65536,
                         help="rows read from the source at a time")
     p_conv.add_argument("--format", choices=["parquet", "csv", "ipc", "lance"], default=None,
                         help="source format (default: from the name)")
     p_conv.add_argument("--quiet", action="store_true", help="no progress lines")
+    p_comp = sub.add_parser("compact", help="merge small fragments and drop deleted rows "
+                                            "(ds.optimize.compact_files), with a progress bar")
+    p_comp.add_argument("uri")
+    p_comp.add_argument("--target-rows-per-fragment", type=int, default=1024 * 1024)
+    p_comp.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     p_demo = sub.add_parser("demo", help="Spark writes, appends and reads a generated dataset; "
                                          "lancenb deletes, takes and shows encodings")
     p_demo.add_argument("--rows", type=int, default=200_000)
@@ -270,6 +276,8 @@ def _main(argv: list[str] | None) -> int:
             return _cmd_convert(args)
         if args.command == "warmup":
             return _cmd_warmup(args)
+        if args.command == "compact":
+            return _cmd_compact(args)
     except LanceError as e:
         print(f"lancenb {args.command}: {type(e).__name__}: {_one_line(e)}", file=sys.stderr)
         return 1
@@ -522,12 +530,17 @@ def _source(src: str, fmt: str | None, batch_rows: int):
 
 
 class _Progress:
-    """Counts batches going by; prints a line to stderr every ``every`` seconds."""
+    """Counts batches going by: a progress bar when stderr is a terminal
+    (:mod:`lancenb.progress`), else a line to stderr every ``every`` seconds."""
 
     def __init__(self, total: int | None, quiet: bool, every: float = 2.0):
+        from lancenb.progress import progress_bar
+
         self.total, self.quiet, self.every = total, quiet, every
         self.rows = self.bytes = 0
         self.start = self.last = time.perf_counter()
+        self.tty = sys.stderr.isatty()
+        self.bar = progress_bar("converting", total, enabled=self.tty and not quiet)
 
     def wrap(self, reader):
         import pyarrow as pa
@@ -536,8 +549,9 @@ class _Progress:
             for b in reader:
                 self.rows += b.num_rows
                 self.bytes += b.nbytes
+                self.bar.update(b.num_rows)
                 now = time.perf_counter()
-                if now - self.last >= self.every:
+                if not self.tty and now - self.last >= self.every:
                     self.last = now
                     self.line()
                 yield b
@@ -545,6 +559,8 @@ class _Progress:
         return pa.RecordBatchReader.from_batches(reader.schema, gen())
 
     def line(self, final: bool = False) -> None:
+        if final:
+            self.bar.close()
         if self.quiet:
             return
         dt = max(1e-9, time.perf_counter() - self.start)
@@ -572,6 +588,24 @@ def _cmd_convert(args) -> int:
             opts["max_rows_per_file"] = args.max_rows_per_file
         lancenb.write_dataset(reader, args.dst, **opts)
     prog.line(final=True)
+    return 0
+
+
+def _cmd_compact(args) -> int:
+    import lancenb
+    from lancenb.dataset.maintenance import compact_files, compaction_rows
+    from lancenb.progress import progress_bar
+
+    ds = lancenb.dataset(args.uri)
+    target = args.target_rows_per_fragment
+    total = compaction_rows(ds, target_rows_per_fragment=target)
+    t0 = time.perf_counter()
+    with progress_bar("compacting", total, enabled=None if not args.quiet else False) as bar:
+        m = compact_files(ds, target_rows_per_fragment=target, progress=bar.update)
+    if not args.quiet:
+        print(f"compacted: {m.fragments_removed} fragments into {m.fragments_added} "
+              f"({total:,} rows rewritten, {time.perf_counter() - t0:.1f} s); version "
+              f"{ds.version}", file=sys.stderr)
     return 0
 
 

@@ -106,3 +106,63 @@ def test_inspect_and_validate(tmp_path, table):
 def test_demo_is_still_a_command():
     p = _run("demo", "--help")
     assert "--rows" in p.stdout
+
+
+def _run_on_terminal(*args) -> str:
+    """Run the CLI with stderr on a pseudo-terminal; returns what it wrote there."""
+    import pty
+
+    master, slave = pty.openpty()
+    try:
+        p = subprocess.run([sys.executable, "-m", "lancenb.cli", *args], stderr=slave,
+                           stdout=subprocess.DEVNULL, timeout=120)
+        os.close(slave)
+        out = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # (Linux: EIO once the other side is closed and drained)
+                break
+            if not chunk:
+                break
+            out += chunk
+    finally:
+        os.close(master)
+    assert p.returncode == 0, out
+    return out.decode()
+
+
+def test_progress_bars_on_a_terminal_only(tmp_path, table):
+    """compact and convert draw a bar when stderr is a terminal (the convert tests
+    above check the plain lines written to a pipe)."""
+    uri = str(tmp_path / "ds")
+    lancenb.write_dataset(table, uri, max_rows_per_file=500)
+    lancenb.dataset(uri).delete("id % 10 = 0")
+    err = _run_on_terminal("compact", uri)
+    assert "compacting [" in err and "100%" in err and "4,500/4,500 rows" in err
+    assert "compacted: 10 fragments into 1" in err
+    ds = lancenb.dataset(uri)
+    assert len(ds.get_fragments()) == 1 and ds.count_rows() == 4500
+    assert lance.dataset(uri).to_table().column("id").to_pylist() == \
+        [i for i in range(5000) if i % 10]
+    src = tmp_path / "in.parquet"
+    pq.write_table(table, src, row_group_size=1000)
+    err = _run_on_terminal("convert", str(src), str(tmp_path / "out"), "--batch-rows", "500")
+    assert "converting [" in err and "5,000/5,000 rows" in err
+    assert "converted: 5,000 rows (100%)" in err
+
+
+def test_progress_bar_module():
+    import io
+
+    from lancenb.progress import ProgressBar, progress_bar
+
+    buf = io.StringIO()
+    bar = ProgressBar("work", 200, stream=buf)
+    bar.update(50)
+    bar.close()
+    assert buf.getvalue().startswith("\rwork [#######.......................]  25% 50/200 rows")
+    assert buf.getvalue().endswith("\n")
+    off = progress_bar("work", 10, enabled=False)  # (not a terminal: nothing drawn)
+    off.update(5)
+    off.close()
