@@ -205,12 +205,12 @@ def choose(dtype, block, cfg, why: list[str], fixed_default, *, chunk_limit: int
     cands: list[_Encoded] = []
     if isinstance(block, blocks.Variable):
         if not block.num_values:
-            return variable
-        cands.append(_encode(variable, block, "variable"))
-        cands.append(_zencode(_Replanned(variable, _variable_bounds(block)), block, level,
-                              "zstd(variable)"))
+            return variable.VARIABLE
+        cands.append(_encode(variable.VARIABLE, block, "variable"))
+        cands.append(_zencode(_Replanned(variable.VARIABLE, _variable_bounds(block)), block,
+                              level, "zstd(variable)"))
         if chunk_limit:
-            _add(cands, _fitted(variable, block, _variable_bounds(
+            _add(cands, _fitted(variable.VARIABLE, block, _variable_bounds(
                 block, FIT_START_BYTES, FIT_MAX_VALUES, FIT_START_BYTES), level,
                 "zstd(variable) fitted", chunk_limit))
         if fsst.worth_trying(block):
@@ -225,7 +225,7 @@ def choose(dtype, block, cfg, why: list[str], fixed_default, *, chunk_limit: int
     elif isinstance(block, blocks.FixedWidth) and block.num_values:
         base = fixed_default(dtype, block, dataclasses.replace(cfg, profile="default"), [])
         cands.append(_encode(base, block, "default"))
-        if base is not flat:
+        if base is not flat.FLAT:
             cands.append(_zencode(base, block, level, "zstd(default)"))
         if block.bits in (8, 16, 32, 64) and not isinstance(base, rle.RleCodec):
             runs = int(kstats.run_count(block.data[:block.num_values * block.bits // 8],
@@ -237,13 +237,13 @@ def choose(dtype, block, cfg, why: list[str], fixed_default, *, chunk_limit: int
         use_bss = block.bits in (32, 64) and cfg.bss != "off"
         if chunk_limit and block.bits % 8 == 0:
             start = _fixed_bounds(block, FIT_START_BYTES, FIT_MAX_VALUES)
-            _add(cands, _fitted(flat, block, start, level, "zstd(flat) fitted", chunk_limit))
+            _add(cands, _fitted(flat.FLAT, block, start, level, "zstd(flat) fitted", chunk_limit))
             if use_bss:
                 _add(cands, _fitted(bss.BssCodec(block), block, start, level,
                                     "zstd(bss) fitted", chunk_limit))
         else:
             big = _fixed_bounds(block)
-            cands.append(_zencode(_Replanned(flat, big), block, level, "zstd(flat)"))
+            cands.append(_zencode(_Replanned(flat.FLAT, big), block, level, "zstd(flat)"))
             if use_bss:
                 cands.append(_zencode(_Replanned(bss.BssCodec(block), big), block, level,
                                       "zstd(bss)"))
@@ -254,14 +254,14 @@ def choose(dtype, block, cfg, why: list[str], fixed_default, *, chunk_limit: int
             # a small alphabet much tighter
             ilevel = max(level, FINAL_LEVEL) if cfg.compression_level is None else level
             if chunk_limit:
-                _add(cands, _fitted(flat, small, _fixed_bounds(small, FIT_START_BYTES,
+                _add(cands, _fitted(flat.FLAT, small, _fixed_bounds(small, FIT_START_BYTES,
                                                                FIT_MAX_VALUES),
                                     ilevel, "zstd(flat(8) indices) fitted", chunk_limit))
             else:
-                cands.append(_zencode(_Replanned(flat, _fixed_bounds(small)), small, ilevel,
+                cands.append(_zencode(_Replanned(flat.FLAT, _fixed_bounds(small)), small, ilevel,
                                       "zstd(flat(8) indices)"))
     else:
-        return flat
+        return flat.FLAT
     best = min(cands, key=lambda c: c.nbytes)
     note = ""
     raw = len(block.data) if isinstance(block, blocks.Variable) else \

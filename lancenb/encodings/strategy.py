@@ -93,7 +93,7 @@ def _fixed_default(dtype, block, cfg: EncodingConfig, why: list[str]):
         return bss.BssCodec(block)
     if cfg.compression in ("lz4", "zstd") and block.bits in (32, 64):
         why.append(f"try_bss ({cfg.bss}): no")
-    base = flat
+    base = flat.FLAT
     if _bitpackable(dtype, block) and block.num_values:
         raw = block.num_values * block.bits // 8
         best = raw
@@ -119,7 +119,8 @@ def _fixed_default(dtype, block, cfg: EncodingConfig, why: list[str]):
 
 def choose_codec(dtype: pa.DataType, block, cfg: EncodingConfig, why: list[str], *,
                  chunk_limit: int | None = None, dictionary_items: int | None = None):
-    """The mini-block value codec for ``block`` (a module or a codec object).
+    """The mini-block value codec for ``block`` (a
+    :class:`lancenb.encodings.codecs.ChunkCodec`).
     ``chunk_limit`` and ``dictionary_items`` inform the compact profile
     (:func:`lancenb.encodings.compact.choose`)."""
     if isinstance(block, blocks.FixedSizeList):
@@ -128,7 +129,7 @@ def choose_codec(dtype: pa.DataType, block, cfg: EncodingConfig, why: list[str],
     if pa.types.is_struct(dtype):
         why.append("packed struct: rows stored flat")
         return packed_struct.PackedCodec(packed_struct.child_bits(dtype))
-    base = variable if isinstance(block, blocks.Variable) else flat
+    base = variable.VARIABLE if isinstance(block, blocks.Variable) else flat.FLAT
     if cfg.compression == "none":
         why.append("compression=none: no bitpacking or general compression")
         return base

@@ -87,7 +87,7 @@ def test_small_cache_evicts_and_still_answers(path):
     r = LanceFileReader(p, columns=["l", "cat"])
     r._backend._search_cache = SearchCache(capacity=2000)
     for d in [d for f in range(2) for col in r._backend._leaf_pages(f) for d in col]:
-        for impl in [d._cached_impl()]:
+        for impl in [d.impl.search_state]:
             if impl is not None:
                 impl.attach_cache(r._backend._search_cache, impl.cache_key)
     idx = np.random.default_rng(1).integers(0, N, 50)

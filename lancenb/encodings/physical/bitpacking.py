@@ -16,6 +16,7 @@ import numpy as np
 
 from lancenb.encodings import pb
 from lancenb.encodings.blocks import FixedWidth
+from lancenb.encodings.codecs import ChunkCodec, ChunkDecoder
 from lancenb.errors import CorruptFileError
 from lancenb.kernels import bitpack as kb
 
@@ -33,8 +34,10 @@ def _uint(bits: int):
     return np.dtype(f"<u{bits // 8}")
 
 
-class InlineValues:
+class InlineValues(ChunkDecoder):
     """Decoder of InlineBitpacking mini-block chunks."""
+
+    can_gather = False  # only whole chunks decode
 
     num_buffers = 1
 
@@ -85,8 +88,10 @@ def decode_outofline_block(buf, bits: int, width: int, num_values: int,
     return FixedWidth(bits, out.view(np.uint8), num_values)
 
 
-class OutOfLineLevels:
+class OutOfLineLevels(ChunkDecoder):
     """Decoder of u16 levels bitpacked out of line, one W for the page."""
+
+    can_gather = False  # only whole chunks decode
 
     def __init__(self, bits: int, width: int, where: str):
         if bits != 16 or not 0 <= width <= 16:
@@ -120,7 +125,7 @@ def packed_bytes(values: np.ndarray) -> int:
     return int(kb.inline_chunk_words(values).sum()) * values.dtype.itemsize
 
 
-class InlineCodec:
+class InlineCodec(ChunkCodec):
     """The inline bitpacking codec of one block, its per-chunk word counts computed
     once: the strategy's size test (:attr:`nbytes`) and the encoding share them (the
     module-level :func:`encode_chunks` counts them again)."""
@@ -195,8 +200,10 @@ def encode_levels(levels: np.ndarray, bounds: np.ndarray, *, flat: bool | None =
     return out.view(np.uint8), starts_w * 2, words * 2, desc
 
 
-class InlineLevels:
+class InlineLevels(ChunkDecoder):
     """Decoder of u16 levels stored as one inline-bitpacked block per chunk."""
+
+    can_gather = False  # only whole chunks decode
 
     def decode(self, data, starts, sizes, counts, where) -> np.ndarray:
         out = np.empty(int(counts.sum()), dtype=np.uint16)

@@ -18,6 +18,7 @@ import numpy as np
 
 from lancenb.encodings import pb
 from lancenb.encodings.blocks import FixedWidth
+from lancenb.encodings.codecs import ChunkCodec, ChunkDecoder
 from lancenb.errors import CorruptFileError
 from lancenb.kernels import bss as kbss
 from lancenb.kernels import stats as kstats
@@ -25,7 +26,9 @@ from lancenb.kernels import stats as kstats
 __all__ = ["BssValues", "BssCodec", "description", "wanted"]
 
 
-class BssValues:
+class BssValues(ChunkDecoder):
+    can_gather = False  # only whole chunks decode
+
     num_buffers = 1
 
     def __init__(self, enc, fixed_bits, where: str):
@@ -47,7 +50,7 @@ class BssValues:
         return FixedWidth(self.bits, out, int(counts.sum()))
 
 
-class BssCodec:
+class BssCodec(ChunkCodec):
     """Encoder: chunks of 1024 (32-bit) or 512 (64-bit) values, each transposed."""
 
     def __init__(self, block: FixedWidth):

@@ -14,12 +14,13 @@ import numpy as np
 
 from lancenb.encodings import pb
 from lancenb.encodings.blocks import FixedWidth
+from lancenb.encodings.codecs import ChunkCodec, ChunkDecoder
 from lancenb.errors import CorruptFileError
 from lancenb.kernels import gather as kg
 from lancenb.kernels import slices
 
 __all__ = ["values_per_chunk", "plan", "encode_chunks", "decode_chunks", "description",
-           "FlatValues"]
+           "FlatValues", "FlatCodec", "FLAT"]
 
 MAX_CHUNK_VALUES = 4096
 MAX_CHUNK_VALUE_BYTES = 8186  # the reference's per-chunk value budget (8 KiB minus headers)
@@ -72,8 +73,26 @@ def decode_chunks(bits: int, data: np.ndarray, starts: np.ndarray, sizes: np.nda
     return FixedWidth(bits, out, total)
 
 
-class FlatValues:
+class FlatCodec(ChunkCodec):
+    """Mini-block codec (:class:`lancenb.encodings.codecs.ChunkCodec`): values stored
+    as they are, chunked by :func:`plan`. Use the instance :data:`FLAT`."""
+
+    def plan(self, block: FixedWidth) -> np.ndarray:
+        """Chunk boundaries (see :func:`plan`)."""
+        return plan(block)
+
+    def encode_chunks(self, block: FixedWidth, bounds: np.ndarray):
+        """``(src, starts, sizes, description)`` (see :func:`encode_chunks`)."""
+        return encode_chunks(block, bounds)
+
+
+FLAT = FlatCodec()
+
+
+class FlatValues(ChunkDecoder):
     """Decoder of Flat mini-block chunks (one value buffer per chunk)."""
+
+    can_gather = True  # single values without decoding their chunk
 
     num_buffers = 1
 
@@ -105,8 +124,10 @@ class FlatValues:
         return FixedWidth(self.bits, out, n)
 
 
-class FlatLevels:
+class FlatLevels(ChunkDecoder):
     """Rep/def levels stored raw as u16 (``Flat(16)``) in each chunk."""
+
+    can_gather = True  # single values without decoding their chunk
 
     def decode(self, data, starts, sizes, counts, where) -> np.ndarray:
         if not np.array_equal(sizes, counts * 2):

@@ -36,6 +36,7 @@ import pyarrow as pa
 
 from lancenb.encodings import pb
 from lancenb.encodings.blocks import FixedSizeList, FixedWidth, cum_dims
+from lancenb.encodings.codecs import ChunkCodec, ChunkDecoder
 from lancenb.encodings.physical import flat
 from lancenb.errors import CorruptFileError, NotSupportedError
 from lancenb.kernels import gather as kg
@@ -180,7 +181,7 @@ def _item_bytes(shape: Shape, rows: np.ndarray) -> np.ndarray:
     return (rows * shape.dim * shape.item_bits + 7) // 8
 
 
-class FslCodec:
+class FslCodec(ChunkCodec):
     """Mini-block codec for a :class:`FixedSizeList` block (no compression)."""
 
     @staticmethod
@@ -222,8 +223,10 @@ class FslCodec:
         return src, np.stack(starts, axis=1), np.stack(sizes, axis=1), description(shape)
 
 
-class FslValues:
+class FslValues(ChunkDecoder):
     """Decoder of FixedSizeList mini-block chunks."""
+
+    can_gather = True  # single values without decoding their chunk
 
     def __init__(self, enc, fixed_bits: int | None, where: str):
         self.shape = parse(enc, fixed_bits, where)

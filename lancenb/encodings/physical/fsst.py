@@ -17,6 +17,7 @@ import numpy as np
 
 from lancenb.encodings import pb
 from lancenb.encodings.blocks import Variable
+from lancenb.encodings.codecs import ChunkCodec, ChunkDecoder
 from lancenb.encodings.physical import variable
 from lancenb.errors import CorruptFileError
 from lancenb.kernels import fsst as kf
@@ -34,9 +35,11 @@ def worth_trying(block: Variable) -> bool:
             and int(np.diff(block.offsets).max(initial=0)) >= kf.LEAST_INPUT_MAX_LENGTH)
 
 
-class FsstValues:
+class FsstValues(ChunkDecoder):
     """Decoder of FSST mini-block chunks (a Variable chunk of codes per chunk); its
     :meth:`expand` also decodes full-zip values (each value's codes zipped whole)."""
+
+    can_gather = True  # single values without decoding their chunk
 
     num_buffers = 1
 
@@ -76,7 +79,7 @@ class FsstValues:
                             where)
 
 
-class FsstCodec:
+class FsstCodec(ChunkCodec):
     """Encoder: builds the page's table, compresses, then chunks the codes."""
 
     def __init__(self, block: Variable):

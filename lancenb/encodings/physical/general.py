@@ -28,6 +28,7 @@ import zstandard
 
 from lancenb.encodings import pb
 from lancenb.encodings.blocks import Variable
+from lancenb.encodings.codecs import ChunkCodec, ChunkDecoder
 from lancenb.errors import CorruptFileError, NotSupportedError
 
 __all__ = ["compress", "decompress", "GeneralValues", "GeneralCodec", "LZ4", "ZSTD",
@@ -182,8 +183,10 @@ def scheme_of(enc, where: str) -> int:
     return scheme
 
 
-class GeneralValues:
+class GeneralValues(ChunkDecoder):
     """Mini-block values whose buffer 0 is compressed chunk by chunk."""
+
+    can_gather = False  # only whole chunks decode
 
     def __init__(self, enc, inner, where: str, fixed_bits: int | None = None):
         self.scheme = scheme_of(enc, where)
@@ -225,7 +228,7 @@ class GeneralValues:
 
 
 
-class GeneralCodec:
+class GeneralCodec(ChunkCodec):
     """Wraps a mini-block codec: compresses value buffer 0 of each chunk."""
 
     def __init__(self, inner, scheme: int, level: int | None = None):

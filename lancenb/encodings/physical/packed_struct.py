@@ -20,6 +20,7 @@ from lancenb.encodings.blocks import FixedWidth
 from lancenb.encodings.blocks import pack_struct_rows as pack
 from lancenb.encodings.blocks import packed_child_bits as child_bits
 from lancenb.encodings.blocks import unpack_struct_rows as unpack
+from lancenb.encodings.codecs import ChunkCodec
 from lancenb.encodings.physical import flat
 from lancenb.errors import CorruptFileError, NotSupportedError
 
@@ -45,7 +46,7 @@ def parse(enc, fixed_bits_: int | None, where: str) -> list[int]:
     return bits
 
 
-class PackedCodec:
+class PackedCodec(ChunkCodec):
     """Mini-block codec: Flat chunks of the row width, described as PackedStruct."""
 
     def __init__(self, bits: list[int]):

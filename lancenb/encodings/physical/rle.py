@@ -13,6 +13,7 @@ import numpy as np
 
 from lancenb.encodings import pb
 from lancenb.encodings.blocks import FixedWidth
+from lancenb.encodings.codecs import ChunkCodec, ChunkDecoder
 from lancenb.errors import CorruptFileError, NotSupportedError
 from lancenb.kernels import rle as kr
 
@@ -26,7 +27,9 @@ _ERRORS = {kr.BUFFER_PAST_END: "RLE buffers reach outside the chunk",
            kr.BAD_WIDTH: "unsupported RLE widths"}
 
 
-class RleValues:
+class RleValues(ChunkDecoder):
+    can_gather = False  # only whole chunks decode
+
     num_buffers = 2
 
     def __init__(self, enc, fixed_bits, where: str):
@@ -53,9 +56,11 @@ class RleValues:
         return FixedWidth(self.bits, out, int(counts.sum()))
 
 
-class RleLevels:
+class RleLevels(ChunkDecoder):
     """u16 rep/def levels of mini-block chunks in RLE *block* form (pylance 2.2):
     one buffer per chunk, ``u64 values byte length | u16 values | u8 run lengths``."""
+
+    can_gather = False  # only whole chunks decode
 
     def __init__(self, enc, where: str):
         v, r = enc.rle.values, enc.rle.run_lengths
@@ -75,7 +80,7 @@ class RleLevels:
         return out
 
 
-class RleCodec:
+class RleCodec(ChunkCodec):
     """Encoder: chunk bounds as the reference picks them, then runs per chunk."""
 
     def __init__(self, block: FixedWidth, max_values: int = kr.MAX_CHUNK_VALUES):

@@ -15,12 +15,13 @@ import numpy as np
 
 from lancenb.encodings import pb
 from lancenb.encodings.blocks import Variable
+from lancenb.encodings.codecs import ChunkCodec, ChunkDecoder
 from lancenb.errors import CorruptFileError, NotSupportedError
 from lancenb.kernels import gather as kg
 from lancenb.kernels import variable as kv
 
 __all__ = ["plan", "encode_chunks", "decode_chunks", "description", "VariableValues",
-           "encode_block", "decode_block"]
+           "encode_block", "decode_block", "VariableCodec", "VARIABLE"]
 
 AIM_CHUNK_BYTES = 4096
 MAX_CHUNK_VALUE_BYTES = 32 * 1024 - 64  # a chunk (headers included) must stay within 32 KiB
@@ -76,8 +77,26 @@ def decode_chunks(offset_bits: int, data: np.ndarray, starts: np.ndarray, sizes:
     return Variable(offsets, out, n, offset_bits)
 
 
-class VariableValues:
+class VariableCodec(ChunkCodec):
+    """Mini-block codec (:class:`lancenb.encodings.codecs.ChunkCodec`): offsets and
+    bytes per chunk, chunked by :func:`plan`. Use the instance :data:`VARIABLE`."""
+
+    def plan(self, block: Variable) -> np.ndarray:
+        """Chunk boundaries (see :func:`plan`)."""
+        return plan(block)
+
+    def encode_chunks(self, block: Variable, bounds: np.ndarray):
+        """``(src, starts, sizes, description)`` (see :func:`encode_chunks`)."""
+        return encode_chunks(block, bounds)
+
+
+VARIABLE = VariableCodec()
+
+
+class VariableValues(ChunkDecoder):
     """Decoder of Variable mini-block chunks (one value buffer per chunk)."""
+
+    can_gather = True  # single values without decoding their chunk
 
     num_buffers = 1
 

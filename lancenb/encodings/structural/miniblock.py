@@ -86,7 +86,7 @@ def encode(block, validity: np.ndarray | None, *, codec=None, pack_levels: bool 
     repetition index is added as the last page buffer.
     """
     if codec is None:
-        codec = variable if isinstance(block, Variable) else flat
+        codec = variable.VARIABLE if isinstance(block, Variable) else flat.FLAT
     bounds = codec.plan(block)
     vsrc, vstarts, vsizes, desc = codec.encode_chunks(block, bounds)
     counts = np.diff(bounds)
@@ -421,8 +421,7 @@ class MiniBlockDecoder(NestedPages, CachedState):
         slot = np.cumsum(new) - 1
         data, pos = self.read_chunks(reader, offsets, t, needed)
         local = rows - t.item_starts[chunk_of]
-        if hasattr(self.values, "gather") and (self.levels is None
-                                               or hasattr(self.levels, "gather")):
+        if self.values.can_gather and (self.levels is None or self.levels.can_gather):
             items, levels, starts, sizes = self._parse(t, needed, data, pos)
             nl = self.n_level_bufs
             validity = None
