@@ -1,10 +1,12 @@
 #!/usr/bin/env python
-"""Dataset-level benchmark: lancenb vs pylance (both writing 2.1 data files) vs a
+"""Dataset-level benchmark: lancenb vs pylance (both writing the same file version, 2.2
+by default as pylance 14; ``--data-storage-version 2.1`` for the other) vs a
 Parquet dataset (pyarrow.dataset, zstd), side by side in one run.
 
 Run from the repository root::
 
-    python benchmarks/bench_dataset.py [--rows N] [--repeat K] [--out benchmarks/RESULTS.md]
+    python benchmarks/bench_dataset.py [--rows N] [--repeat K] [--data-storage-version V]
+                                       [--out benchmarks/RESULTS.md]
 
 Measured (medians of K runs after one warm-up, same machine, same data):
 
@@ -41,6 +43,7 @@ from _results import replace_section  # noqa: E402  (benchmarks/ is on sys.path)
 MARK_START = "<!-- bench_dataset:start -->"
 MARK_END = "<!-- bench_dataset:end -->"
 ROWS_PER_FILE = 256 * 1024
+FILE_VERSION = "2.2"  # both Lance writers (--data-storage-version)
 
 
 def log(msg=""):
@@ -71,7 +74,8 @@ class Lancenb:
         self.m = lancenb
 
     def write(self, uri, t):
-        self.m.write_dataset(t, uri, max_rows_per_file=ROWS_PER_FILE, data_storage_version="2.1")
+        self.m.write_dataset(t, uri, max_rows_per_file=ROWS_PER_FILE,
+                             data_storage_version=FILE_VERSION)
 
     def open(self, uri):
         return self.m.dataset(uri)
@@ -223,7 +227,8 @@ def render(res: dict, rows: int, repeat: int) -> str:
              f"{repeat} runs; {platform.machine()}, {os.cpu_count()} cores; run "
              f"{time.strftime('%Y-%m-%d')})", "",
              "Columns: id int64 (sequential), x float64 (uniform), v int32 (0..999), cat string "
-             "(20 values), url string (~45 B). Both Lance writers write 2.1 data files.", "",
+             "(20 values), url string (~45 B). Both Lance writers write "
+             f"{FILE_VERSION} data files.", "",
              "| operation | lancenb ms | pylance ms | parquet ms | lancenb / pylance |",
              "|---|---:|---:|---:|---:|"]
     ratios = []
@@ -254,7 +259,10 @@ def main(argv=None):
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--data-storage-version", default=FILE_VERSION)
     args = ap.parse_args(argv)
+    global FILE_VERSION
+    FILE_VERSION = args.data_storage_version
     tmp = tempfile.mkdtemp(prefix="lancenb-bench-ds-")
     try:
         res = run(args.rows, args.repeat, tmp)

@@ -14,8 +14,9 @@ Each operation becomes a :class:`lancenb.dataset.transaction.Transaction` (the
 :mod:`lancenb.dataset.commit` -- the conflict checks against everything committed
 after ``read_version`` and the put-if-absent retries every other writer uses.
 
-Operations lancenb does not apply (indices, config updates, data replacement,
-overlays, clones) exist under their pylance names so code imports, and raise
+``UpdateConfig`` (config, table, schema and field metadata maps) commits like the
+others. Operations lancenb does not apply (indices, data replacement, overlays,
+clones through ``commit``) exist under their pylance names so code imports, and raise
 :class:`~lancenb.errors.NotSupportedError` when committed.
 """
 
