@@ -255,13 +255,13 @@ def write_out(path: str, block: str) -> None:
 
 
 def main(argv=None):
+    global FILE_VERSION
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--out", default=None)
     ap.add_argument("--data-storage-version", default=FILE_VERSION)
     args = ap.parse_args(argv)
-    global FILE_VERSION
     FILE_VERSION = args.data_storage_version
     tmp = tempfile.mkdtemp(prefix="lancenb-bench-ds-")
     try:
