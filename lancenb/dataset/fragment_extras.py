@@ -98,6 +98,15 @@ class FragmentApiExtras:
         pb.files.append(df)
         return FragmentMetadata.from_pb(pb)
 
+    def open_session(self, *args, **kwargs):
+        from lancenb.errors import NotSupportedError
+
+        raise NotSupportedError("LanceFragment.open_session is not supported by lancenb: "
+                                "file sessions belong to pylance's Rust reader; use "
+                                "to_table()/take()")
+
+    open_session.not_supported = True  # (scripts/parity.py reads it)
+
     # -- writers (no commit) ----------------------------------------------------------
     def _write_file(self, table: pa.Table, fields_pb, step: int):
         """One new data file of ``table`` (one row per physical row) with field ids

@@ -19,7 +19,12 @@ from lancenb.dataset.manifest import check_feature_flags
 from lancenb.dataset.rowids import encode_array_row_ids, encode_version_array, set_row_ids
 from lancenb.dataset.transaction import Transaction
 from lancenb.dataset.write import cleanup, normalize_input, stage_deletions, write_data_files
-from lancenb.errors import InvalidInputError, MergeInsertError, SchemaError
+from lancenb.errors import (
+    InvalidInputError,
+    MergeInsertError,
+    NotSupportedError,
+    SchemaError,
+)
 from lancenb.file.version import FileVersion
 
 __all__ = ["delete_rows", "update", "MergeInsertBuilder"]
@@ -256,13 +261,21 @@ class MergeInsertBuilder:
         feature flag (256) whose rules lancenb does not implement."""
         label = FileVersion.resolve(version).label
         if label != FileVersion.resolve(self._ds.data_storage_version).label:
-            from lancenb.errors import NotSupportedError
-
             raise NotSupportedError(f"merge_insert: data_storage_version({version!r}) on a "
                                     f"dataset of {self._ds.data_storage_version} files would "
                                     f"mix file versions, which lancenb does not write")
         self._file_version = label
         return self
+
+    def target_bases(self, bases) -> "MergeInsertBuilder":
+        raise NotSupportedError("merge_insert target_bases: lancenb writes under the "
+                                "dataset root only (no extra base paths)")
+
+    def target_all_bases(self) -> "MergeInsertBuilder":
+        raise NotSupportedError("merge_insert target_all_bases: lancenb writes under the "
+                                "dataset root only (no extra base paths)")
+
+    target_bases.not_supported = target_all_bases.not_supported = True  # (scripts/parity.py)
 
     def use_index(self, use_index: bool) -> "MergeInsertBuilder":
         """Accepted for pylance compatibility (lancenb joins without an index)."""

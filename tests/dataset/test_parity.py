@@ -1044,3 +1044,17 @@ def test_default_file_version_like_pylance(tmp_path):
         assert (m.major_version, m.minor_version) == (2, 2)
         r = lancenb.LanceFileReader(str(tmp_path / name))
         assert r.metadata().minor_version == 2 and r.read_all().to_table() == TABLE
+
+
+def test_base_paths_and_sessions_are_not_supported(pair):
+    """Names lancenb cannot implement faithfully raise NotSupportedError saying why."""
+    _, ours = pair
+    calls = [lambda: ours.branches(), lambda: ours.create_branch("b"),
+             lambda: ours.add_bases([]), lambda: ours.shallow_clone("x", 1),
+             lambda: ours.session(), lambda: ours.new_file_session(),
+             lambda: ours.get_fragments()[0].open_session(),
+             lambda: ours.merge_insert("a").target_bases(["b"]),
+             lambda: ours.merge_insert("a").target_all_bases()]
+    for call in calls:
+        with pytest.raises(lancenb.NotSupportedError, match="lancenb"):
+            call()
