@@ -211,6 +211,25 @@ def _has_pandas() -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the ``lancenb`` command line with ``argv`` (default ``sys.argv[1:]``).
+
+    Commands: ``inspect``, ``validate``, ``convert``, ``compact``, ``demo``, ``warmup``
+    (``lancenb --help``). A refused input or a problem found prints one line, never a
+    traceback.
+
+    Returns
+    -------
+    int
+        The exit status: 0 on success, 1 when an input is refused or ``validate`` finds a
+        problem (argparse exits with 2 on a usage error).
+
+    Examples
+    --------
+    >>> from lancenb.cli import main
+    >>> main(["validate", "orders.lance"])  # doctest: +SKIP
+    validated dataset orders.lance: 2 manifests, 2 data files, 8 pages, 0 deletion files
+    0
+    """
     try:
         return _main(argv)
     except BrokenPipeError:  # output piped into head and friends

@@ -32,6 +32,17 @@ __all__ = ["FixedWidth", "Variable", "FixedSizeList", "DictionaryIndices", "cum_
 
 @dataclass
 class FixedWidth:
+    """``num_values`` values of ``bits`` bits each, packed in ``data`` (uint8).
+
+    ``bits == 1`` is an LSB-first bitmap, as Arrow booleans are.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> FixedWidth(16, np.array([1, 0, 2, 0], np.uint8), 2).num_values
+    2
+    """
+
     bits: int
     data: np.ndarray  # uint8
     num_values: int
@@ -39,6 +50,17 @@ class FixedWidth:
 
 @dataclass
 class Variable:
+    """Variable-width values: ``offsets`` (int64, ``num_values + 1``, from 0) into
+    ``data`` (uint8); ``offset_bits`` is the width the column's Arrow type uses (32 or 64).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> v = Variable(np.array([0, 2, 2, 3]), np.frombuffer(b"abc", np.uint8), 3, 32)
+    >>> bytes(v.data[v.offsets[0]:v.offsets[1]])
+    b'ab'
+    """
+
     offsets: np.ndarray  # int64, num_values + 1, offsets[0] == 0
     data: np.ndarray  # uint8
     num_values: int
@@ -75,6 +97,7 @@ class FixedSizeList:
 
     @property
     def bits(self) -> int:
+        """Bits per row (items per row times item bits)."""
         return self.dim * self.item_bits
 
     @property
@@ -133,11 +156,13 @@ class DictionaryIndices:
 
 
 def is_variable(dt: pa.DataType) -> bool:
+    """Whether ``dt`` is stored as variable-width values (string/binary, large or not)."""
     return (pa.types.is_string(dt) or pa.types.is_binary(dt) or pa.types.is_large_string(dt)
             or pa.types.is_large_binary(dt))
 
 
 def offset_bits(dt: pa.DataType) -> int:
+    """Offset width of a variable-width Arrow type: 64 for the large types, else 32."""
     return 64 if (pa.types.is_large_string(dt) or pa.types.is_large_binary(dt)) else 32
 
 
@@ -279,6 +304,10 @@ def pack_struct_rows(arr: pa.StructArray) -> FixedWidth:
 
 
 def unpack_struct_rows(dt: pa.DataType, block: FixedWidth, vbuf) -> pa.Array:
+    """The struct array of type ``dt`` whose rows are packed in ``block``
+    (children back to back, see :func:`pack_struct_rows`); ``vbuf`` is the struct's
+    validity bitmap or None.
+    """
     bits = packed_child_bits(dt)
     if bits is None:
         raise NotSupportedError(f"reading {dt} as a packed struct is not supported")

@@ -68,6 +68,7 @@ class SearchCache:
         self.misses = 0
 
     def get(self, key):
+        """The value cached under ``key`` (marking it recently used), or None."""
         with self._lock:
             hit = self._entries.get(key)
             if hit is None:
@@ -78,6 +79,10 @@ class SearchCache:
             return hit[0]
 
     def put(self, key, value, nbytes: int | None = None) -> None:
+        """Cache ``value`` under ``key`` (``nbytes``: its size, measured when None),
+        evicting the least recently used entries beyond the capacity; a value larger than the
+        whole capacity is not kept.
+        """
         size = nbytes_of(value) if nbytes is None else int(nbytes)
         with self._lock:
             old = self._entries.pop(key, None)
@@ -104,6 +109,7 @@ class SearchCache:
         return out
 
     def clear(self) -> None:
+        """Drop every entry."""
         with self._lock:
             self._entries.clear()
             self.nbytes = 0
@@ -117,6 +123,7 @@ class CachedState:
     cache_key: tuple = ()
 
     def attach_cache(self, cache: SearchCache, key: tuple) -> None:
+        """Keep this object's state in ``cache`` under ``key`` instead of on the object."""
         self.cache, self.cache_key = cache, key
 
     def _cached(self, name: str):

@@ -93,9 +93,11 @@ class EncodingConfig:
 
     @property
     def compact(self) -> bool:
+        """Whether the compact profile (smallest encoding, slower writes) is in force."""
         return self.profile == "compact"
 
     def merged(self, **overrides) -> "EncodingConfig":
+        """A copy with the given fields replaced (None values leave a field as it is)."""
         return dataclasses.replace(self, **{k: v for k, v in overrides.items() if v is not None})
 
 

@@ -24,10 +24,18 @@ COLUMN_ENCODING_URL = "/" + e20.ColumnEncoding.DESCRIPTOR.full_name
 
 
 def flat(bits: int) -> e21.CompressiveEncoding:
+    """A ``Flat`` description of ``bits``-bit values.
+
+    Examples
+    --------
+    >>> flat(32).flat.bits_per_value
+    32
+    """
     return e21.CompressiveEncoding(flat=e21.Flat(bits_per_value=bits))
 
 
 def variable(offset_bits: int) -> e21.CompressiveEncoding:
+    """A ``Variable`` description whose offsets are ``Flat(offset_bits)``."""
     return e21.CompressiveEncoding(variable=e21.Variable(offsets=flat(offset_bits)))
 
 
@@ -55,6 +63,9 @@ def unpack_any(data: bytes, where: str) -> tuple[str, bytes]:
 
 
 def parse(cls, data: bytes, where: str):
+    """Parse ``data`` as a ``cls`` message; malformed bytes raise ``CorruptFileError``
+    naming ``where``.
+    """
     msg = cls()
     try:
         msg.ParseFromString(bytes(data))

@@ -203,6 +203,7 @@ class Trace:
         self.steps: list[str] = []
 
     def record_input(self, arr: pa.Array, cfg: EncodingConfig, levels) -> None:
+        """Record the page's statistics, the thresholds in force and the overridden keys."""
         d = dictionary_enc
         defaults = EncodingConfig()
         self.overrides = {key: getattr(cfg, name) for name, key in _CONFIG_KEYS.items()
@@ -233,6 +234,7 @@ class Trace:
         self.stats = st
 
     def to_dict(self) -> dict:
+        """The trace as plain data (JSON-ready)."""
         return {"stats": self.stats, "thresholds": self.thresholds,
                 "overrides": self.overrides, "steps": list(self.steps)}
 

@@ -212,12 +212,14 @@ class ObjectStore:
 
     # -- reads -----------------------------------------------------------------
     def exists(self, rel: str) -> bool:
+        """Whether the object ``rel`` (relative to the root) exists."""
         p = self.path(rel)
         if self.local:
             return os.path.exists(p)
         return bool(self.fs.exists(p))
 
     def read_bytes(self, rel: str) -> bytes:
+        """The whole object ``rel``; a missing one raises ``LanceFileNotFoundError``."""
         p = self.path(rel)
         try:
             if self.local:
@@ -245,6 +247,7 @@ class ObjectStore:
             raise LanceIOError(f"cannot list {self.uri_of(rel_dir)!r}: {e}") from e
 
     def size(self, rel: str) -> int:
+        """The size of object ``rel`` in bytes; a missing one raises ``LanceFileNotFoundError``."""
         p = self.path(rel)
         try:
             return os.path.getsize(p) if self.local else int(self.fs.size(p))
@@ -388,6 +391,7 @@ class ObjectStore:
             return False
 
     def delete(self, rel: str, *, missing_ok: bool = True) -> None:
+        """Delete object ``rel`` (a missing one is an error only with ``missing_ok=False``)."""
         p = self.path(rel)
         try:
             if self.local:

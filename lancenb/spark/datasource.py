@@ -142,6 +142,7 @@ class LanceNbDataSource(DataSource):
 
     @classmethod
     def name(cls) -> str:
+        """The format name: ``spark.read.format("lancenb")``."""
         return FORMAT
 
     # -- read ------------------------------------------------------------------
@@ -167,6 +168,7 @@ class LanceNbDataSource(DataSource):
         return names
 
     def schema(self):
+        """The dataset's schema as a Spark schema (blob columns as binary)."""
         from lancenb.spark.types import to_spark_schema
 
         ds = self._open()
@@ -176,6 +178,7 @@ class LanceNbDataSource(DataSource):
                                           for c in self._columns(s)]))
 
     def reader(self, schema):
+        """The reader of a scan (fragments split into partitions; read options checked)."""
         from pyspark.sql.pandas.types import to_arrow_schema
 
         for k in self.opts:
@@ -202,6 +205,7 @@ class LanceNbDataSource(DataSource):
 
     # -- write -----------------------------------------------------------------
     def writer(self, schema, overwrite: bool):
+        """The writer of a save (write options checked; ``overwrite`` from the save mode)."""
         for k in self.opts:
             if k in _READ:
                 raise InvalidInputError(f"option {k!r} is for reads, not writes")

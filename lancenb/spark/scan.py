@@ -29,6 +29,8 @@ DEFAULT_BATCH_SIZE = 65536
 
 @dataclass
 class ScanJob:
+    """What a Spark read task needs to read its part of a dataset (picklable)."""
+
     uri: str
     version: int
     columns: list
@@ -38,6 +40,7 @@ class ScanJob:
     storage_options: dict | None = None
 
     def open(self):
+        """The dataset at the job's version."""
         from lancenb.dataset import dataset
 
         return dataset(self.uri, self.version, storage_options=self.storage_options)

@@ -13,6 +13,7 @@ __all__ = ["local_session", "java_available"]
 
 
 def java_available() -> bool:
+    """Whether a Java runtime is found (``java`` on PATH or under ``JAVA_HOME``)."""
     home = os.environ.get("JAVA_HOME")
     return bool(shutil.which("java") or (home and os.path.exists(os.path.join(home, "bin",
                                                                               "java"))))

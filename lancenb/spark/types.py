@@ -88,10 +88,12 @@ def spark_arrow_type(t: pa.DataType) -> pa.DataType:
 
 
 def encode_field(f: pa.Field) -> str:
+    """An Arrow field as text (base64 of its IPC schema), to carry through Spark options."""
     return base64.b64encode(pa.schema([f]).serialize().to_pybytes()).decode()
 
 
 def decode_field(text: str) -> pa.Field | None:
+    """The Arrow field of :func:`encode_field`'s text, or None when it is not one."""
     try:
         return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(text))).field(0)
     except (ValueError, pa.ArrowInvalid, IndexError):

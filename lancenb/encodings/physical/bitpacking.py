@@ -113,10 +113,12 @@ class OutOfLineLevels(ChunkDecoder):
 # -- encoding -----------------------------------------------------------------
 
 def as_unsigned(block: FixedWidth) -> np.ndarray:
+    """The block's values viewed as unsigned integers of their width."""
     return block.data.view(_uint(block.bits))[:block.num_values]
 
 
 def plan(block: FixedWidth) -> np.ndarray:
+    """Chunk boundaries: a chunk every 1,024 values (one bit-packing block), then the count."""
     return np.append(np.arange(0, block.num_values, CHUNK, dtype=np.int64), block.num_values)
 
 
@@ -158,6 +160,7 @@ def encode_chunks(block: FixedWidth, bounds: np.ndarray, *, words: np.ndarray | 
 
 
 def description(block: FixedWidth):
+    """The ``InlineBitpacking`` description of the block's values."""
     return pb.e21.CompressiveEncoding(
         inline_bitpacking=pb.e21.InlineBitpacking(uncompressed_bits_per_value=block.bits))
 
@@ -217,5 +220,6 @@ class InlineLevels(ChunkDecoder):
 
 
 def levels_description(width: int):
+    """The out-of-line bitpacked description of u16 rep/def levels packed to ``width`` bits."""
     return pb.e21.CompressiveEncoding(out_of_line_bitpacking=pb.e21.OutOfLineBitpacking(
         uncompressed_bits_per_value=16, values=pb.flat(width)))

@@ -27,6 +27,8 @@ __all__ = ["BssValues", "BssCodec", "description", "wanted"]
 
 
 class BssValues(ChunkDecoder):
+    """Decoder of byte-stream-split mini-block chunks (the bytes of each value regathered)."""
+
     can_gather = False  # only whole chunks decode
 
     num_buffers = 1
@@ -74,6 +76,7 @@ class BssCodec(ChunkCodec):
 
 
 def description(bits: int):
+    """The ``ByteStreamSplit`` description of ``bits``-bit values."""
     return pb.e21.CompressiveEncoding(
         byte_stream_split=pb.e21.ByteStreamSplit(values=pb.flat(bits)))
 

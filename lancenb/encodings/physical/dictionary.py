@@ -42,6 +42,7 @@ HLL_SEED = 0
 
 
 def estimate_cardinality(block) -> float:
+    """The HyperLogLog estimate of the number of distinct values in ``block``."""
     registers = np.zeros(1 << HLL_PRECISION, np.uint8)
     if isinstance(block, Variable):
         kstats.hll_variable(block.offsets, block.data, HLL_SEED, registers)

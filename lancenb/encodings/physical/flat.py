@@ -27,6 +27,8 @@ MAX_CHUNK_VALUE_BYTES = 8186  # the reference's per-chunk value budget (8 KiB mi
 
 
 def values_per_chunk(bits: int) -> int:
+    """Values in each mini-block chunk of ``bits``-bit values (a power of two, see
+    the module docstring)."""
     n = 2
     while n * 2 <= MAX_CHUNK_VALUES and (n * 2 * bits) / 8 < MAX_CHUNK_VALUE_BYTES:
         n *= 2
@@ -40,6 +42,7 @@ def plan(block: FixedWidth) -> np.ndarray:
 
 
 def description(block: FixedWidth):
+    """The ``Flat`` description of the block's values."""
     return pb.flat(block.bits)
 
 

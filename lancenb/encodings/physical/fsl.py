@@ -62,10 +62,12 @@ class Shape:
 
     @property
     def cum_dims(self) -> list[int]:
+        """Entries per row at each layer (``prod(dims[:k+1])``)."""
         return cum_dims(self.dims)
 
     @property
     def dim(self) -> int:
+        """Items per row."""
         return self.cum_dims[-1]
 
     @property
@@ -75,10 +77,12 @@ class Shape:
 
     @property
     def validity_bytes(self) -> list[int]:
+        """Bytes of each stored validity bitmap per row."""
         return [(c + 7) // 8 for c in self.validity_layers]
 
     @classmethod
     def of(cls, block: FixedSizeList) -> "Shape":
+        """The shape of a vector block."""
         return cls(tuple(block.dims), tuple(v is not None for v in block.validity),
                    block.item_bits)
 
@@ -186,6 +190,7 @@ class FslCodec(ChunkCodec):
 
     @staticmethod
     def rows_per_chunk(block: FixedSizeList) -> int:
+        """Rows in each mini-block chunk of ``block``."""
         return rows_per_chunk(Shape.of(block))
 
     def plan(self, block: FixedSizeList) -> np.ndarray:
@@ -343,6 +348,7 @@ class PerValueFsl:
                                    f"{self.width} bytes")
 
     def unzip(self, data: np.ndarray, n: int) -> FixedSizeList:
+        """The ``n`` vectors of a full-zip page's value bytes ``data``."""
         shape = self.shape
         if len(data) != n * self.width:
             raise CorruptFileError(f"{self.where}: {len(data)} bytes for {n} vectors of "

@@ -31,6 +31,7 @@ _ERRORS = {kf.BAD_OFFSETS: "compressed string offsets are inconsistent",
 
 
 def worth_trying(block: Variable) -> bool:
+    """Whether FSST may pay: enough bytes, and a long enough longest value."""
     return (int(block.offsets[-1]) >= kf.LEAST_INPUT_SIZE
             and int(np.diff(block.offsets).max(initial=0)) >= kf.LEAST_INPUT_MAX_LENGTH)
 
@@ -59,6 +60,7 @@ class FsstValues(ChunkDecoder):
     def expand(self, codes: Variable, where: str) -> Variable:
         # no sizing pass: no code expands to more than 8 bytes, and of the np.empty
         # output only the pages the result fills get touched
+        """The strings of FSST ``codes`` (a variable-width block of codes)."""
         offsets = np.empty(codes.num_values + 1, np.int64)
         out = np.empty(8 * len(codes.data) + 8, np.uint8)
         status = kf.decompress(codes.offsets, codes.data, self.symbols, self.lens, self.info,
@@ -94,9 +96,11 @@ class FsstCodec(ChunkCodec):
         self.table = kf.serialize_table(self.symbols, self.lens, self.info)
 
     def saves_space(self, block: Variable) -> bool:
+        """Whether the codes plus the symbol table are smaller than the strings."""
         return len(self.codes.data) + len(self.table) < len(block.data)
 
     def description(self, inner=None):
+        """The ``Fsst`` description (symbol table, ``inner`` describing the codes)."""
         inner = inner if inner is not None else variable.description(self.codes)
         return pb.e21.CompressiveEncoding(fsst=pb.e21.Fsst(symbol_table=self.table.tobytes(),
                                                            values=inner))

@@ -66,6 +66,7 @@ def _zstd_compressor(level: int):
 
 
 def compress(data, scheme: int, level: int | None = None) -> bytes:
+    """``data`` compressed with ``scheme`` (LZ4 or zstd at ``level``), with its size prefix."""
     raw = bytes(data)
     if scheme == LZ4:
         return lz4.block.compress(raw, store_size=True)
@@ -177,6 +178,8 @@ def decompress(data, scheme: int, where: str, *, limit: int = MAX_UNCOMPRESSED) 
 
 
 def scheme_of(enc, where: str) -> int:
+    """The compression scheme of a ``General`` description; an unknown one raises
+    ``NotSupportedError``."""
     scheme = int(enc.general.compression.scheme)
     if scheme not in (LZ4, ZSTD):
         raise NotSupportedError(f"{where}: general compression scheme {scheme} is unknown")
@@ -260,6 +263,7 @@ class GeneralCodec(ChunkCodec):
 
 
 def per_value_description(scheme: int, offset_bits: int, level: int | None = None):
+    """The description of full-zip values each compressed on its own with ``scheme``."""
     enc = pb.e21.CompressiveEncoding(general=pb.e21.General(
         compression=pb.e21.BufferCompression(scheme=scheme), values=pb.variable(offset_bits)))
     if scheme == ZSTD:

@@ -37,6 +37,7 @@ MAX_CHUNK_LEVEL_BYTES = 0xFFFF
 
 
 def rle_description():
+    """The 2.2 RLE description of u16 rep/def levels (u16 values, u8 run lengths)."""
     return pb.e21.CompressiveEncoding(rle=pb.e21.Rle(values=pb.flat(16),
                                                      run_lengths=pb.flat(8)))
 

@@ -29,11 +29,15 @@ __all__ = ["description", "child_bits", "pack", "unpack", "PackedCodec", "Packed
 
 
 def description(bits: list[int]):
+    """The ``PackedStruct`` description of rows whose children have ``bits`` bits."""
     return pb.e21.CompressiveEncoding(packed_struct=pb.e21.PackedStruct(
         bits_per_value=bits, values=pb.flat(sum(bits))))
 
 
 def parse(enc, fixed_bits_: int | None, where: str) -> list[int]:
+    """The child widths of a ``PackedStruct`` description, checked against the column's
+    row width ``fixed_bits_``.
+    """
     p = enc.packed_struct
     bits = [int(b) for b in p.bits_per_value]
     inner = p.values

@@ -78,6 +78,7 @@ def is_variable_struct(dt: pa.DataType) -> bool:
 
 
 def description(dt: pa.DataType):
+    """The ``VariablePackedStruct`` description of struct type ``dt``."""
     vps = pb.e21.VariablePackedStruct()
     for f, (kind, w) in zip(dt, _children(dt)):
         fe = vps.fields.add()

@@ -28,6 +28,8 @@ _ERRORS = {kr.BUFFER_PAST_END: "RLE buffers reach outside the chunk",
 
 
 class RleValues(ChunkDecoder):
+    """Decoder of RLE mini-block chunks (values and run lengths per chunk)."""
+
     can_gather = False  # only whole chunks decode
 
     num_buffers = 2

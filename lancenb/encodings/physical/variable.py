@@ -29,10 +29,14 @@ MAX_CHUNK_VALUES = 4096
 
 
 def description(block: Variable):
+    """The ``Variable`` description of the block's offsets."""
     return pb.variable(block.offset_bits)
 
 
 def plan(block: Variable) -> np.ndarray:
+    """Chunk boundaries (first value of each chunk, then the count); values too large
+    for mini-block chunks raise ``NotSupportedError``.
+    """
     w = block.offset_bits // 8
     bounds = np.empty(block.num_values + 1, dtype=np.int64)
     nc = kv.plan_chunks(block.offsets, w, AIM_CHUNK_BYTES, MAX_CHUNK_VALUE_BYTES,
@@ -45,6 +49,7 @@ def plan(block: Variable) -> np.ndarray:
 
 
 def encode_chunks(block: Variable, bounds: np.ndarray):
+    """``(src, starts, sizes, description)``: one offsets-and-bytes buffer per chunk."""
     w = block.offset_bits // 8
     sizes = kv.chunk_buffer_sizes(block.offsets, bounds, w)
     starts = np.zeros(len(sizes), dtype=np.int64)
@@ -60,6 +65,7 @@ _ERRORS = {kv.OFFSETS_PAST_BUFFER: "offset table does not fit in the value buffe
 
 def decode_chunks(offset_bits: int, data: np.ndarray, starts: np.ndarray, sizes: np.ndarray,
                   counts: np.ndarray, where: str) -> Variable:
+    """Join the chunks' offsets and bytes into one variable-width block."""
     if offset_bits not in (32, 64):
         raise CorruptFileError(f"{where}: variable offsets of {offset_bits} bits")
     w = offset_bits // 8

@@ -92,6 +92,8 @@ def _decode_levels(buf, enc, count: int, where: str) -> np.ndarray:
 
 
 class ConstantDecoder:
+    """Decodes constant pages: every value null, or one value repeated (2.2)."""
+
     def __init__(self, layout, num_rows: int, buffer_sizes, dtype: pa.DataType, where: str,
                  chain: pa.DataType | None = None):
         self.layout = layout
@@ -124,6 +126,7 @@ class ConstantDecoder:
                                        f"a {dtype} column")
 
     def array(self, n: int) -> pa.Array:
+        """``n`` rows of the page's constant (null or its value)."""
         if self.value is None:
             return pa.nulls(n, self.dtype)
         if _is_bool_byte(self.dtype, self.value):

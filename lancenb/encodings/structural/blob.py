@@ -255,15 +255,18 @@ class BlobDecoder:
         return pa.StructArray.from_arrays(kids, fields=list(DESCRIPTION_V1), mask=mask)
 
     def to_arrow(self, reader, desc: FixedWidth) -> pa.Array:
+        """The values the descriptors ``desc`` point at, read through ``reader``."""
         block, validity = self._values(reader, desc)
         return to_arrow(self.dtype, block, validity)
 
     def scan(self, reader, offsets) -> pa.Array:
+        """Every value of the page."""
         (meta, data) = reader.read_ranges(list(zip(offsets[:2], self.inner.buffer_sizes[:2])))
         desc, _ = self.inner.decode_all([meta, data])
         return self.to_arrow(reader, desc)
 
     def read_rows(self, reader, offsets, rows: np.ndarray) -> pa.Array:
+        """The values of ``rows`` (sorted, page-relative)."""
         desc, _, sel = self.inner.read_rows(reader, offsets, rows)
         if sel is not None:
             d = desc.data.view("<u8").reshape(-1, 2)[sel]

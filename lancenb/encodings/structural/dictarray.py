@@ -69,6 +69,7 @@ _NP_INDEX = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
 
 def is_empty_struct(dt: pa.DataType) -> bool:
+    """Whether ``dt`` is a struct without children."""
     return pa.types.is_struct(dt) and dt.num_fields == 0
 
 

@@ -34,6 +34,7 @@ L = pb.e21.RepDefLayer
 
 
 def control_width(bits_rep: int, bits_def: int) -> int:
+    """Bytes of the control word holding a value's rep and def levels."""
     total = bits_rep + bits_def
     return 0 if total == 0 else 1 if total <= 8 else 2 if total <= 16 else 4
 
@@ -394,9 +395,11 @@ class FullZipDecoder:
         return (block if self.expand is None else self.expand(block)), validity
 
     def buffers_for_all(self, offsets, sizes):
+        """The page's value buffer (all a whole-page decode needs)."""
         return [(offsets[0], sizes[0])]
 
     def decode_all(self, buffers):
+        """``(block, validity)`` of every row from the value buffer."""
         data = np.frombuffer(buffers[0], dtype=np.uint8)
         if self.fixed:
             return self._fixed(data, self.num_rows)

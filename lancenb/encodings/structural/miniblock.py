@@ -194,6 +194,8 @@ class ChunkTable:
 
     @classmethod
     def from_words(cls, raw: np.ndarray, num_items: int, data_size: int, where: str):
+        """The chunk table from the page's metadata words (size and log2 count per
+        chunk), checked."""
         words = raw.astype(np.int64)
         nbytes = ((words >> 4) + 1) * 8
         log2 = words & 0xF
@@ -305,12 +307,15 @@ class MiniBlockDecoder(NestedPages, CachedState):
 
     @property
     def n_level_bufs(self) -> int:
+        """Level buffers in each chunk (repetition, definition)."""
         return (self.reps is not None) + (self.levels is not None)
 
     def buffers_for_all(self, offsets, sizes):
+        """Every page buffer (all a whole-page decode needs)."""
         return list(zip(offsets, sizes))
 
     def chunk_table(self, meta) -> ChunkTable:
+        """The page's chunk table, parsed from the metadata buffer ``meta`` once."""
         t = self._table
         if t is not None:
             return t
@@ -477,6 +482,7 @@ class MiniBlockDecoder(NestedPages, CachedState):
 
 
 def empty_block(dtype_bits: int | None, offset_bits: int = 32):
+    """A block of no values (variable-width when ``dtype_bits`` is None)."""
     if dtype_bits is None:
         return Variable(np.zeros(1, np.int64), np.zeros(0, np.uint8), 0, offset_bits)
     return FixedWidth(dtype_bits, np.zeros(0, np.uint8), 0)

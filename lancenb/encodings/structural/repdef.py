@@ -178,6 +178,7 @@ class LayerInfo:
 
     @property
     def num_layers(self) -> int:
+        """Number of rep/def layers."""
         return len(self.layers)
 
     @cached_property
@@ -263,6 +264,7 @@ class Levels:
 
     @property
     def layers(self):
+        """The layers, innermost first."""
         return list(self.info.layers)
 
     def visible(self) -> np.ndarray | None:
@@ -399,10 +401,12 @@ class Unshredded:
         return self.valid[j, :self.counts[j]].view(bool)
 
     def bitmap(self, j: int) -> pa.Buffer | None:
+        """Layer ``j``'s validity as an Arrow bitmap buffer, or None when all valid."""
         v = self.validity(j)
         return None if v is None else pa.py_buffer(np.packbits(v, bitorder="little"))
 
     def offsets(self, j: int) -> np.ndarray:
+        """Layer ``j``'s list offsets."""
         return self.offs[self.list_row[j], :self.counts[j] + 1]
 
     def layer(self, j: int):
