@@ -539,6 +539,18 @@ class V01Backend:
         starts = np.flatnonzero(brk)
         return _Runs(b[starts], local[starts], np.diff(np.append(starts, len(rows))))
 
+    def _range_runs(self, start: int, stop: int) -> _Runs:
+        """Runs of rows ``[start, stop)``: one per batch it overlaps (no per-row arrays)."""
+        if stop <= start:
+            return _empty_runs()
+        bo = self._batch_offsets
+        b = np.arange(np.searchsorted(bo, start, side="right") - 1,
+                      np.searchsorted(bo, stop - 1, side="right"), dtype=np.int64)
+        lo = np.maximum(bo[b], start)
+        n = np.minimum(bo[b + 1], stop) - lo
+        keep = n > 0
+        return _Runs(b[keep], (lo - bo[b])[keep], n[keep])
+
     def _check_rows(self, idx: np.ndarray) -> None:
         if idx.size and (idx.min() < 0 or idx.max() >= self.num_rows):
             bad = int(idx[(idx < 0) | (idx >= self.num_rows)][0])
@@ -555,8 +567,7 @@ class V01Backend:
         if rows is None:
             return self._read(field_idx, self._all_runs())
         if isinstance(rows, range):
-            return self._read(field_idx, self._runs_of(
-                np.arange(rows.start, rows.stop, dtype=np.int64)))
+            return self._read(field_idx, self._range_runs(rows.start, rows.stop))
         rows = np.asarray(rows, dtype=np.int64).reshape(-1)
         self._check_rows(rows)
         if len(rows) > 1 and not np.all(rows[1:] > rows[:-1]):
