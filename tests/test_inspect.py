@@ -62,7 +62,8 @@ def files(tmp_path_factory):
         w.write_batch(t.select(["ints", "cat", "lst"]))
     out["2.0"] = p
     p = str(d / "lancenb.lance")
-    with LanceFileWriter(p, t.schema) as w:
+    # 2.1, as lancenb.explain's default (the writer's default is 2.2 since issue 20)
+    with LanceFileWriter(p, t.schema, version="2.1") as w:
         w.write_batch(t)
     out["lancenb"] = p
     return out
