@@ -61,7 +61,7 @@ def write_fragments(data, dataset_uri, schema=None, *, return_transaction: bool 
     max_rows_per_file, max_bytes_per_file : int
         When a new data file (fragment) starts.
     data_storage_version : str, optional
-        File version of new data files (default lancenb's, 2.1; appends keep the
+        File version of new data files (default 2.2, as pylance 14; appends keep the
         dataset's).
     storage_options : dict, optional
         Object-store options (pylance's or fsspec's names).
