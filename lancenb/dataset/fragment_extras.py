@@ -111,20 +111,17 @@ class FragmentApiExtras:
     def _write_file(self, table: pa.Table, fields_pb, step: int):
         """One new data file of ``table`` (one row per physical row) with field ids
         ``fields_pb``; returns its DataFile protobuf."""
-        from lancenb.dataset import write
         from lancenb.dataset.evolution import _file_version
+        from lancenb.dataset.write import cleanup, write_data_files
 
-        # (the store-level writer is being renamed write_data_files by the write
-        # pipeline's restructuring: take whichever this tree has)
-        write_files = getattr(write, "write_data_files", None) or write.write_fragments
         ds = self._ds
         written: list[str] = []
         try:
-            out = write_files(ds._store, _batches(table, step), table.schema,
-                              list(fields_pb), version=_file_version(ds),
-                              max_rows_per_file=2**62, written=written)
+            out = write_data_files(ds._store, _batches(table, step), table.schema,
+                                   list(fields_pb), version=_file_version(ds),
+                                   max_rows_per_file=2**62, written=written)
         except BaseException:
-            write.cleanup(ds._store, written)
+            cleanup(ds._store, written)
             raise
         return out[0].files[0]
 
