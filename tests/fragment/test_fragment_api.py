@@ -252,8 +252,9 @@ def test_commit_refuses_what_it_cannot_do(tmp_path):
         lancenb.LanceDataset.commit(uri, LanceOperation.Append(frags))
     with pytest.raises(InvalidInputError, match="not a version"):
         lancenb.LanceDataset.commit(uri, LanceOperation.Append(frags), read_version=9)
-    with pytest.raises(NotSupportedError, match="UpdateConfig"):
-        lancenb.LanceDataset.commit(uri, LanceOperation.UpdateConfig(), read_version=1)
+    with pytest.raises(NotSupportedError, match="DataReplacement"):
+        lancenb.LanceDataset.commit(uri, LanceOperation.DataReplacement([]), read_version=1)
+    # (UpdateConfig commits since issue 20: tests/dataset/test_parity.py)
     with pytest.raises(InvalidInputError, match="list of FragmentMetadata"):
         LanceOperation.Append(tuple(frags))
     lancenb.dataset(uri).delete("id = 1")
