@@ -262,7 +262,7 @@ def test_commit_refuses_what_it_cannot_do(tmp_path):
     with pytest.raises(InvalidInputError, match="deletion files"):
         lancenb.LanceDataset.commit(uri, LanceOperation.Overwrite(_table(0, 1).schema,
                                                                   with_deletions))
-    with pytest.raises(InvalidInputError, match="2.0 data files to a dataset of 2.1"):
+    with pytest.raises(InvalidInputError, match="2.0 data files to a dataset of 2.2"):
         other = lancenb.fragment.write_fragments(_table(0, 5), str(tmp_path / "x"),
                                                  data_storage_version="2.0")
         lancenb.LanceDataset.commit(uri, LanceOperation.Append(other), read_version=2)
