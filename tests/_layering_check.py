@@ -341,3 +341,35 @@ def docstring_coverage(mods: dict[str, Module], prefix: str = "lancenb.",
             else:
                 missing.append(qual)
     return done, done + len(missing), missing
+
+
+def private_attributes(mods: dict[str, Module]) -> list[str]:
+    """``"module -> ._name (layer)"`` for each ``obj._name`` (obj not ``self``/``cls``)
+    whose private name is defined (a ``def``/``class`` or an attribute assignment) only in
+    other layers than the module's: reaching into another layer's objects. A heuristic by
+    name; a private name of a third-party object can match by chance."""
+    defined: dict[str, set[str]] = {}
+    for m in mods.values():
+        own = layer(m.name)
+        for n in ast.walk(m.tree):
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = n.name
+            elif isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store):
+                name = n.attr
+            else:
+                continue
+            if name.startswith("_") and not name.startswith("__"):
+                defined.setdefault(name, set()).add(own)
+    out = set()
+    for m in mods.values():
+        own = layer(m.name)
+        for n in ast.walk(m.tree):
+            if not (isinstance(n, ast.Attribute) and n.attr.startswith("_")
+                    and not n.attr.startswith("__")):
+                continue
+            if isinstance(n.value, ast.Name) and n.value.id in ("self", "cls"):
+                continue
+            where = defined.get(n.attr, set())
+            if where and own not in where:
+                out.add(f"{m.name} -> .{n.attr} ({', '.join(sorted(where))})")
+    return sorted(out)
