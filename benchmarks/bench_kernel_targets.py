@@ -95,9 +95,18 @@ def main() -> None:
                 for c in configs:
                     results[b, c].append(run(b, c, os.path.join(tmp, str(c))))
                     print(f"round {r + 1}: {b} {c or 'host'} done", file=sys.stderr, flush=True)
-    print(f"## Portable kernels vs host-compiled ({args.rounds} interleaved rounds, medians)\n")
-    print("| target | benchmark | cells | geo-mean target/host | min | max |")
-    print("|---|---|---:|---:|---:|---:|")
+            if r + 1 < args.rounds:  # a partial report after each round, to stderr
+                report(results, targets, r + 1, sys.stderr)
+    report(results, targets, args.rounds, sys.stdout)
+
+
+def report(results: dict, targets: list, rounds: int, out) -> None:
+    def say(s=""):
+        print(s, file=out, flush=True)
+
+    say(f"## Portable kernels vs host-compiled ({rounds} interleaved rounds, medians)\n")
+    say("| target | benchmark | cells | geo-mean target/host | min | max |")
+    say("|---|---|---:|---:|---:|---:|")
     worst = []
     for t in targets:
         for b in BENCHES:
@@ -109,12 +118,12 @@ def main() -> None:
             if not ratios:
                 continue
             g = math.exp(statistics.fmean(math.log(v) for v in ratios.values()))
-            print(f"| {t} | {b} | {len(ratios)} | {g:.3f} | {min(ratios.values()):.2f} | "
-                  f"{max(ratios.values()):.2f} |")
+            say(f"| {t} | {b} | {len(ratios)} | {g:.3f} | {min(ratios.values()):.2f} | "
+                f"{max(ratios.values()):.2f} |")
             worst += [(v, t, b, k) for k, v in ratios.items()]
-    print("\nLowest ratios:\n")
+    say("\nLowest ratios:\n")
     for v, t, b, k in sorted(worst)[:10]:
-        print(f"- {t} {b} {k[0]} [{k[1]}]: {v:.2f}")
+        say(f"- {t} {b} {k[0]} [{k[1]}]: {v:.2f}")
 
 
 def _medians(runs: list) -> dict:
