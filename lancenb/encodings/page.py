@@ -13,20 +13,20 @@ import numpy as np
 import pyarrow as pa
 
 from lancenb.encodings import pb
+from lancenb.encodings.config import EncodingConfig
 from lancenb.encodings.layouts import LayoutDecoder, PageInfo, layout_decoder
 from lancenb.encodings.physical import packed_struct_variable as vpacked
+from lancenb.encodings.strategy import encode_page as encode
 from lancenb.encodings.structural import dictarray, fullzip
 from lancenb.errors import NotSupportedError
 
 __all__ = ["encode_page", "PageDecoder", "PageInfo", "parse_layout",
            "describe_layout"]
 
+
 def encode_page(arr: pa.Array, *, version_minor: int, config=None, levels=None):
     """Encode a flat Arrow array as one page (see :mod:`lancenb.encodings.strategy`);
     with ``levels``, ``arr`` is a nested column's leaf value slots."""
-    from lancenb.encodings.config import EncodingConfig
-    from lancenb.encodings.strategy import encode_page as encode
-
     if dictarray.handles(arr.type):  # fixed layouts, as pylance writes them
         return dictarray.encode_page(arr, config or EncodingConfig(),
                                      version_minor=version_minor, levels=levels)

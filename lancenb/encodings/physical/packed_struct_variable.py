@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from lancenb.encodings import pb
 from lancenb.encodings.blocks import Variable, fixed_bits
+from lancenb.encodings.physical import fsst
 from lancenb.errors import CorruptFileError, NotSupportedError
 from lancenb.kernels import slices
 
@@ -98,8 +99,6 @@ def check(vc, dt: pa.DataType, where: str) -> list:
     """Check the description ``vc`` against ``dt``; returns per child None or the
     :class:`~lancenb.encodings.physical.fsst.FsstValues` that expands its values
     (pylance may FSST-compress a string child's values inside the rows)."""
-    from lancenb.encodings.physical import fsst
-
     kids = _children(dt)
     fields = list(vc.variable_packed_struct.fields)
     if kids is None or len(fields) != len(kids):

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from lancenb.encodings import pb
+from lancenb.encodings import pb, physical
 from lancenb.encodings.blocks import (
     FixedWidth,
     Variable,
@@ -27,6 +27,7 @@ from lancenb.encodings.blocks import (
     offset_bits,
     to_arrow,
 )
+from lancenb.encodings.physical import general
 from lancenb.encodings.physical import levels as level_codec
 from lancenb.encodings.structural import repdef
 from lancenb.errors import CorruptFileError, NotSupportedError
@@ -68,9 +69,6 @@ def encode_levels(levels, *, version_minor: int):
 def _decode_levels(buf, enc, count: int, where: str) -> np.ndarray:
     """One page's rep or def levels stored as a single block: raw u16, or any level
     compression (bitpacked, RLE; 2.2 may wrap big blocks in General)."""
-    from lancenb.encodings import physical
-    from lancenb.encodings.physical import general
-
     raw = np.frombuffer(buf, np.uint8)
     kind = None if enc is None else enc.WhichOneof("compression")
     if kind is None or (kind == "flat" and enc.flat.bits_per_value == 16

@@ -57,8 +57,11 @@ import numpy as np
 import pyarrow as pa
 
 from lancenb.encodings import blocks, pb
+from lancenb.encodings.physical import general, variable
+from lancenb.encodings.strategy import choose_codec
 from lancenb.encodings.structural import allnull, miniblock, repdef
 from lancenb.errors import CorruptFileError, InvalidInputError, NotSupportedError
+from lancenb.kernels import bitpack as kb
 
 __all__ = ["has_dictionary", "is_empty_struct", "handles", "page_array", "page_groups",
            "encode_page", "encode", "encode_empty_struct", "to_arrow", "from_values",
@@ -348,8 +351,6 @@ def _bitpacked_items(block: blocks.FixedWidth):
     items → InlineBitpacking (``W | packed``), more → OutOfLineBitpacking at the widest
     group's width. E.g. 1000 doubles in [0, 1) → InlineBitpacking(64), 3 doubles →
     Flat(64)."""
-    from lancenb.kernels import bitpack as kb
-
     bits, n = block.bits, block.num_values
     if bits not in _NP_INDEX or n == 0:
         return None
@@ -376,8 +377,6 @@ def _items(values: pa.Array, version_minor: int, level):
     does it: strings → Variable; fixed-width → bitpacked where that applies (see
     :func:`_bitpacked_items`; never wrapped), else Flat; 2.2 wraps Variable and Flat in
     General LZ4."""
-    from lancenb.encodings.physical import general, variable
-
     block, _ = blocks.from_arrow(values)
     if isinstance(block, blocks.FixedWidth) and not pa.types.is_boolean(values.type):
         packed = _bitpacked_items(block)
@@ -403,8 +402,6 @@ def encode(arr: pa.DictionaryArray, cfg, *, version_minor: int, levels=None,
     """One page of a dictionary column: ``(buffers, PageLayout)``. ``arr`` comes from
     :func:`page_array` (no nulls in its dictionary); with ``levels`` it holds a nested
     column's value slots and the levels carry the nulls."""
-    from lancenb.encodings.strategy import choose_codec
-
     why = [] if why is None else why
     arr = _normalise(arr)
     if levels is not None:

@@ -36,6 +36,7 @@ import pyarrow as pa
 
 from lancenb.encodings import pb
 from lancenb.encodings.blocks import validity_of
+from lancenb.encodings.config import is_blob, is_packed
 from lancenb.errors import CorruptFileError, NotSupportedError
 from lancenb.kernels import repdef as kr
 
@@ -74,8 +75,6 @@ def leaf_paths(dt: pa.DataType, prefix: tuple = (), in_list: bool = False) -> li
 
 
 def _field_paths(f: pa.Field, prefix: tuple, in_list: bool = False) -> list[tuple]:
-    from lancenb.encodings.config import is_blob
-
     if is_blob(f) and in_list:
         raise NotSupportedError(f"field {f.name!r}: blobs inside lists are not supported "
                                 f"(pylance 14 cannot read them either)")
@@ -93,8 +92,6 @@ def leaf_arrow_field(f: pa.Field, path: tuple) -> pa.Field:
 
 def is_packed_leaf(f: pa.Field) -> bool:
     """A struct field stored packed: a leaf of the rep/def tree, not a layer."""
-    from lancenb.encodings.config import is_packed
-
     return pa.types.is_struct(f.type) and f.type.num_fields > 0 and is_packed(f)
 
 
