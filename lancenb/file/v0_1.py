@@ -79,6 +79,8 @@ TAIL_READ_BYTES = 64 * 1024
 # index arrays, and keeps 32-bit offsets of string/list chunks from overflowing).
 CHUNK_ROWS = 1 << 16
 _I32_MAX = (1 << 31) - 1
+# the runs of a take of at most this many rows are kept for the take's next column
+CACHED_TAKE_ROWS = 1 << 16
 _STATS_CHILDREN = ("null_count", "min_value", "max_value")
 
 
@@ -235,6 +237,7 @@ class V01Backend:
             int(self._meta.page_table_position), min(order), max(order), self._num_batches,
             limit_of_table=man_pos, what="")
         self._dicts: dict[int, pa.Array] = {}
+        self._last_rows = None
 
     # -- opening ---------------------------------------------------------------
     def _corrupt(self, what: str) -> CorruptFileError:
@@ -568,12 +571,27 @@ class V01Backend:
             return self._read(field_idx, self._all_runs())
         if isinstance(rows, range):
             return self._read(field_idx, self._range_runs(rows.start, rows.stop))
-        rows = np.asarray(rows, dtype=np.int64).reshape(-1)
-        self._check_rows(rows)
-        if len(rows) > 1 and not np.all(rows[1:] > rows[:-1]):
-            uniq, inv = np.unique(rows, return_inverse=True)
-            return self._read(field_idx, self._runs_of(uniq)).take(pa.array(inv))
-        return self._read(field_idx, self._runs_of(rows))
+        runs, inv = self._sorted_runs(rows)
+        got = self._read(field_idx, runs)
+        return got if inv is None else got.take(inv)
+
+    def _sorted_runs(self, rows):
+        """``(runs, positions to take back or None)`` of sorted rows (duplicates
+        allowed); the last rows' are kept, since the facade reads every column of a
+        take with the same array."""
+        hit = self._last_rows
+        if hit is not None and hit[0] is rows:
+            return hit[1], hit[2]
+        arr = np.asarray(rows, dtype=np.int64).reshape(-1)
+        self._check_rows(arr)
+        inv = None
+        if len(arr) > 1 and not np.all(arr[1:] > arr[:-1]):
+            arr, inv = np.unique(arr, return_inverse=True)
+            inv = pa.array(inv)
+        runs = self._runs_of(arr)
+        if len(arr) <= CACHED_TAKE_ROWS:  # (big takes amortise this; not kept alive)
+            self._last_rows = (rows, runs, inv)  # (one assignment: safe across the pool)
+        return runs, inv
 
     def read_blob_descriptions(self, field_idx: int, rows) -> pa.ChunkedArray:
         raise NotSupportedError(f"{self.path!r}: legacy (0.1) files store no blob "
