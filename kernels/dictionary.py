@@ -74,8 +74,9 @@ def _table_bits(table, max_distinct):
 
 
 @kernel
-def _build_words(vals, max_distinct, table, bits, out_indices, out_first):
-    """Build over typed keys (the rows themselves)."""
+def _build_words(data, proto, max_distinct, table, bits, out_indices, out_first):
+    """Build over typed keys (the rows themselves, as ``proto``'s word type)."""
+    vals = data.view(proto.dtype)
     mask = (np.int64(1) << bits) - 1
     shift = np.uint64(64 - bits)
     count = 0
@@ -153,10 +154,28 @@ def _build_bytes(data, offsets, width, n, max_distinct, table, bits, out_indices
     return count
 
 
-@kernel
+# word types by row width: the width picks the kernel in Python (build_fixed), so only
+# the word types met get compiled (a kernel compiles every branch, taken or not)
+_WORDS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
 def build_fixed(data, width, max_distinct, table, out_indices, out_first):
     """Dictionary of the rows of ``data`` (``width`` bytes each); returns the number
     of distinct rows or a status (module docstring)."""
+    status = _fixed_status(data, width, max_distinct, table, out_indices, out_first)
+    if status < 0:
+        return status
+    if width in _WORDS:
+        return _build_words(data, np.empty(0, _WORDS[width]), max_distinct, table, status,
+                            out_indices, out_first)
+    return _build_bytes(data, np.zeros(1, np.int64), width, data.shape[0] // width,
+                        max_distinct, table, status, out_indices, out_first)
+
+
+@kernel
+def _fixed_status(data, width, max_distinct, table, out_indices, out_first):
+    """The checks of :func:`build_fixed`: the table's bit count (after clearing the
+    table), or a negative status."""
     if width < 1 or data.shape[0] % width != 0:
         return BAD_SIZE
     n = data.shape[0] // width
@@ -166,19 +185,7 @@ def build_fixed(data, width, max_distinct, table, out_indices, out_first):
     if bits < 0:
         return BAD_TABLE
     table[:] = 0
-    if width == 8:
-        return _build_words(data.view(np.uint64), max_distinct, table, bits, out_indices,
-                            out_first)
-    if width == 4:
-        return _build_words(data.view(np.uint32), max_distinct, table, bits, out_indices,
-                            out_first)
-    if width == 2:
-        return _build_words(data.view(np.uint16), max_distinct, table, bits, out_indices,
-                            out_first)
-    if width == 1:
-        return _build_words(data, max_distinct, table, bits, out_indices, out_first)
-    return _build_bytes(data, np.zeros(1, np.int64), width, n, max_distinct, table, bits,
-                        out_indices, out_first)
+    return bits
 
 
 

@@ -43,6 +43,21 @@ MAX_CHUNK_BYTES = 8186   # value bytes per chunk (8 KiB minus the chunk header)
 RUN_BLOCK = 8            # decode: runs are written in blocks of this many values
 
 
+# One empty array per value width, passed to the word kernels so that each is compiled for
+# the word type of the widths actually met (``data.view(proto.dtype)`` inside the
+# kernel), not for all four at once as a ``width ==`` branch in one kernel would: a
+# branch numba does not take at run time is still compiled. The dispatch on the width
+# is therefore in Python, in the public functions below.
+_PROTO = {1: np.empty(0, np.uint8), 2: np.empty(0, np.uint16), 4: np.empty(0, np.uint32),
+          8: np.empty(0, np.uint64)}
+
+
+def _proto(width):
+    """The word prototype of ``width`` (uint8's for a bad width, which the kernels
+    reject before they use it)."""
+    return _PROTO.get(width, _PROTO[1])
+
+
 @kernel
 def _widths_ok(width, length_width):
     return (width == 1 or width == 2 or width == 4 or width == 8) and \
@@ -57,7 +72,8 @@ def _max_run(length_width):
 # -- encoding -------------------------------------------------------------------------------
 
 @kernel
-def _plan_words(vals, max_values, max_bytes, entry, max_run, out_bounds):
+def _plan_words(data, proto, max_values, max_bytes, entry, max_run, out_bounds):
+    vals = data.view(proto.dtype)
     n = vals.shape[0]
     i = 0
     nc = 0
@@ -100,7 +116,6 @@ def _plan_words(vals, max_values, max_bytes, entry, max_run, out_bounds):
     return nc
 
 
-@kernel
 def plan_chunks(data, width, max_values, max_bytes, length_width, out_bounds):
     """Chunk bounds as the reference's mini-block RLE encoder picks them.
 
@@ -117,18 +132,8 @@ def plan_chunks(data, width, max_values, max_bytes, length_width, out_bounds):
     n = data.shape[0] // width
     if out_bounds.shape[0] < n + 1:
         return BAD_SIZE
-    entry = width + length_width
-    max_run = _max_run(length_width)
-    if width == 8:
-        return _plan_words(data.view(np.uint64), max_values, max_bytes, entry, max_run,
-                           out_bounds)
-    if width == 4:
-        return _plan_words(data.view(np.uint32), max_values, max_bytes, entry, max_run,
-                           out_bounds)
-    if width == 2:
-        return _plan_words(data.view(np.uint16), max_values, max_bytes, entry, max_run,
-                           out_bounds)
-    return _plan_words(data, max_values, max_bytes, entry, max_run, out_bounds)
+    return _plan_words(data, _proto(width), max_values, max_bytes, width + length_width,
+                       _max_run(length_width), out_bounds)
 
 
 @kernel
@@ -169,7 +174,8 @@ def _check_chunks(data, width, length_width, bounds, per_chunk):
 
 
 @kernel
-def _count_words(vals, bounds, max_run, out_runs):
+def _count_words(data, proto, bounds, max_run, out_runs):
+    vals = data.view(proto.dtype)
     total = np.int64(0)
     for c in range(bounds.shape[0] - 1):
         runs = _chunk_runs(vals[bounds[c]:bounds[c + 1]], max_run)
@@ -178,25 +184,19 @@ def _count_words(vals, bounds, max_run, out_runs):
     return total
 
 
-@kernel
 def encode_count(data, width, bounds, length_width, out_runs):
     """Runs of each chunk ``[bounds[c], bounds[c + 1])`` after cutting long runs:
     ``out_runs[c]``; returns the total or a status."""
     status = _check_chunks(data, width, length_width, bounds, out_runs.shape[0])
     if status != OK:
         return status
-    max_run = _max_run(length_width)
-    if width == 8:
-        return _count_words(data.view(np.uint64), bounds, max_run, out_runs)
-    if width == 4:
-        return _count_words(data.view(np.uint32), bounds, max_run, out_runs)
-    if width == 2:
-        return _count_words(data.view(np.uint16), bounds, max_run, out_runs)
-    return _count_words(data, bounds, max_run, out_runs)
+    return _count_words(data, _proto(width), bounds, _max_run(length_width), out_runs)
 
 
 @kernel
-def _fill_words(vals, bounds, length_width, run_starts, out_vals, out_lengths):
+def _fill_words(data, proto, bounds, length_width, run_starts, out_values, out_lengths):
+    vals = data.view(proto.dtype)
+    out_vals = out_values.view(proto.dtype)
     max_run = _max_run(length_width)
     cap = out_vals.shape[0]
     for c in range(bounds.shape[0] - 1):
@@ -223,11 +223,7 @@ def _fill_words(vals, bounds, length_width, run_starts, out_vals, out_lengths):
 
 
 @kernel
-def encode_fill(data, width, bounds, length_width, run_starts, out_values, out_lengths):
-    """Write the runs of chunk ``c`` from run ``run_starts[c]`` on: values into
-    ``out_values`` (``width`` bytes per run), lengths into ``out_lengths``
-    (``length_width`` bytes per run). Size the outputs from :func:`encode_count`;
-    a write past them stops with ``BAD_SIZE``."""
+def _fill_status(data, width, bounds, length_width, run_starts, out_values, out_lengths):
     if not _widths_ok(width, length_width):
         return BAD_WIDTH
     if data.shape[0] % width != 0 or out_values.shape[0] % width != 0:
@@ -237,20 +233,25 @@ def encode_fill(data, width, bounds, length_width, run_starts, out_values, out_l
     if not _bounds_ok(bounds, n) or run_starts.shape[0] < bounds.shape[0] - 1 \
             or out_lengths.shape[0] != runs_room * length_width:
         return BAD_SIZE
-    if width == 8:
-        return _fill_words(data.view(np.uint64), bounds, length_width, run_starts,
-                           out_values.view(np.uint64), out_lengths)
-    if width == 4:
-        return _fill_words(data.view(np.uint32), bounds, length_width, run_starts,
-                           out_values.view(np.uint32), out_lengths)
-    if width == 2:
-        return _fill_words(data.view(np.uint16), bounds, length_width, run_starts,
-                           out_values.view(np.uint16), out_lengths)
-    return _fill_words(data, bounds, length_width, run_starts, out_values, out_lengths)
+    return OK
+
+
+def encode_fill(data, width, bounds, length_width, run_starts, out_values, out_lengths):
+    """Write the runs of chunk ``c`` from run ``run_starts[c]`` on: values into
+    ``out_values`` (``width`` bytes per run), lengths into ``out_lengths``
+    (``length_width`` bytes per run). Size the outputs from :func:`encode_count`;
+    a write past them stops with ``BAD_SIZE``."""
+    status = _fill_status(data, width, bounds, length_width, run_starts, out_values,
+                          out_lengths)
+    if status != OK:
+        return status
+    return _fill_words(data, _proto(width), bounds, length_width, run_starts, out_values,
+                       out_lengths)
 
 
 @kernel
-def _block_words(vals, width, bounds, length_width, block_starts, out):
+def _block_words(data, proto, width, bounds, length_width, block_starts, out):
+    vals = data.view(proto.dtype)
     max_run = _max_run(length_width)
     for c in range(bounds.shape[0] - 1):
         chunk = vals[bounds[c]:bounds[c + 1]]
@@ -277,7 +278,6 @@ def _block_words(vals, width, bounds, length_width, block_starts, out):
     return OK
 
 
-@kernel
 def encode_blocks(data, width, bounds, length_width, block_starts, out):
     """Each chunk ``[bounds[c], bounds[c + 1])`` of ``data`` in the block form ``u64
     values byte length | values | lengths`` at ``out[block_starts[c]:]``. A block
@@ -287,16 +287,7 @@ def encode_blocks(data, width, bounds, length_width, block_starts, out):
     status = _check_chunks(data, width, length_width, bounds, block_starts.shape[0])
     if status != OK:
         return status
-    if width == 8:
-        return _block_words(data.view(np.uint64), width, bounds, length_width,
-                            block_starts, out)
-    if width == 4:
-        return _block_words(data.view(np.uint32), width, bounds, length_width,
-                            block_starts, out)
-    if width == 2:
-        return _block_words(data.view(np.uint16), width, bounds, length_width,
-                            block_starts, out)
-    return _block_words(data, width, bounds, length_width, block_starts, out)
+    return _block_words(data, _proto(width), width, bounds, length_width, block_starts, out)
 
 
 # -- decoding -------------------------------------------------------------------------------
@@ -389,34 +380,25 @@ def _expand_chunk(vals, lens, length_width, out_vals, p):
 
 
 @kernel
-def _expand_one(src, vs, ls, lz, width, length_width, out, p):
+def _expand_one(src, vs, ls, lz, proto, length_width, out, p):
     """Expand the validated chunk at ``vs``/``ls`` into ``out`` (bytes) from value
-    ``p`` on, through a typed view for the width. Scalars only besides ``src`` and
-    ``out``, so numba compiles this once per kind of ``src``."""
+    ``p`` on, through views as ``proto``'s word type."""
     nr = lz // length_width
-    lens = src[ls:ls + lz]
-    if width == 8:
-        return _expand_chunk(src[vs:vs + nr * 8].view(np.uint64), lens, length_width,
-                             out.view(np.uint64), p)
-    if width == 4:
-        return _expand_chunk(src[vs:vs + nr * 4].view(np.uint32), lens, length_width,
-                             out.view(np.uint32), p)
-    if width == 2:
-        return _expand_chunk(src[vs:vs + nr * 2].view(np.uint16), lens, length_width,
-                             out.view(np.uint16), p)
-    return _expand_chunk(src[vs:vs + nr], lens, length_width, out, p)
+    return _expand_chunk(src[vs:vs + nr * proto.itemsize].view(proto.dtype),
+                         src[ls:ls + lz], length_width, out.view(proto.dtype), p)
 
 
 @kernel
-def decode_chunks(src, vstarts, vsizes, lstarts, lsizes, counts, width, length_width,
-                  out, err):
-    """Decode mini-block RLE chunks into ``out`` (``sum(counts) * width`` bytes).
+def _expand_chunks(src, vstarts, lstarts, lsizes, proto, length_width, out):
+    p = np.int64(0)
+    for c in range(vstarts.shape[0]):
+        p = _expand_one(src, vstarts[c], lstarts[c], lsizes[c], proto, length_width, out, p)
 
-    Chunk ``c`` has its values at ``src[vstarts[c]:][:vsizes[c]]``, its lengths at
-    ``src[lstarts[c]:][:lsizes[c]]`` and ``counts[c]`` values. Every chunk is checked
-    before anything is written. Returns ``OK`` or a status; ``err`` gets the chunk and
-    the byte position in ``src`` of the problem.
-    """
+
+@kernel
+def _chunks_status(src, vstarts, vsizes, lstarts, lsizes, counts, width, length_width,
+                   out, err):
+    """The checks of :func:`decode_chunks`."""
     if not _widths_ok(width, length_width):
         return BAD_WIDTH
     nc = vstarts.shape[0]
@@ -441,16 +423,27 @@ def decode_chunks(src, vstarts, vsizes, lstarts, lsizes, counts, width, length_w
         err[0] = nc
         err[1] = 0
         return BAD_SIZE
-    p = np.int64(0)
-    for c in range(nc):
-        p = _expand_one(src, vstarts[c], lstarts[c], lsizes[c], width, length_width, out, p)
     return OK
 
 
+def decode_chunks(src, vstarts, vsizes, lstarts, lsizes, counts, width, length_width,
+                  out, err):
+    """Decode mini-block RLE chunks into ``out`` (``sum(counts) * width`` bytes).
+
+    Chunk ``c`` has its values at ``src[vstarts[c]:][:vsizes[c]]``, its lengths at
+    ``src[lstarts[c]:][:lsizes[c]]`` and ``counts[c]`` values. Every chunk is checked
+    before anything is written. Returns ``OK`` or a status; ``err`` gets the chunk and
+    the byte position in ``src`` of the problem.
+    """
+    status = _chunks_status(src, vstarts, vsizes, lstarts, lsizes, counts, width,
+                            length_width, out, err)
+    if status == OK:
+        _expand_chunks(src, vstarts, lstarts, lsizes, _proto(width), length_width, out)
+    return status
+
+
 @kernel
-def decode_block(src, width, length_width, count, out):
-    """Decode the block form ``u64 values byte length | values | lengths`` of
-    ``count`` values into ``out`` (``count * width`` bytes). Returns a status."""
+def _decode_block(src, width, proto, length_width, count, out):
     if not _widths_ok(width, length_width):
         return BAD_WIDTH
     if count < 0 or out.shape[0] % width != 0 or out.shape[0] // width != count:
@@ -465,15 +458,26 @@ def decode_block(src, width, length_width, count, out):
     status, _ = _check_chunk(src, 8, vz, 8 + vz, size - 8 - vz, count, width, length_width)
     if status != OK:
         return status
-    _expand_one(src, 8, 8 + vz, size - 8 - vz, width, length_width, out, 0)
+    _expand_one(src, 8, 8 + vz, size - 8 - vz, proto, length_width, out, 0)
     return OK
 
 
-@kernel
+def decode_block(src, width, length_width, count, out):
+    """Decode the block form ``u64 values byte length | values | lengths`` of
+    ``count`` values into ``out`` (``count * width`` bytes). Returns a status."""
+    return _decode_block(src, width, _proto(width), length_width, count, out)
+
+
 def decode_blocks(src, starts, sizes, counts, width, length_width, out, err):
     """Decode one block-form buffer per chunk (``starts``/``sizes`` into ``src``,
     ``counts`` values each) back to back into ``out``; on failure ``err[0]`` is the
     chunk. Returns a status."""
+    return _decode_blocks(src, starts, sizes, counts, width, _proto(width), length_width,
+                          out, err)
+
+
+@kernel
+def _decode_blocks(src, starts, sizes, counts, width, proto, length_width, out, err):
     total = 0
     for c in range(counts.shape[0]):
         if counts[c] < 0 or starts[c] < 0 or sizes[c] < 0 or starts[c] + sizes[c] > src.shape[0]:
@@ -485,8 +489,8 @@ def decode_blocks(src, starts, sizes, counts, width, length_width, out, err):
     p = 0
     for c in range(counts.shape[0]):
         n = counts[c] * width
-        status = decode_block(src[starts[c]:starts[c] + sizes[c]], width, length_width,
-                              counts[c], out[p:p + n])
+        status = _decode_block(src[starts[c]:starts[c] + sizes[c]], width, proto,
+                               length_width, counts[c], out[p:p + n])
         if status != OK:
             err[0] = c
             return status

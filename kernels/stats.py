@@ -373,8 +373,13 @@ def hll_estimate(registers):
 
 # -- runs, bit widths, sizes, entropy ---------------------------------------------------------
 
+# word types by row width, for the run counter (see run_count)
+_WORDS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
 @kernel
-def _runs_words(vals):
+def _runs_words(data, proto):
+    vals = data.view(proto.dtype)
     n = vals.shape[0]
     if n == 0:
         return 0
@@ -393,20 +398,21 @@ def _rows_equal(data, a, b, width):
     return True
 
 
-@kernel
 def run_count(data, width):
-    """Number of runs of equal consecutive rows, or ``BAD_SIZE``."""
+    """Number of runs of equal consecutive rows, or ``BAD_SIZE``.
+
+    The width picks the kernel in Python, so that only the word types met get
+    compiled (a kernel compiles every branch, taken or not)."""
     if not _rows_ok(data, width):
         return BAD_SIZE
+    if width in _WORDS:
+        return _runs_words(data, np.empty(0, _WORDS[width]))
+    return _runs_rows(data, width)
+
+
+@kernel
+def _runs_rows(data, width):
     n = data.shape[0] // width
-    if width == 8:
-        return _runs_words(data.view(np.uint64))
-    if width == 4:
-        return _runs_words(data.view(np.uint32))
-    if width == 2:
-        return _runs_words(data.view(np.uint16))
-    if width == 1:
-        return _runs_words(data)
     if n == 0:
         return 0
     runs = 1

@@ -135,6 +135,30 @@ def test_concat_slices_output_too_small(as_input, guarded, case, short):
         _run_slices(as_input, guarded, src, starts, sizes, max(total - short, 0))
 
 
+@given(valid_byte_slices(), st.sampled_from([np.uint16, np.int32, np.uint64]))
+def test_concat_slices_wide_elements(as_input, guarded, case, dtype):
+    """Elements wider than a byte: slices and bounds are counted in elements."""
+    src, starts, sizes, out_len = case
+    rng = np.random.default_rng(len(src))
+    vals = rng.integers(0, 1 << 15, len(src)).astype(dtype)
+    total = sum(sizes)
+    for room in (out_len, total, max(total - 1, 0)):
+        g = guarded(room, dtype, fill=7)
+        got = slices.concat_slices(as_input(vals), _i64(starts, as_input),
+                                   _i64(sizes, as_input), g.out)
+        assert g.intact()
+        if total > room:
+            assert got == slices.OUT_OF_BOUNDS
+            continue
+        assert got == slices.OK
+        want = np.concatenate([vals[s:s + n] for s, n in zip(starts, sizes, strict=True)]
+                              + [np.full(room - total, 7, dtype)])
+        np.testing.assert_array_equal(g.out, want)
+    bad = np.array([len(src)], np.int64)
+    assert slices.concat_slices(vals, bad, np.array([1], np.int64),
+                                np.empty(1, dtype)) == slices.OUT_OF_BOUNDS
+
+
 def test_concat_slices_docstring_example():
     src = _u8(b"abcdef")
     out = np.zeros(4, np.uint8)
