@@ -153,10 +153,13 @@ def _link_pyspark(venv: Path) -> None:
     (site / "smoke-pyspark.pth").write_text(f"{shelf}\n")
 
 
-def _expected_modules() -> set[str]:
-    mods = {f"lancenb/{p.relative_to(REPO / 'lancenb').as_posix()}"
-            for p in (REPO / "lancenb").rglob("*.py")}
-    mods |= {f"lancenb/kernels/{p.name}" for p in (REPO / "kernels").glob("*.py")}
+def _expected_modules(src: Path) -> set[str]:
+    """The modules a wheel built from the source tree ``src`` must hold (``src`` is the
+    unpacked sdist, not the repository: files others add to the working tree while the
+    wheel builds are not the wheel's business)."""
+    mods = {f"lancenb/{p.relative_to(src / 'lancenb').as_posix()}"
+            for p in (src / "lancenb").rglob("*.py")}
+    mods |= {f"lancenb/kernels/{p.name}" for p in (src / "kernels").glob("*.py")}
     return mods
 
 
@@ -187,7 +190,7 @@ def build(tmp: Path) -> tuple[Path, Path]:
     (wheel,) = dist.glob("*.whl")
     with zipfile.ZipFile(wheel) as zf:
         in_wheel = set(zf.namelist())
-    missing = sorted(_expected_modules() - in_wheel)
+    missing = sorted(_expected_modules(tmp / "src" / root) - in_wheel)
     if missing:
         raise SystemExit(f"wheel {wheel.name} lacks {missing}")
     extra = sorted(n for n in in_wheel if n.endswith(".py") and not n.startswith("lancenb/"))
