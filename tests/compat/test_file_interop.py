@@ -16,8 +16,10 @@ lance_file = pytest.importorskip("lance.file")
 N = 12_000
 
 
-def lancenb_write(path, table, *, batches=1, **kw):
-    with LanceFileWriter(str(path), table.schema, **kw) as w:
+def lancenb_write(path, table, *, batches=1, version="2.1", **kw):
+    # 2.1 unless told otherwise, as pylance_write below (both pinned: the writers'
+    # defaults are 2.2)
+    with LanceFileWriter(str(path), table.schema, version=version, **kw) as w:
         step = max(1, -(-table.num_rows // batches))
         for i in range(0, table.num_rows, step):
             w.write_batch(table.slice(i, step))

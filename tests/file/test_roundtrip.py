@@ -129,7 +129,7 @@ def test_writer_api(tmp_path):
     assert r.read_global_buffer(2) == b""
     assert r.schema.metadata[b"owner"] == b"me"
     md = r.metadata()
-    assert md.num_rows == 6 and (md.major_version, md.minor_version) == (2, 1)
+    assert md.num_rows == 6 and (md.major_version, md.minor_version) == (2, 2)  # default
     with pytest.raises(InvalidInputError):
         r.read_global_buffer(3)
     with pytest.raises(InvalidInputError, match="closed"):
@@ -143,7 +143,7 @@ def test_schema_mismatch_and_unsupported_types(tmp_path):
     w.close()
     with pytest.raises(NotSupportedError, match="need file version 2.2"):
         LanceFileWriter(str(tmp_path / "b.lance"),
-                        pa.schema([("m", pa.map_(pa.string(), pa.int32()))]))
+                        pa.schema([("m", pa.map_(pa.string(), pa.int32()))]), version="2.1")
     assert not (tmp_path / "b.lance").exists()
     with pytest.raises((NotSupportedError, SchemaError)):
         LanceFileWriter(str(tmp_path / "u.lance"),
