@@ -108,8 +108,8 @@ def demo(rows: int = 200_000, out_dir: str | None = None) -> int:
     the Python API read it back; prints rows, versions, encodings and sizes."""
     import numpy as np
 
-    import lancenb
     import lancenb.spark as ls
+    from lancenb.dataset import dataset as open_dataset
 
     with tempfile.TemporaryDirectory() as tmp:
         base = out_dir or tmp
@@ -140,7 +140,7 @@ def demo(rows: int = 200_000, out_dir: str | None = None) -> int:
         step("version 1: Spark wrote the first batch")
         second.write.format("lancenb").mode("append").save(uri)
         step("version 2: Spark appended a second batch")
-        ds = lancenb.dataset(uri)
+        ds = open_dataset(uri)
         ds.delete("category = 'toys' AND price > 80")
         step("version 3: lancenb deleted toys above 80")
         first.write.mode("overwrite").parquet(pq_path)
@@ -155,7 +155,7 @@ def demo(rows: int = 200_000, out_dir: str | None = None) -> int:
         recent = df.filter("ts >= TIMESTAMP'1970-01-01' AND category = 'books' "
                            "AND in_stock").count()
         step("Spark read it back (count, group by, pushed-down filter)")
-        ds = lancenb.dataset(uri)
+        ds = open_dataset(uri)
         n_py = ds.count_rows()
         table = ds.to_table(columns=["id", "category", "price"])
         step("the Python API read it back")
@@ -513,9 +513,9 @@ def _source(src: str, fmt: str | None, batch_rows: int):
         else:
             raise InvalidInputError(f"cannot tell the format of {src!r}; pass --format")
     if fmt == "lance":
-        import lancenb
+        from lancenb.dataset import dataset as open_dataset
 
-        ds = lancenb.dataset(src)
+        ds = open_dataset(src)
         return (pa.RecordBatchReader.from_batches(
             ds.schema, ds.to_batches(batch_size=batch_rows)), ds.count_rows())
     if fmt == "parquet":
@@ -600,22 +600,22 @@ def _cmd_convert(args) -> int:
             for b in reader:
                 w.write_batch(b)
     else:
-        import lancenb
+        from lancenb.dataset import write_dataset
 
         opts = {"mode": args.mode, "data_storage_version": args.data_storage_version}
         if args.max_rows_per_file:
             opts["max_rows_per_file"] = args.max_rows_per_file
-        lancenb.write_dataset(reader, args.dst, **opts)
+        write_dataset(reader, args.dst, **opts)
     prog.line(final=True)
     return 0
 
 
 def _cmd_compact(args) -> int:
-    import lancenb
+    from lancenb.dataset import dataset as open_dataset
     from lancenb.dataset.maintenance import compact_files, compaction_rows
     from lancenb.progress import progress_bar
 
-    ds = lancenb.dataset(args.uri)
+    ds = open_dataset(args.uri)
     target = args.target_rows_per_fragment
     total = compaction_rows(ds, target_rows_per_fragment=target)
     t0 = time.perf_counter()

@@ -35,8 +35,6 @@ KNOWN_DEFERRED_CYCLES = {
         "helper; issue 22 dataset split)",
 }
 KNOWN_UPWARD = {
-    "lancenb.cli -> lancenb": "__version__ and lazy names from the package root (issue 22 "
-                              "dataset helper: _version.py)",
     "lancenb.warmup -> lancenb": "warmup drives the public API through the package root",
 }
 KNOWN_LONG = {}
