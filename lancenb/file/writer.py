@@ -68,7 +68,7 @@ class LanceFileWriter:
         Bytes buffered across all columns before pages are written (split evenly;
         default 8 MiB per column). Smaller values make more, smaller pages.
     version : str, optional
-        File format version: ``"2.0"``, ``"2.1"`` (default) or ``"2.2"`` (also
+        File format version: ``"2.0"``, ``"2.1"`` or ``"2.2"`` (the default, as pylance 14; also
         ``"stable"``/``"next"``).
     storage_options : dict, optional
         Passed to fsspec.
