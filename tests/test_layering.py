@@ -39,15 +39,9 @@ KNOWN_UPWARD = {
 }
 KNOWN_LONG = {}
 KNOWN_PRIVATE = {
-    "lancenb.dataset.api_extras -> lancenb.io._COUNT_LOCK": "reads the I/O counters' lock",
-    "lancenb.inspect.datasets -> lancenb.dataset.core._parse_tag": "tag parsing not public",
-    "lancenb.inspect.validate -> lancenb.dataset.core._manifest_time": "manifest time helper",
-    "lancenb.inspect.validate -> lancenb.dataset.core._parse_tag": "tag parsing not public",
 }
 # obj._name where _name is defined only in other layers (a heuristic by name)
 KNOWN_PRIVATE_ATTRIBUTES = {
-    "lancenb.file.backend -> ._count (dataset, io, kernels)":
-        "the file layer's whole-file reader counts its reads through RangeReader._count",
     "lancenb.io.store -> ._join (encodings)":
         "fsspec's DirFileSystem._join (not ours; the name matches encodings' _join)",
 }

@@ -330,13 +330,8 @@ class DatasetApiExtras:
 
     def io_stats_incremental(self) -> IOStats:
         """:meth:`io_stats_snapshot`, then the counters start again from zero."""
-        from lancenb.io import _COUNT_LOCK
-
-        c = self._store.io_stats
-        with _COUNT_LOCK:
-            out = IOStats(c.reads, c.bytes_read, c.writes, c.bytes_written)
-            c.reads = c.bytes_read = c.writes = c.bytes_written = 0
-        return out
+        c = self._store.io_stats.take()
+        return IOStats(c.reads, c.bytes_read, c.writes, c.bytes_written)
 
     # -- whole-dataset changes --------------------------------------------------------
     def truncate_table(self) -> None:

@@ -47,7 +47,6 @@ from lancenb.dataset.operations import commit_operation, commit_store
 from lancenb.dataset.scanner import LanceScanner
 from lancenb.dataset.sql import SqlQueryBuilder
 from lancenb.dataset.tags import Tags
-from lancenb.dataset.tags import parse_tag as _parse_tag  # noqa: F401 (inspect's name)
 from lancenb.dataset.transaction import Transaction
 from lancenb.dataset.versions import as_datetime as _as_datetime
 from lancenb.dataset.versions import manifest_time as _manifest_time

@@ -168,4 +168,3 @@ def _parse_ts(s):
     return base.replace(microsecond=int((frac + "000000")[:6])) if frac else base
 
 
-_parse_tag = parse_tag  # (the name inspect knew it by)

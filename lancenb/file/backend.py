@@ -119,7 +119,7 @@ class WholeFile:
 
     def read(self, offset: int, length: int) -> bytes:
         self._check(offset, length)
-        self._inner._count(length)
+        self._inner.count_read(length)
         return self._data[offset:offset + length]
 
     def read_ranges(self, ranges) -> list[memoryview]:
@@ -129,7 +129,7 @@ class WholeFile:
             self._check(off, n)
             out.append(view[off:off + n])
         if out:
-            self._inner._count(sum(len(v) for v in out))
+            self._inner.count_read(sum(len(v) for v in out))
         return out
 
     def read_ranges_np(self, offsets: np.ndarray, lengths: np.ndarray):
@@ -143,7 +143,7 @@ class WholeFile:
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             self._check(int(offsets[i]), int(lengths[i]))
-        self._inner._count(int(lengths.sum()))
+        self._inner.count_read(int(lengths.sum()))
         lo = int(offsets.min())
         return self._arr[lo:int((offsets + lengths).max())], offsets - lo
 

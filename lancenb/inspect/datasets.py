@@ -151,7 +151,7 @@ def _inspect_dataset(uri: str, *, version=None, files: bool = False, explain: bo
 
 def _tags(store) -> dict:
     # deferred: inspecting a file does not load the dataset layer
-    from lancenb.dataset.core import _parse_tag
+    from lancenb.dataset.tags import parse_tag
 
     out = {}
     for name in sorted(store.list("_refs/tags")):
@@ -159,7 +159,7 @@ def _tags(store) -> dict:
             continue
         try:
             out[name[:-5]] = json.loads(store.read_bytes(f"_refs/tags/{name}"))
-            _parse_tag(store.read_bytes(f"_refs/tags/{name}"), store.uri_of(f"_refs/tags/{name}"))
+            parse_tag(store.read_bytes(f"_refs/tags/{name}"), store.uri_of(f"_refs/tags/{name}"))
         except (LanceError, ValueError, RecursionError) as e:
             out[name[:-5]] = {"error": str(e)}
     return out

@@ -136,8 +136,8 @@ def _check_metadata_files(store, versions: list[int], problems: list) -> None:
     """Names under ``_versions/`` that look like manifests but name no version (pylance
     ignores them; they are reported), the latest-version hint, and every tag file."""
     # deferred: inspecting a file does not load the dataset layer
-    from lancenb.dataset.core import _parse_tag
     from lancenb.dataset.manifest import HINT_FILE, VERSIONS_DIR, parse_manifest_name
+    from lancenb.dataset.tags import parse_tag
 
     for name in sorted(store.list(VERSIONS_DIR)):
         if name.endswith(".manifest") and parse_manifest_name(name) is None:
@@ -160,7 +160,7 @@ def _check_metadata_files(store, versions: list[int], problems: list) -> None:
         if not name.endswith(".json"):
             continue
         rel = f"_refs/tags/{name}"
-        tag = _check(problems, lambda rel=rel: _parse_tag(store.read_bytes(rel),
+        tag = _check(problems, lambda rel=rel: parse_tag(store.read_bytes(rel),
                                                           store.uri_of(rel)), store.uri_of(rel))
         if tag is not None and tag["version"] not in versions:
             problems.append(_problem(store.uri_of(rel), f"tag {name[:-5]!r} points to version "
@@ -170,10 +170,10 @@ def _check_metadata_files(store, versions: list[int], problems: list) -> None:
 def _check_manifest_refs(mf, problems: list) -> None:
     """A manifest's timestamp and every path it holds (confined to the dataset)."""
     # deferred: inspecting a file does not load the dataset layer
-    from lancenb.dataset.core import _manifest_time
+    from lancenb.dataset.versions import manifest_time
 
     m, src = mf.manifest, f"manifest {mf.name!r}"
-    _check(problems, lambda: _manifest_time(m, mf.name), mf.name)
+    _check(problems, lambda: manifest_time(m, mf.name), mf.name)
     if m.transaction_file:
         _check(problems, functools.partial(check_name, m.transaction_file,
                                            what="transaction file", source=src), mf.name)

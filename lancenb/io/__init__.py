@@ -61,6 +61,13 @@ class IOStats:
             self.writes += writes
             self.bytes_written += bytes_written
 
+    def take(self) -> "IOStats":
+        """A copy of the counters, which then start again from zero (atomically)."""
+        with _COUNT_LOCK:
+            out = IOStats(self.reads, self.bytes_read, self.writes, self.bytes_written)
+            self.reads = self.bytes_read = self.writes = self.bytes_written = 0
+        return out
+
 
 _COUNT_LOCK = threading.Lock()
 # every read and write request lancenb makes in this process (``lancenb.iops_counter``,
@@ -118,7 +125,9 @@ class RangeReader:
         """The file's size in bytes."""
         return self._size
 
-    def _count(self, n: int) -> None:
+    def count_read(self, n: int) -> None:
+        """Count one read request of ``n`` bytes in this reader's counters (for readers
+        that fetch through another route, e.g. a whole small file read at once)."""
         for c in self._counters:
             c.add(reads=1, bytes_read=n)
 
@@ -130,7 +139,7 @@ class RangeReader:
                 f"file ({self._size} bytes)")
         if length == 0:
             return b""
-        self._count(length)
+        self.count_read(length)
         try:
             if self._fd is not None:
                 data = os.pread(self._fd, length, offset)
@@ -182,7 +191,7 @@ class RangeReader:
     def _read_into(self, offset: int, length: int, out: np.ndarray) -> None:
         if length == 0:
             return
-        self._count(length)
+        self.count_read(length)
         try:
             if self._fd is not None and _HAS_PREADV:
                 got = os.preadv(self._fd, [out], offset)
