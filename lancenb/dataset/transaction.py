@@ -35,7 +35,7 @@ import numpy as np
 from lancenb._proto import table_pb2, transaction_pb2
 from lancenb.dataset.manifest import FLAG_STABLE_ROW_IDS, feature_flags_for
 from lancenb.dataset.rowids import encode_range_row_ids, encode_version_runs
-from lancenb.errors import CommitConflictError, RetryableCommitConflictError
+from lancenb.errors import CommitConflictError, CorruptFileError, RetryableCommitConflictError
 
 __all__ = ["Transaction", "build_manifest", "check_conflict"]
 
@@ -196,6 +196,10 @@ def check_conflict(ours: Transaction, other, other_version: int, latest_manifest
 
 
 def _assign_ids(frags, next_id: int) -> tuple[list, int]:
+    if frags and next_id + len(frags) - 1 > 0xFFFFFFFF:
+        # a row address holds the fragment id in 32 bits, and so does max_fragment_id
+        raise CorruptFileError(f"no fragment id left for {len(frags)} new fragment(s): the "
+                               f"manifest's max_fragment_id is {next_id - 1}, ids are 32-bit")
     out = []
     for f in frags:
         g = table_pb2.DataFragment()

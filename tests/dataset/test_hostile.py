@@ -458,6 +458,19 @@ def test_field_metadata_that_is_not_utf8_does_not_break_compaction(ten):
     assert lancenb.dataset(ten).count_rows() == 11
 
 
+@pytest.mark.parametrize("call", ["compact", "append"])
+def test_max_fragment_id_at_the_32_bit_limit(ten, call):
+    # found by the dataset fuzzer: compaction set max_fragment_id to 2**32 (a ValueError)
+    lancenb.write_dataset(pa.table({"id": [10], "s": ["x"]}), ten, mode="append")
+    _rewrite_manifest(ten, lambda m: setattr(m, "max_fragment_id", 2**32 - 1))
+    with pytest.raises(CorruptFileError, match="max_fragment_id is 4294967295"):
+        if call == "compact":
+            lancenb.dataset(ten).optimize.compact_files()
+        else:
+            lancenb.write_dataset(pa.table({"id": [11], "s": ["y"]}), ten, mode="append")
+    assert lancenb.dataset(ten).count_rows() == 11
+
+
 def test_field_metadata_that_is_not_utf8_does_not_break_sql_filters(ten):
     # the dataset fuzzer's 'Expected either a Arrow Array or Arrow Stream' from the SQL
     # engine: DataFusion refuses such metadata; pylance filters the dataset
