@@ -24,16 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # -- known breaches (each names what breaks the rule; remove entries as they are fixed)
 # cycles that only close through imports inside functions
-KNOWN_DEFERRED_CYCLES = {
-    frozenset({"lancenb.dataset.api_extras", "lancenb.dataset.core", "lancenb.dataset.mutation",
-               "lancenb.dataset.scanner"}):
-        "parity mixins (api_extras) import core/mutation/scanner at call time, which import "
-        "api_extras (issue 20 helper; issue 22 dataset split)",
-    frozenset({"lancenb.dataset.api_types", "lancenb.dataset.fragment",
-               "lancenb.dataset.fragment_extras"}):
-        "fragment mixins (fragment_extras, api_types) import fragment at call time (issue 20 "
-        "helper; issue 22 dataset split)",
-}
+KNOWN_DEFERRED_CYCLES: dict = {}
 KNOWN_UPWARD = {
     "lancenb.warmup -> lancenb": "warmup drives the public API through the package root",
 }

@@ -17,11 +17,14 @@ raise :class:`~lancenb.errors.NotSupportedError` saying why.
 from __future__ import annotations
 
 import datetime as _dt
+import re
 import warnings
 
 import pyarrow as pa
 
-from lancenb._proto import transaction_pb2
+from lancenb._proto import table_pb2, transaction_pb2
+from lancenb._version import __version__
+from lancenb.dataset import blob
 from lancenb.dataset.api_types import (
     CleanupCandidateFile,
     CleanupExplanation,
@@ -31,8 +34,21 @@ from lancenb.dataset.api_types import (
     LanceSchema,
     LanceStats,
 )
+from lancenb.dataset.commit import (
+    _load_transaction,
+    commit,
+    list_versions,
+    load_manifest,
+    open_store,
+)
+from lancenb.dataset.deletion import deletion_path
+from lancenb.dataset.fragmeta import is_legacy_file
+from lancenb.dataset.maintenance import _mtime
 from lancenb.dataset.manifest import VERSIONS_DIR, check_feature_flags, manifest_name
+from lancenb.dataset.module_api import pydantic_to_schema
+from lancenb.dataset.operations import LanceOperation, Transaction, transaction_of, update_config_pb
 from lancenb.dataset.transaction import Transaction as _Txn
+from lancenb.dataset.write import cleanup
 from lancenb.errors import (
     BatchCommitError,
     CorruptFileError,
@@ -72,8 +88,6 @@ class DatasetApiExtras:
 
     # -- configuration and metadata ---------------------------------------------
     def _update_config(self, **maps) -> None:
-        from lancenb.dataset.operations import LanceOperation, update_config_pb
-
         check_feature_flags(self._mf.manifest, self._mf.name, write=True)
         op = LanceOperation.UpdateConfig(**maps)
         pb = update_config_pb(op, list(self._mf.manifest.fields))
@@ -87,40 +101,30 @@ class DatasetApiExtras:
         --------
         >>> ds.update_config({"lance.auto_cleanup.interval": "10"})  # doctest: +SKIP
         """
-        from lancenb.dataset.operations import LanceOperation
-
         self._update_config(config_updates=LanceOperation.UpdateMap(
             _str_map(values, "update_config values"), replace))
         return self.config()
 
     def delete_config_keys(self, keys) -> None:
         """Remove ``keys`` from the dataset config (absent keys are ignored)."""
-        from lancenb.dataset.operations import LanceOperation
-
         self._update_config(config_updates=LanceOperation.UpdateMap(
             {str(k): None for k in keys}))
 
     def update_metadata(self, values: dict, *, replace: bool = False) -> dict:
         """Set (value None: remove) keys of the table metadata (``ds.metadata``);
         returns the new table metadata."""
-        from lancenb.dataset.operations import LanceOperation
-
         self._update_config(table_metadata_updates=LanceOperation.UpdateMap(
             _str_map(values, "update_metadata values"), replace))
         return self.metadata
 
     def update_schema_metadata(self, values: dict, *, replace: bool = False) -> dict:
         """Set (value None: remove) keys of the schema's metadata; returns it."""
-        from lancenb.dataset.operations import LanceOperation
-
         self._update_config(schema_metadata_updates=LanceOperation.UpdateMap(
             _str_map(values, "update_schema_metadata values"), replace))
         return self.schema_metadata
 
     def update_field_metadata(self, field_updates: dict, *, replace: bool = False) -> None:
         """``{field path or id: {key: value or None}}``: change fields' metadata."""
-        from lancenb.dataset.operations import LanceOperation
-
         if not isinstance(field_updates, dict):
             raise InvalidInputError("field_updates must be a dict of field path to dict")
         self._update_config(field_metadata_updates={
@@ -145,8 +149,6 @@ class DatasetApiExtras:
     def read_transaction(self, version: int):
         """The :class:`lancenb.Transaction` that made ``version`` (None if its
         transaction is not recorded)."""
-        from lancenb.dataset.commit import _load_transaction, list_versions, load_manifest
-
         versions, _ = list_versions(self._store)
         if int(version) not in versions:
             raise DatasetNotFoundError(f"dataset {self.uri!r} has no version {version}")
@@ -162,8 +164,6 @@ class DatasetApiExtras:
 
     def version_refs(self) -> list:
         """``[{"version": v}]`` for every version, oldest first."""
-        from lancenb.dataset.commit import list_versions
-
         return [{"version": v} for v in list_versions(self._store)[0]]
 
     def delta(self, compared_against: int | None = None, *, begin_version=None,
@@ -212,9 +212,6 @@ class DatasetApiExtras:
         """Every file some manifest version references, newest version first:
         ``version``, ``base_uri``, ``path`` (relative to the root), ``type``
         (``manifest``, ``transaction file``, ``data file``, ``deletion file``)."""
-        from lancenb.dataset.commit import list_versions, load_manifest
-        from lancenb.dataset.deletion import deletion_path
-
         versions, naming = list_versions(self._store)
         rows = {"version": [], "base_uri": [], "path": [], "type": []}
 
@@ -247,9 +244,6 @@ class DatasetApiExtras:
         """Check this version's manifest against its files: fragment ids unique, every
         data and deletion file present, each data file's row count the fragment's
         physical rows, deletions within the fragment. Raises ``CorruptFileError``."""
-        from lancenb.dataset.deletion import deletion_path
-        from lancenb.dataset.fragment import is_legacy_file
-
         seen = set()
         for frag in self.get_fragments():
             fid = frag.fragment_id
@@ -345,8 +339,6 @@ class DatasetApiExtras:
     @staticmethod
     def drop(base_uri, storage_options=None, ignore_not_found=None) -> None:
         """Delete the dataset at ``base_uri`` and everything under it."""
-        from lancenb.dataset.commit import open_store
-
         store = open_store(base_uri, storage_options, None, None)
         if not store.fs.exists(store.root):
             if ignore_not_found:
@@ -357,8 +349,6 @@ class DatasetApiExtras:
     def migrate_manifest_paths_v2(self) -> None:
         """Rename manifests from the V1 scheme (``{version}.manifest``) to V2 (names
         that sort newest first); readers of either library find both."""
-        from lancenb.dataset.commit import list_versions
-
         versions, naming = list_versions(self._store)
         if naming:
             return
@@ -370,16 +360,13 @@ class DatasetApiExtras:
         self._v2 = True
 
     # -- more of pylance's calls -------------------------------------------------------
-    @staticmethod
-    def commit_batch(dest, transactions, commit_lock=None, storage_options=None,
+    @classmethod
+    def commit_batch(cls, dest, transactions, commit_lock=None, storage_options=None,
                      enable_v2_manifest_paths=None, detached=False, max_retries=20,
                      base_store_params=None, commit_timeout=None) -> dict:
         """Commit several ``Append`` transactions as one version (as pylance, other
         operations are refused). Returns ``{"dataset": LanceDataset, "merged":
         Transaction}``."""
-        from lancenb.dataset.core import LanceDataset
-        from lancenb.dataset.operations import LanceOperation, Transaction
-
         txns = list(transactions)
         if not txns:
             raise InvalidInputError("commit_batch needs at least one transaction")
@@ -389,10 +376,10 @@ class DatasetApiExtras:
                                    "(as in pylance)")
         merged = Transaction(min(t.read_version for t in txns), LanceOperation.Append(
             [f for t in txns for f in t.operation.fragments]))
-        ds = LanceDataset.commit(dest, merged, commit_lock=commit_lock,
-                                 storage_options=storage_options,
-                                 enable_v2_manifest_paths=enable_v2_manifest_paths,
-                                 detached=detached, max_retries=max_retries)
+        ds = cls.commit(dest, merged, commit_lock=commit_lock,
+                       storage_options=storage_options,
+                       enable_v2_manifest_paths=enable_v2_manifest_paths,
+                       detached=detached, max_retries=max_retries)
         return {"dataset": ds, "merged": merged}
 
     @classmethod
@@ -401,13 +388,8 @@ class DatasetApiExtras:
         """Write a list of Pydantic model instances as a dataset whose schema comes
         from the model's annotations (``uri`` defaults to the class name in
         snake_case)."""
-        import re
-
-        from lancenb.dataset.core import write_dataset
-        from lancenb.dataset.module_api import pydantic_to_schema
-
         try:
-            from pydantic import BaseModel
+            from pydantic import BaseModel  # optional dependency, imported on use
         except ImportError:
             raise TypeError("from_pydantic_model needs pydantic installed") from None
         if not (isinstance(model_class, type) and issubclass(model_class, BaseModel)):
@@ -422,7 +404,7 @@ class DatasetApiExtras:
             uri = re.sub(r"(?<!^)(?=[A-Z])", "_", model_class.__name__).lower()
         schema = pydantic_to_schema(model_class)
         table = pa.Table.from_pylist([d.model_dump() for d in data], schema=schema)
-        return write_dataset(table, uri, mode=mode, **kwargs)
+        return cls._write_dataset(table, uri, mode=mode, **kwargs)
 
     def read_blob_ranges(self, blob_column: str, requests, *, selector: str,
                          io_buffer_size=None, preserve_order=None) -> list:
@@ -430,8 +412,6 @@ class DatasetApiExtras:
         rows given as ``selector`` says (``"ids"``, ``"addresses"``, ``"indices"``);
         returns ``[(request index, row address, bytes or None)]`` (None: a null
         blob)."""
-        from lancenb.dataset import blob
-
         if selector not in ("ids", "addresses", "indices"):
             raise InvalidInputError(f"selector must be 'ids', 'addresses' or 'indices', not "
                                     f"{selector!r}")
@@ -466,8 +446,6 @@ class DatasetApiExtras:
     def remap_row_addrs(self, addrs):
         """Row addresses moved by compactions recorded in a fragment-reuse index:
         None when the dataset has no such index (lancenb never writes one)."""
-        from lancenb._proto import table_pb2
-
         raw = self._mf.index_section_bytes()
         if raw:
             sec = table_pb2.IndexSection()
@@ -482,10 +460,6 @@ class DatasetApiExtras:
         version)``) to a new dataset at ``target_path``: its data and deletion files
         are copied, and its manifest is committed there under the same version number
         with a ``Clone`` transaction (as pylance; tags are not copied)."""
-        from lancenb.dataset.commit import commit
-        from lancenb.dataset.core import LanceDataset, _open_store, _writer_version
-        from lancenb.dataset.deletion import deletion_path
-
         if isinstance(reference, tuple):
             branch, reference = reference
             if branch is not None:
@@ -495,8 +469,8 @@ class DatasetApiExtras:
         else:
             version = int(reference if reference is not None else self.version)
         src = self.checkout_version(version)
-        target = _open_store(target_path, storage_options, kwargs.pop("commit_lock", None),
-                             None)
+        target = open_store(target_path, storage_options, kwargs.pop("commit_lock", None),
+                            None)
         if kwargs:
             raise TypeError(f"deep_clone got unexpected keyword(s) {sorted(kwargs)}")
         rels = []
@@ -521,13 +495,11 @@ class DatasetApiExtras:
                 written.append(rel)
                 target.write_bytes(rel, self._store.read_bytes(rel), atomic=False)
         except BaseException:
-            from lancenb.dataset.write import cleanup
-
             cleanup(target, written)
             raise
         mf = commit(target, txn, v2_names=True, data_format=src.data_storage_version,
-                    writer_version=_writer_version(), written=written)
-        return LanceDataset(target.uri, _store=target, _manifest=mf)
+                    writer_version=__version__, written=written)
+        return type(self)(target.uri, _store=target, _manifest=mf)
 
     # -- what lancenb's table format does not have -------------------------------------
     def _no(self, what: str, why: str):
@@ -556,74 +528,8 @@ class DatasetApiExtras:
 
 
 def _modified(store, rel: str) -> _dt.datetime:
-    from lancenb.dataset.maintenance import _mtime
-
     t = _mtime(store, rel)
     return _dt.datetime.fromtimestamp(t or 0, _dt.timezone.utc)
-
-
-# -- transaction protobuf -> LanceOperation ------------------------------------------
-
-def _frags(pbs) -> list:
-    from lancenb.dataset.fragmeta import FragmentMetadata
-
-    return [FragmentMetadata.from_pb(f) for f in pbs]
-
-
-def _map(upd):
-    from lancenb.dataset.operations import LanceOperation
-
-    return LanceOperation.UpdateMap({e.key: (e.value if e.HasField("value") else None)
-                                     for e in upd.update_entries}, bool(upd.replace))
-
-
-def _schema(fields, metadata) -> pa.Schema:
-    from lancenb.file.reader import cached_fields_to_schema
-
-    return cached_fields_to_schema(list(fields), dict(metadata))[0]
-
-
-def transaction_of(pb):
-    """A ``lance.table.Transaction`` protobuf as a :class:`lancenb.Transaction` with
-    the :class:`lancenb.LanceOperation` operation (as pylance's ``read_transaction``)."""
-    from lancenb.dataset.operations import LanceOperation as L
-    from lancenb.dataset.operations import Transaction
-
-    kind = pb.WhichOneof("operation")
-    o = getattr(pb, kind) if kind else None
-    if kind == "append":
-        op = L.Append(_frags(o.fragments))
-    elif kind == "delete":
-        op = L.Delete(_frags(o.updated_fragments), list(o.deleted_fragment_ids), o.predicate)
-    elif kind == "overwrite":
-        op = L.Overwrite(_schema(o.schema, o.schema_metadata), _frags(o.fragments))
-    elif kind == "update":
-        op = L.Update(list(o.removed_fragment_ids), _frags(o.updated_fragments),
-                      _frags(o.new_fragments), list(o.fields_modified),
-                      list(o.fields_for_preserving_frag_bitmap))
-    elif kind == "merge":
-        op = L.Merge(_frags(o.fragments), _schema(o.schema, o.schema_metadata))
-    elif kind == "project":
-        op = L.Project(_schema(o.schema, {}))
-    elif kind == "restore":
-        op = L.Restore(int(o.version))
-    elif kind == "rewrite":
-        op = L.Rewrite([L.RewriteGroup(_frags(g.old_fragments), _frags(g.new_fragments))
-                        for g in o.groups])
-    elif kind == "update_config":
-        op = L.UpdateConfig(
-            _map(o.config_updates) if o.HasField("config_updates") else None,
-            _map(o.table_metadata_updates) if o.HasField("table_metadata_updates") else None,
-            _map(o.schema_metadata_updates) if o.HasField("schema_metadata_updates")
-            else None,
-            {int(k): _map(v) for k, v in o.field_metadata_updates.items()} or None)
-    elif kind == "clone":
-        op = L.Clone(bool(o.is_shallow), o.ref_name if o.HasField("ref_name") else None,
-                     int(o.ref_version), o.ref_path,
-                     o.branch_name if o.HasField("branch_name") else None)
-    else:
-        op = L.BaseOperation()
-    return Transaction(int(pb.read_version), op, pb.uuid, dict(pb.transaction_properties))
 
 
 for _name in ("branches", "create_branch", "add_bases", "shallow_clone", "session",

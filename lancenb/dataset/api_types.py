@@ -10,7 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 import pyarrow as pa
+
+from lancenb.dataset.fragmeta import is_legacy_file
+from lancenb.dataset.operations import field_path, schema_fields
+from lancenb.errors import NotSupportedError
 
 __all__ = ["FieldStatistics", "DataStatistics", "LanceStats", "LanceSchema",
            "DatasetBasePath"]
@@ -59,8 +64,6 @@ class LanceStats:
     def data_stats(self) -> DataStatistics:
         """Bytes on disk of every field (pages' buffers in the data files; 0 for a
         field with no column of its own, and for legacy files)."""
-        from lancenb.dataset.fragment import is_legacy_file
-
         ds = self._ds
         ids = [f.id for f in ds.manifest.fields]
         total = dict.fromkeys(ids, 0)
@@ -76,8 +79,6 @@ class LanceStats:
         return DataStatistics([FieldStatistics(i, total[i]) for i in ids])
 
     def index_stats(self, index_name: str):
-        from lancenb.errors import NotSupportedError
-
         raise NotSupportedError("index statistics: lancenb datasets have no indices")
 
 
@@ -94,20 +95,14 @@ class LanceSchema:
 
     @staticmethod
     def from_pyarrow(schema: pa.Schema) -> "LanceSchema":
-        from lancenb.dataset.operations import schema_fields
-
         return LanceSchema(schema_fields(schema), schema)
 
     def fields(self) -> list:
         """``[(field id, dotted path)]`` in the manifest's (pre-)order."""
-        from lancenb.dataset.operations import field_path
-
         return [(f.id, field_path(self._fields, f)) for f in self._fields]
 
     def field(self, name: str):
         """The Arrow field at dotted path ``name`` (None if there is none)."""
-        from lancenb.dataset.operations import field_path
-
         for f in self._fields:
             if field_path(self._fields, f) == name:
                 t = self._arrow
@@ -171,8 +166,6 @@ class DatasetDelta:
                 for v in range(self.begin_version + 1, self.end_version + 1)]
 
     def _rows(self, keep) -> pa.RecordBatchReader:
-        import numpy as np
-
         end = self._ds  # (pylance reads the rows of the dataset's own version)
         schema = pa.schema(list(end.schema) + [
             pa.field(self.ROW_ID, pa.uint64()), pa.field(self.CREATED, pa.uint64()),

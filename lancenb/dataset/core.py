@@ -139,6 +139,11 @@ class LanceDataset(DatasetApiExtras, pads.Dataset):
         return _reopen, (self._uri, self.version, self._store.storage_options)
 
     @staticmethod
+    def _write_dataset(*args, **kwargs) -> LanceDataset:
+        # write_dataset for the mixins (api_extras), which do not import this module
+        return write_dataset(*args, **kwargs)
+
+    @staticmethod
     def commit(base_uri, operation, read_version=None, commit_lock=None, storage_options=None,
                enable_v2_manifest_paths=None, detached=False, max_retries=None, *,
                commit_message=None, enable_stable_row_ids=None, **kwargs) -> "LanceDataset":
@@ -680,7 +685,7 @@ class LanceDataset(DatasetApiExtras, pads.Dataset):
         return pc.scalar(True)
 
 
-_open_store = open_store  # (the name other modules knew it by)
+LanceScanner._dataset_class = LanceDataset
 
 
 def _reopen(uri, version, storage_options) -> LanceDataset:

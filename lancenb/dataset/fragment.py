@@ -21,7 +21,7 @@ import pyarrow as pa
 from lancenb.dataset import blob
 from lancenb.dataset.deletion import deletion_path, read_deletions, write_deletions
 from lancenb.dataset.fragment_extras import FragmentApiExtras
-from lancenb.dataset.fragmeta import DataFile, FragmentMetadata
+from lancenb.dataset.fragmeta import DataFile, FragmentMetadata, is_legacy_file
 from lancenb.dataset.manifest import DATA_DIR
 from lancenb.dataset.rowids import decode_row_ids, decode_version_runs, external_bytes
 from lancenb.dataset.stats import ColumnStats, read_file_stats
@@ -492,12 +492,6 @@ def _legacy_stats(reader: LegacyFileReader):
     if len(sizes) == 0 or np.any(sizes[:-1] != sizes[0]) or sizes[-1] > sizes[0]:
         return None
     return int(sizes[0]), stats
-
-
-def is_legacy_file(df) -> bool:
-    """Whether a DataFile (protobuf or :class:`DataFile`) is a 0.1 file: major 0 with
-    minor 0-2 (0.3 is 2.0, as older manifests record it)."""
-    return int(df.file_major_version) == 0 and int(df.file_minor_version) < 3
 
 
 def read_file_column(reader: LanceFileReader, name: str, offsets: np.ndarray | None):

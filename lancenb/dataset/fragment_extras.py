@@ -14,7 +14,22 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lancenb.errors import CorruptFileError, InvalidInputError
+from lancenb._proto import table_pb2
+from lancenb.dataset import sql as engine
+from lancenb.dataset.api_types import LanceSchema
+from lancenb.dataset.deletion import deletion_path
+from lancenb.dataset.evolution import (
+    _as_batch,
+    _check_new_names,
+    _file_version,
+    _new_fields,
+    _next_field_id,
+)
+from lancenb.dataset.fragmeta import FragmentMetadata, is_legacy_file
+from lancenb.dataset.operations import schema_fields
+from lancenb.dataset.write import cleanup, leaf_ids, normalize_input, write_data_files
+from lancenb.errors import CorruptFileError, InvalidInputError, NotSupportedError
+from lancenb.file.version import FileVersion
 
 __all__ = ["FragmentApiExtras"]
 
@@ -50,9 +65,6 @@ class FragmentApiExtras:
         """Check this fragment against its files: each data file's row count is
         ``physical_rows``, the deletion file exists and stays within the rows.
         Raises ``CorruptFileError``."""
-        from lancenb.dataset.deletion import deletion_path
-        from lancenb.dataset.fragment import is_legacy_file
-
         for df in self._pb.files:
             n = self._ds._open_file(df.path, is_legacy_file(df)).num_rows()
             if n != self.physical_rows:
@@ -75,12 +87,6 @@ class FragmentApiExtras:
         dataset's ``data/``) whose columns are the dataset's; nothing is written or
         committed (commit with ``LanceOperation.Append``). Its columns are matched
         to the dataset's fields by name."""
-        from lancenb._proto import table_pb2
-        from lancenb.dataset.fragmeta import FragmentMetadata
-        from lancenb.dataset.operations import schema_fields
-        from lancenb.dataset.write import leaf_ids
-        from lancenb.file.version import FileVersion
-
         reader = dataset._open_file(filename)
         version = FileVersion.resolve(dataset.data_storage_version)
         fields = schema_fields(reader.schema, list(dataset.manifest.fields))
@@ -99,8 +105,6 @@ class FragmentApiExtras:
         return FragmentMetadata.from_pb(pb)
 
     def open_session(self, *args, **kwargs):
-        from lancenb.errors import NotSupportedError
-
         raise NotSupportedError("LanceFragment.open_session is not supported by lancenb: "
                                 "file sessions belong to pylance's Rust reader; use "
                                 "to_table()/take()")
@@ -111,9 +115,6 @@ class FragmentApiExtras:
     def _write_file(self, table: pa.Table, fields_pb, step: int):
         """One new data file of ``table`` (one row per physical row) with field ids
         ``fields_pb``; returns its DataFile protobuf."""
-        from lancenb.dataset.evolution import _file_version
-        from lancenb.dataset.write import cleanup, write_data_files
-
         ds = self._ds
         written: list[str] = []
         try:
@@ -129,8 +130,6 @@ class FragmentApiExtras:
         """This fragment's metadata plus data file ``df``; fields in ``replace_ids``
         move to it: a file left with none of its fields is dropped, otherwise their
         ids there become -2 (a tombstone, as pylance writes them)."""
-        from lancenb.dataset.fragmeta import FragmentMetadata
-
         pb = type(self._pb)()
         pb.CopyFrom(self._pb)
         if replace_ids:
@@ -156,15 +155,7 @@ class FragmentApiExtras:
         Returns ``(FragmentMetadata, LanceSchema)``: commit every fragment's metadata
         with ``LanceOperation.Merge(fragments, schema)``.
         """
-        from lancenb.dataset import sql as engine
-        from lancenb.dataset.api_types import LanceSchema
-        from lancenb.dataset.evolution import (
-            _as_batch,
-            _check_new_names,
-            _new_fields,
-            _next_field_id,
-        )
-        from lancenb.dataset.filters import check_expression
+        from lancenb.dataset.filters import check_expression  # lazy: it loads sqlglot
 
         ds = self._ds
         step = int(batch_size or DEFAULT_BATCH_ROWS)
@@ -206,10 +197,6 @@ class FragmentApiExtras:
         without a match get nulls) and write them to a new data file (nothing
         committed). Returns ``(FragmentMetadata, LanceSchema)`` for
         ``LanceOperation.Merge``."""
-        from lancenb.dataset.api_types import LanceSchema
-        from lancenb.dataset.evolution import _check_new_names, _new_fields, _next_field_id
-        from lancenb.dataset.write import normalize_input
-
         ds = self._ds
         right_on = right_on or left_on
         src_schema, batches = normalize_input(data_obj, schema)
@@ -236,8 +223,6 @@ class FragmentApiExtras:
         (by ``_rowid`` or a key column), writing the updated columns to a new data
         file (nothing committed). Returns ``(FragmentMetadata, [updated field ids])``
         for ``LanceOperation.Update(updated_fragments=..., fields_modified=...)``."""
-        from lancenb.dataset.write import normalize_input
-
         ds = self._ds
         right_on = right_on or left_on
         src_schema, batches = normalize_input(data_obj, schema)

@@ -304,3 +304,9 @@ def as_pb(frag):
     if hasattr(frag, "to_json") and hasattr(frag, "physical_rows"):
         return FragmentMetadata.from_json(json.dumps(frag.to_json())).to_pb()
     raise InvalidInputError(f"expected FragmentMetadata, not {type(frag).__name__}")
+
+
+def is_legacy_file(df) -> bool:
+    """Whether a DataFile (protobuf or :class:`DataFile`) is a 0.1 file: major 0 with
+    minor 0-2 (0.3 is 2.0, as older manifests record it)."""
+    return int(df.file_major_version) == 0 and int(df.file_minor_version) < 3

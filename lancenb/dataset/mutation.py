@@ -16,6 +16,7 @@ import pyarrow as pa
 from lancenb._proto import transaction_pb2
 from lancenb.dataset import blob, sql
 from lancenb.dataset.manifest import check_feature_flags
+from lancenb.dataset.operations import transaction_of
 from lancenb.dataset.rowids import encode_array_row_ids, encode_version_array, set_row_ids
 from lancenb.dataset.transaction import Transaction
 from lancenb.dataset.write import cleanup, normalize_input, stage_deletions, write_data_files
@@ -402,8 +403,6 @@ class MergeInsertBuilder:
         if commit:
             ch.commit()
             return counts
-        from lancenb.dataset.api_extras import transaction_of
-
         txn = ch.commit(uncommitted=True)
         if txn is None:  # nothing changed: an empty update, as pylance returns
             txn = Transaction(ds.version, "update", transaction_pb2.Transaction.Update())

@@ -43,6 +43,7 @@ from lancenb.dataset.deletion import read_deletions
 from lancenb.dataset.fragmeta import FragmentMetadata, as_pb
 from lancenb.dataset.transaction import Transaction as _Txn
 from lancenb.errors import InvalidInputError, NotSupportedError
+from lancenb.file.reader import cached_fields_to_schema
 from lancenb.file.schema import fields_to_schema, schema_to_fields
 from lancenb.file.version import FileVersion
 
@@ -490,3 +491,59 @@ def _new_fragments(txn) -> list:
 def fragment_metadata(frags_pb) -> list[FragmentMetadata]:
     """``FragmentMetadata`` objects of fragment protobufs."""
     return [FragmentMetadata.from_pb(f) for f in frags_pb]
+
+
+# -- transaction protobuf -> LanceOperation ------------------------------------------
+
+def _frags(pbs) -> list:
+    return fragment_metadata(pbs)
+
+
+def _map(upd):
+    return LanceOperation.UpdateMap({e.key: (e.value if e.HasField("value") else None)
+                                     for e in upd.update_entries}, bool(upd.replace))
+
+
+def _schema(fields, metadata) -> pa.Schema:
+    return cached_fields_to_schema(list(fields), dict(metadata))[0]
+
+
+def transaction_of(pb):
+    """A ``lance.table.Transaction`` protobuf as a :class:`lancenb.Transaction` with
+    the :class:`lancenb.LanceOperation` operation (as pylance's ``read_transaction``)."""
+    L = LanceOperation
+    kind = pb.WhichOneof("operation")
+    o = getattr(pb, kind) if kind else None
+    if kind == "append":
+        op = L.Append(_frags(o.fragments))
+    elif kind == "delete":
+        op = L.Delete(_frags(o.updated_fragments), list(o.deleted_fragment_ids), o.predicate)
+    elif kind == "overwrite":
+        op = L.Overwrite(_schema(o.schema, o.schema_metadata), _frags(o.fragments))
+    elif kind == "update":
+        op = L.Update(list(o.removed_fragment_ids), _frags(o.updated_fragments),
+                      _frags(o.new_fragments), list(o.fields_modified),
+                      list(o.fields_for_preserving_frag_bitmap))
+    elif kind == "merge":
+        op = L.Merge(_frags(o.fragments), _schema(o.schema, o.schema_metadata))
+    elif kind == "project":
+        op = L.Project(_schema(o.schema, {}))
+    elif kind == "restore":
+        op = L.Restore(int(o.version))
+    elif kind == "rewrite":
+        op = L.Rewrite([L.RewriteGroup(_frags(g.old_fragments), _frags(g.new_fragments))
+                        for g in o.groups])
+    elif kind == "update_config":
+        op = L.UpdateConfig(
+            _map(o.config_updates) if o.HasField("config_updates") else None,
+            _map(o.table_metadata_updates) if o.HasField("table_metadata_updates") else None,
+            _map(o.schema_metadata_updates) if o.HasField("schema_metadata_updates")
+            else None,
+            {int(k): _map(v) for k, v in o.field_metadata_updates.items()} or None)
+    elif kind == "clone":
+        op = L.Clone(bool(o.is_shallow), o.ref_name if o.HasField("ref_name") else None,
+                     int(o.ref_version), o.ref_path,
+                     o.branch_name if o.HasField("branch_name") else None)
+    else:
+        op = L.BaseOperation()
+    return Transaction(int(pb.read_version), op, pb.uuid, dict(pb.transaction_properties))

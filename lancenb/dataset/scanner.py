@@ -12,6 +12,7 @@ Memory: one fragment's projected columns at a time (fragments hold at most
 
 from __future__ import annotations
 
+import uuid
 from typing import Iterator, NamedTuple
 
 import numpy as np
@@ -20,6 +21,7 @@ import pyarrow.compute as pc
 
 from lancenb.dataset import blob
 from lancenb.dataset import sql as engine
+from lancenb.dataset.api_types import ScanStatistics
 from lancenb.dataset.readahead import read_ahead
 from lancenb.errors import InvalidInputError
 
@@ -56,6 +58,10 @@ class LanceScanner:
     >>> sum(b.num_rows for b in sc.to_batches())  # doctest: +SKIP
     50
     """
+
+    # core.LanceDataset sets itself here (from_batches writes one; this module does not
+    # import core, which imports it)
+    _dataset_class = None
 
     def __init__(self, dataset, *, columns=None, filter=None, limit=None, offset=None,
                  batch_size=None, with_row_id=False, with_row_address=False, fragments=None,
@@ -177,8 +183,6 @@ class LanceScanner:
     def _tables_with_stats(self) -> Iterator[pa.Table]:
         """:meth:`_tables`, then ``scan_stats_callback(ScanStatistics)`` with the
         requests this scan made through the dataset's store and the rows it read."""
-        from lancenb.dataset.api_types import ScanStatistics
-
         callback, self.scan_stats_callback = self.scan_stats_callback, None
         io = self._ds._store.io_stats
         reads, nbytes = io.reads, io.bytes_read
@@ -523,13 +527,10 @@ class LanceScanner:
         """A scan (``columns``, ``filter``, ``limit``, ...) over in-memory data: the
         batches become a dataset in ``memory://`` first (kept for the process's
         lifetime, like any ``memory://`` dataset)."""
-        import uuid
-
-        from lancenb.dataset.core import write_dataset
-
         # a fresh name only this call writes: one writer, no conditional put needed
-        ds = write_dataset(source, f"memory://lancenb-scan-{uuid.uuid4().hex}", schema,
-                           storage_options={"single_process_commits": True})
+        name = f"memory://lancenb-scan-{uuid.uuid4().hex}"
+        ds = LanceScanner._dataset_class._write_dataset(
+            source, name, schema, storage_options={"single_process_commits": True})
         return ds.scanner(**kwargs)
 
     def __reduce__(self):
