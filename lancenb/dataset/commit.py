@@ -56,6 +56,7 @@ from lancenb.errors import (
     CommitConflictError,
     CommitOutcomeUnknownError,
     CorruptFileError,
+    DatasetExistsError,
     DatasetNotFoundError,
     InvalidInputError,
     LanceError,
@@ -414,8 +415,6 @@ def _commit_loop(store, txn: Transaction, own: list, phase: _Phase, *, v2_names,
         if latest is not None:
             check_feature_flags(latest.manifest, latest.name, write=True)
         if txn.create_only and latest is not None:
-            from lancenb.errors import DatasetExistsError
-
             raise DatasetExistsError(f"dataset {store.uri!r} was created concurrently (version "
                                      f"{latest_v} exists)")
         if txn.op not in ("overwrite", "restore", "clone") and latest is None:

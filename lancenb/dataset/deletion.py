@@ -18,6 +18,7 @@ import random
 import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
+from pyroaring import BitMap
 
 from lancenb._proto import table_pb2
 from lancenb.errors import CorruptFileError
@@ -41,8 +42,6 @@ def read_deletions(store, fragment_id: int, df, physical_rows: int) -> np.ndarra
     raw = store.read_bytes(rel)
     where = f"deletion file {store.uri_of(rel)!r} (fragment {fragment_id})"
     if df.file_type == table_pb2.DeletionFile.BITMAP:
-        from pyroaring import BitMap
-
         try:
             bm = BitMap.deserialize(raw)
         except Exception as e:  # pyroaring raises plain ValueError/OverflowError
@@ -88,8 +87,6 @@ def write_deletions(store, fragment_id: int, rows: np.ndarray, read_version: int
     df = table_pb2.DeletionFile(read_version=read_version, id=random.getrandbits(64),
                                 num_deleted_rows=len(rows))
     if len(rows) > BITMAP_THRESHOLD:
-        from pyroaring import BitMap
-
         df.file_type = table_pb2.DeletionFile.BITMAP
         data = BitMap(rows.tolist()).serialize()
     else:

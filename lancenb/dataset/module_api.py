@@ -10,13 +10,17 @@ fixed-size types carry ``length``; the schema is ``{"fields", ["metadata"]}``.
 from __future__ import annotations
 
 import datetime as _dt
+import io
 import logging
 import platform
+import typing
 
 import pyarrow as pa
+from llvmlite import binding
 
 from lancenb.errors import InvalidInputError, SchemaError
 from lancenb.file.schema import logical_type, parse_logical_type
+from lancenb.io import PROCESS_IO
 
 __all__ = ["schema_to_json", "json_to_schema", "sanitize_ts", "set_logger", "simd_info",
            "iops_counter", "bytes_read_counter", "BlobColumn", "pydantic_to_schema"]
@@ -24,15 +28,11 @@ __all__ = ["schema_to_json", "json_to_schema", "sanitize_ts", "set_logger", "sim
 
 def iops_counter() -> int:
     """Read requests lancenb made in this process so far."""
-    from lancenb.io import PROCESS_IO
-
     return PROCESS_IO.reads
 
 
 def bytes_read_counter() -> int:
     """Bytes lancenb read in this process so far."""
-    from lancenb.io import PROCESS_IO
-
     return PROCESS_IO.bytes_read
 
 
@@ -120,7 +120,7 @@ def sanitize_ts(ts) -> _dt.datetime:
     (``"%Y-%m-%d %H:%M:%S"``, or anything pandas parses when it is installed)."""
     if isinstance(ts, str):
         try:
-            import pandas as pd
+            import pandas as pd  # lazy: heavy, and optional
         except ImportError:
             try:
                 return _dt.datetime.strptime(ts, "%Y-%m-%d %H:%M:%S")
@@ -161,8 +161,6 @@ _REPORTED = ("sse2", "sse3", "ssse3", "sse4.1", "sse4.2", "popcnt", "avx", "avx2
 def simd_info() -> dict:
     """``{"tier", "target_arch", "host_features"}``: the SIMD features of this CPU as
     LLVM (which compiles lancenb's Numba kernels) sees them."""
-    from llvmlite import binding
-
     feats = binding.get_host_cpu_features()
     names = {"bmi": "bmi1", "sse4.1": "sse4.1"}
     have = {names.get(k, k) for k, v in feats.items() if v}
@@ -190,8 +188,6 @@ class BlobColumn:
         self.blob_column = blob_column
 
     def __iter__(self):
-        import io
-
         for v in self.blob_column.to_pylist():
             yield io.BytesIO(v or b"")
 
@@ -199,9 +195,8 @@ class BlobColumn:
 def _pydantic_type(tp, nullable_out: list) -> pa.DataType:
     """The Arrow type of a Pydantic field annotation (Optional[...] sets
     ``nullable_out[0]``)."""
-    import typing
 
-    from pydantic import BaseModel
+    from pydantic import BaseModel  # optional dependency, imported on use
 
     origin = typing.get_origin(tp)
     args = typing.get_args(tp)

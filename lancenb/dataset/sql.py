@@ -50,7 +50,7 @@ def _context():
     if _CTX is None:
         with _LOCK:
             if _CTX is None:
-                from datafusion import SessionConfig, SessionContext
+                from datafusion import SessionConfig, SessionContext  # lazy: heavy
 
                 cfg = (SessionConfig().with_target_partitions(1)
                        .with_batch_size(1 << 20)
@@ -221,7 +221,7 @@ def check(schema: pa.Schema, predicate: str, *, what: str = "filter") -> None:
 def run_query(query: str, tables: dict) -> pa.Table:
     """Run a SQL query over ``{name: pyarrow Table}`` (an isolated session per call, in
     DataFusion's default dialect: ``"..."`` quotes identifiers, as in pylance's ``sql``)."""
-    from datafusion import SessionConfig, SessionContext
+    from datafusion import SessionConfig, SessionContext  # lazy: heavy
 
     ctx = SessionContext(SessionConfig().with_target_partitions(1)
                          .set("datafusion.sql_parser.enable_ident_normalization", "false"))
@@ -285,7 +285,7 @@ class SqlQueryBuilder:
         return self
 
     def _columns(self) -> list:
-        import sqlglot
+        import sqlglot  # lazy: heavy, needed here only
         from sqlglot import exp
 
         names = list(self._ds.schema.names)
