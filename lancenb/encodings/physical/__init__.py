@@ -7,7 +7,21 @@ raises ``NotSupportedError`` naming it.
 
 from __future__ import annotations
 
+import numpy as np
+
 from lancenb.encodings import pb
+from lancenb.encodings.blocks import FixedWidth
+from lancenb.encodings.physical import (
+    bitpacking,
+    bss,
+    flat,
+    fsl,
+    fsst,
+    general,
+    packed_struct,
+    rle,
+    variable,
+)
 from lancenb.errors import CorruptFileError, NotSupportedError
 
 __all__ = ["value_decoder", "level_decoder", "block_decoder", "natural_bits"]
@@ -23,16 +37,10 @@ def value_decoder(enc, fixed_bits: int | None, where: str):
 
     ``fixed_bits`` is the column's value width (None for variable-width columns).
     """
-    from lancenb.encodings.physical import bitpacking, bss, flat, fsst, general, rle, variable
-
     kind = enc.WhichOneof("compression")
     if kind == "fixed_size_list":
-        from lancenb.encodings.physical import fsl
-
         return fsl.FslValues(enc, fixed_bits, where)
     if kind == "packed_struct":
-        from lancenb.encodings.physical import packed_struct
-
         return packed_struct.PackedValues(enc, fixed_bits, where)
     if kind == "rle" and fixed_bits is not None:
         return rle.RleValues(enc, fixed_bits, where)
@@ -69,8 +77,6 @@ def value_decoder(enc, fixed_bits: int | None, where: str):
 
 def level_decoder(enc, where: str):
     """Decoder for the rep or def levels (u16) of mini-block chunks."""
-    from lancenb.encodings.physical import bitpacking, flat
-
     kind = enc.WhichOneof("compression")
     if kind == "flat" and enc.flat.bits_per_value == 16 and not enc.flat.HasField("data"):
         return flat.FlatLevels()
@@ -84,8 +90,6 @@ def level_decoder(enc, where: str):
                 int(enc.out_of_line_bitpacking.uncompressed_bits_per_value),
                 int(inner.flat.bits_per_value), where)
     if kind == "rle":
-        from lancenb.encodings.physical import rle
-
         return rle.RleLevels(enc, where)
     raise _unsupported(enc, where, "levels")
 
@@ -108,10 +112,6 @@ def natural_bits(enc) -> int | None:
 
 def block_decoder(enc, num_values: int, fixed_bits: int | None, where: str):
     """A function ``bytes -> block`` for one block-compressed unit (dictionary items)."""
-    import numpy as np
-
-    from lancenb.encodings.blocks import FixedWidth
-    from lancenb.encodings.physical import general, variable
 
     kind = enc.WhichOneof("compression")
     if kind == "general":
@@ -135,16 +135,12 @@ def block_decoder(enc, num_values: int, fixed_bits: int | None, where: str):
     if kind == "variable" and fixed_bits is None:
         return lambda buf: variable.decode_block(buf, num_values, where)
     if kind == "inline_bitpacking" and not enc.inline_bitpacking.HasField("values"):
-        from lancenb.encodings.physical import bitpacking
-
         bits = int(enc.inline_bitpacking.uncompressed_bits_per_value)
         if bits not in (8, 16, 32, 64) or bits != fixed_bits:
             raise CorruptFileError(f"{where}: {bits}-bit bitpacked dictionary items for a "
                                    f"column of {fixed_bits or 'variable'}-bit values")
         return lambda buf: bitpacking.decode_inline_block(buf, bits, num_values, where)
     if kind == "out_of_line_bitpacking":
-        from lancenb.encodings.physical import bitpacking
-
         o = enc.out_of_line_bitpacking
         bits = int(o.uncompressed_bits_per_value)
         inner = o.values

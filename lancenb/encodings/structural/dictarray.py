@@ -55,6 +55,7 @@ from functools import lru_cache
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lancenb.encodings import blocks, pb
 from lancenb.encodings.physical import general, variable
@@ -176,8 +177,6 @@ def _merge_used(arrays: list):
     (first appearance). Returns ``(dictionary, [old index -> new index per array])``;
     an unused value maps to 0. (arrow-rs de-duplicates through a lossy hash table
     and may keep a few repeats; this keeps none.)"""
-    import pyarrow.compute as pc
-
     used_pos, parts = [], []
     for a in arrays:
         idx = _index_numpy(a.indices)
@@ -556,8 +555,6 @@ def to_arrow(dt: pa.DictionaryType, block: blocks.DictionaryIndices,
 def from_values(arr: pa.Array, dt: pa.DictionaryType) -> pa.Array:
     """Plain values read from a page without a dictionary, as dictionary type ``dt``
     (a robustness path: pylance always writes dictionary columns with a dictionary)."""
-    import pyarrow.compute as pc
-
     if arr.null_count == len(arr):
         return pa.nulls(len(arr), dt)
     enc = pc.dictionary_encode(arr)
