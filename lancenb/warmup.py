@@ -202,22 +202,23 @@ def _file_work(tmp: str, table, version: str, profile: str) -> None:
 
 
 def _dataset_work(tmp: str) -> None:
-    import pyarrow as pa
+    import pyarrow as pa  # deferred: warmup's worker processes import what they exercise
 
-    import lancenb
+    from lancenb.dataset import dataset as open_dataset
+    from lancenb.dataset import write_dataset
 
     path = os.path.join(tmp, "ds")
     t = _table("ints")
     t = t.append_column("s", _table("strings").column("cat"))
-    ds = lancenb.write_dataset(t, path, max_rows_per_file=_ROWS // 2)
-    lancenb.write_dataset(t.slice(0, 100), path, mode="append")
-    ds = lancenb.dataset(path)
+    ds = write_dataset(t, path, max_rows_per_file=_ROWS // 2)
+    write_dataset(t.slice(0, 100), path, mode="append")
+    ds = open_dataset(path)
     ds.to_table()
     ds.to_table(columns=["i32"], filter="i64 > 10 AND s = 'red'")
     ds.take([0, 5, _ROWS - 1, _ROWS + 3])
     ds.count_rows("u8 < 100")
     ds.delete("i16 < 0")
-    ds = lancenb.dataset(path)
+    ds = open_dataset(path)
     ds.to_table(filter=pa.compute.field("i8") > 0)
     ds.take([1, 2, 3])
 
