@@ -31,7 +31,7 @@ def register(spark, *, alias: str | None = None):
     ``spark.sql.python.filterPushdown.enabled``; call again after changing it.
     Registering twice replaces the earlier registration.
     """
-    from lancenb.spark.datasource import LanceNbDataSource
+    from lancenb.spark.datasource import LanceNbDataSource  # lazy: it loads pyspark
 
     on = str(spark.conf.get(_PUSHDOWN_CONF, "false")).lower() == "true"
     names = [FORMAT] + ([alias] if alias and alias != FORMAT else [])
@@ -46,6 +46,7 @@ def register(spark, *, alias: str | None = None):
 
 
 def __getattr__(name):
+    # lazy attributes: ``import lancenb.spark`` loads neither pyspark nor the dataset layer
     if name in ("read_lance", "write_lance"):
         from lancenb.spark import helpers
 

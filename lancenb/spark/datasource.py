@@ -45,6 +45,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pyarrow as pa
+from pyspark import TaskContext
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceArrowWriter,
@@ -52,7 +53,9 @@ from pyspark.sql.datasource import (
     InputPartition,
     WriterCommitMessage,
 )
+from pyspark.sql.pandas.types import to_arrow_schema
 
+from lancenb.dataset import dataset
 from lancenb.dataset.blob import output_field
 from lancenb.errors import InvalidInputError
 from lancenb.spark.jobs import (
@@ -63,7 +66,9 @@ from lancenb.spark.jobs import (
     plan_write,
     write_task,
 )
+from lancenb.spark.pushdown import to_sql
 from lancenb.spark.scan import DEFAULT_BATCH_SIZE, ScanJob, plan_tasks, read_task
+from lancenb.spark.types import to_spark_schema
 
 __all__ = ["LanceNbDataSource", "LanceNbCommitMessage", "FORMAT"]
 
@@ -147,8 +152,6 @@ class LanceNbDataSource(DataSource):
 
     # -- read ------------------------------------------------------------------
     def _open(self):
-        from lancenb.dataset import dataset
-
         o = self.opts
         if "version" in o and "asof" in o:
             raise InvalidInputError("pass the version option or asof, not both")
@@ -169,8 +172,6 @@ class LanceNbDataSource(DataSource):
 
     def schema(self):
         """The dataset's schema as a Spark schema (blob columns as binary)."""
-        from lancenb.spark.types import to_spark_schema
-
         ds = self._open()
         s = ds.schema
         # blob columns reach Spark as their bytes (scan.py reads them "all_binary")
@@ -179,8 +180,6 @@ class LanceNbDataSource(DataSource):
 
     def reader(self, schema):
         """The reader of a scan (fragments split into partitions; read options checked)."""
-        from pyspark.sql.pandas.types import to_arrow_schema
-
         for k in self.opts:
             if k in _WRITE:
                 raise InvalidInputError(f"option {k!r} is for writes, not reads")
@@ -239,8 +238,6 @@ class _Reader(DataSourceReader):
 
 class _PushdownReader(_Reader):
     def pushFilters(self, filters):
-        from lancenb.spark.pushdown import to_sql
-
         claimed, rest = to_sql(list(filters), self.lance_schema)
         if claimed:
             sql = " AND ".join(f"({c})" for c in claimed)
@@ -261,8 +258,6 @@ class _Writer(DataSourceArrowWriter):
         self.job = job
 
     def write(self, iterator):
-        from pyspark import TaskContext
-
         ctx = TaskContext.get()
         task = f"{ctx.partitionId()}-{ctx.attemptNumber()}" if ctx is not None else "x-0"
         frags, files = write_task(self.job, iterator, task=task)

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from lancenb.dataset import dataset
 from lancenb.dataset.blob import output_field
 from lancenb.errors import InvalidInputError
 from lancenb.spark.jobs import abort_job, commit_job, normalize_uri, plan_write, write_task
 from lancenb.spark.scan import DEFAULT_BATCH_SIZE, ScanJob, plan_tasks, read_task
+from lancenb.spark.types import to_spark_schema
 
 __all__ = ["read_lance", "write_lance"]
 
@@ -29,10 +31,7 @@ def read_lance(spark, uri, *, columns=None, filter=None, version=None, asof=None
 
     The version is pinned now; the DataFrame does not see later commits.
     """
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    from lancenb.dataset import dataset
-    from lancenb.spark.types import to_spark_schema
+    from pyspark.sql.pandas.types import to_arrow_schema  # lazy: pyspark is optional
 
     ds = dataset(normalize_uri(uri), version, asof=asof, storage_options=storage_options)
     names = list(ds.schema.names) if columns is None else list(columns)
@@ -41,7 +40,7 @@ def read_lance(spark, uri, *, columns=None, filter=None, version=None, asof=None
         raise InvalidInputError(f"read_lance: no column(s) {bad} in {ds.uri!r}; it has "
                                 f"{ds.schema.names}")
     if filter is not None:
-        from lancenb.dataset.filters import compile_filter
+        from lancenb.dataset.filters import compile_filter  # lazy: sqlglot
 
         compile_filter(filter, ds.schema)  # a bad filter fails here, not in a task
         if not isinstance(filter, str):
@@ -75,15 +74,13 @@ def write_lance(df, uri, *, mode: str = "append", max_rows_per_file=None,
     transaction (conflict check and retries as ``write_dataset``). On failure the
     job's files are removed before the error propagates.
     """
-    from lancenb.dataset import dataset
-
     job = plan_write(uri, df.schema, mode=mode, max_rows_per_file=max_rows_per_file,
                      max_bytes_per_file=max_bytes_per_file,
                      data_storage_version=data_storage_version, max_retries=commit_retries,
                      storage_options=storage_options)
 
     def write(batches):
-        from pyspark import TaskContext
+        from pyspark import TaskContext  # lazy: pyspark
 
         ctx = TaskContext.get()
         task = f"{ctx.partitionId()}-{ctx.attemptNumber()}" if ctx is not None else "x-0"

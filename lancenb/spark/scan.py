@@ -19,6 +19,7 @@ from typing import Iterator
 
 import pyarrow as pa
 
+from lancenb.dataset import dataset
 from lancenb.errors import InvalidInputError
 from lancenb.spark.types import to_spark_batch
 
@@ -41,8 +42,6 @@ class ScanJob:
 
     def open(self):
         """The dataset at the job's version."""
-        from lancenb.dataset import dataset
-
         return dataset(self.uri, self.version, storage_options=self.storage_options)
 
 
@@ -88,7 +87,7 @@ def read_task(job: ScanJob, ranges) -> Iterator[pa.RecordBatch]:
     compiled = None
     fcols: list[str] = []
     if job.filter:
-        from lancenb.dataset.filters import compile_filter, referenced_columns
+        from lancenb.dataset.filters import compile_filter, referenced_columns  # lazy: sqlglot
 
         compiled = compile_filter(job.filter, ds.schema)
         fcols = referenced_columns(compiled, ds.schema.names)

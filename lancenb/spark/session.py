@@ -25,7 +25,7 @@ def local_session(master: str = "local[2]", *, app_name: str = "lancenb",
     running this interpreter (so they import this lancenb), the ``lancenb`` source
     registered, filter pushdown on unless ``pushdown=False``."""
     try:
-        from pyspark.sql import SparkSession
+        from pyspark.sql import SparkSession  # lazy: optional and heavy
     except ImportError as e:
         raise NotSupportedError("lancenb.spark needs pyspark: pip install 'lancenb[spark]'") \
             from e
@@ -48,6 +48,7 @@ def local_session(master: str = "local[2]", *, app_name: str = "lancenb",
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     if register:
+        # deferred: the package imports this module lazily (a cycle at module level)
         from lancenb.spark import register as _register
 
         _register(spark)

@@ -106,7 +106,7 @@ def _needs_record(f: pa.Field) -> bool:
 
 def to_spark_schema(schema: pa.Schema):
     """The Spark ``StructType`` for a Lance schema, with the type-restoring metadata."""
-    from pyspark.sql.pandas.types import from_arrow_type
+    from pyspark.sql.pandas.types import from_arrow_type  # lazy: optional
     from pyspark.sql.types import StructField, StructType
 
     fields = []
@@ -127,7 +127,7 @@ def to_spark_schema(schema: pa.Schema):
 def spark_compatible(spark_type, arrow_type: pa.DataType) -> bool:
     """Whether a column of Spark type ``spark_type`` can be written to ``arrow_type``
     (its Spark mapping is the same, ignoring nullability)."""
-    from pyspark.sql.pandas.types import from_arrow_type
+    from pyspark.sql.pandas.types import from_arrow_type  # lazy: optional
 
     try:
         want = from_arrow_type(spark_arrow_type(arrow_type), prefer_timestamp_ntz=True)
@@ -157,7 +157,7 @@ def write_schema_from_spark(spark_schema) -> pa.Schema:
     """The Arrow schema to store a DataFrame with this Spark schema as a new dataset:
     recorded original fields where they still fit, fixed-size lists where
     ``arrow.fixed-size-list.size`` says so, Spark's own Arrow mapping otherwise."""
-    from pyspark.sql.pandas.types import to_arrow_type
+    from pyspark.sql.pandas.types import to_arrow_type  # lazy: optional
     from pyspark.sql.types import ArrayType, StructType
 
     out = []

@@ -18,7 +18,12 @@ from __future__ import annotations
 
 import uuid
 
+import fsspec
 import pyarrow as pa
+
+from lancenb.encodings.structural.repdef import leaf_paths
+from lancenb.file import LanceFileReader, LanceFileWriter
+from lancenb.spark.types import to_lance_batch, write_schema_from_spark
 
 __all__ = ["batch_encoding_stats", "encoding_stats", "STATS_SCHEMA"]
 
@@ -33,10 +38,6 @@ def batch_encoding_stats(batch, *, version: str = "2.1") -> pa.RecordBatch:
     """Per top-level column of ``batch`` (a RecordBatch or Table): rows, Arrow bytes,
     encoded bytes, pages and the encodings lancenb chose (``;``-joined when a
     column has several leaves or pages differ)."""
-    import fsspec
-
-    from lancenb.encodings.structural.repdef import leaf_paths
-    from lancenb.file import LanceFileReader, LanceFileWriter
 
     if isinstance(batch, pa.Table):
         batch = batch.combine_chunks()
@@ -70,14 +71,10 @@ def encoding_stats(df, *, version: str = "2.1"):
     """A DataFrame of :func:`batch_encoding_stats` for every Arrow batch of ``df``,
     with a ``batch`` id (``partition-sequence``). Select the columns first: every
     column of ``df`` crosses into Python."""
-    from lancenb.spark.types import write_schema_from_spark
-
     target = write_schema_from_spark(df.schema)  # restores vectors, unsigned ints, ...
 
     def stats(batches):
-        from pyspark import TaskContext
-
-        from lancenb.spark.types import to_lance_batch
+        from pyspark import TaskContext  # lazy: pyspark is optional
 
         ctx = TaskContext.get()
         part = ctx.partitionId() if ctx is not None else 0
