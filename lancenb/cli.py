@@ -6,10 +6,14 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
 import time
+
+from lancenb.errors import InvalidInputError, LanceError
+from lancenb.progress import progress_bar
 
 __all__ = ["main"]
 
@@ -23,8 +27,8 @@ EMBEDDING_DIM = 16
 def _sample_table(n: int, *, start: int = 0, seed: int = 42):
     """Realistic-looking orders: ids, timestamps, categories, text, prices with nulls,
     a 16-dim float32 embedding (a vector column) and a list of tags."""
-    import numpy as np
-    import pyarrow as pa
+    import numpy as np  # lazy: CLI start-up
+    import pyarrow as pa  # lazy: CLI start-up
 
     rng = np.random.default_rng(seed + start)
     cats = np.array(CATEGORIES)
@@ -54,14 +58,14 @@ def _sample_table(n: int, *, start: int = 0, seed: int = 42):
 
 
 def _leaf_counts(schema) -> list[int]:
-    from lancenb.encodings.structural.repdef import leaf_paths
+    from lancenb.encodings.structural.repdef import leaf_paths  # lazy: numba, start-up
 
     return [len(leaf_paths(f.type)) for f in schema]
 
 
 def _lance_columns(ds) -> dict:
     """Per top-level column: bytes on disk and the encodings of its pages."""
-    from lancenb.file import LanceFileReader
+    from lancenb.file import LanceFileReader  # lazy: numba, start-up
 
     out = {name: [0, {}] for name in ds.schema.names}
     for frag in ds.get_fragments():
@@ -79,7 +83,7 @@ def _lance_columns(ds) -> dict:
 
 
 def _parquet_columns(path: str) -> dict:
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # lazy: CLI start-up
 
     out: dict[str, int] = {}
     for root, _, files in os.walk(path):
@@ -106,10 +110,10 @@ def _dir_size(path: str, sub: str = "") -> int:
 def demo(rows: int = 200_000, out_dir: str | None = None) -> int:
     """The main job: Spark writes a Lance dataset, appends, lancenb deletes, Spark and
     the Python API read it back; prints rows, versions, encodings and sizes."""
-    import numpy as np
+    import numpy as np  # lazy: CLI start-up
 
-    import lancenb.spark as ls
-    from lancenb.dataset import dataset as open_dataset
+    import lancenb.spark as ls  # lazy: pyspark
+    from lancenb.dataset import dataset as open_dataset  # lazy: numba, start-up
 
     with tempfile.TemporaryDirectory() as tmp:
         base = out_dir or tmp
@@ -126,7 +130,7 @@ def demo(rows: int = 200_000, out_dir: str | None = None) -> int:
         print(f"lancenb demo: {rows:,} + {rows // 4:,} generated orders through embedded Spark")
         spark = ls.local_session("local[2]", app_name="lancenb-demo")
         step(f"started Spark {spark.version} (local[2])")
-        from pyspark.sql import functions as F
+        from pyspark.sql import functions as F  # lazy: pyspark
 
         def frame(n, start):
             df = spark.createDataFrame(_sample_table(n, start=start))
@@ -179,7 +183,7 @@ def demo(rows: int = 200_000, out_dir: str | None = None) -> int:
             print(f"  {r['category']:<8} {r['orders']:>8,}  avg price {r['avg_price']:>7}")
         print("\n5 random rows (LanceDataset.take):")
         if _has_pandas():
-            import pandas as pd
+            import pandas as pd  # lazy: pandas is optional and heavy
 
             with pd.option_context("display.width", 120, "display.max_colwidth", 40):
                 print(taken.to_pandas().to_string(index=False))
@@ -284,8 +288,6 @@ def _main(argv: list[str] | None) -> int:
     args = parser.parse_args(argv)
     if args.command == "demo":
         return demo(args.rows, args.out_dir)
-    from lancenb.errors import LanceError
-
     try:
         if args.command == "inspect":
             return _cmd_inspect(args)
@@ -316,7 +318,7 @@ def _one_line(e: BaseException, limit: int = 400) -> str:
 
 # -- inspect ---------------------------------------------------------------------------
 def _cmd_warmup(args) -> int:
-    from lancenb.warmup import warmup
+    from lancenb.warmup import warmup  # lazy: numba, CLI start-up
 
     r = warmup(processes=args.processes, progress=False if args.quiet else None)
     where = r.cache_dir or "nowhere (no writable cache directory: set NUMBA_CACHE_DIR)"
@@ -453,9 +455,8 @@ def _print_dataset(r: dict) -> None:
 
 
 def _cmd_inspect(args) -> int:
-    import json
 
-    from lancenb.inspect import inspect
+    from lancenb.inspect import inspect  # lazy: loads the dataset layer
 
     r = inspect(args.path, version=args.version, files=args.files,
                 explain=not args.no_explain)
@@ -470,9 +471,8 @@ def _cmd_inspect(args) -> int:
 
 # -- validate --------------------------------------------------------------------------
 def _cmd_validate(args) -> int:
-    import json
 
-    from lancenb.inspect import validate
+    from lancenb.inspect import validate  # lazy: loads the dataset layer
 
     r = validate(args.uri)
     if args.json:
@@ -496,9 +496,7 @@ def _cmd_validate(args) -> int:
 # -- convert ---------------------------------------------------------------------------
 def _source(src: str, fmt: str | None, batch_rows: int):
     """``(RecordBatchReader, total rows or None)`` streaming the source."""
-    import pyarrow as pa
-
-    from lancenb.errors import InvalidInputError
+    import pyarrow as pa  # lazy: CLI start-up
 
     if fmt is None:
         low = src.rstrip("/").lower()
@@ -513,16 +511,16 @@ def _source(src: str, fmt: str | None, batch_rows: int):
         else:
             raise InvalidInputError(f"cannot tell the format of {src!r}; pass --format")
     if fmt == "lance":
-        from lancenb.dataset import dataset as open_dataset
+        from lancenb.dataset import dataset as open_dataset  # lazy: numba, start-up
 
         ds = open_dataset(src)
         return (pa.RecordBatchReader.from_batches(
             ds.schema, ds.to_batches(batch_size=batch_rows)), ds.count_rows())
     if fmt == "parquet":
-        import pyarrow.parquet as pq
+        import pyarrow.parquet as pq  # lazy: CLI start-up
 
         if os.path.isdir(src):
-            import pyarrow.dataset as pads
+            import pyarrow.dataset as pads  # lazy: loads pandas
 
             d = pads.dataset(src, format="parquet")
             return (pa.RecordBatchReader.from_batches(d.schema, d.to_batches(
@@ -535,10 +533,10 @@ def _source(src: str, fmt: str | None, batch_rows: int):
         return (pa.RecordBatchReader.from_batches(f.schema_arrow, f.iter_batches(
             batch_size=batch_rows)), f.metadata.num_rows)
     if fmt == "csv":
-        import pyarrow.csv as pcsv
+        import pyarrow.csv as pcsv  # lazy: CLI start-up
 
         return pcsv.open_csv(src, read_options=pcsv.ReadOptions(block_size=16 << 20)), None
-    import pyarrow.ipc as ipc
+    import pyarrow.ipc as ipc  # lazy: CLI start-up
 
     try:
         f = ipc.open_file(src)
@@ -553,8 +551,6 @@ class _Progress:
     (:mod:`lancenb.progress`), else a line to stderr every ``every`` seconds."""
 
     def __init__(self, total: int | None, quiet: bool, every: float = 2.0):
-        from lancenb.progress import progress_bar
-
         self.total, self.quiet, self.every = total, quiet, every
         self.rows = self.bytes = 0
         self.start = self.last = time.perf_counter()
@@ -562,7 +558,7 @@ class _Progress:
         self.bar = progress_bar("converting", total, enabled=self.tty and not quiet)
 
     def wrap(self, reader):
-        import pyarrow as pa
+        import pyarrow as pa  # lazy: CLI start-up
 
         def gen():
             for b in reader:
@@ -594,13 +590,13 @@ def _cmd_convert(args) -> int:
     prog = _Progress(total, args.quiet)
     reader = prog.wrap(src)
     if args.dst.lower().endswith(".parquet"):
-        import pyarrow.parquet as pq
+        import pyarrow.parquet as pq  # lazy: CLI start-up
 
         with pq.ParquetWriter(args.dst, reader.schema) as w:
             for b in reader:
                 w.write_batch(b)
     else:
-        from lancenb.dataset import write_dataset
+        from lancenb.dataset import write_dataset  # lazy: numba, start-up
 
         opts = {"mode": args.mode, "data_storage_version": args.data_storage_version}
         if args.max_rows_per_file:
@@ -611,9 +607,8 @@ def _cmd_convert(args) -> int:
 
 
 def _cmd_compact(args) -> int:
-    from lancenb.dataset import dataset as open_dataset
-    from lancenb.dataset.maintenance import compact_files, compaction_rows
-    from lancenb.progress import progress_bar
+    from lancenb.dataset import dataset as open_dataset  # lazy: numba, start-up
+    from lancenb.dataset.maintenance import compact_files, compaction_rows  # lazy: numba, start-up
 
     ds = open_dataset(args.uri)
     target = args.target_rows_per_fragment
