@@ -42,7 +42,6 @@ from lancenb.dataset.commit import (
     open_store,
 )
 from lancenb.dataset.deletion import deletion_path
-from lancenb.dataset.fragmeta import is_legacy_file
 from lancenb.dataset.maintenance import _mtime
 from lancenb.dataset.manifest import VERSIONS_DIR, check_feature_flags, manifest_name
 from lancenb.dataset.module_api import pydantic_to_schema
@@ -251,21 +250,10 @@ class DatasetApiExtras:
                 raise CorruptFileError(f"{self.uri!r} version {self.version}: fragment id "
                                        f"{fid} appears twice")
             seen.add(fid)
-            for df in frag._pb.files:
-                r = self._open_file(df.path, is_legacy_file(df))
-                if r.num_rows() != frag.physical_rows:
-                    raise CorruptFileError(f"{self.uri!r}: data file {df.path!r} holds "
-                                           f"{r.num_rows()} rows, fragment {fid} says "
-                                           f"{frag.physical_rows}")
-            if frag._pb.HasField("deletion_file"):
-                rel = deletion_path(fid, frag._pb.deletion_file)
-                if not self._store.exists(rel):
-                    raise CorruptFileError(f"{self.uri!r}: deletion file {rel!r} of fragment "
-                                           f"{fid} is missing")
-                dead = frag.deleted_offsets()
-                if len(dead) and int(dead.max()) >= frag.physical_rows:
-                    raise CorruptFileError(f"{self.uri!r}: fragment {fid} deletes row "
-                                           f"{int(dead.max())} of {frag.physical_rows}")
+            try:
+                frag.validate()  # its files against its row counts (LanceFragment.validate)
+            except CorruptFileError as e:
+                raise CorruptFileError(f"{self.uri!r} version {self.version}: {e}") from e
 
     @property
     def stats(self) -> LanceStats:

@@ -1058,3 +1058,22 @@ def test_base_paths_and_sessions_are_not_supported(pair):
     for call in calls:
         with pytest.raises(lancenb.NotSupportedError, match="lancenb"):
             call()
+
+
+def test_validate_names_the_dataset_and_the_broken_fragment(tmp_path):
+    path = str(tmp_path / "ds")
+    lancenb.write_dataset(pa.table({"a": list(range(10))}), path)
+    lancenb.write_dataset(pa.table({"a": list(range(10, 20))}), path, mode="append")
+    ds = lancenb.dataset(path)
+    ds.delete("a = 12")
+    ds = lancenb.dataset(path)
+    assert ds.validate() is None
+    (name,) = os.listdir(os.path.join(path, "_deletions"))
+    os.remove(os.path.join(path, "_deletions", name))
+    broken = lancenb.dataset(path)
+    with pytest.raises(lancenb.CorruptFileError,
+                       match=r"version 3: fragment 1: deletion file .* is missing"):
+        broken.validate()
+    with pytest.raises(lancenb.CorruptFileError, match="is missing"):
+        broken.get_fragment(1).validate()
+    assert broken.get_fragment(0).validate() is None
