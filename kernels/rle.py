@@ -101,6 +101,11 @@ def _plan_words(data, proto, max_values, max_bytes, entry, max_run, out_bounds):
                 if window[k] != window[k - 1]:
                     done += (run_len + max_run - 1) // max_run * entry
                     run_len = 1
+                    # every later prefix costs at least done + entry: once that is past
+                    # max_bytes none fits, nor does the window (the chunk is ``best``)
+                    if done + entry > max_bytes:
+                        last_size = done + entry
+                        break
                 else:
                     run_len += 1
         if remaining <= max_values and last_size <= max_bytes:

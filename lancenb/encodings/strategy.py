@@ -105,7 +105,12 @@ def _fixed_default(dtype, block, cfg: EncodingConfig, why: list[str]):
         else:
             why.append(f"try_bitpacking: {packed} B packed >= {raw} B flat, kept flat")
         runs = int(kstats.run_count(block.data[:raw], block.bits // 8))
-        if runs < cfg.rle_threshold * block.num_values:
+        # every run takes at least one value and one u8 length (chunk cuts and runs past
+        # 255 only add entries), so RLE cannot win below this floor: skip planning it
+        floor = runs * (block.bits // 8 + 1)
+        if runs < cfg.rle_threshold * block.num_values and floor >= best:
+            why.append(f"try_rle: {runs} runs, >= {floor} B >= {best} B")
+        elif runs < cfg.rle_threshold * block.num_values:
             codec = rle.RleCodec(block)
             if codec.nbytes < best:
                 why.append(f"try_rle: {runs} runs, {codec.nbytes} B < {best} B")
