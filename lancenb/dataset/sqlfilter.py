@@ -12,7 +12,6 @@ evaluates.
 from __future__ import annotations
 
 import sys
-import threading
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -43,6 +42,7 @@ from lancenb.dataset.exprnodes import (
     is_text,
 )
 from lancenb.errors import InvalidInputError
+from lancenb.io.pools import module_lock
 
 __all__ = ["Translator", "parse_sql", "columns_of", "short", "MAX_FILTER_DEPTH"]
 
@@ -50,7 +50,7 @@ __all__ = ["Translator", "parse_sql", "columns_of", "short", "MAX_FILTER_DEPTH"]
 # 20 Python frames a level, so parsing runs under a raised recursion limit.
 MAX_FILTER_DEPTH = 64
 _PARSE_RECURSION_LIMIT = 4000
-_PARSE_LOCK = threading.Lock()
+_PARSE_LOCK = module_lock(globals(), "_PARSE_LOCK")
 _OPENERS = frozenset({"L_PAREN", "NOT", "DASH"})
 
 

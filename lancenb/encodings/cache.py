@@ -21,6 +21,8 @@ from contextlib import contextmanager
 import numpy as np
 import pyarrow as pa
 
+from lancenb.io.pools import fork_safe_locks
+
 __all__ = ["SearchCache", "scanning", "CachedState", "DEFAULT_CAPACITY"]
 
 DEFAULT_CAPACITY = 256 * 1024 * 1024
@@ -63,6 +65,7 @@ class SearchCache:
         self.capacity = int(capacity)
         self._entries: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
+        fork_safe_locks(self, "_lock")
         self.nbytes = 0
         self.hits = 0
         self.misses = 0

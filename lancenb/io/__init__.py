@@ -20,6 +20,7 @@ import numpy as np
 from fsspec.implementations.local import LocalFileSystem
 
 from lancenb.errors import LanceFileNotFoundError, LanceIOError
+from lancenb.io.pools import fork_safe_locks, module_lock
 
 __all__ = ["RangeReader", "SequentialWriter", "open_reader", "open_writer", "resolve",
            "coalesce_ranges", "IOStats"]
@@ -69,7 +70,7 @@ class IOStats:
         return out
 
 
-_COUNT_LOCK = threading.Lock()
+_COUNT_LOCK = module_lock(globals(), "_COUNT_LOCK")
 # every read and write request lancenb makes in this process (``lancenb.iops_counter``,
 # ``lancenb.bytes_read_counter``)
 PROCESS_IO = IOStats()
@@ -107,6 +108,7 @@ class RangeReader:
         # more counters every read adds to (the process's; the dataset store's)
         self._counters = (self.stats, PROCESS_IO) + tuple(counters)
         self._lock = threading.Lock()
+        fork_safe_locks(self, "_lock")
         self._fd: int | None = None
         try:
             if isinstance(fs, LocalFileSystem):

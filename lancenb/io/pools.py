@@ -5,6 +5,10 @@ its queue but has no workers, so the child's first read or write would wait fore
 (multiprocessing's fork start method, PyTorch DataLoader workers, Spark's Python
 workers). :class:`ThreadPool` forgets its executor, and replaces its lock (another
 thread may have held it at fork time), in the child, so the child starts its own.
+
+The same goes for any lock: a lock another thread held when the process forked stays
+held forever in the child. :func:`module_lock` and :func:`fork_safe_locks` give module
+globals and object attributes fresh locks in the child.
 """
 
 from __future__ import annotations
@@ -15,9 +19,28 @@ import weakref
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
-__all__ = ["ThreadPool"]
+__all__ = ["ThreadPool", "fork_safe_locks", "module_lock"]
 
 _POOLS: weakref.WeakSet = weakref.WeakSet()
+# objects whose lock attributes are replaced in a forked child: obj -> attribute names
+_LOCK_OWNERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# (module namespace, global name) of module-level locks replaced in a forked child
+_MODULE_LOCKS: list[tuple[dict, str]] = []
+
+
+def module_lock(namespace: dict, name: str) -> threading.Lock:
+    """A new lock stored as ``namespace[name]`` (pass ``globals()``), replaced by a fresh
+    one in a forked child. Code must read the global at each use (``with _LOCK:``)."""
+    lock = threading.Lock()
+    namespace[name] = lock
+    _MODULE_LOCKS.append((namespace, name))
+    return lock
+
+
+def fork_safe_locks(obj, *names: str) -> None:
+    """Replace ``obj``'s lock attributes ``names`` with fresh locks in a forked child
+    (``obj`` is held weakly)."""
+    _LOCK_OWNERS[obj] = names
 
 
 class ThreadPool:
@@ -57,6 +80,11 @@ class ThreadPool:
 def _after_fork_in_child() -> None:
     for pool in list(_POOLS):
         pool._forget()
+    for namespace, name in _MODULE_LOCKS:
+        namespace[name] = threading.Lock()
+    for obj, names in list(_LOCK_OWNERS.items()):
+        for name in names:
+            setattr(obj, name, threading.Lock())
 
 
 if hasattr(os, "register_at_fork"):
