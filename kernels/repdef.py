@@ -44,8 +44,8 @@ BAD_ROW = -6         # locate_rows: a row is not where the chunk table places it
 
 _BLOCK = 64          # locate_rows counts row starts this many levels at a time
 
-__all__ = ["shred", "unshred", "OK", "BAD_OFFSETS", "BAD_LEVEL", "BAD_NESTING", "BAD_ARGS",
-           "locate_rows", "BAD_VISIBLE", "BAD_ROW"]
+__all__ = ["shred", "shred_list", "unshred", "OK", "BAD_OFFSETS", "BAD_LEVEL", "BAD_NESTING",
+           "BAD_ARGS", "locate_rows", "BAD_VISIBLE", "BAD_ROW"]
 
 
 @kernel
@@ -159,6 +159,90 @@ def shred(is_list, valid, valid_start, offs, offs_start, length, null_level, emp
             j = jl - 1
     counts[0] = n
     counts[1] = nvis
+    return OK
+
+
+@kernel
+def shred_list(list_valid, offs, leaf_valid, leaf_len, null_list, empty_list, null_leaf,
+               fill, rep_out, def_out, leaf_out, flags, counts):
+    """:func:`shred` for the one chain ``list<leaf>`` (two layers), in one flat loop.
+
+    ``list_valid`` (u8 per row, empty: all valid), ``offs`` (int32 or int64, rows + 1
+    entries into the ``leaf_len`` leaf entries), ``leaf_valid`` (u8 per leaf entry,
+    empty: all valid). The levels and statuses equal :func:`shred`'s for layers
+    ``[leaf, list]`` with ``null_level = [null_leaf, null_list]``,
+    ``empty_level = [0, empty_list]``, ``rep_num = [0, 1]``, ``max_rep = 1``.
+
+    Counting (``fill`` false) sets ``flags = [list has a null, list has an empty,
+    a visible leaf is null]``. ``counts`` gets ``[levels, visible levels, 1 when the
+    visible leaf positions are consecutive, the first of them]``. Filling writes
+    ``rep_out``/``def_out`` (if non-empty) and ``leaf_out`` (if non-empty: the leaf
+    position of each visible level; a caller can skip it when they are consecutive).
+    """
+    rows = offs.shape[0] - 1
+    if rows < 0 or offs[0] < 0 or offs[rows] > leaf_len:
+        return BAD_OFFSETS
+    for r in range(rows):
+        if offs[r + 1] < offs[r]:
+            return BAD_OFFSETS
+    has_lv = list_valid.shape[0] > 0
+    has_leaf = leaf_valid.shape[0] > 0
+    write_rep = fill and rep_out.shape[0] > 0
+    write_def = fill and def_out.shape[0] > 0
+    write_pos = fill and leaf_out.shape[0] > 0
+    n = 0
+    nvis = 0
+    consecutive = 1
+    first = 0
+    nxt = 0
+    for r in range(rows):
+        a = np.int64(offs[r])
+        b = np.int64(offs[r + 1])
+        if has_lv and list_valid[r] == 0:
+            flags[0] = 1
+            if write_rep:
+                rep_out[n] = 1
+            if write_def:
+                def_out[n] = null_list
+            n += 1
+            continue
+        if a == b:
+            flags[1] = 1
+            if write_rep:
+                rep_out[n] = 1
+            if write_def:
+                def_out[n] = empty_list
+            n += 1
+            continue
+        if nvis == 0:
+            first = a
+        elif a != nxt:
+            consecutive = 0
+        nxt = b
+        if write_rep:
+            rep_out[n] = 1
+            for i in range(n + 1, n + b - a):
+                rep_out[i] = 0
+        if has_leaf:
+            for p in range(a, b):
+                if leaf_valid[p] == 0:
+                    flags[2] = 1
+                    if write_def:
+                        def_out[n + p - a] = null_leaf
+                elif write_def:
+                    def_out[n + p - a] = 0
+        elif write_def:
+            for i in range(n, n + b - a):
+                def_out[i] = 0
+        if write_pos:
+            for p in range(a, b):
+                leaf_out[nvis + p - a] = p
+        n += b - a
+        nvis += b - a
+    counts[0] = n
+    counts[1] = nvis
+    counts[2] = consecutive
+    counts[3] = first
     return OK
 
 

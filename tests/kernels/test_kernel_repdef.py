@@ -468,3 +468,65 @@ def test_unshred_rejects_levels_above_max(layers):
     defs = np.array([0, info.max_def + 1, 0], np.uint16)
     with pytest.raises(CorruptFileError, match="level 1"):
         rd.unshred(rd.Levels(rep, defs, info, n, 0), 2, "test")
+
+
+# -- shred_list: the list<leaf> short path against the general kernel ----------------------
+
+@st.composite
+def list_arrays(draw):
+    """list<int32> / large_list<int32> arrays, lists and leaves null or not, maybe
+    sliced (drawn from a seeded generator: cheap to draw, still shrinks by seed)."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    n = int(rng.integers(0, 40))
+    list_null, leaf_null = rng.choice([0.0, 0.3], 2)
+    rows = [None if rng.random() < list_null else
+            [None if rng.random() < leaf_null else i for i in range(rng.integers(0, 5))]
+            for _ in range(n)]
+    arr = pa.array(rows, type=(pa.list_ if rng.random() < .5 else pa.large_list)(pa.int32()))
+    if len(arr) > 2 and rng.random() < .5:
+        arr = arr.slice(1, len(arr) - 2)
+    return arr
+
+
+@settings(max_examples=60, deadline=None)
+@given(arr=list_arrays())
+def test_shred_list_matches_general_kernel(arr, as_input, guarded):
+    is_list, valid, vs, offs, os_, lengths = _layer_arrays(arr, (0,), as_input)
+    e16, e64 = np.zeros(0, np.uint16), np.zeros(0, np.int64)
+    has_null, has_empty = np.zeros(2, np.uint8), np.zeros(2, np.uint8)
+    c2 = np.zeros(2, np.int64)
+    z = np.zeros(2, np.int64)
+    rep_num = np.array([0, 1], np.int64)
+    assert kr.shred(is_list, valid, vs, offs, os_, lengths, z, z, rep_num, 1, False, e16,
+                    e16, e64, has_null, has_empty, c2) == kr.OK
+    v_list = validity_of(arr)
+    v_leaf = validity_of(arr.values)
+    lv = as_input(np.zeros(0, np.uint8) if v_list is None else v_list.astype(np.uint8))
+    fv = as_input(np.zeros(0, np.uint8) if v_leaf is None else v_leaf.astype(np.uint8))
+    loffs = as_input(arr.offsets.to_numpy())  # int32 or int64, as stored
+    flags, c4 = np.zeros(3, np.uint8), np.zeros(4, np.int64)
+    assert kr.shred_list(lv, loffs, fv, len(arr.values), 0, 0, 0, False, e16, e16, e64,
+                         flags, c4) == kr.OK
+    assert c4[:2].tolist() == c2.tolist()
+    assert flags.tolist() == [has_null[1], has_empty[1], has_null[0]]
+    n, nvis = int(c2[0]), int(c2[1])
+    null_level, empty_level = np.array([1, 2], np.int64), np.array([0, 3], np.int64)
+    want = [np.zeros(n, np.uint16), np.zeros(n, np.uint16), np.zeros(nvis, np.int64)]
+    kr.shred(is_list, valid, vs, offs, os_, lengths, null_level, empty_level, rep_num, 1,
+             True, *want, has_null, has_empty, c2)
+    rep, defs, pos = guarded(n, np.uint16), guarded(n, np.uint16), guarded(nvis, np.int64)
+    assert kr.shred_list(lv, loffs, fv, len(arr.values), 2, 3, 1, True, rep.out, defs.out,
+                         pos.out, flags, c4) == kr.OK
+    assert rep.intact() and defs.intact() and pos.intact()
+    assert rep.out.tolist() == want[0].tolist() and defs.out.tolist() == want[1].tolist()
+    assert pos.out.tolist() == want[2].tolist()
+    consecutive = nvis == 0 or bool(np.all(np.diff(want[2]) == 1))
+    assert c4[2] == consecutive and (nvis == 0 or c4[3] == want[2][0])
+
+
+def test_shred_list_rejects_bad_offsets():
+    e8, e16, e64 = np.zeros(0, np.uint8), np.zeros(0, np.uint16), np.zeros(0, np.int64)
+    for offs, leaf_len in (([0, 5], 3), ([2, 1], 3), ([-1, 0], 3)):
+        assert kr.shred_list(e8, np.array(offs, np.int32), e8, leaf_len, 0, 0, 0, False, e16,
+                             e16, e64, np.zeros(3, np.uint8),
+                             np.zeros(4, np.int64)) == kr.BAD_OFFSETS

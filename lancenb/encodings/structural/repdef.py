@@ -35,7 +35,6 @@ import numpy as np
 import pyarrow as pa
 
 from lancenb.encodings import pb
-from lancenb.encodings.blocks import validity_of
 from lancenb.encodings.config import is_blob, is_packed
 from lancenb.errors import CorruptFileError, NotSupportedError
 from lancenb.kernels import repdef as kr
@@ -278,8 +277,84 @@ class Levels:
 # -- writing ------------------------------------------------------------------
 
 def _u8_validity(arr: pa.Array) -> np.ndarray | None:
-    v = validity_of(arr)
-    return None if v is None else v.astype(np.uint8)
+    """One byte per entry (1 = valid), None when nothing is null: the validity bitmap
+    unpacked once (a view of the unpacked bytes)."""
+    if arr.null_count == 0:
+        return None
+    if pa.types.is_null(arr.type):
+        return np.zeros(len(arr), np.uint8)
+    bits = np.frombuffer(arr.buffers()[0], np.uint8)
+    return np.unpackbits(bits, count=arr.offset + len(arr), bitorder="little")[arr.offset:]
+
+
+def _offsets(a: pa.Array) -> np.ndarray:
+    """A list array's ``len + 1`` offsets (int32 or int64, as stored; no copy)."""
+    return a.offsets.to_numpy(zero_copy_only=False)
+
+
+def _list_kind(has_null, has_empty):
+    return {(0, 0): L.REPDEF_ALL_VALID_LIST, (1, 0): L.REPDEF_NULLABLE_LIST,
+            (0, 1): L.REPDEF_EMPTYABLE_LIST,
+            (1, 1): L.REPDEF_NULL_AND_EMPTY_LIST}[(int(has_null), int(has_empty))]
+
+
+def _leaf_at(leaf: pa.Array, pos, nvis: int, consecutive: bool, first: int) -> pa.Array:
+    """The leaf's value slots: a slice when they are consecutive, else a take."""
+    if nvis == 0:
+        return leaf.slice(0, 0)
+    if consecutive:
+        return leaf.slice(first, nvis)
+    return leaf.take(pa.array(pos))
+
+
+def _shred_items(layers, leaf):
+    """Levels of a chain without lists (structs over a leaf): no repetition, every
+    level visible, so the leaf is kept as it is and the def level of a row is the null
+    level of its outermost null layer (0 if none)."""
+    k = len(layers)
+    n = layers[-1][3]
+    outer_null = None  # per row: the outermost layer that is null there, or -1
+    for j, (_, valid, _, _) in enumerate(layers):
+        if valid is not None:
+            if outer_null is None:
+                outer_null = np.full(n, -1, np.int8 if k < 127 else np.int64)
+            outer_null[valid == 0] = j
+    top = -1 if outer_null is None else int(outer_null.max())
+    # a null struct makes every layer below it nullable (its nulls are pushed down)
+    kinds = [L.REPDEF_NULLABLE_ITEM if j <= top else L.REPDEF_ALL_VALID_ITEM
+             for j in range(k)]
+    info = LayerInfo.from_layers(kinds)
+    defs = None
+    if info.max_def:
+        lut = np.zeros(k + 1, np.uint16)
+        lut[1:] = info.null_level
+        defs = lut[outer_null.astype(np.int64) + 1]
+    return Levels(None, defs, info, n, n), leaf
+
+
+def _shred_list(layers, leaf):
+    """Levels of ``list<leaf>`` through :func:`kernels.repdef.shred_list`."""
+    (_, leaf_valid, _, leaf_len), (_, list_valid, offs, _) = layers
+    e8, e16, e64 = np.zeros(0, np.uint8), np.zeros(0, np.uint16), np.zeros(0, np.int64)
+    lv = e8 if list_valid is None else list_valid
+    fv = e8 if leaf_valid is None else leaf_valid
+    flags = np.zeros(3, np.uint8)
+    counts = np.zeros(4, np.int64)
+    status = kr.shred_list(lv, offs, fv, leaf_len, 0, 0, 0, False, e16, e16, e64, flags,
+                           counts)
+    if status != kr.OK:
+        raise CorruptFileError("list offsets point outside their values")
+    kinds = [L.REPDEF_NULLABLE_ITEM if flags[2] else L.REPDEF_ALL_VALID_ITEM,
+             _list_kind(flags[0], flags[1])]
+    info = LayerInfo.from_layers(kinds)
+    n, nvis, consecutive, first = (int(x) for x in counts)
+    rep = np.empty(n, np.uint16)
+    defs = np.empty(n if info.max_def else 0, np.uint16)
+    pos = e64 if consecutive else np.empty(nvis, np.int64)
+    kr.shred_list(lv, offs, fv, leaf_len, int(info.null_level[1]), int(info.empty_level[1]),
+                  int(info.null_level[0]), True, rep, defs, pos, flags, counts)
+    levels = Levels(rep, defs if info.max_def else None, info, n, len(offs) - 1)
+    return levels, _leaf_at(leaf, pos, nvis, bool(consecutive), first)
 
 
 def shred(arr: pa.Array, path: tuple):
@@ -296,8 +371,7 @@ def shred(arr: pa.Array, path: tuple):
             outer.append((0, valid, None, len(a)))
             a = a.field(path[depth])
         elif _is_list(dt):
-            offs = np.asarray(a.offsets, dtype=np.int64)
-            outer.append((1, valid, offs, len(a)))
+            outer.append((1, valid, _offsets(a), len(a)))
             a = a.values
         else:
             outer.append((0, valid, None, len(a)))
@@ -308,6 +382,11 @@ def shred(arr: pa.Array, path: tuple):
     k = len(layers)
     is_list = np.array([x[0] for x in layers], np.uint8)
     lengths = np.array([x[3] for x in layers], np.int64)
+    # the common shapes take short paths (same levels): structs only, and list<leaf>
+    if not is_list.any() and np.all(lengths == lengths[-1]):
+        return _shred_items(layers, leaf)
+    if k == 2 and is_list[1]:
+        return _shred_list(layers, leaf)
     vparts, vstart, oparts, ostart = [], np.full(k, -1, np.int64), [], np.full(k, -1, np.int64)
     vpos = opos = 0
     for j, (_, valid, offs, _) in enumerate(layers):
@@ -317,7 +396,7 @@ def shred(arr: pa.Array, path: tuple):
             vpos += len(valid)
         if offs is not None:
             ostart[j] = opos
-            oparts.append(offs)
+            oparts.append(offs.astype(np.int64, copy=False))
             opos += len(offs)
     valid_all = np.concatenate(vparts) if vparts else np.zeros(0, np.uint8)
     offs_all = np.concatenate(oparts) if oparts else np.zeros(0, np.int64)
@@ -336,10 +415,7 @@ def shred(arr: pa.Array, path: tuple):
     kinds = []
     for j in range(k):
         if is_list[j]:
-            kinds.append({(0, 0): L.REPDEF_ALL_VALID_LIST, (1, 0): L.REPDEF_NULLABLE_LIST,
-                          (0, 1): L.REPDEF_EMPTYABLE_LIST,
-                          (1, 1): L.REPDEF_NULL_AND_EMPTY_LIST}[(int(has_null[j]),
-                                                                 int(has_empty[j]))])
+            kinds.append(_list_kind(has_null[j], has_empty[j]))
         else:
             kinds.append(L.REPDEF_NULLABLE_ITEM if has_null[j] else L.REPDEF_ALL_VALID_ITEM)
     info = LayerInfo.from_layers(kinds)
@@ -350,12 +426,9 @@ def shred(arr: pa.Array, path: tuple):
     kr.shred(is_list, valid_all, vstart, offs_all, ostart, lengths, info.null_level,
              info.empty_level, rep_num, max_rep, True, rep, defs, pos, has_null, has_empty,
              counts)
-    if nvis and pos[-1] - pos[0] == nvis - 1 and (nvis < 3 or np.all(np.diff(pos) == 1)):
-        leaf = leaf.slice(int(pos[0]), nvis)
-    elif nvis == 0:
-        leaf = leaf.slice(0, 0)
-    else:
-        leaf = leaf.take(pa.array(pos))
+    consecutive = nvis and pos[-1] - pos[0] == nvis - 1 and (
+        nvis < 3 or bool(np.all(np.diff(pos) == 1)))
+    leaf = _leaf_at(leaf, pos, nvis, consecutive, int(pos[0]) if nvis else 0)
     levels = Levels(rep if max_rep else None, defs if info.max_def else None, info, n,
                     int(lengths[-1]))
     return levels, leaf
