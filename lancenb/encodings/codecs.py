@@ -52,6 +52,9 @@ class ChunkDecoder(Protocol):
     """
 
     can_gather: bool  # whether :meth:`gather` is offered (else only whole chunks decode)
+    #: decoders with equal keys decode the chunks of many pages in one call (their
+    #: values depend on nothing but the chunks' bytes); None: one page at a time
+    batch_key = None
 
     def decode(self, data, starts, sizes, counts, where):
         """Every value of the chunks, as one block."""

@@ -36,6 +36,7 @@ from lancenb.errors import CorruptFileError, NotSupportedError
 from lancenb.kernels import slices
 
 __all__ = ["PageInfo", "LayoutDecoder", "SearchState", "ArrowValues", "layout_decoder",
+           "decode_all_many",
            "MiniBlockPage", "FullZipPage", "ConstantPage", "BlobPage", "EmptyStructPage"]
 
 
@@ -88,6 +89,13 @@ class LayoutDecoder(Protocol):
 
     def read_rows(self, reader, rows: np.ndarray) -> pa.Array:
         """Rows (sorted, page-relative int64, duplicates allowed)."""
+
+    def plan_rows(self, reader, rows: np.ndarray):
+        """The first half of :meth:`read_rows` (a plan whose ``ranges()`` are the file
+        bytes the rows need), or None where the layout reads its rows by itself."""
+
+    def rows_from(self, plan, data: np.ndarray, pos: np.ndarray) -> pa.Array:
+        """The rows of a :meth:`plan_rows` plan from its ranges' bytes."""
 
     def blob_descriptions(self, reader, rows: np.ndarray | None) -> pa.Array:
         """``(position, size)`` of each row, without the values (blob pages only)."""
@@ -169,6 +177,14 @@ class _Page(LayoutDecoder):
         self.where = values.where
         self.chain = chain
         self._offsets32 = chain is not None and repdef.offsets32(chain)
+
+    def plan_rows(self, reader, rows: np.ndarray):
+        """None: this layout reads its rows by itself (mini-block splits the read:
+        :meth:`MiniBlockPage.plan_rows`)."""
+        return None
+
+    def rows_from(self, plan, data: np.ndarray, pos: np.ndarray) -> pa.Array:
+        raise NotSupportedError(f"{self.where}: {self.kind} pages read rows by themselves")
 
     def blob_descriptions(self, reader, rows: np.ndarray | None) -> pa.Array:
         raise NotSupportedError(f"{self.where}: {self.kind} page read as blob descriptions")
@@ -286,6 +302,21 @@ class MiniBlockPage(_Page):
         arr = self.values.array(block, validity)
         return arr if sel is None else arr.take(pa.array(sel))
 
+    def plan_rows(self, reader, rows):
+        """:meth:`read_rows` in two halves, for a caller that reads the chunks of many
+        pages in one request: the plan (its file ranges: ``plan.ranges()``), or None
+        when this page reads rows some other way (nested, no rows)."""
+        if self.chain is not None or len(rows) == 0:
+            return None
+        return self.impl.plan_rows(reader, self.page.offsets, rows)
+
+    def rows_from(self, plan, data, pos) -> pa.Array:
+        """The rows of a :meth:`plan_rows` plan from its chunks' bytes (chunk ``i``
+        at ``data[pos[i]]``)."""
+        block, validity, sel = self.impl.rows_from(plan, data, pos)
+        arr = self.values.array(block, validity)
+        return arr if sel is None else arr.take(pa.array(sel))
+
 
 class FullZipPage(_Page):
     """Full-zip pages (values zipped with their levels, row by row):
@@ -376,6 +407,44 @@ class BlobPage(_Page):
         if not self.has_blob_descriptions:
             return super().blob_descriptions(reader, rows)
         return self.impl.descriptions(reader, self.page.offsets, rows)
+
+
+def decode_all_many(decs: list, ranges: list, data: np.ndarray,
+                    pos: np.ndarray) -> list[pa.Array]:
+    """``decode_all`` of many pages (flat columns) whose :meth:`buffer_ranges`
+    (``ranges[j]`` of page ``j``), in order, were read into ``data`` (range ``k``
+    at ``pos[k]``). Mini-block pages of
+    the same kind decode together, one value decode for all their chunks
+    (:func:`miniblock.decode_pages`); the rest, and any group that does not check
+    (then decoded again page by page for the precise error), one by one."""
+    view = memoryview(data)
+    out: list = [None] * len(decs)
+    groups: dict = {}
+    alone = []
+    k = 0
+    for j, d in enumerate(decs):
+        key = d.impl.batch_key() if isinstance(d, MiniBlockPage) and d.chain is None else None
+        if key is None:
+            alone.append((j, k))
+        else:
+            groups.setdefault(key, []).append((j, k))
+        k += len(ranges[j])
+    for members in groups.values():
+        impls = [decs[j].impl for j, _ in members]
+        ks = np.array([k for _, k in members], np.int64)
+        sizes = np.array([(ranges[j][0][1], ranges[j][1][1]) for j, _ in members], np.int64)
+        meta = np.stack([pos[ks], sizes[:, 0]], axis=1)
+        chunks = np.stack([pos[ks + 1], sizes[:, 1]], axis=1)
+        blocks_ = miniblock.decode_pages(impls, data, meta, chunks)
+        if blocks_ is None:
+            alone.extend(members)
+            continue
+        for (j, _), b in zip(members, blocks_):
+            out[j] = decs[j].values.array(b, None)
+    for j, k in alone:
+        out[j] = decs[j].decode_all([view[p:p + z] for p, (_, z) in
+                                     zip(pos[k:k + len(ranges[j])].tolist(), ranges[j])])
+    return out
 
 
 # layout name -> (decoder class, whether it needs the value width)

@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from lancenb.encodings import pb
 from lancenb.encodings.config import EncodingConfig
-from lancenb.encodings.layouts import LayoutDecoder, PageInfo, layout_decoder
+from lancenb.encodings.layouts import LayoutDecoder, PageInfo, decode_all_many, layout_decoder
 from lancenb.encodings.physical import packed_struct_variable as vpacked
 from lancenb.encodings.strategy import encode_page as encode
 from lancenb.encodings.structural import dictarray, fullzip
@@ -149,6 +149,26 @@ class PageDecoder:
         """The whole page as Arrow arrays, reading and decoding it in pieces of about
         ``group_bytes`` where the layout allows (mini-block), to bound peak memory."""
         return self.impl.scan(reader, group_bytes)
+
+    @staticmethod
+    def decode_all_many(decoders: list, ranges: list, data: np.ndarray,
+                        pos: np.ndarray) -> list[pa.Array]:
+        """:meth:`decode_all` of many pages at once: ``ranges[j]`` is page ``j``'s
+        :meth:`buffer_ranges`, all read in order into ``data`` (range ``k`` at
+        ``pos[k]``). Pages of narrow flat columns of one kind decode in a single
+        value decode (:func:`lancenb.encodings.layouts.decode_all_many`)."""
+        return decode_all_many([d.impl for d in decoders], ranges, data, pos)
+
+    def plan_rows(self, reader, rows: np.ndarray):
+        """The first half of :meth:`read_rows` where the layout splits it (mini-block):
+        a plan whose ``ranges()`` are the file bytes the rows need, finished by
+        :meth:`rows_from`; None where the page reads its rows by itself."""
+        return self.impl.plan_rows(reader, rows)
+
+    def rows_from(self, plan, data: np.ndarray, pos: np.ndarray) -> pa.Array:
+        """The rows of a :meth:`plan_rows` plan, its ranges read into ``data`` (range
+        ``i`` at ``pos[i]``)."""
+        return self.impl.rows_from(plan, data, pos)
 
     def blob_descriptions(self, reader, rows: np.ndarray | None = None) -> pa.Array:
         """A top-level blob page's ``(position, size)`` descriptions, every row or

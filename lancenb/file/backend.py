@@ -19,6 +19,9 @@ switches on it.
 
 from __future__ import annotations
 
+import copy
+import struct
+import threading
 from typing import Protocol, Union, runtime_checkable
 
 import numpy as np
@@ -70,6 +73,9 @@ class FileBackend(Protocol):
 
     def read(self, field_idx: int, rows: Rows) -> pa.ChunkedArray:
         """A top-level field's values at ``rows``."""
+
+    def read_many(self, field_idxs: list[int], rows: Rows) -> list[pa.ChunkedArray]:
+        """:meth:`read` of several fields (the 2.1+ backend plans their I/O together)."""
 
     def read_blob_descriptions(self, field_idx: int, rows) -> pa.ChunkedArray:
         """A blob column's ``(position, size)`` descriptions, without the values."""
@@ -166,7 +172,42 @@ def open_backend(path: str, io, *, legacy_only: bool = False) -> FileBackend:
         return V01Backend(path, io, tail, tail_start)
     if tail_start == 0 and isinstance(io, lio.RangeReader):
         io = WholeFile(io, tail)
-    container = Container(path, io, footer, tail, tail_start)
+    container = _container(path, io, footer, tail, tail_start, size)
     if version is FileVersion.V2_0:
         return V20Backend(path, io, container)
     return V21Backend(path, io, version, container)
+
+
+# The data files of one writer (thousands of small fragments) often end in the same
+# metadata bytes: same schema, row count, page positions and encodings. Their parsed
+# container (offset tables, schema) is then the same; it is parsed once per distinct
+# (file size, metadata bytes) and copied for each file (the path, which messages name,
+# is the copy's own). Keyed by content, so it cannot serve a stale parse.
+_CONTAINERS: dict[tuple[int, bytes], Container] = {}
+_CONTAINERS_SIZE = 256
+_CONTAINERS_LOCK = threading.Lock()
+
+
+def _container(path: str, io, footer: Footer, tail: bytes, tail_start: int,
+               size: int) -> Container:
+    """``Container(path, io, footer, tail, tail_start)``, through :data:`_CONTAINERS`
+    when the whole metadata region (schema buffer to footer) is inside ``tail``."""
+    start = footer.column_meta_start
+    gbo_at = footer.gbo_position - tail_start
+    if footer.num_global_buffers and 0 <= gbo_at and gbo_at + 8 <= len(tail):
+        start = min(start, struct.unpack_from("<Q", tail, gbo_at)[0])
+    if start < tail_start:
+        return Container(path, io, footer, tail, tail_start)
+    key = (size, bytes(memoryview(tail)[start - tail_start:]))
+    hit = _CONTAINERS.get(key)
+    if hit is None:
+        # (the cached parse holds the metadata bytes only, not a small file's pages)
+        hit = Container(path, io, footer, key[1], start)
+        with _CONTAINERS_LOCK:
+            if len(_CONTAINERS) >= _CONTAINERS_SIZE:
+                _CONTAINERS.pop(next(iter(_CONTAINERS)), None)
+            _CONTAINERS[key] = hit
+        return hit
+    c = copy.copy(hit)
+    c.path = path
+    return c

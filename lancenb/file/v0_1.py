@@ -565,6 +565,9 @@ class V01Backend:
         raise NotSupportedError(f"{self.path!r}: legacy (0.1) Lance files have no global "
                                 f"buffers")
 
+    def read_many(self, field_idxs, rows) -> list[pa.ChunkedArray]:
+        return [self.read(i, rows) for i in field_idxs]
+
     def read(self, field_idx: int, rows) -> pa.ChunkedArray:
         """Every row (None), a ``range`` or sorted rows (duplicates allowed)."""
         if rows is None:

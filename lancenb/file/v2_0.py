@@ -466,6 +466,9 @@ class V20Backend:
     def read_global_buffer(self, index: int) -> bytes:
         return self.io.read(*self._c.global_buffer_range(index))
 
+    def read_many(self, field_idxs, rows) -> list[pa.ChunkedArray]:
+        return [self.read(i, rows) for i in field_idxs]
+
     def read(self, field_idx: int, rows) -> pa.ChunkedArray:
         if rows is None:
             return self._cols.read_all(field_idx)

@@ -42,10 +42,16 @@ from lancenb.file.metadata import (
 )
 from lancenb.file.version import FileVersion
 
-__all__ = ["V21Backend", "SCAN_PIECE_BYTES", "RANGE_SCAN_FRACTION"]
+__all__ = ["V21Backend", "SCAN_PIECE_BYTES", "RANGE_SCAN_FRACTION", "BATCH_READ_BYTES"]
 
 # Full scans read and decode mini-block pages in pieces of about this many bytes.
 SCAN_PIECE_BYTES = 1 << 20
+
+# A scan of several fields reads their small pages (at most SCAN_PIECE_BYTES each)
+# together, in coalesced requests of about this many bytes (bounding peak memory).
+BATCH_READ_BYTES = 16 << 20
+# the layouts whose pages decode whole from buffer_ranges() (flat columns)
+_WHOLE_PAGE_KINDS = frozenset({"mini_block_layout", "full_zip_layout"})
 
 # read_range scans a page (and slices it) when the range covers at least this
 # fraction of its rows, (numerator, denominator) for flat and for nested pages;
@@ -260,6 +266,114 @@ class V21Backend:
         if isinstance(rows, range):
             return self._read_range(field_idx, rows.start, len(rows))
         return self._read_rows(field_idx, rows)
+
+    def read_many(self, field_idxs, rows) -> list[pa.ChunkedArray]:
+        """:meth:`read` of several fields, planned together: a scan reads the small
+        pages of all of them in coalesced requests of about ``BATCH_READ_BYTES``, a
+        take loads their search state in one request and reads every page's chunks in
+        one more (wide tables: the cost per column is then decoding, not requests)."""
+        if rows is None:
+            return self._read_all_many(field_idxs)
+        if isinstance(rows, range):
+            return [self.read(i, rows) for i in field_idxs]
+        return self._read_rows_many(field_idxs, rows)
+
+    def _read_all_many(self, field_idxs) -> list[pa.ChunkedArray]:
+        per_field = [self._leaf_pages(i) for i in field_idxs]
+        # parts[field][leaf][page]: the page's arrays
+        parts = [[[None] * len(decs) for decs in leaves] for leaves in per_field]
+        batch: list = []
+        held = 0
+
+        def flush():
+            if not batch:
+                return
+            flat = [r for *_, rs in batch for r in rs]
+            data, pos = self.io.read_ranges_np(np.array([o for o, _ in flat], np.int64),
+                                               np.array([z for _, z in flat], np.int64))
+            arrays = PageDecoder.decode_all_many([x[3] for x in batch], [x[4] for x in batch],
+                                                 data, pos)
+            for (a, b, c, _, _), arr in zip(batch, arrays):
+                parts[a][b][c] = [arr]
+            batch.clear()
+
+        with scanning():
+            for a, leaves in enumerate(per_field):
+                for b, decs in enumerate(leaves):
+                    for c, d in enumerate(decs):
+                        if d.chain is None and d.kind in _WHOLE_PAGE_KINDS:
+                            rs = d.buffer_ranges()
+                            size = sum(z for _, z in rs)
+                            if size <= SCAN_PIECE_BYTES:
+                                batch.append((a, b, c, d, rs))
+                                held += size
+                                if held >= BATCH_READ_BYTES:
+                                    flush()
+                                    held = 0
+                                continue
+                        parts[a][b][c] = d.scan(self.io, SCAN_PIECE_BYTES)
+            flush()
+        return [self._merge(i, [[x for page in leaf for x in page] for leaf in leaves])
+                for i, leaves in zip(field_idxs, parts)]
+
+    def _prepare_many(self, field_idxs) -> None:
+        """:meth:`prepare_take` of several fields in one coalesced read."""
+        todo = [i for i in dict.fromkeys(field_idxs) if i not in self._initialised]
+        if not todo:
+            return
+        with self._init_lock:
+            todo = [i for i in todo if i not in self._initialised]
+            decs = [d for i in todo for col in self._leaf_pages(i) for d in col]
+            ranges = [d.init_ranges() for d in decs]
+            flat = [r for rs in ranges for r in rs]
+            bufs = self.io.read_ranges(flat) if flat else []
+            k = 0
+            for d, rs in zip(decs, ranges):
+                if rs:
+                    d.init_from(bufs[k:k + len(rs)])
+                k += len(rs)
+            self._initialised.update(todo)
+
+    def _read_rows_many(self, field_idxs, rows: np.ndarray) -> list[pa.ChunkedArray]:
+        self._prepare_many(field_idxs)
+        per_field = []  # per field, per leaf: [array or plan index]
+        plans: list = []  # (decoder, plan, first range, number of ranges)
+        offs, lens = [], []
+        n_ranges = 0
+        for i in field_idxs:
+            d = _stored(self.fields[i])[1]
+            frows = rows if d == 1 else (rows[:, None] * d + np.arange(d, dtype=np.int64)
+                                         ).reshape(-1)
+            leaves = []
+            for decs in self._leaf_pages(i):
+                if len(decs) == 1:
+                    pieces = [(decs[0], frows)]
+                else:
+                    firsts = np.array([p.page.first_row for p in decs] + [self.num_rows * d],
+                                      dtype=np.int64)
+                    page_of = np.searchsorted(firsts, frows, side="right") - 1
+                    pieces = [(decs[int(p)], frows[page_of == p] - firsts[p])
+                              for p in np.unique(page_of)]
+                out = []
+                for dec, sel in pieces:
+                    plan = dec.plan_rows(self.io, sel)
+                    if plan is None:
+                        out.append(dec.read_rows(self.io, sel))
+                        continue
+                    o, n = plan.ranges()
+                    plans.append((dec, plan, n_ranges, len(o)))
+                    offs.append(o)
+                    lens.append(n)
+                    n_ranges += len(o)
+                    out.append(len(plans) - 1)
+                leaves.append(out)
+            per_field.append(leaves)
+        if plans:
+            data, pos = self.io.read_ranges_np(np.concatenate(offs), np.concatenate(lens))
+            done = [dec.rows_from(plan, data, pos[k:k + n]) for dec, plan, k, n in plans]
+            per_field = [[[done[x] if isinstance(x, int) else x for x in leaf]
+                          for leaf in leaves] for leaves in per_field]
+        return [self._merge(i, leaves) for i, leaves in zip(field_idxs, per_field)]
 
     def _read_all(self, field_idx: int) -> pa.ChunkedArray:
         # page by page, in pieces: peak memory is the result plus one piece's bytes;

@@ -43,6 +43,7 @@ class InlineValues(ChunkDecoder):
 
     def __init__(self, bits: int):
         self.bits = bits
+        self.batch_key = ("inline_bitpacking", bits)
 
     def decode(self, data, starts, sizes, counts, where) -> FixedWidth:
         out = np.empty(int(counts.sum()), dtype=_uint(self.bits))

@@ -101,6 +101,8 @@ class FlatValues(ChunkDecoder):
 
     def __init__(self, bits: int):
         self.bits = bits
+        # (subclasses, e.g. packed structs, are not plain values)
+        self.batch_key = ("flat", bits) if type(self) is FlatValues else None
 
     def decode(self, data, starts, sizes, counts, where) -> FixedWidth:
         return decode_chunks(self.bits, data, starts[:, 0].copy(), sizes[:, 0].copy(), counts,

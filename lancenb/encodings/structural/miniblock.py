@@ -26,7 +26,7 @@ from lancenb.encodings.structural.nested import NestedPages
 from lancenb.errors import CorruptFileError, NotSupportedError
 from lancenb.kernels import miniblock as km
 
-__all__ = ["encode", "MiniBlockDecoder", "ChunkTable"]
+__all__ = ["encode", "MiniBlockDecoder", "ChunkTable", "RowsPlan", "decode_pages"]
 
 MAX_CHUNK_BYTES = 32 * 1024  # a u16 metadata word can describe at most 4096 words of 8 bytes
 MAX_LARGE_CHUNK_BYTES = (1 << 28) * 8
@@ -184,6 +184,22 @@ def encode(block, validity: np.ndarray | None, *, codec=None, pack_levels: bool 
 
 
 @dataclass
+class RowsPlan:
+    """The chunks a read of rows by position needs (:meth:`MiniBlockDecoder.plan_rows`)."""
+
+    table: "ChunkTable"
+    needed: np.ndarray   # the chunks, sorted, unique
+    slot: np.ndarray     # per row: its chunk's index in ``needed``
+    local: np.ndarray    # per row: its position in its chunk
+    dict_items: object   # the page's dictionary (dictionary pages)
+    base: int            # where the chunk buffer starts in the file
+
+    def ranges(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(file offsets, lengths)`` of the needed chunks."""
+        return self.base + self.table.offsets[self.needed], self.table.nbytes[self.needed]
+
+
+@dataclass
 class ChunkTable:
     """Where each chunk lives and which items it holds (from buffer 0 only)."""
 
@@ -305,6 +321,16 @@ class MiniBlockDecoder(NestedPages, CachedState):
         if self.reps is not None:
             self.rep_index(None, None, raw=bufs[-1], table=t)
 
+    def batch_key(self):
+        """Pages with equal keys decode together (:func:`decode_pages`): flat, all
+        valid, no dictionary, values of one batchable kind and whole bytes; None for
+        any other page."""
+        vk = self.values.batch_key
+        if (vk is None or self.nested or self.levels is not None or self.has_dictionary
+                or self.dtype_bits is None or self.dtype_bits % 8):
+            return None
+        return vk, self.size_width
+
     @property
     def n_level_bufs(self) -> int:
         """Level buffers in each chunk (repetition, definition)."""
@@ -415,6 +441,15 @@ class MiniBlockDecoder(NestedPages, CachedState):
         reading only the chunks that hold them. Where the encodings allow it only
         the selected values are copied out (``selection`` is None); otherwise the
         chunks are decoded and ``selection`` indexes the rows among their items."""
+        plan = self.plan_rows(reader, offsets, rows)
+        data, pos = self.read_chunks(reader, offsets, plan.table, plan.needed)
+        return self.rows_from(plan, data, pos)
+
+    def plan_rows(self, reader, offsets, rows: np.ndarray) -> "RowsPlan":
+        """Which chunks hold ``rows`` (sorted, page-relative): the first half of
+        :meth:`read_rows`, so that a caller can read the chunks of many pages in one
+        request (their file ranges: :meth:`RowsPlan.ranges`) and finish each page with
+        :meth:`rows_from`."""
         t = self._load_table(reader, offsets)
         dict_items = self.load_items(reader, offsets) if self.has_dictionary else None
         chunk_of = np.searchsorted(t.item_starts, rows, side="right") - 1
@@ -423,9 +458,14 @@ class MiniBlockDecoder(NestedPages, CachedState):
         new[:1] = True
         np.not_equal(chunk_of[1:], chunk_of[:-1], out=new[1:])
         needed = chunk_of[new]
-        slot = np.cumsum(new) - 1
-        data, pos = self.read_chunks(reader, offsets, t, needed)
-        local = rows - t.item_starts[chunk_of]
+        return RowsPlan(t, needed, np.cumsum(new) - 1, rows - t.item_starts[chunk_of],
+                        dict_items, offsets[1])
+
+    def rows_from(self, plan: "RowsPlan", data: np.ndarray, pos: np.ndarray):
+        """``(block, validity, selection)`` of a :class:`RowsPlan` whose chunks were
+        read into ``data`` (chunk ``i`` at ``pos[i]``, checked by :meth:`_parse`)."""
+        t, needed, slot, local, dict_items = (plan.table, plan.needed, plan.slot, plan.local,
+                                              plan.dict_items)
         if self.values.can_gather and (self.levels is None or self.levels.can_gather):
             items, levels, starts, sizes = self._parse(t, needed, data, pos)
             nl = self.n_level_bufs
@@ -479,6 +519,74 @@ class MiniBlockDecoder(NestedPages, CachedState):
             raise CorruptFileError(f"{self.where}: definition level {int(defs.max())} in a "
                                    f"page whose only layer is a nullable item")
         return defs == 0
+
+
+def _words_at(data: np.ndarray, at: np.ndarray, width: int) -> np.ndarray:
+    """Little-endian unsigned words of ``width`` bytes at byte positions ``at``."""
+    out = data[at].astype(np.int64)
+    for k in range(1, width):
+        out |= data[at + k].astype(np.int64) << (8 * k)
+    return out
+
+
+def decode_pages(decs: list, data: np.ndarray, meta: np.ndarray, chunks: np.ndarray):
+    """Decode whole pages of equal :meth:`MiniBlockDecoder.batch_key` with one value
+    decode over all their chunks: the blocks of each page, or None when anything does
+    not check (the caller then decodes page by page, which names the fault).
+
+    ``data`` holds every page's buffers; page ``i``'s chunk metadata is
+    ``data[meta[i, 0]:][:meta[i, 1]]`` and its chunk buffer ``data[chunks[i, 0]:]
+    [:chunks[i, 1]]``. The checks are those of :meth:`ChunkTable.from_words` and the
+    chunk parse, vectorised: item counts per page, chunks inside their buffer,
+    headers and value sizes inside their chunk.
+    """
+    first = decs[0]
+    sw = first.size_width
+    nw = meta[:, 1] // sw
+    num_items = np.array([d.num_items for d in decs], np.int64)
+    if np.any(meta[:, 1] % sw) or np.any(nw == 0):
+        return None
+    total_w = int(nw.sum())
+    page_start = np.zeros(len(decs), np.int64)
+    np.cumsum(nw[:-1], out=page_start[1:])
+    page_of = np.repeat(np.arange(len(decs)), nw)
+    k = np.arange(total_w, dtype=np.int64) - page_start[page_of]
+    words = _words_at(data, meta[page_of, 0] + k * sw, sw)
+    nbytes = ((words >> 4) + 1) * 8
+    log2 = words & 0xF
+    counts = np.left_shift(1, log2)
+    last = page_start + nw - 1
+    is_last = np.zeros(total_w, bool)
+    is_last[last] = True
+    if np.any((log2 == 0) & ~is_last):
+        return None  # only a page's last chunk may leave its count implicit
+    sums = np.add.reduceat(counts, page_start)
+    rest = num_items - (sums - counts[last])
+    open_last = log2[last] == 0
+    counts[last[open_last]] = rest[open_last]
+    if np.any(counts[last] <= 0) or np.any(np.add.reduceat(counts, page_start) != num_items):
+        return None
+    ends = np.cumsum(nbytes)
+    off = ends - nbytes - (ends[page_start] - nbytes[page_start])[page_of]
+    if np.any(off[last] + nbytes[last] > chunks[:, 1]):
+        return None
+    pos = chunks[page_of, 0] + off
+    hdr = (2 + sw + 7) // 8 * 8  # level count (u16), one value size, padded to 8 bytes
+    vsize = _words_at(data, pos + 2, sw)
+    if np.any(nbytes < hdr) or np.any(vsize > nbytes - hdr):
+        return None
+    try:
+        block = first.values.decode(data, (pos + hdr)[:, None], vsize[:, None], counts,
+                                    first.where)
+    except CorruptFileError:
+        return None
+    width = first.dtype_bits // 8
+    if block.num_values != int(num_items.sum()):
+        return None
+    item_start = np.zeros(len(decs) + 1, np.int64)
+    np.cumsum(num_items, out=item_start[1:])
+    return [FixedWidth(first.dtype_bits, block.data[a * width:b * width], b - a)
+            for a, b in zip(item_start[:-1].tolist(), item_start[1:].tolist())]
 
 
 def empty_block(dtype_bits: int | None, offset_bits: int = 32):
