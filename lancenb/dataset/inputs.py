@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.dataset as pads
 
 from lancenb.errors import InvalidInputError, SchemaError
+from lancenb.file.extensions import storage_schema
 
 __all__ = ["coerce_input", "normalize_input", "check_append_schema", "fill_missing",
            "MAX_ROWS_PER_GROUP"]
@@ -23,7 +24,18 @@ MAX_ROWS_PER_GROUP = 1024 * 1024
 
 
 def normalize_input(data, schema: pa.Schema | None) -> tuple[pa.Schema, Iterator]:
-    """``(schema, iterator of RecordBatch)`` for any supported input."""
+    """``(schema, iterator of RecordBatch)`` for any supported input. Extension-typed
+    columns (``uuid``, ``fixed_shape_tensor``, pylance's blob v2 ...) come out as their
+    storage type tagged with the extension (:mod:`lancenb.file.extensions`), the form a
+    Lance schema stores."""
+    schema, batches = _normalize_input(data, schema)
+    stored = storage_schema(schema)
+    if stored is None:
+        return schema, batches
+    return stored, (b.cast(stored) for b in batches)
+
+
+def _normalize_input(data, schema: pa.Schema | None) -> tuple[pa.Schema, Iterator]:
     try:
         import pandas as pd  # lazy: heavy, and optional
     except ImportError:  # pragma: no cover - pandas is optional
@@ -46,7 +58,7 @@ def normalize_input(data, schema: pa.Schema | None) -> tuple[pa.Schema, Iterator
             return schema, (_cast_batch(b, schema) for b in data)
         return (schema or rs), iter(data)
     if hasattr(data, "__arrow_c_stream__"):
-        return normalize_input(pa.RecordBatchReader.from_stream(data), schema)
+        return _normalize_input(pa.RecordBatchReader.from_stream(data), schema)
     if isinstance(data, Iterable) and not isinstance(data, (str, bytes)):
         it = iter(data)
         if schema is None:

@@ -1,0 +1,159 @@
+"""Arrow extension types in a Lance schema.
+
+Lance stores an extension-typed field as its *storage* type, with the extension's name
+and serialized parameters in the field's metadata under ``ARROW:extension:name`` and
+``ARROW:extension:metadata`` (what Arrow's C data interface and IPC do, and what pylance
+14 writes: a ``uuid`` column is a ``fixed_size_binary(16)`` field so tagged, a
+``fixed_shape_tensor`` a fixed-size list, a blob v2 column a struct).
+
+:func:`storage_schema` turns a writer's input schema into that form (``None`` when it
+has no extension type, the common case, which then costs one pass over the fields);
+:func:`extension_schema` turns a stored schema back into extension types for the ones
+pyarrow knows (registered Python extension types and Arrow's canonical ones), leaving
+unknown extensions as storage type plus metadata.
+
+pyarrow exposes an extension's serialized parameters only through the C data interface
+for the C++ types (``uuid``, ``fixed_shape_tensor``, ``bool8``, ``json``, ``opaque``):
+:func:`_exported_metadata` reads them from the exported ``ArrowSchema`` struct, whose
+layout the Arrow C data interface fixes.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import pyarrow as pa
+
+from lancenb.errors import NotSupportedError
+
+__all__ = ["storage_schema", "extension_schema", "has_extension_metadata", "EXT_NAME",
+           "EXT_METADATA"]
+
+EXT_NAME = b"ARROW:extension:name"
+EXT_METADATA = b"ARROW:extension:metadata"
+
+# extensions Lance stores in its own form, which a tagged storage column would not match
+_REFUSED = {
+    "arrow.json": "arrow.json columns are stored by pylance as JSONB (lance.json), which "
+                  "lancenb does not write yet; cast the column to string to store the text",
+}
+
+
+class _ArrowSchema(ctypes.Structure):
+    """The Arrow C data interface's ``struct ArrowSchema``."""
+
+
+_ArrowSchema._fields_ = [
+    ("format", ctypes.c_char_p), ("name", ctypes.c_char_p), ("metadata", ctypes.c_void_p),
+    ("flags", ctypes.c_int64), ("n_children", ctypes.c_int64),
+    ("children", ctypes.c_void_p), ("dictionary", ctypes.c_void_p),
+    ("release", ctypes.CFUNCTYPE(None, ctypes.POINTER(_ArrowSchema))),
+    ("private_data", ctypes.c_void_p),
+]
+
+
+def _exported_metadata(t: pa.DataType) -> dict[bytes, bytes]:
+    """The metadata pyarrow attaches to ``t`` when exporting it through the C data
+    interface (an int32 pair count, then int32-length-prefixed keys and values)."""
+    c = _ArrowSchema()
+    t._export_to_c(ctypes.addressof(c))
+    try:
+        out: dict[bytes, bytes] = {}
+        p = c.metadata
+        if not p:
+            return out
+        off = 4
+        for _ in range(ctypes.c_int32.from_address(p).value):
+            n = ctypes.c_int32.from_address(p + off).value
+            key = ctypes.string_at(p + off + 4, n)
+            off += 4 + n
+            n = ctypes.c_int32.from_address(p + off).value
+            out[key] = ctypes.string_at(p + off + 4, n)
+            off += 4 + n
+        return out
+    finally:
+        c.release(ctypes.byref(c))
+
+
+def _extension_tags(t: pa.BaseExtensionType) -> dict[bytes, bytes]:
+    if isinstance(t, pa.ExtensionType):  # defined in Python: serializes itself
+        return {EXT_NAME: t.extension_name.encode(),
+                EXT_METADATA: t.__arrow_ext_serialize__()}
+    md = _exported_metadata(t)
+    return {EXT_NAME: md.get(EXT_NAME, t.extension_name.encode()),
+            EXT_METADATA: md.get(EXT_METADATA, b"")}
+
+
+def _storage_field(f: pa.Field) -> pa.Field | None:
+    """``f`` with every extension type in it replaced, or ``None`` if it has none."""
+    t = f.type
+    if isinstance(t, pa.BaseExtensionType):
+        if t.extension_name in _REFUSED:
+            raise NotSupportedError(f"column {f.name!r}: {_REFUSED[t.extension_name]}")
+        md = dict(f.metadata or {})
+        md.update(_extension_tags(t))
+        plain = pa.field(f.name, t.storage_type, f.nullable, md)
+        return _storage_field(plain) or plain
+    nt = _storage_type(t)
+    return None if nt is None else f.with_type(nt)
+
+
+def _storage_type(t: pa.DataType) -> pa.DataType | None:
+    """``t`` with every nested extension field replaced, or ``None`` if it has none."""
+    if pa.types.is_struct(t):
+        fields = [t.field(i) for i in range(t.num_fields)]
+        new = [_storage_field(f) for f in fields]
+        if all(n is None for n in new):
+            return None
+        return pa.struct([n or f for n, f in zip(new, fields)])
+    if pa.types.is_map(t):
+        k, v = _storage_field(t.key_field), _storage_field(t.item_field)
+        if k is None and v is None:
+            return None
+        return pa.map_(k or t.key_field, v or t.item_field, keys_sorted=t.keys_sorted)
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        v = _storage_field(t.value_field)
+        if v is None:
+            return None
+        if pa.types.is_fixed_size_list(t):
+            return pa.list_(v, t.list_size)
+        return pa.large_list(v) if pa.types.is_large_list(t) else pa.list_(v)
+    return None
+
+
+def storage_schema(schema: pa.Schema) -> pa.Schema | None:
+    """``schema`` with every extension type (at any depth) replaced by its storage type
+    tagged with the extension's name and parameters; ``None`` when there is none."""
+    fields = list(schema)
+    new = [_storage_field(f) for f in fields]
+    if all(n is None for n in new):
+        return None
+    return pa.schema([n or f for n, f in zip(new, fields)], metadata=schema.metadata)
+
+
+def has_extension_metadata(schema: pa.Schema) -> bool:
+    """Whether any field of ``schema``, at any depth, carries an extension name."""
+    def walk(f: pa.Field) -> bool:
+        if f.metadata and EXT_NAME in f.metadata:
+            return True
+        t = f.type
+        if pa.types.is_struct(t):
+            return any(walk(t.field(i)) for i in range(t.num_fields))
+        if pa.types.is_map(t):
+            return walk(t.key_field) or walk(t.item_field)
+        if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+            return walk(t.value_field)
+        return False
+    return any(walk(f) for f in schema)
+
+
+def extension_schema(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with fields tagged by a known extension name (at any depth) turned back
+    into that extension type. The schema goes out and back in through the C data
+    interface, whose import resolves registered and canonical extensions and keeps the
+    tags of unknown ones."""
+    if not has_extension_metadata(schema):
+        return schema
+    c = _ArrowSchema()
+    schema._export_to_c(ctypes.addressof(c))
+    return pa.Schema._import_from_c(ctypes.addressof(c))  # takes ownership: no release
