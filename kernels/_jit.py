@@ -265,7 +265,7 @@ class _KernelDispatcher(CPUDispatcher):
     """
 
     def _normalised(self, argtypes):
-        written = _written(self.py_func)
+        written = _written_stored(self)
         return tuple(
             t.copy(readonly=True) if isinstance(t, types.Array) and t.mutable
             and i not in written else types.unliteral(t)
@@ -319,6 +319,74 @@ def kernel(fn):
 
 
 # -- which parameters a kernel writes ------------------------------------------------
+
+# Reading that from the source (parse the module, walk each kernel's tree) costs about
+# 3 ms per kernel on first use, which adds up to a good part of a warm start. So each
+# kernel module's answers are kept in a small JSON file next to its numba cache files
+# (and shipped in the wheel's cache with them), under the module's content hash: a
+# changed module is read afresh. What a kernel writes also depends on the kernels it
+# calls in other modules; an answer gone stale by an edit there costs what a wrong
+# reading always costs (a failed read-only compilation, then one as given), as numba's
+# own cache, keyed on the caller's module only, does for the machine code.
+WRITTEN_SUFFIX = ".lancenb-written.json"
+_WRITTEN_TABLES: dict = {}  # kernel module path -> {"name:line": frozenset}
+
+
+def _written_path(directory: str, filename: str) -> str:
+    stem = os.path.splitext(os.path.basename(filename))[0]
+    return os.path.join(directory, stem + WRITTEN_SUFFIX)
+
+
+def _load_written(filename: str, stamp: bytes, cache_path: str) -> dict:
+    table: dict = {}
+    shipped = os.environ.get("LANCENB_SHIPPED_KERNELS", SHIPPED_DIR)
+    for directory in (shipped, cache_path):  # the local cache last: it wins
+        if not directory:
+            continue
+        try:
+            with open(_written_path(directory, filename), encoding="utf-8") as f:
+                data = json.load(f)
+            if data["stamp"] == stamp.hex():
+                table.update({k: frozenset(v) for k, v in data["written"].items()})
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            pass  # none, or damaged: read the source
+    return table
+
+
+def _save_written(filename: str, stamp: bytes, cache_path: str, table: dict) -> None:
+    path = _written_path(cache_path, filename)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(cache_path, exist_ok=True)
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump({"stamp": stamp.hex(),
+                       "written": {k: sorted(v) for k, v in sorted(table.items())}}, f)
+        os.replace(tmp, path)  # atomic: a concurrent reader sees the old or the new file
+    except OSError:  # no writable cache directory: read the source next time too
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+
+
+def _written_stored(dispatcher) -> frozenset:
+    """:func:`_written` of a kernel, from the stored answers when its module has not
+    changed (called under numba's compiler lock)."""
+    fn = dispatcher.py_func
+    filename = os.path.abspath(fn.__code__.co_filename)
+    stamp = _content_stamp(filename)
+    if stamp is None:
+        return _written(fn)
+    cache_path = dispatcher._cache._cache_path
+    table = _WRITTEN_TABLES.get(filename)
+    if table is None:
+        table = _WRITTEN_TABLES[filename] = _load_written(filename, stamp, cache_path)
+    key = f"{fn.__qualname__}:{fn.__code__.co_firstlineno}"
+    written = table.get(key)
+    if written is None:
+        written = table[key] = _written(fn)
+        _save_written(filename, stamp, cache_path, table)
+    return written
 
 # numpy functions and array methods that write into an argument
 _WRITING_METHODS = frozenset({"fill", "sort", "put", "itemset", "resize", "partition"})

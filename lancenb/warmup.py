@@ -393,6 +393,7 @@ def build_shipped(dest: str, *, targets=None, processes: int | None = None,
     import numpy as np
 
     from lancenb.errors import InvalidInputError
+    from lancenb.kernels._jit import WRITTEN_SUFFIX
 
     targets = tuple(targets or default_targets())
     unknown = [t for t in targets if t not in PORTABLE_TARGETS]
@@ -416,10 +417,12 @@ def build_shipped(dest: str, *, targets=None, processes: int | None = None,
             magic = json.loads(line.split(" ", 1)[1])
             entries.append({"name": target, "magic": magic,
                             "requires": sorted(PORTABLE_TARGETS[target])})
+        # numba's index and data files, and which parameters each kernel writes
+        kinds = (".nbi", ".nbc", WRITTEN_SUFFIX)
         files = [os.path.join(root, f) for root, _, names in os.walk(cache) for f in names
-                 if f.endswith((".nbi", ".nbc"))]
+                 if f.endswith(kinds)]
         for name in os.listdir(dest):
-            if name.endswith((".nbi", ".nbc")):
+            if name.endswith(kinds):
                 os.remove(os.path.join(dest, name))
         for f in files:
             shutil.copyfile(f, os.path.join(dest, os.path.basename(f)))

@@ -6,14 +6,17 @@ Each check that depends on what numba compiles runs in fresh processes with thei
 ``NUMBA_CACHE_DIR``, so the test process's own compilations do not interfere.
 """
 
+import hashlib
+import importlib.util
 import json
 import os
+import pathlib
 import subprocess
 import sys
 
 import pytest
 from lancenb.kernels import bitpack, rle, slices
-from lancenb.kernels._jit import _written
+from lancenb.kernels._jit import _WRITTEN_TABLES, _written, _written_path, _written_stored
 
 from lancenb.cli import main
 
@@ -88,6 +91,63 @@ def test_written_parameters_are_read_from_the_kernel_source():
     assert names(rle._chunks_status) == {"err"}
     assert names(rle._expand_chunks) == {"out"}
     assert names(rle._fill_words) == {"out_values", "out_lengths"}
+
+
+def test_written_answers_are_stored_by_the_module_hash(tmp_path):
+    src = tmp_path / "wmod.py"
+    src.write_text("from lancenb.kernels._jit import kernel\n\n\n@kernel\n"
+                   "def copy(a, out):\n    out[:] = a\n    return 0\n")
+    spec = importlib.util.spec_from_file_location("lancenb_test_wmod", src)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    d, filename = mod.copy, os.path.abspath(str(src))
+    assert _written_stored(d) == {1}
+    stored = pathlib.Path(_written_path(d._cache._cache_path, filename))
+    data = json.loads(stored.read_text())
+    assert data == {"stamp": hashlib.sha256(src.read_bytes()).hexdigest(),
+                    "written": {"copy:4": [1]}}
+    # a new process (nothing in memory) takes the stored answer without reading the source
+    data["written"]["copy:4"] = [0]
+    stored.write_text(json.dumps(data))
+    _WRITTEN_TABLES.pop(filename)
+    assert _written_stored(d) == {0}
+    # an answer stored for other module contents, or a damaged file: read the source
+    for text in (json.dumps(dict(data, stamp="00" * 32)), "{not json"):
+        stored.write_text(text)
+        _WRITTEN_TABLES.pop(filename)
+        assert _written_stored(d) == {1}
+
+
+# a kernel calling another; run with "callee" it calls only the callee, with "caller"
+# the callee first (loaded from the cache by then) and then the caller, which compiles
+_LINK = """
+import json, sys
+import numpy as np
+sys.path.insert(0, sys.argv[2])
+import linkmod
+a = np.arange(5, dtype=np.int64)
+out = np.zeros(5, np.int64)
+assert linkmod.add_one(a, out) == 0 and out.tolist() == [1, 2, 3, 4, 5]
+stats = [sum(linkmod.add_one.stats.cache_hits.values())]
+if sys.argv[1] == "caller":
+    assert linkmod.add_two(a, out) == 0 and out.tolist() == [2, 3, 4, 5, 6]
+    stats.append(sum(linkmod.add_two.stats.cache_misses.values()))
+print(json.dumps(stats))
+"""
+
+
+def test_a_kernel_loaded_from_the_cache_links_into_a_new_compilation(tmp_path):
+    # a loaded kernel's LLVM bitcode is parsed only when a compilation links it in
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "linkmod.py").write_text(
+        "import numpy as np\nfrom lancenb.kernels._jit import kernel\n\n\n@kernel\n"
+        "def add_one(a, out):\n    for i in range(a.size):\n        out[i] = a[i] + 1\n"
+        "    return 0\n\n\n@kernel\ndef add_two(a, out):\n    tmp = np.empty_like(out)\n"
+        "    add_one(a, tmp)\n    add_one(tmp, out)\n    return 0\n")
+    cache = tmp_path / "cache"
+    assert json.loads(_run(_LINK, cache, "callee", str(src))) == [0]
+    assert json.loads(_run(_LINK, cache, "caller", str(src))) == [1, 1]
 
 
 def test_readonly_and_writable_inputs_share_one_specialisation(tmp_path):
