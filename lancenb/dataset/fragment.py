@@ -24,6 +24,7 @@ from lancenb.dataset.fragment_extras import FragmentApiExtras
 from lancenb.dataset.fragmeta import DataFile, FragmentMetadata, is_legacy_file
 from lancenb.dataset.manifest import DATA_DIR
 from lancenb.dataset.rowids import decode_row_ids, decode_version_runs, external_bytes
+from lancenb.dataset.smallfiles import open_small
 from lancenb.dataset.stats import ColumnStats, read_file_stats
 from lancenb.dataset.write import create_fragment
 from lancenb.encodings.structural import dictarray
@@ -314,28 +315,26 @@ class LanceFragment(FragmentApiExtras):
         """Dataset top-level field name -> (data file index, name inside that file)."""
         if self._plan is not None:
             return self._plan
-        ds_fields = self._ds._top_fields
-        owner: dict[int, str] = {}
-        for top in ds_fields:
-            for lf in top.walk():
-                owner[lf.id] = top.name
+        cache = self._ds._cache
+        owner = cache.get("field_owner")
+        if owner is None:  # leaf field id -> its top-level field's name (once per dataset)
+            owner = {lf.id: top.name for top in self._ds._top_fields for lf in top.walk()}
+            cache["field_owner"] = owner
+        wanted = self._wanted_columns(owner)  # (from the manifest alone)
+        readers = {fi: self._ds._open_file(self._pb.files[fi].path,
+                                           is_legacy_file(self._pb.files[fi]))
+                   for fi, _ in wanted}
+        # fragments whose files hold the same fields, in files of the same schema (one
+        # writer's many small files), have the same plan: it is made once per dataset
+        memo = cache.setdefault("column_plans", {})
+        hit = memo.get(wanted)
+        if hit is not None and all(hit[0][fi] is r.fields for fi, r in readers.items()):
+            self._plan = hit[1]
+            return hit[1]
         plan: dict[str, tuple[int, str]] = {}
-        for fi, df in enumerate(self._pb.files):
-            if len(df.fields) != len(df.column_indices) and len(df.column_indices):
-                raise CorruptFileError(f"fragment {self.fragment_id}, data file {df.path!r}: "
-                                       f"{len(df.fields)} fields but {len(df.column_indices)} "
-                                       f"column indices")
-            wanted = {}
-            for k, fid in enumerate(df.fields):
-                name = owner.get(int(fid))
-                if name is None or name in wanted or name in plan:
-                    continue
-                col = int(df.column_indices[k]) if len(df.column_indices) else k
-                wanted[name] = col
-            if not wanted:
-                continue
-            reader = self._ds._open_file(df.path, is_legacy_file(df))
-            for name, col in wanted.items():
+        for fi, cols in wanted:
+            df, reader = self._pb.files[fi], readers[fi]
+            for name, col in cols:
                 # the field's first id may be a parent without a column (2.1+): the
                 # first field whose columns start at or after it
                 top_idx = reader.field_at_column(col)
@@ -344,8 +343,31 @@ class LanceFragment(FragmentApiExtras):
                         f"fragment {self.fragment_id}, data file {df.path!r}: no column "
                         f"{col} for field {name!r}")
                 plan[name] = (fi, reader.fields[top_idx].name)
+        if len(memo) < 1024:
+            memo[wanted] = ({fi: r.fields for fi, r in readers.items()}, plan)
         self._plan = plan
         return plan
+
+    def _wanted_columns(self, owner: dict) -> tuple:
+        """``((data file index, ((top-level name, file column index), ...)), ...)``:
+        the files that hold a dataset column (the first file listing a field wins)."""
+        out = []
+        seen: set = set()
+        for fi, df in enumerate(self._pb.files):
+            if len(df.fields) != len(df.column_indices) and len(df.column_indices):
+                raise CorruptFileError(f"fragment {self.fragment_id}, data file {df.path!r}: "
+                                       f"{len(df.fields)} fields but {len(df.column_indices)} "
+                                       f"column indices")
+            wanted: dict = {}
+            for k, fid in enumerate(df.fields):
+                name = owner.get(int(fid))
+                if name is None or name in wanted or name in seen:
+                    continue
+                wanted[name] = int(df.column_indices[k]) if len(df.column_indices) else k
+            if wanted:
+                seen.update(wanted)
+                out.append((fi, tuple(wanted.items())))
+        return tuple(out)
 
     def page_stats(self):
         """``(rows_per_page, {column name: [ColumnStats per statistics page]})`` from
@@ -410,8 +432,15 @@ class LanceFragment(FragmentApiExtras):
         self.verified_rows()
         schema = self._ds.schema
         handling = blob.check_handling(blob_handling or "all_binary")
-        fields = [blob.output_field(schema.field(c), handling) for c in columns]
-        blobs = {c for c in columns if blob.has_blobs(schema.field(c))}
+        # the output fields of a projection: worked out once per dataset, not per fragment
+        key = ("take_fields", tuple(columns), handling)
+        got = self._ds._cache.get(key)
+        if got is None:
+            fields = [blob.output_field(schema.field(c), handling) for c in columns]
+            got = (fields, {c for c in columns if blob.has_blobs(schema.field(c))},
+                   pa.schema(fields))
+            self._ds._cache[key] = got
+        fields, blobs, out_schema = got
         groups, missing = self._readers_for(columns)
         n = self.physical_rows if offsets is None else len(offsets)
         arrays: dict[str, pa.ChunkedArray] = {}
@@ -429,14 +458,16 @@ class LanceFragment(FragmentApiExtras):
                                                      schema.field(dname), offsets, handling)
                 else:
                     tasks.append((dname, reader, fname))
-        if len(tasks) > 1 and (os.cpu_count() or 1) > 1 and n > PARALLEL_MIN_ROWS:
-            # columns decode in parallel: kernels and reads release the GIL (small
-            # takes are fixed costs in Python, which threads only make contend)
-            results = _pool().map(lambda t: read_file_column(t[1], t[2], offsets), tasks)
-            arrays.update(zip((t[0] for t in tasks), results))
-        else:
-            for dname, reader, fname in tasks:
-                arrays[dname] = read_file_column(reader, fname, offsets)
+        # a data file's columns are read together: the reader plans their pages at
+        # once (a wide file's many small pages in a few requests and decodes) and
+        # decodes on its pool when the read is large (small reads are fixed costs in
+        # Python, which threads only make contend)
+        by_file: dict = {}
+        for dname, reader, fname in tasks:
+            by_file.setdefault(id(reader), (reader, []))[1].append((dname, fname))
+        for reader, cols in by_file.values():
+            got = reader.read_columns([fname for _, fname in cols], rows=offsets)
+            arrays.update(zip((dname for dname, _ in cols), got))
         for c in missing:  # a column no data file of this fragment has: all null
             arrays[c] = pa.chunked_array([pa.nulls(n, fields[columns.index(c)].type)])
         cols = []
@@ -452,7 +483,7 @@ class LanceFragment(FragmentApiExtras):
             cols.append(a)
         if not fields:
             return pa.table({"n": pa.nulls(n)}).drop_columns(["n"])
-        return pa.Table.from_arrays(cols, schema=pa.schema(fields))
+        return pa.Table.from_arrays(cols, schema=out_schema)
 
 
 # one pool per process, started anew in a forked child (lancenb.io.pools)
@@ -476,6 +507,10 @@ def open_data_file(store, path: str, legacy: bool = False, *, source: str = "man
     re-parsing a URI.
     """
     rel = f"{DATA_DIR}/{check_name(path, what='data file', source=source)}"
+    if not legacy:  # a small file of a shape seen before: no metadata parse
+        small = open_small(store, rel, store.uri_of(rel))
+        if small is not None:
+            return small
     io = store.open_reader(rel)
     cls = LegacyFileReader if legacy else LanceFileReader
     return cls(store.uri_of(rel), storage_options=store.storage_options, _io=io)

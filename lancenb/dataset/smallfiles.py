@@ -1,0 +1,195 @@
+"""Small data files of one shape: read whole, decoded through shared page decoders.
+
+A table grown by many small appends (streaming ingestion, ``max_rows_per_file=100``)
+has thousands of data files that one writer made alike: the same schema, row count,
+page positions and encodings, so the bytes from the schema buffer to the footer are
+the same in every one of them; only the pages differ. Opening each such file the
+usual way parses that metadata again, and its first read builds the column's page
+decoders again, which costs more than decoding its few rows.
+
+:func:`open_small` reads a 2.1+ data file of at most :data:`SMALL_FILE_BYTES` whole
+(one request, as the usual open's tail read would) and looks its metadata bytes up
+in a process-wide table keyed by ``(file size, metadata bytes)``: by content, so a
+hit is the same parse by construction. A hit gives a :class:`SmallFile`, which answers
+the metadata questions a fragment asks (rows, fields, column mapping) from the first
+file of that shape and decodes a whole column of a flat (not nested) field from its
+own bytes through page decoders built once per shape. Anything else (rows by
+position, ranges, nested fields, statistics) goes to a full
+:class:`~lancenb.file.LanceFileReader` of the file, opened from the bytes already
+read; so does a decode that fails (the full reader then names this file in its
+message, where the shared decoders would name the first file of the shape).
+
+Example: 1,000 files of 100 rows written by one ``write_dataset`` call share one
+shape: one full open and one set of page decoders, then 1,000 whole-file reads and
+page decodes.
+"""
+
+from __future__ import annotations
+
+import struct
+import threading
+
+import pyarrow as pa
+
+from lancenb.encodings.cache import scanning
+from lancenb.encodings.page import PageDecoder
+from lancenb.errors import LanceError
+from lancenb.file.backend import WholeFile
+from lancenb.file.format import FOOTER_SIZE, MAGIC
+from lancenb.file.reader import LanceFileReader
+
+__all__ = ["open_small", "SmallFile", "SMALL_FILE_BYTES"]
+
+# files of at most this many bytes are read whole and matched by their metadata
+SMALL_FILE_BYTES = 64 * 1024
+# whole-column decodes read mini-block pages in pieces of about this many bytes
+_PIECE_BYTES = 1 << 20
+_FOOTER = struct.Struct("<QQQIIHH4s")
+_SHAPES: dict[tuple[int, bytes], "_Shape"] = {}
+_SHAPES_SIZE = 64
+_LOCK = threading.Lock()
+
+
+class _Shape:
+    """What files of one ``(size, metadata bytes)`` share: a reader of the first such
+    file (metadata questions only) and, per flat field, its pages' decoders."""
+
+    def __init__(self, reader: LanceFileReader, size: int):
+        self.reader = reader
+        self.size = size
+        self.rows = reader.num_rows()
+        self._decoders: dict[int, list | None] = {}
+
+    def decoders(self, field_idx: int):
+        """The page decoders of a flat top-level field (built once, attached to no
+        search cache), or None for a field this module leaves to the full reader."""
+        if field_idx in self._decoders:
+            return self._decoders[field_idx]
+        r = self.reader
+        f = r.fields[field_idx]
+        st = f.storage.type
+        decs = None
+        if not (pa.types.is_nested(st) or pa.types.is_dictionary(st)
+                or isinstance(st, pa.ExtensionType)) and st == f.arrow.type:
+            leaves = r.leaf_columns(field_idx)
+            if len(leaves) == 1:
+                decs = [PageDecoder(p.encoding, p.info, st, p.where, None,
+                                    file_size=self.size)
+                        for p in r.column_pages(field_idx, leaves[0][0])]
+        self._decoders[field_idx] = decs
+        return decs
+
+
+def _metadata_key(data: bytes, size: int):
+    """``(size, bytes from the schema buffer to the end)`` of a whole 2.1+ file, or
+    None (another version, or not a Lance file: the full reader says what is wrong)."""
+    if size < FOOTER_SIZE:
+        return None
+    cm, _, gbo, ngb, _, major, minor, magic = _FOOTER.unpack_from(data, size - FOOTER_SIZE)
+    if magic != MAGIC or (major, minor) not in ((2, 1), (2, 2)) or ngb < 1:
+        return None
+    if gbo + 16 > size or cm > size:
+        return None
+    start = min(cm, struct.unpack_from("<Q", data, gbo)[0])
+    if start > size:
+        return None
+    return size, bytes(data[start:])
+
+
+def open_small(store, rel: str, uri: str):
+    """A reader of the data file ``rel`` of ``store``: a :class:`SmallFile` when it is
+    a 2.1+ file of at most :data:`SMALL_FILE_BYTES`, else None (open it the usual way).
+
+    Parameters
+    ----------
+    store : lancenb.io.store.Store
+        The dataset's store (its filesystem object and I/O counters).
+    rel : str
+        The object's path relative to the dataset root (``data/<name>``), checked.
+    uri : str
+        The file's URI, as messages name it.
+    """
+    io = store.open_reader(rel)
+    size = io.size()
+    if size > SMALL_FILE_BYTES:
+        return None
+    data = io.read(0, size)
+    whole = WholeFile(io, data)
+    key = _metadata_key(data, size)
+    if key is None:
+        return None
+    shape = _SHAPES.get(key)
+    if shape is None:
+        # a reader of its own (the dataset's reader of this file may fill a search
+        # cache on takes; the shape's holds metadata and decoders only)
+        shape = _Shape(LanceFileReader(uri, storage_options=store.storage_options,
+                                       _io=WholeFile(io, data)), size)
+        with _LOCK:
+            if len(_SHAPES) >= _SHAPES_SIZE:
+                _SHAPES.pop(next(iter(_SHAPES)), None)
+            _SHAPES[key] = shape
+    return SmallFile(shape, uri, whole, store.storage_options)
+
+
+class SmallFile:
+    """The read surface a fragment uses of a :class:`~lancenb.file.LanceFileReader`,
+    for a small file whose metadata matched a known shape (see the module text).
+
+    Whole flat columns decode from this file's bytes through the shape's decoders;
+    every other call goes to a full reader of this file, opened on first need from
+    the bytes already in memory.
+    """
+
+    def __init__(self, shape: _Shape, path: str, io: WholeFile, storage_options):
+        self._shape = shape
+        self.path = path
+        self._io = io
+        self._options = storage_options
+        self._full: LanceFileReader | None = None
+        r = shape.reader
+        self.version = r.version
+        self.schema_full = r.schema_full
+        self.schema = r.schema
+
+    def _reader(self) -> LanceFileReader:
+        if self._full is None:
+            self._full = LanceFileReader(self.path, storage_options=self._options,
+                                         _io=self._io)
+        return self._full
+
+    def __getattr__(self, name):
+        # (only called for what this class does not define: the full reader has it)
+        return getattr(self._reader(), name)
+
+    @property
+    def fields(self) -> list:
+        """The file's top-level fields (those of its shape)."""
+        return self._shape.reader.fields
+
+    def num_rows(self) -> int:
+        """Rows in the file."""
+        return self._shape.rows
+
+    def field_index(self, field) -> int:
+        """See :meth:`lancenb.file.LanceFileReader.field_index`."""
+        return self._shape.reader.field_index(field)
+
+    def field_at_column(self, column: int) -> int | None:
+        """See :meth:`lancenb.file.LanceFileReader.field_at_column`."""
+        return self._shape.reader.field_at_column(column)
+
+    def read_column(self, field, *, rows=None, range=None) -> pa.ChunkedArray:
+        """See :meth:`lancenb.file.LanceFileReader.read_column`: every row of a flat
+        field through the shape's decoders, anything else through the full reader."""
+        if rows is None and range is None:
+            idx = self._shape.reader.field_index(field)
+            decs = self._shape.decoders(idx)
+            if decs is not None:
+                try:
+                    # a scratch area of this file's own: the decoders keep nothing
+                    with scanning():
+                        arrays = [a for d in decs for a in d.scan(self._io, _PIECE_BYTES)]
+                    return pa.chunked_array(arrays, type=self.fields[idx].arrow.type)
+                except LanceError:
+                    pass  # the full reader decodes it again and names this file
+        return self._reader().read_column(field, rows=rows, range=range)
