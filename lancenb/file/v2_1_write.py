@@ -24,6 +24,7 @@ from lancenb.encodings.config import config_for_field, is_blob, is_packed
 from lancenb.encodings.page import encode_page
 from lancenb.encodings.physical import fsl, packed_struct
 from lancenb.encodings.physical import packed_struct_variable as vpacked
+from lancenb.encodings.plainpage import encode_plain, encode_plain_many, plain_bits
 from lancenb.encodings.structural import blob, dictarray, repdef
 from lancenb.errors import InvalidInputError, NotSupportedError
 from lancenb.file.format import PAD_BYTE, PAGE_ALIGN
@@ -39,6 +40,12 @@ DEFAULT_COLUMN_BUDGET = 8 * 1024 * 1024  # bytes buffered per column before a pa
 # the calling thread: small pages are mostly Python work, which threads only contend for
 PARALLEL_MIN_BYTES = 512 * 1024
 COALESCE_BYTES = 256 * 1024  # pages up to this size are written with one call
+# plain number pages take encode_plain's short path (same bytes); False: the full chain
+USE_PLAIN_PAGES = True
+PLAIN_PAGE_MAX_BYTES = 1024 * 1024  # columns up to this size are batched (encode_plain_many)
+PLAIN_WINDOW_BYTES = 16 * 1024 * 1024  # input bytes of the columns encoded per window
+DRAIN_BYTES = 4 * 1024 * 1024  # small pages held back are written once they reach this
+_PADS = [PAD_BYTE * i for i in range(PAGE_ALIGN)]
 
 
 class _Column:
@@ -160,6 +167,8 @@ class V21Writer:
         budget = (data_cache_bytes / max(1, len(schema))
                   if data_cache_bytes else DEFAULT_COLUMN_BUDGET)
         self._budget = max(1, int(budget))
+        self._pending: list = []  # small pages not yet written (see _write_page)
+        self._pending_bytes = 0
 
     def write(self, batch: pa.RecordBatch) -> None:
         """Buffer a batch's columns; write the pages of those over budget."""
@@ -208,6 +217,37 @@ class V21Writer:
             elif col.arrays:
                 arrays, col.arrays, col.nbytes = col.arrays, [], 0
                 jobs.append((col, arrays, None))
+        # windows of about PLAIN_WINDOW_BYTES of input, so that what is held at once
+        # stays bounded: small plain-number pages of a window are encoded together
+        start, held = 0, 0
+        for i, (_, arrays, _) in enumerate(jobs):
+            held += 0 if arrays is None else sum(a.nbytes for a in arrays)
+            if held >= PLAIN_WINDOW_BYTES or i == len(jobs) - 1:
+                self._run_jobs(self._plain_pages(jobs[start:i + 1]))
+                start, held = i + 1, 0
+        self._drain()
+
+    def _plain_pages(self, jobs: list) -> list:
+        """``jobs`` with the pages of their small plain-number columns encoded
+        together (:func:`encode_plain_many`: same bytes as one by one)."""
+        picked = [i for i, (col, arrays, _) in enumerate(jobs)
+                  if USE_PLAIN_PAGES and arrays is not None and col.path is None
+                  and not col.blob and plain_bits(col.field.type)
+                  and sum(a.nbytes for a in arrays) <= PLAIN_PAGE_MAX_BYTES]
+        if len(picked) < 2:
+            return jobs
+        pages = encode_plain_many([dictarray.page_array(jobs[i][1]) for i in picked],
+                                  [jobs[i][0].config for i in picked],
+                                  version_minor=self.version.footer[1])
+        jobs = list(jobs)
+        for i, page in zip(picked, pages):
+            if page is not None:
+                col, arrays, _ = jobs[i]
+                jobs[i] = (col, None, [(*page, sum(len(a) for a in arrays))])
+        return jobs
+
+    def _run_jobs(self, jobs: list) -> None:
+        """Encode (where not done) and write the pages of ``jobs`` in order."""
         pooled = [arrays for col, arrays, pages in jobs
                   if arrays is not None and not _is_blob_column(col)]
         workers = _encode_workers()
@@ -263,31 +303,46 @@ class V21Writer:
         elif col.blob:
             buffers, layout = self._blob_page(arr, levels)
         else:
-            buffers, layout = encode_page(arr, version_minor=self.version.footer[1],
-                                          config=col.config, levels=levels)
+            minor = self.version.footer[1]
+            plain = (None if levels is not None or not USE_PLAIN_PAGES
+                     else encode_plain(arr, col.config, version_minor=minor))
+            buffers, layout = plain or encode_page(arr, version_minor=minor, config=col.config,
+                                                   levels=levels)
         return buffers, layout, rows
+
+    def _drain(self) -> None:
+        """Write the small pages held back (:meth:`_write_page`) in one call."""
+        if self._pending:
+            self._out.write(b"".join(self._pending))
+            self._pending, self._pending_bytes = [], 0
 
     def _write_page(self, col: _Column, buffers, layout, rows: int) -> None:
         sizes = [memoryview(b).nbytes for b in buffers]
         if sum(sizes) <= COALESCE_BYTES:
-            # a small page goes out in one write (buffers and padding joined): the
-            # same bytes, without a write call per buffer and per padding
-            pos = self._out.tell()
-            parts, positions = [], []
+            # small pages (buffers and padding) are held back and go out together, up
+            # to DRAIN_BYTES at a time (and at the end of every flush): the same bytes,
+            # without write calls per page, per buffer and per padding
+            pos = self._out.tell() + self._pending_bytes
+            parts, positions = self._pending, []
             for b, n in zip(buffers, sizes):
                 pad = (-n) % PAGE_ALIGN
                 positions.append((pos, n))
                 parts.append(b)
                 if pad:
-                    parts.append(PAD_BYTE * pad)
+                    parts.append(_PADS[pad])
                 pos += n + pad
-            self._out.write(b"".join(parts))
+            self._pending_bytes = pos - self._out.tell()
+            if self._pending_bytes >= DRAIN_BYTES:
+                self._drain()
         else:
+            self._drain()
             positions = [self._write_buffer(b) for b in buffers]
         page = file2_pb2.ColumnMetadata.Page(buffer_offsets=[p for p, _ in positions],
                               buffer_sizes=[s for _, s in positions], length=rows,
                               priority=col.rows_written)
-        page.encoding.direct.encoding = pb.pack_any(layout)
+        # (encode_plain's layouts come serialized, one object shared by same-shaped pages)
+        page.encoding.direct.encoding = (layout if isinstance(layout, bytes)
+                                         else pb.pack_any(layout))
         col.pages.append(page)
         col.rows_written += rows
 
@@ -298,6 +353,7 @@ class V21Writer:
         if levels is not None and levels.defs is not None:
             validity = levels.defs[:levels.num_levels] == 0
         region, rel, sizes = blob.out_of_line(block, validity)
+        self._drain()
         base = self._out.tell()  # 64-aligned: every buffer is padded
         if len(region):
             self._out.write(region)
@@ -313,6 +369,7 @@ class V21Writer:
         inline = valid & (kind == 0)
         block, _ = blocks.from_arrow(data)
         region, rel, sizes = blob.out_of_line(block, inline)
+        self._drain()
         base = self._out.tell()  # 64-aligned: every buffer is padded
         if len(region):
             self._out.write(region)
