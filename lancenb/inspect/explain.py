@@ -11,7 +11,7 @@ from lancenb.encodings.config import KEYS, config_for_field, is_blob, is_packed
 from lancenb.encodings.page import describe_layout
 from lancenb.encodings.structural import dictarray, repdef
 from lancenb.errors import InvalidInputError
-from lancenb.file.version import FileVersion
+from lancenb.file.version import DEFAULT_WRITE_VERSION, FileVersion
 from lancenb.file.writer import DEFAULT_COLUMN_BUDGET
 from lancenb.inspect._format import (
     _md,
@@ -55,9 +55,12 @@ def _explain_page(arr: pa.Array, field: pa.Field, path, version_minor: int) -> d
 
 
 # -- explain (in-memory data) -----------------------------------------------------------
-def explain(data, field: str | None = None, *, version: str = "2.1",
+def explain(data, field: str | None = None, *, version: str | None = None,
             page_budget_bytes: int = DEFAULT_COLUMN_BUDGET) -> dict:
     """Why lancenb would encode ``data`` (a Table, RecordBatch or Array) as it does.
+
+    ``version`` is the file version to explain (default: the one ``LanceFileWriter``
+    and ``write_dataset`` write, 2.2).
 
     Pages are cut as ``LanceFileWriter`` cuts them (``page_budget_bytes`` of buffered
     arrays per column, over the table's batches). Returns ``{"version", "columns":
@@ -73,6 +76,8 @@ def explain(data, field: str | None = None, *, version: str = "2.1",
     (1000, 'mini_block:inline_bitpacking')
     """
 
+    if version is None:
+        version = DEFAULT_WRITE_VERSION.label
     minor = FileVersion.resolve(version).footer[1]
     if isinstance(data, (pa.Array, pa.ChunkedArray)):
         data = pa.table({field or "values": data})
