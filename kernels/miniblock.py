@@ -22,6 +22,7 @@ bytes) and its metadata word is ``(24 // 8 - 1) << 4 | 0 = 0x0020``.
 import numpy as np
 
 from ._jit import kernel
+from .bitpack import BAD_OUTPUT, outofline_pack
 from .bytes_util import read_uint, write_uint
 
 OK = 0
@@ -81,6 +82,27 @@ def pack_chunks(level_src, value_src, starts, sizes, num_levels, n_level_bufs, s
             while (p - base) % 8 != 0:
                 out[p] = PAD_BYTE
                 p += 1
+    return OK
+
+
+@kernel
+def outofline_pack_chunks(values, bounds, width, word_starts, out):
+    """Out-of-line bitpack each chunk's values (``values[bounds[c]:bounds[c + 1]]``,
+    e.g. a page's rep or def levels) at ``width`` bits into ``out`` from word
+    ``word_starts[c]`` on: one call instead of one :func:`bitpack.outofline_pack` per
+    chunk, with the same words. Returns OK, or the status of the first chunk that
+    fails (``bitpack.BAD_OUTPUT`` when ``out`` is too small; nothing more is written
+    then)."""
+    nc = bounds.shape[0] - 1
+    if word_starts.shape[0] < nc:
+        return BAD_OUTPUT
+    for c in range(nc):
+        s = word_starts[c]
+        if s < 0 or s > out.shape[0]:
+            return BAD_OUTPUT
+        got = outofline_pack(values[bounds[c]:bounds[c + 1]], width, out[s:])
+        if got < 0:
+            return got
     return OK
 
 

@@ -12,9 +12,12 @@ import struct
 from dataclasses import dataclass
 
 import numpy as np
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from lancenb.kernels import bitpack as kb
 from lancenb.kernels import miniblock as km
+
+from lancenb.encodings.physical.bitpacking import outofline_chunk_words
 
 PAD = 0xFE
 FILL = 0x5C  # initial output bytes, so untouched bytes are visible
@@ -514,3 +517,43 @@ def test_parse_chunks_status_buffer_past_chunk():
     assert _parse([0x0020], bytes(bad), 3)[:2] == (km.BUFFER_PAST_CHUNK, [0, 2])
     bad[2:4] = struct.pack("<H", 16)            # 8 + 16 = 24 still fits
     assert _parse([0x0020], bytes(bad), 3)[0] == km.OK
+
+
+# -- outofline_pack_chunks: a page's levels packed chunk by chunk in one call --------------
+
+@st.composite
+def _level_chunks(draw):
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    counts = rng.integers(0, 2200, int(rng.integers(0, 4)))
+    counts[rng.random(len(counts)) < .3] = 1024  # whole blocks
+    width = int(rng.integers(0, 17))
+    levels = rng.integers(0, 1 << width, int(counts.sum())).astype(np.uint16)
+    bounds = np.zeros(len(counts) + 1, np.int64)
+    np.cumsum(counts, out=bounds[1:])
+    return levels, bounds, width
+
+
+@settings(max_examples=25, deadline=None)
+@given(case=_level_chunks())
+def test_outofline_pack_chunks_matches_per_chunk_calls(case, as_input, guarded):
+    levels, bounds, width = case
+    counts = np.diff(bounds)
+    words = outofline_chunk_words(counts, width, 16)
+    assert words.tolist() == [kb.outofline_words(int(c), width, 16) for c in counts]
+    starts = np.zeros(len(counts), np.int64)
+    np.cumsum(words[:-1], out=starts[1:])
+    want = []
+    for c in range(len(counts)):  # the reference: one outofline_pack per chunk
+        out = np.zeros(int(words[c]), np.uint16)
+        assert kb.outofline_pack(levels[bounds[c]:bounds[c + 1]], width, out) == words[c]
+        want.append(out)
+    g = guarded(int(words.sum()), np.uint16)
+    assert km.outofline_pack_chunks(as_input(levels), as_input(bounds), width,
+                                    as_input(starts), g.out) == km.OK
+    assert g.intact()
+    assert g.out.tolist() == (np.concatenate(want).tolist() if want else [])
+    if words.sum():
+        small = guarded(int(words.sum()) - 1, np.uint16)
+        assert km.outofline_pack_chunks(as_input(levels), as_input(bounds), width,
+                                        as_input(starts), small.out) == kb.BAD_OUTPUT
+        assert small.intact()

@@ -19,9 +19,10 @@ from lancenb.encodings.blocks import FixedWidth
 from lancenb.encodings.codecs import ChunkCodec, ChunkDecoder
 from lancenb.errors import CorruptFileError
 from lancenb.kernels import bitpack as kb
+from lancenb.kernels import miniblock as kmb
 
 __all__ = ["InlineValues", "OutOfLineLevels", "plan", "encode_chunks", "description",
-           "encode_levels", "levels_description", "packed_bytes"]
+           "encode_levels", "levels_description", "packed_bytes", "outofline_chunk_words"]
 
 CHUNK = kb.BLOCK
 _ERRORS = {kb.BAD_WIDTH: "bit width larger than the value type",
@@ -188,20 +189,29 @@ def encode_levels(levels: np.ndarray, bounds: np.ndarray, *, flat: bool | None =
         desc = pb.e21.CompressiveEncoding(
             inline_bitpacking=pb.e21.InlineBitpacking(uncompressed_bits_per_value=16))
     else:
-        words = np.array([kb.outofline_words(int(c), width, 16) for c in counts],
-                         dtype=np.int64)
+        words = outofline_chunk_words(counts, width, 16)
         desc = levels_description(width)
     starts_w = np.zeros(len(words), dtype=np.int64)
     np.cumsum(words[:-1], out=starts_w[1:])
     out = np.empty(int(words.sum()), dtype=np.uint16)
-    for i in range(len(counts)):  # one call per chunk (a few thousand values each)
-        chunk = levels[bounds[i]:bounds[i + 1]]
-        dest = out[starts_w[i]:starts_w[i] + words[i]]
-        if n <= CHUNK:
-            kb.inline_pack(chunk, dest)
-        else:
-            kb.outofline_pack(chunk, width, dest)
+    if n > CHUNK:  # every chunk in one kernel call
+        status = kmb.outofline_pack_chunks(levels, np.asarray(bounds, np.int64), width,
+                                           starts_w, out)
+        if status != kb.OK:  # sizes come from the same counts: a bug, not bad input
+            raise AssertionError(f"out-of-line level chunks: status {status}")
+        return out.view(np.uint8), starts_w * 2, words * 2, desc
+    for i in range(len(counts)):  # at most 1024 levels in the page
+        kb.inline_pack(levels[bounds[i]:bounds[i + 1]], out[starts_w[i]:starts_w[i] + words[i]])
     return out.view(np.uint8), starts_w * 2, words * 2, desc
+
+
+def outofline_chunk_words(counts: np.ndarray, width: int, bits: int) -> np.ndarray:
+    """:func:`kernels.bitpack.outofline_words` of every chunk count at once (int64)."""
+    counts = np.asarray(counts, np.int64)
+    lanes = CHUNK // bits
+    full, r = np.divmod(counts, CHUNK)
+    tail = np.where(width * (CHUNK - r) < (bits - width) * r, width * lanes, r)
+    return full * width * lanes + np.where(r > 0, tail, 0)
 
 
 class InlineLevels(ChunkDecoder):
