@@ -35,6 +35,7 @@ import os
 import random
 import time
 import uuid
+from collections import deque
 
 import numpy as np
 
@@ -65,8 +66,8 @@ from lancenb.errors import (
 from lancenb.io.pools import ThreadPool
 from lancenb.io.store import ObjectStore
 
-__all__ = ["commit", "list_versions", "load_manifest", "load_manifests", "open_store",
-           "put_new_object", "remove_files", "DEFAULT_MAX_RETRIES"]
+__all__ = ["commit", "list_versions", "load_manifest", "load_manifests", "iter_manifest_bytes",
+           "open_store", "put_new_object", "remove_files", "DEFAULT_MAX_RETRIES"]
 
 DEFAULT_MAX_RETRIES = 40
 TRANSACTIONS_DIR = "_transactions"
@@ -290,6 +291,36 @@ def load_manifests(store, versions, v2: bool, cache: dict | None = None) -> list
     elif missing:
         cache[missing[0]] = load_manifest(store, missing[0], v2)
     return [cache[v] for v in versions]
+
+
+READ_AHEAD = 64  # manifest files in flight at once while a caller walks them in order
+
+
+def iter_manifest_bytes(store, versions, v2: bool):
+    """``(version, uri, raw bytes)`` of each of ``versions`` in that order, the files
+    read concurrently but at most ``READ_AHEAD`` ahead of the caller, so walking
+    thousands of versions (whose manifests grow with the fragments) holds a window
+    of them in memory, not all."""
+    names = [f"{VERSIONS_DIR}/{manifest_name(v, v2)}" for v in versions]
+
+    def read(rel):
+        try:
+            return store.read_bytes(rel)
+        except LanceFileNotFoundError:
+            return None
+
+    pool = _MANIFEST_POOL.get() if len(names) > 1 else None
+    pending: deque = deque()
+    for i, (v, rel) in enumerate(zip(versions, names)):
+        if pool is None:
+            raw = read(rel)
+        else:
+            while len(pending) < READ_AHEAD and i + len(pending) < len(names):
+                pending.append(pool.submit(read, names[i + len(pending)]))
+            raw = pending.popleft().result()
+        if raw is None:
+            raise DatasetNotFoundError(f"dataset {store.uri!r} has no version {v}")
+        yield v, store.uri_of(rel), raw
 
 
 def _load_transaction(store, mf):

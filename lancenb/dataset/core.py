@@ -108,7 +108,6 @@ class LanceDataset(DatasetApiExtras, pads.Dataset):
         check_feature_flags(m, _manifest.name, write=False)
         self._schema, self._top_fields = cached_fields_to_schema(m.fields, m.schema_metadata)
         self._cache: dict = {}
-        self._manifest_cache: dict = {}  # version -> parsed manifest (versions(), asof=)
         self._readers: dict = {}
         self._fragments: list[LanceFragment] | None = None
 
@@ -256,9 +255,8 @@ class LanceDataset(DatasetApiExtras, pads.Dataset):
         >>> [v["version"] for v in ds.versions()]  # doctest: +SKIP
         [1, 2, 3]
         """
-        # read concurrently, parsed once per dataset object (committed manifests never change)
-        return version_list(self._store, self._v2, self._manifest_cache,
-                            self._cache.setdefault("fragment_counts", {}))
+        # each manifest read once per dataset object (committed manifests never change)
+        return version_list(self._store, self._v2, self._cache.setdefault("versions", {}))
 
     def get_version(self) -> dict:
         """This version's entry of :meth:`versions` (``version``, ``timestamp``,

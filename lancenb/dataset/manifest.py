@@ -31,7 +31,8 @@ from lancenb.encodings import pb
 from lancenb.errors import CorruptFileError, NotSupportedError
 
 __all__ = ["VERSIONS_DIR", "manifest_name", "parse_manifest_name", "frame_manifest",
-           "parse_manifest_file", "ManifestFile", "check_feature_flags", "FLAG_DELETION_FILES",
+           "parse_manifest_file", "manifest_span", "parse_manifest_message", "message_records",
+           "ManifestFile", "check_feature_flags", "FLAG_DELETION_FILES",
            "FLAG_STABLE_ROW_IDS", "FLAG_TABLE_CONFIG", "FLAG_BASE_PATHS",
            "FLAG_DISABLE_TRANSACTION_FILE", "HINT_FILE"]
 
@@ -158,8 +159,9 @@ class ManifestFile:
         return self._section(int(self.manifest.index_section), "index section")
 
 
-def parse_manifest_file(raw: bytes, name: str) -> ManifestFile:
-    """Check the framing and decode the Manifest message."""
+def manifest_span(raw: bytes, name: str) -> tuple[int, int]:
+    """``(start, end)`` of the Manifest message in a manifest file's bytes, the
+    framing (magic, position, length prefix) checked."""
     if len(raw) < MANIFEST_FOOTER + 4 or raw[-4:] != MANIFEST_MAGIC:
         raise CorruptFileError(f"manifest {name!r} ({len(raw)} bytes) does not end with the "
                                f"'LANC' magic: not a Lance manifest, or truncated")
@@ -171,11 +173,67 @@ def parse_manifest_file(raw: bytes, name: str) -> ManifestFile:
     if n != len(raw) - pos - 4 - MANIFEST_FOOTER:
         raise CorruptFileError(f"manifest {name!r}: the manifest at {pos} claims {n} bytes but "
                                f"{len(raw) - pos - 4 - MANIFEST_FOOTER} remain before the footer")
-    m = pb.parse(table_pb2.Manifest, raw[pos + 4: pos + 4 + n], f"manifest {name!r}")
+    return pos + 4, pos + 4 + n
+
+
+def parse_manifest_message(data: bytes, name: str):
+    """Decode Manifest message bytes (all of them, or a subset of their records)
+    and check the version number."""
+    m = pb.parse(table_pb2.Manifest, data, f"manifest {name!r}")
     if not 1 <= m.version <= _U64_MAX - 2:  # the next version must be nameable too
         raise CorruptFileError(f"manifest {name!r}: version {m.version} is not a version "
                                f"number (1..{_U64_MAX - 2})")
-    return ManifestFile(m, raw, name, len(raw))
+    return m
+
+
+def parse_manifest_file(raw: bytes, name: str) -> ManifestFile:
+    """Check the framing and decode the Manifest message."""
+    a, b = manifest_span(raw, name)
+    return ManifestFile(parse_manifest_message(raw[a:b], name), raw, name, len(raw))
+
+
+def _varint(buf: bytes, i: int, end: int, name: str) -> tuple[int, int]:
+    x = shift = 0
+    while i < end and shift < 64:
+        b = buf[i]
+        i += 1
+        x |= (b & 0x7F) << shift
+        if b < 0x80:
+            return x, i
+        shift += 7
+    raise CorruptFileError(f"manifest {name!r}: a protobuf varint at byte {i} runs past the "
+                           f"message or over 10 bytes")
+
+
+def message_records(buf: bytes, start: int, end: int, name: str):
+    """The top-level records of the protobuf message ``buf[start:end]``, undecoded:
+    ``(field number, wire type, record start, value start, record end)``, offsets into
+    ``buf``. The value starts after the key (and, for wire type 2, after the length),
+    so a length-delimited value is ``buf[value start:record end]``. Lets a reader skip
+    or slice out a repeated field (a manifest's fragments) instead of decoding it.
+    """
+    i = start
+    while i < end:
+        key, j = _varint(buf, i, end, name)
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            _, k = _varint(buf, j, end, name)
+        elif wire == 1:
+            k = j + 8
+        elif wire == 5:
+            k = j + 4
+        elif wire == 2:
+            n, j = _varint(buf, j, end, name)
+            k = j + n
+        else:  # groups (3, 4) are not in Lance's schema; 6 and 7 are not wire types
+            raise CorruptFileError(f"manifest {name!r}: protobuf wire type {wire} (field "
+                                   f"{field}) at byte {i - start} of the manifest message")
+        if field == 0 or k > end:
+            raise CorruptFileError(f"manifest {name!r}: protobuf record of field {field} at "
+                                   f"byte {i - start} runs past the manifest message "
+                                   f"({end - start} bytes)")
+        yield field, wire, i, j, k
+        i = k
 
 
 def check_feature_flags(manifest, name: str, *, write: bool) -> None:

@@ -8,8 +8,12 @@ Example: ``version_summary(manifest)`` gives pylance's per-version counts,
 from __future__ import annotations
 
 import datetime as _dt
+from typing import NamedTuple
 
-from lancenb.dataset.commit import list_versions, load_manifests
+from lancenb._proto import table_pb2
+from lancenb.dataset.commit import iter_manifest_bytes, list_versions
+from lancenb.dataset.manifest import manifest_span, message_records, parse_manifest_message
+from lancenb.encodings import pb
 from lancenb.errors import CorruptFileError, InvalidInputError
 
 __all__ = ["version_ranges", "as_datetime", "fragment_counts", "version_summary",
@@ -71,19 +75,118 @@ def manifest_time(m, where: str, tz=None) -> _dt.datetime:
     """A manifest's timestamp as a datetime; one no datetime can hold (``2**62``
     seconds) is a ``CorruptFileError`` naming the manifest."""
     t = m.timestamp
+    ns = int(t.seconds) * 1_000_000_000 + int(t.nanos)
     try:
-        return _dt.datetime.fromtimestamp(t.seconds, tz) + _dt.timedelta(
-            microseconds=t.nanos // 1000)
+        # pylance's conversion of its i64 nanoseconds, float rounding and all (the
+        # microseconds can differ by one from the exact figure): the same datetimes
+        return _dt.datetime.fromtimestamp(ns // 1e9, tz) + _dt.timedelta(
+            microseconds=(ns % 1e9) // 1e3)
     except (OverflowError, OSError, ValueError) as e:
         raise CorruptFileError(f"manifest {where!r}: timestamp {t.seconds} s, {t.nanos} ns is "
                                f"not a representable time ({e})") from None
 
 
-def version_list(store, v2: bool, manifest_cache: dict, memo: dict) -> list[dict]:
+FRAGMENTS_FIELD = 2  # Manifest.fragments, a repeated DataFragment
+_NO_COUNTS = (0, 0, 0, 0, 0)
+
+
+class _Walked(NamedTuple):
+    """What the next manifest is compared with: the bytes of the last one walked and
+    where its fragment records end (``raw[start:frag_end]`` is its message up to the
+    end of its fragments), with their summed counts."""
+
+    raw: bytes
+    start: int
+    frag_start: int  # offset of the first fragment record from ``start``
+    frag_end: int
+    counts: tuple
+    fragments: int
+
+
+def _add(a: tuple, b: tuple) -> tuple:
+    return (a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3], a[4] + b[4])
+
+
+def _entry(m, where: str, counts: tuple, fragments: int) -> dict:
+    rows, deleted, files, size, dfiles = counts
+    meta = {"total_data_file_rows": str(rows + deleted), "total_data_files": str(files),
+            "total_deletion_file_rows": str(deleted), "total_deletion_files": str(dfiles),
+            "total_files_size": str(size), "total_fragments": str(fragments),
+            "total_rows": str(rows)}
+    return {"version": int(m.version), "timestamp": manifest_time(m, where), "metadata": meta}
+
+
+def _summarise(raw: bytes, where: str, prev: _Walked | None, memo: dict):
+    """One manifest's :meth:`versions` entry and what the next one is compared with.
+
+    Appends make each manifest the previous one's message plus new fragment records
+    (then the few fields after the fragments): when the previous manifest's bytes up
+    to the end of its fragments open this one (one ``memcmp``), their counts carry
+    over and only the records after them are walked. Otherwise every record is
+    walked, each fragment's counts looked up in ``memo`` by its bytes. Only new
+    fragments and the fields other than fragments are decoded; fragments not in one
+    run (no known writer does that) fall back to decoding the whole manifest.
+    """
+    a, b = manifest_span(raw, where)
+    start, counts, nfrag, fs, fe = a, _NO_COUNTS, 0, None, None
+    if prev is not None:
+        pre = memoryview(prev.raw)[prev.start:prev.frag_end]
+        if len(pre) <= b - a and raw.startswith(pre, a):
+            start = fe = a + len(pre)
+            fs, counts, nfrag = a + prev.frag_start, prev.counts, prev.fragments
+    for field, wire, i, j, k in message_records(raw, start, b, where):
+        if field != FRAGMENTS_FIELD:
+            continue
+        if wire != 2:
+            raise CorruptFileError(f"manifest {where!r}: a fragment record of wire type {wire} "
+                                   f"(a DataFragment message is length-delimited, type 2)")
+        if fe is not None and i != fe:  # fragments split by other fields
+            return _summarise_whole(raw[a:b], where, memo), None
+        if fs is None:
+            fs = i
+        fe = k
+        key = raw[i:k]
+        c = memo.get(key)
+        if c is None:
+            c = memo[key] = fragment_counts(
+                pb.parse(table_pb2.DataFragment, raw[j:k], f"manifest {where!r}: fragment"))
+        counts = _add(counts, c)
+        nfrag += 1
+    if fs is None:
+        return _entry(parse_manifest_message(raw[a:b], where), where, counts, 0), None
+    m = parse_manifest_message(raw[a:fs] + raw[fe:b], where)  # all but the fragments
+    return _entry(m, where, counts, nfrag), _Walked(raw, a, fs - a, fe, counts, nfrag)
+
+
+def _summarise_whole(msg: bytes, where: str, memo: dict) -> dict:
+    m = parse_manifest_message(msg, where)
+    counts = _NO_COUNTS
+    for f in m.fragments:
+        key = f.SerializeToString()
+        c = memo.get(key)
+        if c is None:
+            c = memo[key] = fragment_counts(f)
+        counts = _add(counts, c)
+    return _entry(m, where, counts, len(m.fragments))
+
+
+def version_list(store, v2: bool, cache: dict) -> list[dict]:
     """``LanceDataset.versions()``: ``{"version", "timestamp", "metadata"}`` of every
-    version, manifests read concurrently and kept in ``manifest_cache``, fragment counts
-    in ``memo``."""
+    version, oldest first.
+
+    Only what the listing adds to ``cache`` (the dataset object's: entries by version,
+    fragment counts by fragment bytes, the last manifest walked) is read: the files
+    concurrently, a window at a time, each summarised without decoding the fragments
+    it shares with the one before (:func:`_summarise`), so appends cost time linear in
+    the versions and memory in one window of manifests, not the sum of all of them.
+    """
     versions, _ = list_versions(store)
-    return [{"version": v, "timestamp": manifest_time(mf.manifest, mf.name),
-             "metadata": version_summary(mf.manifest, memo)}
-            for v, mf in zip(versions, load_manifests(store, versions, v2, manifest_cache))]
+    entries = cache.setdefault("entries", {})
+    memo = cache.setdefault("fragment_counts", {})
+    prev = cache.get("walked")
+    for v, where, raw in iter_manifest_bytes(store, [v for v in versions if v not in entries],
+                                             v2):
+        e, prev = _summarise(raw, where, prev, memo)
+        entries[v] = {**e, "version": v}  # as listed (the file name)
+    cache["walked"] = prev
+    return [{**entries[v], "metadata": dict(entries[v]["metadata"])} for v in versions]

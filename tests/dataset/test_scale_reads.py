@@ -69,7 +69,7 @@ def test_versions_equal_pylance_and_cached(tmp_path):
     got, want = ours.versions(), lance.dataset(path).versions()
     assert [v["version"] for v in got] == [v["version"] for v in want] == list(range(1, 14))
     assert [v["metadata"] for v in got] == [v["metadata"] for v in want]
-    assert sorted(ours._manifest_cache) == list(range(1, 14))
+    assert sorted(ours._cache["versions"]["entries"]) == list(range(1, 14))
     # a version committed after the first call is listed by the next one
     lancenb.write_dataset(t, path, mode="append")
     again = ours.versions()
