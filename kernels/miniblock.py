@@ -31,6 +31,7 @@ CHUNKS_PAST_END = -1      # chunk sizes add up to more than the data buffer
 BAD_ITEM_COUNT = -2       # counts do not add up to the page's item count
 HEADER_PAST_CHUNK = -3    # the chunk header does not fit in the chunk
 BUFFER_PAST_CHUNK = -4    # a buffer size points past the end of its chunk
+BAD_BOUNDS = -5           # repetition_index: chunk level bounds out of order or range
 
 PAD_BYTE = 0xFE
 
@@ -103,6 +104,47 @@ def outofline_pack_chunks(values, bounds, width, word_starts, out):
         got = outofline_pack(values[bounds[c]:bounds[c + 1]], width, out[s:])
         if got < 0:
             return got
+    return OK
+
+
+@kernel
+def repetition_index(rep, max_rep, lb, out):
+    """A mini-block page's repetition index in one pass over its rep levels.
+
+    Chunk ``c`` holds levels ``lb[c]:lb[c + 1]`` (non-empty chunks). ``out`` (u64,
+    ``2 * chunks``) gets per chunk ``[rows that end in it, levels left over after its
+    last row start]``, counted as the reference does: a row start other than the
+    chunk's first level ends a row; with no row start, the whole chunk is left over;
+    when the next chunk opens with a row start, the leftover levels complete a row
+    (counted, none left over); the last chunk ends its last row and leaves nothing.
+    Returns OK or BAD_BOUNDS (``out`` too small, or ``lb`` not a rising cut of
+    ``rep``).
+    """
+    nc = lb.shape[0] - 1
+    if nc < 0 or out.shape[0] < 2 * nc or (nc and (lb[0] < 0 or lb[nc] > rep.shape[0])):
+        return BAD_BOUNDS
+    for c in range(nc):
+        if lb[c + 1] <= lb[c]:
+            return BAD_BOUNDS
+    for c in range(nc):
+        s = lb[c]
+        e = lb[c + 1]
+        rows = 0
+        last = -1
+        for i in range(s, e):
+            if rep[i] == max_rep:
+                if i > s:
+                    rows += 1
+                last = i
+        left = e - last if last >= 0 else e - s
+        if c == nc - 1:
+            rows += 1
+            left = 0
+        elif rep[e] == max_rep and left != 0:
+            rows += 1
+            left = 0
+        out[2 * c] = rows
+        out[2 * c + 1] = left
     return OK
 
 

@@ -557,3 +557,60 @@ def test_outofline_pack_chunks_matches_per_chunk_calls(case, as_input, guarded):
         assert km.outofline_pack_chunks(as_input(levels), as_input(bounds), width,
                                         as_input(starts), small.out) == kb.BAD_OUTPUT
         assert small.intact()
+
+
+# -- repetition_index: the page's repetition index in one pass ----------------------------
+
+def ref_repetition_index(rep, max_rep, lb):
+    """The numpy computation the writer used before the kernel (prefix counts of row
+    starts and a running last-start index), as the reference."""
+    nc = len(lb) - 1
+    starts = rep == max_rep
+    cs = np.zeros(len(rep) + 1, np.int64)
+    np.cumsum(starts, out=cs[1:])
+    rows = cs[lb[1:]] - cs[np.minimum(lb[:-1] + 1, lb[1:])]
+    idx = np.where(starts, np.arange(len(rep)), -1)
+    last = np.maximum.accumulate(idx) if len(idx) else idx
+    ends = lb[1:]
+    ls = last[ends - 1]
+    left = np.where(ls >= lb[:-1], ends - ls, ends - lb[:-1])
+    out = np.stack([rows, left], axis=1)
+    out[-1, 0] += 1
+    out[-1, 1] = 0
+    first = starts[lb[1:-1]] if nc > 1 else np.zeros(0, bool)
+    fix = np.flatnonzero(first & (out[:-1, 1] != 0))
+    out[fix, 0] += 1
+    out[fix, 1] = 0
+    return out.astype(np.uint64).reshape(-1)
+
+
+@st.composite
+def _rep_chunks(draw):
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    max_rep = int(rng.integers(1, 4))
+    n = int(rng.integers(1, 300))
+    p_start = rng.choice([0.02, 0.3, 0.9])
+    rep = np.where(rng.random(n) < p_start, max_rep, rng.integers(0, max_rep, n))
+    rep[0] = max_rep  # a page starts a row
+    cuts = np.unique(rng.integers(1, n, int(rng.integers(0, 8)))) if n > 1 else []
+    lb = np.concatenate([[0], cuts, [n]]).astype(np.int64)
+    return rep.astype(np.uint16), max_rep, lb
+
+
+@settings(max_examples=60, deadline=None)
+@given(case=_rep_chunks())
+def test_repetition_index_matches_reference(case, as_input, guarded):
+    rep, max_rep, lb = case
+    want = ref_repetition_index(rep, max_rep, lb)
+    g = guarded(len(want), np.uint64)
+    assert km.repetition_index(as_input(rep), max_rep, as_input(lb), g.out) == km.OK
+    assert g.intact() and g.out.tolist() == want.tolist()
+
+
+def test_repetition_index_rejects_bad_bounds():
+    rep = np.array([1, 0, 1, 0], np.uint16)
+    for lb in ([0, 2, 2, 4], [0, 5], [1, 0, 4], [-1, 4]):
+        out = np.zeros(2 * (len(lb) - 1), np.uint64)
+        assert km.repetition_index(rep, 1, np.array(lb, np.int64), out) == km.BAD_BOUNDS
+    assert km.repetition_index(rep, 1, np.array([0, 4], np.int64),
+                               np.zeros(1, np.uint64)) == km.BAD_BOUNDS
