@@ -66,7 +66,8 @@ class _Column:
         self.nbytes = 0
         self.pages: list = []
         self.rows_written = 0
-        self.blob = path is None and is_blob(field)  # nested blobs: set by the writer
+        # (nested blobs: set by the writer)
+        self.blob = path is None and bool(field.metadata) and is_blob(field)
 
 
 def _is_blob_column(col: _Column) -> bool:
@@ -113,15 +114,18 @@ class V21Writer:
         self._out = out
         self._write_buffer = write_buffer
         self._base_config = base_config
+        # plain numbers without field metadata skip the checks below (none applies),
+        # and share one configuration: wide schemas paid for them field by field
+        plain = [not f.metadata and plain_bits(f.type) > 0 for f in schema]
         # maps are encoded as the list<entries: struct<key, value>> they are laid out as
-        self._maps = [has_map(f.type) for f in schema]
+        self._maps = [not p and has_map(f.type) for f, p in zip(schema, plain)]
         # a fixed-size list of structs (2.2) is stored as struct<item: ...> of its items
-        self._items = [fsl.struct_items(f.type) for f in schema]
-        store = pa.schema([f.with_type(storage_type(f.type)) if m else
-                           f.with_type(it[0]) if it else f
-                           for f, m, it in zip(schema, self._maps, self._items)])
-        for f in store:
-            if blob.is_write_v2(f):
+        self._items = [None if p else fsl.struct_items(f.type) for f, p in zip(schema, plain)]
+        store = schema if not any(self._maps) and not any(self._items) else pa.schema(
+            [f.with_type(storage_type(f.type)) if m else f.with_type(it[0]) if it else f
+             for f, m, it in zip(schema, self._maps, self._items)])
+        for f, p in zip(store, plain):
+            if p or blob.is_write_v2(f):
                 continue
             if is_packed(f):
                 if packed_struct.child_bits(f.type) is not None:
@@ -142,11 +146,18 @@ class V21Writer:
             if _has_unsupported(f.type):
                 raise NotSupportedError(
                     f"column {f.name!r}: writing {f.type} is not supported yet")
-        for f in schema:
-            dictarray.check_writable(f.type, f.name)
+        for f, p in zip(schema, plain):
+            if not p:
+                dictarray.check_writable(f.type, f.name)
         self.fields_pb, _ = schema_to_fields(schema)  # checks every type is storable
         self.columns = []
-        for i, f in enumerate(store):
+        plain_config = None  # (a field without metadata: the writer's configuration)
+        for i, (f, p) in enumerate(zip(store, plain)):
+            if p:
+                if plain_config is None:
+                    plain_config = config_for_field(f, self._base_config)
+                self.columns.append(_Column(f, plain_config, i))
+                continue
             if not repdef.is_nested(f.type) or is_packed(f) or blob.is_write_v2(f):
                 self.columns.append(_Column(f, config_for_field(f, self._base_config), i))
                 continue

@@ -258,15 +258,17 @@ class LanceFileWriter:
             gb0_pos = self._out.tell()
             self._out.write(gb0)
             colenc = pb.column_encoding_bytes()
-            cmo = []
-            meta_start = self._out.tell()
+            cmo, parts = [], []
+            meta_start = pos = self._out.tell()
             columns = self._backend.columns
             for col in columns:
                 cm = file2_pb2.ColumnMetadata(pages=col.pages)
                 cm.encoding.direct.encoding = getattr(col, "column_encoding", colenc)
                 data = cm.SerializeToString()
-                cmo.append((self._out.tell(), len(data)))
-                self._out.write(data)
+                cmo.append((pos, len(data)))
+                parts.append(data)
+                pos += len(data)
+            self._out.write(b"".join(parts))  # one write, not one per column
             cmo_pos = self._out.tell()
             self._out.write(pack_offset_table(cmo))
             gbo_pos = self._out.tell()
