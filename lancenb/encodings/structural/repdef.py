@@ -264,10 +264,15 @@ class Levels:
         return list(self.info.layers)
 
     def visible(self) -> np.ndarray | None:
-        """Indices of levels that have a value slot (None: every level)."""
+        """Indices of levels that have a value slot (None: every level; computed once,
+        as the page's chunk bounds, validity and encoders all ask)."""
         if self.defs is None or self.info.max_visible_def >= self.info.max_def:
             return None
-        return np.flatnonzero(self.defs <= self.info.max_visible_def)
+        vis = self.__dict__.get("_visible")
+        if vis is None:
+            vis = self.__dict__["_visible"] = np.flatnonzero(
+                self.defs <= self.info.max_visible_def)
+        return vis
 
     def is_simple(self) -> bool:
         """No levels beyond a flat column's (one item layer, no repetition)."""
@@ -439,6 +444,8 @@ def leaf_validity(levels: Levels) -> np.ndarray | None:
     if levels.defs is None:
         return None
     vis = levels.visible()
+    if levels.info.max_visible_def == 0:  # only def 0 has a value slot: all valid
+        return np.ones(levels.num_levels if vis is None else len(vis), bool)
     d = levels.defs if vis is None else levels.defs[vis]
     return d == 0
 
