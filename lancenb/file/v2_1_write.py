@@ -43,8 +43,8 @@ COALESCE_BYTES = 256 * 1024  # pages up to this size are written with one call
 # plain number pages take encode_plain's short path (same bytes); False: the full chain
 USE_PLAIN_PAGES = True
 PLAIN_PAGE_MAX_BYTES = 1024 * 1024  # columns up to this size are batched (encode_plain_many)
-PLAIN_WINDOW_BYTES = 16 * 1024 * 1024  # input bytes of the columns encoded per window
-DRAIN_BYTES = 4 * 1024 * 1024  # small pages held back are written once they reach this
+PLAIN_WINDOW_BYTES = 2 * 1024 * 1024  # input bytes of the columns encoded per window
+DRAIN_BYTES = 1024 * 1024  # small pages held back are written once they reach this
 _PADS = [PAD_BYTE * i for i in range(PAGE_ALIGN)]
 
 
