@@ -29,6 +29,7 @@ from __future__ import annotations
 import struct
 import threading
 
+import numpy as np
 import pyarrow as pa
 
 from lancenb.encodings.cache import scanning
@@ -179,17 +180,38 @@ class SmallFile:
         return self._shape.reader.field_at_column(column)
 
     def read_column(self, field, *, rows=None, range=None) -> pa.ChunkedArray:
-        """See :meth:`lancenb.file.LanceFileReader.read_column`: every row of a flat
-        field through the shape's decoders, anything else through the full reader."""
-        if rows is None and range is None:
-            idx = self._shape.reader.field_index(field)
-            decs = self._shape.decoders(idx)
-            if decs is not None:
-                try:
-                    # a scratch area of this file's own: the decoders keep nothing
-                    with scanning():
-                        arrays = [a for d in decs for a in d.scan(self._io, _PIECE_BYTES)]
-                    return pa.chunked_array(arrays, type=self.fields[idx].arrow.type)
-                except LanceError:
-                    pass  # the full reader decodes it again and names this file
+        """See :meth:`lancenb.file.LanceFileReader.read_column`: a flat field through
+        the shape's decoders (rows by position taken from the whole column: a small
+        file decodes whole for less than its random-access set-up costs), anything
+        else through the full reader."""
+        if rows is not None and range is None:
+            rows = np.asarray(rows, dtype=np.int64).reshape(-1)
+            if not rows.size or (rows.min() >= 0 and rows.max() < self._shape.rows):
+                whole = self._whole(field)
+                if whole is not None:
+                    return whole.take(pa.array(rows))
+        elif range is None:
+            whole = self._whole(field)
+            if whole is not None:
+                return whole
         return self._reader().read_column(field, rows=rows, range=range)
+
+    def _whole(self, field) -> pa.ChunkedArray | None:
+        """Every row of a flat field, through the shape's decoders; None for a field
+        they do not cover or a page they cannot decode."""
+        idx = self._shape.reader.field_index(field)
+        decs = self._shape.decoders(idx)
+        if decs is None:
+            return None
+        try:
+            # a scratch area of this file's own: the decoders keep nothing
+            with scanning():
+                arrays = [a for d in decs for a in d.scan(self._io, _PIECE_BYTES)]
+        except LanceError:
+            return None  # the full reader decodes it again and names this file
+        return pa.chunked_array(arrays, type=self.fields[idx].arrow.type)
+
+    def read_columns(self, fields, *, rows=None) -> list[pa.ChunkedArray]:
+        """See :meth:`lancenb.file.LanceFileReader.read_columns`: every row of each
+        field as :meth:`read_column` reads it."""
+        return [self.read_column(f, rows=rows) for f in fields]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from lancenb.dataset.fragment import LanceFragment
 from lancenb.encodings.structural import dictarray
 from lancenb.errors import InvalidInputError
 
@@ -22,13 +23,7 @@ def take(ds, indices, columns=None, *, with_row_id=False, with_row_address=False
     """Rows at logical ``indices`` (deleted rows skipped), in the order given;
     blob columns as descriptions unless ``blob_handling="all_binary"``."""
     idx = np.asarray(indices, dtype=np.int64).reshape(-1)
-    frags = ds.get_fragments()
-    # a fragment without a deletion file has its physical rows: only the others
-    # read theirs (not one deletion lookup per fragment of a many-fragment table)
-    counts = np.array([f.physical_rows if not f._pb.HasField("deletion_file")
-                       else f.count_rows() for f in frags], dtype=np.int64)
-    starts = np.zeros(len(frags) + 1, dtype=np.int64)
-    np.cumsum(counts, out=starts[1:])
+    starts = _live_starts(ds)
     total = int(starts[-1])
     if idx.size and (idx.min() < 0 or idx.max() >= total):
         bad = int(idx[(idx < 0) | (idx >= total)][0])
@@ -39,7 +34,7 @@ def take(ds, indices, columns=None, *, with_row_id=False, with_row_address=False
     frag_of = np.searchsorted(starts, idx, side="right") - 1
     parts, positions = [], []
     for fi in np.unique(frag_of):
-        frag = frags[int(fi)]
+        frag = _fragment(ds, int(fi))
         sel = np.flatnonzero(frag_of == fi)
         local = idx[sel] - starts[fi]
         live = frag.live_offsets()
@@ -62,6 +57,32 @@ def take(ds, indices, columns=None, *, with_row_id=False, with_row_address=False
         table = dictarray.take(table, pa.array(inv))
     return dictarray.combine_chunks(table)
 
+
+
+def _fragment(ds, i: int) -> LanceFragment:
+    """The ``i``-th fragment of ``ds``: its object when the dataset made them all
+    already, else one made for it alone (a take touches few of many fragments)."""
+    if ds._fragments is not None:
+        return ds._fragments[i]
+    return LanceFragment(ds, ds._mf.manifest.fragments[i])
+
+
+def _live_starts(ds) -> np.ndarray:
+    """Where each fragment's live rows start among the dataset's (int64, one more
+    entry than fragments: the last is the total), once per dataset object. Read from
+    the manifest: a fragment without a deletion file has its physical rows; only the
+    others count theirs (no fragment objects, no per-fragment lookups)."""
+    starts = ds._cache.get("live_starts")
+    if starts is None:
+        pbs = ds._mf.manifest.fragments
+        counts = np.fromiter((f.physical_rows for f in pbs), dtype=np.int64, count=len(pbs))
+        for i, f in enumerate(pbs):
+            if f.HasField("deletion_file"):
+                counts[i] = _fragment(ds, i).count_rows()
+        starts = np.zeros(len(pbs) + 1, dtype=np.int64)
+        np.cumsum(counts, out=starts[1:])
+        ds._cache["live_starts"] = starts
+    return starts
 
 
 def take_rows(ds, row_ids, columns=None, *, by_address=False, **kwargs) -> pa.Table:
