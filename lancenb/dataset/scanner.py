@@ -473,10 +473,10 @@ class LanceScanner:
         >>> ds.scanner(filter="id < 3").to_table().num_rows  # doctest: +SKIP
         3
         """
-        tables = [t.replace_schema_metadata(self.projected_schema.metadata)
-                  for t in self._tables()]
+        schema = self.projected_schema  # (once: it is rebuilt on every access)
+        tables = [t.replace_schema_metadata(schema.metadata) for t in self._tables()]
         if not tables:
-            return self.projected_schema.empty_table()
+            return schema.empty_table()
         if len(tables) == 1:
             return tables[0]
         # one chunk per fragment (as pylance returns batches): joining them into one
