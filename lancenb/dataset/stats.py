@@ -25,6 +25,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc as ipc
@@ -182,6 +183,51 @@ def _stat_type(t: pa.DataType) -> pa.DataType | None:
     return None
 
 
+def _stats_struct(rows: list, t: pa.DataType, st: pa.DataType) -> pa.StructArray:
+    """The statistics rows (:class:`ColumnStats`) of one or more columns of type ``t``
+    as a ``struct<null_count, min_value, max_value>`` array of type ``st``."""
+    return pa.StructArray.from_arrays(
+        [pa.array([r.null_count for r in rows], pa.int64()),
+         _bounds_array([r.min for r in rows], t), _bounds_array([r.max for r in rows], t)],
+        fields=list(st))
+
+
+# Arrow types whose statistics numpy computes as compute_stats does, when nothing is
+# null: integers (exact) and float32/float64 (fmin/fmax skip NaN as Arrow's min_max
+# does; all-NaN, signed zeros: the same rules applied after)
+_NUMPY_STATS = {t: t.to_pandas_dtype() for t in
+                (pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(),
+                 pa.uint32(), pa.uint64(), pa.float32(), pa.float64())}
+
+
+def _plain_stats(t: pa.DataType, cols: list) -> list[ColumnStats]:
+    """:func:`compute_stats` of null-free columns of the number type ``t``
+    (``cols``: ``(field id, chunks)`` pairs), several columns per numpy call."""
+    by_len: dict = {}
+    for k, (_, chunks) in enumerate(cols):
+        vals = (chunks[0].to_numpy(zero_copy_only=False) if len(chunks) == 1 else
+                np.concatenate([c.to_numpy(zero_copy_only=False) for c in chunks]))
+        by_len.setdefault(len(vals), []).append((k, vals))
+    out: list = [None] * len(cols)
+    floating = pa.types.is_floating(t)
+    for n, items in by_len.items():
+        if n == 0:
+            for k, _ in items:
+                out[k] = compute_stats(pa.chunked_array(cols[k][1], t))
+            continue
+        m = np.stack([v for _, v in items])
+        lo = (np.fmin.reduce(m, axis=1) if floating else m.min(axis=1)).tolist()
+        hi = (np.fmax.reduce(m, axis=1) if floating else m.max(axis=1)).tolist()
+        for (k, _), a, b in zip(items, lo, hi):
+            if floating:
+                if math.isnan(a):
+                    a, b = -math.inf, math.inf
+                a = -0.0 if a == 0 else a
+                b = 0.0 if b == 0 else b
+            out[k] = ColumnStats(num_rows=n, null_count=0, min=a, max=b)
+    return out
+
+
 class StatsCollector:
     """Accumulates one data file's statistics as batches are written."""
 
@@ -209,15 +255,23 @@ class StatsCollector:
     def _flush(self) -> None:
         if not self._pending_rows:
             return
-        for i, _, fid, _ in self.cols:
+        plain: dict = {}  # numpy dtype -> [(field id, values)] of columns without nulls
+        for i, f, fid, _ in self.cols:
             if fid in self._skip:
                 continue
-            arr = pa.chunked_array([b.column(i) for b in self._pending])
+            chunks = [b.column(i) for b in self._pending]
+            if f.type in _NUMPY_STATS and not any(c.null_count for c in chunks):
+                plain.setdefault(f.type, []).append((fid, chunks))
+                continue
+            arr = pa.chunked_array(chunks)
             try:
                 self._rows[fid].append(compute_stats(arr))
             except (pa.ArrowException, OverflowError, ValueError, TypeError):
                 # no min/max kernel for this type: no statistics (never a failed write)
                 self._skip.add(fid)
+        for t, cols in plain.items():
+            for fid, st in zip((fid for fid, _ in cols), _plain_stats(t, cols)):
+                self._rows[fid].append(st)
         self._pending, self._pending_rows = [], 0
 
     def finish(self) -> tuple[bytes, dict] | None:
@@ -226,22 +280,41 @@ class StatsCollector:
         if not any(self._rows[fid] for _, _, fid, _ in self.cols if fid not in self._skip):
             return None
         arrays, fields = [], []
+        # number columns of the same type: their bounds go through numpy together,
+        # each column's arrays then wrap its part (wide schemas repeat a few types)
+        groups: dict = {}
         for _, _f, fid, t in self.cols:
-            if fid in self._skip:
-                continue
+            if fid not in self._skip:
+                groups.setdefault(t, []).append(fid)
+        built = {}
+        for t, fids in groups.items():
             st = pa.struct([pa.field("null_count", pa.int64()), pa.field("min_value", t),
                             pa.field("max_value", t)])
-            rows = self._rows[fid]
-            try:
-                arr = pa.StructArray.from_arrays(
-                    [pa.array([r.null_count for r in rows], pa.int64()),
-                     _bounds_array([r.min for r in rows], t),
-                     _bounds_array([r.max for r in rows], t)],
-                    fields=list(st))
-            except (pa.ArrowException, OverflowError, ValueError, TypeError):
-                continue  # bounds this type cannot hold: leave the column out
-            arrays.append(arr)
-            fields.append(pa.field(str(fid), st))
+            rows = [r for fid in fids for r in self._rows[fid]]
+            if len(fids) > 1 and t in _NUMPY_STATS and all(
+                    r.min is not None and r.max is not None and r.null_count is not None
+                    for r in rows):
+                nulls = np.array([r.null_count for r in rows], np.int64)
+                lo = np.array([r.min for r in rows], _NUMPY_STATS[t])
+                hi = np.array([r.max for r in rows], _NUMPY_STATS[t])
+                pos, children = 0, list(st)
+                for fid in fids:  # (numpy dtypes give t itself: no type passed, faster)
+                    end = pos + len(self._rows[fid])
+                    built[fid] = (pa.StructArray.from_arrays(
+                        [pa.array(nulls[pos:end]), pa.array(lo[pos:end]),
+                         pa.array(hi[pos:end])], fields=children), st)
+                    pos = end
+                continue
+            for fid in fids:
+                try:
+                    built[fid] = (_stats_struct(self._rows[fid], t, st), st)
+                except (pa.ArrowException, OverflowError, ValueError, TypeError):
+                    pass  # bounds this type cannot hold: leave the column out
+        for _, _f, fid, _t in self.cols:
+            if fid in built:
+                arr, st = built[fid]
+                arrays.append(arr)
+                fields.append(pa.field(str(fid), st))
         if not arrays:
             return None
         table = pa.Table.from_arrays(arrays, schema=pa.schema(fields))

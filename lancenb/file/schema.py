@@ -142,15 +142,24 @@ def storage_type(dt: pa.DataType) -> pa.DataType:
     return dt
 
 
+_ENCODINGS: dict = {}  # type -> encoding (wide schemas repeat a few types many times)
+
+
 def _encoding_of(dt: pa.DataType) -> int:
-    if pa.types.is_struct(dt) or pa.types.is_null(dt):
-        return file_pb2.NONE
-    if pa.types.is_dictionary(dt):
-        return file_pb2.DICTIONARY
-    if (pa.types.is_string(dt) or pa.types.is_binary(dt) or pa.types.is_large_string(dt)
-            or pa.types.is_large_binary(dt)):
-        return file_pb2.VAR_BINARY
-    return file_pb2.PLAIN
+    enc = _ENCODINGS.get(dt)
+    if enc is None:
+        if pa.types.is_struct(dt) or pa.types.is_null(dt):
+            enc = file_pb2.NONE
+        elif pa.types.is_dictionary(dt):
+            enc = file_pb2.DICTIONARY
+        elif (pa.types.is_string(dt) or pa.types.is_binary(dt)
+              or pa.types.is_large_string(dt) or pa.types.is_large_binary(dt)):
+            enc = file_pb2.VAR_BINARY
+        else:
+            enc = file_pb2.PLAIN
+        if len(_ENCODINGS) < 4096:
+            _ENCODINGS[dt] = enc
+    return enc
 
 
 @dataclass
