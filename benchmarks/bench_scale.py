@@ -4,8 +4,15 @@ in one run, at several counts, with the per-item slope of each.
 
 Run from the repository root::
 
-    python benchmarks/bench_scale.py [--counts 10,100,1000] [--repeat K]
-                                     [--out benchmarks/RESULTS.md] [--tag before|after]
+    python benchmarks/bench_scale.py [--counts 10,100,1000,10000] [--repeat K]
+        [--data-dir DIR] [--budget SECONDS] [--json FILE] [--replot FILE]
+        [--out benchmarks/RESULTS.md] [--tag before|after]
+
+``--data-dir`` keeps the datasets (10,000 versions take pylance ~20 minutes of appends to
+make) and reuses them on the next run; ``--budget`` (300 s) bounds the measuring of one
+family at one count: counts whose extrapolated cost passes it are skipped, and
+``OVER_BUDGET`` names library runs known to pass it alone; skips are listed under the
+table.
 
 Workloads (pylance writes every dataset; both libraries read the same files):
 
@@ -24,6 +31,7 @@ sub-section (so a "before" and an "after" table can both be kept).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import shutil
@@ -66,6 +74,34 @@ def same(a, b, what: str) -> None:
         raise SystemExit(f"{what}: lancenb {a!r} != pylance {b!r}")
 
 
+class made:
+    """``if made(path): <create the dataset at path>``: true (and ``path`` cleared)
+    when ``path`` holds no complete dataset from an earlier run; the body runs, then
+    a marker file records that it finished, so an interrupted creation is redone and
+    a finished one reused (``--data-dir``)."""
+
+    MARKER = ".bench_scale_complete"
+
+    def __init__(self, path: str):
+        self.path = path
+        self.t0 = time.perf_counter()
+
+    def __bool__(self) -> bool:
+        if os.path.exists(os.path.join(self.path, self.MARKER)):
+            return False
+        shutil.rmtree(self.path, ignore_errors=True)
+        _PENDING.append(self)
+        return True
+
+    def done(self) -> None:
+        with open(os.path.join(self.path, self.MARKER), "w") as f:
+            f.write(f"{time.perf_counter() - self.t0:.1f} s to create\n")
+        log(f"created {self.path} in {time.perf_counter() - self.t0:.1f} s")
+
+
+_PENDING: list = []  # creations begun, marked complete once their workloads are yielded
+
+
 def workloads_fragments(root: str, n: int):
     import lance
 
@@ -73,9 +109,10 @@ def workloads_fragments(root: str, n: int):
 
     path = os.path.join(root, f"frag{n}")
     total = n * ROWS_PER_FRAGMENT
-    lance.write_dataset(pa.table({"id": np.arange(total, dtype=np.int64),
-                                  "x": np.arange(total, dtype=np.float64)}),
-                        path, max_rows_per_file=ROWS_PER_FRAGMENT)
+    if made(path):
+        lance.write_dataset(pa.table({"id": np.arange(total, dtype=np.int64),
+                                      "x": np.arange(total, dtype=np.float64)}),
+                            path, max_rows_per_file=ROWS_PER_FRAGMENT)
     idx = [0, total // 2, total - 1]
     for name, op in (
             ("fragments: scan id", lambda m: m.dataset(path).to_table(columns=["id"])),
@@ -92,9 +129,10 @@ def workloads_versions(root: str, n: int):
 
     path = os.path.join(root, f"ver{n}")
     t = pa.table({"id": np.arange(ROWS_PER_FRAGMENT, dtype=np.int64)})
-    lance.write_dataset(t, path)
-    for _ in range(n - 1):
-        lance.write_dataset(t, path, mode="append")
+    if made(path):
+        lance.write_dataset(t, path)
+        for _ in range(n - 1):
+            lance.write_dataset(t, path, mode="append")
 
     def vers(m):
         return [v["version"] for v in m.dataset(path).versions()]
@@ -108,9 +146,10 @@ def workloads_columns(root: str, n: int):
     import lancenb
 
     path = os.path.join(root, f"col{n}")
-    rng = np.random.default_rng(3)
-    data = rng.random((n, COLUMN_ROWS))
-    lance.write_dataset(pa.table({f"c{i}": data[i] for i in range(n)}), path)
+    if made(path):
+        rng = np.random.default_rng(3)
+        data = rng.random((n, COLUMN_ROWS))
+        lance.write_dataset(pa.table({f"c{i}": data[i] for i in range(n)}), path)
     mid = f"c{n // 2}"
     for name, op in (
             ("columns: open + read one column",
@@ -130,48 +169,103 @@ def slope(xs, ys) -> float:
     return float(np.polyfit(np.asarray(xs, float), np.asarray(ys, float), 1)[0])
 
 
-def run(counts, repeat: int, families) -> dict:
-    """{workload: [(count, lancenb_ms, pylance_ms), ...]}"""
+# (family, count, library) -> why it is not run: one call alone is past the budget
+OVER_BUDGET = {
+    ("versions", 10_000, "pylance"):
+        "one pylance versions() call at 10,000 versions took 487 s wall (151 s CPU) on "
+        "2026-11-25, past the budget by itself",
+}
+
+
+def run(counts, repeat: int, families, root: str, budget: float) -> tuple[dict, list]:
+    """``({workload: [(count, lancenb_ms, pylance_ms, lancenb_cpu, pylance_cpu,
+    repeats)]}, [skip notes])``; pylance's figures are None where it was not run.
+
+    ``budget`` (s) bounds the measuring of one family at one count: a count whose
+    cost, extrapolated from the two counts before it with the growth they show, would
+    pass it is skipped, and a workload whose single checking call is slow is timed
+    with fewer repeats (at least one)."""
     out: dict = {}
-    root = tempfile.mkdtemp(prefix="bench_scale_")
-    try:
-        for fam in families:
-            for n in counts:
-                for name, ours, theirs in FAMILIES[fam](root, n):
-                    same(ours(), theirs(), f"{name} at {n}")
-                    a, ac = median_ms(ours, repeat)
-                    b, bc = median_ms(theirs, repeat)
-                    out.setdefault(name, []).append((n, a, b, ac, bc))
+    notes: list = []
+    for fam in families:
+        spent: list = []  # (count, seconds measuring)
+        for n in counts:
+            if spent:  # cost grows at least linearly, faster if the last two counts say so
+                n1, t1 = spent[-1]
+                n0, t0 = spent[-2] if len(spent) > 1 else spent[-1]
+                grow = 1.0 if n0 == n1 else max(1.0, np.log(t1 / t0) / np.log(n1 / n0))
+                est = t1 * (n / n1) ** grow
+                if est > budget:
+                    notes.append(f"{fam} at {n:,}: skipped, measuring would take ~{est:.0f} s "
+                                 f"(extrapolated from {n1:,}), past the {budget:.0f} s budget")
+                    log(notes[-1])
+                    continue
+            skip_theirs = OVER_BUDGET.get((fam, n, "pylance"))
+            if skip_theirs:
+                notes.append(f"{fam} at {n:,}: pylance not run: {skip_theirs}")
+                log(notes[-1])
+            t_start = None
+            for name, ours, theirs in FAMILIES[fam](root, n):
+                while _PENDING:  # the dataset exists once the first workload is yielded
+                    _PENDING.pop().done()
+                t_start = t_start or time.perf_counter()  # creating it is not measuring
+                c0 = time.perf_counter()
+                got = ours()
+                t_ours = time.perf_counter() - c0
+                per_call = budget / 3 / 2  # three workloads a family, two libraries
+                if skip_theirs:
+                    b = bc = None
+                    reps = max(1, min(repeat, int(per_call / max(t_ours, 1e-6)) - 1))
+                    a, ac = median_ms(ours, reps)
+                else:
+                    c0 = time.perf_counter()
+                    same(got, theirs(), f"{name} at {n}")
+                    t_max = max(t_ours, time.perf_counter() - c0)
+                    reps = max(1, min(repeat, int(per_call / max(t_max, 1e-6)) - 1))
+                    a, ac = median_ms(ours, reps)
+                    b, bc = median_ms(theirs, reps)
+                out.setdefault(name, []).append((n, a, b, ac, bc, reps))
+                if b is None:
                     log(f"{name:36} n={n:6}  lancenb {a:9.2f} ms ({ac:9.2f} cpu)  pylance "
-                        f"{b:9.2f} ms ({bc:9.2f} cpu)  ratio {a / b:5.2f} (cpu {ac / bc:5.2f})")
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
-    return out
+                        f"not run  ({reps} repeats)")
+                else:
+                    log(f"{name:36} n={n:6}  lancenb {a:9.2f} ms ({ac:9.2f} cpu)  pylance "
+                        f"{b:9.2f} ms ({bc:9.2f} cpu)  ratio {a / b:5.2f} (cpu {ac / bc:5.2f})"
+                        f"  ({reps} repeats)")
+            spent.append((n, max(time.perf_counter() - t_start, 1e-3)))
+    return out, notes
 
 
-def render(res: dict, counts, repeat: int, tag: str) -> str:
+def _f(x, fmt: str = ".2f") -> str:
+    return "—" if x is None else format(x, fmt)
+
+
+def render(res: dict, notes: list, repeat: int, tag: str) -> str:
     import lance
 
     lines = [f"### {tag}", "",
              f"{platform.machine()}, {os.cpu_count()} cores (shared), pylance "
-             f"{lance.__version__}; medians of {repeat} runs after a warm-up, ms; "
-             "ratio = lancenb / pylance; cpu = the process's CPU time (all threads), the "
-             "steadier figure on a loaded machine; slope = wall ms per item (least squares "
-             "over the counts).",
+             f"{lance.__version__}; medians of {repeat} runs after a warm-up (fewer where "
+             "one call is slow: the repeats column), ms; ratio = lancenb / pylance; cpu = the "
+             "process's CPU time (all threads), the steadier figure on a loaded machine; "
+             "slope = wall ms per item (least squares over the counts each library ran).",
              "",
              "| workload | count | lancenb ms | pylance ms | ratio | lancenb cpu ms | "
-             "pylance cpu ms | cpu ratio |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "pylance cpu ms | cpu ratio | repeats |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, rows in res.items():
-        for n, a, b, ac, bc in rows:
-            lines.append(f"| {name} | {n:,} | {a:.2f} | {b:.2f} | {a / b:.2f} | {ac:.2f} | "
-                         f"{bc:.2f} | {ac / max(bc, 1e-3):.2f} |")
+        for n, a, b, ac, bc, reps in rows:
+            lines.append(f"| {name} | {n:,} | {a:.2f} | {_f(b)} | "
+                         f"{_f(None if b is None else a / b)} | {ac:.2f} | {_f(bc)} | "
+                         f"{_f(None if bc is None else ac / max(bc, 1e-3))} | {reps} |")
     lines += ["", "| workload | lancenb slope ms/item | pylance slope ms/item |",
               "|---|---:|---:|"]
     for name, rows in res.items():
-        xs = [r[0] for r in rows]
-        lines.append(f"| {name} | {slope(xs, [r[1] for r in rows]):.4f} | "
-                     f"{slope(xs, [r[2] for r in rows]):.4f} |")
+        theirs = [r for r in rows if r[2] is not None]
+        lines.append(f"| {name} | {slope([r[0] for r in rows], [r[1] for r in rows]):.4f} | "
+                     f"{slope([r[0] for r in theirs], [r[2] for r in theirs]):.4f} |")
+    if notes:
+        lines += [""] + [f"- {x}" for x in notes]
     return "\n".join(lines) + "\n"
 
 
@@ -206,17 +300,20 @@ def plot(res: dict, path: str) -> None:
         img[oy + H - PAD, ox + PAD:ox + W - PAD] = 0
         pts = res[name]
         xs = np.log10([p[0] for p in pts])
-        ys = np.log10(np.maximum([v for p in pts for v in p[1:3]], 1e-3))
+        ys = np.log10(np.maximum([v for p in pts for v in p[1:3] if v is not None], 1e-3))
         x0, x1 = xs.min(), max(xs.max(), xs.min() + 1e-9)
         y0, y1 = ys.min(), max(ys.max(), ys.min() + 1e-9)
 
-        for col, color in ((1, (220, 30, 30)), (2, (30, 60, 220))):
+        # lancenb solid red, pylance dashed blue
+        for col, color, dashed in ((1, (220, 30, 30), False), (2, (30, 60, 220), True)):
             line = [(oy + H - PAD - (np.log10(max(p[col], 1e-3)) - y0) / (y1 - y0)
                      * (H - 3 * PAD),
                      ox + PAD + (np.log10(p[0]) - x0) / (x1 - x0) * (W - 3 * PAD))
-                    for p in pts]
+                    for p in pts if p[col] is not None]
             for (ya, xa), (yb, xb) in zip(line, line[1:]):
                 for t in np.linspace(0, 1, 400):
+                    if dashed and int(t * 16) % 2:
+                        continue
                     y, x = int(ya + (yb - ya) * t), int(xa + (xb - xa) * t)
                     img[y - 1:y + 2, x - 1:x + 2] = color
     _png(path, img)
@@ -250,16 +347,38 @@ def update_results(path: str, section: str, tag: str) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--counts", default="10,100,1000")
+    ap.add_argument("--counts", default="10,100,1000,10000")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--families", default="fragments,versions,columns")
+    ap.add_argument("--budget", type=float, default=300.0,
+                    help="seconds for measuring one family at one count (default 300)")
+    ap.add_argument("--data-dir", help="keep the datasets here and reuse them next run "
+                    "(default: a temporary directory, removed at the end)")
+    ap.add_argument("--json", help="also write the figures here (for --replot)")
+    ap.add_argument("--replot", metavar="JSON",
+                    help="only redraw the plot (and the section) from a --json file")
     ap.add_argument("--tag", default="after")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "RESULTS.md"))
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()
-    counts = [int(c) for c in args.counts.split(",")]
-    res = run(counts, args.repeat, args.families.split(","))
-    section = render(res, counts, args.repeat, args.tag)
+    if args.replot:
+        with open(args.replot) as f:
+            saved = json.load(f)
+        res, notes, repeat = saved["results"], saved["notes"], saved["repeat"]
+    else:
+        counts = [int(c) for c in args.counts.split(",")]
+        root = args.data_dir or tempfile.mkdtemp(prefix="bench_scale_")
+        os.makedirs(root, exist_ok=True)
+        try:
+            res, notes = run(counts, args.repeat, args.families.split(","), root, args.budget)
+        finally:
+            if not args.data_dir:
+                shutil.rmtree(root, ignore_errors=True)
+        repeat = args.repeat
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"results": res, "notes": notes, "repeat": repeat}, f, indent=1)
+    section = render(res, notes, repeat, args.tag)
     print(section)
     if not args.no_write:
         update_results(args.out, section, args.tag)
