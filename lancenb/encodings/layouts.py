@@ -36,7 +36,7 @@ from lancenb.errors import CorruptFileError, NotSupportedError
 from lancenb.kernels import slices
 
 __all__ = ["PageInfo", "LayoutDecoder", "SearchState", "ArrowValues", "layout_decoder",
-           "decode_all_many",
+           "decode_all_many", "rows_from_many", "init_from_many",
            "MiniBlockPage", "FullZipPage", "ConstantPage", "BlobPage", "EmptyStructPage"]
 
 
@@ -90,9 +90,10 @@ class LayoutDecoder(Protocol):
     def read_rows(self, reader, rows: np.ndarray) -> pa.Array:
         """Rows (sorted, page-relative int64, duplicates allowed)."""
 
-    def plan_rows(self, reader, rows: np.ndarray):
+    def plan_rows(self, reader, rows: np.ndarray, memo: dict | None = None):
         """The first half of :meth:`read_rows` (a plan whose ``ranges()`` are the file
-        bytes the rows need), or None where the layout reads its rows by itself."""
+        bytes the rows need), or None where the layout reads its rows by itself;
+        ``memo``, kept by the caller for one read, shares work between pages."""
 
     def rows_from(self, plan, data: np.ndarray, pos: np.ndarray) -> pa.Array:
         """The rows of a :meth:`plan_rows` plan from its ranges' bytes."""
@@ -178,7 +179,7 @@ class _Page(LayoutDecoder):
         self.chain = chain
         self._offsets32 = chain is not None and repdef.offsets32(chain)
 
-    def plan_rows(self, reader, rows: np.ndarray):
+    def plan_rows(self, reader, rows: np.ndarray, memo: dict | None = None):
         """None: this layout reads its rows by itself (mini-block splits the read:
         :meth:`MiniBlockPage.plan_rows`)."""
         return None
@@ -302,13 +303,14 @@ class MiniBlockPage(_Page):
         arr = self.values.array(block, validity)
         return arr if sel is None else arr.take(pa.array(sel))
 
-    def plan_rows(self, reader, rows):
+    def plan_rows(self, reader, rows, memo=None):
         """:meth:`read_rows` in two halves, for a caller that reads the chunks of many
         pages in one request: the plan (its file ranges: ``plan.ranges()``), or None
-        when this page reads rows some other way (nested, no rows)."""
+        when this page reads rows some other way (nested, no rows). ``memo``: see
+        :meth:`miniblock.MiniBlockDecoder.plan_rows`."""
         if self.chain is not None or len(rows) == 0:
             return None
-        return self.impl.plan_rows(reader, self.page.offsets, rows)
+        return self.impl.plan_rows(reader, self.page.offsets, rows, memo)
 
     def rows_from(self, plan, data, pos) -> pa.Array:
         """The rows of a :meth:`plan_rows` plan from its chunks' bytes (chunk ``i``
@@ -444,6 +446,61 @@ def decode_all_many(decs: list, ranges: list, data: np.ndarray,
     for j, k in alone:
         out[j] = decs[j].decode_all([view[p:p + z] for p, (_, z) in
                                      zip(pos[k:k + len(ranges[j])].tolist(), ranges[j])])
+    return out
+
+
+def init_from_many(decs: list, ranges: list, data: np.ndarray, pos: np.ndarray) -> None:
+    """``init_from`` of many pages whose search-state ranges (``ranges[j]``, from
+    ``init_ranges``), in order, were read into ``data`` (range ``k`` at ``pos[k]``):
+    the chunk tables of mini-block pages of one kind parsed together
+    (:func:`miniblock.load_tables`), the rest page by page."""
+    view = memoryview(data)
+    groups: dict = {}
+    alone = []
+    k = 0
+    for j, d in enumerate(decs):
+        key = d.impl.batch_key() if isinstance(d, MiniBlockPage) and len(ranges[j]) == 1 \
+            else None
+        (alone if key is None else groups.setdefault(key, [])).append((j, k))
+        k += len(ranges[j])
+    for members in groups.values():
+        meta = np.array([(pos[k], ranges[j][0][1]) for j, k in members], np.int64)
+        if not miniblock.load_tables([decs[j].impl for j, _ in members], data, meta):
+            alone.extend(members)
+    for j, k in alone:
+        if ranges[j]:
+            decs[j].search_state.init_from([view[p:p + z] for p, (_, z) in
+                                            zip(pos[k:k + len(ranges[j])].tolist(),
+                                                ranges[j])])
+
+
+def rows_from_many(decs: list, plans: list, data: np.ndarray, poss: list) -> list[pa.Array]:
+    """``rows_from`` of many pages' :meth:`plan_rows` plans, their chunks read into
+    ``data`` (plan ``i``'s ranges at ``poss[i]``): mini-block pages of one kind with
+    one value decode and one gather for all (:func:`miniblock.take_pages`). None for
+    the pages of a group that does not check: the caller reads those again page by
+    page (``read_rows``), which names the fault as a one-page read does."""
+    out: list = [None] * len(decs)
+    groups: dict = {}
+    for j, d in enumerate(decs):
+        key = d.impl.batch_key() if isinstance(d, MiniBlockPage) else None
+        groups.setdefault(key, []).append(j)
+    for key, members in groups.items():
+        got = None
+        if key is not None:
+            got = miniblock.take_pages([decs[j].impl for j in members],
+                                       [plans[j] for j in members], data,
+                                       [poss[j] for j in members])
+        if got is None:
+            if key is None:
+                for j in members:
+                    try:
+                        out[j] = decs[j].rows_from(plans[j], data, poss[j])
+                    except CorruptFileError:
+                        pass  # (read again alone, for the message a one-page read gives)
+            continue
+        for j, b in zip(members, got):
+            out[j] = decs[j].values.array(b, None)
     return out
 
 

@@ -14,7 +14,14 @@ import pyarrow as pa
 
 from lancenb.encodings import pb
 from lancenb.encodings.config import EncodingConfig
-from lancenb.encodings.layouts import LayoutDecoder, PageInfo, decode_all_many, layout_decoder
+from lancenb.encodings.layouts import (
+    LayoutDecoder,
+    PageInfo,
+    decode_all_many,
+    init_from_many,
+    layout_decoder,
+    rows_from_many,
+)
 from lancenb.encodings.physical import packed_struct_variable as vpacked
 from lancenb.encodings.strategy import encode_page as encode
 from lancenb.encodings.structural import dictarray, fullzip
@@ -159,11 +166,30 @@ class PageDecoder:
         value decode (:func:`lancenb.encodings.layouts.decode_all_many`)."""
         return decode_all_many([d.impl for d in decoders], ranges, data, pos)
 
-    def plan_rows(self, reader, rows: np.ndarray):
+    @staticmethod
+    def init_from_many(decoders: list, ranges: list, data: np.ndarray,
+                       pos: np.ndarray) -> None:
+        """:meth:`init_from` of many pages: ``ranges[j]`` is page ``j``'s
+        :meth:`init_ranges`, all read in order into ``data`` (range ``k`` at
+        ``pos[k]``); chunk tables of narrow flat columns parsed together
+        (:func:`lancenb.encodings.layouts.init_from_many`)."""
+        init_from_many([d.impl for d in decoders], ranges, data, pos)
+
+    @staticmethod
+    def rows_from_many(decoders: list, plans: list, data: np.ndarray,
+                       poss: list) -> list[pa.Array]:
+        """:meth:`rows_from` of many pages' plans (plan ``i``'s ranges read into
+        ``data`` at ``poss[i]``), narrow flat columns of one kind decoded and gathered
+        together (:func:`lancenb.encodings.layouts.rows_from_many`); None for pages
+        to read again one by one (:meth:`read_rows`), which names what is wrong."""
+        return rows_from_many([d.impl for d in decoders], plans, data, poss)
+
+    def plan_rows(self, reader, rows: np.ndarray, memo: dict | None = None):
         """The first half of :meth:`read_rows` where the layout splits it (mini-block):
         a plan whose ``ranges()`` are the file bytes the rows need, finished by
-        :meth:`rows_from`; None where the page reads its rows by itself."""
-        return self.impl.plan_rows(reader, rows)
+        :meth:`rows_from`; None where the page reads its rows by itself. ``memo``, a
+        dict kept for one read of many pages, shares their row-to-chunk lookups."""
+        return self.impl.plan_rows(reader, rows, memo)
 
     def rows_from(self, plan, data: np.ndarray, pos: np.ndarray) -> pa.Array:
         """The rows of a :meth:`plan_rows` plan, its ranges read into ``data`` (range

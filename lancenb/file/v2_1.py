@@ -82,6 +82,7 @@ class V21Backend:
         self.num_rows = container.num_rows
         self.columns_of = self._leaf_columns(container.num_columns)
         self._leaves_of: dict[int, list] = {}
+        self._stored_of: dict[int, tuple] = {}
         self._decoders: dict[int, list[list[PageDecoder]]] = {}
         # random access: chunk tables, dictionaries and repetition indices of every
         # column, loaded when a column is first taken from (see prepare_take)
@@ -109,6 +110,15 @@ class V21Backend:
                                    f"footer says {num_columns}")
         return out
 
+    def _stored(self, field_idx: int) -> tuple[pa.DataType, pa.DataType, int]:
+        """``(storage type, the type its columns encode, entries per row)`` of a field
+        (:func:`_stored`), worked out once (wide files ask for it per column)."""
+        hit = self._stored_of.get(field_idx)
+        if hit is None:
+            f = self.fields[field_idx]
+            hit = self._stored_of[field_idx] = (f.storage.type, *_stored(f))
+        return hit
+
     def _leaves(self, field_idx: int):
         """``[(column index, path, leaf name)]`` of a top-level field's columns."""
         hit = self._leaves_of.get(field_idx)
@@ -119,11 +129,11 @@ class V21Backend:
     def _find_leaves(self, field_idx: int):
         f = self.fields[field_idx]
         ci = self.columns_of[field_idx]
-        if fsl.struct_items_inside(f.storage.type):  # (its pages count items of those)
+        if fsl.struct_items_inside(self._stored(field_idx)[0]):  # (pages count those items)
             raise NotSupportedError(f"file {self.path!r}: column {f.name!r} holds a fixed-size "
                                     f"list of structs inside a struct or list (not supported "
                                     f"yet)")
-        st = _stored(f)[0]
+        st = self._stored(field_idx)[1]
         if not repdef.is_nested(st) or is_packed(f.arrow):
             return [(ci, None, f.name)]
         out = []
@@ -156,17 +166,16 @@ class V21Backend:
                             row)
             pages.append(PageRef(info, page.encoding.direct.encoding, pwhere))
             row += int(page.length)
-        if row != self.num_rows * _stored(f)[1]:
+        if row != self.num_rows * self._stored(field_idx)[2]:
             raise CorruptFileError(f"{where}: pages hold {row} rows, the file has "
                                    f"{self.num_rows}")
         return pages
 
     def _leaf_type(self, field_idx: int, path):
         """``(leaf type, chain type or None)`` of one of a field's columns."""
-        st = self.fields[field_idx].storage.type
+        storage, st, _ = self._stored(field_idx)
         if path is None:
-            return st, None
-        st = _stored(self.fields[field_idx])[0]
+            return storage, None
         return repdef.leaf_field(st, path), repdef.chain_type(st, path)
 
     def decode_page(self, field_idx: int, ci: int, page: PageRef) -> list[pa.Array]:
@@ -231,7 +240,7 @@ class V21Backend:
     def _merge(self, field_idx: int, columns: list[list[pa.Array]]) -> pa.ChunkedArray:
         """One field's array from its columns' arrays (leaves of nested fields joined)."""
         f = self.fields[field_idx]
-        st, per_row = _stored(f)  # (maps: the lists of entries they are stored as)
+        _, st, per_row = self._stored(field_idx)  # (maps: stored as lists of entries)
         if len(columns) == 1 and (not repdef.is_nested(st) or is_packed(f.arrow)):
             return pa.chunked_array(columns[0], type=f.arrow.type)
         try:
@@ -326,22 +335,21 @@ class V21Backend:
             decs = [d for i in todo for col in self._leaf_pages(i) for d in col]
             ranges = [d.init_ranges() for d in decs]
             flat = [r for rs in ranges for r in rs]
-            bufs = self.io.read_ranges(flat) if flat else []
-            k = 0
-            for d, rs in zip(decs, ranges):
-                if rs:
-                    d.init_from(bufs[k:k + len(rs)])
-                k += len(rs)
+            if flat:
+                data, pos = self.io.read_ranges_np(np.array([o for o, _ in flat], np.int64),
+                                                   np.array([z for _, z in flat], np.int64))
+                PageDecoder.init_from_many(decs, ranges, data, pos)
             self._initialised.update(todo)
 
     def _read_rows_many(self, field_idxs, rows: np.ndarray) -> list[pa.ChunkedArray]:
         self._prepare_many(field_idxs)
         per_field = []  # per field, per leaf: [array or plan index]
-        plans: list = []  # (decoder, plan, first range, number of ranges)
+        plans: list = []  # (decoder, plan, first range, number of ranges, rows)
+        memo: dict = {}  # row-to-chunk lookups shared by pages of the same chunking
         offs, lens = [], []
         n_ranges = 0
         for i in field_idxs:
-            d = _stored(self.fields[i])[1]
+            d = self._stored(i)[2]
             frows = rows if d == 1 else (rows[:, None] * d + np.arange(d, dtype=np.int64)
                                          ).reshape(-1)
             leaves = []
@@ -356,12 +364,12 @@ class V21Backend:
                               for p in np.unique(page_of)]
                 out = []
                 for dec, sel in pieces:
-                    plan = dec.plan_rows(self.io, sel)
+                    plan = dec.plan_rows(self.io, sel, memo)
                     if plan is None:
                         out.append(dec.read_rows(self.io, sel))
                         continue
                     o, n = plan.ranges()
-                    plans.append((dec, plan, n_ranges, len(o)))
+                    plans.append((dec, plan, n_ranges, len(o), sel))
                     offs.append(o)
                     lens.append(n)
                     n_ranges += len(o)
@@ -370,7 +378,11 @@ class V21Backend:
             per_field.append(leaves)
         if plans:
             data, pos = self.io.read_ranges_np(np.concatenate(offs), np.concatenate(lens))
-            done = [dec.rows_from(plan, data, pos[k:k + n]) for dec, plan, k, n in plans]
+            done = PageDecoder.rows_from_many([x[0] for x in plans], [x[1] for x in plans],
+                                              data, [pos[k:k + n] for _, _, k, n, _ in plans])
+            # (a page whose batch did not check, read alone: its error is a one-page read's)
+            done = [a if a is not None else dec.read_rows(self.io, sel)
+                    for a, (dec, *_, sel) in zip(done, plans)]
             per_field = [[[done[x] if isinstance(x, int) else x for x in leaf]
                           for leaf in leaves] for leaves in per_field]
         return [self._merge(i, leaves) for i, leaves in zip(field_idxs, per_field)]
@@ -405,7 +417,7 @@ class V21Backend:
     def _read_rows(self, field_idx: int, rows: np.ndarray) -> pa.ChunkedArray:
         """``rows`` sorted ascending (duplicates allowed)."""
         self.prepare_take(field_idx)
-        d = _stored(self.fields[field_idx])[1]
+        d = self._stored(field_idx)[2]
         if d > 1:  # columns of d items a row
             rows = (rows[:, None] * d + np.arange(d, dtype=np.int64)).reshape(-1)
         columns = []
@@ -445,7 +457,7 @@ class V21Backend:
         sliced; otherwise rows are read by position, which reads only the chunks the
         range touches (nested pages locate the range's two ends and slice the levels
         between)."""
-        per_row = _stored(self.fields[field_idx])[1]
+        per_row = self._stored(field_idx)[2]
         start, end = start * per_row, (start + num_rows) * per_row
         columns = []
         for decs in self._leaf_pages(field_idx):

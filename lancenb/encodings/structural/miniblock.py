@@ -26,12 +26,15 @@ from lancenb.encodings.structural.nested import NestedPages
 from lancenb.errors import CorruptFileError, NotSupportedError
 from lancenb.kernels import miniblock as km
 
-__all__ = ["encode", "MiniBlockDecoder", "ChunkTable", "RowsPlan", "decode_pages"]
+__all__ = ["encode", "MiniBlockDecoder", "ChunkTable", "RowsPlan", "decode_pages",
+           "take_pages", "load_tables"]
 
 MAX_CHUNK_BYTES = 32 * 1024  # a u16 metadata word can describe at most 4096 words of 8 bytes
 MAX_LARGE_CHUNK_BYTES = (1 << 28) * 8
 
 L = pb.e21.RepDefLayer
+# the layers of a flat page (looked up once: protobuf enum attributes are slow)
+_FLAT_LAYERS = ([L.REPDEF_ALL_VALID_ITEM], [L.REPDEF_NULLABLE_ITEM])
 
 
 def level_bounds(levels, bounds: np.ndarray) -> np.ndarray:
@@ -248,8 +251,7 @@ class MiniBlockDecoder(NestedPages, CachedState):
         self.dtype = dtype
         self.layout = layout
         layers = list(layout.layers)
-        self.nested = layout.HasField("rep_compression") or layers not in (
-            [L.REPDEF_ALL_VALID_ITEM], [L.REPDEF_NULLABLE_ITEM])
+        self.nested = layout.HasField("rep_compression") or layers not in _FLAT_LAYERS
         self.info = repdef.LayerInfo.from_layers(layers, where) if self.nested else None
         if self.nested:
             if self.info.max_rep and not layout.HasField("rep_compression"):
@@ -445,21 +447,32 @@ class MiniBlockDecoder(NestedPages, CachedState):
         data, pos = self.read_chunks(reader, offsets, plan.table, plan.needed)
         return self.rows_from(plan, data, pos)
 
-    def plan_rows(self, reader, offsets, rows: np.ndarray) -> "RowsPlan":
+    def plan_rows(self, reader, offsets, rows: np.ndarray, memo: dict | None = None
+                  ) -> "RowsPlan":
         """Which chunks hold ``rows`` (sorted, page-relative): the first half of
         :meth:`read_rows`, so that a caller can read the chunks of many pages in one
         request (their file ranges: :meth:`RowsPlan.ranges`) and finish each page with
-        :meth:`rows_from`."""
+        :meth:`rows_from`. ``memo`` (a dict the caller keeps for one read) shares the
+        row-to-chunk lookup between pages cut into the same chunks (a wide table's
+        columns of one type), asked for the same ``rows`` object."""
         t = self._load_table(reader, offsets)
         dict_items = self.load_items(reader, offsets) if self.has_dictionary else None
+        key = None
+        if memo is not None:
+            key = (id(rows), t.item_starts.tobytes())
+            hit = memo.get(key)
+            if hit is not None:  # (hit[0] keeps ``rows`` alive: its id stays its own)
+                return RowsPlan(t, *hit[1:], dict_items, offsets[1])
         chunk_of = np.searchsorted(t.item_starts, rows, side="right") - 1
         # rows are sorted, so their chunks are too
         new = np.empty(len(chunk_of), bool)
         new[:1] = True
         np.not_equal(chunk_of[1:], chunk_of[:-1], out=new[1:])
         needed = chunk_of[new]
-        return RowsPlan(t, needed, np.cumsum(new) - 1, rows - t.item_starts[chunk_of],
-                        dict_items, offsets[1])
+        got = (rows, needed, np.cumsum(new) - 1, rows - t.item_starts[chunk_of])
+        if key is not None:
+            memo[key] = got
+        return RowsPlan(t, *got[1:], dict_items, offsets[1])
 
     def rows_from(self, plan: "RowsPlan", data: np.ndarray, pos: np.ndarray):
         """``(block, validity, selection)`` of a :class:`RowsPlan` whose chunks were
@@ -540,6 +553,54 @@ def decode_pages(decs: list, data: np.ndarray, meta: np.ndarray, chunks: np.ndar
     chunk parse, vectorised: item counts per page, chunks inside their buffer,
     headers and value sizes inside their chunk.
     """
+    got = _tables(decs, data, meta, chunks[:, 1])
+    if got is None:
+        return None
+    words, nbytes, counts, off, page_of, page_start, num_items = got
+    first = decs[0]
+    sw = first.size_width
+    pos = chunks[page_of, 0] + off
+    hdr = (2 + sw + 7) // 8 * 8  # level count (u16), one value size, padded to 8 bytes
+    vsize = _words_at(data, pos + 2, sw)
+    if np.any(nbytes < hdr) or np.any(vsize > nbytes - hdr):
+        return None
+    try:
+        block = first.values.decode(data, (pos + hdr)[:, None], vsize[:, None], counts,
+                                    first.where)
+    except CorruptFileError:
+        return None
+    width = first.dtype_bits // 8
+    if block.num_values != int(num_items.sum()):
+        return None
+    item_start = np.zeros(len(decs) + 1, np.int64)
+    np.cumsum(num_items, out=item_start[1:])
+    return [FixedWidth(first.dtype_bits, block.data[a * width:b * width], b - a)
+            for a, b in zip(item_start[:-1].tolist(), item_start[1:].tolist())]
+
+
+def load_tables(decs: list, data: np.ndarray, meta: np.ndarray) -> bool:
+    """Parse the chunk tables of many pages (equal :meth:`MiniBlockDecoder.batch_key`)
+    at once into their search state, page ``i``'s metadata words at
+    ``data[meta[i, 0]:][:meta[i, 1]]``; False (nothing loaded) when any does not
+    check (the caller then loads page by page, which names the fault)."""
+    got = _tables(decs, data, meta, np.array([d.buffer_sizes[1] for d in decs], np.int64))
+    if got is None:
+        return False
+    words, nbytes, counts, off, page_of, page_start, num_items = got
+    ends = np.cumsum(counts)
+    for d, a, n in zip(decs, page_start.tolist(), (meta[:, 1] // decs[0].size_width).tolist()):
+        item_starts = np.empty(n + 1, np.int64)
+        item_starts[0] = 0
+        item_starts[1:] = ends[a:a + n] - (ends[a - 1] if a else 0)
+        d._table = ChunkTable(words[a:a + n], off[a:a + n], nbytes[a:a + n], item_starts)
+    return True
+
+
+def _tables(decs: list, data: np.ndarray, meta: np.ndarray, chunk_bytes: np.ndarray):
+    """The chunk tables of many pages, vectorised (the checks of
+    :meth:`ChunkTable.from_words`): ``(words, nbytes, counts, offsets, page of each
+    chunk, first chunk of each page, items of each page)``, or None when a page does
+    not check."""
     first = decs[0]
     sw = first.size_width
     nw = meta[:, 1] // sw
@@ -568,25 +629,51 @@ def decode_pages(decs: list, data: np.ndarray, meta: np.ndarray, chunks: np.ndar
         return None
     ends = np.cumsum(nbytes)
     off = ends - nbytes - (ends[page_start] - nbytes[page_start])[page_of]
-    if np.any(off[last] + nbytes[last] > chunks[:, 1]):
+    if np.any(off[last] + nbytes[last] > chunk_bytes):
         return None
-    pos = chunks[page_of, 0] + off
-    hdr = (2 + sw + 7) // 8 * 8  # level count (u16), one value size, padded to 8 bytes
+    return words, nbytes, counts, off, page_of, page_start, num_items
+
+
+def take_pages(decs: list, plans: list, data: np.ndarray, poss: list):
+    """Rows of pages of equal :meth:`MiniBlockDecoder.batch_key` from their
+    :class:`RowsPlan` chunks, read into ``data`` (plan ``i``'s chunk ``c`` at
+    ``poss[i][c]``): one value decode of all the chunks and one gather of all the
+    rows. The blocks of each page's rows, or None when a chunk does not check (the
+    caller then reads page by page, which names the fault)."""
+    first = decs[0]
+    sw = first.size_width
+    width = first.dtype_bits // 8
+    words = np.concatenate([p.table.words[p.needed] for p in plans])
+    counts = np.concatenate([p.table.item_starts[p.needed + 1] - p.table.item_starts[p.needed]
+                             for p in plans])
+    pos = np.concatenate(poss).astype(np.int64)
+    nbytes = ((words >> 4) + 1) * 8
+    hdr = (2 + sw + 7) // 8 * 8
+    if np.any(pos < 0) or np.any(pos + nbytes > len(data)) or np.any(nbytes < hdr):
+        return None
     vsize = _words_at(data, pos + 2, sw)
-    if np.any(nbytes < hdr) or np.any(vsize > nbytes - hdr):
+    if np.any(vsize > nbytes - hdr):
         return None
     try:
         block = first.values.decode(data, (pos + hdr)[:, None], vsize[:, None], counts,
                                     first.where)
     except CorruptFileError:
         return None
-    width = first.dtype_bits // 8
-    if block.num_values != int(num_items.sum()):
+    if block.num_values != int(counts.sum()):
         return None
-    item_start = np.zeros(len(decs) + 1, np.int64)
-    np.cumsum(num_items, out=item_start[1:])
-    return [FixedWidth(first.dtype_bits, block.data[a * width:b * width], b - a)
-            for a, b in zip(item_start[:-1].tolist(), item_start[1:].tolist())]
+    chunk_first = np.zeros(len(counts), np.int64)
+    np.cumsum(counts[:-1], out=chunk_first[1:])
+    base = np.zeros(len(plans), np.int64)
+    np.cumsum([len(p.needed) for p in plans][:-1], out=base[1:])
+    idx = np.concatenate([chunk_first[b + p.slot] + p.local for b, p in zip(base, plans)])
+    got = block.data.reshape(-1, width)[idx].reshape(-1)
+    out = []
+    at = 0
+    for p in plans:
+        n = len(p.local)
+        out.append(FixedWidth(first.dtype_bits, got[at * width:(at + n) * width], n))
+        at += n
+    return out
 
 
 def empty_block(dtype_bits: int | None, offset_bits: int = 32):
