@@ -112,9 +112,14 @@ def open_small(store, rel: str, uri: str):
     """
     io = store.open_reader(rel)
     size = io.size()
-    if size > SMALL_FILE_BYTES:
-        return None
-    data = io.read(0, size)
+    try:
+        if size > SMALL_FILE_BYTES:
+            return None
+        data = io.read(0, size)
+    finally:
+        # every later read is served from ``data``: no file handle is held (a scan of
+        # 10,000 fragments, a shape kept for the process's lifetime)
+        io.close()
     whole = WholeFile(io, data)
     key = _metadata_key(data, size)
     if key is None:
