@@ -4,6 +4,7 @@
 Run from the repository root::
 
     python benchmarks/bench_startup.py [--runs K] [--cold-runs C] [--dir D] [--out FILE]
+    python benchmarks/bench_startup.py --breakdown --cache C [--runs K]
 
 The scenario (issue 18), each time in a new Python process: ``import`` the library;
 open, scan and take 20 rows from each of eight small pylance-written 2.1 datasets that
@@ -17,6 +18,11 @@ timed against ``import pyarrow; import numba``. The cold run also records every 
 compilation (the ``numba:compile`` event) so the report lists how many specialisations
 were compiled and the 20 slowest (self time: a kernel that calls another kernel compiles
 it inside its own compilation; that time is counted for the callee).
+
+``--breakdown`` runs only the warm scenario (``--cache``: a filled ``NUMBA_CACHE_DIR``)
+with timers on the stages of a kernel's first call, to show where a warm start goes:
+CPU seconds summed over all calls of each stage (stages nest: the first call of a
+kernel includes loading it, which includes reading its cache file).
 
 No timing assertions: this only measures and reports (medians of the runs).
 """
@@ -192,10 +198,65 @@ def _listen() -> None:
     event.register("numba:compile", _L())
 
 
-def child(impl: str, root: str, stats: bool) -> None:
+# the stages of a warm start --breakdown times: (module, class or None, function, label)
+_STAGES = (
+    ("lancenb.kernels._jit", "_KernelDispatcher", "_compile_for_args",
+     "first call of a kernel from Python, in all"),
+    ("numba.core.base", "BaseContext", "refresh",
+     "target-context refresh (imports numba's lowering registries)"),
+    ("lancenb.kernels._jit", "_KernelDispatcher", "_normalised",
+     "which parameters a kernel writes (source reading)"),
+    ("numba.core.caching", "IndexDataCacheFile", "_load_index", "read a kernel's cache index"),
+    ("numba.core.caching", "IndexDataCacheFile", "_load_data",
+     "read and unpickle a cached specialisation"),
+    ("numba.core.caching", "Cache", "_index_key", "cache key (hash of the bytecode)"),
+    ("numba.core.compiler", "CompileResult", "_rebuild", "numba's rebuild of a compile result"),
+    ("lancenb.kernels._jit", None, "_rebuild", "lancenb's rebuild of a compile result"),
+    ("llvmlite.binding", None, "parse_bitcode", "parse LLVM bitcode"),
+    ("numba.core.codegen", "JitEngine", "_load_defined_symbols",
+     "record the symbol names of a module"),
+    ("numba.core.codegen", "CPUCodeLibrary", "__init__", "new code library (empty module)"),
+    ("numba.core.codegen", "CPUCodeLibrary", "_finalize_final_module",
+     "load the object code into the JIT engine"),
+)
+_TIMES: dict = {}
+
+
+def _time_stages() -> None:
+    """Wrap each stage of :data:`_STAGES` that exists with a CPU timer."""
+    import importlib
+
+    for module, cls, name, label in _STAGES:
+        try:
+            owner = importlib.import_module(module)
+            if cls is not None:
+                owner = getattr(owner, cls)
+            fn = getattr(owner, name)
+        except (ImportError, AttributeError):
+            continue  # not in this version of numba or lancenb
+        rec = _TIMES.setdefault(label, [0, 0.0])
+
+        def timed(*a, _fn=fn, _rec=rec, **k):
+            t = time.process_time()
+            try:
+                return _fn(*a, **k)
+            finally:
+                _rec[0] += 1
+                _rec[1] += time.process_time() - t
+
+        setattr(owner, name, timed)
+
+
+def child(impl: str, root: str, stats: bool, breakdown: bool = False) -> None:
     t0 = time.perf_counter()
     if stats:
         _listen()
+    if breakdown:
+        c0 = time.process_time()
+        import numba  # noqa: F401  (timed on its own)
+
+        numba_cpu = time.process_time() - c0
+        _time_stages()
     if impl == "lancenb":
         import lancenb as lib
     else:
@@ -215,6 +276,11 @@ def child(impl: str, root: str, stats: bool) -> None:
     lib.write_dataset(table, os.path.join(out, "t"), data_storage_version="2.1")
     t3 = time.perf_counter()
     res = {"import": t1 - t0, "read": t2 - t1, "write": t3 - t2, "rows": rows}
+    if breakdown:
+        res["stages"] = _TIMES
+        res["numba_import_cpu"] = numba_cpu
+        res["cpu_in_process"] = time.process_time()
+        res["specialisations"] = _count_specialisations()
     if stats:
         res["compiles"] = _COMPILES
         res["specialisations"] = _count_specialisations()
@@ -255,11 +321,14 @@ def _env(cache: str | None) -> dict:
 LANCENB_PYTHON = sys.executable
 
 
-def run_scenario(impl: str, root: str, cache: str | None, stats: bool = False) -> dict:
+def run_scenario(impl: str, root: str, cache: str | None, stats: bool = False,
+                 breakdown: bool = False) -> dict:
     py = LANCENB_PYTHON if impl == "lancenb" else sys.executable
     cmd = [py, os.path.abspath(__file__), "--child", impl, "--dir", root]
     if stats:
         cmd.append("--stats")
+    if breakdown:
+        cmd.append("--breakdown")
     t0 = time.perf_counter()
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     p = subprocess.run(cmd, env=_env(cache), capture_output=True, text=True)
@@ -294,6 +363,9 @@ def main() -> None:
     ap.add_argument("--out", default=None, help="markdown file to update (RESULTS.md)")
     ap.add_argument("--child", choices=("lancenb", "pylance"), help=argparse.SUPPRESS)
     ap.add_argument("--stats", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--breakdown", action="store_true",
+                    help="time the stages of a warm start (needs --cache), print a table")
+    ap.add_argument("--cache", default=None, help="a filled NUMBA_CACHE_DIR for --breakdown")
     ap.add_argument("--python", default=None,
                     help="interpreter for lancenb's runs, e.g. a virtualenv with the built "
                          "wheel installed (pylance runs under this one)")
@@ -303,10 +375,16 @@ def main() -> None:
         LANCENB_PYTHON = args.python
     root = args.dir or os.path.join(tempfile.gettempdir(), "lancenb_bench_startup")
     if args.child:
-        child(args.child, root, args.stats)
+        child(args.child, root, args.stats, args.breakdown)
         return
     os.makedirs(root, exist_ok=True)
     prepare(root)
+    if args.breakdown:
+        if not args.cache:
+            raise SystemExit("--breakdown needs --cache: a NUMBA_CACHE_DIR the scenario filled")
+        print(render_breakdown([run_scenario("lancenb", root, args.cache, breakdown=True)
+                                for _ in range(args.runs)]))
+        return
 
     cold, stats = [], None
     for i in range(args.cold_runs):
@@ -332,6 +410,25 @@ def main() -> None:
     print(report)
     if args.out:
         replace_section(args.out, f"{MARK_START}\n{report}{MARK_END}", MARK_START, MARK_END)
+
+
+def render_breakdown(runs) -> str:
+    """The --breakdown table: median CPU seconds and calls of each stage over the runs."""
+    lines = [f"Warm start, stages of the kernels' first calls (median of {len(runs)} runs, "
+             "CPU s summed over the calls; stages nest):", "",
+             "| stage | calls | CPU s |", "| --- | ---: | ---: |"]
+    for _, _, _, label in _STAGES:
+        got = [r["stages"][label] for r in runs if label in r["stages"]]
+        if got and max(g[0] for g in got):
+            lines.append(f"| {label} | {med([g[0] for g in got]):.0f} | "
+                         f"{med([g[1] for g in got]):.3f} |")
+    sp = runs[0]["specialisations"]
+    lines += ["",
+              f"- whole process: {med([r['wall'] for r in runs]):.2f} s wall, "
+              f"{med([r['cpu'] for r in runs]):.2f} s CPU; `import numba` "
+              f"{med([r['numba_import_cpu'] for r in runs]):.3f} s CPU; "
+              f"{sp['signatures']} specialisations of {sp['dispatchers']} kernels loaded"]
+    return "\n".join(lines) + "\n"
 
 
 def render(cold, warm, ref, imp_l, imp_b, stats) -> str:
