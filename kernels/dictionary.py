@@ -11,7 +11,8 @@ probing that the caller allocates: ``table`` is ``uint64[2 * capacity]``, capaci
 power of two above ``max_distinct`` (:func:`table_size` gives one at load factor
 ≤ 1/2), so a free slot always exists. Slot ``k`` holds a key in ``table[2k]`` and
 ``entry + 1`` in ``table[2k + 1]`` (0 = free). Rows of 1, 2, 4 or 8 bytes are their own
-key (placed by a 64-bit mixer); other rows and variable values are keyed by XXH64 and
+key (placed by a 64-bit mixer); 16-byte rows are keyed by a mix of their two words and
+compared word for word; other rows and variable values are keyed by XXH64 and
 compared byte for byte with the entry's first occurrence. A build stops with
 ``TOO_MANY_DISTINCT`` as soon as a value would become entry number ``max_distinct``,
 so high-cardinality data gives up early. Outputs: ``out_indices[i]`` (any integer
@@ -113,6 +114,40 @@ def _same_bytes(data, a, b, length):
 
 
 @kernel
+def _build_pairs(data, max_distinct, table, bits, out_indices, out_first):
+    """Build over 16-byte rows read as two u64 words: keyed by a mix of both words and
+    compared word for word with the entry's first occurrence (same entries and order
+    as the byte-wise build, a few times faster)."""
+    vals = data.view(np.uint64)
+    mask = (np.int64(1) << bits) - 1
+    shift = np.uint64(64 - bits)
+    count = 0
+    for i in range(vals.shape[0] // 2):
+        lo = vals[2 * i]
+        hi = vals[2 * i + 1]
+        key = _fmix(lo ^ _fmix(hi))
+        slot = np.int64(key >> shift)
+        while True:
+            e = table[2 * slot + 1]
+            if e == 0:
+                if count == max_distinct:
+                    return TOO_MANY_DISTINCT
+                table[2 * slot] = key
+                table[2 * slot + 1] = count + 1
+                out_first[count] = i
+                out_indices[i] = count
+                count += 1
+                break
+            if table[2 * slot] == key:
+                f = out_first[np.int64(e) - 1]
+                if vals[2 * f] == lo and vals[2 * f + 1] == hi:
+                    out_indices[i] = e - np.uint64(1)
+                    break
+            slot = (slot + 1) & mask
+    return count
+
+
+@kernel
 def _build_bytes(data, offsets, width, n, max_distinct, table, bits, out_indices, out_first):
     """Build over XXH64 keys; rows are ``data[i * width:][:width]`` when ``width > 0``,
     else ``data[offsets[i]:offsets[i + 1]]``."""
@@ -168,6 +203,8 @@ def build_fixed(data, width, max_distinct, table, out_indices, out_first):
     if width in _WORDS:
         return _build_words(data, np.empty(0, _WORDS[width]), max_distinct, table, status,
                             out_indices, out_first)
+    if width == 16:  # decimal128 and the like: two words per row
+        return _build_pairs(data, max_distinct, table, status, out_indices, out_first)
     return _build_bytes(data, np.zeros(1, np.int64), width, data.shape[0] // width,
                         max_distinct, table, status, out_indices, out_first)
 
