@@ -53,25 +53,13 @@ def level_bounds(levels, bounds: np.ndarray) -> np.ndarray:
 
 def repetition_index(rep: np.ndarray, max_rep: int, lb: np.ndarray) -> np.ndarray:
     """Per chunk ``[rows ending in the chunk, levels left over after its last row
-    start]`` (u64, row-major), as the reference counts them."""
-    nc = len(lb) - 1
-    starts = rep == max_rep
-    cs = np.zeros(len(rep) + 1, np.int64)
-    np.cumsum(starts, out=cs[1:])
-    rows = cs[lb[1:]] - cs[np.minimum(lb[:-1] + 1, lb[1:])]
-    idx = np.where(starts, np.arange(len(rep)), -1)
-    last = np.maximum.accumulate(idx) if len(idx) else idx
-    ends = lb[1:]
-    ls = last[ends - 1]
-    left = np.where(ls >= lb[:-1], ends - ls, ends - lb[:-1])
-    out = np.stack([rows, left], axis=1)
-    out[-1, 0] += 1
-    out[-1, 1] = 0
-    first = starts[lb[1:-1]] if nc > 1 else np.zeros(0, bool)
-    fix = np.flatnonzero(first & (out[:-1, 1] != 0))
-    out[fix, 0] += 1
-    out[fix, 1] = 0
-    return out.astype(np.uint64).reshape(-1)
+    start]`` (u64, row-major), as the reference counts them
+    (:func:`kernels.miniblock.repetition_index`, one pass over the levels)."""
+    out = np.empty(2 * (len(lb) - 1), np.uint64)
+    status = km.repetition_index(rep, max_rep, np.asarray(lb, np.int64), out)
+    if status != km.OK:  # chunks always hold levels: a bug, not bad input
+        raise AssertionError(f"repetition index of chunks {lb.tolist()}: status {status}")
+    return out
 
 
 def encode(block, validity: np.ndarray | None, *, codec=None, pack_levels: bool = False,
