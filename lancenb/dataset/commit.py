@@ -67,7 +67,7 @@ from lancenb.io.pools import ThreadPool
 from lancenb.io.store import ObjectStore
 
 __all__ = ["commit", "list_versions", "load_manifest", "load_manifests", "iter_manifest_bytes",
-           "open_store", "put_new_object", "remove_files", "DEFAULT_MAX_RETRIES"]
+           "find_manifest", "open_store", "put_new_object", "remove_files", "DEFAULT_MAX_RETRIES"]
 
 DEFAULT_MAX_RETRIES = 40
 TRANSACTIONS_DIR = "_transactions"
@@ -261,6 +261,25 @@ def load_manifest(store, version: int, v2: bool):
     except LanceFileNotFoundError:
         raise DatasetNotFoundError(f"dataset {store.uri!r} has no version {version}") from None
     return parse_manifest_file(raw, store.uri_of(rel))
+
+
+def find_manifest(store, version: int):
+    """``(parsed manifest, uses V2 names)`` of version ``version`` read by its name, the
+    V2 one then the V1 one, without listing ``_versions/`` (as pylance opens a given
+    version: one read however many versions there are); None when neither file
+    exists, the number names no version, or the store has an external manifest store
+    (a listing synchronises that first). Unlike :func:`list_versions` it does not
+    notice a dataset that mixes both naming schemes."""
+    if getattr(store, "manifest_store", None) is not None:
+        return None
+    for v2 in (True, False):
+        try:
+            rel = f"{VERSIONS_DIR}/{manifest_name(version, v2)}"
+            raw = store.read_bytes(rel)
+        except (LanceFileNotFoundError, CorruptFileError):  # no such file; not a version
+            continue
+        return parse_manifest_file(raw, store.uri_of(rel)), v2
+    return None
 
 
 _MANIFEST_POOL = ThreadPool(lambda: min(16, 4 * (os.cpu_count() or 1)), "lancenb-manifests")

@@ -29,6 +29,7 @@ from lancenb.dataset import blob, take
 from lancenb.dataset.api_extras import DatasetApiExtras
 from lancenb.dataset.commit import (
     commit,
+    find_manifest,
     list_versions,
     load_manifest,
     open_store,
@@ -92,7 +93,12 @@ class LanceDataset(DatasetApiExtras, pads.Dataset):
                  commit_lock=None, manifest_store=None, _store=None, _manifest=None):
         self._store = _store or open_store(uri, storage_options, commit_lock, manifest_store)
         self._uri = self._store.uri
-        if _manifest is None:
+        found = None
+        if _manifest is None and asof is None and type(version) is int:
+            found = find_manifest(self._store, version)  # by name, no listing
+        if found is not None:
+            _manifest, self._v2 = found
+        elif _manifest is None:
             versions, naming = list_versions(self._store)
             if not versions:
                 raise DatasetNotFoundError(f"no Lance dataset at {self._uri!r} (no manifests "

@@ -22,7 +22,7 @@ from lancenb.dataset.manifest import (
     message_records,
     parse_manifest_file,
 )
-from lancenb.errors import CorruptFileError
+from lancenb.errors import CorruptFileError, DatasetNotFoundError
 
 
 def _t(a: int, n: int = 4) -> pa.Table:
@@ -125,3 +125,22 @@ def test_damaged_new_fragment_names_the_manifest(tmp_path):
         f.write(bytes(bad))
     with pytest.raises(CorruptFileError, match=r"manifest .*18446744073709551613\.manifest"):
         lancenb.dataset(path, version=1).versions()
+
+
+@pytest.mark.parametrize("v2_names", [True, False])
+def test_open_a_version_by_its_file_name(tmp_path, v2_names):
+    """version=k reads that manifest by name (no listing), under either naming."""
+    path = str(tmp_path / "d")
+    lance.write_dataset(_t(0), path, enable_v2_manifest_paths=v2_names)
+    for i in (1, 2):
+        lance.write_dataset(_t(4 * i), path, mode="append")
+    names = os.listdir(os.path.join(path, "_versions"))
+    assert ("3.manifest" in names) is not v2_names
+    for k in (1, 2, 3):
+        ours = lancenb.dataset(path, version=k)
+        assert ours.version == k and ours.to_table().equals(lance.dataset(path, version=k)
+                                                            .to_table())
+    assert lancenb.dataset(path).checkout_version(2).count_rows() == 8
+    for k in (0, 4, 2**64):
+        with pytest.raises(DatasetNotFoundError, match=rf"has no version {k} \(it has 1..3\)"):
+            lancenb.dataset(path, version=k)
