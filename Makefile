@@ -13,19 +13,30 @@ $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 
-$(VENV)/.installed: pyproject.toml | $(VENV)/bin/python
-	$(PIP) install --quiet -e '.[spark]'
+# the demo installs lancenb as a wheel, as users get it: building the wheel compiles every
+# kernel once (setup.py), so neither the demo nor Spark's Python workers compile any. It
+# replaces an editable install, so `make test` reinstalls its own afterwards (and the
+# reverse: an editable install newer than the wheel forces it again), and is rebuilt when a
+# source file changes.
+DEMO_SOURCES := pyproject.toml setup.py _lancenb_build.py $(wildcard lancenb/*.py \
+	lancenb/*/*.py lancenb/*/*/*.py kernels/*.py)
+DEMO_REINSTALL := $(shell [ $(VENV)/.installed-dev -nt $(VENV)/.installed-wheel ] && echo FORCE)
+
+FORCE:
+
+$(VENV)/.installed-wheel: $(DEMO_SOURCES) $(DEMO_REINSTALL) | $(VENV)/bin/python
+	$(PIP) install --quiet '.[spark]'
+	rm -f $(VENV)/.installed-dev
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(VENV)/bin/python
 	$(PIP) install --quiet -e '.[dev,spark]'
 	touch $@ $(VENV)/.installed
 
-# warmup compiles lancenb's kernels into the Numba cache first (in parallel, once per
-# machine), so Spark's Python workers load them instead of each compiling them
-demo: $(VENV)/.installed
-	$(PY) -m lancenb.cli warmup
-	$(PY) -m lancenb.cli demo
+# run outside the source tree: Python (the driver and Spark's workers) puts the working
+# directory first on sys.path, where ./lancenb would shadow the installed wheel
+demo: $(VENV)/.installed-wheel
+	cd "$${TMPDIR:-/tmp}" && "$(abspath $(VENV))/bin/lancenb" demo
 
 test: $(VENV)/.installed-dev
 	$(PY) -m ruff check lancenb kernels tests property_tests benchmarks scripts
