@@ -287,36 +287,97 @@ def _png(path: str, img: np.ndarray) -> None:
                 + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b""))
 
 
+# a 3x5 pixel font for the panel titles and axis labels (no plotting library here):
+# each glyph is five rows of three pixels, "/" between rows
+_GLYPHS = {
+    "a": "111/101/111/101/101", "b": "110/101/110/101/110", "c": "111/100/100/100/111",
+    "d": "110/101/101/101/110", "e": "111/100/110/100/111", "f": "111/100/110/100/100",
+    "g": "111/100/101/101/111", "h": "101/101/111/101/101", "i": "111/010/010/010/111",
+    "j": "111/001/001/101/111", "k": "101/110/100/110/101", "l": "100/100/100/100/111",
+    "m": "101/111/101/101/101", "n": "110/101/101/101/101", "o": "111/101/101/101/111",
+    "p": "111/101/111/100/100", "q": "111/101/101/111/011", "r": "110/101/110/101/101",
+    "s": "111/100/111/001/111", "t": "111/010/010/010/010", "u": "101/101/101/101/111",
+    "v": "101/101/101/101/010", "w": "101/101/101/111/101", "x": "101/101/010/101/101",
+    "y": "101/101/111/001/111", "z": "111/001/010/100/111", "0": "111/101/101/101/111",
+    "1": "010/110/010/010/111", "2": "111/001/111/100/111", "3": "111/001/111/001/111",
+    "4": "101/101/111/001/001", "5": "111/100/111/001/111", "6": "111/100/111/101/111",
+    "7": "111/001/010/010/010", "8": "111/101/111/101/111", "9": "111/101/111/001/111",
+    ":": "000/010/000/010/000", "(": "010/100/100/100/010", ")": "010/001/001/001/010",
+    "%": "101/001/010/100/101", "=": "000/111/000/111/000", "+": "000/010/111/010/000",
+    "_": "000/000/000/000/111", ".": "000/000/000/000/010", ",": "000/000/000/010/100",
+    "-": "000/000/111/000/000", "/": "001/001/010/100/100", " ": "000/000/000/000/000",
+}
+
+
+def _text(img: np.ndarray, y: int, x: int, text: str, color=(0, 0, 0), scale: int = 2) -> None:
+    for c in text.lower():
+        g = _GLYPHS.get(c)
+        if g is not None:
+            for gy, row in enumerate(g.split("/")):
+                for gx, bit in enumerate(row):
+                    if bit == "1":
+                        img[y + gy * scale:y + (gy + 1) * scale,
+                            x + gx * scale:x + (gx + 1) * scale] = color
+        x += 4 * scale
+
+
+def _fmt_ms(v: float) -> str:
+    return f"{v:.3g} ms" if v < 1000 else f"{v / 1000:.3g} s"
+
+
 def plot(res: dict, path: str) -> None:
-    """One panel per workload (in the order of the RESULTS.md table), time against
-    count on log-log axes spanning the panel's own range: lancenb red, pylance blue."""
-    W, H, PAD = 260, 180, 14
+    """One panel per workload (in the order of the RESULTS.md table), titled, wall
+    time against count on log-log axes spanning the panel's own range, each count and
+    the lowest and highest time labelled: lancenb solid red, pylance dashed blue."""
+    W, H, L, T, B, R = 330, 210, 44, 26, 20, 12  # panel size, left/top/bottom/right margins
+    red, blue = (220, 30, 30), (30, 60, 220)
     names = list(res)
-    cols = 4
+    cols = 3
     rows_n = (len(names) + cols - 1) // cols
-    img = np.full((rows_n * H, cols * W, 3), 255, np.uint8)
+    img = np.full((rows_n * H + 24, cols * W, 3), 255, np.uint8)
     for k, name in enumerate(names):
         oy, ox = (k // cols) * H, (k % cols) * W
-        img[oy + PAD:oy + H - PAD, ox + PAD] = 0  # axes
-        img[oy + H - PAD, ox + PAD:ox + W - PAD] = 0
+        _text(img, oy + 6, ox + 6, name)
+        top, bottom, left, right = oy + T, oy + H - B, ox + L, ox + W - R
+        img[top:bottom + 1, left] = 0  # axes
+        img[bottom, left:right] = 0
         pts = res[name]
         xs = np.log10([p[0] for p in pts])
-        ys = np.log10(np.maximum([v for p in pts for v in p[1:3] if v is not None], 1e-3))
+        vals = [v for p in pts for v in p[1:3] if v is not None]
+        ys = np.log10(np.maximum(vals, 1e-3))
         x0, x1 = xs.min(), max(xs.max(), xs.min() + 1e-9)
         y0, y1 = ys.min(), max(ys.max(), ys.min() + 1e-9)
 
-        # lancenb solid red, pylance dashed blue
-        for col, color, dashed in ((1, (220, 30, 30), False), (2, (30, 60, 220), True)):
-            line = [(oy + H - PAD - (np.log10(max(p[col], 1e-3)) - y0) / (y1 - y0)
-                     * (H - 3 * PAD),
-                     ox + PAD + (np.log10(p[0]) - x0) / (x1 - x0) * (W - 3 * PAD))
-                    for p in pts if p[col] is not None]
+        box = (top, bottom, left, right, x0, x1, y0, y1)
+
+        def at(n, v, box=box):
+            top, bottom, left, right, x0, x1, y0, y1 = box
+            return (bottom - 3 - (np.log10(max(v, 1e-3)) - y0) / (y1 - y0) * (bottom - top - 8),
+                    left + 4 + (np.log10(n) - x0) / (x1 - x0) * (right - left - 30))
+
+        for p in pts:  # x ticks and counts
+            _, x = at(p[0], vals[0])
+            img[bottom:bottom + 4, int(x)] = 0
+            _text(img, bottom + 6, int(x) - 2, f"{p[0]}", scale=1)
+        for v in (min(vals), max(vals)):  # y range
+            y, _ = at(pts[0][0], v)
+            img[int(y), left - 3:left] = 0
+            _text(img, int(y) - 2, ox + 2, _fmt_ms(v), scale=1)
+        for col, color, dashed in ((1, red, False), (2, blue, True)):
+            line = [at(p[0], p[col]) for p in pts if p[col] is not None]
+            for ya, xa in line:
+                img[int(ya) - 2:int(ya) + 3, int(xa) - 2:int(xa) + 3] = color
             for (ya, xa), (yb, xb) in zip(line, line[1:]):
                 for t in np.linspace(0, 1, 400):
                     if dashed and int(t * 16) % 2:
                         continue
                     y, x = int(ya + (yb - ya) * t), int(xa + (xb - xa) * t)
-                    img[y - 1:y + 2, x - 1:x + 2] = color
+                    img[y - 1:y + 1, x - 1:x + 1] = color
+    y = rows_n * H + 6
+    _text(img, y, 8, "lancenb", red)
+    _text(img, y, 8 + 8 * 8, "solid,")
+    _text(img, y, 8 + 15 * 8, "pylance", blue)
+    _text(img, y, 8 + 23 * 8, "dashed. wall time against count, log-log")
     _png(path, img)
 
 
@@ -327,22 +388,28 @@ def update_results(path: str, section: str, tag: str) -> None:
     a = text.find(start)
     if a != -1 and text.find(end, a) != -1:
         old = text[a + len(start):text.find(end, a)]
-    # keep the other tags' sub-sections
+    # keep the other tags' sub-sections, and the prose between the heading and them
     parts: dict = {}
     cur = None
+    prose = ""
     for line in old.splitlines(keepends=True):
         if line.startswith("### "):
             cur = line[4:].strip()
             parts[cur] = line
         elif cur is not None:
             parts[cur] += line
+        elif not line.startswith(("## Scale:", "`python benchmarks/bench_scale.py")):
+            prose += line
     parts[tag] = section + "\n"
     head = ("## Scale: fragments, versions, columns (bench_scale.py, issue 23)\n\n"
-            "`python benchmarks/bench_scale.py --tag after`; plot: "
-            "`benchmarks/bench_scale.png` (one panel per workload in the table's order, "
-            "wall time against count on log-log axes, lancenb red, pylance blue; drawn "
-            "without a plotting library, matplotlib is not a dependency).\n\n")
-    block = start + "\n" + head + "".join(parts[k] for k in sorted(parts)) + end
+            "`python benchmarks/bench_scale.py --data-dir DIR --tag after`; plot: "
+            "`benchmarks/bench_scale.png` (one panel per workload, titled, in the table's "
+            "order: wall time against count on log-log axes, lancenb solid red, pylance "
+            "dashed blue, each panel spanning its own range; drawn without a plotting "
+            "library, matplotlib is not a dependency).\n")
+    prose = "\n" + prose.strip("\n") + "\n\n" if prose.strip() else "\n"
+    block = (start + "\n" + head + prose
+             + "".join(parts[k] for k in sorted(parts)) + end)
     replace_section(path, block, start, end)
 
 
