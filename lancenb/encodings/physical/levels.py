@@ -26,6 +26,7 @@ from lancenb.encodings import pb
 from lancenb.encodings.physical import bitpacking
 from lancenb.kernels import bitpack as kb
 from lancenb.kernels import rle as kr
+from lancenb.kernels import stats as kstats
 
 __all__ = ["encode_levels", "rle_description", "choose"]
 
@@ -59,9 +60,13 @@ def choose(levels: np.ndarray, *, version_minor: int) -> str:
     else:
         kind, packed = "outofline", kb.outofline_words(n, width, 16) * 2
     if version_minor >= 2 and n:
-        rle = RLE_HEADER_BYTES + 3 * int(_runs(levels, np.array([0, n], np.int64))[0])
-        if rle < raw and rle <= packed:
-            return "rle"
+        # runs before cutting at 255 give a floor of the RLE size (a fast, vectorised
+        # count): only a page whose floor could win pays for the exact count
+        floor = RLE_HEADER_BYTES + 3 * int(kstats.run_count(levels.view(np.uint8), 2))
+        if floor < raw and floor <= packed:
+            rle = RLE_HEADER_BYTES + 3 * int(_runs(levels, np.array([0, n], np.int64))[0])
+            if rle < raw and rle <= packed:
+                return "rle"
     return kind
 
 
