@@ -204,37 +204,46 @@ def run(counts, repeat: int, families, root: str, budget: float) -> tuple[dict, 
             if skip_theirs:
                 notes.append(f"{fam} at {n:,}: pylance not run: {skip_theirs}")
                 log(notes[-1])
-            cost = 0.0  # s to measure this count: (checking call + warm-up + repeats) x medians
-            for name, ours, theirs in FAMILIES[fam](root, n):
-                while _PENDING:  # the dataset exists once the first workload is yielded
-                    _PENDING.pop().done()
-                c0 = time.perf_counter()
-                got = ours()
-                t_ours = time.perf_counter() - c0
-                per_call = budget / 3 / 2  # three workloads a family, two libraries
-                if skip_theirs:
-                    b = bc = None
-                    reps = max(1, min(repeat, int(per_call / max(t_ours, 1e-6)) - 1))
-                    a, ac = median_ms(ours, reps)
-                else:
-                    c0 = time.perf_counter()
-                    same(got, theirs(), f"{name} at {n}")
-                    t_max = max(t_ours, time.perf_counter() - c0)
-                    reps = max(1, min(repeat, int(per_call / max(t_max, 1e-6)) - 1))
-                    a, ac = median_ms(ours, reps)
-                    b, bc = median_ms(theirs, reps)
-                out.setdefault(name, []).append((n, a, b, ac, bc, reps))
-                cost += (a + (b or 0.0)) * (repeat + 2) / 1e3
-                if b is None:
-                    log(f"{name:36} n={n:6}  lancenb {a:9.2f} ms ({ac:9.2f} cpu)  pylance "
-                        f"not run  ({reps} repeats)")
-                else:
-                    log(f"{name:36} n={n:6}  lancenb {a:9.2f} ms ({ac:9.2f} cpu)  pylance "
-                        f"{b:9.2f} ms ({bc:9.2f} cpu)  ratio {a / b:5.2f} (cpu {ac / bc:5.2f})"
-                        f"  ({reps} repeats)")
-            # from the medians, not the clock: the first count's calls include compiling
+            try:
+                cost = _measure(fam, n, repeat, root, budget, bool(skip_theirs), out)
+            except Exception as e:  # noqa: BLE001  (a library failing is a finding: go on)
+                notes.append(f"{fam} at {n:,}: failed: {type(e).__name__}: {e}")
+                log(notes[-1])
+                continue
             spent.append((n, max(cost, 1e-3)))
     return out, notes
+
+
+def _measure(fam: str, n: int, repeat: int, root: str, budget: float, skip_theirs: bool,
+             out: dict) -> float:
+    """Time one family's workloads at one count into ``out``. Returns the seconds
+    measuring takes, from the medians x the calls (not the clock: the first count's
+    calls include compiling)."""
+    cost = 0.0
+    per_call = budget / 3 / 2  # three workloads a family, two libraries
+    for name, ours, theirs in FAMILIES[fam](root, n):
+        while _PENDING:  # the dataset exists once the first workload is yielded
+            _PENDING.pop().done()
+        c0 = time.perf_counter()
+        got = ours()
+        t_max = time.perf_counter() - c0
+        if not skip_theirs:
+            c0 = time.perf_counter()
+            same(got, theirs(), f"{name} at {n}")
+            t_max = max(t_max, time.perf_counter() - c0)
+        reps = max(1, min(repeat, int(per_call / max(t_max, 1e-6)) - 1))
+        a, ac = median_ms(ours, reps)
+        b, bc = (None, None) if skip_theirs else median_ms(theirs, reps)
+        out.setdefault(name, []).append((n, a, b, ac, bc, reps))
+        cost += (a + (b or 0.0)) * (repeat + 2) / 1e3
+        if b is None:
+            log(f"{name:36} n={n:6}  lancenb {a:9.2f} ms ({ac:9.2f} cpu)  pylance "
+                f"not run  ({reps} repeats)")
+        else:
+            log(f"{name:36} n={n:6}  lancenb {a:9.2f} ms ({ac:9.2f} cpu)  pylance "
+                f"{b:9.2f} ms ({bc:9.2f} cpu)  ratio {a / b:5.2f} (cpu {ac / bc:5.2f})"
+                f"  ({reps} repeats)")
+    return cost
 
 
 def _f(x, fmt: str = ".2f") -> str:
