@@ -28,6 +28,7 @@ from lancenb.encodings.structural import miniblock
 from lancenb.kernels import bitpack as kb
 from lancenb.kernels import miniblock as km
 from lancenb.kernels import stats as kstats
+from lancenb.kernels import stats_rows as kstats_rows
 
 __all__ = ["encode_plain", "encode_plain_many", "plain_bits"]
 
@@ -205,12 +206,18 @@ def _encode_group(arrays: list, bits: int, n: int, cfg: EncodingConfig,
     packed = words.sum(axis=1) * w
     runs = 1 + np.count_nonzero(values[:, 1:] != values[:, :-1], axis=1)
     keep = runs >= cfg.rle_threshold * n  # else RLE is tried: the full chain decides
-    if bits == 64 and version_minor >= 2:  # pylance 2.2 tries a dictionary on these
-        for r in np.flatnonzero(keep):
-            if dictionary_enc.try_dictionary(FixedWidth(bits, raw[r], n), cfg,
-                                             version_minor=version_minor, why=[],
-                                             baseline=int(packed[r])) is not None:
-                keep[r] = False
+    if bits == 64 and version_minor >= 2 and n >= dictionary_enc.MIN_VALUES:
+        # pylance 2.2 tries a dictionary on these: where the cardinality estimate
+        # (try_dictionary's first test) does not rule it out, the full chain decides
+        rows = np.flatnonzero(keep)
+        cards = np.empty(len(rows))
+        registers = np.zeros((len(rows), 1 << dictionary_enc.HLL_PRECISION), np.uint8)
+        sub = raw[rows] if len(rows) < k else raw
+        sub.flags.writeable = False  # (one specialisation: the values are read-only)
+        status = kstats_rows.hll_fixed_rows(sub, w, dictionary_enc.HLL_SEED, registers, cards)
+        if status != kstats_rows.OK:
+            raise AssertionError(f"hll_fixed_rows: status {status}")  # shapes are ours
+        keep[rows] = (cards >= n / cfg.dict_divisor) | (cards > dictionary_enc.MAX_ITEMS)
     pages: list = [None] * k
     inline = keep & (packed < n * w)
     flat_rows = np.flatnonzero(keep & ~inline)
