@@ -165,25 +165,46 @@ def _check_append(spark_schema, ds_schema: pa.Schema, uri: str) -> None:
                               f"in the dataset")
 
 
+_PROBE_ERRORS = (LanceError, pa.ArrowException, ValueError, TypeError)
+
+
 def _check_storable(schema: pa.Schema, spark_schema) -> None:
-    """Write a one-row all-null probe of each column with the dataset writer into
-    memory: the writer is the authority on which types it stores (pages and
-    statistics alike), and the error names the column."""
-    spark_types = {f.name: f.dataType.simpleString() for f in spark_schema.fields}
+    """Write a two-row probe (a null and a zero) of the columns with the dataset
+    writer into memory: the writer is the authority on which types it stores (pages
+    and statistics alike). One probe file holds every column (the planning step runs
+    in a fresh Spark Python worker, so each file costs); only if it fails is each
+    column probed alone, so that the error names the column."""
     store = ObjectStore(f"memory://lancenb-spark-probe/{uuid.uuid4().hex}")
+    try:
+        _probe(store, schema)
+        return
+    except _PROBE_ERRORS:
+        pass
+    spark_types = {f.name: f.dataType.simpleString() for f in spark_schema.fields}
     for f in schema:
-        probe = pa.schema([f.with_nullable(True)])
-        written: list[str] = []
         try:
-            fields_pb, _ = schema_to_fields(probe)
-            batch = pa.RecordBatch.from_arrays([_probe_values(f.type)], schema=probe)
-            write_data_files(store, iter([batch]), probe, fields_pb,
-                             version=FileVersion.V2_1, written=written)
-        except (LanceError, pa.ArrowException, ValueError, TypeError) as e:
+            _probe(store, pa.schema([f]))
+        except _PROBE_ERRORS as e:
             raise SchemaError(f"column {f.name!r} ({spark_types.get(f.name, '?')}, Arrow "
                               f"{f.type}) cannot be stored in a Lance dataset: {e}") from e
-        finally:
-            cleanup(store, written)
+    try:  # no column fails alone (not expected): report the whole schema
+        _probe(store, schema)
+    except _PROBE_ERRORS as e:
+        raise SchemaError(f"columns {schema.names} cannot be stored together in a Lance "
+                          f"dataset: {e}") from e
+
+
+def _probe(store: ObjectStore, schema: pa.Schema) -> None:
+    probe = pa.schema([f.with_nullable(True) for f in schema])
+    written: list[str] = []
+    try:
+        fields_pb, _ = schema_to_fields(probe)
+        batch = pa.RecordBatch.from_arrays([_probe_values(f.type) for f in probe],
+                                           schema=probe)
+        write_data_files(store, iter([batch]), probe, fields_pb, version=FileVersion.V2_1,
+                         written=written)
+    finally:
+        cleanup(store, written)
 
 
 def _probe_values(t: pa.DataType) -> pa.Array:
