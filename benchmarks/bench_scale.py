@@ -188,19 +188,21 @@ def run(counts, repeat: int, families, root: str, budget: float) -> tuple[dict, 
     out: dict = {}
     notes: list = []
     for fam in families:
-        spent: list = []  # (count, seconds measuring)
+        spent: list = []  # (count, seconds measuring lancenb, seconds measuring pylance)
         for n in counts:
+            skip_theirs = OVER_BUDGET.get((fam, n, "pylance"))
             if spent:  # cost grows at least linearly, faster if the last two counts say so
-                n1, t1 = spent[-1]
-                n0, t0 = spent[-2] if len(spent) > 1 else spent[-1]
-                grow = 1.0 if n0 == n1 else max(1.0, np.log(t1 / t0) / np.log(n1 / n0))
-                est = t1 * (n / n1) ** grow
+                est = 0.0
+                for lib in (1,) if skip_theirs else (1, 2):
+                    n1, t1 = spent[-1][0], spent[-1][lib]
+                    n0, t0 = (spent[-2][0], spent[-2][lib]) if len(spent) > 1 else (n1, t1)
+                    grow = 1.0 if n0 == n1 else max(1.0, np.log(t1 / t0) / np.log(n1 / n0))
+                    est += t1 * (n / n1) ** grow
                 if est > budget:
                     notes.append(f"{fam} at {n:,}: skipped, measuring would take ~{est:.0f} s "
                                  f"(extrapolated from {n1:,}), past the {budget:.0f} s budget")
                     log(notes[-1])
                     continue
-            skip_theirs = OVER_BUDGET.get((fam, n, "pylance"))
             if skip_theirs:
                 notes.append(f"{fam} at {n:,}: pylance not run: {skip_theirs}")
                 log(notes[-1])
@@ -210,16 +212,16 @@ def run(counts, repeat: int, families, root: str, budget: float) -> tuple[dict, 
                 notes.append(f"{fam} at {n:,}: failed: {type(e).__name__}: {e}")
                 log(notes[-1])
                 continue
-            spent.append((n, max(cost, 1e-3)))
+            spent.append((n, max(cost[0], 1e-3), max(cost[1], 1e-3)))
     return out, notes
 
 
 def _measure(fam: str, n: int, repeat: int, root: str, budget: float, skip_theirs: bool,
-             out: dict) -> float:
+             out: dict) -> tuple[float, float]:
     """Time one family's workloads at one count into ``out``. Returns the seconds
-    measuring takes, from the medians x the calls (not the clock: the first count's
-    calls include compiling)."""
-    cost = 0.0
+    measuring lancenb and pylance takes, from the medians x the calls (not the clock:
+    the first count's calls include compiling)."""
+    cost = [0.0, 0.0]
     per_call = budget / 3 / 2  # three workloads a family, two libraries
     for name, ours, theirs in FAMILIES[fam](root, n):
         while _PENDING:  # the dataset exists once the first workload is yielded
@@ -235,7 +237,8 @@ def _measure(fam: str, n: int, repeat: int, root: str, budget: float, skip_their
         a, ac = median_ms(ours, reps)
         b, bc = (None, None) if skip_theirs else median_ms(theirs, reps)
         out.setdefault(name, []).append((n, a, b, ac, bc, reps))
-        cost += (a + (b or 0.0)) * (repeat + 2) / 1e3
+        cost[0] += a * (repeat + 2) / 1e3
+        cost[1] += (b or 0.0) * (repeat + 2) / 1e3
         if b is None:
             log(f"{name:36} n={n:6}  lancenb {a:9.2f} ms ({ac:9.2f} cpu)  pylance "
                 f"not run  ({reps} repeats)")
@@ -243,7 +246,7 @@ def _measure(fam: str, n: int, repeat: int, root: str, budget: float, skip_their
             log(f"{name:36} n={n:6}  lancenb {a:9.2f} ms ({ac:9.2f} cpu)  pylance "
                 f"{b:9.2f} ms ({bc:9.2f} cpu)  ratio {a / b:5.2f} (cpu {ac / bc:5.2f})"
                 f"  ({reps} repeats)")
-    return cost
+    return cost[0], cost[1]
 
 
 def _f(x, fmt: str = ".2f") -> str:
