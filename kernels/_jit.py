@@ -52,6 +52,8 @@ from numba.core.compiler_lock import global_compiler_lock
 from numba.core.registry import CPUDispatcher
 from numba.core.runtime import rtsys
 
+from . import WRITTEN_SUFFIX
+
 try:
     import fcntl
 except ImportError:  # Windows: numba's own behaviour, unlocked
@@ -328,7 +330,6 @@ def kernel(fn):
 # calls in other modules; an answer gone stale by an edit there costs what a wrong
 # reading always costs (a failed read-only compilation, then one as given), as numba's
 # own cache, keyed on the caller's module only, does for the machine code.
-WRITTEN_SUFFIX = ".lancenb-written.json"
 _WRITTEN_TABLES: dict = {}  # kernel module path -> {"name:line": frozenset}
 
 

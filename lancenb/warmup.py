@@ -393,7 +393,7 @@ def build_shipped(dest: str, *, targets=None, processes: int | None = None,
     import numpy as np
 
     from lancenb.errors import InvalidInputError
-    from lancenb.kernels._jit import WRITTEN_SUFFIX
+    from lancenb.kernels import WRITTEN_SUFFIX
 
     targets = tuple(targets or default_targets())
     unknown = [t for t in targets if t not in PORTABLE_TARGETS]
