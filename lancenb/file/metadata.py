@@ -150,6 +150,11 @@ class Container:
         self.path = path
         self.footer = footer
         self.num_columns = footer.num_columns
+        if footer.cmo_position < tail_start:
+            # the offset tables alone are larger than the tail read (16 bytes a column:
+            # over ~4,000 columns); the footer checks bound them by the file's end
+            tail = io.read(footer.cmo_position, tail_start - footer.cmo_position) + tail
+            tail_start = footer.cmo_position
         gbo = parse_offset_table(
             self._cut(tail, tail_start, footer.gbo_position, 16 * footer.num_global_buffers),
             footer.num_global_buffers, footer.cmo_position, "global buffer", path)
