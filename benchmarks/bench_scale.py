@@ -271,12 +271,17 @@ def render(res: dict, notes: list, repeat: int, tag: str) -> str:
             lines.append(f"| {name} | {n:,} | {a:.2f} | {_f(b)} | "
                          f"{_f(None if b is None else a / b)} | {ac:.2f} | {_f(bc)} | "
                          f"{_f(None if bc is None else ac / max(bc, 1e-3))} | {reps} |")
-    lines += ["", "| workload | lancenb slope ms/item | pylance slope ms/item |",
-              "|---|---:|---:|"]
+    lines += ["", "| workload | lancenb slope ms/item | pylance slope ms/item | "
+              "lancenb cpu slope | pylance cpu slope | counts (pylance) |",
+              "|---|---:|---:|---:|---:|---|"]
     for name, rows in res.items():
         theirs = [r for r in rows if r[2] is not None]
-        lines.append(f"| {name} | {slope([r[0] for r in rows], [r[1] for r in rows]):.4f} | "
-                     f"{slope([r[0] for r in theirs], [r[2] for r in theirs]):.4f} |")
+        ns, tn = [r[0] for r in rows], [r[0] for r in theirs]
+        lines.append(f"| {name} | {slope(ns, [r[1] for r in rows]):.4f} | "
+                     f"{slope(tn, [r[2] for r in theirs]):.4f} | "
+                     f"{slope(ns, [r[3] for r in rows]):.4f} | "
+                     f"{slope(tn, [r[4] for r in theirs]):.4f} | "
+                     f"{ns[0]:,}..{ns[-1]:,} ({tn[0]:,}..{tn[-1]:,}) |")
     if notes:
         lines += [""] + [f"- {x}" for x in notes]
     return "\n".join(lines) + "\n"
