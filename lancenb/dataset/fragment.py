@@ -39,6 +39,9 @@ __all__ = ["LanceFragment", "FragmentMetadata", "DataFile"]
 
 # row offsets in a row address are 32 bits
 MAX_FRAGMENT_ROWS = 1 << 32
+# the deleted offsets of every fragment without a deletion file (shared, read-only)
+_NONE_DELETED = np.zeros(0, np.uint32)
+_NONE_DELETED.flags.writeable = False
 
 
 class LanceFragment(FragmentApiExtras):
@@ -220,7 +223,7 @@ class LanceFragment(FragmentApiExtras):
                     self._ds._cache[key] = cached
                 self._deleted = cached
             else:
-                self._deleted = np.zeros(0, np.uint32)
+                self._deleted = _NONE_DELETED
         return self._deleted
 
     def live_offsets(self) -> np.ndarray | None:
@@ -243,18 +246,20 @@ class LanceFragment(FragmentApiExtras):
         if self._rows_ok:
             return self.physical_rows
         n = self.physical_rows
-        where = f"manifest {self._ds._mf.name!r}, fragment {self.fragment_id}"
         if n > MAX_FRAGMENT_ROWS:
-            raise CorruptFileError(f"{where}: physical_rows {n} is more than a fragment can "
-                                   f"hold ({MAX_FRAGMENT_ROWS})")
+            raise CorruptFileError(f"{self._where()}: physical_rows {n} is more than a "
+                                   f"fragment can hold ({MAX_FRAGMENT_ROWS})")
         if len(self._pb.files):
             df = self._pb.files[0]
             got = self._ds._open_file(df.path, is_legacy_file(df)).num_rows()
             if got != n:
-                raise CorruptFileError(f"{where}: physical_rows is {n} but data file "
+                raise CorruptFileError(f"{self._where()}: physical_rows is {n} but data file "
                                        f"{df.path!r} has {got} rows")
         self._rows_ok = True
         return n
+
+    def _where(self) -> str:
+        return f"manifest {self._ds._mf.name!r}, fragment {self.fragment_id}"
 
     def count_rows(self, filter=None) -> int:
         """Live rows, or rows matching ``filter``.
@@ -376,7 +381,9 @@ class LanceFragment(FragmentApiExtras):
         key = ("stats", self.fragment_id, tuple(f.path for f in self._pb.files))
         if key in self._ds._cache:
             return self._ds._cache[key]
-        name_of = {t.id: t.name for t in self._ds._top_fields}
+        name_of = self._ds._cache.get("top_names")
+        if name_of is None:
+            name_of = self._ds._cache["top_names"] = {t.id: t.name for t in self._ds._top_fields}
         plan = self._column_plan()
         used = sorted({fi for fi, _ in plan.values()})
         rpp, out = None, {}
