@@ -50,6 +50,7 @@ from lancenb.dataset.manifest import (
     manifest_name,
     parse_manifest_file,
     parse_manifest_name,
+    parse_manifest_names,
 )
 from lancenb.dataset.transaction import Transaction, build_manifest, check_conflict
 from lancenb.encodings import pb
@@ -82,12 +83,7 @@ def list_versions(store) -> tuple[list[int], bool | None]:
     ext = getattr(store, "manifest_store", None)
     if ext is not None:
         _sync_external(store, ext)
-    v1, v2 = [], []
-    for name in store.list(VERSIONS_DIR):
-        parsed = parse_manifest_name(name)
-        if parsed is None:
-            continue
-        (v2 if parsed[1] else v1).append(parsed[0])
+    v1, v2 = parse_manifest_names(store.list(VERSIONS_DIR))
     if v1 and v2:
         raise CorruptFileError(f"dataset {store.uri!r} mixes V1 and V2 manifest names "
                                f"({len(v1)} and {len(v2)} files); lancenb will not guess which "

@@ -21,6 +21,8 @@ from lancenb.dataset.manifest import (
     manifest_span,
     message_records,
     parse_manifest_file,
+    parse_manifest_name,
+    parse_manifest_names,
 )
 from lancenb.errors import CorruptFileError, DatasetNotFoundError
 
@@ -144,3 +146,21 @@ def test_open_a_version_by_its_file_name(tmp_path, v2_names):
     for k in (0, 4, 2**64):
         with pytest.raises(DatasetNotFoundError, match=rf"has no version {k} \(it has 1..3\)"):
             lancenb.dataset(path, version=k)
+
+
+@pytest.mark.parametrize("odd", [[], ["1844674407370955161x.manifest"],
+                                 ["²1234567890123456789.manifest"]])
+def test_manifest_names_parsed_together_as_one_by_one(odd):
+    u = 2**64 - 1
+    names = ([f"{u - v:020d}.manifest" for v in range(1, 40)] + odd
+             + ["latest_version_hint.json", "5.manifest", "0.manifest", ".tmp.manifest",
+                f"{u:020d}.manifest", "99999999999999999999.manifest",
+                f"{2**64:d}.manifest", "x" * 29])
+    one_by_one: tuple = ([], [])
+    for n in names:
+        p = parse_manifest_name(n)
+        if p is not None:
+            one_by_one[p[1]].append(p[0])
+    v1, v2 = parse_manifest_names(names)
+    assert (sorted(v1), sorted(v2)) == (sorted(one_by_one[0]), sorted(one_by_one[1]))
+    assert sorted(v2) == list(range(1, 40)) and v1 == [5]
