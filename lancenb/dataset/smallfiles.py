@@ -164,7 +164,10 @@ class SmallFile:
         return self._full
 
     def __getattr__(self, name):
-        # (only called for what this class does not define: the full reader has it)
+        # (only called for what this class does not define: the full reader has it;
+        # not for dunder names, nor before __init__ ran, e.g. inside copy or pickle)
+        if name.startswith("__") or "_shape" not in self.__dict__:
+            raise AttributeError(name)
         return getattr(self._reader(), name)
 
     @property
