@@ -67,8 +67,8 @@ from lancenb.errors import (
 from lancenb.io.pools import ThreadPool
 from lancenb.io.store import ObjectStore
 
-__all__ = ["commit", "list_versions", "load_manifest", "load_manifests", "iter_manifest_bytes",
-           "find_manifest", "open_store", "put_new_object", "remove_files", "DEFAULT_MAX_RETRIES"]
+__all__ = ["commit", "list_versions", "load_manifest", "iter_manifest_bytes", "find_manifest",
+           "open_store", "put_new_object", "remove_files", "DEFAULT_MAX_RETRIES"]
 
 DEFAULT_MAX_RETRIES = 40
 TRANSACTIONS_DIR = "_transactions"
@@ -279,33 +279,6 @@ def find_manifest(store, version: int):
 
 
 _MANIFEST_POOL = ThreadPool(lambda: min(16, 4 * (os.cpu_count() or 1)), "lancenb-manifests")
-
-
-def load_manifests(store, versions, v2: bool, cache: dict | None = None) -> list:
-    """The parsed manifests of ``versions`` (in that order), the files read concurrently.
-
-    ``cache`` (``{version: parsed manifest}``, a dataset's own) is used and filled: a
-    version's manifest never changes once committed, so each is read at most once.
-    """
-    cache = {} if cache is None else cache
-    missing = [v for v in versions if v not in cache]
-    if len(missing) > 1:
-        names = [f"{VERSIONS_DIR}/{manifest_name(v, v2)}" for v in missing]
-
-        def read(rel):
-            try:
-                return store.read_bytes(rel)
-            except LanceFileNotFoundError:
-                return None
-
-        raws = list(_MANIFEST_POOL.get().map(read, names))
-        for v, rel, raw in zip(missing, names, raws):
-            if raw is None:
-                raise DatasetNotFoundError(f"dataset {store.uri!r} has no version {v}")
-            cache[v] = parse_manifest_file(raw, store.uri_of(rel))
-    elif missing:
-        cache[missing[0]] = load_manifest(store, missing[0], v2)
-    return [cache[v] for v in versions]
 
 
 READ_AHEAD = 64  # manifest files in flight at once while a caller walks them in order
