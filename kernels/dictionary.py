@@ -28,7 +28,7 @@ import numpy as np
 
 from ._jit import kernel
 from .bytes_util import offsets_ok
-from .stats import mul64, xxh64
+from .stats import load_le, mul64, xxh64
 
 OK = 0
 TOO_MANY_DISTINCT = -1  # more than max_distinct distinct values
@@ -104,12 +104,19 @@ def _build_words(data, proto, max_distinct, table, bits, out_indices, out_first)
 
 @kernel
 def _same_bytes(data, a, b, length):
-    # unsigned positions: no negative-index checks in the loop
+    # unsigned positions: no negative-index checks in the loops; 8 bytes at a time
     pa = np.uint64(a)
     pb = np.uint64(b)
-    for k in range(length):
-        if data[pa + np.uint64(k)] != data[pb + np.uint64(k)]:
+    k = np.uint64(0)
+    end = np.uint64(length)
+    while k + np.uint64(8) <= end:
+        if load_le(data, pa + k, 8) != load_le(data, pb + k, 8):
             return False
+        k += np.uint64(8)
+    while k < end:
+        if data[pa + k] != data[pb + k]:
+            return False
+        k += np.uint64(1)
     return True
 
 
@@ -148,11 +155,13 @@ def _build_pairs(data, max_distinct, table, bits, out_indices, out_first):
 
 
 @kernel
-def _build_bytes(data, offsets, width, n, max_distinct, table, bits, out_indices, out_first):
-    """Build over XXH64 keys; rows are ``data[i * width:][:width]`` when ``width > 0``,
-    else ``data[offsets[i]:offsets[i + 1]]``."""
+def _build_bytes(data, offsets, width, n, max_distinct, table, bits, out_indices, out_first,
+                 hashes):
+    """Build over XXH64 keys (``hashes[i]`` when given, else computed); rows are
+    ``data[i * width:][:width]`` when ``width > 0``, else ``data[offsets[i]:offsets[i + 1]]``."""
     mask = (np.int64(1) << bits) - 1
     shift = np.uint64(64 - bits)
+    hashed = hashes.shape[0] > 0
     count = 0
     for i in range(n):
         if width > 0:
@@ -161,7 +170,7 @@ def _build_bytes(data, offsets, width, n, max_distinct, table, bits, out_indices
         else:
             s = offsets[i]
             ln = offsets[i + 1] - s
-        key = xxh64(data, s, ln, 0)
+        key = hashes[i] if hashed else xxh64(data, s, ln, 0)
         slot = np.int64(key >> shift)
         while True:
             e = table[2 * slot + 1]
@@ -206,7 +215,8 @@ def build_fixed(data, width, max_distinct, table, out_indices, out_first):
     if width == 16:  # decimal128 and the like: two words per row
         return _build_pairs(data, max_distinct, table, status, out_indices, out_first)
     return _build_bytes(data, np.zeros(1, np.int64), width, data.shape[0] // width,
-                        max_distinct, table, status, out_indices, out_first)
+                        max_distinct, table, status, out_indices, out_first,
+                        np.zeros(0, np.uint64))
 
 
 @kernel
@@ -231,17 +241,28 @@ def _fixed_status(data, width, max_distinct, table, out_indices, out_first):
 def build_variable(offsets, data, max_distinct, table, out_indices, out_first):
     """Dictionary of the values ``data[offsets[i]:offsets[i + 1]]``; returns the
     number of distinct values or a status (module docstring)."""
+    return build_variable_hashed(offsets, data, np.zeros(0, np.uint64), max_distinct, table,
+                                 out_indices, out_first)
+
+
+@kernel
+def build_variable_hashed(offsets, data, hashes, max_distinct, table, out_indices,
+                          out_first):
+    """:func:`build_variable` keyed by ``hashes[i]``, the XXH64 (seed 0) of value ``i``
+    as :func:`stats.hll_variable_hashes` keeps them (empty: hashed here; shorter than
+    the values: ``BAD_SIZE``). Same entries and indices either way."""
     if not offsets_ok(offsets, data.shape[0]):
         return BAD_OFFSETS
     n = offsets.shape[0] - 1
-    if out_indices.shape[0] < n or out_first.shape[0] < min(max_distinct, n):
+    if out_indices.shape[0] < n or out_first.shape[0] < min(max_distinct, n) \
+            or (hashes.shape[0] > 0 and hashes.shape[0] < n):
         return BAD_SIZE
     bits = _table_bits(table, max_distinct)
     if bits < 0:
         return BAD_TABLE
     table[:] = 0
     return _build_bytes(data, offsets, 0, n, max_distinct, table, bits, out_indices,
-                        out_first)
+                        out_first, hashes)
 
 
 # -- decoding -------------------------------------------------------------------------------

@@ -317,6 +317,26 @@ def hll_variable(offsets, data, seed, registers):
 
 
 @kernel
+def hll_variable_hashes(offsets, data, seed, registers, out_hashes):
+    """:func:`hll_variable` that also keeps each value's XXH64 in ``out_hashes[i]``
+    (uint64, at least one per value, else ``BAD_SIZE``), so that a dictionary build
+    that follows need not hash the values again."""
+    p = precision(registers)
+    if p < 0:
+        return BAD_REGISTERS
+    if not offsets_ok(offsets, data.shape[0]):
+        return BAD_OFFSETS
+    n = offsets.shape[0] - 1
+    if out_hashes.shape[0] < n:
+        return BAD_SIZE
+    for i in range(n):
+        h = xxh64(data, offsets[i], offsets[i + 1] - offsets[i], seed)
+        out_hashes[i] = h
+        _hll_add(registers, p, h)
+    return n
+
+
+@kernel
 def _sigma(x):
     if x == 1.0:
         return np.inf

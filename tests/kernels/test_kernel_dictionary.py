@@ -12,9 +12,10 @@ import textwrap
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from lancenb.kernels import dictionary as kd
+from lancenb.kernels import stats as ks
 
 FILL = 0x5C
 UNSET = -7
@@ -404,3 +405,34 @@ def test_extreme_offsets_and_indices():
             assert build == kd.BAD_TABLE, case
         else:
             assert isinstance(build, int), case
+
+
+@settings(max_examples=60, deadline=None)
+@given(variable_values(), st.integers(0, 40), st.booleans())
+def test_build_variable_hashed_reuses_the_sketch_hashes(as_input, guarded, values,
+                                                        max_distinct, tight):
+    """hll_variable_hashes: the registers of hll_variable plus each value's XXH64; the
+    build keyed by those hashes gives the reference's entries and indices."""
+    offsets, data = _i64(_offsets(values), as_input), _u8(b"".join(values), as_input)
+    reg, reg2 = np.zeros(16, np.uint8), np.zeros(16, np.uint8)
+    hashes = guarded(len(values), np.uint64)
+    assert ks.hll_variable_hashes(offsets, data, 0, reg, hashes.out) == len(values)
+    assert ks.hll_variable(offsets, data, 0, reg2) == len(values)
+    assert hashes.intact() and reg.tolist() == reg2.tolist()
+    raw = b"".join(values)
+    pos = _offsets(values)
+    assert hashes.out.tolist() == [int(ks.xxh64(np.frombuffer(raw, np.uint8), pos[i],
+                                                len(v), 0)) for i, v in enumerate(values)]
+    idx = guarded(len(values), np.int32, UNSET)
+    first = guarded(min(max_distinct, len(values)), np.int64, UNSET)
+    got = kd.build_variable_hashed(offsets, data, as_input(hashes.out), max_distinct,
+                                   _table(max_distinct, tight), idx.out, first.out)
+    want, want_idx, want_first = ref_build(values, max_distinct)
+    assert got == want and idx.intact() and first.intact()
+    if want >= 0:
+        assert idx.out.tolist() == want_idx
+        assert first.out[:want].tolist() == want_first
+    if len(values) >= 2:  # fewer hashes than values (none at all: hashed in the kernel)
+        assert kd.build_variable_hashed(
+            offsets, data, as_input(hashes.out[:-1]), len(values), _table(len(values), False),
+            np.zeros(len(values), np.int32), np.zeros(len(values), np.int64)) == kd.BAD_SIZE

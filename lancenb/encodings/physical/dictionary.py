@@ -43,13 +43,23 @@ HLL_SEED = 0
 
 def estimate_cardinality(block) -> float:
     """The HyperLogLog estimate of the number of distinct values in ``block``."""
+    return _sketch(block)[0]
+
+
+def _sketch(block, keep_hashes: bool = False):
+    """``(estimate, hashes)``: the HyperLogLog estimate and, for variable-width values
+    when ``keep_hashes``, each value's hash (for the dictionary build; else None)."""
     registers = np.zeros(1 << HLL_PRECISION, np.uint8)
-    if isinstance(block, Variable):
+    hashes = None
+    if isinstance(block, Variable) and keep_hashes:
+        hashes = np.empty(block.num_values, np.uint64)
+        kstats.hll_variable_hashes(block.offsets, block.data, HLL_SEED, registers, hashes)
+    elif isinstance(block, Variable):
         kstats.hll_variable(block.offsets, block.data, HLL_SEED, registers)
     else:
         w = block.bits // 8
         kstats.hll_fixed(block.data[:block.num_values * w], w, HLL_SEED, registers)
-    return float(kstats.hll_estimate(registers))
+    return float(kstats.hll_estimate(registers)), hashes
 
 
 def try_dictionary(block, cfg, *, version_minor: int, why: list[str],
@@ -59,7 +69,7 @@ def try_dictionary(block, cfg, *, version_minor: int, why: list[str],
     n = block.num_values
     if n < MIN_VALUES:
         return None
-    card = estimate_cardinality(block)
+    card, hashes = _sketch(block, keep_hashes=True)
     if card >= n / cfg.dict_divisor or card > MAX_ITEMS:
         why.append(f"try_dictionary: ~{card:.0f} distinct of {n} (divisor "
                    f"{cfg.dict_divisor}): no")
@@ -82,7 +92,8 @@ def try_dictionary(block, cfg, *, version_minor: int, why: list[str],
     indices = np.empty(n, np.uint32)
     first = np.empty(limit, np.int64)
     if isinstance(block, Variable):
-        k = kd.build_variable(block.offsets, block.data, limit, table, indices, first)
+        k = kd.build_variable_hashed(block.offsets, block.data, hashes, limit, table,
+                                     indices, first)
     else:
         w = block.bits // 8
         k = kd.build_fixed(block.data[:n * w], w, limit, table, indices, first)
