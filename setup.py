@@ -57,7 +57,11 @@ class _BuildPyWithKernels(build_py):
                 "m = build_shipped(sys.argv[1], targets=json.loads(sys.argv[2]) or None,\n"
                 "                  processes=json.loads(sys.argv[3]))\n"
                 "print(m['files'], 'files for', [t['name'] for t in m['targets']])\n")
-        env = dict(os.environ, PYTHONPATH=build_lib,
+        # build_lib goes first; the rest of PYTHONPATH stays: pip's isolated build
+        # environment is put on the path through it (its numba, pyarrow, ...)
+        path = [build_lib] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                              if p]
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(path),
                    PYTHONDONTWRITEBYTECODE="1")
         t0 = time.perf_counter()
         self.announce("compiling lancenb's kernels for the wheel (LANCENB_BUILD_KERNELS=0 "
