@@ -626,8 +626,9 @@ def take_pages(decs: list, plans: list, data: np.ndarray, poss: list):
     """Rows of pages of equal :meth:`MiniBlockDecoder.batch_key` from their
     :class:`RowsPlan` chunks, read into ``data`` (plan ``i``'s chunk ``c`` at
     ``poss[i][c]``): one value decode of all the chunks and one gather of all the
-    rows. The blocks of each page's rows, or None when a chunk does not check (the
-    caller then reads page by page, which names the fault)."""
+    rows (or, where the values allow, one gather of just the rows' values). The
+    blocks of each page's rows, or None when a chunk does not check (the caller then
+    reads page by page, which names the fault)."""
     first = decs[0]
     sw = first.size_width
     width = first.dtype_bits // 8
@@ -642,19 +643,28 @@ def take_pages(decs: list, plans: list, data: np.ndarray, poss: list):
     vsize = _words_at(data, pos + 2, sw)
     if np.any(vsize > nbytes - hdr):
         return None
-    try:
-        block = first.values.decode(data, (pos + hdr)[:, None], vsize[:, None], counts,
-                                    first.where)
-    except CorruptFileError:
-        return None
-    if block.num_values != int(counts.sum()):
-        return None
-    chunk_first = np.zeros(len(counts), np.int64)
-    np.cumsum(counts[:-1], out=chunk_first[1:])
     base = np.zeros(len(plans), np.int64)
     np.cumsum([len(p.needed) for p in plans][:-1], out=base[1:])
-    idx = np.concatenate([chunk_first[b + p.slot] + p.local for b, p in zip(base, plans)])
-    got = block.data.reshape(-1, width)[idx].reshape(-1)
+    slot = np.concatenate([b + p.slot for b, p in zip(base, plans)])
+    vstart, vsize = (pos + hdr)[:, None], vsize[:, None]
+    try:
+        if first.values.can_gather:  # only the rows' values
+            got = first.values.gather(data, vstart, vsize, counts, slot,
+                                      np.concatenate([p.local for p in plans]),
+                                      first.where).data
+        else:
+            block = first.values.decode(data, vstart, vsize, counts, first.where)
+            if block.num_values != int(counts.sum()):
+                return None
+            chunk_first = np.zeros(len(counts), np.int64)
+            np.cumsum(counts[:-1], out=chunk_first[1:])
+            idx = np.concatenate([chunk_first[b + p.slot] + p.local
+                                  for b, p in zip(base, plans)])
+            got = block.data.reshape(-1, width)[idx].reshape(-1)
+    except CorruptFileError:
+        return None
+    if len(got) != width * sum(len(p.local) for p in plans):
+        return None
     out = []
     at = 0
     for p in plans:
