@@ -39,8 +39,8 @@ def test_gather_equals_decode(bits, readonly):
     whole = dec.decode(src, starts, sizes, counts, "p").data.view(vals.dtype)
     assert np.array_equal(whole, vals)
     first = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    for _ in range(5):
-        rows = np.sort(rng.integers(0, n, 300))
+    for k in range(6):
+        rows = np.sort(rng.integers(0, n, 300 if k < 5 else 3 * n))  # (last: dense)
         rows = np.concatenate([rows, [0, n - 1]])
         rows.sort()
         chunk = np.searchsorted(first, rows, side="right") - 1
