@@ -148,6 +148,8 @@ def test_a_kernel_loaded_from_the_cache_links_into_a_new_compilation(tmp_path):
     cache = tmp_path / "cache"
     assert json.loads(_run(_LINK, cache, "callee", str(src))) == [0]
     assert json.loads(_run(_LINK, cache, "caller", str(src))) == [1, 1]
+    # both loaded; the caller allocates, through the runtime the load path initialises
+    assert json.loads(_run(_LINK, cache, "caller", str(src))) == [1, 0]
 
 
 def test_readonly_and_writable_inputs_share_one_specialisation(tmp_path):
