@@ -200,6 +200,9 @@ _NUMPY_STATS = {t: t.to_pandas_dtype() for t in
                  pa.uint32(), pa.uint64(), pa.float32(), pa.float64())}
 
 
+_STACK_BYTES = 2 * 1024 * 1024
+
+
 def _plain_stats(t: pa.DataType, cols: list) -> list[ColumnStats]:
     """:func:`compute_stats` of null-free columns of the number type ``t``
     (``cols``: ``(field id, chunks)`` pairs), several columns per numpy call."""
@@ -215,9 +218,13 @@ def _plain_stats(t: pa.DataType, cols: list) -> list[ColumnStats]:
             for k, _ in items:
                 out[k] = compute_stats(pa.chunked_array(cols[k][1], t))
             continue
-        m = np.stack([v for _, v in items])
-        lo = (np.fmin.reduce(m, axis=1) if floating else m.min(axis=1)).tolist()
-        hi = (np.fmax.reduce(m, axis=1) if floating else m.max(axis=1)).tolist()
+        # at most about _STACK_BYTES of values copied at once
+        step = max(1, _STACK_BYTES // (n * items[0][1].itemsize))
+        lo, hi = [], []
+        for s in range(0, len(items), step):
+            m = np.stack([v for _, v in items[s:s + step]])
+            lo += (np.fmin.reduce(m, axis=1) if floating else m.min(axis=1)).tolist()
+            hi += (np.fmax.reduce(m, axis=1) if floating else m.max(axis=1)).tolist()
         for (k, _), a, b in zip(items, lo, hi):
             if floating:
                 if math.isnan(a):
