@@ -23,6 +23,7 @@ from lancenb.dataset import blob
 from lancenb.dataset import sql as engine
 from lancenb.dataset.api_types import ScanStatistics
 from lancenb.dataset.readahead import read_ahead
+from lancenb.dataset.smallfiles import decoded_ahead
 from lancenb.errors import InvalidInputError
 
 __all__ = ["LanceScanner", "DEFAULT_BATCH_SIZE", "TaggedRecordBatch"]
@@ -227,6 +228,8 @@ class LanceScanner:
         frags = self._fragment_list()
         if self._filter is not None:
             frags = self._filtered(frags)
+        elif remaining is None and not skip:  # every fragment is read whole
+            frags = decoded_ahead(frags, self._plain(read_cols))
         for frag in frags:
             if remaining is not None and remaining <= 0:
                 return
@@ -292,6 +295,8 @@ class LanceScanner:
         batch_rows = FILTER_BATCH_ROWS if self.limit is None else 0
         pending: list = []
         rows = 0
+        if self.limit is None:
+            frags = decoded_ahead(frags, self._plain(self._filter_cols))
         for frag in frags:
             live = None if self.include_deleted_rows else frag.live_offsets()
             live = self._prune(frag, live)
@@ -321,6 +326,11 @@ class LanceScanner:
         cuts = np.searchsorted(pos, bounds)
         for i, (frag, live, ftable) in enumerate(pending):
             yield frag, live, ftable, pos[cuts[i]:cuts[i + 1]] - bounds[i]
+
+    def _plain(self, columns: list[str]) -> list[str]:
+        """The columns that are not blob columns (those read through their own path)."""
+        schema = self._ds.schema
+        return [c for c in columns if not blob.has_blobs(schema.field(c))]
 
     def _prune(self, frag, live):
         """Drop the statistics pages whose bounds prove the filter false."""

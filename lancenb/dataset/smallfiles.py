@@ -28,23 +28,29 @@ from __future__ import annotations
 
 import struct
 import threading
+from itertools import islice
 
 import numpy as np
 import pyarrow as pa
 
+from lancenb.dataset.fragmeta import is_legacy_file
 from lancenb.encodings.cache import scanning
 from lancenb.encodings.page import PageDecoder
+from lancenb.encodings.structural import miniblock
 from lancenb.errors import LanceError
 from lancenb.file.backend import WholeFile
 from lancenb.file.format import FOOTER_SIZE, MAGIC
 from lancenb.file.reader import LanceFileReader
 
-__all__ = ["open_small", "SmallFile", "SMALL_FILE_BYTES"]
+__all__ = ["open_small", "SmallFile", "decode_ahead", "decoded_ahead", "SMALL_FILE_BYTES"]
 
 # files of at most this many bytes are read whole and matched by their metadata
 SMALL_FILE_BYTES = 64 * 1024
 # whole-column decodes read mini-block pages in pieces of about this many bytes
 _PIECE_BYTES = 1 << 20
+# scans decode the small files of this many fragments at a time together (below the
+# dataset's reader cache of 128, which holds the decoded columns until they are read)
+DECODE_AHEAD_FILES = 64
 _FOOTER = struct.Struct("<QQQIIHH4s")
 _SHAPES: dict[tuple[int, bytes], "_Shape"] = {}
 _SHAPES_SIZE = 64
@@ -134,7 +140,9 @@ def open_small(store, rel: str, uri: str):
             if len(_SHAPES) >= _SHAPES_SIZE:
                 _SHAPES.pop(next(iter(_SHAPES)), None)
             _SHAPES[key] = shape
-    return SmallFile(shape, uri, whole, store.storage_options)
+    sf = SmallFile(shape, uri, whole, store.storage_options)
+    sf._data = data
+    return sf
 
 
 class SmallFile:
@@ -152,6 +160,10 @@ class SmallFile:
         self._io = io
         self._options = storage_options
         self._full: LanceFileReader | None = None
+        self._data = b""
+        # whole columns decoded ahead together with other files' (decode_ahead), by
+        # field index; taken (and dropped) by the next read of the field
+        self._ready: dict[int, pa.ChunkedArray] = {}
         r = shape.reader
         self.version = r.version
         self.schema_full = r.schema_full
@@ -208,6 +220,9 @@ class SmallFile:
         """Every row of a flat field, through the shape's decoders; None for a field
         they do not cover or a page they cannot decode."""
         idx = self._shape.reader.field_index(field)
+        hit = self._ready.pop(idx, None)
+        if hit is not None:
+            return hit
         decs = self._shape.decoders(idx)
         if decs is None:
             return None
@@ -223,3 +238,82 @@ class SmallFile:
         """See :meth:`lancenb.file.LanceFileReader.read_columns`: every row of each
         field as :meth:`read_column` reads it."""
         return [self.read_column(f, rows=rows) for f in fields]
+
+
+def decode_ahead(files: list, field_idx: int) -> None:
+    """Decode one flat field of many small files of one shape together: every page of
+    every file in one vectorised mini-block decode (:func:`miniblock.decode_pages`,
+    the shape's decoders standing for each file's, the files' bytes side by side).
+    Each file keeps its column for its next read of the field. Pages that are not
+    plain mini-block pages, or anything that does not check, leave the files to
+    decode one by one (which names a fault in its own file).
+
+    Parameters
+    ----------
+    files : list of SmallFile
+        Files of one shape (``file._shape`` the same object).
+    field_idx : int
+        The top-level field, by position in the shape's fields.
+    """
+    if len(files) < 2:
+        return
+    shape = files[0]._shape
+    decs = shape.decoders(field_idx)
+    if not decs:
+        return
+    ranges = [d.buffer_ranges() for d in decs]
+    key = None
+    for d, rs in zip(decs, ranges):
+        if d.kind != "mini_block_layout" or d.chain is not None or len(rs) != 2:
+            return
+        k = d.impl.impl.batch_key()
+        if k is None or (key is not None and k != key):
+            return
+        key = k
+    size = shape.size
+    data = np.frombuffer(b"".join(f._data for f in files), dtype=np.uint8)
+    if len(data) != size * len(files):
+        return
+    base = np.repeat(np.arange(len(files), dtype=np.int64) * size, len(decs))
+    meta = np.array([rs[0] for rs in ranges] * len(files), dtype=np.int64)
+    chunks = np.array([rs[1] for rs in ranges] * len(files), dtype=np.int64)
+    meta[:, 0] += base
+    chunks[:, 0] += base
+    blocks = miniblock.decode_pages([d.impl.impl for d in decs] * len(files), data, meta,
+                                    chunks)
+    if blocks is None:
+        return
+    typ = shape.reader.fields[field_idx].arrow.type
+    n = len(decs)
+    for i, f in enumerate(files):
+        f._ready[field_idx] = pa.chunked_array(
+            [d.impl.values.array(b, None) for d, b in zip(decs, blocks[i * n:(i + 1) * n])],
+            type=typ)
+
+
+def decoded_ahead(frags, columns: list[str], window: int = DECODE_AHEAD_FILES):
+    """Yield ``frags`` in order; before each run of ``window`` fragments, decode their
+    small files' ``columns`` together (:func:`decode_ahead`, per shape and field), so
+    each fragment's own read then takes its columns ready-made. A fragment whose
+    plan fails is left alone here (its own read raises, in scan order)."""
+    it = iter(frags)
+    while True:
+        run = list(islice(it, window))
+        if not run:
+            return
+        groups: dict = {}
+        for frag in run:
+            try:
+                plan, _ = frag._readers_for(columns)
+                for fi, names in plan.items():
+                    df = frag._pb.files[fi]
+                    r = frag._ds._open_file(df.path, is_legacy_file(df))
+                    if isinstance(r, SmallFile):
+                        for fname in names.values():
+                            groups.setdefault((id(r._shape), r.field_index(fname)),
+                                              []).append(r)
+            except LanceError:
+                continue
+        for (_, idx), files in groups.items():
+            decode_ahead(files, idx)
+        yield from run

@@ -75,3 +75,29 @@ def test_damaged_page_names_its_own_file(tmp_path):
     assert ds.to_table(columns=["id"], fragments=ds.get_fragments()[:2]).num_rows == 40
     with pytest.raises(LanceError, match=files[2]):
         lancenb.dataset(path).to_table(columns=["id"])
+
+
+def test_files_of_one_shape_decode_together(tmp_path):
+    path = str(tmp_path / "ds")
+    lance.write_dataset(_table(200), path, max_rows_per_file=20)
+    ds = lancenb.dataset(path)
+    files = [ds._open_file(f.data_files()[0].path) for f in ds.get_fragments()]
+    by_shape: dict = {}
+    for f in files:
+        by_shape.setdefault(id(f._shape), []).append(f)
+    group = max(by_shape.values(), key=len)
+    assert len(group) >= 2
+    for name in ("id", "f"):  # flat columns, with and without nulls
+        idx = group[0].field_index(name)
+        want = [f.read_column(name) for f in group]
+        smallfiles.decode_ahead(group, idx)
+        batched = [f._ready.get(idx) for f in group]
+        if name == "id":  # (plain mini-block pages: one decode for all the files)
+            assert all(b is not None for b in batched)
+        got = [f.read_column(name) for f in group]
+        assert all(g.equals(w) for g, w in zip(got, want)), name
+        assert not any(f._ready for f in group)  # each taken by its read
+    # scans with and without filters go through it and still equal pylance's
+    theirs = lance.dataset(path)
+    assert lancenb.dataset(path).to_table().equals(theirs.to_table())
+    assert lancenb.dataset(path).count_rows("id % 3 = 0") == theirs.count_rows("id % 3 = 0")
