@@ -268,7 +268,9 @@ class LanceScanner:
                     continue
                 phys = live[keep] if live is not None else keep
                 rest = [c for c in self.columns if c not in self._filter_cols]
-                if len(keep) < ftable.num_rows:
+                if not self.columns:  # count_rows: no column kept, only the row count
+                    ftable = ftable.select([]).slice(0, len(keep))
+                elif len(keep) < ftable.num_rows:
                     ftable = ftable.take(pa.array(keep))
                 if rest:
                     dense = len(keep) * 2 > n_live  # most rows match: one sequential read
