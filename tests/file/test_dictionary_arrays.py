@@ -379,7 +379,8 @@ def test_inspect_explain_validate(tmp_path):
         for page in col["pages"]:
             assert page["explanation"]["reproduced"], (col["name"], page["explanation"])
     assert lancenb.validate(p)["ok"]
-    chosen = {c["column"]: c["pages"][0]["chosen"] for c in lancenb.explain(t, version="2.1")["columns"]}
+    explained = lancenb.explain(t, version="2.1")["columns"]
+    chosen = {c["column"]: c["pages"][0]["chosen"] for c in explained}
     assert chosen == {c["name"]: c["pages"][0]["description"] for c in report["columns"]}
 
 
