@@ -27,7 +27,6 @@ page decodes.
 from __future__ import annotations
 
 import struct
-import threading
 from itertools import islice
 
 import numpy as np
@@ -41,6 +40,7 @@ from lancenb.errors import LanceError
 from lancenb.file.backend import WholeFile
 from lancenb.file.format import FOOTER_SIZE, MAGIC
 from lancenb.file.reader import LanceFileReader
+from lancenb.io.pools import module_lock
 
 __all__ = ["open_small", "SmallFile", "decode_ahead", "decoded_ahead", "SMALL_FILE_BYTES"]
 
@@ -54,7 +54,7 @@ DECODE_AHEAD_FILES = 64
 _FOOTER = struct.Struct("<QQQIIHH4s")
 _SHAPES: dict[tuple[int, bytes], "_Shape"] = {}
 _SHAPES_SIZE = 64
-_LOCK = threading.Lock()
+_LOCK = module_lock(globals(), "_LOCK")
 
 
 class _Shape:

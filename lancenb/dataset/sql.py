@@ -25,13 +25,13 @@ times faster than the engine on a plain comparison (see :mod:`lancenb.dataset.fi
 from __future__ import annotations
 
 import re
-import threading
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from lancenb.errors import InvalidInputError
+from lancenb.io.pools import module_lock
 
 __all__ = ["evaluate", "positions", "result_types", "check", "run_query", "SqlQueryBuilder",
            "SqlQuery"]
@@ -40,7 +40,7 @@ _POS = "__lancenb_position"
 # what the engine raises: its errors are plain Exceptions; a Rust panic is pyo3's
 # PanicException, a BaseException (interrupts are re-raised where these are caught)
 _ENGINE_ERRORS = BaseException
-_LOCK = threading.Lock()
+_LOCK = module_lock(globals(), "_LOCK")
 _CTX = None
 
 

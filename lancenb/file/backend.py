@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import copy
 import struct
-import threading
 from typing import Protocol, Union, runtime_checkable
 
 import numpy as np
@@ -35,6 +34,7 @@ from lancenb.file.v0_1 import V01Backend
 from lancenb.file.v2_0 import V20Backend
 from lancenb.file.v2_1 import V21Backend
 from lancenb.file.version import FileVersion, version_from_footer
+from lancenb.io.pools import module_lock
 
 __all__ = ["FileBackend", "Rows", "open_backend", "WholeFile", "TAIL_READ_BYTES"]
 
@@ -185,7 +185,7 @@ def open_backend(path: str, io, *, legacy_only: bool = False) -> FileBackend:
 # is the copy's own). Keyed by content, so it cannot serve a stale parse.
 _CONTAINERS: dict[tuple[int, bytes], Container] = {}
 _CONTAINERS_SIZE = 256
-_CONTAINERS_LOCK = threading.Lock()
+_CONTAINERS_LOCK = module_lock(globals(), "_CONTAINERS_LOCK")
 
 
 def _container(path: str, io, footer: Footer, tail: bytes, tail_start: int,

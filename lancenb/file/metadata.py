@@ -14,7 +14,6 @@ bytes of the metadata region, from which each column's metadata is sliced.
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -26,6 +25,7 @@ from lancenb.errors import CorruptFileError, InvalidInputError
 from lancenb.file.format import Footer, parse_offset_table
 from lancenb.file.schema import fields_to_schema
 from lancenb.file.version import FileVersion
+from lancenb.io.pools import module_lock
 
 __all__ = ["LanceBufferDescriptor", "LancePageMetadata", "LanceColumnMetadata",
            "LanceFileMetadata", "PageRef", "Container", "project", "check_range",
@@ -112,7 +112,7 @@ def check_range(path: str, start, num_rows, total: int) -> tuple[int, int]:
 # schema message, not once per file opened (a scan of thousands of small fragments)
 _SCHEMA_CACHE: dict[bytes, tuple] = {}
 _SCHEMA_CACHE_SIZE = 64
-_SCHEMA_LOCK = threading.Lock()
+_SCHEMA_LOCK = module_lock(globals(), "_SCHEMA_LOCK")
 
 
 def cached_fields_to_schema(fields, metadata, key: bytes | None = None) -> tuple:

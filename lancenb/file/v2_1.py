@@ -41,6 +41,7 @@ from lancenb.file.metadata import (
     PageRef,
 )
 from lancenb.file.version import FileVersion
+from lancenb.io.pools import fork_safe_locks
 
 __all__ = ["V21Backend", "SCAN_PIECE_BYTES", "RANGE_SCAN_FRACTION", "BATCH_READ_BYTES"]
 
@@ -89,6 +90,7 @@ class V21Backend:
         self._search_cache = SearchCache()
         self._initialised: set[int] = set()
         self._init_lock = threading.Lock()
+        fork_safe_locks(self, "_init_lock")
 
     # -- columns and pages -----------------------------------------------------
     def _leaf_columns(self, num_columns: int) -> list[int]:
