@@ -18,6 +18,10 @@ runs after one warm-up, so Python workers and numba caches are warm):
   ``read_lance(columns=[...])`` and Parquet (pruned);
 * filtered count (``cat = 'c7' AND x > 0.5``): pushdown on vs Parquet.
 
+The three contenders of an operation run in turn, ``K`` rounds (so a load change on a
+shared machine hits them alike); wall time and the CPU time of the whole process tree
+(driver, JVM, Python workers; needs psutil) are reported.
+
 Results are checked (row counts) on every run. Figures go between the
 ``bench_spark`` markers of RESULTS.md.
 """
@@ -47,14 +51,42 @@ COLUMNS = [
 ]
 
 
-def _time(fn, repeat: int) -> float:
-    fn()  # warm-up
-    out = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
+def _tree_cpu() -> float | None:
+    """CPU seconds of this process and its descendants (the JVM, Spark's Python workers):
+    on a shared machine a steadier figure than wall time. None without psutil."""
+    try:
+        import psutil
+    except ImportError:
+        return None
+    me = psutil.Process()
+    total = 0.0
+    for p in [me, *me.children(recursive=True)]:
+        try:
+            c = p.cpu_times()
+        except psutil.Error:  # exited meanwhile
+            continue
+        total += c.user + c.system + c.children_user + c.children_system
+    return total
+
+
+def _interleaved(fns, repeat: int) -> list[tuple[float, float | None]]:
+    """One warm-up of each, then ``repeat`` rounds running each once in turn, so load
+    changes on a shared machine hit every contender alike; (median wall, median CPU of
+    the process tree) per function."""
+    for fn in fns:
         fn()
-        out.append(time.perf_counter() - t0)
-    return statistics.median(out)
+    wall: list[list[float]] = [[] for _ in fns]
+    cpu: list[list[float]] = [[] for _ in fns]
+    for _ in range(repeat):
+        for i, fn in enumerate(fns):
+            c0 = _tree_cpu()
+            t0 = time.perf_counter()
+            fn()
+            wall[i].append(time.perf_counter() - t0)
+            if c0 is not None:
+                cpu[i].append(_tree_cpu() - c0)
+    return [(statistics.median(w), statistics.median(c) if c else None)
+            for w, c in zip(wall, cpu)]
 
 
 def run(rows: int, repeat: int) -> tuple[list, str]:
@@ -80,8 +112,7 @@ def run(rows: int, repeat: int) -> tuple[list, str]:
     def write_pq():
         df.write.mode("overwrite").parquet(pq)
 
-    res.append(("write", _time(write_ds, repeat), _time(write_helper, repeat),
-                _time(write_pq, repeat)))
+    res.append(("write", *_interleaved([write_ds, write_helper, write_pq], repeat)))
     assert lancenb.dataset(lance_uri).count_rows() == rows
 
     def noop(d):
@@ -96,8 +127,7 @@ def run(rows: int, repeat: int) -> tuple[list, str]:
     def pq_all():
         noop(spark.read.parquet(pq))
 
-    res.append(("read all columns", _time(lance_all, repeat), _time(helper_all, repeat),
-                _time(pq_all, repeat)))
+    res.append(("read all columns", *_interleaved([lance_all, helper_all, pq_all], repeat)))
 
     def lance_one():
         noop(spark.read.format("lancenb").load(lance_uri).select("x"))
@@ -108,8 +138,8 @@ def run(rows: int, repeat: int) -> tuple[list, str]:
     def pq_one():
         noop(spark.read.parquet(pq).select("x"))
 
-    res.append(("read one column (x)", _time(lance_one, repeat), _time(helper_one, repeat),
-                _time(pq_one, repeat)))
+    res.append(("read one column (x)", *_interleaved([lance_one, helper_one, pq_one],
+                                                     repeat)))
     where = "cat = 'c7' AND x > 0.5"
     want = spark.read.parquet(pq).filter(where).count()
 
@@ -122,8 +152,7 @@ def run(rows: int, repeat: int) -> tuple[list, str]:
     def pq_f():
         assert spark.read.parquet(pq).filter(where).count() == want
 
-    res.append((f"filtered count ({where})", _time(lance_f, repeat), _time(helper_f, repeat),
-                _time(pq_f, repeat)))
+    res.append((f"filtered count ({where})", *_interleaved([lance_f, helper_f, pq_f], repeat)))
     # the latest version's data files (earlier overwrites left theirs on disk)
     latest = lancenb.dataset(lance_uri)
     lance_bytes = sum(os.path.getsize(os.path.join(lance_uri, "data", f.path))
@@ -142,19 +171,25 @@ def _dir_size(path: str) -> int:
 def render(rows: int, repeat: int, res, version: str, sizes) -> str:
     lines = [MARK_START, "",
              f"### Spark ({rows:,} rows x {len(COLUMNS)} columns, Spark {version} local[2]; "
-             f"medians of {repeat} runs after a warm-up; {platform.machine()}, "
+             f"medians of {repeat} interleaved runs after a warm-up; {platform.machine()}, "
              f"{os.cpu_count()} cores, shared machine; run {time.strftime('%Y-%m-%d')})", "",
-             "Seconds; M rows/s in brackets. `lancenb` = the Python Data Source "
+             "Wall seconds (M rows/s) / CPU seconds of the driver, the JVM and Spark's "
+             "Python workers together; medians of interleaved runs. `lancenb` = the Python "
+             "Data Source "
              "(`format(\"lancenb\")`), `helper` = `write_lance`/`read_lance` (mapInArrow), "
              "Parquet = Spark's built-in (snappy). Reads go to the `noop` sink.", "",
              "| operation | lancenb | helper | Parquet | lancenb / Parquet |",
              "|---|---:|---:|---:|---:|"]
+    def cell(wall, cpu):
+        return f"{wall:.2f} ({rows / wall / 1e6:.2f})" + ("" if cpu is None else
+                                                          f" / {cpu:.2f}")
+
     for name, a, b, c in res:
-        lines.append(f"| {name} | {a:.2f} ({rows / a / 1e6:.2f}) | {b:.2f} "
-                     f"({rows / b / 1e6:.2f}) | {c:.2f} ({rows / c / 1e6:.2f}) | "
-                     f"{a / c:.2f} |")
+        ratio = f"{a[0] / c[0]:.2f}" + ("" if a[1] is None or c[1] is None else
+                                         f" / {a[1] / c[1]:.2f}")
+        lines.append(f"| {name} | {cell(*a)} | {cell(*b)} | {cell(*c)} | {ratio} |")
     lines += ["", f"Data on disk: Lance {sizes[0] / 1e6:.1f} MB, Parquet {sizes[1] / 1e6:.1f} MB. "
-              "The data source cannot prune columns (Spark's Python API offers no hook), so "
+              "The data source cannot prune columns (Spark 4.3's Python API offers no hook), so "
               "its one-column read decodes every column; `read_lance(columns=...)` does not.",
               "", MARK_END]
     return "\n".join(lines)
