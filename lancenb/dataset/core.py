@@ -16,8 +16,6 @@ versions. A :class:`LanceDataset` object is one version; operations that commit
 
 from __future__ import annotations
 
-import datetime as _dt
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -49,9 +47,8 @@ from lancenb.dataset.scanner import LanceScanner
 from lancenb.dataset.sql import SqlQueryBuilder
 from lancenb.dataset.tags import Tags
 from lancenb.dataset.transaction import Transaction
-from lancenb.dataset.versions import as_datetime as _as_datetime
+from lancenb.dataset.versions import as_nanos, manifest_nanos, version_list
 from lancenb.dataset.versions import manifest_time as _manifest_time
-from lancenb.dataset.versions import version_list
 from lancenb.dataset.versions import version_ranges as _ranges
 from lancenb.dataset.versions import version_summary as _summary
 from lancenb.dataset.write import (
@@ -129,11 +126,10 @@ class LanceDataset(DatasetApiExtras, pads.Dataset):
                                            f"{_ranges(versions)})")
             return v
         if asof is not None:
-            ts = _as_datetime(asof)
+            cutoff = as_nanos(asof)
             for v in reversed(versions):
                 mf = load_manifest(self._store, v, self._v2)
-                when = _manifest_time(mf.manifest, mf.name, _dt.timezone.utc)
-                if when <= ts:
+                if manifest_nanos(mf.manifest, mf.name) <= cutoff:
                     return v
             raise DatasetNotFoundError(f"dataset {self._uri!r} has no version as of {asof}")
         return versions[-1]

@@ -16,7 +16,8 @@ from lancenb.dataset.manifest import manifest_span, message_records, parse_manif
 from lancenb.encodings import pb
 from lancenb.errors import CorruptFileError, InvalidInputError
 
-__all__ = ["version_ranges", "as_datetime", "fragment_counts", "version_summary",
+__all__ = ["version_ranges", "as_datetime", "as_nanos", "manifest_nanos", "fragment_counts",
+           "version_summary",
            "manifest_time", "version_list"]
 
 
@@ -37,6 +38,22 @@ def as_datetime(x) -> _dt.datetime:
     if x.tzinfo is None:
         x = x.astimezone()  # naive = local time, as pylance reads it
     return x
+
+
+def as_nanos(x) -> int:
+    """``asof`` (see :func:`as_datetime`) as exact integer nanoseconds since the epoch,
+    comparable with a manifest's timestamp without the microsecond rounding of a
+    datetime (a version committed within the same microsecond, after ``asof``, is not
+    "as of" it: pylance compares nanoseconds too)."""
+    d = as_datetime(x) - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+    return (d // _dt.timedelta(microseconds=1)) * 1000
+
+
+def manifest_nanos(m, where: str) -> int:
+    """A manifest's timestamp in integer nanoseconds since the epoch; one no datetime can
+    hold is a ``CorruptFileError``, as in :func:`manifest_time`."""
+    manifest_time(m, where)
+    return int(m.timestamp.seconds) * 1_000_000_000 + int(m.timestamp.nanos)
 
 
 def fragment_counts(f) -> tuple[int, int, int, int, int]:

@@ -203,3 +203,27 @@ def test_empty_dataset(tmp_path):
     assert lance.dataset(uri).schema == schema
     lancenb.write_dataset(table(3), uri, mode="append")
     same_version_both(uri)
+
+
+def test_asof_picks_the_version_pylance_picks(tmp_path):
+    """``asof`` compares in nanoseconds, as pylance does: at each version's listed
+    timestamp (floored to the microsecond) and a microsecond either side, both pick the
+    same version."""
+    import datetime
+
+    uri = str(tmp_path / "ds")
+    for i in range(3):
+        lance.write_dataset(pa.table({"a": [i]}), uri, mode="create" if i == 0 else "append")
+    lancenb.write_dataset(pa.table({"a": [3]}), uri, mode="append")
+    one_us = datetime.timedelta(microseconds=1)
+
+    def picked(lib, ts):
+        try:
+            return lib.dataset(uri, asof=ts).version
+        except (ValueError, lancenb.errors.DatasetNotFoundError):
+            return None  # before the first version: both refuse
+
+    for v in lance.dataset(uri).versions():
+        for ts in (v["timestamp"] - one_us, v["timestamp"], v["timestamp"] + one_us):
+            assert picked(lancenb, ts) == picked(lance, ts), ts
+    assert picked(lancenb, datetime.datetime(2000, 1, 1)) is None

@@ -6,6 +6,7 @@ crashes in test_concurrency.py.
 
 from __future__ import annotations
 
+import datetime
 import os
 import struct
 from pathlib import Path
@@ -120,8 +121,11 @@ def test_versions_time_travel_restore_tags(ds_uri):
     ds = lancenb.dataset(ds_uri)
     assert [v["version"] for v in ds.versions()] == [1, 2, 3]
     assert lancenb.dataset(ds_uri, version=2).count_rows() == 1010
-    ts = ds.versions()[1]["timestamp"]
-    assert lancenb.dataset(ds_uri, asof=ts).version == 2
+    ts = ds.versions()[1]["timestamp"]  # floored to the microsecond, as pylance's
+    # versions are compared in nanoseconds (as pylance does): version 2 is as of the
+    # microsecond after its listed timestamp, and not of the one before it
+    assert lancenb.dataset(ds_uri, asof=ts + datetime.timedelta(microseconds=1)).version == 2
+    assert lancenb.dataset(ds_uri, asof=ts - datetime.timedelta(microseconds=1)).version == 1
     ds.tags.create("big", 2)
     with pytest.raises(InvalidInputError, match="already exists"):
         ds.tags.create("big", 1)
