@@ -248,15 +248,22 @@ def _encode_group(arrays: list, bits: int, n: int, cfg: EncodingConfig,
         cbytes = (sizes + 7) // 8 * 8 + km.header_bytes(0, 1, shape.size_width)
         out_starts = np.zeros_like(cbytes)
         np.cumsum(cbytes[:, :-1], axis=1, out=out_starts[:, 1:])
-        totals = cbytes.sum(axis=1)
         metas = (((cbytes // 8 - 1) << 4) | shape.log2).astype(shape.meta_dtype)
+        metas = metas.view(np.uint8)
+        # every page's packed values and chunks are slices of two group buffers
+        wends = np.cumsum(words[rows].sum(axis=1)).tolist()
+        pends = np.cumsum(cbytes.sum(axis=1)).tolist()
+        src_all = np.empty(wends[-1], ut)
+        page_all = np.empty(pends[-1], np.uint8)
+        starts = starts.reshape(len(rows), -1, 1)
+        sizes = sizes.reshape(len(rows), -1, 1)
         empty = np.zeros(0, np.uint8)
-        for j, r in enumerate(rows):
-            src = np.empty(int(words[r].sum()), ut)
+        w0 = p0 = 0
+        for j, r in enumerate(rows.tolist()):
+            src, page = src_all[w0:wends[j]], page_all[p0:pends[j]]
             kb.inline_pack(values[r], src)
-            page = np.empty(int(totals[j]), np.uint8)
-            km.pack_chunks(empty, src.view(np.uint8), starts[j].reshape(-1, 1),
-                           sizes[j].reshape(-1, 1), shape.zero_levels, 0, shape.size_width,
-                           page, out_starts[j])
-            pages[r] = ([metas[j].view(np.uint8), page], shape.layout)
+            km.pack_chunks(empty, src.view(np.uint8), starts[j], sizes[j], shape.zero_levels,
+                           0, shape.size_width, page, out_starts[j])
+            pages[r] = ([metas[j], page], shape.layout)
+            w0, p0 = wends[j], pends[j]
     return pages
