@@ -221,30 +221,33 @@ class V21Writer:
         written out of line while encoding) are encoded on this thread in their turn.
         ``ready``: ``id(column)`` -> pages already encoded (written in their turn).
         """
-        jobs = []  # (column, arrays or None, pages or None)
+        jobs, sizes = [], []  # (column, arrays or None, pages or None); bytes of arrays
         for col in cols:
             if ready and id(col) in ready:
                 jobs.append((col, None, ready[id(col)]))
+                sizes.append(0)
             elif col.arrays:
-                arrays, col.arrays, col.nbytes = col.arrays, [], 0
-                jobs.append((col, arrays, None))
+                jobs.append((col, col.arrays, None))
+                sizes.append(col.nbytes)  # (the buffered arrays' bytes, / share)
+                col.arrays, col.nbytes = [], 0
         # windows of about PLAIN_WINDOW_BYTES of input, so that what is held at once
         # stays bounded: small plain-number pages of a window are encoded together
         start, held = 0, 0
-        for i, (_, arrays, _) in enumerate(jobs):
-            held += 0 if arrays is None else sum(a.nbytes for a in arrays)
+        for i, size in enumerate(sizes):
+            held += size
             if held >= PLAIN_WINDOW_BYTES or i == len(jobs) - 1:
-                self._run_jobs(self._plain_pages(jobs[start:i + 1]))
+                self._run_jobs(self._plain_pages(jobs[start:i + 1], sizes[start:i + 1]))
                 start, held = i + 1, 0
         self._drain()
 
-    def _plain_pages(self, jobs: list) -> list:
-        """``jobs`` with the pages of their small plain-number columns encoded
-        together (:func:`encode_plain_many`: same bytes as one by one)."""
+    def _plain_pages(self, jobs: list, sizes: list) -> list:
+        """``jobs`` with the pages of their small plain-number columns (``sizes``:
+        bytes buffered per job) encoded together (:func:`encode_plain_many`: same
+        bytes as one by one)."""
         picked = [i for i, (col, arrays, _) in enumerate(jobs)
                   if USE_PLAIN_PAGES and arrays is not None and col.path is None
-                  and not col.blob and plain_bits(col.field.type)
-                  and sum(a.nbytes for a in arrays) <= PLAIN_PAGE_MAX_BYTES]
+                  and not col.blob and sizes[i] <= PLAIN_PAGE_MAX_BYTES
+                  and plain_bits(col.field.type)]
         if len(picked) < 2:
             return jobs
         pages = encode_plain_many([dictarray.page_array(jobs[i][1]) for i in picked],
@@ -254,7 +257,8 @@ class V21Writer:
         for i, page in zip(picked, pages):
             if page is not None:
                 col, arrays, _ = jobs[i]
-                jobs[i] = (col, None, [(*page, sum(len(a) for a in arrays))])
+                rows = len(arrays[0]) if len(arrays) == 1 else sum(len(a) for a in arrays)
+                jobs[i] = (col, None, [(*page, rows)])
         return jobs
 
     def _run_jobs(self, jobs: list) -> None:
