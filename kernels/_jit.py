@@ -287,6 +287,8 @@ class _KernelDispatcher(CPUDispatcher):
                 return self.compile(norm), norm
             except errors.TypingError:
                 self._plain = True  # the source reading was wrong: compile as given
+                with global_compiler_lock:
+                    _store_plain(self)
         return self.compile(argtypes), argtypes
 
     def _compile_for_args(self, *args, **kws):
@@ -344,9 +346,9 @@ def _written_path(directory: str, filename: str) -> str:
     return os.path.join(directory, stem + WRITTEN_SUFFIX)
 
 
-def _load_written(filename: str, stamp: bytes, cache_path: str) -> dict:
+def _load_written(filename: str, stamp: bytes, cache_path: str, *, shipped=True) -> dict:
     table: dict = {}
-    shipped = os.environ.get("LANCENB_SHIPPED_KERNELS", SHIPPED_DIR)
+    shipped = os.environ.get("LANCENB_SHIPPED_KERNELS", SHIPPED_DIR) if shipped else None
     for directory in (shipped, cache_path):  # the local cache last: it wins
         if not directory:
             continue
@@ -363,6 +365,10 @@ def _load_written(filename: str, stamp: bytes, cache_path: str) -> dict:
 def _save_written(filename: str, stamp: bytes, cache_path: str, table: dict) -> None:
     path = _written_path(cache_path, filename)
     tmp = f"{path}.{os.getpid()}.tmp"
+    # merged with what another process stored meanwhile (warm-up workers share a cache):
+    # a union only ever widens an answer, and a wider one is never wrong, only slower
+    table.update({k: table.get(k, frozenset()) | v
+                  for k, v in _load_written(filename, stamp, cache_path, shipped=False).items()})
     try:
         os.makedirs(cache_path, exist_ok=True)
         with open(tmp, "w", encoding="utf-8") as f:
@@ -374,6 +380,22 @@ def _save_written(filename: str, stamp: bytes, cache_path: str, table: dict) -> 
             os.remove(tmp)
         except OSError:
             pass
+
+
+def _store_plain(dispatcher) -> None:
+    """Record that ``dispatcher``'s read-only compilation failed to type (the source
+    reading missed a write): every parameter counts as written from now on, here and in
+    later processes (and in a wheel's shipped answers, which the warm-up builds), so none
+    of them tries, and compiles half of, the failing signature again."""
+    fn = dispatcher.py_func
+    filename = os.path.abspath(fn.__code__.co_filename)
+    stamp = _content_stamp(filename)
+    table = _WRITTEN_TABLES.get(filename)
+    if stamp is None or table is None:
+        return
+    table[f"{fn.__qualname__}:{fn.__code__.co_firstlineno}"] = \
+        frozenset(range(fn.__code__.co_argcount))
+    _save_written(filename, stamp, dispatcher._cache._cache_path, table)
 
 
 def _written_stored(dispatcher) -> frozenset:

@@ -152,6 +152,42 @@ def test_a_kernel_loaded_from_the_cache_links_into_a_new_compilation(tmp_path):
     assert json.loads(_run(_LINK, cache, "caller", str(src))) == [1, 0]
 
 
+# a kernel writing its argument through a row of a 2-D parameter (``registers[r]``),
+# which the source reading does not see: its read-only attempt fails to type
+_MISSED = """
+import json, sys
+import numpy as np
+from numba.core import event
+sys.path.insert(0, sys.argv[1])
+import missmod
+n = []
+class Count(event.Listener):
+    def on_start(self, ev):
+        n.append(ev.data["dispatcher"].py_func.__name__)
+    def on_end(self, ev):
+        pass
+event.register("numba:compile", Count())
+regs = np.zeros((2, 4), np.uint8)
+assert missmod.rows(regs) == 0 and regs.tolist() == [[1, 0, 0, 0]] * 2
+print(json.dumps(n))
+"""
+
+
+def test_a_missed_write_is_stored_so_later_processes_skip_the_failing_attempt(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "missmod.py").write_text(
+        "from lancenb.kernels._jit import kernel\n\n\n@kernel\n"
+        "def bump(reg):\n    reg[0] += 1\n    return 0\n\n\n@kernel\n"
+        "def rows(registers):\n    for r in range(registers.shape[0]):\n"
+        "        reg = registers[r]\n        bump(reg)\n    return 0\n")
+    cache = tmp_path / "cache"
+    first = json.loads(_run(_MISSED, cache, str(src)))
+    assert first.count("rows") == 2  # the read-only attempt, then as given
+    # the next process loads the kernels as given: no compilation, failed or not
+    assert json.loads(_run(_MISSED, cache, str(src))) == []
+
+
 def test_readonly_and_writable_inputs_share_one_specialisation(tmp_path):
     sigs, hits, misses = json.loads(_run(_CONCAT, tmp_path, "uint16"))
     assert (sigs, hits, misses) == (1, 0, 1)
