@@ -10,8 +10,9 @@ returning the same bytes; whatever does not depend on the values (chunk bounds, 
 serialized ``PageLayout``, a Flat page's framing) is computed once per shape.
 
 It answers only when the chain ends in Flat or InlineBitpacking without a dictionary;
-a page where RLE would be tried, a dictionary taken, or of another type or
-configuration gets None, and the caller runs the full chain.
+a page where RLE would be planned (its size floor below the best of the two), a
+dictionary taken, or of another type or configuration gets None, and the caller runs
+the full chain.
 """
 
 from __future__ import annotations
@@ -127,8 +128,9 @@ def encode_plain(arr: pa.Array, cfg: EncodingConfig, *, version_minor: int):
         if dictionary_enc.try_dictionary(block, cfg, version_minor=version_minor, why=[],
                                          baseline=packed) is not None:
             return None
-    if int(kstats.run_count(data, w)) < cfg.rle_threshold * n:
-        return None  # RLE is tried: the full chain decides
+    runs = int(kstats.run_count(data, w))
+    if runs < cfg.rle_threshold * n and runs * (w + 1) < min(packed, raw):
+        return None  # RLE is planned and may win: the full chain decides
     if packed < raw:
         shape = _shape("inline", bits, n, version_minor)
         out = np.empty(int(words.sum()), values.dtype)
@@ -205,10 +207,13 @@ def _encode_group(arrays: list, bits: int, n: int, cfg: EncodingConfig,
     words = 1 + _bit_length(ors) * (block // bits)
     packed = words.sum(axis=1) * w
     runs = 1 + np.count_nonzero(values[:, 1:] != values[:, :-1], axis=1)
-    keep = runs >= cfg.rle_threshold * n  # else RLE is tried: the full chain decides
+    # else RLE is planned (its floor, runs x (width + 1) bytes, is below the best of
+    # flat and bitpacked, as in strategy._fixed_default): the full chain decides
+    keep = (runs >= cfg.rle_threshold * n) | (runs * (w + 1) >= np.minimum(packed, n * w))
+    pages: list = [None] * k
     if bits == 64 and version_minor >= 2 and n >= dictionary_enc.MIN_VALUES:
         # pylance 2.2 tries a dictionary on these: where the cardinality estimate
-        # (try_dictionary's first test) does not rule it out, the full chain decides
+        # (try_dictionary's first test) does not rule it out, encode_plain decides
         rows = np.flatnonzero(keep)
         cards = np.empty(len(rows))
         registers = np.zeros((len(rows), 1 << dictionary_enc.HLL_PRECISION), np.uint8)
@@ -217,8 +222,10 @@ def _encode_group(arrays: list, bits: int, n: int, cfg: EncodingConfig,
         status = kstats_rows.hll_fixed_rows(sub, w, dictionary_enc.HLL_SEED, registers, cards)
         if status != kstats_rows.OK:
             raise AssertionError(f"hll_fixed_rows: status {status}")  # shapes are ours
-        keep[rows] = (cards >= n / cfg.dict_divisor) | (cards > dictionary_enc.MAX_ITEMS)
-    pages: list = [None] * k
+        ruled_out = (cards >= n / cfg.dict_divisor) | (cards > dictionary_enc.MAX_ITEMS)
+        for r in rows[~ruled_out].tolist():
+            pages[r] = encode_plain(arrays[r], cfg, version_minor=version_minor)
+        keep[rows] = ruled_out
     inline = keep & (packed < n * w)
     flat_rows = np.flatnonzero(keep & ~inline)
     if len(flat_rows):
