@@ -98,8 +98,17 @@ def _storage_field(f: pa.Field) -> pa.Field | None:
     return None if nt is None else f.with_type(nt)
 
 
+# type ids that can hold an extension type below them; any other non-extension type is
+# left as it is without the four ``pa.types`` tests (wide schemas: thousands of columns)
+_NESTED_IDS = frozenset(t.id for t in (
+    pa.struct([]), pa.map_(pa.int8(), pa.int8()), pa.list_(pa.int8()),
+    pa.large_list(pa.int8()), pa.list_(pa.int8(), 1)))
+
+
 def _storage_type(t: pa.DataType) -> pa.DataType | None:
     """``t`` with every nested extension field replaced, or ``None`` if it has none."""
+    if t.id not in _NESTED_IDS:
+        return None
     if pa.types.is_struct(t):
         fields = [t.field(i) for i in range(t.num_fields)]
         new = [_storage_field(f) for f in fields]
