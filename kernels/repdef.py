@@ -198,20 +198,16 @@ def shred_list(list_valid, offs, leaf_valid, leaf_len, null_list, empty_list, nu
     for r in range(rows):
         a = np.int64(offs[r])
         b = np.int64(offs[r + 1])
-        if has_lv and list_valid[r] == 0:
-            flags[0] = 1
+        is_null = has_lv and list_valid[r] == 0
+        if is_null or a == b:  # a null or an empty list: one level, no leaf
+            if is_null:
+                flags[0] = 1
+            else:
+                flags[1] = 1
             if write_rep:
                 rep_out[n] = 1
             if write_def:
-                def_out[n] = null_list
-            n += 1
-            continue
-        if a == b:
-            flags[1] = 1
-            if write_rep:
-                rep_out[n] = 1
-            if write_def:
-                def_out[n] = empty_list
+                def_out[n] = null_list if is_null else empty_list
             n += 1
             continue
         if nvis == 0:
