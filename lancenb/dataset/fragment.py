@@ -24,7 +24,7 @@ from lancenb.dataset.fragment_extras import FragmentApiExtras
 from lancenb.dataset.fragmeta import DataFile, FragmentMetadata, is_legacy_file
 from lancenb.dataset.manifest import DATA_DIR
 from lancenb.dataset.rowids import decode_row_ids, decode_version_runs, external_bytes
-from lancenb.dataset.smallfiles import open_small
+from lancenb.dataset.smallfiles import SmallFile, open_small
 from lancenb.dataset.stats import ColumnStats, read_file_stats
 from lancenb.dataset.write import create_fragment
 from lancenb.encodings.structural import dictarray
@@ -429,6 +429,32 @@ class LanceFragment(FragmentApiExtras):
             raise InvalidInputError(f"fragment {self.fragment_id}: no data file holds column "
                                     f"{column!r}")
         return self._pb.files[plan[column][0]].path
+
+    def small_file_for(self, columns: list[str]):
+        """``(small file, [its field index of each column])`` when one small data file
+        of this fragment (:mod:`lancenb.dataset.smallfiles`) holds every one of
+        ``columns`` with the schema's type and no blobs, its rows checked against the
+        manifest; else None (read through :meth:`take_physical`)."""
+        if not columns:
+            return None
+        groups, missing = self._readers_for(columns)
+        if missing or len(groups) != 1:
+            return None
+        (fi, names), = groups.items()
+        df = self._pb.files[fi]
+        reader = self._ds._open_file(df.path, is_legacy_file(df))
+        if not isinstance(reader, SmallFile) or reader.num_rows() != self.physical_rows:
+            return None
+        self.verified_rows()
+        schema = self._ds.schema
+        idx = []
+        for c in columns:
+            field = schema.field(c)
+            k = reader.field_index(names[c])
+            if blob.has_blobs(field) or reader.fields[k].arrow.type != field.type:
+                return None
+            idx.append(k)
+        return reader, idx
 
     def take_physical(self, columns: list[str], offsets: np.ndarray | None, *,
                       blob_handling: str | None = None) -> pa.Table:

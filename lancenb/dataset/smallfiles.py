@@ -33,6 +33,7 @@ import numpy as np
 import pyarrow as pa
 
 from lancenb.dataset.fragmeta import is_legacy_file
+from lancenb.encodings.blocks import FixedWidth
 from lancenb.encodings.cache import scanning
 from lancenb.encodings.page import PageDecoder
 from lancenb.encodings.structural import miniblock
@@ -42,7 +43,8 @@ from lancenb.file.format import FOOTER_SIZE, MAGIC
 from lancenb.file.reader import LanceFileReader
 from lancenb.io.pools import module_lock
 
-__all__ = ["open_small", "SmallFile", "decode_ahead", "decoded_ahead", "SMALL_FILE_BYTES"]
+__all__ = ["open_small", "SmallFile", "decode_ahead", "decoded_ahead", "take_small",
+           "SMALL_FILE_BYTES"]
 
 # files of at most this many bytes are read whole and matched by their metadata
 SMALL_FILE_BYTES = 64 * 1024
@@ -289,6 +291,90 @@ def decode_ahead(files: list, field_idx: int) -> None:
         f._ready[field_idx] = pa.chunked_array(
             [d.impl.values.array(b, None) for d, b in zip(decs, blocks[i * n:(i + 1) * n])],
             type=typ)
+
+
+def take_small(files: list, fields: list[int], file_of: np.ndarray,
+               rows: np.ndarray) -> list[pa.Array] | None:
+    """Rows of flat fields of small files of one shape, every page of every field of
+    every file decoded in one vectorised mini-block decode per kind of page
+    (:func:`miniblock.decode_pages`, the shape's decoders standing for each file's),
+    then one gather per field. What a take of a few rows spread over many small
+    fragments needs, instead of a whole-column decode and a take per file and column.
+
+    Parameters
+    ----------
+    files : list of SmallFile
+        Distinct files of one shape (``file._shape`` the same object).
+    fields : list of int
+        Top-level fields, by position in the shape's fields.
+    file_of, rows : numpy.ndarray of int64
+        For each row wanted, in the order wanted (repeats allowed): the position of
+        its file in ``files`` and its row in that file (``0 <= row < rows of the
+        shape``, checked by the caller).
+
+    Returns
+    -------
+    list of pyarrow.Array or None
+        One array per field, the rows in the order given; None when a page is not a
+        plain mini-block page of whole-byte values, or anything does not check (the
+        caller then reads file by file, which names a fault in its own file).
+
+    Examples
+    --------
+    >>> a, b = (open_small(store, f"data/{n}", uri) for n in names)  # doctest: +SKIP
+    >>> take_small([a, b], [0], np.array([1, 0]), np.array([7, 0]))  # doctest: +SKIP
+    [<pyarrow.lib.Int64Array ...> [row 7 of b, row 0 of a]]
+    """
+    shape = files[0]._shape
+    if any(f._shape is not shape for f in files):
+        return None
+    size, nf = shape.size, len(files)
+    data = np.frombuffer(b"".join(f._data for f in files), dtype=np.uint8)
+    if len(data) != size * nf:
+        return None
+    # page instances (field j, file i, page p) in that order, grouped by what decodes
+    # together: then each field's values come out file after file, page after page
+    groups: dict = {}
+    field_decs = []
+    for j, idx in enumerate(fields):
+        decs = shape.decoders(idx)
+        if not decs:
+            return None
+        field_decs.append(decs)
+        for p, d in enumerate(decs):
+            rs = d.buffer_ranges()
+            if d.kind != "mini_block_layout" or d.chain is not None or len(rs) != 2:
+                return None
+            key = d.impl.impl.batch_key()
+            if key is None:
+                return None
+            groups.setdefault((key, d.impl.impl.dtype_bits), []).append((j, p, d, rs))
+    blocks: list = [[None] * (nf * len(decs)) for decs in field_decs]
+    for members in groups.values():
+        base = np.repeat(np.arange(nf, dtype=np.int64) * size, len(members))
+        meta = np.array([rs[0] for *_, rs in members] * nf, dtype=np.int64)
+        chunks = np.array([rs[1] for *_, rs in members] * nf, dtype=np.int64)
+        meta[:, 0] += base
+        chunks[:, 0] += base
+        got = miniblock.decode_pages([d.impl.impl for _, _, d, _ in members] * nf, data,
+                                     meta, chunks)
+        if got is None:
+            return None
+        k = 0
+        for i in range(nf):
+            for j, p, _, _ in members:
+                blocks[j][i * len(field_decs[j]) + p] = got[k]
+                k += 1
+    pos = file_of * shape.rows + rows
+    out = []
+    for decs, bl in zip(field_decs, blocks):
+        bits = bl[0].bits
+        if sum(b.num_values for b in bl) != nf * shape.rows:
+            return None
+        values = np.concatenate([b.data for b in bl]).reshape(-1, bits // 8)
+        out.append(decs[0].impl.values.array(FixedWidth(bits, values[pos].reshape(-1),
+                                                        len(pos)), None))
+    return out
 
 
 def decoded_ahead(frags, columns: list[str], window: int = DECODE_AHEAD_FILES):

@@ -11,9 +11,10 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from lancenb.dataset import smallfiles
 from lancenb.dataset.fragment import LanceFragment
 from lancenb.encodings.structural import dictarray
-from lancenb.errors import InvalidInputError
+from lancenb.errors import InvalidInputError, LanceError
 
 __all__ = ["take", "take_rows", "row_id_index"]
 
@@ -32,6 +33,9 @@ def take(ds, indices, columns=None, *, with_row_id=False, with_row_address=False
     sc = ds.scanner(columns=columns, with_row_id=with_row_id,
                       with_row_address=with_row_address, blob_handling=blob_handling)
     frag_of = np.searchsorted(starts, idx, side="right") - 1
+    fast = _take_small(ds, sc, idx - starts[frag_of], frag_of)
+    if fast is not None:
+        return fast
     parts, positions = [], []
     for fi in np.unique(frag_of):
         frag = _fragment(ds, int(fi))
@@ -57,6 +61,66 @@ def take(ds, indices, columns=None, *, with_row_id=False, with_row_address=False
         table = dictarray.take(table, pa.array(inv))
     return dictarray.combine_chunks(table)
 
+
+
+def _take_small(ds, sc, local: np.ndarray, frag_of: np.ndarray) -> pa.Table | None:
+    """The take when each fragment it touches keeps the projected columns in one small
+    data file (:meth:`LanceFragment.small_file_for`): the files of each shape decoded
+    together and every row gathered at once (:func:`smallfiles.take_small`), the
+    result built once, in the order asked. None when that does not apply (a large or
+    nested column, blobs, stable row ids, a page of another kind, or a fault, which
+    the fragment-by-fragment read then names)."""
+    cols = sc.columns
+    if (not len(local) or not cols or sc._projection is not None
+            or (sc.with_row_id and ds.stable_row_ids)):
+        return None
+    uniq, inverse = np.unique(frag_of, return_inverse=True)
+    phys = local.copy()
+    fids = np.empty(len(uniq), np.int64)
+    shapes: dict = {}  # shape -> (files, their fragment positions in uniq, field indices)
+    for k, fi in enumerate(uniq.tolist()):
+        frag = _fragment(ds, fi)
+        try:
+            got = frag.small_file_for(cols)
+        except LanceError:
+            return None
+        if got is None:
+            return None
+        reader, fields = got
+        files, which, fields0 = shapes.setdefault(id(reader._shape), ([], [], fields))
+        if fields != fields0:
+            return None
+        files.append(reader)
+        which.append(k)
+        fids[k] = frag.fragment_id
+        if frag._pb.HasField("deletion_file"):
+            sel = inverse == k
+            phys[sel] = frag.live_offsets()[local[sel]]
+    arrays = None
+    order = []
+    for files, which, fields in shapes.values():
+        file_of = np.full(len(uniq), -1, np.int64)
+        file_of[which] = np.arange(len(which))
+        file_pos = file_of[inverse]
+        sel = np.flatnonzero(file_pos >= 0)
+        try:
+            got = smallfiles.take_small(files, fields, file_pos[sel], phys[sel])
+        except LanceError:
+            return None
+        if got is None:
+            return None
+        arrays = got if arrays is None else [pa.concat_arrays([a, b])
+                                             for a, b in zip(arrays, got)]
+        order.append(sel)
+    if len(order) > 1:  # several shapes: back to the order asked
+        pos = np.concatenate(order)
+        inv = np.empty_like(pos)
+        inv[pos] = np.arange(len(pos))
+        arrays = [a.take(pa.array(inv)) for a in arrays]
+    if sc.with_row_id or sc.with_row_address:
+        addr = (fids[inverse].astype(np.uint64) << np.uint64(32)) | phys.astype(np.uint64)
+        arrays += [pa.array(addr, pa.uint64())] * (sc.with_row_id + sc.with_row_address)
+    return pa.Table.from_arrays(arrays, schema=sc.projected_schema)
 
 
 def _fragment(ds, i: int) -> LanceFragment:
