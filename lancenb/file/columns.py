@@ -31,6 +31,7 @@ import pyarrow as pa
 
 from lancenb.encodings.config import is_packed
 from lancenb.file.schema import LanceField
+from lancenb.io.pools import module_lock
 
 __all__ = ["ColumnField", "data_file_columns", "columns_per_field", "stored_whole",
            "BLOB_V2_EXTENSION"]
@@ -107,10 +108,32 @@ def data_file_columns(tops: list[LanceField], version) -> list[ColumnField]:
     return out
 
 
+# columns_per_field of the field lists readers share (lancenb.file.metadata memoises
+# parsed schemas): a wide file opened again and again walks its fields once
+_PER_FIELD: dict = {}
+_PER_FIELD_SIZE = 64
+_PER_FIELD_LOCK = module_lock(globals(), "_PER_FIELD_LOCK")
+
+
 def columns_per_field(tops: list[LanceField], version) -> list[int]:
     """How many columns each top-level field of ``tops`` owns (see
-    :func:`data_file_columns`)."""
-    counts = [0] * len(tops)
-    for c in data_file_columns(tops, version):
-        counts[c.top] += 1
+    :func:`data_file_columns`). Memoised by the identity of ``tops`` (field lists are
+    not changed once built)."""
+    v20 = _is_v2_0(version)
+    k = (id(tops), v20)
+    hit = _PER_FIELD.get(k)
+    if hit is not None and hit[0] is tops:
+        return list(hit[1])
+    counts = []
+    for lf in tops:
+        if lf.children:
+            out: list = []
+            _walk(lf, v20, 0, "", out)
+            counts.append(len(out))
+        else:
+            counts.append(1)
+    with _PER_FIELD_LOCK:
+        if len(_PER_FIELD) >= _PER_FIELD_SIZE:
+            _PER_FIELD.pop(next(iter(_PER_FIELD)), None)
+        _PER_FIELD[k] = (tops, tuple(counts))  # (holds ``tops``: its id stays its own)
     return counts

@@ -89,12 +89,16 @@ def project(schema_full: pa.Schema, columns: list[str] | None, path: str):
     was asked for (all when None); unknown names raise :class:`InvalidInputError`."""
     names = schema_full.names
     if columns is None:
-        projection = list(range(len(names)))
-    else:
-        missing = [c for c in columns if c not in names]
-        if missing:
-            raise InvalidInputError(f"{path!r}: no column(s) {missing}; the file has {names}")
-        projection = [names.index(c) for c in columns]
+        return list(range(len(names))), schema_full
+    at: dict = {}
+    for i, n in enumerate(names):
+        at.setdefault(n, i)  # (the first field of a name, as names.index finds it)
+    missing = [c for c in columns if c not in at]
+    if missing:
+        raise InvalidInputError(f"{path!r}: no column(s) {missing}; the file has {names}")
+    projection = [at[c] for c in columns]
+    if projection == list(range(len(names))):
+        return projection, schema_full
     return projection, pa.schema([schema_full.field(i) for i in projection],
                                  metadata=schema_full.metadata)
 
@@ -175,6 +179,9 @@ class Container:
                         f"file {path!r}: schema (global buffer 0)")
         self.num_rows = int(desc.length)
         self.schema_full, self.fields = _file_schema(desc.schema)
+        # what readers work out from these bytes alone (a column's plain pages, a
+        # field's stored type), shared by every reader of a file with these bytes
+        self.memo: dict = {}
 
     def _cut(self, buf, buf_start: int, pos: int, size: int):
         if pos < buf_start or pos + size > buf_start + len(buf):

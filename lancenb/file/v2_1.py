@@ -31,6 +31,7 @@ from lancenb.encodings.physical import fsl
 from lancenb.encodings.structural import dictarray, repdef
 from lancenb.encodings.structural.blob import DESCRIPTION_V1
 from lancenb.errors import CorruptFileError, NotSupportedError
+from lancenb.file import v2_1_plain as plain
 from lancenb.file.columns import columns_per_field
 from lancenb.file.metadata import (
     Container,
@@ -146,6 +147,24 @@ class V21Backend:
                 names.append(node.name)
             out.append((ci + i, path, ".".join(names)))
         return out
+
+    def _plain(self, field_idx: int):
+        """``(leaf type, plain pages)`` of a flat field all of whose pages are plain
+        (:mod:`.v2_1_plain`), else None; worked out once per file content."""
+        k = ("plain", field_idx)
+        hit = self._c.memo.get(k, k)
+        if hit is k:
+            hit = None
+            f = self.fields[field_idx]
+            storage, st, per_row = self._stored(field_idx)
+            if per_row == 1 and st == storage and plain.is_plain_type(st):
+                ci = self.columns_of[field_idx]
+                pages = plain.column_pages(self._c.column_bytes(ci), st, self.num_rows,
+                                           self.io.size())
+                if pages is not None and f.arrow.type == st:
+                    hit = (st, pages)
+            self._c.memo[k] = hit
+        return hit
 
     def leaf_columns(self, field_idx: int) -> list[tuple[int, str]]:
         return [(ci, name) for ci, _, name in self._leaves(field_idx)]
@@ -289,7 +308,30 @@ class V21Backend:
             return [self.read(i, rows) for i in field_idxs]
         return self._read_rows_many(field_idxs, rows)
 
+    def _split_plain(self, field_idxs):
+        """``(positions of plain fields, their (type, pages))`` among ``field_idxs``."""
+        at, got = [], []
+        for k, i in enumerate(field_idxs):
+            p = self._plain(i)
+            if p is not None:
+                at.append(k)
+                got.append(p)
+        return at, got
+
     def _read_all_many(self, field_idxs) -> list[pa.ChunkedArray]:
+        at, fields = self._split_plain(field_idxs)
+        out: list = [None] * len(field_idxs)
+        for k, arrs in zip(at, plain.scan(self.io, fields, BATCH_READ_BYTES) if at else ()):
+            if arrs is not None:
+                out[k] = self._merge(field_idxs[k], [arrs])
+        rest = [k for k, a in enumerate(out) if a is None]
+        if rest:
+            for k, a in zip(rest, self._read_all_pages([field_idxs[k] for k in rest])):
+                out[k] = a
+        return out
+
+    def _read_all_pages(self, field_idxs) -> list[pa.ChunkedArray]:
+        """:meth:`_read_all_many` through the fields' page decoders."""
         per_field = [self._leaf_pages(i) for i in field_idxs]
         # parts[field][leaf][page]: the page's arrays
         parts = [[[None] * len(decs) for decs in leaves] for leaves in per_field]
@@ -344,6 +386,19 @@ class V21Backend:
             self._initialised.update(todo)
 
     def _read_rows_many(self, field_idxs, rows: np.ndarray) -> list[pa.ChunkedArray]:
+        at, fields = self._split_plain(field_idxs)
+        out: list = [None] * len(field_idxs)
+        for k, arrs in zip(at, plain.take(self.io, fields, rows, self.num_rows) if at else ()):
+            if arrs is not None:
+                out[k] = self._merge(field_idxs[k], [arrs])
+        rest = [k for k, a in enumerate(out) if a is None]
+        if rest:
+            for k, a in zip(rest, self._read_rows_pages([field_idxs[k] for k in rest], rows)):
+                out[k] = a
+        return out
+
+    def _read_rows_pages(self, field_idxs, rows: np.ndarray) -> list[pa.ChunkedArray]:
+        """:meth:`_read_rows_many` through the fields' page decoders."""
         self._prepare_many(field_idxs)
         per_field = []  # per field, per leaf: [array or plan index]
         plans: list = []  # (decoder, plan, first range, number of ranges, rows)

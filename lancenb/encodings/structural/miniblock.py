@@ -27,7 +27,7 @@ from lancenb.errors import CorruptFileError, NotSupportedError
 from lancenb.kernels import miniblock as km
 
 __all__ = ["encode", "MiniBlockDecoder", "ChunkTable", "RowsPlan", "decode_pages",
-           "take_pages", "load_tables"]
+           "decode_group", "take_pages", "load_tables"]
 
 MAX_CHUNK_BYTES = 32 * 1024  # a u16 metadata word can describe at most 4096 words of 8 bytes
 MAX_LARGE_CHUNK_BYTES = (1 << 28) * 8
@@ -541,6 +541,21 @@ def decode_pages(decs: list, data: np.ndarray, meta: np.ndarray, chunks: np.ndar
     chunk parse, vectorised: item counts per page, chunks inside their buffer,
     headers and value sizes inside their chunk.
     """
+    got = decode_group(decs, data, meta, chunks)
+    if got is None:
+        return None
+    block, item_start = got
+    width = decs[0].dtype_bits // 8
+    return [FixedWidth(decs[0].dtype_bits, block.data[a * width:b * width], b - a)
+            for a, b in zip(item_start[:-1].tolist(), item_start[1:].tolist())]
+
+
+def decode_group(decs: list, data: np.ndarray, meta: np.ndarray, chunks: np.ndarray):
+    """:func:`decode_pages` without the cut into pages: ``(block of every page's
+    values, back to back; item_start)``, page ``i``'s values being items
+    ``item_start[i]:item_start[i + 1]`` of the block; None when anything does not
+    check. ``decs`` may repeat one decoder (pages of one layout: only ``num_items``,
+    the value decoder and the widths are read from them)."""
     got = _tables(decs, data, meta, chunks[:, 1])
     if got is None:
         return None
@@ -557,13 +572,11 @@ def decode_pages(decs: list, data: np.ndarray, meta: np.ndarray, chunks: np.ndar
                                     first.where)
     except CorruptFileError:
         return None
-    width = first.dtype_bits // 8
     if block.num_values != int(num_items.sum()):
         return None
     item_start = np.zeros(len(decs) + 1, np.int64)
     np.cumsum(num_items, out=item_start[1:])
-    return [FixedWidth(first.dtype_bits, block.data[a * width:b * width], b - a)
-            for a, b in zip(item_start[:-1].tolist(), item_start[1:].tolist())]
+    return block, item_start
 
 
 def load_tables(decs: list, data: np.ndarray, meta: np.ndarray) -> bool:

@@ -1,0 +1,263 @@
+"""Reads of many plain columns at once (wide 2.1/2.2 files, issue 23).
+
+A page is *plain* when it is a mini-block page of a flat fixed-width primitive column
+(integers, floats, temporal types) whose values are of one batchable kind (flat or
+inline-bitpacked, all valid, no dictionary, no levels: see
+:meth:`~lancenb.encodings.structural.miniblock.MiniBlockDecoder.batch_key`). Wide
+tables are mostly such columns, and their pages mostly share one encoding: pylance
+writes the same ``PageLayout`` bytes for every float64 column of a table. So the
+layout is parsed and checked once per distinct ``(encoding bytes, type)``
+(:func:`template`), and a page is then just six numbers (:class:`PlainPage`): no
+decoder object is built per page or per column.
+
+:func:`scan` decodes the pages of many columns with one chunk-table parse and one
+value decode per kind (:func:`miniblock.decode_group`) and cuts the columns' Arrow
+arrays out of one array per type; :func:`take` does the same over the pages the rows
+fall in (small pages only: the page is read and decoded whole) and gathers every
+column's rows with one fancy index. Whatever does not check returns None for the
+fields concerned: the caller reads those through their page decoders, which raise
+the precise error a one-column read raises.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import pyarrow as pa
+
+from lancenb._proto import file2_pb2
+from lancenb.encodings import blocks
+from lancenb.encodings.page import parse_layout
+from lancenb.encodings.structural import miniblock
+from lancenb.errors import LanceError
+from lancenb.io.pools import module_lock
+
+__all__ = ["PlainPage", "Template", "template", "is_plain_type", "column_pages", "scan",
+           "take", "TAKE_WHOLE_PAGE_BYTES"]
+
+# a take reads and decodes a plain page whole when its two buffers hold at most this
+# many bytes (the chunk table and a chunk or two would be most of it anyway); larger
+# pages are read chunk by chunk through their decoders' search state
+TAKE_WHOLE_PAGE_BYTES = 64 << 10
+
+_TEMPLATES: dict = {}
+_TEMPLATES_SIZE = 4096
+_TEMPLATES_LOCK = module_lock(globals(), "_TEMPLATES_LOCK")
+_MISS = object()
+
+
+class Template(NamedTuple):
+    """A plain page layout, parsed and checked once: ``dec`` is its mini-block decoder
+    (built from the layout alone; it names no page, so it never raises to a reader:
+    a group that does not check is read again through the pages' own decoders),
+    ``key`` its batch key, ``num_items`` the rows every page of it holds."""
+
+    dec: miniblock.MiniBlockDecoder
+    key: tuple
+    num_items: int
+
+
+class PlainPage(NamedTuple):
+    """One plain page: its template, buffer 0 (chunk metadata) and buffer 1 (chunks)
+    as ``(offset, size)``, and its first row in the column."""
+
+    tmpl: Template
+    meta_off: int
+    meta_size: int
+    chunk_off: int
+    chunk_size: int
+    first_row: int
+
+
+def is_plain_type(dt: pa.DataType) -> bool:
+    """Whether a flat column of type ``dt`` can have plain pages."""
+    return (pa.types.is_integer(dt) or pa.types.is_floating(dt)
+            or pa.types.is_temporal(dt))
+
+
+def template(encoding: bytes, dtype: pa.DataType) -> Template | None:
+    """The :class:`Template` of a page's Any-wrapped ``PageLayout`` for a column of
+    ``dtype``, or None when such pages are not plain (or do not parse). Memoised by
+    ``(encoding, dtype)``."""
+    k = (encoding, dtype)
+    hit = _TEMPLATES.get(k, _MISS)
+    if hit is not _MISS:
+        return hit
+    hit = None
+    try:
+        layout = parse_layout(encoding, "page template")
+        if layout.WhichOneof("layout") == "mini_block_layout":
+            mb = layout.mini_block_layout
+            dec = miniblock.MiniBlockDecoder(mb, int(mb.num_items), [0, 0], "page template",
+                                             blocks.fixed_bits(dtype), dtype)
+            key = dec.batch_key()
+            if key is not None:
+                hit = Template(dec, key, dec.num_items)
+    except LanceError:
+        hit = None
+    with _TEMPLATES_LOCK:
+        if len(_TEMPLATES) >= _TEMPLATES_SIZE:
+            _TEMPLATES.pop(next(iter(_TEMPLATES)), None)
+        _TEMPLATES[k] = hit
+    return hit
+
+
+def column_pages(raw, dtype: pa.DataType, num_rows: int, file_size: int
+                 ) -> list[PlainPage] | None:
+    """The pages of a column (its serialized ``ColumnMetadata`` ``raw``) if every one is
+    plain and checks (two buffers inside the file, the template's row count, rows
+    adding up to ``num_rows``); None otherwise (the column's page decoders then say
+    what is wrong, if anything is)."""
+    cm = file2_pb2.ColumnMetadata()
+    try:
+        cm.ParseFromString(bytes(raw))
+    except Exception:  # (the page decoders' parse names it)
+        return None
+    out = []
+    row = 0
+    for page in cm.pages:
+        offs, sizes = page.buffer_offsets, page.buffer_sizes
+        if len(offs) != 2 or len(sizes) != 2:
+            return None
+        # (a page whose encoding is not direct has empty direct bytes: no template)
+        t = template(page.encoding.direct.encoding, dtype)
+        if t is None or page.length != t.num_items:
+            return None
+        o0, o1 = offs
+        s0, s1 = sizes
+        if o0 + s0 > file_size or o1 + s1 > file_size:
+            return None
+        out.append(PlainPage(t, o0, s0, o1, s1, row))
+        row += t.num_items
+    return out if row == num_rows else None
+
+
+def _decode(pages: list[PlainPage], data: np.ndarray, pos: np.ndarray):
+    """Decode plain pages (their buffers read into ``data``, page ``j``'s two at
+    ``pos[2j]`` and ``pos[2j + 1]``), one decode per batch key: per page ``(values
+    block of its group, first item in it)``, or None for the pages of a group that
+    does not check."""
+    groups: dict = {}
+    for j, p in enumerate(pages):
+        groups.setdefault(p.tmpl.key, []).append(j)
+    out: list = [None] * len(pages)
+    for members in groups.values():
+        m = np.array(members, np.int64)
+        decs = [pages[j].tmpl.dec for j in members]
+        meta = np.stack([pos[2 * m], [pages[j].meta_size for j in members]], axis=1)
+        chunks = np.stack([pos[2 * m + 1], [pages[j].chunk_size for j in members]], axis=1)
+        got = miniblock.decode_group(decs, data, meta, chunks)
+        if got is None:
+            continue
+        block, item_start = got
+        for j, a in zip(members, item_start[:-1].tolist()):
+            out[j] = (block, a)
+    return out
+
+
+def _read(io, pages: list[PlainPage]):
+    offs = np.empty(2 * len(pages), np.int64)
+    sizes = np.empty(2 * len(pages), np.int64)
+    offs[0::2] = [p.meta_off for p in pages]
+    offs[1::2] = [p.chunk_off for p in pages]
+    sizes[0::2] = [p.meta_size for p in pages]
+    sizes[1::2] = [p.chunk_size for p in pages]
+    return io.read_ranges_np(offs, sizes)
+
+
+class _Arrays:
+    """Arrow arrays cut from shared blocks: one array per (block, type), sliced."""
+
+    def __init__(self):
+        self._whole: dict = {}
+
+    def slice(self, dtype: pa.DataType, block, first: int, n: int) -> pa.Array:
+        k = (id(block), dtype)
+        hit = self._whole.get(k)
+        if hit is None:
+            hit = self._whole[k] = (blocks.to_arrow(dtype, block, None), block)
+        return hit[0].slice(first, n)
+
+
+def scan(io, fields: list[tuple[pa.DataType, list[PlainPage]]], batch_bytes: int
+         ) -> list[list[pa.Array] | None]:
+    """Every row of many plain columns (``(type, pages)`` each): per column its
+    pages' Arrow arrays, or None for a column to read again through its decoders.
+    Pages are read in coalesced requests of about ``batch_bytes``."""
+    flat = [(f, p) for f, (_, pages) in enumerate(fields) for p in pages]
+    out: list = [[] for _ in fields]
+    arrays = _Arrays()
+    start = 0
+    while start < len(flat):
+        stop, held = start, 0
+        while stop < len(flat) and (stop == start or held < batch_bytes):
+            held += flat[stop][1].meta_size + flat[stop][1].chunk_size
+            stop += 1
+        part = flat[start:stop]
+        pages = [p for _, p in part]
+        data, pos = _read(io, pages)
+        for (f, p), got in zip(part, _decode(pages, data, pos)):
+            if out[f] is None:
+                continue
+            if got is None:
+                out[f] = None
+                continue
+            out[f].append(arrays.slice(fields[f][0], got[0], got[1], p.tmpl.num_items))
+        start = stop
+    return out
+
+
+def take(io, fields: list[tuple[pa.DataType, list[PlainPage]]], rows: np.ndarray,
+         num_rows: int) -> list[list[pa.Array] | None]:
+    """Rows ``rows`` (sorted, duplicates allowed) of many plain columns: per column the
+    arrays of its pages' rows, or None for a column to read through its decoders (a
+    page the rows touch is larger than ``TAKE_WHOLE_PAGE_BYTES``, or does not check).
+    Columns cut into pages at the same rows share the row-to-page lookup."""
+    out: list = [None] * len(fields)
+    need: list = []  # (column, page, page-relative rows)
+    split: dict = {}
+    for f, (_, pages) in enumerate(fields):
+        if len(pages) == 1:
+            pieces = [(pages[0], rows)]
+        else:
+            k = tuple(p.first_row for p in pages)
+            pieces = split.get(k)
+            if pieces is None:
+                firsts = np.array(k + (num_rows,), np.int64)
+                page_of = np.searchsorted(firsts, rows, side="right") - 1
+                pieces = split[k] = [(int(i), rows[page_of == i] - firsts[i])
+                                     for i in np.unique(page_of).tolist()]
+            pieces = [(pages[i], sel) for i, sel in pieces]
+        if any(p.meta_size + p.chunk_size > TAKE_WHOLE_PAGE_BYTES for p, _ in pieces):
+            continue
+        out[f] = []
+        need.extend((f, p, sel) for p, sel in pieces)
+    if not need:
+        return out
+    pages = [p for _, p, _ in need]
+    data, pos = _read(io, pages)
+    decoded = _decode(pages, data, pos)
+    # one gather per decoded block: the rows of all its pages
+    by_block: dict = {}
+    for j, got in enumerate(decoded):
+        if got is not None:
+            by_block.setdefault(id(got[0]), (got[0], []))[1].append(j)
+    arrays = _Arrays()
+    res: list = [None] * len(need)
+    for block, members in by_block.values():
+        width = block.bits // 8
+        idx = np.concatenate([decoded[j][1] + need[j][2] for j in members])
+        values = block.data[:block.num_values * width].reshape(-1, width)
+        picked = blocks.FixedWidth(block.bits, values[idx].reshape(-1), len(idx))
+        at = 0
+        for j in members:
+            n = len(need[j][2])
+            res[j] = arrays.slice(fields[need[j][0]][0], picked, at, n)
+            at += n
+    for (f, _, _), arr in zip(need, res):
+        if arr is None:
+            out[f] = None
+        elif out[f] is not None:
+            out[f].append(arr)
+    return out
