@@ -5,7 +5,15 @@ thousands of small pages: one kernel call each costs more than the work).
 row of a 2-D array, each row one page's fixed-width values: the same sketches and the
 same estimates as the per-page calls, without a dispatch and a register allocation
 per page.
+
+``lex_bounds`` finds the least and the greatest row of a 2-D ``uint64`` array in one
+pass, rows compared word by word from the first (unsigned), or each row read as one
+little-endian two's complement integer (decimals): the bounds of a page of wide
+fixed-width values. Example: rows ``[[1, 5], [0, 9], [1, 2]]`` → least row 1, greatest
+row 0 (word by word); as integers (``signed_le``) → least row 2, greatest row 1.
 """
+
+import numpy as np
 
 from ._jit import kernel
 from .stats import BAD_REGISTERS, BAD_SIZE, OK, hll_estimate, hll_fixed
@@ -32,4 +40,70 @@ def hll_fixed_rows(data, width, seed, registers, out):
     return OK
 
 
-__all__ = ["hll_fixed_rows", "OK", "BAD_SIZE", "BAD_REGISTERS"]
+_SIGN = np.uint64(1 << 63)
+
+
+@kernel
+def _word(keys, i, j, k, signed_le):
+    """Word ``j`` (0: the most significant) of row ``i`` as an unsigned key."""
+    if signed_le:
+        if j == 0:
+            return keys[i, k - 1] ^ _SIGN
+        return keys[i, k - 1 - j]
+    return keys[i, j]
+
+
+@kernel
+def _cmp_rows(keys, i, r, k, signed_le):
+    """-1, 0 or 1 as row ``i`` is less than, equal to or greater than row ``r``."""
+    for j in range(k):
+        a, b = _word(keys, i, j, k, signed_le), _word(keys, r, j, k, signed_le)
+        if a != b:
+            return -1 if a < b else 1
+    return 0
+
+
+@kernel
+def lex_bounds(keys, signed_le, valid, out):
+    """Rows of the least and the greatest row of ``keys`` (2-D uint64) among the rows
+    where ``valid`` (uint8, one per row; empty: every row) is nonzero, the first of
+    equal rows, into ``out[0]`` and ``out[1]`` (int64; -1 when no row is valid).
+    ``signed_le`` 0: rows are compared word by word from the first, unsigned; 1: each
+    row is one little-endian two's complement integer (its last word the most
+    significant, signed). Returns OK or ``BAD_SIZE`` (``valid`` neither empty nor one
+    per row, ``out`` shorter than 2, or rows of no word)."""
+    n, k = keys.shape
+    if (valid.shape[0] != 0 and valid.shape[0] != n) or out.shape[0] < 2 or k < 1:
+        return BAD_SIZE
+    every = valid.shape[0] == 0
+    lo = hi = -1
+    if k <= 2:  # (most columns: the two leading words kept in registers)
+        l0 = l1 = h0 = h1 = np.uint64(0)
+        for i in range(n):
+            if not every and valid[i] == 0:
+                continue
+            a0 = _word(keys, i, 0, k, signed_le)
+            a1 = _word(keys, i, 1, k, signed_le) if k == 2 else np.uint64(0)
+            if lo < 0:
+                lo = hi = i
+                l0, l1, h0, h1 = a0, a1, a0, a1
+            elif a0 < l0 or (a0 == l0 and a1 < l1):
+                lo, l0, l1 = i, a0, a1
+            elif a0 > h0 or (a0 == h0 and a1 > h1):
+                hi, h0, h1 = i, a0, a1
+    else:
+        for i in range(n):
+            if not every and valid[i] == 0:
+                continue
+            if lo < 0:
+                lo = hi = i
+            elif _cmp_rows(keys, i, lo, k, signed_le) < 0:
+                lo = i
+            elif _cmp_rows(keys, i, hi, k, signed_le) > 0:
+                hi = i
+    out[0] = lo
+    out[1] = hi
+    return OK
+
+
+__all__ = ["hll_fixed_rows", "lex_bounds", "OK", "BAD_SIZE", "BAD_REGISTERS"]

@@ -31,6 +31,7 @@ import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
 from lancenb.errors import CorruptFileError
+from lancenb.kernels import stats_rows as kstats_rows
 
 __all__ = ["StatsCollector", "read_file_stats", "STATS_KEY", "DEFAULT_ROWS_PER_PAGE",
            "ColumnStats", "compute_stats", "BINARY_STATS_PREFIX"]
@@ -235,6 +236,70 @@ def _plain_stats(t: pa.DataType, cols: list) -> list[ColumnStats]:
     return out
 
 
+# fixed-width columns whose bounds come from their bytes (_word_stats)
+# rather than Arrow's min_max (per-page calls on decimals and fixed-size binary were
+# most of a mixed table's statistics time); False: every such column through Arrow
+WORD_STATS = True
+
+
+def _ordered_keys(arr: pa.Array):
+    """``(keys, signed_le)``: the values of ``arr`` as keys whose order is
+    :func:`compute_stats`' order of the values, for
+    :func:`kernels.stats_rows.lex_bounds`: a temporal type's stored integers (1-D,
+    signed), a decimal's little-endian two's complement words (``signed_le``),
+    fixed-size binary of whole 8-byte words read big-endian (byte order, unsigned
+    word by word). None for other types."""
+    typ, n = arr.type, len(arr)
+    buf = arr.buffers()[1]
+    if pa.types.is_temporal(typ) and not pa.types.is_interval(typ) and (
+            typ.bit_width in (32, 64)):
+        dt = np.dtype(np.int32 if typ.bit_width == 32 else np.int64)
+        return np.frombuffer(buf, dt, count=n, offset=arr.offset * dt.itemsize), 1
+    if pa.types.is_decimal(typ) and typ.bit_width in (128, 256):
+        k = typ.bit_width // 64
+        words = np.frombuffer(buf, np.uint64, count=n * k, offset=arr.offset * k * 8)
+        return words.reshape(n, k), 1
+    if pa.types.is_fixed_size_binary(typ) and typ.byte_width and typ.byte_width % 8 == 0:
+        k = typ.byte_width // 8
+        words = np.frombuffer(buf, ">u8", count=n * k, offset=arr.offset * k * 8)
+        return words.reshape(n, k).astype(np.uint64), 0
+    return None
+
+
+def _word_stats(chunks: list) -> ColumnStats | None:
+    """:func:`compute_stats` of one page of a temporal, decimal or fixed-size binary
+    column, its bounds found over the values' bytes (:func:`_ordered_keys`: numpy for
+    temporal pages without nulls, else one :func:`kernels.stats_rows.lex_bounds`
+    pass), or None for a type this does not cover."""
+    t = chunks[0].type
+    if not (pa.types.is_temporal(t) or pa.types.is_decimal(t)
+            or pa.types.is_fixed_size_binary(t)):
+        return None
+    arr = chunks[0] if len(chunks) == 1 else pa.concat_arrays(chunks)
+    found = _ordered_keys(arr)
+    if found is None:
+        return None
+    keys, signed_le = found
+    n, nulls = len(arr), arr.null_count
+    if nulls == n:
+        return ColumnStats(num_rows=n, null_count=nulls)
+    if keys.ndim == 1 and not nulls:
+        lo, hi = int(keys.argmin()), int(keys.argmax())
+    else:
+        if keys.ndim == 1:
+            keys = keys.astype(np.int64).view(np.uint64).reshape(n, 1)
+        valid = (np.zeros(0, np.uint8) if not nulls else
+                 arr.is_valid().to_numpy(zero_copy_only=False).view(np.uint8))
+        out = np.empty(2, np.int64)
+        if kstats_rows.lex_bounds(keys, signed_le, valid, out) != kstats_rows.OK:
+            raise AssertionError("lex_bounds: shapes disagree")  # (they are ours)
+        lo, hi = int(out[0]), int(out[1])
+    lo, hi = arr[lo], arr[hi]
+    if not pa.types.is_temporal(t):  # (temporal bounds stay pyarrow scalars)
+        lo, hi = lo.as_py(), hi.as_py()
+    return ColumnStats(num_rows=n, null_count=nulls, min=lo, max=hi)
+
+
 class StatsCollector:
     """Accumulates one data file's statistics as batches are written."""
 
@@ -270,6 +335,11 @@ class StatsCollector:
             if f.type in _NUMPY_STATS and not any(c.null_count for c in chunks):
                 plain.setdefault(f.type, []).append((fid, chunks))
                 continue
+            if WORD_STATS and not pa.types.is_dictionary(f.type):
+                st = _word_stats(chunks)
+                if st is not None:
+                    self._rows[fid].append(st)
+                    continue
             arr = pa.chunked_array(chunks)
             try:
                 self._rows[fid].append(compute_stats(arr))

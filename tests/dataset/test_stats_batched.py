@@ -31,6 +31,27 @@ def _table(n: int, seed: int) -> pa.Table:
     t["s"] = pa.array([str(x) for x in rng.integers(0, 100, n)])
     t["ts"] = pa.array(rng.integers(0, 2**50, n), pa.timestamp("us"))
     t["dict"] = pa.array(rng.integers(0, 5, n)).dictionary_encode()
+    # fixed-width columns whose bounds numpy finds over their bytes (stats._word_stats):
+    # ties in the top word, negatives, nulls, an all-null column
+    some_null = rng.random(n) < 0.2
+    top = rng.integers(0, 3, n).astype(np.uint64)
+    low = rng.integers(0, 2**64, n, dtype=np.uint64)
+    fsb = np.stack([top.byteswap(), low], axis=1)  # first 8 bytes: 0, 1 or 2 (big-endian)
+    t["fsb16"] = pa.Array.from_buffers(pa.binary(16), n, [None, pa.py_buffer(fsb)])
+    t["fsb8"] = pa.array([bytes(x) for x in rng.integers(0, 3, (n, 8), dtype=np.uint8)],
+                         pa.binary(8), mask=some_null)
+    ints = [int(x) * 10**int(e) for x, e in zip(rng.integers(-10**6, 10**6, n),
+                                                  rng.integers(0, 30, n))]
+    t["dec"] = pa.array([None if m else x for x, m in zip(ints, some_null)],
+                        pa.decimal128(38, 0)).cast(pa.decimal128(38, 0))
+    t["dec_small"] = pa.array([x % 7 - 3 for x in ints], pa.decimal128(9, 0)).cast(
+        pa.decimal128(9, 2))
+    t["dec256"] = pa.array([-x for x in ints], pa.decimal256(76, 0))
+    t["date_nulls"] = pa.array(rng.integers(-5, 5, n).astype(np.int32), pa.date32(),
+                               mask=some_null)
+    t["ts_tz"] = pa.array(rng.integers(-2**62, 2**62, n), pa.timestamp("ns", tz="UTC"))
+    t["time32"] = pa.array(rng.integers(0, 86_400, n).astype(np.int32), pa.time32("s"))
+    t["dur_null"] = pa.array(np.zeros(n, np.int64), pa.duration("ms"), mask=np.ones(n, bool))
     for k in range(4):
         t[f"w{k}"] = pa.array(rng.random(n))
     return pa.table(t)
@@ -60,5 +81,6 @@ def test_batched_statistics_match_column_by_column(monkeypatch, n, rows_per_page
         assert [(r.null_count, repr(r.min), repr(r.max)) for r in sc._rows[fid]] == \
             [(r.null_count, repr(r.min), repr(r.max)) for r in want], name
     monkeypatch.setattr(stats, "_NUMPY_STATS", {})  # every column on its own
+    monkeypatch.setattr(stats, "WORD_STATS", False)  # ... through Arrow's min_max
     _, slow = _collect(table, rows_per_page)
     assert fast == slow

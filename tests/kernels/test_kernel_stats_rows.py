@@ -33,3 +33,47 @@ def test_statuses():
     assert kr.hll_fixed_rows(data, 8, 0, np.zeros((2, 15), np.uint8), out) == \
         kr.BAD_REGISTERS
     assert kr.hll_fixed_rows(data, 3, 0, np.zeros((2, 16), np.uint8), out) == kr.BAD_SIZE
+
+
+def _lex_bounds_reference(keys, signed_le, valid):
+    rows = [i for i in range(len(keys)) if not len(valid) or valid[i]]
+    if not rows:
+        return -1, -1
+    k = keys.shape[1]
+    if signed_le:  # one little-endian two's complement integer per row
+        ints = [sum(int(w) << (64 * j) for j, w in enumerate(keys[i])) for i in rows]
+        vals = [v - (1 << (64 * k)) if v >> (64 * k - 1) else v for v in ints]
+    else:  # word by word from the first
+        vals = [tuple(int(x) for x in keys[i]) for i in rows]
+    return rows[vals.index(min(vals))], rows[vals.index(max(vals))]  # the first of equal
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+@pytest.mark.parametrize("signed_le", [0, 1])
+@pytest.mark.parametrize("readonly", [False, True])
+def test_lex_bounds_matches_reference(k, signed_le, readonly):
+    rng = np.random.default_rng(k)
+    for n, card in ((1, 3), (7, 2), (300, 3), (300, 2**64)):
+        keys = rng.integers(0, card, (n, k), dtype=np.uint64)
+        keys[:, -1] |= rng.integers(0, 2, n, dtype=np.uint64) << np.uint64(63)  # negatives
+        for valid in (np.zeros(0, np.uint8), (rng.random(n) < 0.7).astype(np.uint8),
+                      np.zeros(n, np.uint8)):
+            keys.flags.writeable = valid.flags.writeable = not readonly
+            out = np.zeros(2, np.int64)
+            assert kr.lex_bounds(keys, signed_le, valid, out) == kr.OK
+            assert tuple(out) == _lex_bounds_reference(keys, signed_le, valid)
+            keys.flags.writeable = valid.flags.writeable = True
+
+
+def test_lex_bounds_example_and_statuses():
+    rows = np.array([[1, 5], [0, 9], [1, 2]], np.uint64)
+    out = np.zeros(2, np.int64)
+    assert kr.lex_bounds(rows, 0, np.zeros(0, np.uint8), out) == kr.OK
+    assert tuple(out) == (1, 0)
+    assert kr.lex_bounds(rows, 1, np.zeros(0, np.uint8), out) == kr.OK
+    assert tuple(out) == (2, 1)
+    keys = np.zeros((3, 2), np.uint64)
+    none = np.zeros(0, np.uint8)
+    assert kr.lex_bounds(keys, 0, np.zeros(2, np.uint8), out) == kr.BAD_SIZE
+    assert kr.lex_bounds(keys, 0, none, np.zeros(1, np.int64)) == kr.BAD_SIZE
+    assert kr.lex_bounds(np.zeros((3, 0), np.uint64), 0, none, out) == kr.BAD_SIZE
