@@ -162,13 +162,14 @@ def _symbol_words(symbols, lens, n, vals):
 
 
 @kernel
-def _build_matcher(vals, lens, lo, hi, byte_code, bstart, bval, bmask, binfo):
+def _build_matcher(vals, lens, lo, hi, least, byte_code, bstart, bval, bmask, binfo):
     """Lookup structures for codes ``lo..hi-1``.
 
     ``byte_code[b]``: the lowest code of the one-byte symbol ``b`` (left alone where
-    there is none). Multi-byte symbols are grouped by the hash of their first two bytes
-    (group ``h`` is ``bstart[h]..bstart[h + 1]``), longest first, then by code, so the
-    first match in a group is the longest (and lowest) one. Entry ``j`` holds the
+    there is none). Symbols of ``least`` (2 or 3) bytes or more are grouped by the hash
+    of their first two bytes (group ``h`` is ``bstart[h]..bstart[h + 1]``), longest
+    first, then by code, so the first match in a group is the longest (and lowest) one;
+    with ``least == 3`` two-byte symbols are left to the caller. Entry ``j`` holds the
     symbol's bytes ``bval[j]``, its length mask ``bmask[j]`` and ``code | len << 16``
     in ``binfo[j]``, side by side so a probe needs no further lookups.
     """
@@ -178,13 +179,13 @@ def _build_matcher(vals, lens, lo, hi, byte_code, bstart, bval, bmask, binfo):
             byte_code[np.int64(vals[c])] = c
     bstart[:] = 0
     for c in range(lo, hi):
-        if lens[c] >= 2:
+        if lens[c] >= least:
             bstart[_bucket(vals[c]) + 1] += 1
     for h in range(nb):
         bstart[h + 1] += bstart[h]
     fill = bstart[:nb].copy()
     for c in range(lo, hi):
-        if lens[c] >= 2:
+        if lens[c] >= least:
             h = _bucket(vals[c])
             # insertion into a group kept sorted by length (groups hold a few codes)
             j = fill[h]
@@ -496,7 +497,8 @@ def build_table(offsets, data, symbols, lens, info):
         frac = GENERATIONS[g]
         for b in range(256):
             byte_code[b] = b
-        _build_matcher(vals, slens, 256, 256 + m, byte_code, bstart, bval, bmask, binfo)
+        _build_matcher(vals, slens, 256, 256 + m, 2, byte_code, bstart, bval, bmask,
+                       binfo)
         gain, npairs = _count(offsets, data, slens, byte_code, bstart, bval, bmask, binfo,
                               count1, count2, pairs, frac < 128)
         if gain >= best_gain:
@@ -546,13 +548,22 @@ def compress_bound(offsets: np.ndarray) -> int:
     return 2 * int(offsets[-1] - offsets[0])
 
 
+# a compressor lookup entry (uint16): code | length << 8 (length 0: an escape), with
+# LONGER set where symbols of three or more bytes start with the entry's two bytes
+LONGER = 0x8000
+
+
 @kernel
-def _compress_values(offsets, data, byte_code, bstart, bval, bmask, binfo, out_offsets,
+def _compress_values(offsets, data, byte1, short, bstart, bval, bmask, binfo, out_offsets,
                      out_data):
-    """The loop of :func:`compress` (see :func:`_build_matcher` for the lookups). A
-    function of its own so that the lookup arrays arrive as arguments: as local arrays
-    of the caller the loop ran 1.5x slower."""
+    """The loop of :func:`compress`. ``short[two bytes]``: the longest symbol of at most
+    two bytes at a position (else the escape), ``byte1[byte]`` the same for a value's
+    last byte (see :data:`LONGER`); symbols of three or more bytes are probed (see
+    :func:`_build_matcher`) only where ``short`` says some start there. A function of
+    its own so that the lookup arrays arrive as arguments: as local arrays of the caller
+    the loop ran 1.5x slower."""
     one = np.uint64(1)
+    size = data.shape[0]
     p = 0
     out_offsets[0] = 0
     for s in range(offsets.shape[0] - 1):
@@ -563,36 +574,42 @@ def _compress_values(offsets, data, byte_code, bstart, bval, bmask, binfo, out_o
             # counting, and unsigned indices skip numba's negative-index wraparound
             rem = end - i
             w = np.uint64(0)
-            if rem >= 8:
+            if i + 8 <= size:  # eight bytes (one load), those past the value masked off
                 for j in range(8):
                     w |= np.uint64(data[np.uint64(i + j)]) << np.uint64(8 * j)
-            else:  # the last bytes of a value, in a loop LLVM does not vectorise
-                j = i + rem
+                if rem < 8:
+                    w &= MASKS[rem]
+            else:  # the buffer's last bytes, in a loop LLVM does not vectorise
+                j = i + min(rem, 8)
                 while j > i:
                     j -= 1
                     w = (w << np.uint64(8)) | np.uint64(data[np.uint64(j)])
             if rem >= 2:
-                h = np.uint64(_bucket(w))
-                j = bstart[h]
-                last = bstart[h + one]
-                while j < last:
-                    ju = np.uint64(j)
-                    if ((w & bmask[ju]) == bval[ju]) & ((binfo[ju] >> 16) <= rem):
-                        break
-                    j += 1
-                if j < last:
-                    out_data[np.uint64(p)] = binfo[np.uint64(j)] & 0xFF
-                    p += 1
-                    i += binfo[np.uint64(j)] >> 16
-                    continue
-            b = w & np.uint64(0xFF)
-            c1 = byte_code[b]
+                x = np.int64(short[w & np.uint64(0xFFFF)])
+                if x & LONGER:
+                    h = np.uint64(_bucket(w))
+                    j = bstart[h]
+                    last = bstart[h + one]
+                    while j < last:
+                        ju = np.uint64(j)
+                        if ((w & bmask[ju]) == bval[ju]) & ((binfo[ju] >> 16) <= rem):
+                            break
+                        j += 1
+                    if j < last:
+                        out_data[np.uint64(p)] = binfo[np.uint64(j)] & 0xFF
+                        p += 1
+                        i += binfo[np.uint64(j)] >> 16
+                        continue
+            else:
+                x = np.int64(byte1[w & np.uint64(0xFF)])
             # the literal is written either way; it stays only after an escape (p + 1
             # is within the 2x bound: each input byte so far took at most two)
-            out_data[np.uint64(p)] = c1 & 0xFF
-            out_data[np.uint64(p + 1)] = b
-            p += 1 + (c1 >> 8)
-            i += 1
+            ln = (x >> 8) & 0x7F
+            esc = np.int64(ln == 0)
+            out_data[np.uint64(p)] = x & 0xFF
+            out_data[np.uint64(p + 1)] = w & np.uint64(0xFF)
+            p += 1 + esc
+            i += ln + esc
         out_offsets[s + 1] = p
     return p
 
@@ -622,17 +639,26 @@ def compress(offsets, data, symbols, lens, info, out_offsets, out_data):
     _symbol_words(symbols, lens, ns, vals)
     for c in range(ns):
         slens[c] = lens[c]
-    # byte_code: code | 0 << 8 for a one-byte symbol, ESCAPE | 1 << 8 for an escape
     byte_code = np.full(256, -1, np.int64)
     bstart = np.zeros((1 << HASH_BITS) + 1, np.int64)
     bval = np.empty(MAX_SYMBOLS, np.uint64)
     bmask = np.empty(MAX_SYMBOLS, np.uint64)
     binfo = np.empty(MAX_SYMBOLS, np.int64)
-    _build_matcher(vals, slens, 0, ns, byte_code, bstart, bval, bmask, binfo)
+    _build_matcher(vals, slens, 0, ns, 3, byte_code, bstart, bval, bmask, binfo)
+    byte1 = np.empty(256, np.uint16)
     for b in range(256):
-        if byte_code[b] < 0:
-            byte_code[b] = ESCAPE | 1 << 8
-    return _compress_values(offsets, data, byte_code, bstart, bval, bmask, binfo,
+        byte1[b] = ESCAPE if byte_code[b] < 0 else byte_code[b] | 1 << 8
+    short = np.empty(1 << 16, np.uint16)
+    for k in range(1 << 16):
+        short[k] = byte1[k & 0xFF]
+    for c in range(ns - 1, -1, -1):  # the lowest code among equal symbols
+        if slens[c] == 2:
+            short[np.int64(vals[c])] = c | 2 << 8
+    for c in range(ns):
+        if slens[c] >= 3:
+            k = np.int64(vals[c] & np.uint64(0xFFFF))
+            short[k] = short[k] | LONGER
+    return _compress_values(offsets, data, byte1, short, bstart, bval, bmask, binfo,
                             out_offsets, out_data)
 
 
