@@ -16,7 +16,19 @@ row 0 (word by word); as integers (``signed_le``) → least row 2, greatest row 
 import numpy as np
 
 from ._jit import kernel
-from .stats import BAD_REGISTERS, BAD_SIZE, OK, hll_estimate, hll_fixed
+from .stats import (
+    _P5,
+    BAD_REGISTERS,
+    BAD_SIZE,
+    OK,
+    _avalanche,
+    _hll_add,
+    _tail8,
+    add64,
+    hll_estimate,
+    hll_fixed,
+    precision,
+)
 
 
 @kernel
@@ -38,6 +50,28 @@ def hll_fixed_rows(data, width, seed, registers, out):
             return BAD_REGISTERS
         out[r] = est
     return OK
+
+
+@kernel
+def hll_words(words, seed, registers):
+    """:func:`stats.hll_fixed` of rows of 8 to 24 bytes given as the rows of ``words``
+    (2-D uint64, 1 to 3 words: little-endian loads of the row's bytes): the same
+    XXH64 (for inputs under 32 bytes, a tail step per 8-byte word) and the same
+    sketch, without loading the bytes one at a time. Returns the row count,
+    ``BAD_SIZE`` (rows of no word or of 4+) or ``BAD_REGISTERS``."""
+    p = precision(registers)
+    if p < 0:
+        return BAD_REGISTERS
+    n, k = words.shape
+    if k < 1 or k > 3:
+        return BAD_SIZE
+    start = add64(add64(np.uint64(seed), _P5), np.uint64(8 * k))
+    for i in range(n):
+        h = start
+        for j in range(k):
+            h = _tail8(h, words[i, j])
+        _hll_add(registers, p, _avalanche(h))
+    return n
 
 
 _SIGN = np.uint64(1 << 63)
@@ -106,4 +140,4 @@ def lex_bounds(keys, signed_le, valid, out):
     return OK
 
 
-__all__ = ["hll_fixed_rows", "lex_bounds", "OK", "BAD_SIZE", "BAD_REGISTERS"]
+__all__ = ["hll_fixed_rows", "hll_words", "lex_bounds", "OK", "BAD_SIZE", "BAD_REGISTERS"]

@@ -77,3 +77,25 @@ def test_lex_bounds_example_and_statuses():
     assert kr.lex_bounds(keys, 0, np.zeros(2, np.uint8), out) == kr.BAD_SIZE
     assert kr.lex_bounds(keys, 0, none, np.zeros(1, np.int64)) == kr.BAD_SIZE
     assert kr.lex_bounds(np.zeros((3, 0), np.uint64), 0, none, out) == kr.BAD_SIZE
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+@pytest.mark.parametrize("readonly", [False, True])
+def test_hll_words_matches_hll_fixed(k, readonly):
+    rng = np.random.default_rng(k)
+    for n, card in ((0, 1), (1, 5), (1000, 40), (3000, 2**62)):
+        words = rng.integers(0, card, (n, k), dtype=np.uint64)
+        words.flags.writeable = not readonly
+        regs = np.zeros(1 << 12, np.uint8)
+        assert kr.hll_words(words, 7, regs) == n
+        want = np.zeros(1 << 12, np.uint8)
+        assert ks.hll_fixed(words.view(np.uint8).reshape(-1).copy(), 8 * k, 7, want) == n
+        assert np.array_equal(regs, want)
+
+
+def test_hll_words_statuses():
+    regs = np.zeros(16, np.uint8)
+    assert kr.hll_words(np.zeros((2, 4), np.uint64), 0, regs) == kr.BAD_SIZE
+    assert kr.hll_words(np.zeros((2, 0), np.uint64), 0, regs) == kr.BAD_SIZE
+    assert kr.hll_words(np.zeros((2, 2), np.uint64), 0, np.zeros(15, np.uint8)) == \
+        kr.BAD_REGISTERS

@@ -32,6 +32,7 @@ from lancenb.encodings.physical import general, variable
 from lancenb.kernels import dictionary as kd
 from lancenb.kernels import slices
 from lancenb.kernels import stats as kstats
+from lancenb.kernels import stats_rows as kstats_rows
 
 __all__ = ["try_dictionary", "MIN_VALUES", "MAX_ITEMS"]
 
@@ -56,6 +57,10 @@ def _sketch(block, keep_hashes: bool = False):
         kstats.hll_variable_hashes(block.offsets, block.data, HLL_SEED, registers, hashes)
     elif isinstance(block, Variable):
         kstats.hll_variable(block.offsets, block.data, HLL_SEED, registers)
+    elif block.bits in (128, 192):  # (decimals, uuids: hashed a word at a time)
+        n, k = block.num_values, block.bits // 64
+        kstats_rows.hll_words(block.data[:n * k * 8].view(np.uint64).reshape(n, k), HLL_SEED,
+                              registers)
     else:
         w = block.bits // 8
         kstats.hll_fixed(block.data[:block.num_values * w], w, HLL_SEED, registers)
