@@ -155,14 +155,13 @@ class V21Backend:
         hit = self._c.memo.get(k, k)
         if hit is k:
             hit = None
-            f = self.fields[field_idx]
-            storage, st, per_row = self._stored(field_idx)
-            if per_row == 1 and st == storage and plain.is_plain_type(st):
-                ci = self.columns_of[field_idx]
-                pages = plain.column_pages(self._c.column_bytes(ci), st, self.num_rows,
-                                           self.io.size())
-                if pages is not None and f.arrow.type == st:
-                    hit = (st, pages)
+            # (a plain type is its own storage type, one column, one entry a row)
+            t = self.fields[field_idx].arrow.type
+            if plain.is_plain_type(t):
+                pages = plain.column_pages(self._c.column_bytes(self.columns_of[field_idx]),
+                                           t, self.num_rows, self.io.size())
+                if pages is not None:
+                    hit = (t, pages)
             self._c.memo[k] = hit
         return hit
 
@@ -321,9 +320,10 @@ class V21Backend:
     def _read_all_many(self, field_idxs) -> list[pa.ChunkedArray]:
         at, fields = self._split_plain(field_idxs)
         out: list = [None] * len(field_idxs)
-        for k, arrs in zip(at, plain.scan(self.io, fields, BATCH_READ_BYTES) if at else ()):
+        for k, (t, _), arrs in zip(at, fields,
+                                   plain.scan(self.io, fields, BATCH_READ_BYTES) if at else ()):
             if arrs is not None:
-                out[k] = self._merge(field_idxs[k], [arrs])
+                out[k] = pa.chunked_array(arrs, type=t)
         rest = [k for k, a in enumerate(out) if a is None]
         if rest:
             for k, a in zip(rest, self._read_all_pages([field_idxs[k] for k in rest])):
@@ -388,9 +388,10 @@ class V21Backend:
     def _read_rows_many(self, field_idxs, rows: np.ndarray) -> list[pa.ChunkedArray]:
         at, fields = self._split_plain(field_idxs)
         out: list = [None] * len(field_idxs)
-        for k, arrs in zip(at, plain.take(self.io, fields, rows, self.num_rows) if at else ()):
+        for k, (t, _), arrs in zip(at, fields, plain.take(self.io, fields, rows, self.num_rows)
+                                   if at else ()):
             if arrs is not None:
-                out[k] = self._merge(field_idxs[k], [arrs])
+                out[k] = pa.chunked_array(arrs, type=t)
         rest = [k for k, a in enumerate(out) if a is None]
         if rest:
             for k, a in zip(rest, self._read_rows_pages([field_idxs[k] for k in rest], rows)):

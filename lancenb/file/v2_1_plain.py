@@ -12,9 +12,10 @@ decoder object is built per page or per column.
 
 :func:`scan` decodes the pages of many columns with one chunk-table parse and one
 value decode per kind (:func:`miniblock.decode_group`) and cuts the columns' Arrow
-arrays out of one array per type; :func:`take` does the same over the pages the rows
-fall in (small pages only: the page is read and decoded whole) and gathers every
-column's rows with one fancy index. Whatever does not check returns None for the
+arrays out of one array per type; :func:`take` reads the pages the rows fall in
+whole (small pages only) and gathers the rows of every column of one kind in one
+call (:func:`miniblock.gather_group`: FastLanes lanes read value by value, flat
+values picked, no page unpacked). Whatever does not check returns None for the
 fields concerned: the caller reads those through their page decoders, which raise
 the precise error a one-column read raises.
 """
@@ -70,10 +71,17 @@ class PlainPage(NamedTuple):
     first_row: int
 
 
+# Arrow type ids of the types plain pages hold (integers, floats, temporal types)
+_PLAIN_IDS = frozenset(t.id for t in (
+    pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(), pa.uint32(),
+    pa.uint64(), pa.float16(), pa.float32(), pa.float64(), pa.date32(), pa.date64(),
+    pa.timestamp("s"), pa.time32("s"), pa.time64("us"), pa.duration("s")))
+
+
 def is_plain_type(dt: pa.DataType) -> bool:
-    """Whether a flat column of type ``dt`` can have plain pages."""
-    return (pa.types.is_integer(dt) or pa.types.is_floating(dt)
-            or pa.types.is_temporal(dt))
+    """Whether a flat column of type ``dt`` can have plain pages (integers, floats,
+    dates, times, timestamps, durations)."""
+    return dt.id in _PLAIN_IDS
 
 
 def template(encoding: bytes, dtype: pa.DataType) -> Template | None:
@@ -213,7 +221,8 @@ def take(io, fields: list[tuple[pa.DataType, list[PlainPage]]], rows: np.ndarray
     """Rows ``rows`` (sorted, duplicates allowed) of many plain columns: per column the
     arrays of its pages' rows, or None for a column to read through its decoders (a
     page the rows touch is larger than ``TAKE_WHOLE_PAGE_BYTES``, or does not check).
-    Columns cut into pages at the same rows share the row-to-page lookup."""
+    Columns cut into pages at the same rows share the row-to-page lookup; the touched
+    pages are read in one request, and each kind's rows gathered in one call."""
     out: list = [None] * len(fields)
     need: list = []  # (column, page, page-relative rows)
     split: dict = {}
@@ -229,7 +238,8 @@ def take(io, fields: list[tuple[pa.DataType, list[PlainPage]]], rows: np.ndarray
                 pieces = split[k] = [(int(i), rows[page_of == i] - firsts[i])
                                      for i in np.unique(page_of).tolist()]
             pieces = [(pages[i], sel) for i, sel in pieces]
-        if any(p.meta_size + p.chunk_size > TAKE_WHOLE_PAGE_BYTES for p, _ in pieces):
+        if max([p.meta_size + p.chunk_size for p, _ in pieces], default=0) > \
+                TAKE_WHOLE_PAGE_BYTES:
             continue
         out[f] = []
         need.extend((f, p, sel) for p, sel in pieces)
@@ -237,23 +247,25 @@ def take(io, fields: list[tuple[pa.DataType, list[PlainPage]]], rows: np.ndarray
         return out
     pages = [p for _, p, _ in need]
     data, pos = _read(io, pages)
-    decoded = _decode(pages, data, pos)
-    # one gather per decoded block: the rows of all its pages
-    by_block: dict = {}
-    for j, got in enumerate(decoded):
-        if got is not None:
-            by_block.setdefault(id(got[0]), (got[0], []))[1].append(j)
+    groups: dict = {}
+    for j, p in enumerate(pages):
+        groups.setdefault(p.tmpl.key, []).append(j)
     arrays = _Arrays()
     res: list = [None] * len(need)
-    for block, members in by_block.values():
-        width = block.bits // 8
-        idx = np.concatenate([decoded[j][1] + need[j][2] for j in members])
-        values = block.data[:block.num_values * width].reshape(-1, width)
-        picked = blocks.FixedWidth(block.bits, values[idx].reshape(-1), len(idx))
+    for members in groups.values():
+        # one gather of the rows of all the group's pages
+        m = np.array(members, np.int64)
+        lens = [len(need[j][2]) for j in members]
+        meta = np.stack([pos[2 * m], [pages[j].meta_size for j in members]], axis=1)
+        chunks = np.stack([pos[2 * m + 1], [pages[j].chunk_size for j in members]], axis=1)
+        block = miniblock.gather_group([pages[j].tmpl.dec for j in members], data, meta,
+                                       chunks, np.repeat(np.arange(len(members)), lens),
+                                       np.concatenate([need[j][2] for j in members]))
+        if block is None:
+            continue
         at = 0
-        for j in members:
-            n = len(need[j][2])
-            res[j] = arrays.slice(fields[need[j][0]][0], picked, at, n)
+        for j, n in zip(members, lens):
+            res[j] = arrays.slice(fields[need[j][0]][0], block, at, n)
             at += n
     for (f, _, _), arr in zip(need, res):
         if arr is None:

@@ -27,7 +27,7 @@ from lancenb.errors import CorruptFileError, NotSupportedError
 from lancenb.kernels import miniblock as km
 
 __all__ = ["encode", "MiniBlockDecoder", "ChunkTable", "RowsPlan", "decode_pages",
-           "decode_group", "take_pages", "load_tables"]
+           "decode_group", "gather_group", "take_pages", "load_tables"]
 
 MAX_CHUNK_BYTES = 32 * 1024  # a u16 metadata word can describe at most 4096 words of 8 bytes
 MAX_LARGE_CHUNK_BYTES = (1 << 28) * 8
@@ -577,6 +577,49 @@ def decode_group(decs: list, data: np.ndarray, meta: np.ndarray, chunks: np.ndar
     item_start = np.zeros(len(decs) + 1, np.int64)
     np.cumsum(num_items, out=item_start[1:])
     return block, item_start
+
+
+def gather_group(decs: list, data: np.ndarray, meta: np.ndarray, chunks: np.ndarray,
+                 page: np.ndarray, local: np.ndarray):
+    """Values ``local[k]`` of pages ``page[k]`` (page-relative item numbers) of whole
+    pages laid out as for :func:`decode_group`: one block of just those values (the
+    value decoder's ``gather`` where it has one, else a decode of every chunk and one
+    fancy index), or None when anything does not check. Only the chunk tables are
+    parsed for every page; value checks are the gather's (the chunks it touches)."""
+    got = _tables(decs, data, meta, chunks[:, 1])
+    if got is None:
+        return None
+    words, nbytes, counts, off, page_of, page_start, num_items = got
+    first = decs[0]
+    sw = first.size_width
+    pos = chunks[page_of, 0] + off
+    hdr = (2 + sw + 7) // 8 * 8
+    vsize = _words_at(data, pos + 2, sw)
+    if np.any(nbytes < hdr) or np.any(vsize > nbytes - hdr):
+        return None
+    if len(local) and (np.any(local < 0) or np.any(local >= num_items[page])):
+        return None
+    chunk_first = np.zeros(len(counts) + 1, np.int64)
+    np.cumsum(counts, out=chunk_first[1:])
+    item = chunk_first[page_start[page]] + local  # in the group's item numbering
+    slot = np.searchsorted(chunk_first, item, side="right") - 1
+    vstart, vsize = (pos + hdr)[:, None], vsize[:, None]
+    width = first.dtype_bits // 8
+    try:
+        if first.values.can_gather:
+            block = first.values.gather(data, vstart, vsize, counts, slot,
+                                        item - chunk_first[slot], first.where)
+        else:
+            whole = first.values.decode(data, vstart, vsize, counts, first.where)
+            if whole.num_values != int(chunk_first[-1]):
+                return None
+            values = whole.data[:whole.num_values * width].reshape(-1, width)
+            block = FixedWidth(first.dtype_bits, values[item].reshape(-1), len(item))
+    except CorruptFileError:
+        return None
+    if block.num_values != len(item) or len(block.data) < len(item) * width:
+        return None
+    return block
 
 
 def load_tables(decs: list, data: np.ndarray, meta: np.ndarray) -> bool:
