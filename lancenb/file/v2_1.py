@@ -321,7 +321,8 @@ class V21Backend:
         at, fields = self._split_plain(field_idxs)
         out: list = [None] * len(field_idxs)
         for k, (t, _), arrs in zip(at, fields,
-                                   plain.scan(self.io, fields, BATCH_READ_BYTES) if at else ()):
+                                   plain.scan(self.io, fields, BATCH_READ_BYTES,
+                                              SCAN_PIECE_BYTES) if at else ()):
             if arrs is not None:
                 out[k] = pa.chunked_array(arrs, type=t)
         rest = [k for k, a in enumerate(out) if a is None]

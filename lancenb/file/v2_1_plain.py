@@ -188,13 +188,16 @@ class _Arrays:
         return hit[0].slice(first, n)
 
 
-def scan(io, fields: list[tuple[pa.DataType, list[PlainPage]]], batch_bytes: int
-         ) -> list[list[pa.Array] | None]:
+def scan(io, fields: list[tuple[pa.DataType, list[PlainPage]]], batch_bytes: int,
+         page_bytes: int) -> list[list[pa.Array] | None]:
     """Every row of many plain columns (``(type, pages)`` each): per column its
-    pages' Arrow arrays, or None for a column to read again through its decoders.
-    Pages are read in coalesced requests of about ``batch_bytes``."""
-    flat = [(f, p) for f, (_, pages) in enumerate(fields) for p in pages]
-    out: list = [[] for _ in fields]
+    pages' Arrow arrays, or None for a column to read through its decoders (one of
+    its pages is larger than ``page_bytes``: those scan in pieces, or a page does not
+    check). Pages are read in coalesced requests of about ``batch_bytes``."""
+    out: list = [None if any(p.meta_size + p.chunk_size > page_bytes for p in pages)
+                 else [] for _, pages in fields]
+    flat = [(f, p) for f, (_, pages) in enumerate(fields) if out[f] is not None
+            for p in pages]
     arrays = _Arrays()
     start = 0
     while start < len(flat):
