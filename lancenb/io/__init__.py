@@ -1,8 +1,9 @@
 """The one I/O seam: every byte lancenb reads or writes goes through here.
 
-URIs are resolved with fsspec (``memory://``, ``file://``, plain local paths, and any
-object store fsspec knows). Local files get a fast path with ``os.pread`` so ranged
-reads are thread-safe and cost one system call each.
+URIs are resolved with fsspec (``memory://``, ``file://`` and any object store fsspec
+knows); plain local paths without it (:mod:`lancenb.io.local`: fsspec is then not even
+imported). Local files get a fast path with ``os.pread`` so ranged reads are thread-safe
+and cost one system call each.
 
 Readers count their requests (:attr:`RangeReader.stats`) so tests can check how many
 reads an operation needs.
@@ -15,11 +16,10 @@ import threading
 from dataclasses import dataclass
 from typing import Sequence
 
-import fsspec
 import numpy as np
-from fsspec.implementations.local import LocalFileSystem
 
 from lancenb.errors import LanceFileNotFoundError, LanceIOError
+from lancenb.io.local import is_local, resolve_local
 from lancenb.io.pools import fork_safe_locks, module_lock
 
 __all__ = ["RangeReader", "SequentialWriter", "open_reader", "open_writer", "resolve",
@@ -39,7 +39,15 @@ def resolve(uri: str | os.PathLike, storage_options: dict | None = None):
     from lancenb.io.options import fsspec_options
 
     uri = os.fspath(uri)
-    fs, path = fsspec.core.url_to_fs(uri, **fsspec_options(uri, storage_options))
+    options = fsspec_options(uri, storage_options)
+    path = resolve_local(uri, options)
+    if path is not None:  # a plain local path: fsspec is not even imported
+        from lancenb.io.local import LOCAL
+
+        return LOCAL, path
+    import fsspec
+
+    fs, path = fsspec.core.url_to_fs(uri, **options)
     return fs, path
 
 
@@ -111,7 +119,7 @@ class RangeReader:
         fork_safe_locks(self, "_lock")
         self._fd: int | None = None
         try:
-            if isinstance(fs, LocalFileSystem):
+            if is_local(fs):
                 self._fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
                 self._size = os.fstat(self._fd).st_size
                 self.coalesce_gap = LOCAL_COALESCE_GAP
@@ -231,11 +239,18 @@ class SequentialWriter:
         self.uri = uri or path
         self.fs = fs
         self.path = path
+        self._local = is_local(fs)
         try:
-            parent = fs._parent(path)
-            if parent:
-                fs.makedirs(parent, exist_ok=True)
-            self._f = fs.open(path, "wb")
+            if self._local:
+                parent = os.path.dirname(path)
+                if parent:
+                    os.makedirs(parent, exist_ok=True)
+                self._f = open(path, "wb")
+            else:
+                parent = fs._parent(path)
+                if parent:
+                    fs.makedirs(parent, exist_ok=True)
+                self._f = fs.open(path, "wb")
         except OSError as e:
             raise LanceIOError(f"cannot create {self.uri!r}: {e}") from e
         self._pos = 0
@@ -265,7 +280,10 @@ class SequentialWriter:
             self.close()
         finally:
             try:
-                self.fs.rm(self.path)
+                if self._local:
+                    os.unlink(self.path)
+                else:
+                    self.fs.rm(self.path)
             except Exception:
                 pass
 

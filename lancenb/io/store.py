@@ -30,11 +30,10 @@ import contextlib
 import inspect
 import os
 import random
+import sys
 import threading
 import time
 import uuid
-
-from fsspec.implementations.local import LocalFileSystem
 
 from lancenb.errors import (
     InvalidInputError,
@@ -42,6 +41,7 @@ from lancenb.errors import (
     LanceIOError,
     UnsafeCommitError,
 )
+from lancenb.io.local import is_local
 from lancenb.io.options import SINGLE_PROCESS_COMMITS, single_process_commits
 from lancenb.io.paths import check_relative, is_confined
 
@@ -81,9 +81,8 @@ if hasattr(os, "register_at_fork"):
 
 def _dir_over_local(fs):
     """The local filesystem under fsspec's ``dir://`` wrapper, or None."""
-    from fsspec.implementations.dirfs import DirFileSystem
-
-    if isinstance(fs, DirFileSystem) and isinstance(fs.fs, LocalFileSystem):
+    dirfs = sys.modules.get("fsspec.implementations.dirfs")  # not imported: not one
+    if dirfs is not None and isinstance(fs, dirfs.DirFileSystem) and is_local(fs.fs):
         return fs.fs
     return None
 
@@ -100,7 +99,7 @@ def conditional_put_of(fs) -> tuple[str, str | None, object] | tuple[None, None,
     ``("create", keyword, value)`` for object stores whose ``pipe_file`` takes a
     create-only keyword (s3fs, gcsfs, adlfs), else ``(None, None, None)``.
     """
-    if isinstance(fs, LocalFileSystem) or _dir_over_local(fs) is not None:
+    if is_local(fs) or _dir_over_local(fs) is not None:
         return "link", None, None
     for name in ("_pipe_file", "pipe_file"):
         meth = getattr(type(fs), name, None)
@@ -156,7 +155,7 @@ class ObjectStore:
         self.fs, root = resolve(self.uri, storage_options)
         self.root = root.rstrip("/") if root not in ("/", "") else root
         self.storage_options = storage_options
-        self.local = isinstance(self.fs, LocalFileSystem)
+        self.local = is_local(self.fs)
         if commit_lock is not None and not (callable(commit_lock)
                                             or hasattr(commit_lock, "__enter__")):
             raise InvalidInputError("commit_lock must be a callable taking the version being "
