@@ -302,38 +302,34 @@ def hll_fixed(data, width, seed, registers):
 
 
 @kernel
-def hll_variable(offsets, data, seed, registers):
-    """Add every value to the sketch; returns the value count or a status. The
-    offsets are checked before any register changes."""
+def hll_variable_hashes(offsets, data, seed, registers, out_hashes):
+    """Add every value to the sketch, keeping each value's XXH64 in ``out_hashes[i]``
+    (uint64, at least one per value) so that a dictionary build that follows need not
+    hash the values again, or not keeping them when ``out_hashes`` is empty. Returns
+    the value count or a status (``BAD_SIZE``: ``out_hashes`` neither empty nor long
+    enough); the offsets are checked before any register changes."""
     p = precision(registers)
     if p < 0:
         return BAD_REGISTERS
     if not offsets_ok(offsets, data.shape[0]):
         return BAD_OFFSETS
     n = offsets.shape[0] - 1
+    keep = out_hashes.shape[0] != 0
+    if keep and out_hashes.shape[0] < n:
+        return BAD_SIZE
     for i in range(n):
-        _hll_add(registers, p, xxh64(data, offsets[i], offsets[i + 1] - offsets[i], seed))
+        h = xxh64(data, offsets[i], offsets[i + 1] - offsets[i], seed)
+        if keep:
+            out_hashes[i] = h
+        _hll_add(registers, p, h)
     return n
 
 
 @kernel
-def hll_variable_hashes(offsets, data, seed, registers, out_hashes):
-    """:func:`hll_variable` that also keeps each value's XXH64 in ``out_hashes[i]``
-    (uint64, at least one per value, else ``BAD_SIZE``), so that a dictionary build
-    that follows need not hash the values again."""
-    p = precision(registers)
-    if p < 0:
-        return BAD_REGISTERS
-    if not offsets_ok(offsets, data.shape[0]):
-        return BAD_OFFSETS
-    n = offsets.shape[0] - 1
-    if out_hashes.shape[0] < n:
-        return BAD_SIZE
-    for i in range(n):
-        h = xxh64(data, offsets[i], offsets[i + 1] - offsets[i], seed)
-        out_hashes[i] = h
-        _hll_add(registers, p, h)
-    return n
+def hll_variable(offsets, data, seed, registers):
+    """Add every value to the sketch (:func:`hll_variable_hashes` keeping no hashes);
+    returns the value count or a status."""
+    return hll_variable_hashes(offsets, data, seed, registers, np.empty(0, np.uint64))
 
 
 @kernel

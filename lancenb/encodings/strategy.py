@@ -69,6 +69,12 @@ PER_VALUE_MIN_PAGE_BYTES = 32 * 1024
 COMPACT_DICT_SIZE_RATIO = 1.5
 # ... unless the dictionary page is this many times smaller than the raw values
 COMPACT_DICT_KEEP_SHRINK = 8
+# Strings with too many distinct values for a dictionary are told apart on a prefix:
+# the sketch is fed this many values at a time ...
+DISTINCT_CHECK_STEP = 16 * 1024
+# ... and given up on (the full trial decides) once its estimate is below the values
+# fed over this (values that repeat this much are likely to take a dictionary)
+DISTINCT_CHECK_GIVE_UP = 4
 
 
 def _max_value_bytes(block) -> int:
@@ -244,6 +250,32 @@ class Trace:
                 "overrides": self.overrides, "steps": list(self.steps)}
 
 
+def _too_many_distinct(block, cfg: EncodingConfig, why: list[str]) -> bool:
+    """Whether the values of a variable-width ``block`` surely have too many distinct
+    values for a dictionary (``dictionary.try_dictionary``'s first test), found
+    without sketching them all: HyperLogLog registers only rise as values are added,
+    and the estimate with them, so once the estimate over the first values reaches
+    ``values / dict-divisor`` or passes ``MAX_ITEMS``, the whole page's does too and the
+    trial would say no. (Unique strings: about the first 100 Ki values are hashed
+    instead of every value twice.)"""
+    n = block.num_values
+    if n < dictionary_enc.MIN_VALUES:
+        return False
+    registers = np.zeros(1 << dictionary_enc.HLL_PRECISION, np.uint8)
+    for start in range(0, n, DISTINCT_CHECK_STEP):
+        end = min(n, start + DISTINCT_CHECK_STEP)
+        kstats.hll_variable(block.offsets[start:end + 1], block.data,
+                            dictionary_enc.HLL_SEED, registers)
+        card = float(kstats.hll_estimate(registers))
+        if card >= n / cfg.dict_divisor or card > dictionary_enc.MAX_ITEMS:
+            why.append(f"try_dictionary: ~{card:.0f} distinct in the first {end} of {n} "
+                       f"values (divisor {cfg.dict_divisor}): no")
+            return True
+        if card * DISTINCT_CHECK_GIVE_UP < end:
+            return False
+    return False
+
+
 def _dictionary_kind(dtype: pa.DataType, block, cfg: EncodingConfig,
                      version_minor: int) -> bool | None:
     """Whether a dictionary is tried: None (no), False (strings, binary, fixed-size
@@ -311,7 +343,10 @@ def encode_page(arr: pa.Array, cfg: EncodingConfig, *, version_minor: int,
     chunk_limit = miniblock.MAX_CHUNK_BYTES if validity is None and levels is None else None
     numeric = _dictionary_kind(arr.type, block, cfg, version_minor)
     found = None
-    if numeric is not None:
+    if numeric is False and isinstance(block, blocks.Variable) and _too_many_distinct(
+            block, cfg, why):
+        pass  # (the trial would say no: the message is in why)
+    elif numeric is not None:
         baseline = None
         if numeric and _bitpackable(arr.type, block) and block.num_values:
             baseline = bitpacking.packed_bytes(bitpacking.as_unsigned(block))

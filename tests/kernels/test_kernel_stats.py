@@ -248,6 +248,31 @@ def test_hll_variable_registers_match_reference(as_input, values, p, seed):
     assert reg.tolist() == ref_hll_registers(values, p, seed)
 
 
+@given(st.lists(st.binary(max_size=40), max_size=60), st.integers(0, 60), st.integers(4, 8))
+def test_hll_variable_hashes_and_prefixes(as_input, values, cut, p):
+    """hll_variable_hashes: hll_variable's registers, each value's XXH64 kept (or none
+    with an empty output); a prefix's registers and estimate never exceed the whole's
+    (what the strategy's early distinct-count check relies on)."""
+    cut = min(cut, len(values))
+    offsets = _i64(_offsets(values), as_input)
+    data = _u8(b"".join(values), as_input)
+    reg, kept, none = (np.zeros(1 << p, np.uint8) for _ in range(3))
+    hashes = np.full(len(values), 7, np.uint64)
+    assert ks.hll_variable_hashes(offsets, data, 3, kept, hashes) == len(values)
+    assert ks.hll_variable_hashes(offsets, data, 3, none, np.zeros(0, np.uint64)) == \
+        len(values)
+    assert ks.hll_variable(offsets, data, 3, reg) == len(values)
+    assert reg.tolist() == kept.tolist() == none.tolist() == ref_hll_registers(values, p, 3)
+    assert hashes.tolist() == [ref_xxh64(v, 3) for v in values]
+    if len(values) >= 2:  # (one fewer than the values, and not empty)
+        assert ks.hll_variable_hashes(offsets, data, 3, none,
+                                      np.zeros(len(values) - 1, np.uint64)) == ks.BAD_SIZE
+    part = np.zeros(1 << p, np.uint8)
+    assert ks.hll_variable(offsets[:cut + 1], data, 3, part) == cut
+    assert (part <= reg).all()
+    assert ks.hll_estimate(part) <= ks.hll_estimate(reg)
+
+
 @given(st.lists(st.integers(0, 59), min_size=16, max_size=16).map(
     lambda xs: xs + [0] * (2**6 - 16)))
 def test_hll_estimate_matches_reference(registers):
