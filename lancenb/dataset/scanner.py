@@ -42,6 +42,12 @@ ROW_ADDR = "_rowaddr"
 # together: one engine call per batch, not one per small fragment)
 FILTER_BATCH_ROWS = 64 * 1024
 _POS = "__lancenb_position"
+# compiled SQL filters by (text, schema object): a dataset opened again and again shares
+# one schema object (memoised by its manifest's fields), so a filter used on each
+# opening is parsed, typed and checked once (the set-up costs more than evaluating it
+# over a few small fragments)
+_FILTERS: dict = {}
+_FILTERS_SIZE = 256
 
 
 class LanceScanner:
@@ -127,9 +133,9 @@ class LanceScanner:
         self.pages_skipped = 0  # statistics pages pruned by the last scan
         if filter is not None:
             # lazy: filters loads sqlglot, needed only when a scan has a filter
-            from lancenb.dataset.filters import compile_filter, referenced_columns
+            from lancenb.dataset.filters import referenced_columns
 
-            self._filter = compile_filter(filter, schema)
+            self._filter = _compiled(filter, schema)
             self._expr = self._filter.expression
             self.filter_text = filter if isinstance(filter, str) else str(filter)
             self._filter_cols = referenced_columns(self._filter, schema.names)
@@ -567,6 +573,23 @@ class LanceScanner:
             opts["blob_handling"] = self.blob_handling
         ids = None if self._fragments is None else [f.fragment_id for f in self._fragments]
         return _rebuild_scanner, (self._ds, opts, ids)
+
+
+def _compiled(filter, schema: pa.Schema):
+    """``compile_filter(filter, schema)``, from :data:`_FILTERS` for SQL text."""
+    from lancenb.dataset.filters import compile_filter  # lazy: it loads sqlglot
+
+    if not isinstance(filter, str):
+        return compile_filter(filter, schema)
+    key = (filter, id(schema))
+    hit = _FILTERS.get(key)
+    if hit is not None and hit[0] is schema:
+        return hit[1]
+    compiled = compile_filter(filter, schema)
+    if len(_FILTERS) >= _FILTERS_SIZE:
+        _FILTERS.clear()
+    _FILTERS[key] = (schema, compiled)  # (the schema held: its id stays its own)
+    return compiled
 
 
 def _orderings(order_by, schema: pa.Schema) -> list:

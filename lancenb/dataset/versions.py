@@ -104,6 +104,10 @@ def manifest_time(m, where: str, tz=None) -> _dt.datetime:
 
 
 FRAGMENTS_FIELD = 2  # Manifest.fragments, a repeated DataFragment
+# at most this many manifests on a local disk are read on the calling thread: handing
+# each to the read pool costs more than reading it (10 versions: ~1.8 -> ~1.0 ms wall
+# on the loaded 2-core machine); more, or on an object store, are read concurrently
+SERIAL_READS = 16
 _NO_COUNTS = (0, 0, 0, 0, 0)
 
 
@@ -201,8 +205,12 @@ def version_list(store, v2: bool, cache: dict) -> list[dict]:
     entries = cache.setdefault("entries", {})
     memo = cache.setdefault("fragment_counts", {})
     prev = cache.get("walked")
-    for v, where, raw in iter_manifest_bytes(store, [v for v in versions if v not in entries],
-                                             v2):
+    new = [v for v in versions if v not in entries]
+    if store.local and len(new) <= SERIAL_READS:  # one at a time: no pool hand-offs
+        read = (got for v in new for got in iter_manifest_bytes(store, [v], v2))
+    else:
+        read = iter_manifest_bytes(store, new, v2)
+    for v, where, raw in read:
         e, prev = _summarise(raw, where, prev, memo)
         entries[v] = {**e, "version": v}  # as listed (the file name)
     cache["walked"] = prev
