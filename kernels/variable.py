@@ -7,17 +7,19 @@ offsets ``16 18 18 19``, bytes ``a b c``, one pad byte: 20 bytes.
 
 Encoding: ``plan_chunks`` picks chunk boundaries, ``fill_chunks`` writes them.
 Decoding: ``decode_size`` validates and counts bytes, ``decode_fill`` copies.
+Statistics: ``value_bounds`` finds the least and the greatest value (page min/max).
 """
 
 import numpy as np
 
 from ._jit import kernel
-from .bytes_util import read_u32, read_u64, write_uint
+from .bytes_util import offsets_ok, read_u32, read_u64, write_uint
 
 OK = 0
 TOO_LARGE = -1            # plan_chunks: two values do not fit in one chunk
 OFFSETS_PAST_BUFFER = -2  # decode: the offset table does not fit in the buffer
 BAD_OFFSET = -3           # decode: offsets decrease or point past the buffer
+BAD_SIZE = -4             # value_bounds: validity or output of the wrong size
 
 PAD_BYTE = 0x48
 
@@ -178,4 +180,90 @@ def decode_fill(src, starts, counts, offset_width, out_offsets, out_data):
         _copy_offsets(src, s, cnt, offset_width, pos - first, out_offsets, j)
         pos += last - first
         j += cnt
+    return OK
+
+
+@kernel
+def _word_be(data, p, k):
+    """The ``k`` (0..8) bytes at ``data[p]`` as a big-endian uint64, left-aligned (so
+    that words compare as the bytes do)."""
+    w = np.uint64(0)
+    if k >= 8:
+        for j in range(8):
+            w = (w << np.uint64(8)) | np.uint64(data[p + j])
+        return w
+    for j in range(k):
+        w = (w << np.uint64(8)) | np.uint64(data[p + j])
+    return w << np.uint64(8 * (8 - k)) if k > 0 else w
+
+
+@kernel
+def _compare(data, a, la, b, lb, k):
+    """-1, 0 or 1 as ``data[a:a + la]`` sorts before, equal to or after
+    ``data[b:b + lb]`` (bytes unsigned, a prefix first), given that their first ``k``
+    bytes (``k`` at most the shorter length) are equal."""
+    m = min(la, lb)
+    while k + 8 <= m:
+        x = _word_be(data, a + k, 8)
+        y = _word_be(data, b + k, 8)
+        if x != y:
+            return -1 if x < y else 1
+        k += 8
+    if k < m:
+        x = _word_be(data, a + k, m - k)
+        y = _word_be(data, b + k, m - k)
+        if x != y:
+            return -1 if x < y else 1
+    if la == lb:
+        return 0
+    return -1 if la < lb else 1
+
+
+@kernel
+def value_bounds(offsets, data, valid, out):
+    """Indices of the least and the greatest value (bytes compared unsigned, a prefix
+    before its extensions; the first of equal values) among those where ``valid``
+    (uint8, one per value; empty: every value) is nonzero, into ``out[0]`` and
+    ``out[1]`` (int64; -1 when no value is valid): the order of Arrow's ``min_max`` on
+    strings and binary. Returns ``OK``, ``BAD_OFFSET`` (offsets decrease or pass the
+    data) or ``BAD_SIZE`` (``valid`` neither empty nor one per value, ``out`` shorter
+    than 2)."""
+    n = offsets.shape[0] - 1
+    if (valid.shape[0] != 0 and valid.shape[0] != n) or out.shape[0] < 2:
+        return BAD_SIZE
+    if not offsets_ok(offsets, data.shape[0]):
+        return BAD_OFFSET
+    every = valid.shape[0] == 0
+    lo = hi = -1
+    # the bounds' first eight bytes kept as words: a value whose first word differs
+    # from a bound's is ordered by that word alone (zero padding sorts a prefix first)
+    l0 = h0 = np.uint64(0)
+    for i in range(n):
+        if not every and valid[i] == 0:
+            continue
+        a = offsets[i]
+        la = offsets[i + 1] - a
+        k = min(la, 8)
+        # the first word, inline (a call passing the array costs reference counting)
+        x = np.uint64(0)
+        if k == 8:
+            for j in range(8):
+                x = (x << np.uint64(8)) | np.uint64(data[a + j])
+        else:
+            for j in range(k):
+                x = (x << np.uint64(8)) | np.uint64(data[a + j])
+            x = x << np.uint64(8 * (8 - k)) if k > 0 else x
+        if lo < 0:
+            lo = hi = i
+            l0 = h0 = x
+        elif x < l0 or (x == l0 and _compare(data, a, la, offsets[lo],
+                                             offsets[lo + 1] - offsets[lo], k) < 0):
+            lo = i
+            l0 = x
+        elif x > h0 or (x == h0 and _compare(data, a, la, offsets[hi],
+                                             offsets[hi + 1] - offsets[hi], k) > 0):
+            hi = i
+            h0 = x
+    out[0] = lo
+    out[1] = hi
     return OK

@@ -32,6 +32,7 @@ import pyarrow.ipc as ipc
 
 from lancenb.errors import CorruptFileError
 from lancenb.kernels import stats_rows as kstats_rows
+from lancenb.kernels import variable as kvariable
 
 __all__ = ["StatsCollector", "read_file_stats", "STATS_KEY", "DEFAULT_ROWS_PER_PAGE",
            "ColumnStats", "compute_stats", "BINARY_STATS_PREFIX"]
@@ -240,6 +241,9 @@ def _plain_stats(t: pa.DataType, cols: list) -> list[ColumnStats]:
 # rather than Arrow's min_max (per-page calls on decimals and fixed-size binary were
 # most of a mixed table's statistics time); False: every such column through Arrow
 WORD_STATS = True
+# True: string and binary page statistics from one kernel pass over the bytes
+# (_string_stats) rather than Arrow's min_max (a call per page and column)
+STRING_STATS = True
 
 
 def _ordered_keys(arr: pa.Array):
@@ -300,6 +304,35 @@ def _word_stats(chunks: list) -> ColumnStats | None:
     return ColumnStats(num_rows=n, null_count=nulls, min=lo, max=hi)
 
 
+def _string_stats(chunks: list) -> ColumnStats | None:
+    """:func:`compute_stats` of one page of a string or binary column (32- or 64-bit
+    offsets), its bounds found by one :func:`kernels.variable.value_bounds` pass over
+    the bytes (the order of Arrow's ``min_max``: bytes unsigned, a prefix first), then
+    truncated as :func:`compute_stats` does; None for other types."""
+    t = chunks[0].type
+    if pa.types.is_string(t) or pa.types.is_binary(t):
+        width = np.int32
+    elif pa.types.is_large_string(t) or pa.types.is_large_binary(t):
+        width = np.int64
+    else:
+        return None
+    arr = chunks[0] if len(chunks) == 1 else pa.concat_arrays(chunks)
+    n, nulls = len(arr), arr.null_count
+    if nulls == n:
+        return ColumnStats(num_rows=n, null_count=nulls)
+    bufs = arr.buffers()
+    offsets = np.frombuffer(bufs[1], width, count=n + 1, offset=arr.offset * width(0).nbytes)
+    data = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
+    valid = (np.zeros(0, np.uint8) if not nulls else
+             arr.is_valid().to_numpy(zero_copy_only=False).view(np.uint8))
+    out = np.empty(2, np.int64)
+    if kvariable.value_bounds(offsets, data, valid, out) != kvariable.OK:
+        return None  # (buffers Arrow would not produce: left to compute_stats)
+    lo, hi = arr[int(out[0])].as_py(), arr[int(out[1])].as_py()
+    return ColumnStats(num_rows=n, null_count=nulls, min=_truncate_min(lo, BINARY_STATS_PREFIX),
+                       max=_truncate_max(hi, BINARY_STATS_PREFIX))
+
+
 class StatsCollector:
     """Accumulates one data file's statistics as batches are written."""
 
@@ -337,6 +370,11 @@ class StatsCollector:
                 continue
             if WORD_STATS and not pa.types.is_dictionary(f.type):
                 st = _word_stats(chunks)
+                if st is not None:
+                    self._rows[fid].append(st)
+                    continue
+            if STRING_STATS and not pa.types.is_dictionary(f.type):
+                st = _string_stats(chunks)
                 if st is not None:
                     self._rows[fid].append(st)
                     continue

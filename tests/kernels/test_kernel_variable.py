@@ -540,3 +540,54 @@ def test_decode_size_extreme_starts_sizes_counts():
         assert got == want, (start, size, count, width)
         if want < 0:
             assert tuple(err) == where, (start, size, count, width)
+
+
+# -- value_bounds (string page statistics) ----------------------------------------------------
+
+def ref_value_bounds(values, valid):
+    """Indices of the least and greatest valid value (Python bytes order: unsigned, a
+    prefix first), the first of equals; -1 when none is valid."""
+    lo = hi = -1
+    for i, v in enumerate(values):
+        if valid is not None and not valid[i]:
+            continue
+        if lo < 0 or v < values[lo]:
+            lo = i
+        if hi < 0 or v > values[hi]:
+            hi = i
+    return [lo, hi]
+
+
+# few distinct bytes and lengths past eight: ties, shared prefixes, prefixes of others
+_bytes_values = st.lists(st.sampled_from([0, 1, 0x80, 255]), max_size=19).map(bytes)
+
+
+@given(st.lists(_bytes_values, max_size=40),
+       st.lists(st.booleans(), min_size=40, max_size=40), st.booleans(), st.booleans())
+def test_value_bounds_matches_reference(as_input, values, mask, nullable, wide):
+    offsets = np.array([0] + np.cumsum([len(v) for v in values]).tolist(),
+                       np.int64 if wide else np.int32)
+    data = np.frombuffer(b"".join(values) + b"\xff" * 3, np.uint8)  # bytes past the end
+    valid = np.array(mask[:len(values)], np.uint8) if nullable else np.zeros(0, np.uint8)
+    out = np.full(2, UNSET, np.int64)
+    assert kv.value_bounds(as_input(offsets), as_input(data), as_input(valid), out) == kv.OK
+    assert out.tolist() == ref_value_bounds(values, mask if nullable else None)
+
+
+def test_value_bounds_statuses_and_prefixes():
+    vals = [b"ab", b"a", b"abc\x00", b"", b"abc", b"b\xff", b"b\xff"]
+    offsets = np.array([0] + np.cumsum([len(v) for v in vals]).tolist(), np.int64)
+    data = np.frombuffer(b"".join(vals), np.uint8)
+    out = np.full(2, UNSET, np.int64)
+    assert kv.value_bounds(offsets, data, np.zeros(0, np.uint8), out) == kv.OK
+    assert out.tolist() == [3, 5]  # "" first; the first of the two greatest
+    assert kv.value_bounds(offsets, data, np.array([0, 0, 1, 0, 1, 0, 0], np.uint8),
+                           out) == kv.OK
+    assert out.tolist() == [4, 2]  # "abc" < "abc\0"
+    assert kv.value_bounds(offsets, data, np.zeros(7, np.uint8), out) == kv.OK
+    assert out.tolist() == [-1, -1]
+    assert kv.value_bounds(offsets, data, np.zeros(3, np.uint8), out) == kv.BAD_SIZE
+    assert kv.value_bounds(offsets, data, np.zeros(0, np.uint8), out[:1]) == kv.BAD_SIZE
+    assert kv.value_bounds(offsets[::-1].copy(), data, np.zeros(0, np.uint8),
+                           out) == kv.BAD_OFFSET
+    assert kv.value_bounds(offsets + 1, data, np.zeros(0, np.uint8), out) == kv.BAD_OFFSET
