@@ -57,14 +57,49 @@ def _sketch(block, keep_hashes: bool = False):
         kstats.hll_variable_hashes(block.offsets, block.data, HLL_SEED, registers, hashes)
     elif isinstance(block, Variable):
         kstats.hll_variable(block.offsets, block.data, HLL_SEED, registers)
-    elif block.bits in (128, 192):  # (decimals, uuids: hashed a word at a time)
-        n, k = block.num_values, block.bits // 64
-        kstats_rows.hll_words(block.data[:n * k * 8].view(np.uint64).reshape(n, k), HLL_SEED,
-                              registers)
     else:
-        w = block.bits // 8
-        kstats.hll_fixed(block.data[:block.num_values * w], w, HLL_SEED, registers)
+        _add_fixed(block, 0, block.num_values, registers)
     return float(kstats.hll_estimate(registers)), hashes
+
+
+# fixed-width values are sketched this many at a time, the estimate looked at between
+# steps (a look costs about what hashing 1,000 values does) ...
+SKETCH_STEP = 16 * 1024
+# ... until it is below 1 / SKETCH_GIVE_UP of the values fed (few distinct values: the
+# rest go in at once, no more looks)
+SKETCH_GIVE_UP = 4
+
+
+def _add_fixed(block, start: int, end: int, registers: np.ndarray) -> None:
+    """Add fixed-width values ``start:end`` of ``block`` to the sketch."""
+    w = block.bits // 8
+    if block.bits in (128, 192):  # (decimals, uuids: hashed a word at a time)
+        k = w // 8
+        words = block.data[:block.num_values * w].view(np.uint64).reshape(-1, k)
+        kstats_rows.hll_words(words[start:end], HLL_SEED, registers)
+    else:
+        kstats.hll_fixed(block.data[start * w:end * w], w, HLL_SEED, registers)
+
+
+def _sketch_fixed(block, no_at: float) -> tuple[float, int]:
+    """``(estimate, values sketched)`` of a fixed-width block, stopping as soon as the
+    estimate reaches ``no_at`` or passes ``MAX_ITEMS``: registers only rise as values
+    are added, and the estimate with them, so the whole block's estimate would too
+    and the trial's answer is already no (unique 64-bit values: about the first
+    100 Ki are hashed, not all). Otherwise the estimate of every value, as
+    :func:`estimate_cardinality` gives it."""
+    registers = np.zeros(1 << HLL_PRECISION, np.uint8)
+    n = block.num_values
+    start, card, looking = 0, 0.0, True
+    while start < n:
+        end = min(n, start + SKETCH_STEP) if looking else n
+        _add_fixed(block, start, end, registers)
+        card = float(kstats.hll_estimate(registers))
+        if card >= no_at or card > MAX_ITEMS:
+            return card, end
+        looking = card * SKETCH_GIVE_UP >= end
+        start = end
+    return card, n
 
 
 def try_dictionary(block, cfg, *, version_minor: int, why: list[str],
@@ -74,9 +109,13 @@ def try_dictionary(block, cfg, *, version_minor: int, why: list[str],
     n = block.num_values
     if n < MIN_VALUES:
         return None
-    card, hashes = _sketch(block, keep_hashes=True)
+    if isinstance(block, Variable):
+        (card, hashes), seen = _sketch(block, keep_hashes=True), n
+    else:
+        (card, seen), hashes = _sketch_fixed(block, n / cfg.dict_divisor), None
     if card >= n / cfg.dict_divisor or card > MAX_ITEMS:
-        why.append(f"try_dictionary: ~{card:.0f} distinct of {n} (divisor "
+        part = f"in the first {seen} " if seen < n else ""
+        why.append(f"try_dictionary: ~{card:.0f} distinct {part}of {n} (divisor "
                    f"{cfg.dict_divisor}): no")
         return None
     index_bytes = n * max(1, math.ceil(math.log2(card + 1))) / 8
