@@ -13,8 +13,10 @@ import pyarrow as pa
 
 from lancenb.dataset import smallfiles
 from lancenb.dataset.fragment import LanceFragment
+from lancenb.dataset.manifest import manifest_span
 from lancenb.encodings.structural import dictarray
 from lancenb.errors import InvalidInputError, LanceError
+from lancenb.kernels import protowire
 
 __all__ = ["take", "take_rows", "row_id_index"]
 
@@ -139,14 +141,37 @@ def _live_starts(ds) -> np.ndarray:
     starts = ds._cache.get("live_starts")
     if starts is None:
         pbs = ds._mf.manifest.fragments
-        counts = np.fromiter((f.physical_rows for f in pbs), dtype=np.int64, count=len(pbs))
-        for i, f in enumerate(pbs):
-            if f.HasField("deletion_file"):
-                counts[i] = _fragment(ds, i).count_rows()
+        counts, deleted = _fragment_rows(ds._mf)
+        for i in np.flatnonzero(deleted).tolist():
+            counts[i] = _fragment(ds, i).count_rows()
         starts = np.zeros(len(pbs) + 1, dtype=np.int64)
         np.cumsum(counts, out=starts[1:])
         ds._cache["live_starts"] = starts
     return starts
+
+
+def _fragment_rows(mf) -> tuple[np.ndarray, np.ndarray]:
+    """``physical_rows`` (int64) and whether there is a deletion file (bool) of each
+    fragment of the manifest file ``mf``: one walk of its bytes
+    (:func:`kernels.protowire.fragment_rows`, ~0.1 ms for 2,000 fragments where a
+    Python loop over the parsed fragments takes ~1 ms), that loop when the walk does
+    not agree with the parsed message."""
+    pbs = mf.manifest.fragments
+    n = len(pbs)
+    try:
+        a, b = manifest_span(mf.raw, mf.name)
+    except LanceError:
+        a = b = None
+    if a is not None and n:
+        rows = np.empty(n, np.uint64)
+        deleted = np.empty(n, np.uint8)
+        got = protowire.fragment_rows(np.frombuffer(mf.raw, np.uint8), a, b, rows, deleted)
+        if (got == n and int(rows.max()) < 1 << 62 and int(rows[0]) == pbs[0].physical_rows
+                and int(rows[-1]) == pbs[n - 1].physical_rows):
+            return rows.astype(np.int64), deleted.astype(bool)
+    counts = np.fromiter((f.physical_rows for f in pbs), dtype=np.int64, count=n)
+    deleted = np.fromiter((f.HasField("deletion_file") for f in pbs), dtype=bool, count=n)
+    return counts, deleted
 
 
 def take_rows(ds, row_ids, columns=None, *, by_address=False, **kwargs) -> pa.Table:
