@@ -20,10 +20,16 @@ def java_available() -> bool:
 
 
 def local_session(master: str = "local[2]", *, app_name: str = "lancenb",
-                  pushdown: bool = True, register: bool = True, conf: dict | None = None):
+                  pushdown: bool = True, register: bool = True, preload: bool = True,
+                  conf: dict | None = None):
     """A ``local[2]`` SparkSession: UI off, UTC, 2 shuffle partitions, Python workers
     running this interpreter (so they import this lancenb), the ``lancenb`` source
-    registered, filter pushdown on unless ``pushdown=False``."""
+    registered, filter pushdown on unless ``pushdown=False``.
+
+    With ``preload`` (the default) Python task workers are forked from
+    :mod:`lancenb.spark.daemon`, which imports pyspark's worker and lancenb and loads
+    the common kernels once, so each worker starts without doing it again. ``conf``
+    entries are set last and win."""
     try:
         from pyspark.sql import SparkSession  # lazy: optional and heavy
     except ImportError as e:
@@ -43,6 +49,8 @@ def local_session(master: str = "local[2]", *, app_name: str = "lancenb",
          .config("spark.driver.memory", "2g")
          .config("spark.sql.warehouse.dir", tempfile.mkdtemp(prefix="lancenb-spark-wh-"))
          .config("spark.sql.python.filterPushdown.enabled", "true" if pushdown else "false"))
+    if preload:
+        b = b.config("spark.python.daemon.module", "lancenb.spark.daemon")
     for k, v in (conf or {}).items():
         b = b.config(k, v)
     spark = b.getOrCreate()
