@@ -111,19 +111,27 @@ def lex_bounds(keys, signed_le, valid, out):
         return BAD_SIZE
     every = valid.shape[0] == 0
     lo = hi = -1
-    if k <= 2:  # (most columns: the two leading words kept in registers)
+    if k <= 2:  # (most columns: both words kept in registers)
+        flip = _SIGN if signed_le else np.uint64(0)
+        j0 = k - 1 if signed_le else 0
+        j1 = k - 1 - j0  # (k = 1: the same word again, never deciding)
         l0 = l1 = h0 = h1 = np.uint64(0)
         for i in range(n):
             if not every and valid[i] == 0:
                 continue
-            a0 = _word(keys, i, 0, k, signed_le)
-            a1 = _word(keys, i, 1, k, signed_le) if k == 2 else np.uint64(0)
+            a0 = keys[i, j0] ^ flip
+            a1 = keys[i, j1]
             if lo < 0:
                 lo = hi = i
                 l0, l1, h0, h1 = a0, a1, a0, a1
-            elif a0 < l0 or (a0 == l0 and a1 < l1):
+                continue
+            # bitwise, not short-circuit: a tie on the first word (decimals: the
+            # sign word) would otherwise be a branch the CPU mispredicts half the time
+            less = (a0 < l0) | ((a0 == l0) & (a1 < l1))
+            greater = (a0 > h0) | ((a0 == h0) & (a1 > h1))
+            if less:
                 lo, l0, l1 = i, a0, a1
-            elif a0 > h0 or (a0 == h0 and a1 > h1):
+            elif greater:
                 hi, h0, h1 = i, a0, a1
     else:
         for i in range(n):
