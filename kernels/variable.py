@@ -75,8 +75,18 @@ def fill_chunks(offsets, data, bounds, offset_width, out, out_starts):
         p = out_starts[c]
         first = (cnt + 1) * offset_width
         b0 = offsets[i0]
-        for k in range(cnt + 1):
-            write_uint(out, p + k * offset_width, first + (offsets[i0 + k] - b0), offset_width)
+        if offset_width == 4:  # constant shifts: one store per offset, not four
+            for k in range(cnt + 1):
+                v = np.uint32(first + (offsets[i0 + k] - b0))
+                q = p + 4 * k
+                out[q] = np.uint8(v & np.uint32(0xFF))
+                out[q + 1] = np.uint8((v >> np.uint32(8)) & np.uint32(0xFF))
+                out[q + 2] = np.uint8((v >> np.uint32(16)) & np.uint32(0xFF))
+                out[q + 3] = np.uint8(v >> np.uint32(24))
+        else:
+            for k in range(cnt + 1):
+                write_uint(out, p + k * offset_width, first + (offsets[i0 + k] - b0),
+                           offset_width)
         q = p + first
         nbytes = offsets[i1] - b0
         out[q:q + nbytes] = data[b0:b0 + nbytes]
