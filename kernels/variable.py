@@ -245,35 +245,53 @@ def value_bounds(offsets, data, valid, out):
         return BAD_OFFSET
     every = valid.shape[0] == 0
     lo = hi = -1
-    # the bounds' first eight bytes kept as words: a value whose first word differs
-    # from a bound's is ordered by that word alone (zero padding sorts a prefix first)
-    l0 = h0 = np.uint64(0)
+    # the bounds' first sixteen bytes kept as two words: a value whose words differ
+    # from a bound's is ordered by them alone (zero padding sorts a prefix first)
+    l0 = l1 = h0 = h1 = np.uint64(0)
+    ll = lh = offsets[0] - offsets[0]  # the bounds' lengths
     for i in range(n):
         if not every and valid[i] == 0:
             continue
         a = offsets[i]
         la = offsets[i + 1] - a
-        k = min(la, 8)
-        # the first word, inline (a call passing the array costs reference counting)
-        x = np.uint64(0)
-        if k == 8:
+        # the two words, inline (a call passing the array costs reference counting)
+        x0 = x1 = np.uint64(0)
+        if la >= 16:
             for j in range(8):
-                x = (x << np.uint64(8)) | np.uint64(data[a + j])
+                x0 = (x0 << np.uint64(8)) | np.uint64(data[a + j])
+            for j in range(8, 16):
+                x1 = (x1 << np.uint64(8)) | np.uint64(data[a + j])
         else:
-            for j in range(k):
-                x = (x << np.uint64(8)) | np.uint64(data[a + j])
-            x = x << np.uint64(8 * (8 - k)) if k > 0 else x
+            for j in range(min(la, 8)):
+                x0 = (x0 << np.uint64(8)) | np.uint64(data[a + j])
+            for j in range(8, la):
+                x1 = (x1 << np.uint64(8)) | np.uint64(data[a + j])
+            if la < 8:
+                x0 = x0 << np.uint64(8 * (8 - la)) if la > 0 else x0
+            else:
+                x1 = x1 << np.uint64(8 * (16 - la)) if la > 8 else x1
         if lo < 0:
             lo = hi = i
-            l0 = h0 = x
-        elif x < l0 or (x == l0 and _compare(data, a, la, offsets[lo],
-                                             offsets[lo + 1] - offsets[lo], k) < 0):
+            l0 = h0 = x0
+            l1 = h1 = x1
+            ll = lh = la
+            continue
+        # equal words: values of at most 16 bytes differ by length alone (the shorter
+        # a prefix), longer ones are compared past the words
+        if x0 < l0 or (x0 == l0 and (x1 < l1 or (x1 == l1 and (
+                la < ll if la <= 16 and ll <= 16 else _compare(
+                    data, a, la, offsets[lo], ll, 16) < 0)))):
             lo = i
-            l0 = x
-        elif x > h0 or (x == h0 and _compare(data, a, la, offsets[hi],
-                                             offsets[hi + 1] - offsets[hi], k) > 0):
+            l0 = x0
+            l1 = x1
+            ll = la
+        elif x0 > h0 or (x0 == h0 and (x1 > h1 or (x1 == h1 and (
+                la > lh if la <= 16 and lh <= 16 else _compare(
+                    data, a, la, offsets[hi], lh, 16) > 0)))):
             hi = i
-            h0 = x
+            h0 = x0
+            h1 = x1
+            lh = la
     out[0] = lo
     out[1] = hi
     return OK

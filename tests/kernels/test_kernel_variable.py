@@ -558,8 +558,8 @@ def ref_value_bounds(values, valid):
     return [lo, hi]
 
 
-# few distinct bytes and lengths past eight: ties, shared prefixes, prefixes of others
-_bytes_values = st.lists(st.sampled_from([0, 1, 0x80, 255]), max_size=19).map(bytes)
+# few distinct bytes, lengths past sixteen: ties, shared prefixes, prefixes of others
+_bytes_values = st.lists(st.sampled_from([0, 1, 0x80, 255]), max_size=27).map(bytes)
 
 
 @given(st.lists(_bytes_values, max_size=40),
