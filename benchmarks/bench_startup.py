@@ -209,6 +209,8 @@ _STAGES = (
     ("numba.core.caching", "IndexDataCacheFile", "_load_index", "read a kernel's cache index"),
     ("numba.core.caching", "IndexDataCacheFile", "_load_data",
      "read and unpickle a cached specialisation"),
+    ("lancenb.kernels._jit", "_EntryFile", "_load_data",
+     "read and unpickle a cached specialisation (lancenb's unpickler)"),
     ("numba.core.caching", "Cache", "_index_key", "cache key (hash of the bytecode)"),
     ("numba.core.compiler", "CompileResult", "_rebuild", "numba's rebuild of a compile result"),
     ("lancenb.kernels._jit", None, "_rebuild", "lancenb's rebuild of a compile result"),

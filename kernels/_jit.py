@@ -36,16 +36,20 @@ machine code.
 
 Loading is what a warm start spends its kernel time on (47 specialisations in the
 start-up benchmark), so it skips what numba does that only a compilation needs: the
-target-context refresh (:meth:`_LockedCache.load_overload`) and parsing each entry's
-LLVM bitcode (:class:`_LazyLibrary`); and the source reading behind the read-only
-normalisation is stored per kernel module (:func:`_written_stored`).
+target-context refresh (:meth:`_LockedCache.load_overload`), parsing each entry's
+LLVM bitcode (:class:`_LazyLibrary`) and importing the numba modules whose helpers a
+kernel calls only to name their environments (:class:`_EntryFile`); and the source
+reading behind the read-only normalisation is stored per kernel module
+(:func:`_written_stored`).
 """
 
 import ast
 import functools
 import hashlib
+import io
 import json
 import os
+import pickle
 import sys
 
 import llvmlite.binding as ll
@@ -55,6 +59,7 @@ from numba.core.caching import FunctionCache, IndexDataCacheFile
 from numba.core.codegen import JITCodeLibrary
 from numba.core.compiler import CompileResult
 from numba.core.compiler_lock import global_compiler_lock
+from numba.core.environment import Environment, lookup_environment
 from numba.core.registry import CPUDispatcher
 from numba.core.runtime import rtsys
 
@@ -159,6 +164,48 @@ class _LazyLibrary(JITCodeLibrary):
         return address or super().get_pointer_to_function(name)
 
 
+def _rebuild_env(modname, consts, env_name):
+    """numba's ``environment._rebuild_env`` (what a pickled ``Environment`` calls), except
+    that the module it names is not imported when it is not already.
+
+    Every function compiled into a kernel's code has an environment: its module's
+    globals and the Python constants the code boxes. A kernel's cache entry holds the
+    environments of numba's own helpers it calls (``np.empty``, sorting, ...), so numba
+    imports ``numba.np.arrayobj``, ``numba.np.arraymath``, ``numba.np.npyimpl`` and what
+    they import while loading the first entries (about 0.1 s of a warm start) just to
+    hand their globals to code that never reads them: only object-mode code looks
+    globals up at run time, and kernels and numba's helpers are nopython code. The
+    constants, which nopython code does read, are restored as numba restores them. A
+    module already imported gives its real globals, as in numba.
+    """
+    env = lookup_environment(env_name)
+    if env is not None:
+        return env
+    module = sys.modules.get(modname)
+    env = Environment(module.__dict__ if module is not None else {"__name__": modname})
+    env.consts[:] = consts
+    env.env_name = env_name
+    Environment._memo[env_name] = env
+    return env
+
+
+class _EntryUnpickler(pickle.Unpickler):
+    """Unpickles a cache entry with :func:`_rebuild_env` for numba's."""
+
+    def find_class(self, module, name):
+        if name == "_rebuild_env" and module == "numba.core.environment":
+            return _rebuild_env
+        return super().find_class(module, name)
+
+
+class _EntryFile(IndexDataCacheFile):
+    """numba's index and data files of one kernel, entries read by :class:`_EntryUnpickler`."""
+
+    def _load_data(self, name):
+        with open(self._data_path(name), "rb") as f:
+            return _EntryUnpickler(io.BytesIO(f.read())).load()
+
+
 def _rebuild(target_context, payload):
     """A cached compile result (the tuple numba's ``CompileResult._reduce`` makes) made
     live again, as ``CompileResult._rebuild`` does, but with a :class:`_LazyLibrary`."""
@@ -193,6 +240,13 @@ class _Codegen:
         return self._magic
 
 
+@functools.lru_cache(maxsize=None)
+def _host_magic(codegen) -> _Codegen:
+    """``codegen``'s cache-key part, asked once: numba asks LLVM for the triple and the
+    host CPU's name again for every entry it loads."""
+    return _Codegen(codegen.magic_tuple())
+
+
 class _LockedCache(FunctionCache):
     """numba's function cache with saves serialised across processes by a file lock,
     content-hash source stamps, and the shipped cache as a read-only second place to
@@ -201,8 +255,9 @@ class _LockedCache(FunctionCache):
     def __init__(self, py_func):
         super().__init__(py_func)
         stamp = _content_stamp(os.path.abspath(py_func.__code__.co_filename))
-        if stamp is not None:
-            self._cache_file._source_stamp = stamp
+        self._cache_file = _EntryFile(self._cache_path, self._impl.filename_base,
+                                      stamp if stamp is not None
+                                      else self._cache_file._source_stamp)
 
     def load_overload(self, sig, target_context):
         # numba's version first refreshes the target context, which imports and installs
@@ -219,7 +274,8 @@ class _LockedCache(FunctionCache):
         return data
 
     def _load_overload(self, sig, target_context):
-        data = self._cache_file.load(self._index_key(sig, target_context.codegen()))
+        key = self._index_key(sig, _host_magic(target_context.codegen()))
+        data = self._cache_file.load(key)
         return None if data is None else _rebuild(target_context, data)
 
     def _load_shipped(self, sig, target_context):
@@ -229,8 +285,8 @@ class _LockedCache(FunctionCache):
         magic = _shipped_target(directory) if directory else None
         if magic is None:
             return None
-        shipped = IndexDataCacheFile(directory, self._impl.filename_base,
-                                     self._cache_file._source_stamp)
+        shipped = _EntryFile(directory, self._impl.filename_base,
+                             self._cache_file._source_stamp)
         try:
             data = shipped.load(self._index_key(sig, _Codegen(magic)))
             return None if data is None else _rebuild(target_context, data)

@@ -152,6 +152,45 @@ def test_a_kernel_loaded_from_the_cache_links_into_a_new_compilation(tmp_path):
     assert json.loads(_run(_LINK, cache, "caller", str(src))) == [1, 0]
 
 
+# a kernel calling numba's own helpers (np.empty: their environments are in
+# the cache entry) and raising; run with "load" after a first run compiled it, it
+# reports whether loading imported numba.np.arrayobj, then compiles a new kernel that
+# calls the same helpers in the same process
+_ENVS = """
+import json, sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import envmod
+assert envmod.first(np.array([5, 3, 9], np.int64), 2) == 8
+try:
+    envmod.first(np.array([1], np.int64), 2)
+except ValueError as e:
+    assert "too few values" in str(e)
+else:
+    raise AssertionError("no error")
+imported = "numba.np.arrayobj" in sys.modules
+if sys.argv[2] == "load":  # compiled only now
+    assert envmod.last(np.array([5, 3, 9], np.int64), 2) == 12
+print(json.dumps([imported, sum(envmod.first.stats.cache_hits.values())]))
+"""
+
+
+def test_loading_a_kernel_does_not_import_numbas_helper_modules(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "envmod.py").write_text(
+        "import numpy as np\nfrom lancenb.kernels._jit import kernel\n\n\n@kernel\n"
+        "def first(a, k):\n    if a.size < k:\n        raise ValueError('too few values')\n"
+        "    out = np.empty(k, np.int64)\n    out[:] = a[:k]\n    return out.sum()\n\n\n"
+        "@kernel\ndef last(a, k):\n    out = np.empty(k, np.int64)\n"
+        "    out[:] = a[a.size - k:]\n    return out.sum()\n")
+    cache = tmp_path / "cache"
+    assert json.loads(_run(_ENVS, cache, str(src), "compile")) == [True, 0]
+    # loaded: the helpers' environments stand in for their modules, which stay unimported
+    # until something compiles (and the compilation then works alongside them)
+    assert json.loads(_run(_ENVS, cache, str(src), "load")) == [False, 1]
+
+
 # a kernel writing its argument through a row of a 2-D parameter (``registers[r]``),
 # which the source reading does not see: its read-only attempt fails to type
 _MISSED = """
