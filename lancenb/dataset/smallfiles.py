@@ -201,6 +201,21 @@ class SmallFile:
         """See :meth:`lancenb.file.LanceFileReader.field_at_column`."""
         return self._shape.reader.field_at_column(column)
 
+    def read_global_buffer(self, index: int) -> bytes:
+        """See :meth:`lancenb.file.LanceFileReader.read_global_buffer`: from this file's
+        own bytes, at the position its offset table gives (a page-statistics read needs
+        no full reader of each small file)."""
+        data = self._data
+        size = len(data)
+        if size >= FOOTER_SIZE:
+            _, _, gbo, ngb, *_ = _FOOTER.unpack_from(data, size - FOOTER_SIZE)
+            index = int(index)
+            if 0 <= index < ngb and gbo + 16 * (index + 1) <= size - FOOTER_SIZE:
+                pos, n = struct.unpack_from("<QQ", data, gbo + 16 * index)
+                if pos + n <= size:
+                    return self._io.read(pos, n)
+        return self._reader().read_global_buffer(index)  # (which says what is wrong)
+
     def read_column(self, field, *, rows=None, range=None) -> pa.ChunkedArray:
         """See :meth:`lancenb.file.LanceFileReader.read_column`: a flat field through
         the shape's decoders (rows by position taken from the whole column: a small

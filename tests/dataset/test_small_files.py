@@ -132,3 +132,24 @@ def test_take_over_small_files_gathers_at_once(tmp_path):
                         str(tmp_path / "nulls"), max_rows_per_file=5)
     got = lancenb.dataset(str(tmp_path / "nulls")).take([7, 2, 19])
     assert got.equals(lance.dataset(str(tmp_path / "nulls")).take([7, 2, 19]))
+
+
+def test_statistics_of_small_files_read_from_their_own_bytes(tmp_path):
+    path = str(tmp_path / "ds")
+    lancenb.write_dataset(pa.table({"id": np.arange(120, dtype=np.int64)}), path,
+                          max_rows_per_file=20)
+    ds = lancenb.dataset(path)
+    for frag in ds.get_fragments():
+        name = frag.data_files()[0].path
+        small = ds._open_file(name)
+        assert isinstance(small, smallfiles.SmallFile)
+        full = LanceFileReader(f"{path}/data/{name}")
+        n = len(full.metadata().global_buffers)
+        assert n >= 2  # the schema, then lancenb's page statistics
+        for i in range(n):
+            assert small.read_global_buffer(i) == full.read_global_buffer(i)
+        assert small._full is None  # (no full reader opened for it)
+    # pages pruned by those statistics, counts as pylance's
+    sc = ds.scanner(filter="id >= 100")
+    assert sc.count_rows() == lance.dataset(path).count_rows("id >= 100") == 20
+    assert sc.pages_skipped > 0
