@@ -107,9 +107,20 @@ def _dir_size(path: str, sub: str = "") -> int:
     return total
 
 
-def demo(rows: int = 200_000, out_dir: str | None = None) -> int:
+# the demo's JVM: a short job on a small machine, where the optimising JIT compiler (C2)
+# spends more CPU compiling than its code saves; the client compiler alone halves the CPU
+# of starting Spark (measured in benchmarks/RESULTS.md). Only here, never in
+# local_session's defaults: long jobs want C2.
+DEMO_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
+
+
+def demo(rows: int = 200_000, out_dir: str | None = None, *,
+         jvm_options: str = DEMO_JVM_OPTIONS) -> int:
     """The main job: Spark writes a Lance dataset, appends, lancenb deletes, Spark and
-    the Python API read it back; prints rows, versions, encodings and sizes."""
+    the Python API read it back; prints rows, versions, encodings and sizes.
+
+    ``jvm_options`` go to the driver JVM (and to Spark's launcher JVM through
+    ``SPARK_LAUNCHER_OPTS``, unless that is set); ``""`` for the JVM's defaults."""
     import numpy as np  # lazy: CLI start-up
 
     import lancenb.spark as ls  # lazy: pyspark
@@ -128,8 +139,13 @@ def demo(rows: int = 200_000, out_dir: str | None = None) -> int:
             clock = now
 
         print(f"lancenb demo: {rows:,} + {rows // 4:,} generated orders through embedded Spark")
-        spark = ls.local_session("local[2]", app_name="lancenb-demo")
-        step(f"started Spark {spark.version} (local[2])")
+        conf = {}
+        if jvm_options:
+            conf["spark.driver.extraJavaOptions"] = jvm_options
+            os.environ.setdefault("SPARK_LAUNCHER_OPTS", jvm_options)
+        spark = ls.local_session("local[2]", app_name="lancenb-demo", conf=conf)
+        step(f"started Spark {spark.version} (local[2]" +
+             (f", JVM {jvm_options})" if jvm_options else ")"))
         from pyspark.sql import functions as F  # lazy: pyspark
 
         def frame(n, start):
@@ -288,6 +304,9 @@ def _main(argv: list[str] | None) -> int:
                                          "lancenb deletes, takes and shows encodings")
     p_demo.add_argument("--rows", type=int, default=200_000)
     p_demo.add_argument("--out-dir", default=None, help="keep the dataset in this directory")
+    p_demo.add_argument("--jvm-options", default=DEMO_JVM_OPTIONS,
+                        help="Java options of the demo's Spark driver ('' for the JVM's "
+                             f"defaults; default {DEMO_JVM_OPTIONS})")
     p_warm = sub.add_parser("warmup", help="compile every kernel into the Numba cache now "
                                            "(once per machine or image), in parallel")
     p_warm.add_argument("--processes", type=int, default=None,
@@ -295,7 +314,7 @@ def _main(argv: list[str] | None) -> int:
     p_warm.add_argument("--quiet", action="store_true", help="no progress line")
     args = parser.parse_args(argv)
     if args.command == "demo":
-        return demo(args.rows, args.out_dir)
+        return demo(args.rows, args.out_dir, jvm_options=args.jvm_options)
     try:
         if args.command == "inspect":
             return _cmd_inspect(args)
