@@ -16,7 +16,14 @@ runs after one warm-up, so Python workers and numba caches are warm):
   materialises every row, nothing collected);
 * read one column: the data source (no column pruning in the Python API),
   ``read_lance(columns=[...])`` and Parquet (pruned);
-* filtered count (``cat = 'c7' AND x > 0.5``): pushdown on vs Parquet.
+* filtered count (``cat = 'c7' AND x > 0.5``): pushdown on vs Parquet;
+* the Arrow hand-over alone: a ``mapInArrow`` step that only counts the rows it is
+  handed (Spark's rows -> Arrow -> Python worker, the path every Python writer's rows
+  take), run interleaved with the writers.
+
+``--write-variants`` runs only the writes, each under the Spark settings a Python
+writer can change (``spark.sql.execution.arrow.maxRecordsPerBatch``, the Arrow
+stream's compression), next to the count-only step under the same settings.
 
 The three contenders of an operation run in turn, ``K`` rounds (so a load change on a
 shared machine hits them alike); wall time and the CPU time of the whole process tree
@@ -89,11 +96,11 @@ def _interleaved(fns, repeat: int) -> list[tuple[float, float | None]]:
             for w, c in zip(wall, cpu)]
 
 
-def run(rows: int, repeat: int) -> tuple[list, str]:
+def run(rows: int, repeat: int, conf: dict | None = None) -> tuple[list, str]:
     import lancenb
     import lancenb.spark as ls
 
-    spark = ls.local_session("local[2]", app_name="lancenb-bench")
+    spark = ls.local_session("local[2]", app_name="lancenb-bench", conf=conf)
     tmp = tempfile.mkdtemp(prefix="lancenb-bench-spark-")
     lance_uri = os.path.join(tmp, "ds.lance")
     helper_uri = os.path.join(tmp, "helper.lance")
@@ -112,7 +119,10 @@ def run(rows: int, repeat: int) -> tuple[list, str]:
     def write_pq():
         df.write.mode("overwrite").parquet(pq)
 
-    res.append(("write", *_interleaved([write_ds, write_helper, write_pq], repeat)))
+    handover = _handover(df, rows)
+    *writes, hand = _interleaved([write_ds, write_helper, write_pq, handover], repeat)
+    res.append(("write", *writes))
+    res.append(("Arrow hand-over only (mapInArrow counting rows)", hand, None, writes[2]))
     assert lancenb.dataset(lance_uri).count_rows() == rows
 
     def noop(d):
@@ -164,6 +174,89 @@ def run(rows: int, repeat: int) -> tuple[list, str]:
     return res, f"{version}", sizes
 
 
+def _handover(df, rows: int):
+    """A job that hands every row to a Python worker as Arrow and only counts them: the
+    fixed cost under any Python writer (the data source's ``write`` runs on the same
+    ``mapInArrow`` path)."""
+    import pyarrow as pa
+
+    def count(batches):
+        n = 0
+        for b in batches:
+            n += b.num_rows
+        yield pa.record_batch([pa.array([n], pa.int64())], names=["n"])
+
+    def run():
+        got = sum(r["n"] for r in df.mapInArrow(count, "n long").collect())
+        assert got == rows, got
+
+    return run
+
+
+# settings a Python writer's job can change, each tried on the data source's write and
+# on the count-only hand-over (runtime SQL settings: set around each run)
+_VARIANTS = [
+    ("default (10,000 rows per Arrow batch)", {}),
+    ("maxRecordsPerBatch 100,000", {"spark.sql.execution.arrow.maxRecordsPerBatch": "100000"}),
+    ("Arrow stream lz4", {"spark.sql.execution.arrow.compression.codec": "lz4"}),
+]
+
+
+def run_variants(rows: int, repeat: int, conf: dict) -> tuple[list, str]:
+    import lancenb.spark as ls
+
+    spark = ls.local_session("local[2]", app_name="lancenb-bench", conf=conf)
+    tmp = tempfile.mkdtemp(prefix="lancenb-bench-spark-")
+    lance_uri = os.path.join(tmp, "ds.lance")
+    pq = os.path.join(tmp, "ds.parquet")
+    df = spark.range(0, rows, numPartitions=2).selectExpr(*COLUMNS).cache()
+    assert df.count() == rows
+
+    def with_conf(settings, fn):
+        def run():
+            old = {k: spark.conf.get(k, None) for k in settings}
+            for k, v in settings.items():
+                spark.conf.set(k, v)
+            try:
+                fn()
+            finally:
+                for k, v in old.items():
+                    if v is None:
+                        spark.conf.unset(k)
+                    else:
+                        spark.conf.set(k, v)
+        return run
+
+    def write_ds():
+        df.write.format("lancenb").mode("overwrite").save(lance_uri)
+
+    def write_pq():
+        df.write.mode("overwrite").parquet(pq)
+
+    fns, names = [write_pq], ["Spark's Parquet"]
+    for label, settings in _VARIANTS:
+        fns += [with_conf(settings, write_ds), with_conf(settings, _handover(df, rows))]
+        names += [f"data source, {label}", f"count-only mapInArrow, {label}"]
+    out = list(zip(names, _interleaved(fns, repeat)))
+    version = spark.version
+    spark.stop()
+    shutil.rmtree(tmp, ignore_errors=True)
+    return out, version
+
+
+def render_variants(rows: int, repeat: int, out, version: str, conf: dict) -> str:
+    pq_wall, pq_cpu = out[0][1]
+    lines = [f"Spark {version} local[2], {rows:,} rows x {len(COLUMNS)} columns, medians of "
+             f"{repeat} interleaved rounds" + (f", session conf {conf}" if conf else ""), "",
+             "| job | wall s | CPU s | wall / Parquet | CPU / Parquet |",
+             "|---|---:|---:|---:|---:|"]
+    for name, (wall, cpu) in out:
+        cpu_s = "" if cpu is None else f"{cpu:.2f}"
+        ratio = "" if cpu is None or pq_cpu is None else f"{cpu / pq_cpu:.2f}"
+        lines.append(f"| {name} | {wall:.2f} | {cpu_s} | {wall / pq_wall:.2f} | {ratio} |")
+    return "\n".join(lines)
+
+
 def _dir_size(path: str) -> int:
     return sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(path) for f in fs)
 
@@ -187,7 +280,8 @@ def render(rows: int, repeat: int, res, version: str, sizes) -> str:
     for name, a, b, c in res:
         ratio = f"{a[0] / c[0]:.2f}" + ("" if a[1] is None or c[1] is None else
                                          f" / {a[1] / c[1]:.2f}")
-        lines.append(f"| {name} | {cell(*a)} | {cell(*b)} | {cell(*c)} | {ratio} |")
+        helper = "" if b is None else cell(*b)
+        lines.append(f"| {name} | {cell(*a)} | {helper} | {cell(*c)} | {ratio} |")
     lines += ["", f"Data on disk: Lance {sizes[0] / 1e6:.1f} MB, Parquet {sizes[1] / 1e6:.1f} MB. "
               "The data source cannot prune columns (Spark 4.3's Python API offers no hook), so "
               "its one-column read decodes every column; `read_lance(columns=...)` does not.",
@@ -204,8 +298,22 @@ def main(argv=None) -> int:
     p.add_argument("--rows", type=int, default=1_000_000)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--out", default=None, help="update this RESULTS.md")
+    p.add_argument("--write-variants", action="store_true",
+                   help="only the writes, under each Arrow setting, next to the count-only "
+                        "hand-over (printed, not written to RESULTS.md)")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="a Spark setting for the session (repeatable)")
+    p.add_argument("--no-preload", action="store_true",
+                   help="Python workers from pyspark.daemon, not lancenb.spark.daemon")
     a = p.parse_args(argv)
-    res, version, sizes = run(a.rows, a.repeat)
+    conf = dict(c.split("=", 1) for c in a.conf)
+    if a.no_preload:
+        conf.setdefault("spark.python.daemon.module", "pyspark.daemon")
+    if a.write_variants:
+        out, version = run_variants(a.rows, a.repeat, conf)
+        print(render_variants(a.rows, a.repeat, out, version, conf))
+        return 0
+    res, version, sizes = run(a.rows, a.repeat, conf)
     block = render(a.rows, a.repeat, res, version, sizes)
     print(block)
     if a.out:
