@@ -342,7 +342,11 @@ class LanceScanner:
 
     def _prune(self, frag, live):
         """Drop the statistics pages whose bounds prove the filter false."""
-        sp = frag.page_stats() if self.use_stats else None
+        # (statistics are read only for a filter they could ever rule a page out for)
+        decides = self.__dict__.get("_stats_decide")
+        if decides is None:
+            decides = self._stats_decide = _stats_can_decide(self._filter)
+        sp = frag.page_stats() if self.use_stats and decides else None
         if sp is None:
             return live
         rpp, by_name = sp
@@ -573,6 +577,33 @@ class LanceScanner:
             opts["blob_handling"] = self.blob_handling
         ids = None if self._fragments is None else [f.fragment_id for f in self._fragments]
         return _rebuild_scanner, (self._ds, opts, ids)
+
+
+def _stats_can_decide(filt) -> bool:
+    """Whether page statistics could ever prove ``filt`` (a compiled filter) false for
+    a page: what :func:`lancenb.dataset.pruning.may_be_true` can answer False for
+    (a literal, a column, a column tested against a literal, ``IN``/``IS NULL``/
+    ``LIKE``/``IS TRUE`` of a column, a comparison with NULL), through ``NOT``,
+    ``AND`` and ``OR``. False (e.g. ``id % 7 = 0``, or a pyarrow Expression) lets a
+    scan skip reading each file's statistics; when unsure, True."""
+    from lancenb.dataset.exprnodes import And, Cmp, Col, In, IsBool, IsNull, Like, Lit, Not, Or
+
+    def can(node) -> bool:
+        if isinstance(node, Not):
+            return can(node.arg)
+        if isinstance(node, (And, Or)):
+            return can(node.left) or can(node.right)
+        if isinstance(node, Cmp):
+            left, right = node.left, node.right
+            return ((isinstance(right, Lit) and not right.value.is_valid)
+                    or (isinstance(left, Col) and isinstance(right, Lit))
+                    or (isinstance(left, Lit) and isinstance(right, Col)))
+        if isinstance(node, (In, IsNull, Like, IsBool)):
+            return isinstance(node.arg, Col)
+        return isinstance(node, (Col, Lit))
+
+    tree = getattr(filt, "_tree", None)
+    return tree is not None and can(tree)
 
 
 def _compiled(filter, schema: pa.Schema):
