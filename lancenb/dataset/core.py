@@ -47,7 +47,7 @@ from lancenb.dataset.scanner import LanceScanner
 from lancenb.dataset.sql import SqlQueryBuilder
 from lancenb.dataset.tags import Tags
 from lancenb.dataset.transaction import Transaction
-from lancenb.dataset.versions import as_nanos, manifest_nanos, version_list
+from lancenb.dataset.versions import as_micros, listed_micros, version_list
 from lancenb.dataset.versions import manifest_time as _manifest_time
 from lancenb.dataset.versions import version_ranges as _ranges
 from lancenb.dataset.versions import version_summary as _summary
@@ -126,10 +126,11 @@ class LanceDataset(DatasetApiExtras, pads.Dataset):
                                            f"{_ranges(versions)})")
             return v
         if asof is not None:
-            cutoff = as_nanos(asof)
+            # pylance's rule: the newest version listed strictly before ``asof``
+            cutoff = as_micros(asof)
             for v in reversed(versions):
                 mf = load_manifest(self._store, v, self._v2)
-                if manifest_nanos(mf.manifest, mf.name) <= cutoff:
+                if listed_micros(mf.manifest, mf.name) < cutoff:
                     return v
             raise DatasetNotFoundError(f"dataset {self._uri!r} has no version as of {asof}")
         return versions[-1]

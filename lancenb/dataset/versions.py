@@ -16,7 +16,7 @@ from lancenb.dataset.manifest import manifest_span, message_records, parse_manif
 from lancenb.encodings import pb
 from lancenb.errors import CorruptFileError, InvalidInputError
 
-__all__ = ["version_ranges", "as_datetime", "as_nanos", "manifest_nanos", "fragment_counts",
+__all__ = ["version_ranges", "as_datetime", "as_micros", "listed_micros", "fragment_counts",
            "version_summary",
            "manifest_time", "version_list"]
 
@@ -40,20 +40,24 @@ def as_datetime(x) -> _dt.datetime:
     return x
 
 
-def as_nanos(x) -> int:
-    """``asof`` (see :func:`as_datetime`) as exact integer nanoseconds since the epoch,
-    comparable with a manifest's timestamp without the microsecond rounding of a
-    datetime (a version committed within the same microsecond, after ``asof``, is not
-    "as of" it: pylance compares nanoseconds too)."""
+def as_micros(x) -> int:
+    """``asof`` (see :func:`as_datetime`) as exact integer microseconds since the epoch."""
     d = as_datetime(x) - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
-    return (d // _dt.timedelta(microseconds=1)) * 1000
+    return d // _dt.timedelta(microseconds=1)
 
 
-def manifest_nanos(m, where: str) -> int:
-    """A manifest's timestamp in integer nanoseconds since the epoch; one no datetime can
-    hold is a ``CorruptFileError``, as in :func:`manifest_time`."""
-    manifest_time(m, where)
-    return int(m.timestamp.seconds) * 1_000_000_000 + int(m.timestamp.nanos)
+def listed_micros(m, where: str) -> int:
+    """A manifest's timestamp as ``versions()`` lists it (:func:`manifest_time`, float
+    rounding of the nanoseconds included), in integer microseconds since the epoch.
+
+    pylance resolves ``asof`` against these listed times, not the exact nanoseconds: the
+    version picked is the newest whose listed time is strictly before ``asof``. So at a
+    version's own listed time the version before it is picked, and a version whose
+    nanoseconds round up to the next microsecond is listed (and picked) by that one.
+    """
+    manifest_time(m, where)  # a time no datetime can hold: CorruptFileError
+    ns = int(m.timestamp.seconds) * 1_000_000_000 + int(m.timestamp.nanos)
+    return int(ns // 1e9) * 1_000_000 + int((ns % 1e9) // 1e3)
 
 
 def fragment_counts(f) -> tuple[int, int, int, int, int]:

@@ -206,24 +206,47 @@ def test_empty_dataset(tmp_path):
 
 
 def test_asof_picks_the_version_pylance_picks(tmp_path):
-    """``asof`` compares in nanoseconds, as pylance does: at each version's listed
-    timestamp (floored to the microsecond) and a microsecond either side, both pick the
-    same version."""
+    """At each version's listed timestamp and a microsecond either side, both pick the
+    same version: the newest listed strictly before ``asof``, with pylance's float
+    rounding of the listed nanoseconds (which shows in about one timestamp in ten, so
+    four histories are drawn)."""
     import datetime
 
-    uri = str(tmp_path / "ds")
-    for i in range(3):
-        lance.write_dataset(pa.table({"a": [i]}), uri, mode="create" if i == 0 else "append")
-    lancenb.write_dataset(pa.table({"a": [3]}), uri, mode="append")
     one_us = datetime.timedelta(microseconds=1)
+    for n in range(4):
+        uri = str(tmp_path / f"ds{n}")
+        for i in range(3):
+            lance.write_dataset(pa.table({"a": [i]}), uri, mode="create" if i == 0 else "append")
+        lancenb.write_dataset(pa.table({"a": [3]}), uri, mode="append")
 
-    def picked(lib, ts):
-        try:
-            return lib.dataset(uri, asof=ts).version
-        except (ValueError, lancenb.errors.DatasetNotFoundError):
-            return None  # before the first version: both refuse
+        def picked(lib, ts, uri=uri):
+            try:
+                return lib.dataset(uri, asof=ts).version
+            except (ValueError, lancenb.errors.DatasetNotFoundError):
+                return None  # before the first version: both refuse
 
-    for v in lance.dataset(uri).versions():
-        for ts in (v["timestamp"] - one_us, v["timestamp"], v["timestamp"] + one_us):
-            assert picked(lancenb, ts) == picked(lance, ts), ts
+        for v in lance.dataset(uri).versions():
+            for ts in (v["timestamp"] - one_us, v["timestamp"], v["timestamp"] + one_us):
+                assert picked(lancenb, ts) == picked(lance, ts), ts
     assert picked(lancenb, datetime.datetime(2000, 1, 1)) is None
+
+
+@pytest.mark.parametrize("ns", [1795625064591999924, 1795625062900095028, 1795625062900095000,
+                                1795625062900095999, 1_000_000_000_000_000_000, 0, 999])
+def test_listed_times_are_pylances(ns):
+    """The listed time asof is compared with is pylance's conversion of the manifest's
+    nanoseconds, float rounding included (the first value is listed a microsecond up)."""
+    import datetime
+
+    from lance.dataset import _convert_version_timestamp
+
+    from lancenb._proto import table_pb2
+    from lancenb.dataset.versions import listed_micros, manifest_time
+
+    m = table_pb2.Manifest()
+    m.timestamp.seconds, m.timestamp.nanos = divmod(ns, 1_000_000_000)
+    theirs = _convert_version_timestamp({"timestamp": ns})["timestamp"]
+    assert manifest_time(m, "m") == theirs
+    epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+    assert listed_micros(m, "m") == (theirs.astimezone() - epoch) // datetime.timedelta(
+        microseconds=1)

@@ -121,10 +121,11 @@ def test_versions_time_travel_restore_tags(ds_uri):
     ds = lancenb.dataset(ds_uri)
     assert [v["version"] for v in ds.versions()] == [1, 2, 3]
     assert lancenb.dataset(ds_uri, version=2).count_rows() == 1010
-    ts = ds.versions()[1]["timestamp"]  # floored to the microsecond, as pylance's
-    # versions are compared in nanoseconds (as pylance does): version 2 is as of the
-    # microsecond after its listed timestamp, and not of the one before it
+    ts = ds.versions()[1]["timestamp"]  # listed to the microsecond, as pylance's
+    # pylance's rule: the newest version listed strictly before asof, so version 2 is as
+    # of the microsecond after its listed timestamp, and not of that timestamp itself
     assert lancenb.dataset(ds_uri, asof=ts + datetime.timedelta(microseconds=1)).version == 2
+    assert lancenb.dataset(ds_uri, asof=ts).version == 1
     assert lancenb.dataset(ds_uri, asof=ts - datetime.timedelta(microseconds=1)).version == 1
     ds.tags.create("big", 2)
     with pytest.raises(InvalidInputError, match="already exists"):
