@@ -127,8 +127,10 @@ def test_racing_processes_delete_vs_overwrite(tmp_path):
     lancenb.write_dataset(pa.table({"id": pa.array(range(1000), pa.int64())}), uri)
     code = textwrap.dedent("""
         import sys, time, lancenb, pyarrow as pa
-        uri, what, start = sys.argv[1], sys.argv[2], float(sys.argv[3])
-        ds = lancenb.dataset(uri)
+        uri, what = sys.argv[1], sys.argv[2]
+        ds = lancenb.dataset(uri)  # both open version 1 before either starts
+        print("ready", flush=True)
+        start = float(sys.stdin.readline())
         while time.time() < start:
             pass
         try:
@@ -141,8 +143,13 @@ def test_racing_processes_delete_vs_overwrite(tmp_path):
         except lancenb.CommitConflictError as e:
             print("conflict", e)
     """)
-    start = time.time() + 3
-    procs = [_spawn(code, uri, w, start) for w in ("delete", "overwrite")]
+    procs = [_spawn(code, uri, w, stdin=subprocess.PIPE) for w in ("delete", "overwrite")]
+    for p in procs:  # a loaded machine may take seconds to import: wait for both
+        assert p.stdout.readline().strip() == "ready"
+    start = time.time() + 0.2
+    for p in procs:
+        p.stdin.write(f"{start}\n")
+        p.stdin.flush()
     outs = []
     for p in procs:
         out, err = p.communicate(timeout=120)
