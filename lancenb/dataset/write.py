@@ -112,13 +112,26 @@ def write_data_files(store, batches: Iterator[pa.RecordBatch], schema: pa.Schema
 
     top_ids = [f.id for f in fields_pb if f.parent_id == -1]
     collector = None
+    # the open file's statistics are folded in on the statistics thread, in order, while
+    # this thread encodes (kernels release the GIL): futures of its pending batches
+    stats_q: list = []
     # a full file is finished (its last pages encoded, statistics, footer) on a
     # worker thread while the next one fills: kernels release the GIL, and at most
     # MAX_FILES_IN_FLIGHT files are buffered at once, so memory stays bounded
     pending: list = []
     open_writers: set = set()  # writers not closed yet (aborted if the write fails)
 
-    def finish_file(w, coll, fname):
+    def add_stats(part):
+        if part.num_rows < STATS_THREAD_MIN_ROWS and not stats_q:
+            collector.add(part)  # small appends: the hand-off would cost more
+            return
+        stats_q.append(_stats_pool().submit(collector.add, part))
+        while len(stats_q) > MAX_STATS_PENDING:  # bounded: batches wait, memory does not grow
+            stats_q.pop(0).result()
+
+    def finish_file(w, coll, fname, coll_pending):
+        for f in coll_pending:
+            f.result()
         stats = coll.finish() if coll is not None else None
         if stats is not None:
             data, info = stats
@@ -144,7 +157,8 @@ def write_data_files(store, batches: Iterator[pa.RecordBatch], schema: pa.Schema
         if sidecars is not None:
             sidecars.close()
         w, writer = writer, None
-        pending.append(_finish_pool().submit(finish_file, w, collector, name))
+        pending.append(_finish_pool().submit(finish_file, w, collector, name, stats_q[:]))
+        stats_q.clear()
         while len(pending) >= MAX_FILES_IN_FLIGHT:
             done(pending.pop(0).result())
 
@@ -170,9 +184,9 @@ def write_data_files(store, batches: Iterator[pa.RecordBatch], schema: pa.Schema
                 wpart = part.replace_schema_metadata(None) if part.schema.metadata else part
                 if sidecars is not None:
                     wpart = sidecars.convert_batch(wpart, writer_schema)
-                writer.write_batch(wpart)
                 if collector is not None:
-                    collector.add(part)
+                    add_stats(part)  # first: the statistics thread works while this encodes
+                writer.write_batch(wpart)
                 pos += take
                 rows += take
                 nbytes += part.nbytes
@@ -185,7 +199,7 @@ def write_data_files(store, batches: Iterator[pa.RecordBatch], schema: pa.Schema
     except BaseException:
         if sidecars is not None:
             sidecars.abort()
-        for f in pending:
+        for f in stats_q + pending:
             try:
                 f.result()
             except BaseException:
@@ -198,6 +212,16 @@ def write_data_files(store, batches: Iterator[pa.RecordBatch], schema: pa.Schema
 
 MAX_FILES_IN_FLIGHT = 2
 _FINISH_POOL = ThreadPool(lambda: MAX_FILES_IN_FLIGHT, "lancenb-write")  # per process
+# page statistics run on one thread per process (a collector's batches must go in
+# order); batches under STATS_THREAD_MIN_ROWS rows are folded in on the writing thread
+# while none of its file's are queued, and at most MAX_STATS_PENDING wait
+STATS_THREAD_MIN_ROWS = 16384
+MAX_STATS_PENDING = 4
+_STATS_POOL = ThreadPool(lambda: 1, "lancenb-stats")
+
+
+def _stats_pool() -> ThreadPoolExecutor:
+    return _STATS_POOL.get()
 
 
 def _finish_pool() -> ThreadPoolExecutor:
