@@ -105,8 +105,8 @@ def test_append_two_jobs_overwrite_and_time_travel(spark, tmp_path):
     v1 = lancenb_read(spark, uri, version=1)
     same_values(as_arrow(v1), as_arrow(mixed_df(spark, 1000)))
     assert lancenb_read(spark, uri, versionAsOf=2).count() == 1500
-    # (listed timestamps are floored to the microsecond; asof compares nanoseconds, as
-    # pylance does: version 2 is as of the microsecond after its listed time)
+    # (pylance's rule: the newest version listed strictly before asof, so version 2 is
+    # as of the microsecond after its listed time)
     ts = lancenb.dataset(uri).versions()[1]["timestamp"] + datetime.timedelta(microseconds=1)
     assert lancenb_read(spark, uri, asof=ts.isoformat()).count() == 1500
     assert [v["version"] for v in lance.dataset(uri).versions()] == [1, 2, 3]
