@@ -388,6 +388,9 @@ def main() -> None:
                                 for _ in range(args.runs)]))
         return
 
+    if args.cold_runs < 1:
+        raise SystemExit("--cold-runs must be at least 1: the warm runs use the cache the "
+                         "cold runs fill")
     cold, stats = [], None
     for i in range(args.cold_runs):
         cache = tempfile.mkdtemp(prefix="bench_startup_cache_")

@@ -267,8 +267,13 @@ class _LockedCache(FunctionCache):
         if not self._enabled:
             return None
         rtsys.initialize(target_context)
-        with self._guard_against_spurious_io_errors():
-            data = self._load_overload(sig, target_context)
+        try:
+            with self._guard_against_spurious_io_errors():
+                data = self._load_overload(sig, target_context)
+        except Exception:  # noqa: BLE001
+            # a damaged entry, or a numba whose internals this loader does not know
+            # (it rebuilds entries with numba's private pieces): compile, as on a miss
+            data = None
         if data is None:
             data = self._load_shipped(sig, target_context)
         return data

@@ -175,20 +175,38 @@ print(json.dumps([imported, sum(envmod.first.stats.cache_hits.values())]))
 """
 
 
+_ENVMOD = (
+    "import numpy as np\nfrom lancenb.kernels._jit import kernel\n\n\n@kernel\n"
+    "def first(a, k):\n    if a.size < k:\n        raise ValueError('too few values')\n"
+    "    out = np.empty(k, np.int64)\n    out[:] = a[:k]\n    return out.sum()\n\n\n"
+    "@kernel\ndef last(a, k):\n    out = np.empty(k, np.int64)\n"
+    "    out[:] = a[a.size - k:]\n    return out.sum()\n")
+
+
 def test_loading_a_kernel_does_not_import_numbas_helper_modules(tmp_path):
     src = tmp_path / "src"
     src.mkdir()
-    (src / "envmod.py").write_text(
-        "import numpy as np\nfrom lancenb.kernels._jit import kernel\n\n\n@kernel\n"
-        "def first(a, k):\n    if a.size < k:\n        raise ValueError('too few values')\n"
-        "    out = np.empty(k, np.int64)\n    out[:] = a[:k]\n    return out.sum()\n\n\n"
-        "@kernel\ndef last(a, k):\n    out = np.empty(k, np.int64)\n"
-        "    out[:] = a[a.size - k:]\n    return out.sum()\n")
+    (src / "envmod.py").write_text(_ENVMOD)
     cache = tmp_path / "cache"
     assert json.loads(_run(_ENVS, cache, str(src), "compile")) == [True, 0]
     # loaded: the helpers' environments stand in for their modules, which stay unimported
     # until something compiles (and the compilation then works alongside them)
     assert json.loads(_run(_ENVS, cache, str(src), "load")) == [False, 1]
+
+
+def test_a_damaged_cache_entry_is_compiled_again(tmp_path):
+    # an entry that cannot be loaded (damaged, or written by a numba whose internals the
+    # loader does not know) costs a compilation, never a failed call
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "envmod.py").write_text(_ENVMOD)
+    cache = tmp_path / "cache"
+    assert json.loads(_run(_ENVS, cache, str(src), "compile")) == [True, 0]
+    entries = [p for p in cache.rglob("*.nbc") if "first" in p.name]
+    assert entries
+    for p in entries:
+        p.write_bytes(b"not a pickle")
+    assert json.loads(_run(_ENVS, cache, str(src), "load")) == [True, 0]
 
 
 # a kernel writing its argument through a row of a 2-D parameter (``registers[r]``),
