@@ -550,12 +550,11 @@ def decode_pages(decs: list, data: np.ndarray, meta: np.ndarray, chunks: np.ndar
             for a, b in zip(item_start[:-1].tolist(), item_start[1:].tolist())]
 
 
-def decode_group(decs: list, data: np.ndarray, meta: np.ndarray, chunks: np.ndarray):
-    """:func:`decode_pages` without the cut into pages: ``(block of every page's
-    values, back to back; item_start)``, page ``i``'s values being items
-    ``item_start[i]:item_start[i + 1]`` of the block; None when anything does not
-    check. ``decs`` may repeat one decoder (pages of one layout: only ``num_items``,
-    the value decoder and the widths are read from them)."""
+def _value_chunks(decs: list, data: np.ndarray, meta: np.ndarray, chunks: np.ndarray):
+    """The chunk tables of pages of one layout parsed together, and where each chunk's
+    values are: ``(first decoder, value starts, value sizes (both one column), values
+    per chunk, each page's first chunk, items per page)``; None when anything does not
+    check."""
     got = _tables(decs, data, meta, chunks[:, 1])
     if got is None:
         return None
@@ -567,9 +566,21 @@ def decode_group(decs: list, data: np.ndarray, meta: np.ndarray, chunks: np.ndar
     vsize = _words_at(data, pos + 2, sw)
     if np.any(nbytes < hdr) or np.any(vsize > nbytes - hdr):
         return None
+    return first, (pos + hdr)[:, None], vsize[:, None], counts, page_start, num_items
+
+
+def decode_group(decs: list, data: np.ndarray, meta: np.ndarray, chunks: np.ndarray):
+    """:func:`decode_pages` without the cut into pages: ``(block of every page's
+    values, back to back; item_start)``, page ``i``'s values being items
+    ``item_start[i]:item_start[i + 1]`` of the block; None when anything does not
+    check. ``decs`` may repeat one decoder (pages of one layout: only ``num_items``,
+    the value decoder and the widths are read from them)."""
+    got = _value_chunks(decs, data, meta, chunks)
+    if got is None:
+        return None
+    first, vstart, vsize, counts, _, num_items = got
     try:
-        block = first.values.decode(data, (pos + hdr)[:, None], vsize[:, None], counts,
-                                    first.where)
+        block = first.values.decode(data, vstart, vsize, counts, first.where)
     except CorruptFileError:
         return None
     if block.num_values != int(num_items.sum()):
@@ -586,24 +597,16 @@ def gather_group(decs: list, data: np.ndarray, meta: np.ndarray, chunks: np.ndar
     value decoder's ``gather`` where it has one, else a decode of every chunk and one
     fancy index), or None when anything does not check. Only the chunk tables are
     parsed for every page; value checks are the gather's (the chunks it touches)."""
-    got = _tables(decs, data, meta, chunks[:, 1])
+    got = _value_chunks(decs, data, meta, chunks)
     if got is None:
         return None
-    words, nbytes, counts, off, page_of, page_start, num_items = got
-    first = decs[0]
-    sw = first.size_width
-    pos = chunks[page_of, 0] + off
-    hdr = (2 + sw + 7) // 8 * 8
-    vsize = _words_at(data, pos + 2, sw)
-    if np.any(nbytes < hdr) or np.any(vsize > nbytes - hdr):
-        return None
+    first, vstart, vsize, counts, page_start, num_items = got
     if len(local) and (np.any(local < 0) or np.any(local >= num_items[page])):
         return None
     chunk_first = np.zeros(len(counts) + 1, np.int64)
     np.cumsum(counts, out=chunk_first[1:])
     item = chunk_first[page_start[page]] + local  # in the group's item numbering
     slot = np.searchsorted(chunk_first, item, side="right") - 1
-    vstart, vsize = (pos + hdr)[:, None], vsize[:, None]
     width = first.dtype_bits // 8
     try:
         if first.values.can_gather:
