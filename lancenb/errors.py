@@ -20,6 +20,7 @@ __all__ = [
     "DatasetExistsError",
     "CommitConflictError",
     "RetryableCommitConflictError",
+    "WriteJobAbortedError",
     "UnsafeCommitError",
     "CommitOutcomeUnknownError",
     "MergeInsertError",
@@ -110,6 +111,13 @@ class CommitOutcomeUnknownError(LanceError, RuntimeError):
         super().__init__(message)
         self.version = version
         self.transaction_uuid = transaction_uuid
+
+
+class WriteJobAbortedError(LanceError, RuntimeError):
+    """A task of a distributed write job (the Spark data source, ``write_lance``) found
+    that its job was aborted or has already committed without it: it removed the files
+    it wrote and stopped. Spark kills such straggler tasks; the error is what they
+    report if they get that far."""
 
 
 class UnsafeCommitError(InvalidInputError):

@@ -23,10 +23,23 @@ share (lance-spark's, and pylance's ``write_fragments`` + ``LanceDataset.commit`
 Every data file is announced in a journal object,
 ``_lancenb_spark/{write_uuid}/{task}.files``, *before* it is created, so abort also
 finds the files of tasks that died without reporting (a killed worker, a task whose
-commit message never arrived). Commit and abort remove the journal. A straggler
-task that keeps writing after abort can still leave files behind; they are never
-referenced by a manifest, so they are invisible, and an orphan sweep
-(``cleanup_old_versions``-style) is the real guarantee.
+commit message never arrived). Commit and abort remove the journal.
+
+Stragglers. When one task fails, Spark aborts the job while the other tasks may still
+be running (it kills them, asynchronously). :func:`plan_write` therefore creates a
+lease object, ``_lancenb_spark/{write_uuid}/_active``, that lives until the job
+commits or aborts. A task checks the lease before and after announcing each new file,
+and once more when all its files are complete; a task that finds it gone removes its
+own files and raises :class:`~lancenb.errors.WriteJobAbortedError`. Abort removes the
+lease *first*, then the journal's files, waits :data:`ABORT_SETTLE_SECONDS` and
+removes what the journal lists then. So a file is either complete before the lease
+went (and abort's sweep finds it in the journal) or its task finds the lease gone
+and removes it; on object stores, where a file appears only when it is complete,
+that end-of-task check is what catches it. What can still be left is a file opened
+more than :data:`ABORT_SETTLE_SECONDS` after its task's check by a worker killed
+before its next check: never referenced by a manifest, so invisible to readers.
+A speculative attempt that finished before the commit but whose result Spark did
+not use also keeps its files (they are in the journal until the commit removes it).
 
 A :class:`WriteJob` is pickled to every task: it holds only strings, ints, a
 ``pyarrow.Schema`` and serialised protobufs.
@@ -36,6 +49,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 import uuid
 from dataclasses import dataclass, field
 
@@ -59,6 +73,7 @@ from lancenb.errors import (
     LanceError,
     NotSupportedError,
     SchemaError,
+    WriteJobAbortedError,
 )
 from lancenb.file.schema import schema_to_fields
 from lancenb.file.version import FileVersion
@@ -69,6 +84,10 @@ __all__ = ["WriteJob", "plan_write", "write_task", "commit_job", "abort_job", "J
            "normalize_uri"]
 
 JOURNAL_DIR = "_lancenb_spark"
+_LEASE = "_active"  # in a job's journal directory while the job may still commit
+# abort's second sweep comes this long after its first: a straggler that passed its
+# lease check just before abort removed the lease has opened its file by then
+ABORT_SETTLE_SECONDS = 0.5
 _log = logging.getLogger("lancenb.spark")
 MODES = ("append", "overwrite", "create")
 
@@ -108,6 +127,14 @@ class WriteJob:
     def store(self) -> ObjectStore:
         return ObjectStore(self.uri, self.storage_options)
 
+    @property
+    def journal_dir(self) -> str:
+        return f"{JOURNAL_DIR}/{self.write_uuid}"
+
+    @property
+    def lease(self) -> str:
+        return f"{self.journal_dir}/{_LEASE}"
+
     def fields_pb(self) -> list:
         return [file_pb2.Field.FromString(b) for b in self.fields]
 
@@ -138,12 +165,14 @@ def plan_write(uri: str, spark_schema, *, mode: str, max_rows_per_file=None,
             raise NotSupportedError(f"dataset {plan.store.uri!r} uses stable row ids; lancenb "
                                     f"reads such datasets but cannot append to them yet")
         _check_append(spark_schema, plan.schema, plan.store.uri)
-    return WriteJob(uri=uri, mode=plan.mode, read_version=plan.read_version,
-                    schema=plan.schema, fields=[f.SerializeToString() for f in plan.fields],
-                    data_format=plan.version.label, v2_names=plan.v2_names,
-                    create_only=plan.create_only, max_rows_per_file=rows,
-                    max_bytes_per_file=nbytes, max_retries=retries,
-                    storage_options=storage_options)
+    job = WriteJob(uri=uri, mode=plan.mode, read_version=plan.read_version,
+                   schema=plan.schema, fields=[f.SerializeToString() for f in plan.fields],
+                   data_format=plan.version.label, v2_names=plan.v2_names,
+                   create_only=plan.create_only, max_rows_per_file=rows,
+                   max_bytes_per_file=nbytes, max_retries=retries,
+                   storage_options=storage_options)
+    plan.store.write_bytes(job.lease, job.write_uuid.encode())  # tasks write while it exists
+    return job
 
 
 def _spark_schema_to_write(spark_schema) -> pa.Schema:
@@ -219,17 +248,28 @@ def _probe_values(t: pa.DataType) -> pa.Array:
 
 
 class _Journal(list):
-    """The ``written`` list of :func:`write_fragments` that also records each new
-    file in the job's journal object before the file is created."""
+    """The ``written`` list of :func:`write_data_files` that also records each new
+    file in the job's journal object before the file is created, checking the job's
+    lease before and after."""
 
-    def __init__(self, store: ObjectStore, rel: str):
+    def __init__(self, store: ObjectStore, job: WriteJob, task: str):
         super().__init__()
         self._store = store
-        self.rel = rel
+        self._job = job
+        self.task = task
+        self.rel = f"{job.journal_dir}/{task}-{uuid.uuid4().hex}.files"
+
+    def check_lease(self) -> None:
+        if not self._store.exists(self._job.lease):
+            raise WriteJobAbortedError(
+                f"write job {self._job.write_uuid} on {self._store.uri!r} was aborted (or "
+                f"committed without task {self.task}): the task removed its files")
 
     def append(self, path: str) -> None:
+        self.check_lease()  # an aborted job's journal is not written again
         super().append(path)
         self._store.write_bytes(self.rel, "\n".join(self).encode())
+        self.check_lease()  # abort may have swept between the two: then no file is made
 
 
 def write_task(job: WriteJob, batches, *, task: str) -> tuple[list[bytes], list[str]]:
@@ -238,7 +278,7 @@ def write_task(job: WriteJob, batches, *, task: str) -> tuple[list[bytes], list[
     On failure the task's files are removed before the error propagates.
     """
     store = job.store()
-    journal = _Journal(store, f"{JOURNAL_DIR}/{job.write_uuid}/{task}-{uuid.uuid4().hex}.files")
+    journal = _Journal(store, job, task)
     target = job.schema.remove_metadata()
     fail_now = job.fail_partition is not None and task.split("-")[0] == str(job.fail_partition)
 
@@ -256,10 +296,14 @@ def write_task(job: WriteJob, batches, *, task: str) -> tuple[list[bytes], list[
                                  version=FileVersion.resolve(job.data_format),
                                  max_rows_per_file=job.max_rows_per_file,
                                  max_bytes_per_file=job.max_bytes_per_file, written=journal)
+        # every file is complete: if the lease is still there, abort (which removes it
+        # first) will find them in the journal; if not, they are this task's to remove
+        journal.check_lease()
     except BaseException:
         cleanup(store, list(journal))
         if journal:
             store.delete(journal.rel)
+        _remove_dirs(store, job)
         raise
     return [f.SerializeToString() for f in frags], list(journal)
 
@@ -338,22 +382,31 @@ def abort_job(job: WriteJob, files=()) -> list[str]:
         except Exception as e:  # noqa: BLE001
             _log.warning("lancenb job %s: removing its journal failed: %s", job.write_uuid, e)
         return []
+    try:  # first: a task still running stops at its next check
+        store.delete(job.lease)
+    except LanceError as e:
+        _log.warning("lancenb job %s: removing its lease failed (%s): tasks still running "
+                     "may leave files no version references", job.write_uuid, e)
     gone = list(files)
     cleanup(store, gone)
+    gone += _drop_journal(store, job, remove_files=True, remove_dirs=False)
+    time.sleep(ABORT_SETTLE_SECONDS)  # see the module docstring (stragglers)
     gone += _drop_journal(store, job, remove_files=True)
-    return gone
+    return list(dict.fromkeys(gone))
 
 
-def _drop_journal(store: ObjectStore, job: WriteJob, *, remove_files: bool) -> list[str]:
-    rel_dir = f"{JOURNAL_DIR}/{job.write_uuid}"
+def _drop_journal(store: ObjectStore, job: WriteJob, *, remove_files: bool,
+                  remove_dirs: bool = True) -> list[str]:
+    """Remove the job's journal and lease (and with ``remove_files`` the files its
+    journal lists); returns the files removed."""
     removed = []
     try:
-        names = store.list(rel_dir)
+        names = store.list(job.journal_dir)
     except LanceError:
         return removed
-    for name in names:
-        rel = f"{rel_dir}/{name}"
-        if remove_files:
+    for name in sorted(names, key=lambda n: n != _LEASE):  # the lease first
+        rel = f"{job.journal_dir}/{name}"
+        if remove_files and name != _LEASE:
             try:
                 paths = [p for p in store.read_bytes(rel).decode().split("\n") if p]
             except LanceError:
@@ -361,10 +414,16 @@ def _drop_journal(store: ObjectStore, job: WriteJob, *, remove_files: bool) -> l
             cleanup(store, paths)
             removed += paths
         store.delete(rel)
-    if store.local:  # object stores have no directories to remove
-        for d in (rel_dir, JOURNAL_DIR):
+    if remove_dirs:
+        _remove_dirs(store, job)
+    return removed
+
+
+def _remove_dirs(store: ObjectStore, job: WriteJob) -> None:
+    """The journal's directories, if empty (object stores have none to remove)."""
+    if store.local:
+        for d in (job.journal_dir, JOURNAL_DIR):
             try:
                 os.rmdir(store.path(d))
             except OSError:
                 pass
-    return removed

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
+import uuid
 
 import lance
 import pyarrow as pa
 import pytest
 
 import lancenb
+import lancenb.io.store
 from lancenb.spark.jobs import JOURNAL_DIR, abort_job, commit_job, plan_write, write_task
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
@@ -127,3 +130,96 @@ def test_spark_job_committed_despite_a_later_error(spark, tmp_path):
         .save(uri)
     assert lancenb.dataset(uri).version == 2
     assert _ids(uri) == list(range(80))
+
+
+def _straggler(job, batches):
+    """Run write_task in a thread (a Spark task still running while the driver aborts);
+    returns the thread and a dict that gets its result or error."""
+    out: dict = {}
+
+    def run():
+        try:
+            out["result"] = write_task(job, batches, task="0-0")
+        except BaseException as e:  # noqa: BLE001 - the test inspects it
+            out["error"] = e
+
+    t = threading.Thread(target=run)
+    t.start()
+    return t, out
+
+
+def _files_under(root):
+    return sorted(os.path.relpath(os.path.join(d, f), root)
+                  for d, _, fs in os.walk(root) for f in fs)
+
+
+def test_straggler_task_stops_at_its_next_file_after_abort(tmp_path):
+    """A task still writing when the driver aborts (Spark kills it asynchronously)
+    makes no file after the abort and removes its own: the CI failure of
+    test_task_failure_leaves_no_version_and_no_files, without Spark's timing."""
+    path = tmp_path / "ds"
+    lancenb.write_dataset(pa.Table.from_batches([_batch(0, 5)]), str(path))
+    before = _files_under(path)
+    job = plan_write(str(path), _spark_schema(), mode="append")
+    job.max_rows_per_file = 10
+    first_file, go_on = threading.Event(), threading.Event()
+
+    def batches():
+        yield _batch(10, 20)  # fills the first file
+        first_file.set()
+        go_on.wait(30)
+        yield _batch(20, 30)  # would open a second file
+
+    t, out = _straggler(job, batches())
+    assert first_file.wait(30)
+    abort_job(job)
+    go_on.set()
+    t.join(60)
+    assert isinstance(out.get("error"), lancenb.errors.WriteJobAbortedError), out
+    assert "aborted" in str(out["error"])
+    assert _files_under(path) == before
+    assert _ids(path) == list(range(5))
+
+
+def test_task_that_completes_after_abort_removes_its_files():
+    """On a store where a file appears only once it is complete (object stores; the
+    memory store behaves so), a task whose last file completes after abort's sweep
+    finds the lease gone at its end-of-task check and removes the file itself."""
+    uri = f"memory://straggler-{uuid.uuid4().hex}/ds"
+    lancenb.write_dataset(pa.Table.from_batches([_batch(0, 5)]), uri, storage_options=OPTS)
+    store = lancenb.io.store.ObjectStore(uri, OPTS)
+    before = sorted(store.list("data"))
+    job = plan_write(uri, _spark_schema(), mode="append", storage_options=OPTS)
+    all_given, go_on = threading.Event(), threading.Event()
+
+    def batches():
+        yield _batch(10, 20)
+        all_given.set()
+        go_on.wait(30)  # the file is still open (not on the store) while abort sweeps
+
+    t, out = _straggler(job, batches())
+    assert all_given.wait(30)
+    abort_job(job)
+    go_on.set()
+    t.join(60)
+    assert isinstance(out.get("error"), lancenb.errors.WriteJobAbortedError), out
+    assert sorted(store.list("data")) == before
+    assert store.list(JOURNAL_DIR + "/" + job.write_uuid) == []
+    assert lancenb.dataset(uri, storage_options=OPTS).count_rows() == 5
+
+
+def test_plan_leases_and_commit_releases(tmp_path):
+    """The lease exists from planning to the commit; tasks of a committed job find it
+    gone (a speculative attempt still running after the commit removes its files)."""
+    path = tmp_path / "ds"
+    job = plan_write(str(path), _spark_schema(), mode="append")
+    assert os.path.exists(path / job.lease)
+    frags, _ = write_task(job, iter([_batch(0, 10)]), task="0-0")
+    assert commit_job(job, frags) == 1
+    assert not os.path.exists(path / JOURNAL_DIR)
+    data = _files_under(path / "data")
+    with pytest.raises(lancenb.errors.WriteJobAbortedError, match="aborted"):
+        write_task(job, iter([_batch(10, 20)]), task="0-1")
+    assert _files_under(path / "data") == data
+    assert not os.path.exists(path / JOURNAL_DIR)
+    assert _ids(path) == list(range(10))
