@@ -98,7 +98,8 @@ class LanceScanner:
             columns = self._set_projection(dataset, columns)
         else:
             columns = list(columns)
-            bad = [c for c in columns if c not in schema.names and c not in (ROW_ID, ROW_ADDR)]
+            bad = [c for c in columns if c not in (ROW_ID, ROW_ADDR)
+                   and not (isinstance(c, str) and schema.get_all_field_indices(c))]
             if bad:
                 raise InvalidInputError(f"no column(s) {bad} in the dataset; it has "
                                         f"{schema.names}")

@@ -201,6 +201,10 @@ class SmallFile:
         """See :meth:`lancenb.file.LanceFileReader.field_at_column`."""
         return self._shape.reader.field_at_column(column)
 
+    def fields_at_columns(self, columns):
+        """See :meth:`lancenb.file.LanceFileReader.fields_at_columns`."""
+        return self._shape.reader.fields_at_columns(columns)
+
     def read_global_buffer(self, index: int) -> bytes:
         """See :meth:`lancenb.file.LanceFileReader.read_global_buffer`: from this file's
         own bytes, at the position its offset table gives (a page-statistics read needs

@@ -87,17 +87,22 @@ class PageRef(NamedTuple):
 def project(schema_full: pa.Schema, columns: list[str] | None, path: str):
     """``(top-level field indices, projected schema)`` for the ``columns`` a reader
     was asked for (all when None); unknown names raise :class:`InvalidInputError`."""
-    names = schema_full.names
     if columns is None:
-        return list(range(len(names))), schema_full
-    at: dict = {}
-    for i, n in enumerate(names):
-        at.setdefault(n, i)  # (the first field of a name, as names.index finds it)
+        return list(range(len(schema_full))), schema_full
+    if len(columns) <= 8:  # a few names of a wide file: Arrow's lookup, no name table
+        found = [schema_full.get_all_field_indices(c) if isinstance(c, str) else []
+                 for c in columns]
+        at = {c: f[0] for c, f in zip(columns, found) if f}
+    else:
+        at = {}
+        for i, n in enumerate(schema_full.names):
+            at.setdefault(n, i)  # (the first field of a name, as names.index finds it)
     missing = [c for c in columns if c not in at]
     if missing:
-        raise InvalidInputError(f"{path!r}: no column(s) {missing}; the file has {names}")
+        raise InvalidInputError(f"{path!r}: no column(s) {missing}; the file has "
+                                f"{schema_full.names}")
     projection = [at[c] for c in columns]
-    if projection == list(range(len(names))):
+    if projection == list(range(len(schema_full))):
         return projection, schema_full
     return projection, pa.schema([schema_full.field(i) for i in projection],
                                  metadata=schema_full.metadata)

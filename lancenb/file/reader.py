@@ -29,6 +29,7 @@ from lancenb.file.metadata import (
     check_range,
     project,
 )
+from lancenb.file.schema import FieldList
 from lancenb.file.version import FileVersion
 from lancenb.io.pools import ThreadPool
 
@@ -203,10 +204,10 @@ class LanceFileReader:
                                         f"{len(fields)})")
             return i
         if self._name_index is None:  # built once: wide files are looked up by name a lot
-            index: dict[str, int] = {}
-            for i, f in enumerate(fields):
-                index.setdefault(f.name, i)
-            self._name_index = index
+            if isinstance(fields, FieldList):  # (shared by every reader of that schema)
+                self._name_index = fields.name_index()
+            else:
+                self._name_index = FieldList(fields).name_index()
         try:
             return self._name_index[field]
         except KeyError:
@@ -220,6 +221,13 @@ class LanceFileReader:
         cols = self._backend.columns_of
         i = bisect.bisect_left(cols, column)
         return i if i < len(cols) else None
+
+    def fields_at_columns(self, columns: np.ndarray) -> np.ndarray:
+        """:meth:`field_at_column` of many columns at once (int64 array; -1 past the
+        last field)."""
+        cols = self._backend.columns_of
+        at = np.searchsorted(np.asarray(cols, dtype=np.int64), columns, side="left")
+        return np.where(at < len(cols), at, -1)
 
     def leaf_columns(self, field) -> list[tuple[int, str]]:
         """``[(column index, leaf name)]`` of a top-level field of a 2.1+ file (whose

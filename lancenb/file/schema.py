@@ -251,6 +251,35 @@ def _is_blob_v2_file_field(f) -> bool:
     return f.logical_type == "struct" and "lance-encoding:blob" in f.metadata
 
 
+class FieldList(list):
+    """The top-level fields of a schema (a list of :class:`LanceField`), plus what is
+    derived from them once: schemas are rebuilt once per distinct schema message
+    (:func:`lancenb.file.metadata.cached_fields_to_schema`), so every reader of one
+    dataset's files shares one list, and a 2,000-field name index is built once, not
+    on every open. Derived values must not be mutated."""
+
+    __slots__ = ("_derived",)
+
+    def derived(self, key, build):
+        """The value ``build()`` gave for ``key`` the first time it was asked for."""
+        cache = getattr(self, "_derived", None)
+        if cache is None:
+            cache = self._derived = {}
+        hit = cache.get(key)
+        if hit is None:
+            hit = cache[key] = build()
+        return hit
+
+    def name_index(self) -> dict:
+        """name -> position of the first field of that name."""
+        def build():
+            index: dict[str, int] = {}
+            for i, f in enumerate(self):
+                index.setdefault(f.name, i)
+            return index
+        return self.derived("name_index", build)
+
+
 def fields_to_schema(fields, metadata=None) -> tuple[pa.Schema, list[LanceField]]:
     """Rebuild the Arrow schema from flat Field protos (as read from a file)."""
     by_parent: dict[int, list] = {}
@@ -283,6 +312,6 @@ def fields_to_schema(fields, metadata=None) -> tuple[pa.Schema, list[LanceField]
             raise CorruptFileError(f"schema field {f.name!r} (id {f.id}): {e}") from e
         return LanceField(f.id, f.name, arrow, kids)
 
-    tops = [build(f, 0) for f in by_parent.get(-1, [])]
+    tops = FieldList(build(f, 0) for f in by_parent.get(-1, []))
     md = {k: bytes(v) for k, v in (metadata or {}).items()} or None
     return pa.schema([t.arrow for t in tops], metadata=md), tops

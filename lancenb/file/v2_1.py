@@ -17,6 +17,7 @@ Reads:
 
 from __future__ import annotations
 
+import itertools
 import threading
 
 import numpy as np
@@ -96,13 +97,10 @@ class V21Backend:
     # -- columns and pages -----------------------------------------------------
     def _leaf_columns(self, num_columns: int) -> list[int]:
         """Top-level field index -> its first column index."""
-        out = []
-        col = 0
         # the one field-to-column mapping (lancenb.file.columns): leaves own columns,
         # packed and blob v2 structs one column each
-        for n in columns_per_field(self.fields, self.version):
-            out.append(col)
-            col += n
+        out = [0, *itertools.accumulate(columns_per_field(self.fields, self.version))]
+        col = out.pop()
         if col != num_columns:
             inside = [f.name for f in self.fields if fsl.struct_items_inside(f.storage.type)]
             if inside:
