@@ -43,7 +43,8 @@ __all__ = [
     "BLOCK", "OK", "BAD_WIDTH", "TRUNCATED", "BAD_LENGTH", "BAD_COUNT", "OUT_OF_BOUNDS",
     "TOO_WIDE", "BAD_OUTPUT",
     "pack_block", "unpack_block", "bit_width", "block_bit_widths", "inline_chunk_words",
-    "inline_pack", "inline_unpack", "inline_unpack_chunks", "outofline_words",
+    "inline_pack", "inline_unpack", "inline_unpack_chunks", "inline_gather_chunks",
+    "outofline_words",
     "outofline_pack", "outofline_unpack", "outofline_unpack_chunks",
 ]
 
@@ -57,8 +58,10 @@ BAD_COUNT = -4       # a value count is negative, or above 1024 for one inline b
 OUT_OF_BOUNDS = -5   # a chunk's byte range lies outside the data buffer
 TOO_WIDE = -6        # pack: a value needs more than W bits
 BAD_OUTPUT = -7      # the caller's arrays are not sized (or typed) as documented
+BAD_POSITION = -8    # a value asked for lies past its chunk's count
 
 FL_ORDER = np.array([0, 4, 2, 6, 1, 5, 3, 7], dtype=np.int64)
+INV_ORDER = np.argsort(FL_ORDER)  # the row group of each FL_ORDER position
 
 _U = np.uint64  # indexing with unsigned integers skips numba's negative-index fix-up,
 #                 which would otherwise turn every lane loop into gathers and scatters
@@ -431,6 +434,89 @@ def inline_unpack_chunks(data, starts, sizes, counts, out, err):
             _unpack(scratch, _0, w, tmp, _0)
             _copy(tmp, _0, out, j, cnt)
         j += cnt
+    return OK
+
+
+@kernel
+def inline_gather_chunks(data, starts, sizes, counts, slot, local, out, err):
+    """The values at positions ``local[k]`` of chunks ``slot[k]`` of the inline chunks
+    :func:`inline_unpack_chunks` reads, into ``out[k]``, without unpacking the chunks:
+    value ``v`` of a chunk of width W is stream bits ``row * W ..`` of lane
+    ``v % 128 % LANES``, with ``row = INV_ORDER[(v % 128 - lane) // 16] * 8 + v // 128``.
+
+    The chunks ``slot`` names are checked (in chunk order) as
+    :func:`inline_unpack_chunks` checks them, with the same statuses and ``err``
+    (chunk, start); then the positions: BAD_POSITION (``err``: the position's index
+    in ``local``, the chunk) for one outside ``0..counts[chunk]``. BAD_OUTPUT when
+    ``slot`` names no chunk or the arrays' lengths disagree. ``out`` is untouched on
+    error.
+    """
+    t = np.iinfo(out.dtype).bits
+    isz = t // 8
+    lanes = BLOCK // t
+    nc = starts.shape[0]
+    n = slot.shape[0]
+    if (sizes.shape[0] != nc or counts.shape[0] != nc or err.shape[0] < 2
+            or local.shape[0] != n or out.shape[0] != n):
+        return BAD_OUTPUT
+    used = np.zeros(nc, np.bool_)
+    for k in range(n):
+        c = slot[k]
+        if c < 0 or c >= nc:
+            return BAD_OUTPUT
+        used[c] = True
+    for c in range(nc):
+        if not used[c]:
+            continue
+        s = starts[c]
+        size = sizes[c]
+        cnt = counts[c]
+        status = OK
+        if cnt < 0 or cnt > BLOCK:
+            status = BAD_COUNT
+        elif s < 0 or size < 0 or s > data.shape[0] or size > data.shape[0] - s:
+            status = OUT_OF_BOUNDS
+        elif size < isz:
+            status = TRUNCATED
+        else:
+            w = read_uint(data, s, isz)
+            if w > _U(t):
+                status = BAD_WIDTH
+            else:
+                need = (1 + np.int64(w) * lanes) * isz
+                if size < need:
+                    status = TRUNCATED
+                elif size > need:
+                    status = BAD_LENGTH
+        if status != OK:
+            err[0] = c
+            err[1] = s
+            return status
+    for k in range(n):
+        v = local[k]
+        if v < 0 or v >= counts[slot[k]]:
+            err[0] = k
+            err[1] = slot[k]
+            return BAD_POSITION
+    for k in range(n):
+        s = starts[slot[k]]
+        v = local[k]
+        w = np.int64(read_uint(data, s, isz))
+        if w == 0:
+            out[k] = 0
+            continue
+        m = v % 128
+        lane = m % lanes
+        row = INV_ORDER[(m - lane) // 16] * 8 + v // 128
+        bit = row * w
+        lo = s + isz + ((bit // t) * lanes + lane) * isz
+        sh = bit % t
+        val = read_uint(data, lo, isz) >> _U(sh)
+        if sh + w > t:  # the value goes on in the lane's next word
+            val |= read_uint(data, lo + lanes * isz, isz) << _U(t - sh)
+        if w < t:
+            val &= (_U(1) << _U(w)) - _U(1)
+        out[k] = val
     return OK
 
 

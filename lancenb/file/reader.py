@@ -355,8 +355,10 @@ class LanceFileReader:
         """The fields' arrays; on the decode pool when ``parallel``: a field per task,
         or for many fields groups of them (each group's reads planned together)."""
         b = self._backend
-        cpus = os.cpu_count() or 1
-        if len(fields) < 2 or not parallel or cpus < 2:
+        if len(fields) < 2 or not parallel:
+            return b.read_many(fields, rows)
+        cpus = os.cpu_count() or 1  # (a system call: not on every small read)
+        if cpus < 2:
             return b.read_many(fields, rows)
         if len(fields) <= _FIELDS_PER_TASK * cpus:
             return list(_pool().map(lambda c: b.read(c, rows), fields))

@@ -191,9 +191,27 @@ class RangeReader:
         gsize = gend - gstart
         gpos = np.zeros(len(gsize), dtype=np.int64)
         np.cumsum(gsize[:-1], out=gpos[1:])
-        buf = np.empty(int(gsize.sum()), dtype=np.uint8)
-        for s, n, p in zip(gstart.tolist(), gsize.tolist(), gpos.tolist()):
-            self._read_into(s, n, buf[p:p + n])
+        total = int(gsize.sum())
+        buf = np.empty(total, dtype=np.uint8)
+        if self._fd is not None and _HAS_PREADV:
+            # local file: the requests straight to preadv, counted once (a take of 100
+            # random rows makes a few hundred small requests)
+            fd = self._fd
+            for s, n, p in zip(gstart.tolist(), gsize.tolist(), gpos.tolist()):
+                try:
+                    got = os.preadv(fd, [buf[p:p + n]], s) if n else 0
+                except OSError as e:
+                    raise LanceIOError(f"{self.uri!r}: read at offset {s} failed: "
+                                       f"{e}") from e
+                if got != n:
+                    raise LanceIOError(f"{self.uri!r}: short read at offset {s}: wanted "
+                                       f"{n} bytes, got {got}")
+            nreq = int(np.count_nonzero(gsize))
+            for c in self._counters:
+                c.add(reads=nreq, bytes_read=total)
+        else:
+            for s, n, p in zip(gstart.tolist(), gsize.tolist(), gpos.tolist()):
+                self._read_into(s, n, buf[p:p + n])
         pos = np.empty(len(offsets), dtype=np.int64)
         pos[order] = gpos[group] + (offsets[order] - gstart[group])
         return buf, pos

@@ -536,6 +536,98 @@ def test_inline_unpack_chunks_extremes():
                     assert tuple(err.tolist()) == where
 
 
+def ref_inline_gather_chunks(data: bytes, starts, sizes, counts, slot, local, t: int):
+    """``(status, err or None, values or None)``: the chunks ``slot`` names checked in
+    chunk order as ref_inline_unpack_chunks checks them, then the positions, then each
+    wanted value taken from its whole unpacked chunk."""
+    nc = len(starts)
+    if any(not 0 <= c < nc for c in slot):
+        return kb.BAD_OUTPUT, None, None
+    for c in sorted(set(slot)):
+        status, where, _ = ref_inline_unpack_chunks(data, [starts[c]], [sizes[c]],
+                                                    [counts[c]], counts[c], t)
+        if status != kb.OK:
+            return status, (c, starts[c]), None
+    for k, (c, v) in enumerate(zip(slot, local, strict=True)):
+        if not 0 <= v < counts[c]:
+            return kb.BAD_POSITION, (k, c), None
+    out = []
+    for c, v in zip(slot, local, strict=True):
+        words = _words_of(data[starts[c]:starts[c] + sizes[c]], t)
+        out.append(ref_unpack_block(words[1:], words[0], t)[v])
+    return kb.OK, None, out
+
+
+@st.composite
+def gathers(draw, t, corrupt):
+    """Inline chunks (optionally corrupted) and positions into them (optionally some
+    past a chunk's count or naming no chunk)."""
+    buf, starts, sizes, counts, _, _ = draw(inline_chunk_buffers(t, corrupt))
+    slot, local = [], []
+    if counts:
+        for _ in range(draw(st.integers(0, 40))):
+            c = draw(st.integers(0, len(counts) - 1))
+            top = max(counts[c], 1)
+            slot.append(c)
+            local.append(draw(st.integers(0, top - 1)))
+    if corrupt and slot and draw(st.booleans()):
+        k = draw(st.integers(0, len(slot) - 1))
+        if draw(st.booleans()):
+            local[k] = draw(st.sampled_from([-1, counts[slot[k]], 1024, 2**40]))
+        else:
+            slot[k] = draw(st.sampled_from([-1, len(counts)]))
+    return buf, starts, sizes, counts, slot, local
+
+
+def _run_gather(t, as_input, guarded, buf, starts, sizes, counts, slot, local):
+    want, where, values = ref_inline_gather_chunks(buf, starts, sizes, counts, slot, local, t)
+    g = guarded(len(slot), DTYPES[t], FILL)
+    err = guarded(2, np.int64, UNSET)
+    got = kb.inline_gather_chunks(_u8(buf, as_input), as_input(_i64(starts)),
+                                  as_input(_i64(sizes)), as_input(_i64(counts)),
+                                  as_input(_i64(slot)), as_input(_i64(local)), g.out, err.out)
+    assert got == want
+    assert g.intact() and err.intact()
+    if want == kb.OK:
+        assert g.out.tolist() == values
+    else:
+        assert (g.out == FILL).all()
+        assert tuple(err.out.tolist()) == (where or (UNSET, UNSET))
+    return got
+
+
+@T_PARAMS
+@budget(25, 6)
+@given(data=st.data())
+def test_inline_gather_chunks_matches_reference(t, as_input, guarded, data):
+    assert _run_gather(t, as_input, guarded, *data.draw(gathers(t, False))) == kb.OK
+
+
+@T_PARAMS
+@budget(40, 8)
+@given(data=st.data())
+def test_inline_gather_chunks_corrupted(t, as_input, guarded, data):
+    _run_gather(t, as_input, guarded, *data.draw(gathers(t, True)))
+
+
+@T_PARAMS
+def test_inline_gather_chunks_every_position(t):
+    """Every position of full chunks of every width, against the unpacked chunk."""
+    rng = np.random.default_rng(t)
+    for w in range(t + 1):
+        vals = (rng.integers(0, 2**63, 1024, dtype=np.uint64) & np.uint64((1 << w) - 1)
+                if w < 64 else rng.integers(0, 2**63, 1024, dtype=np.uint64) * np.uint64(2)
+                + np.uint64(1)).astype(DTYPES[t])
+        chunk = bytes(3) + _bytes_of(ref_inline_pack(vals.tolist(), t), t)
+        data = np.frombuffer(chunk, np.uint8)
+        out = np.zeros(1024, DTYPES[t])
+        err = np.zeros(2, np.int64)
+        got = kb.inline_gather_chunks(data, _i64([3]), _i64([len(chunk) - 3]), _i64([1024]),
+                                      np.zeros(1024, np.int64),
+                                      np.arange(1024, dtype=np.int64)[::-1].copy(), out, err)
+        assert got == kb.OK and (out[::-1] == vals).all(), w
+
+
 # -- OutOfLineBitpacking ------------------------------------------------------------------
 
 @T_PARAMS

@@ -26,10 +26,9 @@ __all__ = ["InlineValues", "OutOfLineLevels", "plan", "encode_chunks", "descript
 
 CHUNK = kb.BLOCK
 # InlineValues.gather unpacks whole chunks when it wants at least 1 in this many of
-# their values (a NumPy gather costs ~20 passes over the rows, the kernel one pass)
+# their values (the unpack kernel streams through a chunk's words; the gather kernel
+# reads one or two words per value, at scattered addresses)
 DENSE_GATHER = 8
-# FastLanes row group of each position of kb.FL_ORDER (its inverse permutation)
-_INV_ORDER = np.argsort(kb.FL_ORDER)
 _ERRORS = {kb.BAD_WIDTH: "bit width larger than the value type",
            kb.TRUNCATED: "bitpacked chunk is truncated", kb.BAD_LENGTH: "bitpacked chunk has "
            "bytes left over", kb.BAD_COUNT: "bad value count", kb.OUT_OF_BOUNDS:
@@ -52,16 +51,14 @@ class InlineValues(ChunkDecoder):
         self.batch_key = ("inline_bitpacking", bits)
 
     def gather(self, data, starts, sizes, counts, slot, local, where) -> FixedWidth:
-        """Only the values at positions ``local`` of chunks ``slot``, each read from
-        its lane's words (the FastLanes position of value ``v``: row
-        ``INV[(v % 128 - lane) / 16] * 8 + v / 128``, lane ``v % 128 % LANES``), NumPy
-        throughout; the chunks they touch are checked as
-        :func:`lancenb.kernels.bitpack.inline_unpack_chunks` checks them, with the
-        same messages."""
+        """Only the values at positions ``local`` of chunks ``slot``, read from their
+        lanes' words (:func:`lancenb.kernels.bitpack.inline_gather_chunks`); the chunks
+        they touch are checked as :func:`lancenb.kernels.bitpack.inline_unpack_chunks`
+        checks them, with the same messages."""
         t = self.bits
-        isz, lanes = t // 8, CHUNK // t
         ut = _uint(t)
         counts = np.asarray(counts, np.int64)
+        slot, local = np.asarray(slot, np.int64), np.asarray(local, np.int64)
         if len(local) * DENSE_GATHER >= int(counts.sum()):
             # dense (a range read by position): unpacking the chunks is cheaper
             whole = self.decode(data, starts, sizes, counts, where).data.view(ut)
@@ -71,52 +68,15 @@ class InlineValues(ChunkDecoder):
                 raise CorruptFileError(f"{where}: a row lies past its chunk's values")
             out = whole[first[slot] + local]
             return FixedWidth(t, out.view(np.uint8), len(out))
-        s, size = starts[:, 0].astype(np.int64), sizes[:, 0].astype(np.int64)
-        n = len(data)
-        # each chunk's width word (read where it lies inside the data, else 0)
-        inside = (s >= 0) & (size >= isz) & (s <= n - isz)
-        at = np.where(inside, s, 0)[:, None] + np.arange(isz)
-        raw = np.ascontiguousarray(data[np.minimum(at, n - 1)] if n else
-                                   np.zeros_like(at, np.uint8)).view(ut).reshape(-1)
-        w = np.where(inside, np.minimum(raw, t + 1).astype(np.int64), 0)
-        need = (1 + w * lanes) * isz
-        status = np.select(
-            [(counts < 0) | (counts > CHUNK),
-             (s < 0) | (size < 0) | (s > n) | (size > n - s),
-             size < isz, w > t, size < need, size > need],
-            [kb.BAD_COUNT, kb.OUT_OF_BOUNDS, kb.TRUNCATED, kb.BAD_WIDTH, kb.TRUNCATED,
-             kb.BAD_LENGTH], kb.OK)
-        used = np.zeros(len(s), bool)
-        used[slot] = True
-        bad = np.flatnonzero((status != kb.OK) & used)
-        if bad.size:
-            raise CorruptFileError(f"{where}, chunk {int(bad[0])}: "
-                                   f"{_ERRORS[int(status[bad[0]])]}")
-        if np.any((local < 0) | (local >= counts[slot])):
+        out = np.empty(len(local), ut)
+        err = np.zeros(2, np.int64)
+        status = kb.inline_gather_chunks(data, np.ascontiguousarray(starts[:, 0], np.int64),
+                                         np.ascontiguousarray(sizes[:, 0], np.int64), counts,
+                                         slot, local, out, err)
+        if status == kb.BAD_POSITION:
             raise CorruptFileError(f"{where}: a row lies past its chunk's values")
-        m = local % 128
-        lane = m % lanes
-        row = _INV_ORDER[(m - lane) // 16] * 8 + local // 128
-        width = w[slot]
-        bit = row * width
-        k, sh = bit // t, bit % t
-        base = s[slot] + isz  # the chunk's first packed word
-        lo = base + (k * lanes + lane) * isz
-        spill = sh + width > t  # the value continues in the lane's next word
-        hi = np.where(spill, lo + lanes * isz, lo)
-        zero = width == 0  # (no packed words: nothing to read)
-        lo, hi = np.where(zero, s[slot], lo), np.where(zero, s[slot], hi)
-        step = np.arange(isz)
-        wlo = np.ascontiguousarray(data[lo[:, None] + step]).view(ut).reshape(-1)
-        whi = np.ascontiguousarray(data[hi[:, None] + step]).view(ut).reshape(-1)
-        sh_u = sh.astype(ut)
-        val = wlo >> sh_u
-        up = np.where(spill, (t - sh), 0).astype(ut)
-        val = np.where(spill, val | (whi << up), val)
-        one = ut.type(1)
-        mask = np.where(width >= t, ~ut.type(0),
-                        (one << np.minimum(width, t - 1).astype(ut)) - one)
-        out = (val & mask).astype(ut)
+        if status != kb.OK:
+            raise CorruptFileError(f"{where}, chunk {int(err[0])}: {_ERRORS[status]}")
         return FixedWidth(t, out.view(np.uint8), len(out))
 
     def decode(self, data, starts, sizes, counts, where) -> FixedWidth:
