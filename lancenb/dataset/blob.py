@@ -401,10 +401,10 @@ def _select(ds, what: str, blob_column: str, ids, addresses, indices, handling: 
                                  ("indices", indices)) if v is not None]
     if len(given) != 1:
         raise InvalidInputError(f"{what}: give exactly one of ids, addresses or indices")
-    if blob_column not in ds.schema.names:
+    if blob_column not in ds._schema.names:
         raise InvalidInputError(f"{what}: no column {blob_column!r} in the dataset; it has "
-                                f"{ds.schema.names}")
-    kind = blob_layout(ds.schema.field(blob_column))
+                                f"{ds._schema.names}")
+    kind = blob_layout(ds._schema.field(blob_column))
     if kind is None:
         raise InvalidInputError(f"{what}: column {blob_column!r} is not a blob column "
                                 f"(a large_binary field with lance-encoding:blob metadata)")

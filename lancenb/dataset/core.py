@@ -62,7 +62,9 @@ from lancenb.errors import (
     InvalidInputError,
     NotSupportedError,
 )
+from lancenb.file.extensions import public_schema
 from lancenb.file.reader import cached_fields_to_schema
+from lancenb.file.schema import FieldList
 
 __all__ = ["LanceDataset", "dataset", "write_dataset", "Tags"]
 
@@ -209,8 +211,14 @@ class LanceDataset(DatasetApiExtras, pads.Dataset):
 
     @property
     def schema(self) -> pa.Schema:
-        """The Arrow schema of this version (blob v2 columns as pylance shows them)."""
-        return self._schema
+        """The Arrow schema of this version (blob v2 columns as pylance shows them;
+        extension columns, such as ``uuid`` or ``fixed_shape_tensor``, as their extension
+        types). lancenb works on the stored schema, ``_schema``: extension columns as
+        their storage type tagged with the extension's name."""
+        tops = self._top_fields
+        if isinstance(tops, FieldList):  # (once per distinct schema)
+            return tops.derived("public_schema", lambda: public_schema(self._schema))
+        return public_schema(self._schema)
 
     @property
     def version(self) -> int:

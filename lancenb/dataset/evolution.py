@@ -188,7 +188,7 @@ def add_columns(ds, transforms, read_columns=None, *, batch_size=None) -> None:
     """Add columns: ``{name: SQL expression}``, a ``pa.Field``/list of fields/
     ``pa.Schema`` (all null), or a function / :class:`BatchUDF` from a RecordBatch of
     ``read_columns`` to a RecordBatch of new columns."""
-    schema = ds.schema
+    schema = ds._schema
     step = int(batch_size or DEFAULT_BATCH_ROWS)
     if isinstance(transforms, pa.Field):
         transforms = [transforms]
@@ -334,7 +334,7 @@ def drop_columns(ds, columns) -> None:
         f = _field_by_path(fields, c)
         if f is None:
             raise InvalidInputError(f"cannot drop column {c!r}: the dataset has no such column "
-                                    f"(it has {ds.schema.names})")
+                                    f"(it has {ds._schema.names})")
         drop |= _subtree_ids(fields, f.id)
     keep = [f for f in fields if f.id not in drop]
     if not any(f.parent_id == -1 for f in keep):
@@ -388,7 +388,7 @@ def alter_columns(ds, *alterations) -> None:
         _project(ds, fields)
         return
     # type changes: rewrite those columns under new field ids
-    schema = ds.schema
+    schema = ds._schema
     for old_name, typ in retype:
         field = schema.field(old_name)
         if not pa.types.is_dictionary(typ) and not _castable(field.type, typ):
@@ -454,7 +454,7 @@ def merge_columns(ds, data, left_on: str, right_on: str | None = None) -> None:
     """Add the columns of ``data`` to the rows whose ``left_on`` equals ``data``'s
     ``right_on`` (rows without a match get nulls). ``right_on`` must be unique."""
     right_on = right_on or left_on
-    if left_on not in ds.schema.names:
+    if left_on not in ds._schema.names:
         raise InvalidInputError(f"merge: the dataset has no column {left_on!r}")
     src_schema, batches = normalize_input(data, None)
     src = pa.Table.from_batches(list(batches), schema=src_schema)
@@ -467,9 +467,9 @@ def merge_columns(ds, data, left_on: str, right_on: str | None = None) -> None:
     new_cols = [c for c in src.column_names if c != right_on]
     if not new_cols:
         raise InvalidInputError("merge: the new data has no columns besides the key")
-    _check_new_names(ds.schema, new_cols)
+    _check_new_names(ds._schema, new_cols)
     new_schema = pa.schema([src.schema.field(c) for c in new_cols])
-    left_type = ds.schema.field(left_on).type
+    left_type = ds._schema.field(left_on).type
     if keys.type != left_type:
         try:
             src = src.set_column(src.column_names.index(right_on), right_on,

@@ -232,10 +232,10 @@ class LanceFragment(FragmentApiExtras):
         phys = live[idx] if live is not None else idx
         uniq, inverse = np.unique(phys, return_inverse=True)
         t = self.take_physical(sc.columns, uniq)
-        t = t.replace_schema_metadata(sc.projected_schema.metadata)
+        t = t.replace_schema_metadata(sc._stored_schema().metadata)
         if len(uniq) != len(phys) or np.any(np.diff(inverse) < 0):
             t = dictarray.take(t, pa.array(inverse.reshape(-1)))
-        return t
+        return sc._public(t)
 
     def data_files(self) -> list[DataFile]:
         """This fragment's data files (:class:`~lancenb.fragment.DataFile`)."""
@@ -539,7 +539,7 @@ class LanceFragment(FragmentApiExtras):
         if not isinstance(reader, SmallFile) or reader.num_rows() != self.physical_rows:
             return None
         self.verified_rows()
-        schema = self._ds.schema
+        schema = self._ds._schema
         idx = []
         for c in columns:
             field = schema.field(c)
@@ -556,7 +556,7 @@ class LanceFragment(FragmentApiExtras):
         their values (what compaction, updates and schema evolution rewrite; scans
         pass the scanner's mode, descriptions by default)."""
         self.verified_rows()
-        schema = self._ds.schema
+        schema = self._ds._schema
         handling = blob.check_handling(blob_handling or "all_binary")
         # the output fields of a projection: worked out once per dataset, not per fragment
         key = ("take_fields", tuple(columns), handling)

@@ -165,14 +165,14 @@ class FragmentApiExtras:
                 raise InvalidInputError("merge_columns got no columns to add")
             out_fields, needed = [], set()
             for name, sql in value_func.items():
-                typ, used = check_expression(sql, ds.schema, what=f"merge_columns {name!r}")
+                typ, used = check_expression(sql, ds._schema, what=f"merge_columns {name!r}")
                 out_fields.append(pa.field(name, typ))
                 needed.update(used)
             new_schema = pa.schema(out_fields)
             t = self.take_physical(sorted(needed), offs)
             new = engine.evaluate(t, value_func, what="merge_columns").cast(new_schema)
         elif callable(value_func):
-            cols = list(columns) if columns is not None else list(ds.schema.names)
+            cols = list(columns) if columns is not None else list(ds._schema.names)
             t = self.take_physical(cols, offs)
             out_schema = getattr(value_func, "output_schema", None)
             parts = [_as_batch(value_func(b), out_schema) for b in t.to_batches()] or \
@@ -185,11 +185,11 @@ class FragmentApiExtras:
         else:
             raise InvalidInputError(f"merge_columns takes a dict of SQL expressions or a "
                                     f"function, not {type(value_func).__name__}")
-        _check_new_names(ds.schema, new.schema.names)
+        _check_new_names(ds._schema, new.schema.names)
         fields = _new_fields(new.schema, _next_field_id(ds))
         df = self._write_file(new, fields, step)
         all_fields = list(ds.manifest.fields) + fields
-        schema = pa.schema(list(ds.schema) + list(new.schema), ds.schema.metadata)
+        schema = pa.schema(list(ds._schema) + list(new.schema), ds._schema.metadata)
         return self._with_file(df), LanceSchema(all_fields, schema)
 
     def merge(self, data_obj, left_on: str, right_on: str | None = None, schema=None):
@@ -201,11 +201,11 @@ class FragmentApiExtras:
         right_on = right_on or left_on
         src_schema, batches = normalize_input(data_obj, schema)
         src = pa.Table.from_batches(list(batches), schema=src_schema)
-        if left_on not in ds.schema.names or right_on not in src.column_names:
+        if left_on not in ds._schema.names or right_on not in src.column_names:
             raise InvalidInputError(f"merge: key {left_on!r} must be a dataset column and "
                                     f"{right_on!r} a column of the data")
         extra = [c for c in src.column_names if c != right_on]
-        _check_new_names(ds.schema, extra)
+        _check_new_names(ds._schema, extra)
         keys = self.take_physical([left_on], np.arange(self.physical_rows, dtype=np.int64))
         keys = keys.append_column("__lancenb_pos", pa.array(np.arange(keys.num_rows)))
         joined = keys.join(src.rename_columns([left_on if c == right_on else c
@@ -214,7 +214,7 @@ class FragmentApiExtras:
         new = joined.select(extra)
         fields = _new_fields(new.schema, _next_field_id(ds))
         df = self._write_file(new, fields, DEFAULT_BATCH_ROWS)
-        out = pa.schema(list(ds.schema) + list(new.schema), ds.schema.metadata)
+        out = pa.schema(list(ds._schema) + list(new.schema), ds._schema.metadata)
         return self._with_file(df), LanceSchema(list(ds.manifest.fields) + fields, out)
 
     def update_columns(self, data_obj, left_on: str = ROW_ID, right_on: str | None = None,
@@ -228,7 +228,7 @@ class FragmentApiExtras:
         src_schema, batches = normalize_input(data_obj, schema)
         src = pa.Table.from_batches(list(batches), schema=src_schema)
         cols = [c for c in src.column_names if c != right_on]
-        bad = [c for c in cols if c not in ds.schema.names]
+        bad = [c for c in cols if c not in ds._schema.names]
         if right_on not in src.column_names or bad or not cols:
             raise InvalidInputError(f"update_columns: the data needs the key {right_on!r} and "
                                     f"dataset columns to update (not {bad})")
@@ -248,8 +248,8 @@ class FragmentApiExtras:
         j = keys.join(src, left_on, join_type="left outer").sort_by("__lancenb_pos")
         hit = pc.fill_null(j.column("__lancenb_hit"), False)
         new = pa.table([pc.if_else(hit, j.column(f"__lancenb_new_{c}").cast(
-            ds.schema.field(c).type), old.column(c)) for c in cols],
-            schema=pa.schema([ds.schema.field(c) for c in cols]))
+            ds._schema.field(c).type), old.column(c)) for c in cols],
+            schema=pa.schema([ds._schema.field(c) for c in cols]))
         by_name = {f.name: f for f in ds.manifest.fields if f.parent_id == -1}
         ids = [by_name[c].id for c in cols]
         sub = [f for f in ds.manifest.fields if _root_id(ds.manifest.fields, f) in ids]

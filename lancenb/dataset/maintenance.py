@@ -131,7 +131,7 @@ def compact_files(ds, *, target_rows_per_fragment: int = 1024 * 1024,
                       materialize_deletions_threshold)
     if not bins:
         return metrics
-    schema = ds.schema
+    schema = ds._schema
     fields = list(ds.manifest.fields)
     version = FileVersion.resolve(ds.data_storage_version)
     op = transaction_pb2.Transaction.Rewrite()

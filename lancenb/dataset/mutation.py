@@ -68,7 +68,7 @@ class _Changes:
                                                ds.version, written)
             op.updated_fragments.extend(updated)
             op.removed_fragment_ids.extend(removed)
-            schema = blob.input_schema(ds.schema)  # (blob v2 columns: their values)
+            schema = blob.input_schema(ds._schema)  # (blob v2 columns: their values)
             version = FileVersion.resolve(self.file_version or ds.data_storage_version)
 
             def write(tables):
@@ -153,7 +153,7 @@ def update(ds, updates: dict, where=None) -> dict:
 
     if not isinstance(updates, dict) or not updates:
         raise InvalidInputError("update takes a non-empty dict {column: SQL expression}")
-    schema = ds.schema
+    schema = ds._schema
     bad = [c for c in updates if c not in schema.names]
     if bad:
         raise InvalidInputError(f"update: no column(s) {bad} in the dataset")
@@ -211,7 +211,7 @@ class MergeInsertBuilder:
     def __init__(self, ds, on):
         self._ds = ds
         self._on = [on] if isinstance(on, str) else list(on)
-        missing = [c for c in self._on if c not in ds.schema.names]
+        missing = [c for c in self._on if c not in ds._schema.names]
         if not self._on or missing:
             raise InvalidInputError(f"merge_insert: key column(s) {missing or self._on} not "
                                     f"in the dataset")
@@ -283,7 +283,7 @@ class MergeInsertBuilder:
         return self
 
     def _source(self, data, schema) -> pa.Table:
-        tschema = self._ds.schema
+        tschema = self._ds._schema
         src_schema, batches = normalize_input(data, schema)
         src = pa.Table.from_batches(list(batches), schema=src_schema)
         extra = [c for c in src.column_names if c not in tschema.names]
@@ -324,7 +324,7 @@ class MergeInsertBuilder:
 
     def _merge(self, data, schema, *, commit: bool):
         ds = self._ds
-        tschema = ds.schema
+        tschema = ds._schema
         src = self._source(data, schema)
         src_cols = src.column_names
         src = src.append_column("__lancenb_src", pa.array(np.arange(src.num_rows)))

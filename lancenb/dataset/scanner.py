@@ -25,6 +25,7 @@ from lancenb.dataset.api_types import ScanStatistics
 from lancenb.dataset.readahead import read_ahead
 from lancenb.dataset.smallfiles import decoded_ahead
 from lancenb.errors import InvalidInputError
+from lancenb.file.extensions import public_columns, public_schema, with_extension_types
 
 __all__ = ["LanceScanner", "DEFAULT_BATCH_SIZE", "TaggedRecordBatch"]
 
@@ -79,7 +80,7 @@ class LanceScanner:
         # pylance's options that change results; the ones that only tune its engine
         # (prefilter, late_materialization, ...) are taken by LanceDataset.scanner
         self.use_stats = use_stats is None or bool(use_stats)
-        self.order_by = _orderings(order_by, dataset.schema)
+        self.order_by = _orderings(order_by, dataset._schema)
         self.strict_batch_size = bool(strict_batch_size)
         self.include_deleted_rows = bool(include_deleted_rows)
         if self.include_deleted_rows and not (with_row_id or (
@@ -91,7 +92,7 @@ class LanceScanner:
                                     "(as in pylance)")
         # blob columns: descriptions (pylance's default) or, "all_binary", the values
         self.blob_handling = blob.check_handling(blob_handling)
-        schema = dataset.schema
+        schema = dataset._schema
         if columns is None:
             columns = list(schema.names)
         elif isinstance(columns, dict):
@@ -155,7 +156,7 @@ class LanceScanner:
             if sql in (ROW_ID, ROW_ADDR):
                 raise InvalidInputError(f"columns: {sql} cannot be computed with; use "
                                         f"with_row_id / with_row_address")
-            typ, used = check_expression(sql, dataset.schema, what=f"column {alias!r}")
+            typ, used = check_expression(sql, dataset._schema, what=f"column {alias!r}")
             fields.append(pa.field(alias, typ))
             read += [c for c in used if c not in read]
         self._projection = dict(columns)
@@ -164,14 +165,39 @@ class LanceScanner:
 
     # -- schema ----------------------------------------------------------------
     def _read_schema(self) -> pa.Schema:
-        s = self._ds.schema
+        s = self._ds._schema
         return pa.schema([blob.output_field(s.field(c), self.blob_handling)
                           for c in self.columns])
 
     @property
     def projected_schema(self) -> pa.Schema:
         """The schema of the scan's output (projection, row id and address columns)."""
-        s = self._ds.schema
+        stored = self._stored_schema()
+        return public_schema(stored, self._public_cols(stored))
+
+    def _public_cols(self, stored: pa.Schema) -> list[int]:
+        """The output columns read back as extension types (none when the scan's
+        caller wants the stored types: ``_stored_output``)."""
+        if self._stored_output:
+            return []
+        cols = self.__dict__.get("_public_col_list")
+        if cols is None:
+            # (the dataset's public schema is its stored one unless some column reads
+            # back as an extension type: then the output's columns are looked at)
+            plain = self._ds.schema is self._ds._schema
+            cols = self._public_col_list = [] if plain else public_columns(stored)
+        return cols
+
+    def _public(self, data):
+        """A table or batch of the stored output schema as the scan returns it."""
+        cols = self._public_cols(data.schema)
+        return with_extension_types(data, cols) if cols else data
+
+    _stored_output = False  # (the Spark scan sets it: Spark is handed storage types)
+
+    def _stored_schema(self) -> pa.Schema:
+        """:attr:`projected_schema` with extension columns as their tagged storage."""
+        s = self._ds._schema
         if self._projection is not None:
             fields = list(self._projection_schema)
         else:
@@ -223,7 +249,7 @@ class LanceScanner:
         finally:
             self.limit, self.offset = limit, offset
         table = (pa.concat_tables(tables) if tables else
-                 self.projected_schema.remove_metadata().empty_table())
+                 self._stored_schema().remove_metadata().empty_table())
         table = _sort(table, self.order_by)
         stop = None if limit is None else offset + limit
         yield table.slice(offset, None if stop is None else stop - offset)
@@ -338,7 +364,7 @@ class LanceScanner:
 
     def _plain(self, columns: list[str]) -> list[str]:
         """The columns that are not blob columns (those read through their own path)."""
-        schema = self._ds.schema
+        schema = self._ds._schema
         return [c for c in columns if not blob.has_blobs(schema.field(c))]
 
     def _prune(self, frag, live):
@@ -400,15 +426,16 @@ class LanceScanner:
         return self._batches()
 
     def _batches(self) -> Iterator[pa.RecordBatch]:
-        schema = self.projected_schema
+        schema = self._stored_schema()
         if self.strict_batch_size:
-            yield from self._strict_batches(schema)
+            for b in self._strict_batches(schema):
+                yield self._public(b)
             return
         for t in self._tables():
             t = t.replace_schema_metadata(schema.metadata)
             for b in t.to_batches(max_chunksize=self.batch_size):
                 if b.num_rows:
-                    yield b
+                    yield self._public(b)
 
     def _strict_batches(self, schema) -> Iterator[pa.RecordBatch]:
         """Batches of exactly ``batch_size`` rows (the last one may be shorter), across
@@ -496,15 +523,15 @@ class LanceScanner:
         >>> ds.scanner(filter="id < 3").to_table().num_rows  # doctest: +SKIP
         3
         """
-        schema = self.projected_schema  # (once: it is rebuilt on every access)
+        schema = self._stored_schema()  # (once: it is rebuilt on every access)
         tables = [t.replace_schema_metadata(schema.metadata) for t in self._tables()]
         if not tables:
-            return schema.empty_table()
+            return self._public(schema.empty_table())
         if len(tables) == 1:
-            return tables[0]
+            return self._public(tables[0])
         # one chunk per fragment (as pylance returns batches): joining them into one
         # would copy every column once more and double the peak memory of a scan
-        return pa.concat_tables(tables)
+        return self._public(pa.concat_tables(tables))
 
     def count_rows(self) -> int:
         """Rows the scan returns (without a filter, counted from metadata: no data read)."""

@@ -288,7 +288,7 @@ class SqlQueryBuilder:
         import sqlglot  # lazy: heavy, needed here only
         from sqlglot import exp
 
-        names = list(self._ds.schema.names)
+        names = list(self._ds._schema.names)
         try:
             ast = sqlglot.parse_one(self._query)
         except sqlglot.errors.SqlglotError:

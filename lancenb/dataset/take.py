@@ -37,7 +37,7 @@ def take(ds, indices, columns=None, *, with_row_id=False, with_row_address=False
     frag_of = np.searchsorted(starts, idx, side="right") - 1
     fast = _take_small(ds, sc, idx - starts[frag_of], frag_of)
     if fast is not None:
-        return fast
+        return sc._public(fast)
     parts, positions = [], []
     for fi in np.unique(frag_of):
         frag = _fragment(ds, int(fi))
@@ -52,16 +52,16 @@ def take(ds, indices, columns=None, *, with_row_id=False, with_row_address=False
             t = dictarray.take(t, pa.array(inverse))
         parts.append(t)
         positions.append(sel)
-    schema = sc.projected_schema
+    schema = sc._stored_schema()
     if not parts:
-        return schema.empty_table()
+        return sc._public(schema.empty_table())
     table = pa.concat_tables([p.replace_schema_metadata(schema.metadata) for p in parts])
     order = np.concatenate(positions)
     if np.any(np.diff(order) < 0):
         inv = np.empty_like(order)
         inv[order] = np.arange(len(order))
         table = dictarray.take(table, pa.array(inv))
-    return dictarray.combine_chunks(table)
+    return sc._public(dictarray.combine_chunks(table))
 
 
 
@@ -122,7 +122,7 @@ def _take_small(ds, sc, local: np.ndarray, frag_of: np.ndarray) -> pa.Table | No
     if sc.with_row_id or sc.with_row_address:
         addr = (fids[inverse].astype(np.uint64) << np.uint64(32)) | phys.astype(np.uint64)
         arrays += [pa.array(addr, pa.uint64())] * (sc.with_row_id + sc.with_row_address)
-    return pa.Table.from_arrays(arrays, schema=sc.projected_schema)
+    return pa.Table.from_arrays(arrays, schema=sc._stored_schema())
 
 
 def _fragment(ds, i: int) -> LanceFragment:
@@ -206,12 +206,12 @@ def take_rows(ds, row_ids, columns=None, *, by_address=False, **kwargs) -> pa.Ta
         parts.append(dictarray.take(t, pa.array(inverse)))
         positions.append(sel)
     if not parts:
-        return sc.projected_schema.empty_table()
+        return sc._public(sc._stored_schema().empty_table())
     table = pa.concat_tables(parts)
     order = np.concatenate(positions)
     inv = np.empty_like(order)
     inv[order] = np.arange(len(order))
-    return dictarray.combine_chunks(dictarray.take(table, pa.array(inv)))
+    return sc._public(dictarray.combine_chunks(dictarray.take(table, pa.array(inv))))
 
 
 

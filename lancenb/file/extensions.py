@@ -27,7 +27,7 @@ import pyarrow as pa
 from lancenb.errors import NotSupportedError
 
 __all__ = ["storage_schema", "extension_schema", "has_extension_metadata", "EXT_NAME",
-           "EXT_METADATA"]
+           "EXT_METADATA", "public_columns", "public_schema", "with_extension_types"]
 
 EXT_NAME = b"ARROW:extension:name"
 EXT_METADATA = b"ARROW:extension:metadata"
@@ -166,3 +166,79 @@ def extension_schema(schema: pa.Schema) -> pa.Schema:
     c = _ArrowSchema()
     schema._export_to_c(ctypes.addressof(c))
     return pa.Schema._import_from_c(ctypes.addressof(c))  # takes ownership: no release
+
+
+# Lance's own extensions (the 2.2 blob v2 column, ``lance.blob.v2``; ``lance.json``):
+# lancenb reads those columns itself (lancenb.dataset.blob), they are not turned into
+# whatever Python type another library registered under the name
+_OWN_PREFIX = b"lance."
+
+
+def _public_field(f: pa.Field) -> bool | None:
+    """True if ``f`` (at any depth) carries another library's extension tag and none of
+    Lance's own, None if it carries none."""
+    found = None
+
+    def walk(g: pa.Field) -> bool:
+        nonlocal found
+        name = (g.metadata or {}).get(EXT_NAME)
+        if name is not None:
+            if name.startswith(_OWN_PREFIX):
+                return False
+            found = True
+        t = g.type
+        if pa.types.is_struct(t):
+            return all(walk(t.field(i)) for i in range(t.num_fields))
+        if pa.types.is_map(t):
+            return walk(t.key_field) and walk(t.item_field)
+        if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+            return walk(g.type.value_field)
+        return True
+
+    ok = walk(f)
+    return (True if ok else False) if found else None
+
+
+def public_columns(schema: pa.Schema) -> list[int]:
+    """The top-level fields of a stored schema that read back as extension types: those
+    tagged (at any depth) with an extension name that is not one of Lance's own."""
+    if not has_extension_metadata(schema):
+        return []
+    return [i for i, f in enumerate(schema) if _public_field(f)]
+
+
+def _import_field(f: pa.Field) -> pa.Field:
+    c = _ArrowSchema()
+    pa.schema([f])._export_to_c(ctypes.addressof(c))
+    return pa.Schema._import_from_c(ctypes.addressof(c)).field(0)
+
+
+def public_schema(schema: pa.Schema, cols: list[int] | None = None) -> pa.Schema:
+    """``schema`` with the fields :func:`public_columns` names as extension types (the
+    ones pyarrow knows: registered and canonical; unknown ones stay tagged storage)."""
+    cols = public_columns(schema) if cols is None else cols
+    if not cols:
+        return schema
+    fields = list(schema)
+    for i in cols:
+        fields[i] = _import_field(fields[i])
+    return pa.schema(fields, metadata=schema.metadata)
+
+
+def with_extension_types(data, cols: list[int]):
+    """A Table or RecordBatch read in its stored schema, with columns ``cols`` (see
+    :func:`public_columns`) as extension arrays: each column goes out and back in
+    through the C data interface with its tagged field, which makes the extension
+    arrays over the same buffers (no copy)."""
+    for i in cols:
+        f = data.schema.field(i)
+        if isinstance(data, pa.RecordBatch):
+            one = pa.RecordBatch.from_arrays([data.column(i)], schema=pa.schema([f]))
+            got = pa.RecordBatch._import_from_c_capsule(*one.__arrow_c_array__())
+            data = data.set_column(i, got.schema.field(0), got.column(0))
+        else:
+            one = pa.Table.from_arrays([data.column(i)], schema=pa.schema([f]))
+            got = pa.RecordBatchReader._import_from_c_capsule(one.__arrow_c_stream__())
+            got = got.read_all()
+            data = data.set_column(i, got.schema.field(0), got.column(0))
+    return data

@@ -173,7 +173,7 @@ class LanceNbDataSource(DataSource):
     def schema(self):
         """The dataset's schema as a Spark schema (blob columns as binary)."""
         ds = self._open()
-        s = ds.schema
+        s = ds._schema
         # blob columns reach Spark as their bytes (scan.py reads them "all_binary")
         return to_spark_schema(pa.schema([output_field(s.field(c), "all_binary")
                                           for c in self._columns(s)]))
@@ -185,7 +185,7 @@ class LanceNbDataSource(DataSource):
                 raise InvalidInputError(f"option {k!r} is for writes, not reads")
         ds = self._open()  # pins the version for this query (a DataFrame is a snapshot)
         names = [f.name for f in schema.fields]
-        missing = [n for n in names if n not in ds.schema.names]
+        missing = [n for n in names if n not in ds._schema.names]
         if missing:
             raise InvalidInputError(f"dataset {ds.uri!r} version {ds.version} has no column(s) "
                                     f"{missing}")
@@ -200,7 +200,7 @@ class LanceNbDataSource(DataSource):
                            rows_per_partition=_int(self.opts, "rows_per_partition"))
         cls = _PushdownReader if _bool(self.opts, "pushdown", self.pushdown_default) \
             else _Reader
-        return cls(job, tasks, ds.schema)
+        return cls(job, tasks, ds._schema)
 
     # -- write -----------------------------------------------------------------
     def writer(self, schema, overwrite: bool):

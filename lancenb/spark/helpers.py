@@ -34,18 +34,18 @@ def read_lance(spark, uri, *, columns=None, filter=None, version=None, asof=None
     from pyspark.sql.pandas.types import to_arrow_schema  # lazy: pyspark is optional
 
     ds = dataset(normalize_uri(uri), version, asof=asof, storage_options=storage_options)
-    names = list(ds.schema.names) if columns is None else list(columns)
-    bad = [c for c in names if c not in ds.schema.names]
+    names = list(ds._schema.names) if columns is None else list(columns)
+    bad = [c for c in names if c not in ds._schema.names]
     if bad:
         raise InvalidInputError(f"read_lance: no column(s) {bad} in {ds.uri!r}; it has "
-                                f"{ds.schema.names}")
+                                f"{ds._schema.names}")
     if filter is not None:
         from lancenb.dataset.filters import compile_filter  # lazy: sqlglot
 
-        compile_filter(filter, ds.schema)  # a bad filter fails here, not in a task
+        compile_filter(filter, ds._schema)  # a bad filter fails here, not in a task
         if not isinstance(filter, str):
             raise InvalidInputError("read_lance: filter must be a SQL string")
-    spark_schema = to_spark_schema(pa.schema([output_field(ds.schema.field(c), "all_binary")
+    spark_schema = to_spark_schema(pa.schema([output_field(ds._schema.field(c), "all_binary")
                                               for c in names]))
     job = ScanJob(uri=ds.uri, version=ds.version, columns=names,
                   target=to_arrow_schema(spark_schema, timezone="UTC"), filter=filter,

@@ -89,19 +89,19 @@ def read_task(job: ScanJob, ranges) -> Iterator[pa.RecordBatch]:
     if job.filter:
         from lancenb.dataset.filters import compile_filter, referenced_columns  # lazy: sqlglot
 
-        compiled = compile_filter(job.filter, ds.schema)
-        fcols = referenced_columns(compiled, ds.schema.names)
+        compiled = compile_filter(job.filter, ds._schema)
+        fcols = referenced_columns(compiled, ds._schema.names)
     for fid, lo, hi in ranges:
         frag = by_id[fid]
         if lo is None:
-            batches = ds.scanner(columns=job.columns, filter=job.filter, fragments=[frag],
-                                 batch_size=job.batch_size,
-                                 blob_handling="all_binary").to_batches()
+            sc = ds.scanner(columns=job.columns, filter=job.filter, fragments=[frag],
+                            batch_size=job.batch_size, blob_handling="all_binary")
         else:
             cols = list(dict.fromkeys(list(job.columns) + fcols))
-            batches = ds.scanner(columns=cols, fragments=[frag], offset=lo, limit=hi - lo,
-                                 batch_size=job.batch_size,
-                                 blob_handling="all_binary").to_batches()
+            sc = ds.scanner(columns=cols, fragments=[frag], offset=lo, limit=hi - lo,
+                            batch_size=job.batch_size, blob_handling="all_binary")
+        sc._stored_output = True  # Spark gets extension columns as their storage types
+        batches = sc.to_batches()
         for b in batches:
             t = pa.Table.from_batches([b])
             if compiled is not None and lo is not None:

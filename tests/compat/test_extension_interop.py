@@ -45,11 +45,22 @@ def test_extension_columns_round_trip(tmp_path, name, writer):
     uri = str(tmp_path / "ds")
     (lancenb if writer == "lancenb" else lance).write_dataset(t, uri)
     assert lance.dataset(uri).to_table().equals(t)
-    got = lancenb.dataset(uri).to_table()
-    # lancenb reads the stored form (storage type + extension tags); as extension types
-    # again it is the input
-    assert got.cast(extension_schema(got.schema)).equals(t)
-    assert got.schema.equals(storage_schema(t.schema))
+    ds, theirs = lancenb.dataset(uri), lance.dataset(uri)
+    # the extension types come back (stored as tagged storage types), as pylance gives them
+    assert ds.schema.equals(t.schema) and ds.schema.equals(theirs.schema, check_metadata=True)
+    got = ds.to_table()
+    assert got.equals(t) and got.schema.equals(t.schema, check_metadata=True)
+    for read in (lambda d: d.take([3, 0, 3]), lambda d: d.head(2),
+                 lambda d: pa.Table.from_batches(list(d.to_batches(batch_size=2)),
+                                                 schema=d.schema),
+                 lambda d: d.scanner(batch_size=2).to_reader().read_all(),
+                 lambda d: d.get_fragments()[0].take([1]),
+                 lambda d: d.to_table(limit=0)):
+        mine, want = read(ds), read(theirs)
+        assert mine.equals(want) and mine.schema.equals(want.schema, check_metadata=True)
+    # what lancenb works on inside: the storage types with the extension tags
+    assert ds._schema.equals(storage_schema(t.schema), check_metadata=True)
+    assert ds.to_table(filter="1 = 1").equals(t)
 
 
 def test_extension_columns_append_and_fragments(tmp_path):
@@ -57,14 +68,17 @@ def test_extension_columns_append_and_fragments(tmp_path):
     uri = str(tmp_path / "ds")
     lancenb.write_dataset(t, uri)
     lancenb.write_dataset(t, uri, mode="append")          # extension input again
-    stored = lancenb.dataset(uri).to_table()
-    lancenb.write_dataset(stored, uri, mode="append")     # its stored form appends too
+    back = lancenb.dataset(uri).to_table()
+    assert back.schema.equals(t.schema)
+    lancenb.write_dataset(back, uri, mode="append")       # what it reads appends again
+    stored = back.cast(storage_schema(t.schema))
+    lancenb.write_dataset(stored, uri, mode="append")     # so does the stored form
     frag = lancenb.LanceFragment.create(uri, t)
     ds = lancenb.LanceDataset.commit(uri, lancenb.LanceOperation.Append([frag]),
-                                     read_version=3)
-    want = pa.concat_tables([t] * 5)  # t, t, stored (t twice), the fragment's t
+                                     read_version=4)
+    want = pa.concat_tables([t] * 7)  # t, t, back (t twice), stored (t twice), the fragment's t
     assert lance.dataset(uri).to_table().equals(want)
-    assert ds.count_rows() == 5 * N
+    assert ds.count_rows() == 7 * N and ds.to_table().equals(want)
 
 
 def test_json_columns_are_refused_with_a_reason(tmp_path):
