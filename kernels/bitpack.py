@@ -374,6 +374,28 @@ def inline_unpack(words, n, out):
 
 
 @kernel
+def _inline_chunk_status(data, s, size, cnt, t):
+    """OK, or why the inline chunk of ``size`` bytes at ``data[s]`` holding ``cnt``
+    values of ``t`` bits cannot be read (the statuses of :func:`inline_unpack_chunks`)."""
+    isz = t // 8
+    if cnt < 0 or cnt > BLOCK:
+        return BAD_COUNT
+    if s < 0 or size < 0 or s > data.shape[0] or size > data.shape[0] - s:
+        return OUT_OF_BOUNDS
+    if size < isz:
+        return TRUNCATED
+    w = read_uint(data, s, isz)
+    if w > _U(t):
+        return BAD_WIDTH
+    need = (1 + np.int64(w) * (BLOCK // t)) * isz
+    if size < need:
+        return TRUNCATED
+    if size > need:
+        return BAD_LENGTH
+    return OK
+
+
+@kernel
 def inline_unpack_chunks(data, starts, sizes, counts, out, err):
     """Unpack mini-block chunks, each one inline block of ``sizes[c]`` bytes at
     ``data[starts[c]]`` (uint8, any alignment) holding ``counts[c]`` (0..1024) values,
@@ -392,31 +414,12 @@ def inline_unpack_chunks(data, starts, sizes, counts, out, err):
         return BAD_OUTPUT
     total = np.int64(0)
     for c in range(nc):
-        s = starts[c]
-        size = sizes[c]
-        cnt = counts[c]
-        status = OK
-        if cnt < 0 or cnt > BLOCK:
-            status = BAD_COUNT
-        elif s < 0 or size < 0 or s > data.shape[0] or size > data.shape[0] - s:
-            status = OUT_OF_BOUNDS
-        elif size < isz:
-            status = TRUNCATED
-        else:
-            w = read_uint(data, s, isz)
-            if w > _U(t):
-                status = BAD_WIDTH
-            else:
-                need = (1 + np.int64(w) * lanes) * isz
-                if size < need:
-                    status = TRUNCATED
-                elif size > need:
-                    status = BAD_LENGTH
+        status = _inline_chunk_status(data, starts[c], sizes[c], counts[c], np.int64(t))
         if status != OK:
             err[0] = c
-            err[1] = s
+            err[1] = starts[c]
             return status
-        total += cnt
+        total += counts[c]
     if total != out.shape[0]:
         return BAD_OUTPUT
     scratch = np.empty(BLOCK, out.dtype)  # the words, copied out of the (unaligned) bytes
@@ -468,29 +471,10 @@ def inline_gather_chunks(data, starts, sizes, counts, slot, local, out, err):
     for c in range(nc):
         if not used[c]:
             continue
-        s = starts[c]
-        size = sizes[c]
-        cnt = counts[c]
-        status = OK
-        if cnt < 0 or cnt > BLOCK:
-            status = BAD_COUNT
-        elif s < 0 or size < 0 or s > data.shape[0] or size > data.shape[0] - s:
-            status = OUT_OF_BOUNDS
-        elif size < isz:
-            status = TRUNCATED
-        else:
-            w = read_uint(data, s, isz)
-            if w > _U(t):
-                status = BAD_WIDTH
-            else:
-                need = (1 + np.int64(w) * lanes) * isz
-                if size < need:
-                    status = TRUNCATED
-                elif size > need:
-                    status = BAD_LENGTH
+        status = _inline_chunk_status(data, starts[c], sizes[c], counts[c], np.int64(t))
         if status != OK:
             err[0] = c
-            err[1] = s
+            err[1] = starts[c]
             return status
     for k in range(n):
         v = local[k]

@@ -140,20 +140,31 @@ def storage_schema(schema: pa.Schema) -> pa.Schema | None:
     return pa.schema([n or f for n, f in zip(new, fields)], metadata=schema.metadata)
 
 
+def _fields_below(f: pa.Field):
+    """``f`` and every field nested in it (struct children, map keys and items, list
+    items), depth first."""
+    yield f
+    t = f.type
+    if pa.types.is_struct(t):
+        for i in range(t.num_fields):
+            yield from _fields_below(t.field(i))
+    elif pa.types.is_map(t):
+        yield from _fields_below(t.key_field)
+        yield from _fields_below(t.item_field)
+    elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        yield from _fields_below(t.value_field)
+
+
+def _extension_names(f: pa.Field) -> list[bytes]:
+    if not f.metadata and f.type.id not in _NESTED_IDS:  # (most fields of wide schemas)
+        return []
+    return [g.metadata[EXT_NAME] for g in _fields_below(f)
+            if g.metadata and EXT_NAME in g.metadata]
+
+
 def has_extension_metadata(schema: pa.Schema) -> bool:
     """Whether any field of ``schema``, at any depth, carries an extension name."""
-    def walk(f: pa.Field) -> bool:
-        if f.metadata and EXT_NAME in f.metadata:
-            return True
-        t = f.type
-        if pa.types.is_struct(t):
-            return any(walk(t.field(i)) for i in range(t.num_fields))
-        if pa.types.is_map(t):
-            return walk(t.key_field) or walk(t.item_field)
-        if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-            return walk(t.value_field)
-        return False
-    return any(walk(f) for f in schema)
+    return any(_extension_names(f) for f in schema)
 
 
 def extension_schema(schema: pa.Schema) -> pa.Schema:
@@ -174,29 +185,11 @@ def extension_schema(schema: pa.Schema) -> pa.Schema:
 _OWN_PREFIX = b"lance."
 
 
-def _public_field(f: pa.Field) -> bool | None:
-    """True if ``f`` (at any depth) carries another library's extension tag and none of
-    Lance's own, None if it carries none."""
-    found = None
-
-    def walk(g: pa.Field) -> bool:
-        nonlocal found
-        name = (g.metadata or {}).get(EXT_NAME)
-        if name is not None:
-            if name.startswith(_OWN_PREFIX):
-                return False
-            found = True
-        t = g.type
-        if pa.types.is_struct(t):
-            return all(walk(t.field(i)) for i in range(t.num_fields))
-        if pa.types.is_map(t):
-            return walk(t.key_field) and walk(t.item_field)
-        if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-            return walk(g.type.value_field)
-        return True
-
-    ok = walk(f)
-    return (True if ok else False) if found else None
+def _public_field(f: pa.Field) -> bool:
+    """Whether ``f`` (at any depth) carries another library's extension tag and none
+    of Lance's own."""
+    names = _extension_names(f)
+    return bool(names) and not any(n.startswith(_OWN_PREFIX) for n in names)
 
 
 def public_columns(schema: pa.Schema) -> list[int]:

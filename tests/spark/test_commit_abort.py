@@ -132,20 +132,32 @@ def test_spark_job_committed_despite_a_later_error(spark, tmp_path):
     assert _ids(uri) == list(range(80))
 
 
-def _straggler(job, batches):
-    """Run write_task in a thread (a Spark task still running while the driver aborts);
-    returns the thread and a dict that gets its result or error."""
+def _abort_during_task(job, before: list, after: list):
+    """Run write_task in a thread (a Spark task still running while the driver aborts):
+    it is given the batches ``before``, then waits while the job is aborted, then is
+    given ``after``. Returns what the task raised (None if it returned)."""
+    paused, go_on = threading.Event(), threading.Event()
     out: dict = {}
+
+    def batches():
+        yield from before
+        paused.set()
+        go_on.wait(30)
+        yield from after
 
     def run():
         try:
-            out["result"] = write_task(job, batches, task="0-0")
+            out["result"] = write_task(job, batches(), task="0-0")
         except BaseException as e:  # noqa: BLE001 - the test inspects it
             out["error"] = e
 
     t = threading.Thread(target=run)
     t.start()
-    return t, out
+    assert paused.wait(30)
+    abort_job(job)
+    go_on.set()
+    t.join(60)
+    return out.get("error")
 
 
 def _files_under(root):
@@ -162,21 +174,10 @@ def test_straggler_task_stops_at_its_next_file_after_abort(tmp_path):
     before = _files_under(path)
     job = plan_write(str(path), _spark_schema(), mode="append")
     job.max_rows_per_file = 10
-    first_file, go_on = threading.Event(), threading.Event()
-
-    def batches():
-        yield _batch(10, 20)  # fills the first file
-        first_file.set()
-        go_on.wait(30)
-        yield _batch(20, 30)  # would open a second file
-
-    t, out = _straggler(job, batches())
-    assert first_file.wait(30)
-    abort_job(job)
-    go_on.set()
-    t.join(60)
-    assert isinstance(out.get("error"), lancenb.errors.WriteJobAbortedError), out
-    assert "aborted" in str(out["error"])
+    # the first batch fills a file, the second would open another
+    error = _abort_during_task(job, [_batch(10, 20)], [_batch(20, 30)])
+    assert isinstance(error, lancenb.errors.WriteJobAbortedError), error
+    assert "aborted" in str(error)
     assert _files_under(path) == before
     assert _ids(path) == list(range(5))
 
@@ -190,19 +191,9 @@ def test_task_that_completes_after_abort_removes_its_files():
     store = lancenb.io.store.ObjectStore(uri, OPTS)
     before = sorted(store.list("data"))
     job = plan_write(uri, _spark_schema(), mode="append", storage_options=OPTS)
-    all_given, go_on = threading.Event(), threading.Event()
-
-    def batches():
-        yield _batch(10, 20)
-        all_given.set()
-        go_on.wait(30)  # the file is still open (not on the store) while abort sweeps
-
-    t, out = _straggler(job, batches())
-    assert all_given.wait(30)
-    abort_job(job)
-    go_on.set()
-    t.join(60)
-    assert isinstance(out.get("error"), lancenb.errors.WriteJobAbortedError), out
+    # the task's file is still open (not on the store) while abort sweeps
+    error = _abort_during_task(job, [_batch(10, 20)], [])
+    assert isinstance(error, lancenb.errors.WriteJobAbortedError), error
     assert sorted(store.list("data")) == before
     assert store.list(JOURNAL_DIR + "/" + job.write_uuid) == []
     assert lancenb.dataset(uri, storage_options=OPTS).count_rows() == 5
