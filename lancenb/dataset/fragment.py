@@ -56,7 +56,7 @@ _WIDE_MEMO: dict = {}
 _WIDE_MEMO_SIZE = 64
 
 
-def _memo(key, pins, build):
+def _wide_memo(key, pins, build):
     hit = _WIDE_MEMO.get(key)
     if hit is not None:
         return hit[1]
@@ -430,7 +430,7 @@ class LanceFragment(FragmentApiExtras):
         key = ("plan", id(tops)) + tuple((fi, id(r.fields), o.tobytes(), c.tobytes())
                                          for fi, _, r, o, c in parts)
         pins = (tops,) + tuple(r.fields for _, _, r, _, _ in parts)
-        return _memo(key, pins, lambda: self._wide_plan_of(parts, top_names))
+        return _wide_memo(key, pins, lambda: self._wide_plan_of(parts, top_names))
 
     def _wide_plan_of(self, parts: list, top_names: list) -> dict:
         plan: dict[str, tuple[int, str]] = {}

@@ -176,10 +176,7 @@ class LanceScanner:
         return public_schema(stored, self._public_cols(stored))
 
     def _public_cols(self, stored: pa.Schema) -> list[int]:
-        """The output columns read back as extension types (none when the scan's
-        caller wants the stored types: ``_stored_output``)."""
-        if self._stored_output:
-            return []
+        """The output columns read back as extension types."""
         cols = self.__dict__.get("_public_col_list")
         if cols is None:
             # (the dataset's public schema is its stored one unless some column reads
@@ -192,8 +189,6 @@ class LanceScanner:
         """A table or batch of the stored output schema as the scan returns it."""
         cols = self._public_cols(data.schema)
         return with_extension_types(data, cols) if cols else data
-
-    _stored_output = False  # (the Spark scan sets it: Spark is handed storage types)
 
     def _stored_schema(self) -> pa.Schema:
         """:attr:`projected_schema` with extension columns as their tagged storage."""

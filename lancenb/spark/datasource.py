@@ -68,7 +68,7 @@ from lancenb.spark.jobs import (
 )
 from lancenb.spark.pushdown import to_sql
 from lancenb.spark.scan import DEFAULT_BATCH_SIZE, ScanJob, plan_tasks, read_task
-from lancenb.spark.types import to_spark_schema
+from lancenb.spark.types import stored_schema, to_spark_schema
 
 __all__ = ["LanceNbDataSource", "LanceNbCommitMessage", "FORMAT"]
 
@@ -172,8 +172,7 @@ class LanceNbDataSource(DataSource):
 
     def schema(self):
         """The dataset's schema as a Spark schema (blob columns as binary)."""
-        ds = self._open()
-        s = ds._schema
+        s = stored_schema(self._open().schema)
         # blob columns reach Spark as their bytes (scan.py reads them "all_binary")
         return to_spark_schema(pa.schema([output_field(s.field(c), "all_binary")
                                           for c in self._columns(s)]))
@@ -184,8 +183,9 @@ class LanceNbDataSource(DataSource):
             if k in _WRITE:
                 raise InvalidInputError(f"option {k!r} is for writes, not reads")
         ds = self._open()  # pins the version for this query (a DataFrame is a snapshot)
+        stored = stored_schema(ds.schema)
         names = [f.name for f in schema.fields]
-        missing = [n for n in names if n not in ds._schema.names]
+        missing = [n for n in names if n not in stored.names]
         if missing:
             raise InvalidInputError(f"dataset {ds.uri!r} version {ds.version} has no column(s) "
                                     f"{missing}")
@@ -200,7 +200,7 @@ class LanceNbDataSource(DataSource):
                            rows_per_partition=_int(self.opts, "rows_per_partition"))
         cls = _PushdownReader if _bool(self.opts, "pushdown", self.pushdown_default) \
             else _Reader
-        return cls(job, tasks, ds._schema)
+        return cls(job, tasks, stored)
 
     # -- write -----------------------------------------------------------------
     def writer(self, schema, overwrite: bool):

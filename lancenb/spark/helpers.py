@@ -16,7 +16,7 @@ from lancenb.dataset.blob import output_field
 from lancenb.errors import InvalidInputError
 from lancenb.spark.jobs import abort_job, commit_job, normalize_uri, plan_write, write_task
 from lancenb.spark.scan import DEFAULT_BATCH_SIZE, ScanJob, plan_tasks, read_task
-from lancenb.spark.types import to_spark_schema
+from lancenb.spark.types import stored_schema, to_spark_schema
 
 __all__ = ["read_lance", "write_lance"]
 
@@ -34,18 +34,19 @@ def read_lance(spark, uri, *, columns=None, filter=None, version=None, asof=None
     from pyspark.sql.pandas.types import to_arrow_schema  # lazy: pyspark is optional
 
     ds = dataset(normalize_uri(uri), version, asof=asof, storage_options=storage_options)
-    names = list(ds._schema.names) if columns is None else list(columns)
-    bad = [c for c in names if c not in ds._schema.names]
+    stored = stored_schema(ds.schema)
+    names = list(stored.names) if columns is None else list(columns)
+    bad = [c for c in names if c not in stored.names]
     if bad:
         raise InvalidInputError(f"read_lance: no column(s) {bad} in {ds.uri!r}; it has "
-                                f"{ds._schema.names}")
+                                f"{stored.names}")
     if filter is not None:
         from lancenb.dataset.filters import compile_filter  # lazy: sqlglot
 
-        compile_filter(filter, ds._schema)  # a bad filter fails here, not in a task
+        compile_filter(filter, stored)  # a bad filter fails here, not in a task
         if not isinstance(filter, str):
             raise InvalidInputError("read_lance: filter must be a SQL string")
-    spark_schema = to_spark_schema(pa.schema([output_field(ds._schema.field(c), "all_binary")
+    spark_schema = to_spark_schema(pa.schema([output_field(stored.field(c), "all_binary")
                                               for c in names]))
     job = ScanJob(uri=ds.uri, version=ds.version, columns=names,
                   target=to_arrow_schema(spark_schema, timezone="UTC"), filter=filter,

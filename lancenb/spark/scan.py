@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from lancenb.dataset import dataset
 from lancenb.errors import InvalidInputError
-from lancenb.spark.types import to_spark_batch
+from lancenb.spark.types import stored_schema, to_spark_batch
 
 __all__ = ["ScanJob", "plan_tasks", "read_task", "DEFAULT_BATCH_SIZE"]
 
@@ -83,14 +83,15 @@ def read_task(job: ScanJob, ranges) -> Iterator[pa.RecordBatch]:
     if not ranges:
         return
     ds = job.open()
+    stored = stored_schema(ds.schema)
     by_id = {f.fragment_id: f for f in ds.get_fragments()}
     compiled = None
     fcols: list[str] = []
     if job.filter:
         from lancenb.dataset.filters import compile_filter, referenced_columns  # lazy: sqlglot
 
-        compiled = compile_filter(job.filter, ds._schema)
-        fcols = referenced_columns(compiled, ds._schema.names)
+        compiled = compile_filter(job.filter, stored)
+        fcols = referenced_columns(compiled, stored.names)
     for fid, lo, hi in ranges:
         frag = by_id[fid]
         if lo is None:
@@ -100,8 +101,7 @@ def read_task(job: ScanJob, ranges) -> Iterator[pa.RecordBatch]:
             cols = list(dict.fromkeys(list(job.columns) + fcols))
             sc = ds.scanner(columns=cols, fragments=[frag], offset=lo, limit=hi - lo,
                             batch_size=job.batch_size, blob_handling="all_binary")
-        sc._stored_output = True  # Spark gets extension columns as their storage types
-        batches = sc.to_batches()
+        batches = sc.to_batches()  # (to_spark_batch: extension arrays as their storage)
         for b in batches:
             t = pa.Table.from_batches([b])
             if compiled is not None and lo is not None:

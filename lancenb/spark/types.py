@@ -38,10 +38,11 @@ import json
 import pyarrow as pa
 
 from lancenb.errors import SchemaError
+from lancenb.file.extensions import storage_schema
 
 __all__ = ["ARROW_FIELD_KEY", "FSL_SIZE_KEY", "spark_arrow_type", "to_spark_schema",
            "write_schema_from_spark", "to_spark_batch", "to_lance_batch", "encode_field",
-           "decode_field"]
+           "decode_field", "stored_schema"]
 
 ARROW_FIELD_KEY = "lancenb.arrow_field"
 FSL_SIZE_KEY = "arrow.fixed-size-list.size"
@@ -212,8 +213,18 @@ def _cast(arr, target: pa.DataType, name: str, *, to_spark: bool):
         raise SchemaError(f"column {name!r}: cannot convert {arr.type} to {target}: {e}") from e
 
 
+def stored_schema(schema: pa.Schema) -> pa.Schema:
+    """A dataset's schema as Lance stores it: extension columns (which the Python API
+    returns as extension types) as their storage type with the extension's tags, the
+    types Spark is given."""
+    return storage_schema(schema) or schema
+
+
 def to_spark_batch(table, target: pa.Schema):
     """``table`` (Lance types) as ``target`` (the exact Arrow schema Spark expects)."""
+    stored = storage_schema(table.schema)
+    if stored is not None:  # extension arrays: their storage (no copy)
+        table = table.cast(stored)
     cols = [_cast(table.column(f.name), f.type, f.name, to_spark=True) for f in target]
     return pa.Table.from_arrays(cols, schema=target)
 
