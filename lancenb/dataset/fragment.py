@@ -427,8 +427,9 @@ class LanceFragment(FragmentApiExtras):
                     else pos)
             reader = self._ds._open_file(df.path, is_legacy_file(df))
             parts.append((fi, df, reader, owner[pos], cols))
-        key = ("plan", id(tops)) + tuple((fi, id(r.fields), o.tobytes(), c.tobytes())
-                                         for fi, _, r, o, c in parts)
+        # (the file version too: it decides which column each field starts at)
+        key = ("plan", id(tops)) + tuple((fi, id(r.fields), r.version, o.tobytes(),
+                                          c.tobytes()) for fi, _, r, o, c in parts)
         pins = (tops,) + tuple(r.fields for _, _, r, _, _ in parts)
         return _wide_memo(key, pins, lambda: self._wide_plan_of(parts, top_names))
 

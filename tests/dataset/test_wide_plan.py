@@ -96,3 +96,20 @@ def test_wide_plan_errors_as_the_per_field_plan(tmp_path, monkeypatch, wide):
     ds = _with_column_indices(path, past_the_end)
     with pytest.raises(CorruptFileError, match="no column 1000000 for field"):
         ds.get_fragments()[0]._column_plan()
+
+
+def test_wide_plans_of_file_versions_with_one_schema(tmp_path, monkeypatch):
+    """The same nested wide schema in 2.0, 2.1 and 2.2 datasets, planned in one process
+    (the plans are memoised per process: the file version is part of what they depend
+    on, since it decides which column each field starts at)."""
+    table = _wide_table(72)
+    plans = {}
+    for version in ("2.0", "2.1", "2.2"):
+        path = str(tmp_path / version)
+        lancenb.write_dataset(table, path, data_storage_version=version)
+        plans[version] = _plans(path, monkeypatch)
+        got = lancenb.dataset(path).to_table(columns=["t2", "l3", "s69"])
+        assert got.equals(table.select(["t2", "l3", "s69"]))
+        assert got.equals(lance.dataset(path).to_table(columns=["t2", "l3", "s69"]))
+    for wide, narrow in plans.values():
+        assert wide == narrow
