@@ -27,7 +27,8 @@ import pyarrow as pa
 from lancenb.errors import NotSupportedError
 
 __all__ = ["storage_schema", "extension_schema", "has_extension_metadata", "EXT_NAME",
-           "EXT_METADATA", "public_columns", "public_schema", "with_extension_types"]
+           "EXT_METADATA", "public_columns", "public_schema", "with_extension_types",
+           "extension_names"]
 
 EXT_NAME = b"ARROW:extension:name"
 EXT_METADATA = b"ARROW:extension:metadata"
@@ -155,7 +156,8 @@ def _fields_below(f: pa.Field):
         yield from _fields_below(t.value_field)
 
 
-def _extension_names(f: pa.Field) -> list[bytes]:
+def extension_names(f: pa.Field) -> list[bytes]:
+    """The extension names tagged on ``f`` and the fields nested in it."""
     if not f.metadata and f.type.id not in _NESTED_IDS:  # (most fields of wide schemas)
         return []
     return [g.metadata[EXT_NAME] for g in _fields_below(f)
@@ -164,7 +166,7 @@ def _extension_names(f: pa.Field) -> list[bytes]:
 
 def has_extension_metadata(schema: pa.Schema) -> bool:
     """Whether any field of ``schema``, at any depth, carries an extension name."""
-    return any(_extension_names(f) for f in schema)
+    return any(extension_names(f) for f in schema)
 
 
 def extension_schema(schema: pa.Schema) -> pa.Schema:
@@ -188,7 +190,7 @@ _OWN_PREFIX = b"lance."
 def _public_field(f: pa.Field) -> bool:
     """Whether ``f`` (at any depth) carries another library's extension tag and none
     of Lance's own."""
-    names = _extension_names(f)
+    names = extension_names(f)
     return bool(names) and not any(n.startswith(_OWN_PREFIX) for n in names)
 
 

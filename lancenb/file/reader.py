@@ -9,6 +9,7 @@ thread pool; the backends know the bytes.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import os
 from concurrent.futures import ThreadPoolExecutor
 
@@ -19,6 +20,7 @@ from lancenb import io as lio
 from lancenb.encodings.structural import dictarray
 from lancenb.errors import InvalidInputError
 from lancenb.file.backend import FileBackend, open_backend
+from lancenb.file.extensions import public_columns, public_schema, with_extension_types
 from lancenb.file.metadata import (
     LanceBufferDescriptor,
     LanceColumnMetadata,
@@ -106,7 +108,10 @@ class LanceFileReader:
     version : FileVersion
         The file's format version, from its footer.
     schema : pyarrow.Schema
-        The projected schema; ``schema_full`` is the file's.
+        The projected schema; ``schema_full`` is the file's. Both as stored: an
+        extension column is its storage type tagged with ``ARROW:extension:*``; reads
+        (``read_all``, ``read_range``, ``take_rows``) and ``metadata().schema`` give
+        it as the extension type.
 
     Examples
     --------
@@ -135,6 +140,7 @@ class LanceFileReader:
         self.schema_full: pa.Schema = self._backend.schema_full
         self._projection, self.schema = project(self.schema_full, columns, self.path)
         self._name_index: dict[str, int] | None = None
+        self._public_cols: list[int] | None = None
 
     # -- metadata ------------------------------------------------------------------
     def metadata(self) -> LanceFileMetadata:
@@ -157,7 +163,9 @@ class LanceFileReader:
         >>> md.num_rows, (md.major_version, md.minor_version), len(md.columns)
         (3, (2, 1), 1)
         """
-        return self._backend.metadata()
+        md = self._backend.metadata()
+        cols = public_columns(md.schema)
+        return dataclasses.replace(md, schema=public_schema(md.schema, cols)) if cols else md
 
     def num_rows(self) -> int:
         """Rows in the file."""
@@ -368,7 +376,11 @@ class LanceFileReader:
 
     def _table(self, rows, parallel_from: int, count: int) -> pa.Table:
         arrays = self._read_fields(self._projection, rows, count >= parallel_from)
-        return pa.Table.from_arrays(arrays, schema=self.schema)
+        table = pa.Table.from_arrays(arrays, schema=self.schema)
+        if self._public_cols is None:
+            self._public_cols = public_columns(self.schema)
+        # (extension columns come back as their extension types, as pylance's do)
+        return with_extension_types(table, self._public_cols) if self._public_cols else table
 
     def read_all(self, *, batch_size: int = 1024, batch_readahead: int = 16) -> ReaderResults:
         """Every row of the projected columns.

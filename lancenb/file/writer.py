@@ -22,6 +22,7 @@ from lancenb.encodings.config import writer_config
 from lancenb.encodings.physical import fsl
 from lancenb.encodings.structural import blob
 from lancenb.errors import InvalidInputError, LanceError, NotSupportedError, SchemaError
+from lancenb.file.extensions import extension_names, storage_schema
 from lancenb.file.format import FOOTER_SIZE, PAD_BYTE, PAGE_ALIGN, Footer, pack_offset_table
 from lancenb.file.schema import has_map
 from lancenb.file.v2_0 import V20Writer
@@ -111,7 +112,8 @@ class LanceFileWriter:
         self._out = lio.open_writer(self.path, storage_options)
         self._global_buffers: list[tuple[int, int]] = []
         self._schema_metadata: dict[str, bytes] = {}
-        self._schema: pa.Schema | None = None
+        self._schema: pa.Schema | None = None  # as stored
+        self._input_schema: pa.Schema | None = None  # with extension types, if it had any
         self._backend: WriterBackend | None = None
         self._rows = 0
         self.closed = False
@@ -121,6 +123,15 @@ class LanceFileWriter:
 
     # -- setup ---------------------------------------------------------------
     def _set_schema(self, schema: pa.Schema) -> None:
+        # extension columns are stored as their storage type with the extension's tags
+        # (Lance's own lance.* extensions are not: a dataset writer converts those)
+        if not any(n.startswith(b"lance.") for f in schema for n in extension_names(f)):
+            try:
+                stored = storage_schema(schema)
+            except LanceError as e:
+                self._fail(e)
+            if stored is not None:
+                self._input_schema, schema = schema, stored
         v2 = [f.name for f in schema if blob.is_write_v2(f)]
         if v2 and self.version is not FileVersion.V2_2:
             self._fail(NotSupportedError(f"column {v2[0]!r}: blob v2 columns need file version "
@@ -217,6 +228,9 @@ class LanceFileWriter:
                                     f"{type(batch).__name__}")
         if self._schema is None:
             self._set_schema(batch.schema)
+        if self._input_schema is not None and batch.schema.equals(self._input_schema,
+                                                                  check_metadata=False):
+            batch = batch.cast(self._schema)  # extension arrays as their storage (no copy)
         elif not batch.schema.equals(self._schema, check_metadata=False):
             raise SchemaError(f"batch schema does not match the file's schema:\n"
                               f"{batch.schema}\nvs\n{self._schema}")

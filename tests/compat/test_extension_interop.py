@@ -107,3 +107,30 @@ def test_storage_schema_leaves_plain_schemas_alone():
     s = pa.schema([("a", pa.int64()), ("l", pa.list_(pa.struct([("x", pa.string())])))])
     assert storage_schema(s) is None
     assert extension_schema(s) is s
+
+
+@pytest.mark.parametrize("version", ["2.0", "2.1", "2.2"])
+@pytest.mark.parametrize("writer", ["lancenb", "pylance"])
+def test_extension_columns_through_the_file_api(tmp_path, version, writer):
+    """``LanceFileWriter`` takes extension columns (stored tagged, as pylance's does)
+    and ``LanceFileReader``'s reads give them back as extension types, both ways."""
+    from lance.file import LanceFileReader as TheirReader
+    from lance.file import LanceFileWriter as TheirWriter
+
+    from lancenb.file import LanceFileReader, LanceFileWriter
+
+    t = _tables()["uuid"].append_column("t", _tables()["tensor"]["t"])
+    path = str(tmp_path / "f.lance")
+    cls = LanceFileWriter if writer == "lancenb" else TheirWriter
+    with cls(path, version=version) as w:
+        w.write_batch(t)
+        w.write_batch(t.slice(1, 2).to_batches()[0])
+    want = pa.concat_tables([t, t.slice(1, 2)])
+    r = LanceFileReader(path)
+    assert r.read_all().to_table().equals(want)
+    assert r.read_all().to_table().schema.equals(want.schema, check_metadata=True)
+    assert r.read_range(2, 4).to_table().equals(want.slice(2, 4))
+    assert r.take_rows([6, 0, 3]).to_table().equals(want.take([6, 0, 3]))
+    assert r.metadata().schema.equals(want.schema)
+    assert r.schema.equals(storage_schema(want.schema), check_metadata=True)  # as stored
+    assert TheirReader(path).read_all().to_table().equals(want)
