@@ -24,8 +24,13 @@ from lancenb.dataset import sql as engine
 from lancenb.dataset.api_types import ScanStatistics
 from lancenb.dataset.readahead import read_ahead
 from lancenb.dataset.smallfiles import decoded_ahead
-from lancenb.errors import InvalidInputError
-from lancenb.file.extensions import public_columns, public_schema, with_extension_types
+from lancenb.errors import InvalidInputError, NotSupportedError
+from lancenb.file.extensions import (
+    holds_lance_json,
+    public_columns,
+    public_schema,
+    with_extension_types,
+)
 
 __all__ = ["LanceScanner", "DEFAULT_BATCH_SIZE", "TaggedRecordBatch"]
 
@@ -141,6 +146,12 @@ class LanceScanner:
             self._expr = self._filter.expression
             self.filter_text = filter if isinstance(filter, str) else str(filter)
             self._filter_cols = referenced_columns(self._filter, schema.names)
+        json_cols = [c for c in dict.fromkeys(self.columns + self._filter_cols)
+                     if holds_lance_json(schema.field(c))]
+        if json_cols:
+            raise NotSupportedError(
+                f"column {json_cols[0]!r} holds JSON, which pylance stores as JSONB "
+                f"(lance.json) and lancenb cannot decode yet; read the other columns")
 
     def _set_projection(self, dataset, columns: dict) -> list:
         """``columns={alias: SQL expression}``: checked now (names, functions, types);

@@ -28,10 +28,12 @@ from lancenb.errors import NotSupportedError
 
 __all__ = ["storage_schema", "extension_schema", "has_extension_metadata", "EXT_NAME",
            "EXT_METADATA", "public_columns", "public_schema", "with_extension_types",
-           "extension_names"]
+           "extension_names", "holds_lance_json", "LANCE_JSON"]
 
 EXT_NAME = b"ARROW:extension:name"
 EXT_METADATA = b"ARROW:extension:metadata"
+# pylance's JSON columns (Arrow's arrow.json on input): stored as JSONB bytes
+LANCE_JSON = b"lance.json"
 
 # extensions Lance stores in its own form, which a tagged storage column would not match
 _REFUSED = {
@@ -237,3 +239,9 @@ def with_extension_types(data, cols: list[int]):
             got = got.read_all()
             data = data.set_column(i, got.schema.field(0), got.column(0))
     return data
+
+
+def holds_lance_json(f: pa.Field) -> bool:
+    """Whether ``f`` is, or holds, one of pylance's JSON columns (``lance.json``: JSONB
+    bytes, which lancenb does not decode)."""
+    return LANCE_JSON in extension_names(f)

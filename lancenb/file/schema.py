@@ -68,6 +68,8 @@ def parse_logical_type(lt: str, children: list[pa.Field] | None = None) -> pa.Da
     """The Arrow type of a logical type string (``children`` for struct/list)."""
     if lt in _SIMPLE_BACK:
         return _SIMPLE_BACK[lt]
+    if lt == "json":  # pylance's JSON column: JSONB bytes (tagged lance.json)
+        return pa.large_binary()
     parts = lt.split(":")
     head = parts[0]
     try:

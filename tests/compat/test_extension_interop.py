@@ -134,3 +134,27 @@ def test_extension_columns_through_the_file_api(tmp_path, version, writer):
     assert r.metadata().schema.equals(want.schema)
     assert r.schema.equals(storage_schema(want.schema), check_metadata=True)  # as stored
     assert TheirReader(path).read_all().to_table().equals(want)
+
+
+def test_pylance_json_columns(tmp_path):
+    """A pylance dataset with an ``arrow.json`` column (stored as JSONB, logical type
+    ``json``) opens; its other columns read, count, take, delete and gain columns, and
+    pylance still reads the JSON after lancenb's commits; reading the JSON column
+    itself is refused with a reason (lancenb does not decode JSONB)."""
+    uri = str(tmp_path / "ds")
+    t = pa.table({"j": pa.array(['{"a": 1}', None, "[1,2]", '"s"'], pa.json_()),
+                  "x": [1, 2, 3, 4]})
+    lance.write_dataset(t, uri)
+    ds = lancenb.dataset(uri)
+    assert ds.schema.names == ["j", "x"] and ds.count_rows("x > 1") == 3
+    assert ds.to_table(columns=["x"])["x"].to_pylist() == [1, 2, 3, 4]
+    assert ds.take([3, 0], columns=["x"])["x"].to_pylist() == [4, 1]
+    for read in (lambda: ds.to_table(), lambda: ds.take([0]),
+                 lambda: ds.to_table(columns=["x"], filter="j IS NULL")):
+        with pytest.raises(lancenb.errors.NotSupportedError, match="'j' holds JSON"):
+            read()
+    ds.delete("x = 2")
+    lancenb.dataset(uri).add_columns({"y": "x * 10"})
+    want = lance.dataset(uri).to_table()
+    assert want["j"].to_pylist() == ['{"a":1}', "[1,2]", '"s"']
+    assert lancenb.dataset(uri).to_table(columns=["x", "y"]).equals(want.select(["x", "y"]))
