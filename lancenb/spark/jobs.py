@@ -38,8 +38,9 @@ and removes it; on object stores, where a file appears only when it is complete,
 that end-of-task check is what catches it. What can still be left is a file opened
 more than :data:`ABORT_SETTLE_SECONDS` after its task's check by a worker killed
 before its next check: never referenced by a manifest, so invisible to readers.
-A speculative attempt that finished before the commit but whose result Spark did
-not use also keeps its files (they are in the journal until the commit removes it).
+A task attempt that finished but whose result Spark did not use (a speculative
+copy, a retried task's first attempt that did report) is cleaned up by the commit:
+files of journals none of whose data files the commit references are removed.
 
 A :class:`WriteJob` is pickled to every task: it holds only strings, ints, a
 ``pyarrow.Schema`` and serialised protobufs.
@@ -59,7 +60,7 @@ from lancenb._proto import file_pb2, table_pb2
 from lancenb._version import __version__ as _lancenb_version
 from lancenb.dataset import write as pipeline
 from lancenb.dataset.commit import DEFAULT_MAX_RETRIES, commit, list_versions, load_manifest
-from lancenb.dataset.manifest import FLAG_STABLE_ROW_IDS
+from lancenb.dataset.manifest import DATA_DIR, FLAG_STABLE_ROW_IDS
 from lancenb.dataset.write import (
     DEFAULT_MAX_BYTES_PER_FILE,
     DEFAULT_MAX_ROWS_PER_FILE,
@@ -335,7 +336,8 @@ def commit_job(job: WriteJob, fragments: list[bytes]):
     try:  # committed: from here on errors are reported, never raised
         if job.fail_after_commit:
             raise LanceError("lancenb test fault: removing the journal fails")
-        _drop_journal(store, job, remove_files=False)
+        committed = {f"{DATA_DIR}/{df.path}" for fr in frags for df in fr.files}
+        _drop_journal(store, job, remove_files=False, committed=committed)
     except Exception as e:  # noqa: BLE001
         _log.warning("lancenb job %s committed version %d; removing its journal failed "
                      "(%s): harmless, it only names files of this committed job",
@@ -396,24 +398,42 @@ def abort_job(job: WriteJob, files=()) -> list[str]:
 
 
 def _drop_journal(store: ObjectStore, job: WriteJob, *, remove_files: bool,
-                  remove_dirs: bool = True) -> list[str]:
+                  remove_dirs: bool = True, committed: set | None = None) -> list[str]:
     """Remove the job's journal and lease (and with ``remove_files`` the files its
-    journal lists); returns the files removed."""
-    removed = []
+    journal lists); returns the files removed.
+
+    ``committed`` (after a commit: the data files it references): the files of task
+    attempts none of whose data files were committed are removed too (a speculative
+    or retried attempt that finished but whose result Spark did not use). Only when
+    every committed file is found in some journal: a journal this code reads wrongly
+    then removes nothing."""
+    removed: list[str] = []
     try:
         names = store.list(job.journal_dir)
     except LanceError:
         return removed
-    for name in sorted(names, key=lambda n: n != _LEASE):  # the lease first
-        rel = f"{job.journal_dir}/{name}"
-        if remove_files and name != _LEASE:
+    journals = {}
+    for name in names:
+        if name == _LEASE:
+            continue
+        if remove_files or committed is not None:
             try:
-                paths = [p for p in store.read_bytes(rel).decode().split("\n") if p]
+                journals[name] = [p for p in store.read_bytes(
+                    f"{job.journal_dir}/{name}").decode().split("\n") if p]
             except LanceError:
-                paths = []
+                journals[name] = None  # unreadable: its files are left alone
+    losers: set = set()
+    if committed is not None and not remove_files:
+        listed = {p for paths in journals.values() if paths for p in paths}
+        if committed <= listed:
+            losers = {n for n, paths in journals.items()
+                      if paths and not committed.intersection(paths)}
+    for name in sorted(names, key=lambda n: n != _LEASE):  # the lease first
+        if name != _LEASE and (remove_files or name in losers):
+            paths = journals.get(name) or []
             cleanup(store, paths)
             removed += paths
-        store.delete(rel)
+        store.delete(f"{job.journal_dir}/{name}")
     if remove_dirs:
         _remove_dirs(store, job)
     return removed

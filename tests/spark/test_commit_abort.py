@@ -214,3 +214,35 @@ def test_plan_leases_and_commit_releases(tmp_path):
     assert _files_under(path / "data") == data
     assert not os.path.exists(path / JOURNAL_DIR)
     assert _ids(path) == list(range(10))
+
+
+def test_commit_removes_the_files_of_attempts_it_did_not_use(tmp_path):
+    """Task 0 ran twice (a speculative copy that also finished); Spark committed one
+    attempt's fragments: the other attempt's files are removed by the commit, and the
+    committed ones stay."""
+    path = tmp_path / "ds"
+    lancenb.write_dataset(pa.Table.from_batches([_batch(0, 5)]), str(path))
+    before = set(_files_under(path / "data"))
+    job = plan_write(str(path), _spark_schema(), mode="append")
+    _, lost = write_task(job, iter([_batch(10, 20)]), task="0-0")
+    used0, files0 = write_task(job, iter([_batch(10, 20)]), task="0-1")
+    used1, files1 = write_task(job, iter([_batch(20, 30)]), task="1-0")
+    assert commit_job(job, used0 + used1) == 2
+    now = set(_files_under(path / "data"))
+    assert now == before | {os.path.relpath(f, "data") for f in files0 + files1}
+    assert not any(os.path.exists(path / f) for f in lost)
+    assert _ids(path) == list(range(5)) + list(range(10, 30))
+    assert not os.path.exists(path / JOURNAL_DIR)
+
+
+def test_commit_keeps_every_file_when_the_journal_does_not_name_the_committed_ones(tmp_path):
+    """If some committed data file is in no journal (the journal is not what this code
+    expects), the commit removes nothing beyond the journal."""
+    path = tmp_path / "ds"
+    job = plan_write(str(path), _spark_schema(), mode="append")
+    _, spare = write_task(job, iter([_batch(0, 10)]), task="0-0")
+    frag = lancenb.LanceFragment.create(str(path), pa.Table.from_batches([_batch(50, 60)]),
+                                        schema=pa.Table.from_batches([_batch(0, 1)]).schema)
+    assert commit_job(job, [frag.to_pb().SerializeToString()]) == 1
+    assert all(os.path.exists(path / f) for f in spare)  # not referenced, but kept
+    assert _ids(path) == list(range(50, 60))
