@@ -360,8 +360,15 @@ class _KernelDispatcher(CPUDispatcher):
         if compiled != argtypes:
             # let numba's C dispatch send calls with these argument types straight to
             # that machine code from now on (a read-only and a writable array have the
-            # same native layout; read-only is a typing mark only)
-            self._insert([t._code for t in argtypes], entry, False)
+            # same native layout; read-only is a typing mark only). Once per argument
+            # types: threads that miss at the same time all land here, and a second
+            # entry for the same types makes every later call with them ambiguous to
+            # the C dispatch, which then sends each one here (~20 us of Python typing
+            # per call, for good)
+            with global_compiler_lock:
+                if argtypes not in self._inserted:
+                    self._insert([t._code for t in argtypes], entry, False)
+                    self._inserted.add(argtypes)
         return entry
 
     def get_call_template(self, args, kws):
@@ -386,6 +393,7 @@ def kernel(fn):
                                                                  "nogil": True})
     d._cache = _LockedCache(fn)
     d._plain = None
+    d._inserted = set()  # argument types given their own entry by _compile_for_args
     return d
 
 

@@ -252,6 +252,32 @@ def test_readonly_and_writable_inputs_share_one_specialisation(tmp_path):
     assert json.loads(_run(_CONCAT, tmp_path, "uint16")) == [1, 1, 0]
 
 
+# two threads that miss at once both reach _compile_for_args with the same argument
+# types (simulated: called twice); afterwards calls must go straight to machine code
+_DOUBLE_MISS = """
+import json
+import numpy as np
+from lancenb.kernels import slices
+d = slices.concat_slices
+src, starts, lens = np.arange(10, dtype=np.uint16), np.array([1, 5]), np.array([2, 2])
+for _ in range(2):
+    d._compile_for_args(src, starts, lens, np.zeros(4, np.uint16))
+slow = []
+plain = type(d)._compile_for_args
+type(d)._compile_for_args = lambda self, *a, **k: slow.append(1) or plain(self, *a, **k)
+for _ in range(5):
+    out = np.zeros(4, np.uint16)
+    assert d(src, starts, lens, out) == 0 and out.tolist() == [1, 2, 5, 6]
+print(json.dumps(len(slow)))
+"""
+
+
+def test_threads_missing_at_once_leave_calls_on_the_fast_path(tmp_path):
+    # a second dispatch entry for the same types made every later call ambiguous to
+    # numba's C dispatch, which sent each one through Python typing (~20 us)
+    assert json.loads(_run(_DOUBLE_MISS, tmp_path)) == 0
+
+
 def test_concurrent_processes_share_one_cache(tmp_path):
     # four processes compile the same kernel for four dtypes at the same time into one
     # cache; afterwards every process finds its own specialisation there, intact
