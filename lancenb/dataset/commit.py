@@ -29,7 +29,6 @@ and removes nothing.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import random
@@ -411,8 +410,7 @@ def commit(store, txn: Transaction, *, v2_names: bool, data_format: str, writer_
     _log.info("%s: committed version %d (%s, read version %d)", store.uri, mf.version, txn.op,
               txn.read_version)
     try:
-        store.write_bytes(HINT_FILE, json.dumps({"version": mf.version},
-                                                separators=(",", ":")).encode())
+        store.write_bytes(HINT_FILE, b'{"version":%d}' % mf.version)  # (json.dumps's bytes)
     except Exception as e:  # noqa: BLE001 - the hint is an optimisation; listing stays right
         _log.debug("could not update %s: %s", HINT_FILE, e)
     return mf

@@ -224,7 +224,9 @@ def _plain_stats(t: pa.DataType, cols: list) -> list[ColumnStats]:
         step = max(1, _STACK_BYTES // (n * items[0][1].itemsize))
         lo, hi = [], []
         for s in range(0, len(items), step):
-            m = np.stack([v for _, v in items[s:s + step]])
+            part = items[s:s + step]
+            # (one column: a view, not a copy)
+            m = part[0][1][None, :] if len(part) == 1 else np.stack([v for _, v in part])
             lo += (np.fmin.reduce(m, axis=1) if floating else m.min(axis=1)).tolist()
             hi += (np.fmax.reduce(m, axis=1) if floating else m.max(axis=1)).tolist()
         for (k, _), a, b in zip(items, lo, hi):
@@ -394,37 +396,32 @@ class StatsCollector:
         self._flush()
         if not any(self._rows[fid] for _, _, fid, _ in self.cols if fid not in self._skip):
             return None
-        arrays, fields = [], []
-        # number columns of the same type: their bounds go through numpy together,
-        # each column's arrays then wrap its part (wide schemas repeat a few types)
+        # columns of the same type: their statistics arrays are built together (a few
+        # Arrow calls per type, not per column) and each column's struct wraps its slice
         groups: dict = {}
         for _, _f, fid, t in self.cols:
             if fid not in self._skip:
                 groups.setdefault(t, []).append(fid)
         built = {}
         for t, fids in groups.items():
-            st = pa.struct([pa.field("null_count", pa.int64()), pa.field("min_value", t),
-                            pa.field("max_value", t)])
-            rows = [r for fid in fids for r in self._rows[fid]]
-            if len(fids) > 1 and t in _NUMPY_STATS and all(
-                    r.min is not None and r.max is not None and r.null_count is not None
-                    for r in rows):
-                nulls = np.array([r.null_count for r in rows], np.int64)
-                lo = np.array([r.min for r in rows], _NUMPY_STATS[t])
-                hi = np.array([r.max for r in rows], _NUMPY_STATS[t])
-                pos, children = 0, list(st)
-                for fid in fids:  # (numpy dtypes give t itself: no type passed, faster)
-                    end = pos + len(self._rows[fid])
-                    built[fid] = (pa.StructArray.from_arrays(
-                        [pa.array(nulls[pos:end]), pa.array(lo[pos:end]),
-                         pa.array(hi[pos:end])], fields=children), st)
-                    pos = end
+            st = _struct_type(t)
+            children = list(st)
+            parts = _group_arrays(t, [r for fid in fids for r in self._rows[fid]])
+            if parts is None:  # bounds this type cannot hold: find the columns that fail
+                for fid in fids:
+                    try:
+                        built[fid] = (_stats_struct(self._rows[fid], t, st), st)
+                    except (pa.ArrowException, OverflowError, ValueError, TypeError):
+                        pass  # leave the column out
                 continue
+            pos = 0
             for fid in fids:
-                try:
-                    built[fid] = (_stats_struct(self._rows[fid], t, st), st)
-                except (pa.ArrowException, OverflowError, ValueError, TypeError):
-                    pass  # bounds this type cannot hold: leave the column out
+                k = len(self._rows[fid])
+                built[fid] = (pa.StructArray.from_arrays(
+                    [a if len(fids) == 1 else a.slice(pos, k) for a in parts],
+                    fields=children), st)
+                pos += k
+        arrays, fields = [], []
         for _, _f, fid, _t in self.cols:
             if fid in built:
                 arr, st = built[fid]
@@ -432,11 +429,43 @@ class StatsCollector:
                 fields.append(pa.field(str(fid), st))
         if not arrays:
             return None
-        table = pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+        batch = pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
         sink = pa.BufferOutputStream()
-        with ipc.new_stream(sink, table.schema) as w:
-            w.write_table(table)
+        with ipc.new_stream(sink, batch.schema) as w:
+            w.write_batch(batch)
         return sink.getvalue().to_pybytes(), {"version": 1, "rows_per_page": self.rows_per_page}
+
+
+_STRUCT_TYPES: dict = {}
+
+
+def _struct_type(t: pa.DataType) -> pa.DataType:
+    """``struct<null_count: int64, min_value: t, max_value: t>`` (made once per type)."""
+    st = _STRUCT_TYPES.get(t)
+    if st is None:
+        if len(_STRUCT_TYPES) > 256:
+            _STRUCT_TYPES.clear()
+        st = _STRUCT_TYPES[t] = pa.struct([pa.field("null_count", pa.int64()),
+                                           pa.field("min_value", t),
+                                           pa.field("max_value", t)])
+    return st
+
+
+def _group_arrays(t: pa.DataType, rows: list) -> list | None:
+    """``[null counts, minima, maxima]`` of the statistics ``rows`` of columns of type
+    ``t`` as three Arrow arrays, or None when Arrow cannot hold a bound of ``t``."""
+    try:
+        if t in _NUMPY_STATS and all(r.min is not None and r.max is not None
+                                     and r.null_count is not None for r in rows):
+            # (numpy dtypes give t itself: no type passed, faster)
+            return [pa.array(np.array([r.null_count for r in rows], np.int64)),
+                    pa.array(np.array([r.min for r in rows], _NUMPY_STATS[t])),
+                    pa.array(np.array([r.max for r in rows], _NUMPY_STATS[t]))]
+        return [pa.array([r.null_count for r in rows], pa.int64()),
+                _bounds_array([r.min for r in rows], t),
+                _bounds_array([r.max for r in rows], t)]
+    except (pa.ArrowException, OverflowError, ValueError, TypeError):
+        return None
 
 
 def read_file_stats(reader, where: str) -> tuple[int, dict[int, list[ColumnStats]]] | None:

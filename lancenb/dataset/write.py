@@ -13,7 +13,8 @@ compaction:
    column order and types (missing nullable columns as nulls when allowed).
 3. **write files** (:func:`write_data_files`): batches stream into data files, rolled
    at ``max_rows_per_file`` rows or about ``max_bytes_per_file`` bytes, each finished
-   (statistics, footer) on a worker thread while the next fills; every path created
+   (statistics, footer) on a worker thread while the next fills (the last one on the
+   writing thread, which has nothing else to do); every path created
    is recorded in ``written`` so a failure removes it (:func:`cleanup`).
    Deletion files of changed fragments are staged by :func:`stage_deletions`.
 4. **transaction** (:func:`write_transaction`): an ``Append`` or ``Overwrite`` (or the
@@ -45,6 +46,7 @@ from lancenb.dataset.stats import STATS_KEY, StatsCollector
 from lancenb.dataset.transaction import Transaction
 from lancenb.errors import DatasetExistsError, InvalidInputError, LanceError, NotSupportedError
 from lancenb.file.columns import data_file_columns
+from lancenb.file.reader import cached_fields_to_schema
 from lancenb.file.schema import fields_to_schema, schema_to_fields
 from lancenb.file.version import FileVersion
 from lancenb.file.writer import LanceFileWriter
@@ -152,11 +154,21 @@ def write_data_files(store, batches: Iterator[pa.RecordBatch], schema: pa.Schema
         if progress is not None:
             progress.complete(FragmentMetadata.from_pb(frag))
 
-    def finish():
+    def finish(last: bool = False):
         nonlocal writer
         if sidecars is not None:
             sidecars.close()
         w, writer = writer, None
+        if last:
+            # the input is exhausted: this thread would only wait for the pool, so it
+            # finishes the file itself (a small append saves the hand-off; an earlier
+            # file still finishing on the pool overlaps with it as before)
+            frag = finish_file(w, collector, name, stats_q[:])
+            stats_q.clear()
+            while pending:
+                done(pending.pop(0).result())
+            done(frag)
+            return
         pending.append(_finish_pool().submit(finish_file, w, collector, name, stats_q[:]))
         stats_q.clear()
         while len(pending) >= MAX_FILES_IN_FLIGHT:
@@ -193,7 +205,7 @@ def write_data_files(store, batches: Iterator[pa.RecordBatch], schema: pa.Schema
                 if rows >= max_rows_per_file or nbytes >= max_bytes_per_file:
                     finish()
         if writer is not None and rows:
-            finish()
+            finish(last=True)
         while pending:
             done(pending.pop(0).result())
     except BaseException:
@@ -352,7 +364,8 @@ def plan_write(target, new_schema: pa.Schema | Callable[[], pa.Schema], *, mode:
     v2 = naming if naming is not None else bool(enable_v2_manifest_paths)
     if mode == "append" and base is not None:
         m = base.manifest
-        ds_schema, _ = fields_to_schema(m.fields, m.schema_metadata)
+        # (memoised: every append to a dataset rebuilt the same schema)
+        ds_schema, _ = cached_fields_to_schema(m.fields, m.schema_metadata)
         fmt = m.data_format.version or "2.0"
         if data_storage_version is not None and FileVersion.resolve(data_storage_version) != \
                 FileVersion.resolve(fmt):

@@ -30,7 +30,7 @@ from lancenb.errors import InvalidInputError, NotSupportedError
 from lancenb.file.format import PAD_BYTE, PAGE_ALIGN
 from lancenb.file.schema import has_map, schema_to_fields, storage_type
 from lancenb.file.version import FileVersion
-from lancenb.io.pools import ThreadPool
+from lancenb.io.pools import ThreadPool, module_lock
 
 __all__ = ["V21Writer", "DEFAULT_COLUMN_BUDGET"]
 
@@ -56,7 +56,7 @@ class _Column:
     """
 
     def __init__(self, field: pa.Field, config, top: int = 0, path: tuple | None = None,
-                 share: int = 1):
+                 share: int = 1, is_blob_col: bool = False):
         self.field = field
         self.config = config
         self.top = top
@@ -66,8 +66,7 @@ class _Column:
         self.nbytes = 0
         self.pages: list = []
         self.rows_written = 0
-        # (nested blobs: set by the writer)
-        self.blob = path is None and bool(field.metadata) and is_blob(field)
+        self.blob = is_blob_col  # values written out of line (:meth:`V21Writer._blob_page`)
 
 
 def _is_blob_column(col: _Column) -> bool:
@@ -103,6 +102,100 @@ def _packed_unsupported(f: pa.Field) -> bool:
     return repdef.is_packed_leaf(f) and packed_struct.child_bits(f.type) is None
 
 
+class _ColumnPlan:
+    """What :class:`V21Writer` derives from a schema alone (checked, then shared by
+    every writer of that schema: see :func:`_column_plan`): per top-level field whether
+    it is a map / a fixed-size list of structs, the schema's field messages, and per
+    column ``(field, config, top-level index, leaf path, share, blob)``."""
+
+    __slots__ = ("maps", "items", "fields_pb", "columns")
+
+    def __init__(self, schema: pa.Schema, version: FileVersion, base_config):
+        # plain numbers without field metadata skip the checks below (none applies),
+        # and share one configuration: wide schemas paid for them field by field
+        plain = [not f.metadata and plain_bits(f.type) > 0 for f in schema]
+        # maps are encoded as the list<entries: struct<key, value>> they are laid out as
+        self.maps = [not p and has_map(f.type) for f, p in zip(schema, plain)]
+        # a fixed-size list of structs (2.2) is stored as struct<item: ...> of its items
+        self.items = [None if p else fsl.struct_items(f.type) for f, p in zip(schema, plain)]
+        store = schema if not any(self.maps) and not any(self.items) else pa.schema(
+            [f.with_type(storage_type(f.type)) if m else f.with_type(it[0]) if it else f
+             for f, m, it in zip(schema, self.maps, self.items)])
+        for f, p in zip(store, plain):
+            if p or blob.is_write_v2(f):
+                continue
+            if is_packed(f):
+                if packed_struct.child_bits(f.type) is not None:
+                    continue
+                if not vpacked.is_variable_struct(f.type):
+                    raise NotSupportedError(
+                        f"column {f.name!r}: packed structs need whole-byte fixed-width or "
+                        f"string/binary children, not {f.type}")
+                if version is not FileVersion.V2_2:
+                    raise NotSupportedError(
+                        f"column {f.name!r}: packed structs with variable-width children "
+                        f"need file version 2.2 (pylance refuses them in "
+                        f"{version.label} too)")
+                continue
+            if is_blob(f) and not pa.types.is_large_binary(f.type):
+                raise InvalidInputError(
+                    f"column {f.name!r}: blob columns must be large_binary, not {f.type}")
+            if _has_unsupported(f.type):
+                raise NotSupportedError(
+                    f"column {f.name!r}: writing {f.type} is not supported yet")
+        for f, p in zip(schema, plain):
+            if not p:
+                dictarray.check_writable(f.type, f.name)
+        fields_pb, _ = schema_to_fields(schema)  # checks every type is storable
+        self.fields_pb = tuple(fields_pb)  # (shared: read, never changed)
+        self.columns = []
+        plain_config = None  # (a field without metadata: the writer's configuration)
+        for i, (f, p) in enumerate(zip(store, plain)):
+            if p:
+                if plain_config is None:
+                    plain_config = config_for_field(f, base_config)
+                self.columns.append((f, plain_config, i, None, 1, False))
+                continue
+            if not repdef.is_nested(f.type) or is_packed(f) or blob.is_write_v2(f):
+                self.columns.append((f, config_for_field(f, base_config), i, None, 1,
+                                     bool(f.metadata) and is_blob(f)))
+                continue
+            paths = repdef.leaf_paths(f.type)
+            # as pylance: the top-level field's lance-encoding:* metadata governs
+            # every leaf column under it (a child's own metadata is not read)
+            config = config_for_field(f, base_config)
+            for path in paths:
+                leaf = repdef.leaf_arrow_field(f, path)
+                leaf_blob = is_blob(leaf)
+                if leaf_blob and not pa.types.is_large_binary(leaf.type):
+                    raise InvalidInputError(
+                        f"column {f.name!r}: blob field {leaf.name!r} must be "
+                        f"large_binary, not {leaf.type}")
+                self.columns.append((f, config, i, path, len(paths), leaf_blob))
+
+
+# schema hash -> [(schema, file version, base configuration, plan)]: writers of a schema
+# seen before (every append to a dataset, every file of a write) reuse its plan
+_PLANS: dict = {}
+_PLANS_MAX = 256
+_PLANS_LOCK = module_lock(globals(), "_PLANS_LOCK")
+
+
+def _column_plan(schema: pa.Schema, version: FileVersion, base_config) -> _ColumnPlan:
+    """The :class:`_ColumnPlan` of ``schema`` (field metadata included: it carries
+    encoding options), memoised per process."""
+    key = hash(schema)
+    for seen, ver, cfg, plan in _PLANS.get(key, ()):
+        if ver is version and cfg == base_config and seen.equals(schema, check_metadata=True):
+            return plan
+    plan = _ColumnPlan(schema, version, base_config)
+    with _PLANS_LOCK:
+        if len(_PLANS) >= _PLANS_MAX:
+            _PLANS.clear()
+        _PLANS[key] = [*_PLANS.get(key, ())[-3:], (schema, version, base_config, plan)]
+    return plan
+
+
 class V21Writer:
     """Writes the columns of a 2.1/2.2 file (:class:`lancenb.file.writer.WriterBackend`):
     one column per leaf (a packed or blob v2 struct: one), each buffering arrays
@@ -114,67 +207,9 @@ class V21Writer:
         self._out = out
         self._write_buffer = write_buffer
         self._base_config = base_config
-        # plain numbers without field metadata skip the checks below (none applies),
-        # and share one configuration: wide schemas paid for them field by field
-        plain = [not f.metadata and plain_bits(f.type) > 0 for f in schema]
-        # maps are encoded as the list<entries: struct<key, value>> they are laid out as
-        self._maps = [not p and has_map(f.type) for f, p in zip(schema, plain)]
-        # a fixed-size list of structs (2.2) is stored as struct<item: ...> of its items
-        self._items = [None if p else fsl.struct_items(f.type) for f, p in zip(schema, plain)]
-        store = schema if not any(self._maps) and not any(self._items) else pa.schema(
-            [f.with_type(storage_type(f.type)) if m else f.with_type(it[0]) if it else f
-             for f, m, it in zip(schema, self._maps, self._items)])
-        for f, p in zip(store, plain):
-            if p or blob.is_write_v2(f):
-                continue
-            if is_packed(f):
-                if packed_struct.child_bits(f.type) is not None:
-                    continue
-                if not vpacked.is_variable_struct(f.type):
-                    raise NotSupportedError(
-                        f"column {f.name!r}: packed structs need whole-byte fixed-width or "
-                        f"string/binary children, not {f.type}")
-                if self.version is not FileVersion.V2_2:
-                    raise NotSupportedError(
-                        f"column {f.name!r}: packed structs with variable-width children "
-                        f"need file version 2.2 (pylance refuses them in "
-                        f"{self.version.label} too)")
-                continue
-            if is_blob(f) and not pa.types.is_large_binary(f.type):
-                raise InvalidInputError(
-                    f"column {f.name!r}: blob columns must be large_binary, not {f.type}")
-            if _has_unsupported(f.type):
-                raise NotSupportedError(
-                    f"column {f.name!r}: writing {f.type} is not supported yet")
-        for f, p in zip(schema, plain):
-            if not p:
-                dictarray.check_writable(f.type, f.name)
-        self.fields_pb, _ = schema_to_fields(schema)  # checks every type is storable
-        self.columns = []
-        plain_config = None  # (a field without metadata: the writer's configuration)
-        for i, (f, p) in enumerate(zip(store, plain)):
-            if p:
-                if plain_config is None:
-                    plain_config = config_for_field(f, self._base_config)
-                self.columns.append(_Column(f, plain_config, i))
-                continue
-            if not repdef.is_nested(f.type) or is_packed(f) or blob.is_write_v2(f):
-                self.columns.append(_Column(f, config_for_field(f, self._base_config), i))
-                continue
-            paths = repdef.leaf_paths(f.type)
-            # as pylance: the top-level field's lance-encoding:* metadata governs
-            # every leaf column under it (a child's own metadata is not read)
-            config = config_for_field(f, self._base_config)
-            for path in paths:
-                col = _Column(f, config, i, path, len(paths))
-                leaf = repdef.leaf_arrow_field(f, path)
-                if is_blob(leaf):
-                    if not pa.types.is_large_binary(leaf.type):
-                        raise InvalidInputError(
-                            f"column {f.name!r}: blob field {leaf.name!r} must be "
-                            f"large_binary, not {leaf.type}")
-                    col.blob = True
-                self.columns.append(col)
+        plan = _column_plan(schema, version, base_config)
+        self._maps, self._items, self.fields_pb = plan.maps, plan.items, plan.fields_pb
+        self.columns = [_Column(*spec) for spec in plan.columns]
         budget = (data_cache_bytes / max(1, len(schema))
                   if data_cache_bytes else DEFAULT_COLUMN_BUDGET)
         self._budget = max(1, int(budget))
@@ -265,9 +300,9 @@ class V21Writer:
         """Encode (where not done) and write the pages of ``jobs`` in order."""
         pooled = [arrays for col, arrays, pages in jobs
                   if arrays is not None and not _is_blob_column(col)]
-        workers = _encode_workers()
-        if (len(pooled) < 2 or workers < 2 or sum(
-                a.nbytes for arrays in pooled for a in arrays) < PARALLEL_MIN_BYTES * len(pooled)):
+        # (the worker count, a system call, only for flushes big enough to share out)
+        if (len(pooled) < 2 or sum(a.nbytes for arrays in pooled for a in arrays)
+                < PARALLEL_MIN_BYTES * len(pooled) or (workers := _encode_workers()) < 2):
             for col, arrays, pages in jobs:
                 for page in (pages if arrays is None else self._encode_pages(col, arrays)):
                     self._write_page(col, *page)

@@ -260,10 +260,14 @@ class SequentialWriter:
         self._local = is_local(fs)
         try:
             if self._local:
-                parent = os.path.dirname(path)
-                if parent:
+                try:
+                    self._f = open(path, "wb")
+                except FileNotFoundError:  # (the directory only when it is missing)
+                    parent = os.path.dirname(path)
+                    if not parent:
+                        raise
                     os.makedirs(parent, exist_ok=True)
-                self._f = open(path, "wb")
+                    self._f = open(path, "wb")
             else:
                 parent = fs._parent(path)
                 if parent:

@@ -143,6 +143,20 @@ def _write_conflict(err: BaseException) -> bool:
     return "ConditionalRequestConflict" in str(err)
 
 
+def _create_local(path: str):
+    """``open(path, "wb")``, making the parent directory only when it is missing (a
+    dataset's directories exist after its first write: a commit saved a mkdir and a
+    stat per file)."""
+    try:
+        return open(path, "wb")
+    except FileNotFoundError:
+        parent = os.path.dirname(path)
+        if not parent:
+            raise
+        os.makedirs(parent, exist_ok=True)
+        return open(path, "wb")
+
+
 class ObjectStore:
     """The objects under one dataset root."""
 
@@ -255,12 +269,10 @@ class ObjectStore:
 
     # -- writes ----------------------------------------------------------------
     def _makedirs_for(self, p: str) -> None:
+        # (not for local files: _create_local makes a directory only when it is missing)
         parent = p.rsplit("/", 1)[0] if "/" in p else ""
         if parent and parent not in self._made and not self._flat:
-            if self.local:
-                os.makedirs(parent, exist_ok=True)
-            else:
-                self.fs.makedirs(parent, exist_ok=True)
+            self.fs.makedirs(parent, exist_ok=True)
             # only once it exists: a thread sharing this store skips the call after this
             self._made.add(parent)
 
@@ -269,14 +281,15 @@ class ObjectStore:
         (``atomic``) so readers never see half of one; ``atomic=False`` is for names no
         reader looks at until something else points to them (unique new files)."""
         p = self.path(rel)
-        self._makedirs_for(p)
+        if not self.local:
+            self._makedirs_for(p)
         try:
             if self.local and not atomic:
-                with open(p, "wb") as f:
+                with _create_local(p) as f:
                     f.write(data)
             elif self.local:
                 tmp = f"{p}.{uuid.uuid4().hex}.tmp"
-                with open(tmp, "wb") as f:
+                with _create_local(tmp) as f:
                     f.write(data)
                 os.replace(tmp, p)
             else:
@@ -305,7 +318,8 @@ class ObjectStore:
         ``If-None-Match``); on a local disk the link is still used under the lock.
         """
         p = self.path(rel)
-        self._makedirs_for(p)
+        if not self.local:  # (local files make their directory when it is missing)
+            self._makedirs_for(p)
         how = self._create_only[0]
         if how == "link" and self.commit_lock is None:
             return self._link_if_absent(rel, p, data)
@@ -349,7 +363,7 @@ class ObjectStore:
         try:
             # no fsync: like the reference, visibility is atomic (link) but
             # durability across power loss is left to the filesystem
-            with open(tmp, "wb") as f:
+            with _create_local(tmp) as f:
                 f.write(data)
             try:
                 os.link(tmp, p)

@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from lancenb.encodings import pb
+from lancenb.encodings import pb, plainpage
 from lancenb.encodings.config import EncodingConfig
 from lancenb.encodings.plainpage import encode_plain, encode_plain_many
 from lancenb.encodings.strategy import encode_page
@@ -66,8 +66,12 @@ def test_files_match_the_full_chain(tmp_path, version, n):
         .to_table().equals(table)
 
 
+@pytest.mark.parametrize("grouped", [False, True])
 @pytest.mark.parametrize("minor", [1, 2])
-def test_pages_match_encode_page(minor):
+def test_pages_match_encode_page(minor, grouped, monkeypatch):
+    if grouped:  # every group of two or more same-shaped pages encoded together
+        monkeypatch.setattr(plainpage, "GROUP_MIN_PAGES", 2)
+        monkeypatch.setattr(plainpage, "GROUP_MAX_ROWS", 1 << 40)
     cols = list(_columns(3000, seed=7).values())
     cfg = EncodingConfig()
     many = encode_plain_many(cols, [cfg] * len(cols), version_minor=minor)
