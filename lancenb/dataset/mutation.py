@@ -128,11 +128,10 @@ def delete_rows(ds, predicate) -> None:
     try:
         sc = ds.scanner(columns=[], filter=predicate)  # parsed once
         frags = ds.get_fragments()
-        for frag in frags:
-            live = frag.live_offsets()
-            if frag.count_rows() == 0:
-                continue
-            hit = sc._expr_mask(frag.take_physical(sc._filter_cols, live))
+        # the filtered scan's own pass: the next fragments' filter columns are read and
+        # decoded ahead while this one is evaluated, small fragments are evaluated
+        # together, and statistics pages the predicate cannot match are not read
+        for frag, live, _, hit in sc._filtered(frags):
             if len(hit):
                 phys = (live[hit] if live is not None else hit).astype(np.uint32)
                 txn.deleted_rows[frag.fragment_id] = phys

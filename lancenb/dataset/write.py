@@ -441,7 +441,12 @@ def stage_deletions(store, fragments, deleted: dict, version: int, written: list
         rows = deleted.get(frag.fragment_id)
         if rows is None:
             continue
-        allrows = np.union1d(frag.deleted_offsets(), rows).astype(np.uint32)
+        before = frag.deleted_offsets()
+        rows = np.asarray(rows)
+        if len(before) or (len(rows) > 1 and not (rows[1:] > rows[:-1]).all()):
+            allrows = np.union1d(before, rows).astype(np.uint32)
+        else:  # (nothing deleted before and ``rows`` sorted and unique: nothing to merge)
+            allrows = rows.astype(np.uint32)
         if len(allrows) >= frag.physical_rows:
             removed.append(frag.fragment_id)
             continue
