@@ -127,6 +127,48 @@ class Filter:
             raise InvalidInputError(f"filter {short(what)!r}: {e}") from e
         return out.column("__lancenb_position").to_numpy()
 
+    def positions_by_dictionary(self, name: str, column: pa.ChunkedArray) -> np.ndarray | None:
+        """:meth:`positions` over a table of the one column ``name`` this filter reads,
+        given as dictionary arrays (``dictionary<int32, type>``): the filter is
+        evaluated once per distinct value (each chunk's dictionary, and a null where
+        the chunk has nulls), and a row matches where its value does. A compiled SQL
+        predicate is a function of the row's value, so the positions are those of
+        :meth:`positions` over the decoded rows; None where that is not known (a
+        pyarrow Expression, a part the engine evaluates) or a dictionary value fails
+        to evaluate (one no row may hold): the caller then evaluates the rows.
+
+        Examples
+        --------
+        >>> f = compile_filter("c = 'b'", pa.schema([("c", pa.string())]))
+        >>> d = pa.DictionaryArray.from_arrays(pa.array([1, 0, 1], pa.int32()),
+        ...                                    pa.array(["a", "b"]))
+        >>> f.positions_by_dictionary("c", pa.chunked_array([d])).tolist()
+        [1]
+        """
+        if self.text is None or self.expression is None or self._tree is None:
+            return None
+        out, base = [], 0
+        for chunk in column.chunks:
+            items, n = chunk.dictionary, len(chunk)
+            k = len(items)
+            idx = np.frombuffer(chunk.indices.buffers()[1], np.int32, count=n,
+                                offset=chunk.indices.offset * 4)
+            values = items
+            if chunk.null_count:  # null rows look up the extra null value at k
+                values = pa.concat_arrays([items, pa.nulls(1, items.type)])
+                idx = np.where(chunk.is_valid().to_numpy(zero_copy_only=False), idx, k)
+            try:
+                hit = self.positions(pa.table({name: values}))
+            except InvalidInputError:
+                return None
+            if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= len(values)):
+                return None  # (indices outside the dictionary: not ours to judge here)
+            match = np.zeros(len(values), dtype=bool)
+            match[hit] = True
+            out.append(np.flatnonzero(match[idx]) + base)
+            base += n
+        return np.concatenate(out) if out else np.zeros(0, np.int64)
+
     def apply(self, table: pa.Table) -> pa.Table:
         """The rows of ``table`` where the filter is true."""
         keep = self.positions(table)

@@ -551,11 +551,15 @@ class LanceFragment(FragmentApiExtras):
         return reader, idx
 
     def take_physical(self, columns: list[str], offsets: np.ndarray | None, *,
-                      blob_handling: str | None = None) -> pa.Table:
+                      blob_handling: str | None = None, dictionaries: bool = False
+                      ) -> pa.Table:
         """Columns at physical ``offsets`` (sorted ascending; None = every row); blob
         columns as ``blob_handling`` says (see :mod:`lancenb.dataset.blob`), by default
         their values (what compaction, updates and schema evolution rewrite; scans
-        pass the scanner's mode, descriptions by default)."""
+        pass the scanner's mode, descriptions by default). ``dictionaries``: string and
+        binary columns whose pages are dictionary-encoded may come back as
+        ``dictionary<int32, type>`` columns (see
+        :meth:`lancenb.file.LanceFileReader.read_columns`)."""
         self.verified_rows()
         schema = self._ds._schema
         handling = blob.check_handling(blob_handling or "all_binary")
@@ -593,14 +597,19 @@ class LanceFragment(FragmentApiExtras):
         for dname, reader, fname in tasks:
             by_file.setdefault(id(reader), (reader, []))[1].append((dname, fname))
         for reader, cols in by_file.values():
-            got = reader.read_columns([fname for _, fname in cols], rows=offsets)
+            kw = {"dictionaries": True} if dictionaries else {}
+            got = reader.read_columns([fname for _, fname in cols], rows=offsets, **kw)
             arrays.update(zip((dname for dname, _ in cols), got))
         for c in missing:  # a column no data file of this fragment has: all null
             arrays[c] = pa.chunked_array([pa.nulls(n, fields[columns.index(c)].type)])
         cols = []
+        kept = False  # a column kept as a dictionary: the table's schema says so
         for f in fields:
             a = arrays[f.name]
-            if a.type != f.type:
+            if dictionaries and pa.types.is_dictionary(a.type) and \
+                    a.type.value_type == f.type and not pa.types.is_dictionary(f.type):
+                kept = True
+            elif a.type != f.type:
                 try:
                     a = a.cast(f.type)
                 except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
@@ -610,6 +619,9 @@ class LanceFragment(FragmentApiExtras):
             cols.append(a)
         if not fields:
             return pa.table({"n": pa.nulls(n)}).drop_columns(["n"])
+        if kept:
+            out_schema = pa.schema([f.with_type(a.type) for f, a in zip(fields, cols)],
+                                   metadata=out_schema.metadata)
         return pa.Table.from_arrays(cols, schema=out_schema)
 
 

@@ -47,6 +47,10 @@ ROW_ADDR = "_rowaddr"
 # filters are evaluated over the filter columns of this many rows at a time (fragments
 # together: one engine call per batch, not one per small fragment)
 FILTER_BATCH_ROWS = 64 * 1024
+# a SQL filter over one string or binary column reads its dictionary pages as
+# dictionaries and is evaluated per distinct value (LanceScanner._dictionary_filter);
+# False: every row's value is built and compared
+_DICTIONARY_FILTERS = True
 _POS = "__lancenb_position"
 # compiled SQL filters by (text, schema object): a dataset opened again and again shares
 # one schema object (memoised by its manifest's fields), so a filter used on each
@@ -311,6 +315,7 @@ class LanceScanner:
                     ftable = ftable.select([]).slice(0, len(keep))
                 elif len(keep) < ftable.num_rows:
                     ftable = ftable.take(pa.array(keep))
+                ftable = self._values(ftable)  # (dictionaries: only the rows kept decoded)
                 if rest:
                     dense = len(keep) * 2 > n_live  # most rows match: one sequential read
                     other = frag.take_physical(rest, live if dense else phys,
@@ -345,7 +350,8 @@ class LanceScanner:
             if n_live == 0:
                 continue
             ftable = frag.take_physical(self._filter_cols, live,
-                                        blob_handling=self.blob_handling)
+                                        blob_handling=self.blob_handling,
+                                        dictionaries=self._dictionary_filter())
             pending.append((frag, live, ftable))
             rows += ftable.num_rows
             if rows >= batch_rows:
@@ -361,6 +367,8 @@ class LanceScanner:
                 yield frag, live, ftable, self._expr_mask(ftable)
             return
         tables = [p[2] for p in pending]
+        if any(t.schema != tables[0].schema for t in tables):  # some kept dictionaries
+            tables = [self._values(t) for t in tables]
         pos = self._expr_mask(pa.concat_tables(tables))
         bounds = np.zeros(len(tables) + 1, dtype=np.int64)
         np.cumsum([t.num_rows for t in tables], out=bounds[1:])
@@ -396,8 +404,45 @@ class LanceScanner:
 
     def _expr_mask(self, table: pa.Table) -> np.ndarray:
         """Positions of the rows where the filter is true (null counts as false): SQL
-        through the engine (:mod:`lancenb.dataset.sql`), Expressions through pyarrow."""
+        through the engine (:mod:`lancenb.dataset.sql`), Expressions through pyarrow;
+        a column read as dictionaries (:meth:`_dictionary_filter`) by its values."""
+        if table.num_columns == 1 and self._kept(table.schema.field(0)):
+            got = self._filter.positions_by_dictionary(table.column_names[0], table.column(0))
+            if got is not None:
+                return got
+            table = self._values(table)
         return self._filter.positions(table)
+
+    def _dictionary_filter(self) -> bool:
+        """Whether the filter columns are read with their dictionary pages kept as
+        dictionaries (:meth:`LanceFragment.take_physical`): a compiled SQL predicate
+        over one string or binary column, evaluated on each page's distinct values
+        (:meth:`Filter.positions_by_dictionary`) instead of every row's; only the rows
+        it keeps are decoded."""
+        got = self.__dict__.get("_dict_filter")
+        if got is None:
+            f = self._filter
+            got = (f is not None and len(self._filter_cols) == 1 and f.text is not None
+                   and f.expression is not None and _DICTIONARY_FILTERS)
+            if got:
+                t = self._ds._schema.field(self._filter_cols[0]).type
+                got = (pa.types.is_string(t) or pa.types.is_large_string(t)
+                       or pa.types.is_binary(t) or pa.types.is_large_binary(t))
+            self._dict_filter = got
+        return got
+
+    def _kept(self, field: pa.Field) -> bool:
+        """A filter column read as dictionaries whose stored type is not one."""
+        return pa.types.is_dictionary(field.type) and not pa.types.is_dictionary(
+            self._ds._schema.field(field.name).type)
+
+    def _values(self, table: pa.Table) -> pa.Table:
+        """``table`` with its kept-dictionary columns decoded to their values."""
+        for i, f in enumerate(table.schema):
+            if self._kept(f):
+                table = table.set_column(i, f.with_type(f.type.value_type),
+                                         table.column(i).cast(f.type.value_type))
+        return table
 
     def _with_ids(self, frag, table: pa.Table, phys) -> pa.Table:
         if not (self.with_row_id or self.with_row_address):

@@ -255,9 +255,11 @@ class SmallFile:
             return None  # the full reader decodes it again and names this file
         return pa.chunked_array(arrays, type=self.fields[idx].arrow.type)
 
-    def read_columns(self, fields, *, rows=None) -> list[pa.ChunkedArray]:
+    def read_columns(self, fields, *, rows=None,
+                     dictionaries: bool = False) -> list[pa.ChunkedArray]:
         """See :meth:`lancenb.file.LanceFileReader.read_columns`: every row of each
-        field as :meth:`read_column` reads it."""
+        field as :meth:`read_column` reads it (``dictionaries`` is accepted; a small
+        file's pages are decoded, which is what they cost anyway)."""
         return [self.read_column(f, rows=rows) for f in fields]
 
 

@@ -26,7 +26,8 @@ from lancenb.kernels import gather as kg
 from lancenb.kernels import slices
 
 __all__ = ["FixedWidth", "Variable", "FixedSizeList", "DictionaryIndices", "cum_dims", "from_arrow",
-           "to_arrow", "fixed_bits", "is_variable", "is_vector", "vector_shape", "offset_bits",
+           "to_arrow", "to_dictionary_arrow", "fixed_bits", "is_variable", "is_vector",
+           "vector_shape", "offset_bits",
            "take_ranges", "packed_child_bits", "pack_struct_rows", "unpack_struct_rows"]
 
 
@@ -331,16 +332,35 @@ def _validity_buffer(validity: np.ndarray | None) -> pa.Buffer | None:
     return pa.py_buffer(np.packbits(validity, bitorder="little"))
 
 
+def _checked_indices(block: "DictionaryIndices", validity: np.ndarray | None) -> np.ndarray:
+    """A dictionary block's indices as int64, each in range (null rows may hold
+    anything: they become 0); an index of a valid row out of range is corrupt."""
+    idx = block.indices.astype(np.int64, copy=False)
+    if idx.size and (int(idx.max()) >= len(block.items) or int(idx.min()) < 0):
+        bad = idx[(idx >= len(block.items)) | (idx < 0)]
+        if validity is None or np.any(validity[(idx >= len(block.items)) | (idx < 0)]):
+            raise CorruptFileError(f"dictionary index {int(bad[0])} is out of range "
+                                   f"(the dictionary has {len(block.items)} items)")
+        idx = np.where(validity, idx, 0)
+    return idx
+
+
+def to_dictionary_arrow(block: "DictionaryIndices", validity: np.ndarray | None
+                        ) -> pa.DictionaryArray:
+    """The rows of a dictionary block as a ``DictionaryArray`` (int32 indices into
+    the block's items, nulls where ``validity`` is False): what :func:`to_arrow` gives
+    without taking the values, e.g. indices ``[1, 0, 1]`` of items ``["a", "b"]`` are
+    ``["b", "a", "b"]``."""
+    idx = _checked_indices(block, validity)
+    mask = None if validity is None else ~validity
+    return pa.DictionaryArray.from_arrays(pa.array(idx.astype(np.int32), mask=mask),
+                                          block.items)
+
+
 def to_arrow(dt: pa.DataType, block, validity: np.ndarray | None) -> pa.Array:
     """Build an Arrow array of type ``dt`` from a decoded block and validity."""
     if isinstance(block, DictionaryIndices):
-        idx = block.indices.astype(np.int64, copy=False)
-        if idx.size and (int(idx.max()) >= len(block.items) or int(idx.min()) < 0):
-            bad = idx[(idx >= len(block.items)) | (idx < 0)]
-            if validity is None or np.any(validity[(idx >= len(block.items)) | (idx < 0)]):
-                raise CorruptFileError(f"dictionary index {int(bad[0])} is out of range "
-                                       f"(the dictionary has {len(block.items)} items)")
-            idx = np.where(validity, idx, 0)
+        idx = _checked_indices(block, validity)
         mask = None if validity is None else ~validity
         return block.items.take(pa.array(idx, mask=mask))
     vbuf = _validity_buffer(validity)

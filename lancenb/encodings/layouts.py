@@ -15,6 +15,8 @@ rep/def levels) into Arrow arrays.
 
 from __future__ import annotations
 
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
@@ -36,6 +38,7 @@ from lancenb.errors import CorruptFileError, NotSupportedError
 from lancenb.kernels import slices
 
 __all__ = ["PageInfo", "LayoutDecoder", "SearchState", "ArrowValues", "layout_decoder",
+           "dictionaries_kept",
            "decode_all_many", "rows_from_many", "init_from_many",
            "MiniBlockPage", "FullZipPage", "ConstantPage", "BlobPage", "EmptyStructPage"]
 
@@ -102,6 +105,29 @@ class LayoutDecoder(Protocol):
         """``(position, size)`` of each row, without the values (blob pages only)."""
 
 
+_tls = threading.local()
+
+
+@contextmanager
+def dictionaries_kept():
+    """Within this block (on this thread), the dictionary pages of top-level string
+    and binary columns decode to ``DictionaryArray``s of their items (int32 indices,
+    one dictionary per page) instead of the values the indices name: a caller that
+    evaluates a filter on the few distinct values, or takes few rows, skips building
+    every row's string. Other pages, nested columns' leaves and columns whose type is
+    a dictionary decode as usual."""
+    prev = getattr(_tls, "keep", False)
+    _tls.keep = True
+    try:
+        yield
+    finally:
+        _tls.keep = prev
+
+
+def _kept() -> bool:
+    return getattr(_tls, "keep", False)
+
+
 @dataclass
 class ArrowValues:
     """Turns decoded value blocks and validity into Arrow arrays of one column.
@@ -117,8 +143,17 @@ class ArrowValues:
     vexpand: object = None
     vpacked: bool = False
 
-    def array(self, block, validity) -> pa.Array:
-        """The Arrow array of a decoded block and its validity (None: all valid)."""
+    def array(self, block, validity, *, keep_dictionary: bool = False) -> pa.Array:
+        """The Arrow array of a decoded block and its validity (None: all valid).
+        ``keep_dictionary``: a string or binary column's dictionary page comes back as
+        a ``DictionaryArray`` of its items (see :func:`dictionaries_kept`)."""
+        if (keep_dictionary and self.dict_type is None and isinstance(
+                block, blocks.DictionaryIndices) and blocks.is_variable(self.dtype)
+                and block.items.type == self.dtype):
+            try:
+                return blocks.to_dictionary_arrow(block, validity)
+            except CorruptFileError as e:
+                raise CorruptFileError(f"{self.where}: {e}") from e
         if self.dict_type is not None:
             if isinstance(block, blocks.DictionaryIndices):
                 return dictarray.to_arrow(self.dict_type, block, validity, self.where)
@@ -285,13 +320,18 @@ class MiniBlockPage(_Page):
     def buffer_ranges(self):
         return self.impl.buffers_for_all(self.page.offsets, self.page.sizes)
 
+    def _array(self, block, validity) -> pa.Array:
+        # (a top-level column's rows: its dictionary kept when the reader asks)
+        return self.values.array(block, validity,
+                                 keep_dictionary=self.chain is None and _kept())
+
     def decode_all(self, buffers):
-        return self.values.array(*self.impl.decode_all(buffers))
+        return self._array(*self.impl.decode_all(buffers))
 
     def scan(self, reader, group_bytes):
         if self.chain is not None:
             return [self._nested(reader, None)]
-        return [self.values.array(b, v) for b, v in
+        return [self._array(b, v) for b, v in
                 self.impl.scan(reader, self.page.offsets, group_bytes)]
 
     def read_rows(self, reader, rows):
@@ -300,7 +340,7 @@ class MiniBlockPage(_Page):
         if len(rows) == 0:
             return self.values.empty()
         block, validity, sel = self.impl.read_rows(reader, self.page.offsets, rows)
-        arr = self.values.array(block, validity)
+        arr = self._array(block, validity)
         return arr if sel is None else arr.take(pa.array(sel))
 
     def plan_rows(self, reader, rows, memo=None):
@@ -316,7 +356,7 @@ class MiniBlockPage(_Page):
         """The rows of a :meth:`plan_rows` plan from its chunks' bytes (chunk ``i``
         at ``data[pos[i]]``)."""
         block, validity, sel = self.impl.rows_from(plan, data, pos)
-        arr = self.values.array(block, validity)
+        arr = self._array(block, validity)
         return arr if sel is None else arr.take(pa.array(sel))
 
 

@@ -18,6 +18,7 @@ from lancenb.encodings.layouts import (
     LayoutDecoder,
     PageInfo,
     decode_all_many,
+    dictionaries_kept,
     init_from_many,
     layout_decoder,
     rows_from_many,
@@ -28,7 +29,7 @@ from lancenb.encodings.structural import dictarray, fullzip
 from lancenb.errors import NotSupportedError
 
 __all__ = ["encode_page", "PageDecoder", "PageInfo", "parse_layout",
-           "describe_layout"]
+           "describe_layout", "dictionaries_kept"]
 
 
 def encode_page(arr: pa.Array, *, version_minor: int, config=None, levels=None):

@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from lancenb import io as lio
+from lancenb.encodings.page import dictionaries_kept
 from lancenb.encodings.structural import dictarray
 from lancenb.errors import InvalidInputError
 from lancenb.file.backend import FileBackend, open_backend
@@ -330,7 +331,8 @@ class LanceFileReader:
             self._backend.prepare_take(self.field_index(f))
 
     # -- reading tables ------------------------------------------------------------
-    def read_columns(self, fields, *, rows=None) -> list[pa.ChunkedArray]:
+    def read_columns(self, fields, *, rows=None,
+                     dictionaries: bool = False) -> list[pa.ChunkedArray]:
         """Several top-level fields' values, read together: what :meth:`read_column`
         gives for each, with the reads of all of them planned at once (a wide file's
         small pages in a few coalesced requests).
@@ -341,6 +343,11 @@ class LanceFileReader:
             Names or positions of top-level fields.
         rows : array-like of int, optional
             Row numbers sorted ascending (duplicates allowed); default every row.
+        dictionaries : bool, default False
+            A string or binary field all of whose pages read are dictionary-encoded
+            (2.1/2.2 files) comes back as ``dictionary<int32, type>`` arrays of each
+            page's items, without building every row's value; other fields, and
+            files of other versions, as usual.
 
         Examples
         --------
@@ -356,6 +363,9 @@ class LanceFileReader:
         if rows is not None:
             rows = np.asarray(rows, dtype=np.int64).reshape(-1)
             self._check_rows(rows)
+        if dictionaries:  # (on this thread: the decoders see the request there)
+            with dictionaries_kept():
+                return self._backend.read_many(idx, rows)
         count = self._backend.num_rows if rows is None else len(rows)
         return self._read_fields(idx, rows, count >= self._backend.parallel_take_rows)
 

@@ -70,6 +70,19 @@ def _stored(f) -> tuple[pa.DataType, int]:
     return items if items is not None else (f.storage.type, 1)
 
 
+def _chunked(arrays: list, t: pa.DataType) -> pa.ChunkedArray:
+    """A flat field's page arrays as one chunked array of type ``t``; pages kept as
+    dictionary arrays (:func:`~lancenb.encodings.page.dictionaries_kept`) give a
+    ``dictionary<int32, t>`` array when every page did, else they are decoded."""
+    if pa.types.is_dictionary(t) or not any(isinstance(a, pa.DictionaryArray)
+                                            for a in arrays):
+        return pa.chunked_array(arrays, type=t)
+    if all(isinstance(a, pa.DictionaryArray) for a in arrays):
+        return pa.chunked_array(arrays, type=pa.dictionary(pa.int32(), t))
+    return pa.chunked_array([a.dictionary_decode() if isinstance(a, pa.DictionaryArray)
+                             else a for a in arrays], type=t)
+
+
 class V21Backend:
     """Reads 2.1 and 2.2 files (:class:`lancenb.file.backend.FileBackend`)."""
 
@@ -260,7 +273,7 @@ class V21Backend:
         f = self.fields[field_idx]
         _, st, per_row = self._stored(field_idx)  # (maps: stored as lists of entries)
         if len(columns) == 1 and (not repdef.is_nested(st) or is_packed(f.arrow)):
-            return pa.chunked_array(columns[0], type=f.arrow.type)
+            return _chunked(columns[0], f.arrow.type)
         try:
             return pa.chunked_array([self._merge_one(f, st, per_row, field_idx, columns)],
                                     type=f.arrow.type)
