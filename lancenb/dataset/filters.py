@@ -67,7 +67,12 @@ from typing import Union
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyarrow.acero import Declaration, FilterNodeOptions, TableSourceNodeOptions
+from pyarrow.acero import (
+    Declaration,
+    FilterNodeOptions,
+    ProjectNodeOptions,
+    TableSourceNodeOptions,
+)
 
 from lancenb.dataset import sql as engine
 from lancenb.dataset.exprnodes import (
@@ -126,6 +131,24 @@ class Filter:
             what = self.text if self.text is not None else str(self.expression)
             raise InvalidInputError(f"filter {short(what)!r}: {e}") from e
         return out.column("__lancenb_position").to_numpy()
+
+    def count(self, table: pa.Table) -> int:
+        """How many rows of ``table`` the filter is true for (NULL counts as false):
+        ``len(self.positions(table))``, without building the positions (a pyarrow
+        Expression's result is summed)."""
+        if self.expression is None:
+            return len(self.positions(table))
+        try:
+            mask = Declaration.from_sequence([
+                Declaration("table_source", TableSourceNodeOptions(table)),
+                Declaration("project", ProjectNodeOptions([self.expression], ["m"]))
+            ]).to_table(use_threads=table.num_rows >= _THREADED_FILTER_ROWS).column(0)
+            if not pa.types.is_boolean(mask.type):
+                raise TypeError(f"the filter gives {mask.type} values, not booleans")
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, TypeError) as e:
+            what = self.text if self.text is not None else str(self.expression)
+            raise InvalidInputError(f"filter {short(what)!r}: {e}") from e
+        return int(pc.sum(mask).as_py() or 0)
 
     def positions_by_dictionary(self, name: str, column: pa.ChunkedArray) -> np.ndarray | None:
         """:meth:`positions` over a table of the one column ``name`` this filter reads,

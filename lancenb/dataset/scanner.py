@@ -333,11 +333,12 @@ class LanceScanner:
                     .cast(self._projection_schema)
             yield self._with_ids(frag, table, phys)
 
-    def _filtered(self, frags):
+    def _filtered(self, frags, count: bool = False):
         """``(fragment, live offsets, filter columns, matching positions)`` of each
         fragment with rows left after pruning. The filter columns of consecutive small
         fragments are evaluated together, in one call per ``FILTER_BATCH_ROWS`` rows
-        (without a limit: with one, a fragment at a time, so nothing is read past it)."""
+        (without a limit: with one, a fragment at a time, so nothing is read past it).
+        ``count``: ``(None, None, None, number of matches)`` per evaluation instead."""
         batch_rows = FILTER_BATCH_ROWS if self.limit is None else 0
         pending: list = []
         rows = 0
@@ -355,20 +356,26 @@ class LanceScanner:
             pending.append((frag, live, ftable))
             rows += ftable.num_rows
             if rows >= batch_rows:
-                yield from self._evaluate(pending)
+                yield from self._evaluate(pending, count)
                 pending, rows = [], 0
         if pending:
-            yield from self._evaluate(pending)
+            yield from self._evaluate(pending, count)
 
-    def _evaluate(self, pending: list):
+    def _evaluate(self, pending: list, count: bool = False):
         if len(pending) == 1 or not pending[0][2].num_columns:
             # (tables of no columns concatenate to no rows: those go one by one)
             for frag, live, ftable in pending:
-                yield frag, live, ftable, self._expr_mask(ftable)
+                if count:
+                    yield None, None, None, self._expr_count(ftable)
+                else:
+                    yield frag, live, ftable, self._expr_mask(ftable)
             return
         tables = [p[2] for p in pending]
         if any(t.schema != tables[0].schema for t in tables):  # some kept dictionaries
             tables = [self._values(t) for t in tables]
+        if count:
+            yield None, None, None, self._expr_count(pa.concat_tables(tables))
+            return
         pos = self._expr_mask(pa.concat_tables(tables))
         bounds = np.zeros(len(tables) + 1, dtype=np.int64)
         np.cumsum([t.num_rows for t in tables], out=bounds[1:])
@@ -412,6 +419,13 @@ class LanceScanner:
                 return got
             table = self._values(table)
         return self._filter.positions(table)
+
+    def _expr_count(self, table: pa.Table) -> int:
+        """``len(self._expr_mask(table))``, counted without the positions where the
+        filter allows."""
+        if table.num_columns == 1 and self._kept(table.schema.field(0)):
+            return len(self._expr_mask(table))
+        return self._filter.count(table)
 
     def _dictionary_filter(self) -> bool:
         """Whether the filter columns are read with their dictionary pages kept as
@@ -590,6 +604,10 @@ class LanceScanner:
             total = sum(f.count_rows() for f in self._fragment_list())
             total = max(0, total - self.offset)
             return total if self.limit is None else min(total, self.limit)
+        if self.limit is None and not self.offset and self.scan_stats_callback is None:
+            # only the number of matches: no positions, no rows (order, projections and
+            # row ids do not change it)
+            return sum(n for *_, n in self._filtered(self._fragment_list(), count=True))
         return sum(t.num_rows for t in self._tables())
 
     def __arrow_c_stream__(self, requested_schema=None):
