@@ -56,8 +56,8 @@ UNSUPPORTED = -8       # a decimal or an extension value (see the module docstri
 BAD_OFFSETS = -9       # offsets decrease or point past the data, or arrays of wrong sizes
 OUTPUT_TOO_SMALL = -10  # text_fill: the output offsets leave too little room
 
-# deeper than pylance goes (its writer overflows its stack a few thousand levels down)
-MAX_DEPTH = 1024
+# pylance 14 writes and reads 4096 levels (its parser overflows its stack before 5000)
+MAX_DEPTH = 4096
 
 ARRAY = 0x80000000
 OBJECT = 0x40000000

@@ -26,8 +26,12 @@ import numpy as np
 
 from ._jit import kernel
 from .bytes_util import offsets_ok
-from .jsonb import LENGTH_MASK, MAX_DEPTH, utf8_length
+from .jsonb import LENGTH_MASK, utf8_length
 from .jsonnum import SIGN, U0, U1, decimal_to_double
+
+# as jsonb.MAX_DEPTH (a test checks): numba caches a kernel by its own module's text, so
+# a limit taken from another module would stay compiled in at its old value
+MAX_DEPTH = 4096
 
 OK = 0
 UNEXPECTED_END = -1     # the text ends inside a value

@@ -83,6 +83,7 @@ from lancenb.dataset.pruning import may_be_true
 from lancenb.dataset.sqlfilter import (
     MAX_FILTER_DEPTH,  # noqa: F401 (documented here)
     Translator,
+    check_json_uses,
     columns_of,
     parse_sql,
     short,
@@ -268,6 +269,7 @@ def compile_filter(filter: FilterLike, schema: pa.Schema) -> Filter:
     if not filter.strip():
         raise InvalidInputError(f"filter {filter!r}: empty predicate")
     ast = parse_sql(filter, "filter")
+    check_json_uses(ast, schema, filter, "filter")
     try:
         tree = Translator(filter, schema, tolerant=True).term(ast)
     except InvalidInputError:
@@ -290,13 +292,16 @@ def compile_filter(filter: FilterLike, schema: pa.Schema) -> Filter:
     return Filter(filter, expression, tree, columns_of(ast))
 
 
-def check_expression(sql: str, schema: pa.Schema, *,
-                     what: str = "expression") -> tuple[pa.DataType, list[str]]:
+def check_expression(sql: str, schema: pa.Schema, *, what: str = "expression",
+                     bare_json: bool = False) -> tuple[pa.DataType, list[str]]:
     """Check a SQL *value* expression over ``schema`` (syntax, depth, names, functions,
-    types) for the engine: its result type and the top-level columns it reads."""
+    types) for the engine: its result type and the top-level columns it reads. A JSON
+    column may be read only by ``IS [NOT] NULL`` (and, with ``bare_json``, as the whole
+    expression)."""
     if not isinstance(sql, str) or not sql.strip():
         raise InvalidInputError(f"{what} must be a non-empty SQL string, not {sql!r}")
     ast = parse_sql(sql, what)
+    check_json_uses(ast, schema, sql, what, bare=bare_json)
     typ = engine.result_types(schema, {"v": sql}, what=what).field("v").type
     used = columns_of(ast)
     return typ, [n for n in schema.names if n in used or n.lower() in used]

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.dataset as pads
 
 from lancenb.errors import InvalidInputError, SchemaError
-from lancenb.file.extensions import storage_schema
+from lancenb.file.extensions import storage_batch, storage_schema
 
 __all__ = ["coerce_input", "normalize_input", "check_append_schema", "fill_missing",
            "MAX_ROWS_PER_GROUP"]
@@ -27,12 +27,22 @@ def normalize_input(data, schema: pa.Schema | None) -> tuple[pa.Schema, Iterator
     """``(schema, iterator of RecordBatch)`` for any supported input. Extension-typed
     columns (``uuid``, ``fixed_shape_tensor``, pylance's blob v2 ...) come out as their
     storage type tagged with the extension (:mod:`lancenb.file.extensions`), the form a
-    Lance schema stores."""
+    Lance schema stores; ``arrow.json`` columns as JSONB (invalid JSON: an
+    :class:`InvalidInputError` naming the column and row)."""
     schema, batches = _normalize_input(data, schema)
     stored = storage_schema(schema)
     if stored is None:
         return schema, batches
-    return stored, (b.cast(stored) for b in batches)
+    return stored, _stored_batches(batches, stored)
+
+
+def _stored_batches(batches, stored: pa.Schema):
+    """Batches in their stored form (JSON encoded as JSONB; a fault names the row of
+    the whole input)."""
+    row = 0
+    for b in batches:
+        yield storage_batch(b, stored, first_row=row)
+        row += b.num_rows
 
 
 def _normalize_input(data, schema: pa.Schema | None) -> tuple[pa.Schema, Iterator]:

@@ -43,6 +43,7 @@ from lancenb.dataset.deletion import read_deletions
 from lancenb.dataset.fragmeta import FragmentMetadata, as_pb
 from lancenb.dataset.transaction import Transaction as _Txn
 from lancenb.errors import InvalidInputError, NotSupportedError
+from lancenb.file.extensions import storage_schema
 from lancenb.file.reader import cached_fields_to_schema
 from lancenb.file.schema import fields_to_schema, schema_to_fields
 from lancenb.file.version import FileVersion
@@ -252,6 +253,8 @@ def schema_fields(schema, base_fields=None) -> list:
     if not isinstance(schema, pa.Schema):
         raise InvalidInputError(f"schema must be a pyarrow.Schema or a list of Lance field "
                                 f"protobufs, not {type(schema).__name__}")
+    # extension columns (uuid, JSON ...) as Lance stores them, as the data files hold them
+    schema = storage_schema(schema) or schema
     fresh, _ = schema_to_fields(schema)
     if not base_fields:
         return fresh

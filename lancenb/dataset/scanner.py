@@ -24,9 +24,8 @@ from lancenb.dataset import sql as engine
 from lancenb.dataset.api_types import ScanStatistics
 from lancenb.dataset.readahead import read_ahead
 from lancenb.dataset.smallfiles import decoded_ahead
-from lancenb.errors import InvalidInputError, NotSupportedError
+from lancenb.errors import InvalidInputError
 from lancenb.file.extensions import (
-    holds_lance_json,
     public_columns,
     public_schema,
     with_extension_types,
@@ -150,17 +149,13 @@ class LanceScanner:
             self._expr = self._filter.expression
             self.filter_text = filter if isinstance(filter, str) else str(filter)
             self._filter_cols = referenced_columns(self._filter, schema.names)
-        json_cols = [c for c in dict.fromkeys(self.columns + self._filter_cols)
-                     if holds_lance_json(schema.field(c))]
-        if json_cols:
-            raise NotSupportedError(
-                f"column {json_cols[0]!r} holds JSON, which pylance stores as JSONB "
-                f"(lance.json) and lancenb cannot decode yet; read the other columns")
 
     def _set_projection(self, dataset, columns: dict) -> list:
         """``columns={alias: SQL expression}``: checked now (names, functions, types);
         the columns they read are scanned, the engine evaluates them per batch."""
-        from lancenb.dataset.filters import check_expression  # lazy: it loads sqlglot
+        # lazy: they load sqlglot
+        from lancenb.dataset.filters import check_expression
+        from lancenb.dataset.sqlfilter import bare_json_field
 
         if not columns:
             raise InvalidInputError("columns={} names no output column")
@@ -171,8 +166,11 @@ class LanceScanner:
             if sql in (ROW_ID, ROW_ADDR):
                 raise InvalidInputError(f"columns: {sql} cannot be computed with; use "
                                         f"with_row_id / with_row_address")
-            typ, used = check_expression(sql, dataset._schema, what=f"column {alias!r}")
-            fields.append(pa.field(alias, typ))
+            typ, used = check_expression(sql, dataset._schema, what=f"column {alias!r}",
+                                         bare_json=True)
+            # a JSON column as the whole expression: read back as text, as pylance does
+            jf = bare_json_field(sql, dataset._schema) if used else None
+            fields.append(jf.with_name(alias) if jf is not None else pa.field(alias, typ))
             read += [c for c in used if c not in read]
         self._projection = dict(columns)
         self._projection_schema = pa.schema(fields)
@@ -203,7 +201,9 @@ class LanceScanner:
     def _public(self, data):
         """A table or batch of the stored output schema as the scan returns it."""
         cols = self._public_cols(data.schema)
-        return with_extension_types(data, cols) if cols else data
+        if not cols:
+            return data
+        return with_extension_types(data, cols, where=f"dataset {self._ds.uri!r}")
 
     def _stored_schema(self) -> pa.Schema:
         """:attr:`projected_schema` with extension columns as their tagged storage."""

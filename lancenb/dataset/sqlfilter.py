@@ -41,10 +41,12 @@ from lancenb.dataset.exprnodes import (
     is_numeric,
     is_text,
 )
-from lancenb.errors import InvalidInputError
+from lancenb.errors import InvalidInputError, NotSupportedError
+from lancenb.file.extensions import holds_lance_json
 from lancenb.io.pools import module_lock
 
-__all__ = ["Translator", "parse_sql", "columns_of", "short", "MAX_FILTER_DEPTH"]
+__all__ = ["Translator", "parse_sql", "columns_of", "short", "MAX_FILTER_DEPTH", "check_json_uses",
+           "bare_json_field"]
 
 # How deep a filter may nest (see the module docstring). sqlglot's parser spends about
 # 20 Python frames a level, so parsing runs under a raised recursion limit.
@@ -417,6 +419,48 @@ def columns_of(ast: exp.Expression) -> frozenset:
             out.add(parts[0].name)
             out.add(parts[0].name.lower())
     return frozenset(out)
+
+
+def _field_at(schema: pa.Schema, parts: list[str]) -> pa.Field | None:
+    """The field ``a.b.c`` names (exact names, else one case-insensitive match)."""
+    fields = list(schema)
+    f = None
+    for name in parts:
+        hits = [g for g in fields if g.name == name] or \
+            [g for g in fields if g.name.lower() == name.lower()]
+        if len(hits) != 1:
+            return None
+        f = hits[0]
+        fields = list(f.type) if pa.types.is_struct(f.type) else []
+    return f
+
+
+def check_json_uses(ast: exp.Expression, schema: pa.Schema, text: str, what: str, *,
+                    bare: bool = False) -> None:
+    """Refuse an expression that reads a JSON column (JSONB, tagged ``lance.json``) other
+    than as ``x IS [NOT] NULL`` (or, with ``bare``, as the whole expression): the SQL
+    engine would see JSONB bytes, and pylance's JSON functions (``json_extract``, ...)
+    are not implemented."""
+    for c in ast.find_all(exp.Column):
+        f = _field_at(schema, [p.name for p in c.parts])
+        if f is None or not holds_lance_json(f):
+            continue
+        if (bare and c is ast) or (isinstance(c.parent, exp.Is) and isinstance(
+                c.parent.expression, exp.Null)):
+            continue
+        raise NotSupportedError(
+            f"{what} {short(text)!r}: {c.sql()!r} is JSON (stored as JSONB); lancenb's SQL "
+            f"tests JSON only with IS NULL / IS NOT NULL (pylance's json_extract and "
+            f"json_get_* functions are not implemented)")
+
+
+def bare_json_field(text: str, schema: pa.Schema) -> pa.Field | None:
+    """The JSON field a SQL expression is, when it is just one (``j``, ``s.j``)."""
+    ast = parse_sql(text, "expression")
+    if not isinstance(ast, exp.Column):
+        return None
+    f = _field_at(schema, [p.name for p in ast.parts])
+    return f if f is not None and holds_lance_json(f) else None
 
 
 def parse_sql(text: str, what: str) -> exp.Expression:

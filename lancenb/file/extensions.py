@@ -4,7 +4,11 @@ Lance stores an extension-typed field as its *storage* type, with the extension'
 and serialized parameters in the field's metadata under ``ARROW:extension:name`` and
 ``ARROW:extension:metadata`` (what Arrow's C data interface and IPC do, and what pylance
 14 writes: a ``uuid`` column is a ``fixed_size_binary(16)`` field so tagged, a
-``fixed_shape_tensor`` a fixed-size list, a blob v2 column a struct).
+``fixed_shape_tensor`` a fixed-size list, a blob v2 column a struct). Arrow's
+``arrow.json`` is the exception: pylance stores JSON text as JSONB in a ``large_binary``
+field tagged ``lance.json`` (logical type ``json``), and reads it back as text; the
+conversions are :mod:`lancenb.file.jsonb`'s, applied by :func:`storage_batch` on write
+and :func:`with_extension_types` on read.
 
 :func:`storage_schema` turns a writer's input schema into that form (``None`` when it
 has no extension type, the common case, which then costs one pass over the fields);
@@ -24,22 +28,13 @@ import ctypes
 
 import pyarrow as pa
 
-from lancenb.errors import NotSupportedError
+from lancenb.file import jsonb
+from lancenb.file.jsonb import ARROW_JSON, EXT_METADATA, EXT_NAME, LANCE_JSON
 
 __all__ = ["storage_schema", "extension_schema", "has_extension_metadata", "EXT_NAME",
            "EXT_METADATA", "public_columns", "public_schema", "with_extension_types",
-           "extension_names", "holds_lance_json", "LANCE_JSON"]
-
-EXT_NAME = b"ARROW:extension:name"
-EXT_METADATA = b"ARROW:extension:metadata"
-# pylance's JSON columns (Arrow's arrow.json on input): stored as JSONB bytes
-LANCE_JSON = b"lance.json"
-
-# extensions Lance stores in its own form, which a tagged storage column would not match
-_REFUSED = {
-    "arrow.json": "arrow.json columns are stored by pylance as JSONB (lance.json), which "
-                  "lancenb does not write yet; cast the column to string to store the text",
-}
+           "extension_names", "holds_lance_json", "LANCE_JSON", "storage_batch",
+           "is_lance_json"]
 
 
 class _ArrowSchema(ctypes.Structure):
@@ -91,8 +86,8 @@ def _storage_field(f: pa.Field) -> pa.Field | None:
     """``f`` with every extension type in it replaced, or ``None`` if it has none."""
     t = f.type
     if isinstance(t, pa.BaseExtensionType):
-        if t.extension_name in _REFUSED:
-            raise NotSupportedError(f"column {f.name!r}: {_REFUSED[t.extension_name]}")
+        if t.extension_name == ARROW_JSON.decode():  # JSONB, as pylance stores it
+            return jsonb.jsonb_field(f)
         md = dict(f.metadata or {})
         md.update(_extension_tags(t))
         plain = pa.field(f.name, t.storage_type, f.nullable, md)
@@ -135,12 +130,28 @@ def _storage_type(t: pa.DataType) -> pa.DataType | None:
 
 def storage_schema(schema: pa.Schema) -> pa.Schema | None:
     """``schema`` with every extension type (at any depth) replaced by its storage type
-    tagged with the extension's name and parameters; ``None`` when there is none."""
+    tagged with the extension's name and parameters (``arrow.json``: JSONB in
+    ``large_binary``, tagged ``lance.json``, as pylance stores it); ``None`` when there
+    is none."""
     fields = list(schema)
     new = [_storage_field(f) for f in fields]
     if all(n is None for n in new):
         return None
     return pa.schema([n or f for n, f in zip(new, fields)], metadata=schema.metadata)
+
+
+def storage_batch(batch: pa.RecordBatch, stored: pa.Schema, *,
+                  first_row: int = 0) -> pa.RecordBatch:
+    """``batch`` (of a schema whose :func:`storage_schema` is ``stored``) in its stored
+    form: ``arrow.json`` values encoded as JSONB (invalid JSON is an
+    :class:`~lancenb.errors.InvalidInputError` naming the column and the row,
+    ``first_row`` + its position), other extension arrays as their storage (no copy)."""
+    cols = [i for i, f in enumerate(batch.schema) if jsonb.holds(f, ARROW_JSON)]
+    for i in cols:
+        f = batch.schema.field(i)
+        arr = jsonb.jsonb_array(batch.column(i), f, first_row=first_row)
+        batch = batch.set_column(i, f.with_type(arr.type), arr)
+    return batch.cast(stored)
 
 
 def _fields_below(f: pa.Field):
@@ -184,24 +195,29 @@ def extension_schema(schema: pa.Schema) -> pa.Schema:
 
 
 # Lance's own extensions (the 2.2 blob v2 column, ``lance.blob.v2``; ``lance.json``):
-# lancenb reads those columns itself (lancenb.dataset.blob), they are not turned into
-# whatever Python type another library registered under the name
+# lancenb reads those columns itself (lancenb.dataset.blob; JSONB is decoded here), they
+# are not turned into whatever Python type another library registered under the name
 _OWN_PREFIX = b"lance."
 
 
-def _public_field(f: pa.Field) -> bool:
-    """Whether ``f`` (at any depth) carries another library's extension tag and none
-    of Lance's own."""
+def _public_field(f: pa.Field, json: bool) -> bool:
+    """Whether ``f`` (at any depth) carries another library's extension tag, or with
+    ``json`` pylance's JSON, and no other of Lance's own."""
     names = extension_names(f)
-    return bool(names) and not any(n.startswith(_OWN_PREFIX) for n in names)
+    own = [n for n in names if n.startswith(_OWN_PREFIX)]
+    if json:
+        return bool(names) and all(n == LANCE_JSON for n in own)
+    return bool(names) and not own
 
 
-def public_columns(schema: pa.Schema) -> list[int]:
+def public_columns(schema: pa.Schema, *, json: bool = True) -> list[int]:
     """The top-level fields of a stored schema that read back as extension types: those
-    tagged (at any depth) with an extension name that is not one of Lance's own."""
+    tagged (at any depth) with an extension name that is not one of Lance's own, and
+    with ``json`` those holding JSON (``lance.json``, read back as ``arrow.json`` text:
+    what datasets return; a file reader returns the JSONB, as pylance's)."""
     if not has_extension_metadata(schema):
         return []
-    return [i for i, f in enumerate(schema) if _public_field(f)]
+    return [i for i, f in enumerate(schema) if _public_field(f, json)]
 
 
 def _import_field(f: pa.Field) -> pa.Field:
@@ -218,17 +234,25 @@ def public_schema(schema: pa.Schema, cols: list[int] | None = None) -> pa.Schema
         return schema
     fields = list(schema)
     for i in cols:
-        fields[i] = _import_field(fields[i])
+        f = jsonb.text_field(fields[i])  # (JSON first: its tags go, the others stay)
+        fields[i] = _import_field(f) if extension_names(f) else f
     return pa.schema(fields, metadata=schema.metadata)
 
 
-def with_extension_types(data, cols: list[int]):
+def with_extension_types(data, cols: list[int], *, where: str = "data"):
     """A Table or RecordBatch read in its stored schema, with columns ``cols`` (see
-    :func:`public_columns`) as extension arrays: each column goes out and back in
-    through the C data interface with its tagged field, which makes the extension
-    arrays over the same buffers (no copy)."""
+    :func:`public_columns`) as extension arrays: JSONB decoded to ``arrow.json`` text
+    (``where`` names the data in errors), then each column with other extensions goes
+    out and back in through the C data interface with its tagged field, which makes
+    the extension arrays over the same buffers (no copy)."""
     for i in cols:
         f = data.schema.field(i)
+        if jsonb.holds(f, LANCE_JSON):
+            arr = jsonb.text_array(data.column(i), f, where=where)
+            f = jsonb.text_field(f)
+            data = data.set_column(i, f, arr)
+            if not extension_names(f):
+                continue
         if isinstance(data, pa.RecordBatch):
             one = pa.RecordBatch.from_arrays([data.column(i)], schema=pa.schema([f]))
             got = pa.RecordBatch._import_from_c_capsule(*one.__arrow_c_array__())
@@ -243,5 +267,11 @@ def with_extension_types(data, cols: list[int]):
 
 def holds_lance_json(f: pa.Field) -> bool:
     """Whether ``f`` is, or holds, one of pylance's JSON columns (``lance.json``: JSONB
-    bytes, which lancenb does not decode)."""
+    bytes, read back as ``arrow.json`` text)."""
     return LANCE_JSON in extension_names(f)
+
+
+def is_lance_json(f: pa.Field) -> bool:
+    """Whether ``f`` itself is one of pylance's JSON fields (manifest logical type
+    ``json``)."""
+    return jsonb.is_json(f, LANCE_JSON)

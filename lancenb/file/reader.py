@@ -165,7 +165,7 @@ class LanceFileReader:
         (3, (2, 1), 1)
         """
         md = self._backend.metadata()
-        cols = public_columns(md.schema)
+        cols = public_columns(md.schema, json=False)  # (JSON stays JSONB, as pylance's)
         return dataclasses.replace(md, schema=public_schema(md.schema, cols)) if cols else md
 
     def num_rows(self) -> int:
@@ -388,7 +388,7 @@ class LanceFileReader:
         arrays = self._read_fields(self._projection, rows, count >= parallel_from)
         table = pa.Table.from_arrays(arrays, schema=self.schema)
         if self._public_cols is None:
-            self._public_cols = public_columns(self.schema)
+            self._public_cols = public_columns(self.schema, json=False)
         # (extension columns come back as their extension types, as pylance's do)
         return with_extension_types(table, self._public_cols) if self._public_cols else table
 

@@ -16,6 +16,7 @@ import pyarrow as pa
 from lancenb._proto import file_pb2
 from lancenb.encodings.structural.blob import DESCRIPTION_V2, is_write_v2
 from lancenb.errors import CorruptFileError, SchemaError
+from lancenb.file.extensions import is_lance_json
 
 __all__ = ["LanceField", "schema_to_fields", "fields_to_schema", "logical_type",
            "parse_logical_type", "has_map", "storage_type"]
@@ -222,7 +223,8 @@ def _flatten(f: pa.Field, parent: int, out: list) -> LanceField:
     if is_write_v2(f):
         return _flatten_blob_v2(f, parent, out)
     lf = LanceField(out.take_id(), f.name, f)
-    msg = file_pb2.Field(name=f.name, id=lf.id, parent_id=parent, logical_type=logical_type(dt),
+    lt = "json" if is_lance_json(f) else logical_type(dt)  # (JSONB bytes, as pylance)
+    msg = file_pb2.Field(name=f.name, id=lf.id, parent_id=parent, logical_type=lt,
                          nullable=f.nullable, encoding=_encoding_of(dt))
     for k, v in (f.metadata or {}).items():
         msg.metadata[k.decode("utf-8", "replace") if isinstance(k, bytes) else k] = (

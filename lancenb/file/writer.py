@@ -22,7 +22,7 @@ from lancenb.encodings.config import writer_config
 from lancenb.encodings.physical import fsl
 from lancenb.encodings.structural import blob
 from lancenb.errors import InvalidInputError, LanceError, NotSupportedError, SchemaError
-from lancenb.file.extensions import extension_names, storage_schema
+from lancenb.file.extensions import extension_names, storage_batch, storage_schema
 from lancenb.file.format import FOOTER_SIZE, PAD_BYTE, PAGE_ALIGN, Footer, pack_offset_table
 from lancenb.file.schema import has_map
 from lancenb.file.v2_0 import V20Writer
@@ -230,7 +230,8 @@ class LanceFileWriter:
             self._set_schema(batch.schema)
         if self._input_schema is not None and batch.schema.equals(self._input_schema,
                                                                   check_metadata=False):
-            batch = batch.cast(self._schema)  # extension arrays as their storage (no copy)
+            # extension arrays as their storage (no copy; JSON text encoded as JSONB)
+            batch = storage_batch(batch, self._schema, first_row=self._rows)
         elif not batch.schema.equals(self._schema, check_metadata=False):
             raise SchemaError(f"batch schema does not match the file's schema:\n"
                               f"{batch.schema}\nvs\n{self._schema}")

@@ -76,6 +76,8 @@ from lancenb.errors import (
     SchemaError,
     WriteJobAbortedError,
 )
+from lancenb.file.extensions import storage_schema
+from lancenb.file.jsonb import text_field
 from lancenb.file.schema import schema_to_fields
 from lancenb.file.version import FileVersion
 from lancenb.io.store import ObjectStore
@@ -178,6 +180,8 @@ def plan_write(uri: str, spark_schema, *, mode: str, max_rows_per_file=None,
 
 def _spark_schema_to_write(spark_schema) -> pa.Schema:
     schema = write_schema_from_spark(spark_schema)
+    # extension columns (a DataFrame read from a dataset with JSON) as Lance stores them
+    schema = storage_schema(schema) or schema
     _check_storable(schema, spark_schema)
     return schema
 
@@ -188,7 +192,7 @@ def _check_append(spark_schema, ds_schema: pa.Schema, uri: str) -> None:
         raise SchemaError(f"cannot append to {uri!r}: the DataFrame has columns {names}, the "
                           f"dataset {ds_schema.names}")
     for sf in spark_schema.fields:
-        want = ds_schema.field(sf.name)
+        want = text_field(ds_schema.field(sf.name))  # (JSON is written from its text)
         if not spark_compatible(sf.dataType, want.type):
             raise SchemaError(f"cannot append to {uri!r}: column {sf.name!r} is "
                               f"{sf.dataType.simpleString()} in the DataFrame but {want.type} "

@@ -38,6 +38,7 @@ import json
 import pyarrow as pa
 
 from lancenb.errors import SchemaError
+from lancenb.file import jsonb
 from lancenb.file.extensions import storage_schema
 
 __all__ = ["ARROW_FIELD_KEY", "FSL_SIZE_KEY", "spark_arrow_type", "to_spark_schema",
@@ -52,6 +53,8 @@ UTC = "UTC"
 
 def spark_arrow_type(t: pa.DataType) -> pa.DataType:
     """The Arrow type Spark can carry for Lance type ``t`` (``t`` itself when it can)."""
+    if isinstance(t, pa.BaseExtensionType) and t.extension_name == "arrow.json":
+        return pa.string()  # JSON reaches Spark as its text
     if pa.types.is_dictionary(t):
         return spark_arrow_type(t.value_type)
     if t in (pa.uint8(), pa.uint16(), pa.uint32()):
@@ -112,6 +115,7 @@ def to_spark_schema(schema: pa.Schema):
 
     fields = []
     for f in schema:
+        f = jsonb.text_field(f)  # (stored JSON: Spark gets the text, a string)
         try:
             st = from_arrow_type(spark_arrow_type(f.type), prefer_timestamp_ntz=True)
         except Exception as e:  # pyspark's PySparkTypeError and friends
@@ -238,6 +242,9 @@ def to_lance_batch(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
             arr = batch.column(f.name)
         except KeyError:
             raise SchemaError(f"the data has no column {f.name!r}") from None
+        if jsonb.holds(f, jsonb.LANCE_JSON):  # JSON text from Spark: checked, as JSONB
+            text = jsonb.text_field(f)
+            arr = jsonb.jsonb_array(_cast(arr, text.type, f.name, to_spark=False), text)
         arr = _cast(arr, f.type, f.name, to_spark=False)
         if not f.nullable and arr.null_count:
             raise SchemaError(f"column {f.name!r} is not nullable in the dataset but the data "

@@ -615,6 +615,7 @@ def test_decode_any_bytes(as_input, guarded, values):
 
 
 def test_nesting_limit(as_input, guarded):
+    assert kt.MAX_DEPTH == kj.MAX_DEPTH  # text and JSONB: the same limit
     depth = kj.MAX_DEPTH
     ok, deep = (b"[" * depth + b"]" * depth), (b"[" * (depth + 1) + b"]" * (depth + 1))
     status, values = kernel_jsonb([ok], as_input, guarded)
