@@ -26,6 +26,7 @@ from lancenb.errors import (
     NotSupportedError,
     SchemaError,
 )
+from lancenb.file import jsonb
 from lancenb.file.version import FileVersion
 
 __all__ = ["delete_rows", "update", "MergeInsertBuilder"]
@@ -106,11 +107,27 @@ def _carry_row_ids(frags, ids: np.ndarray, created: np.ndarray, ds, written) -> 
         pos += n
 
 
-def _eval(table: pa.Table, exprs: dict, schema: pa.Schema) -> pa.Table:
+def _eval(table: pa.Table, exprs: dict, schema: pa.Schema, updated=()) -> pa.Table:
     """``{column: SQL expression}`` evaluated by the engine over ``table``, cast to
-    ``schema`` (the dataset's types)."""
+    ``schema`` (the dataset's types). Updated JSON columns (``updated``) take text
+    (checked and stored as JSONB, as pylance does) or a JSON column's value."""
     out = sql.evaluate(table, exprs, what="update")
     try:
+        for c in updated:
+            f = schema.field(c)
+            if not jsonb.holds(f, jsonb.LANCE_JSON):
+                continue
+            col = out.column(c)
+            if col.type == f.type:  # JSONB: only a JSON column's own
+                from lancenb.dataset.sqlfilter import bare_json_field  # lazy: sqlglot
+
+                if bare_json_field(exprs[c], schema) is None:
+                    raise InvalidInputError(f"update of {c!r}: JSON takes text or a JSON "
+                                            f"column, not {exprs[c]!r} (bytes)")
+                continue
+            text = jsonb.text_field(f)
+            out = out.set_column(out.schema.get_field_index(c), c,
+                                 jsonb.jsonb_array(col.cast(text.type), text))
         return out.cast(schema)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
         raise InvalidInputError(f"update: the new values do not fit the columns' types: "
@@ -159,7 +176,7 @@ def update(ds, updates: dict, where=None) -> dict:
     exprs = {}
     for c in schema.names:
         if c in updates:
-            check_expression(str(updates[c]), schema, what=f"update of {c!r}")
+            check_expression(str(updates[c]), schema, what=f"update of {c!r}", bare_json=True)
             exprs[c] = str(updates[c])
         else:
             exprs[c] = f"`{c.replace('`', '``')}`"
@@ -175,7 +192,7 @@ def update(ds, updates: dict, where=None) -> dict:
             continue
         phys = live[hit] if live is not None else hit
         old = frag.take_physical(schema.names, phys)
-        new = _eval(old, exprs, old.schema)
+        new = _eval(old, exprs, old.schema, updates)
         ch.delete(frag, phys)
         ids = created = None
         if ds.stable_row_ids:
@@ -292,6 +309,12 @@ class MergeInsertBuilder:
                               f"must be the dataset's {tschema.names} or a subset holding the "
                               f"key(s) {self._on}")
         names = [c for c in tschema.names if c in src.column_names]
+        for c in names:  # (a cast would keep text or bytes as they are: not JSONB)
+            if jsonb.holds(tschema.field(c), jsonb.LANCE_JSON) and \
+                    src.schema.field(c).type != tschema.field(c).type:
+                raise SchemaError(f"merge_insert: column {c!r} is JSON in the dataset; the "
+                                  f"source's is {src.schema.field(c).type}, not JSON "
+                                  f"(pa.json_())")
         try:
             src = src.select(names).cast(pa.schema([tschema.field(c) for c in names]))
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:

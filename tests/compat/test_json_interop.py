@@ -250,3 +250,39 @@ def test_corrupt_jsonb_names_the_column_and_row(tmp_path):
         assert ds.take([0])["j"].to_pylist() == ["1"]
         with pytest.raises(CorruptFileError, match=f"'j', row 1: corrupt JSONB: .*{what}"):
             ds.to_table()
+
+
+def test_update_and_merge_insert(tmp_path):
+    """``update`` sets a JSON column from text (checked, stored as JSONB: pylance reads
+    what its own update writes) or from a JSON column, never from bytes; merge_insert
+    takes JSON from a JSON source column, refusing text or bytes a cast would store as
+    they are."""
+    t = pa.table({"id": [1, 2, 3], "j": pa.array(['{"a":1}', None, "[2]"], pa.json_()),
+                  "k": pa.array(["7", "8", "9"], pa.json_()),
+                  "b": pa.array([b"x", b"y", b"z"], pa.large_binary())})
+    ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
+    lancenb.write_dataset(t, ours)
+    lance.write_dataset(t, theirs)
+    for values, where in [({"j": "'{\"b\": [2, 1.5]}'"}, "id = 1"), ({"j": "NULL"}, "id = 3"),
+                          ({"j": "concat('[', CAST(id AS STRING), ']')"}, "id = 2")]:
+        lancenb.dataset(ours).update(values, where=where)
+        lance.dataset(theirs).update(values, where=where)
+    want = lance.dataset(theirs).to_table().sort_by("id")
+    assert lance.dataset(ours).to_table().sort_by("id").equals(want)
+    assert lancenb.dataset(ours).to_table().sort_by("id").equals(want)
+    lancenb.dataset(ours).update({"j": "k"}, where="id = 3")
+    assert lance.dataset(ours).to_table().sort_by("id")["j"].to_pylist()[2] == "9"
+    with pytest.raises(InvalidInputError, match="invalid JSON"):
+        lancenb.dataset(ours).update({"j": "'nope'"})
+    with pytest.raises(InvalidInputError, match="JSON takes text or a JSON column"):
+        lancenb.dataset(ours).update({"j": "b"})
+    ds = lancenb.dataset(ours)
+    src = pa.table({"id": [3, 4], "j": pa.array(['{"m": 1}', "[4]"], pa.json_())})
+    ds.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(src)
+    got = lance.dataset(ours).to_table().sort_by("id")
+    assert got["j"].to_pylist() == ['{"b":[2,1.5]}', "[2]", '{"m":1}', "[4]"]
+    assert lancenb.dataset(ours).to_table().sort_by("id").equals(got)
+    for col in (pa.array(['{"m": 1}', "[4]"]), pa.array([b"{}", b"[4]"])):
+        with pytest.raises(lancenb.errors.SchemaError, match="'j' is JSON in the dataset"):
+            lancenb.dataset(ours).merge_insert("id").when_matched_update_all() \
+                .execute(pa.table({"id": [3, 4], "j": col}))
