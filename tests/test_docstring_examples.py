@@ -6,7 +6,8 @@ import importlib
 import pytest
 
 MODULES = ["lancenb.encodings.blocks", "lancenb.encodings.codecs", "lancenb.encodings.layouts",
-           "lancenb.encodings.page", "lancenb.encodings.pb", "lancenb.io", "lancenb.cli"]
+           "lancenb.encodings.page", "lancenb.encodings.pb", "lancenb.io", "lancenb.cli",
+           "lancenb.dataset.filters"]
 
 
 @pytest.mark.parametrize("name", MODULES)

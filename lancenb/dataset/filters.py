@@ -166,8 +166,8 @@ class Filter:
         >>> f = compile_filter("c = 'b'", pa.schema([("c", pa.string())]))
         >>> d = pa.DictionaryArray.from_arrays(pa.array([1, 0, 1], pa.int32()),
         ...                                    pa.array(["a", "b"]))
-        >>> f.positions_by_dictionary("c", pa.chunked_array([d])).tolist()
-        [1]
+        >>> f.positions_by_dictionary("c", pa.chunked_array([d])).tolist()  # b, a, b
+        [0, 2]
         """
         if self.text is None or self.expression is None or self._tree is None:
             return None
