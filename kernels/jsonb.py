@@ -30,11 +30,15 @@ Example: ``{"b":[1,{"c":null}],"a":"s"}`` is ::
 
 and ``-5`` is ``20000000 20000002 40 fb``.
 
-Text (:func:`text_sizes`, then :func:`text_fill`) is serde_json's compact form, which
-pylance returns: no spaces; strings escape ``"`` ``\\`` and the control characters
-(``\\b \\f \\n \\r \\t``, else ``\\u00xx``) and nothing else; numbers as in
-:mod:`.jsonnum` (NaN and the infinities as ``null``). Containers nest at most
-``MAX_DEPTH`` deep; the walk keeps its own stack, so hostile input cannot recurse.
+Text (:func:`text_fill`) is serde_json's compact form, which pylance returns: no spaces;
+strings escape ``"`` ``\\`` and the control characters (``\\b \\f \\n \\r \\t``, else
+``\\u00xx``) and nothing else; numbers as in :mod:`.jsonnum` (NaN and the infinities as
+``null``). Containers nest at most ``MAX_DEPTH`` deep; the walk keeps its own stack, so
+hostile input cannot recurse.
+
+There is no count pass: text is about as long as its JSONB (at most 6 times: a control
+character), so the caller guesses a size, and the kernel stops at the first row that
+does not fit, to be called again from there with room to spare.
 """
 
 import numpy as np
@@ -54,7 +58,7 @@ BAD_UTF8 = -6          # a string that is not UTF-8
 TOO_DEEP = -7          # containers nested deeper than MAX_DEPTH
 UNSUPPORTED = -8       # a decimal or an extension value (see the module docstring)
 BAD_OFFSETS = -9       # offsets decrease or point past the data, or arrays of wrong sizes
-OUTPUT_TOO_SMALL = -10  # text_fill: the output offsets leave too little room
+OUTPUT_TOO_SMALL = -10  # (inside: the output is full; text_fill returns the row instead)
 
 # pylance 14 writes and reads 4096 levels (its parser overflows its stack before 5000)
 MAX_DEPTH = 4096
@@ -126,19 +130,18 @@ def utf8_length(data, p, end):
 
 
 @kernel
-def _put(out, pos, limit, write, c):
-    """One byte of output; the new position, or -1 past ``limit``."""
-    if write:
-        if pos >= limit:
-            return -1
-        out[pos] = c
+def _put(out, pos, c):
+    """One byte of output; the new position, or -1 past the end of ``out``."""
+    if pos < 0 or pos >= out.shape[0]:
+        return -1
+    out[pos] = c
     return pos + 1
 
 
 @kernel
-def _string(data, p, n, out, pos, limit, write):
+def _string(data, p, n, out, pos):
     """``data[p:p+n]`` as a quoted JSON string; the new position or a status."""
-    pos = _put(out, pos, limit, write, 34)
+    pos = _put(out, pos, 34)
     end = p + n
     while p < end and pos >= 0:
         q = p  # a run of bytes that stand for themselves, copied at once
@@ -154,27 +157,27 @@ def _string(data, p, n, out, pos, limit, write):
                 return BAD_UTF8
             q += k
         if q > p:
-            if write:
-                if pos + (q - p) > limit:
-                    return OUTPUT_TOO_SMALL
-                out[pos:pos + (q - p)] = data[p:q]
+            if pos + (q - p) > out.shape[0]:
+                return OUTPUT_TOO_SMALL
+            for k in range(q - p):
+                out[pos + k] = data[p + k]
             pos += q - p
             p = q
             continue
         c = data[p]
-        pos = _put(out, pos, limit, write, 92)
+        pos = _put(out, pos, 92)
         if c == 34 or c == 92:  # '"', '\'
-            pos = _put(out, pos, limit, write, c) if pos >= 0 else pos
+            pos = _put(out, pos, c) if pos >= 0 else pos
         elif _SHORT[c] != 0:
-            pos = _put(out, pos, limit, write, _SHORT[c]) if pos >= 0 else pos
+            pos = _put(out, pos, _SHORT[c]) if pos >= 0 else pos
         else:  # u00xx
             for h in range(5):
                 x = 117 if h == 0 else 48 if h < 3 else _HEX[c >> 4] if h == 3 \
                     else _HEX[c & 15]
-                pos = _put(out, pos, limit, write, x) if pos >= 0 else pos
+                pos = _put(out, pos, x) if pos >= 0 else pos
         p += 1
     if pos >= 0:
-        pos = _put(out, pos, limit, write, 34)
+        pos = _put(out, pos, 34)
     return pos if pos >= 0 else OUTPUT_TOO_SMALL
 
 
@@ -251,17 +254,17 @@ def _open(data, p, end, stack, d):
 
 
 @kernel
-def _value(data, s, e, out, pos, limit, write, stack, tmp, dig, err):
-    """The text of the JSONB value ``data[s:e]`` from ``out[pos]`` (``write`` false:
-    nothing written, the length counted); the end position or a status, with the
-    value-relative byte offset of the fault in ``err[1]``."""
+def _value(data, s, e, out, pos, stack, tmp, dig, err):
+    """The text of the JSONB value ``data[s:e]`` from ``out[pos]``: the end position,
+    OUTPUT_TOO_SMALL when ``out`` ends first, or a fault's status with its byte offset
+    in the value in ``err[1]``."""
     err[1] = 0
     st = _open(data, s, e, stack, 0)
     if st < 0:
         return st
     depth = 0
     if stack[0, F_KIND] != _K_SCALAR:
-        pos = _put(out, pos, limit, write, 91 if stack[0, F_KIND] == _K_ARRAY else 123)
+        pos = _put(out, pos, 91 if stack[0, F_KIND] == _K_ARRAY else 123)
     while pos >= 0:
         kind = stack[depth, F_KIND]
         n = stack[depth, F_COUNT]
@@ -271,23 +274,23 @@ def _value(data, s, e, out, pos, limit, write, stack, tmp, dig, err):
                 err[1] = stack[depth, F_CUR] - s
                 return BAD_LENGTH
             if kind != _K_SCALAR:
-                pos = _put(out, pos, limit, write, 93 if kind == _K_ARRAY else 125)
+                pos = _put(out, pos, 93 if kind == _K_ARRAY else 125)
             if depth == 0 or pos < 0:
                 break
             depth -= 1
             continue
         if i > 0:
-            pos = _put(out, pos, limit, write, 44)
+            pos = _put(out, pos, 44)
         entries = stack[depth, F_ENTRIES]
         if kind == _K_OBJECT:
             k = stack[depth, F_KEY]
             klen = read_be32(data, entries + 4 * i) & LENGTH_MASK
             if pos >= 0:
-                pos = _string(data, k, klen, out, pos, limit, write)
+                pos = _string(data, k, klen, out, pos)
             if pos < 0:
                 err[1] = k - s
                 return pos if pos != -1 else OUTPUT_TOO_SMALL
-            pos = _put(out, pos, limit, write, 58)
+            pos = _put(out, pos, 58)
             stack[depth, F_KEY] = k + klen
             entry = read_be32(data, entries + 4 * (n + i))
         else:
@@ -309,21 +312,19 @@ def _value(data, s, e, out, pos, limit, write, stack, tmp, dig, err):
             if st < 0:
                 return st
             depth += 1
-            pos = _put(out, pos, limit, write,
-                       91 if stack[depth, F_KIND] == _K_ARRAY else 123)
+            pos = _put(out, pos, 91 if stack[depth, F_KIND] == _K_ARRAY else 123)
         elif typ == E_STRING:
-            pos = _string(data, cur, ln, out, pos, limit, write)
+            pos = _string(data, cur, ln, out, pos)
             if pos < -1:
                 return pos
         elif typ == E_NUMBER:
             m = _number(data, cur, ln, tmp, dig)
             if m < 0:
                 return m
-            if write:
-                if pos + m > limit:
-                    return OUTPUT_TOO_SMALL
-                for k in range(m):
-                    out[pos + k] = tmp[k]
+            if pos + m > out.shape[0]:
+                return OUTPUT_TOO_SMALL
+            for k in range(m):
+                out[pos + k] = tmp[k]
             pos += m
         elif typ == E_NULL or typ == E_TRUE or typ == E_FALSE:
             if ln != 0:
@@ -331,8 +332,8 @@ def _value(data, s, e, out, pos, limit, write, stack, tmp, dig, err):
             word = (110, 117, 108, 108, 0) if typ == E_NULL else \
                 (116, 114, 117, 101, 0) if typ == E_TRUE else (102, 97, 108, 115, 101)
             for c in word:
-                if c != 0 and pos >= 0:
-                    pos = _put(out, pos, limit, write, c)
+                if c != 0:
+                    pos = _put(out, pos, c)
         elif typ == E_EXTENSION:
             return UNSUPPORTED
         else:
@@ -347,46 +348,29 @@ def _shapes_ok(offsets, data, valid, n_out):
 
 
 @kernel
-def text_sizes(offsets, data, valid, out_sizes, err):
-    """The count pass: ``out_sizes[r]`` = the length of row ``r``'s text (0 where
-    ``valid[r]`` is 0). On a fault returns its status with ``err`` = (row, byte
-    offset in the row's value)."""
-    if not _shapes_ok(offsets, data, valid, out_sizes.shape[0]):
-        return BAD_OFFSETS
-    stack = np.empty((MAX_DEPTH + 1, FRAME), np.int64)
-    tmp = np.empty(32, np.uint8)
-    dig = np.empty(20, np.uint8)
-    for r in range(offsets.shape[0] - 1):
-        out_sizes[r] = 0
-        if valid[r] != 0:
-            got = _value(data, offsets[r], offsets[r + 1], tmp, 0, 0, False, stack, tmp,
-                         dig, err)
-            if got < 0:
-                err[0] = r
-                return got
-            out_sizes[r] = got
-    return OK
-
-
-@kernel
-def text_fill(offsets, data, valid, out_offsets, out, err):
-    """The fill pass: row ``r``'s text into ``out[out_offsets[r]:out_offsets[r + 1]]``
-    (offsets from :func:`text_sizes`' sizes); a status, faults as there."""
+def text_fill(offsets, data, valid, row, out_offsets, out, err):
+    """Row ``r``'s text into ``out[out_offsets[r]:out_offsets[r + 1]]`` for the rows
+    from ``row`` on (``out_offsets[row]``: where its text starts), while they fit in
+    ``out`` (a null row, ``valid[r]`` 0, is empty). Returns the first row not written:
+    ``n`` when all are; else ``out`` is full, and the caller grows it (its first
+    ``out_offsets[row']`` bytes kept) and calls again from there. A fault is a negative
+    status with ``err`` = (row, byte offset in the row's value)."""
     n = offsets.shape[0] - 1
-    if not _shapes_ok(offsets, data, valid, out_offsets.shape[0] - 1) \
-            or not offsets_ok(out_offsets, out.shape[0]):
+    if not _shapes_ok(offsets, data, valid, out_offsets.shape[0] - 1) or row < 0 \
+            or row > n or out_offsets[row] < 0 or out_offsets[row] > out.shape[0]:
         return BAD_OFFSETS
     stack = np.empty((MAX_DEPTH + 1, FRAME), np.int64)
     tmp = np.empty(32, np.uint8)
     dig = np.empty(20, np.uint8)
-    for r in range(n):
+    pos = out_offsets[row]
+    for r in range(row, n):
         if valid[r] != 0:
-            got = _value(data, offsets[r], offsets[r + 1], out, out_offsets[r],
-                         out_offsets[r + 1], True, stack, tmp, dig, err)
+            got = _value(data, offsets[r], offsets[r + 1], out, pos, stack, tmp, dig, err)
+            if got == OUTPUT_TOO_SMALL:
+                return r
             if got < 0:
                 err[0] = r
                 return got
-            if got != out_offsets[r + 1]:
-                err[0] = r
-                return OUTPUT_TOO_SMALL
-    return OK
+            pos = got
+        out_offsets[r + 1] = pos
+    return n

@@ -1,13 +1,13 @@
 """JSON text to JSONB (the layout is in :mod:`.jsonb`), as pylance stores it.
 
-Four passes over Arrow-style text (int64 offsets, uint8 bytes, a uint8 validity). The
-first two, in :mod:`.jsontape`, check the text and turn it into a tape of nodes in
-document order; the last two, here, lay the tape out as JSONB:
+Three passes over Arrow-style text (int64 offsets, uint8 bytes, a uint8 validity). The
+first, in :mod:`.jsontape`, checks the text and turns a group of rows into a tape of
+nodes in document order; the other two, here, lay the tape out as JSONB:
 
-3. :func:`jsonb_sizes` sorts each object's members by key (UTF-8 bytes, as the crate
+2. :func:`jsonb_sizes` sorts each object's members by key (UTF-8 bytes, as the crate
    does; a key twice is :data:`DUPLICATE_KEY`, as in pylance), sizes every node from
    the last to the first (a container after its items) and gives each row's length.
-4. :func:`fill_jsonb` walks each row's nodes in order, every container writing its
+3. :func:`fill_jsonb` walks each row's nodes in order, every container writing its
    header and entries and giving each item its place, which the item then fills.
 
 Example: the tape of ``{"b": 2, "a": [true]}`` (see :mod:`.jsontape`) sorts to the keys

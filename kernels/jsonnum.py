@@ -228,13 +228,14 @@ def shortest(bits):
     return vr + (U1 if up else U0), e10 + removed
 
 
+_POW10 = np.array([10 ** k for k in range(20)], np.uint64)
+
+
 @kernel
 def _digits(v, out, p):
     """The decimal digits of uint64 ``v`` at ``out[p]``; returns their count."""
     n = 1
-    t = v
-    while t >= _U10:
-        t //= _U10
+    while n < 20 and v >= _POW10[n]:
         n += 1
     for k in range(p + n - 1, p - 1, -1):
         q = v // _U10

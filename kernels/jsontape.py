@@ -1,13 +1,14 @@
-"""JSON text to a *tape*: the first two passes of :mod:`.jsonb_encode`.
+"""JSON text to a *tape*: the first pass of :mod:`.jsonb_encode`.
 
-1. :func:`tape_sizes` checks every row against JSON's grammar (RFC 8259) and counts
-   its *nodes*, one per value (object keys included), and its strings' bytes.
-2. :func:`fill_tape` writes the nodes in document order into ``tape`` (int64, one row
-   of ``TAPE_COLS`` per node: kind, value, aux, next, size, position) and the strings,
-   unescaped, into ``pool``. ``next`` is the index after the node's subtree, so the
-   items of a container are found by hopping from one to the next. A number whose
-   digits leave the nearest double undecided (over 19 significant digits) is left as
-   ``K_PENDING`` with its text's place; the caller makes it ``K_FLOAT``.
+:func:`fill_tape` checks each row against JSON's grammar (RFC 8259) and writes its
+*nodes*, one per value (object keys included), in document order into ``tape`` (int64,
+one row of ``TAPE_COLS`` per node: kind, value, aux, next, size, position) and its
+strings, unescaped, into ``pool``. ``next`` is the index after the node's subtree, so
+the items of a container are found by hopping from one to the next. A number whose
+digits leave the nearest double undecided (over 19 significant digits) is left as
+``K_PENDING`` with its text's place; the caller makes it ``K_FLOAT``. There is no count
+pass: the tape is filled until it is full, that group of rows is laid out, and the
+next group starts at the top of the tape, so a tape of a fixed size serves any input.
 
 Example: ``{"b": 2, "a": [true]}`` is the tape (kind, value, aux, next)
 ``object 2 - 6 | string 0 1 2 | uint 2 0 3 | string 1 1 4 | array 1 - 6 | true - - 6``
@@ -45,7 +46,8 @@ TOO_DEEP = -8           # arrays and objects nested deeper than MAX_DEPTH
 DUPLICATE_KEY = -9      # an object with a key twice (err[1]: the second one's node)
 TOO_LARGE = -10         # a string or nested container of 2**28 bytes, 2**29 items
 BAD_OFFSETS = -11       # offsets decrease or point past the data, or arrays of wrong sizes
-OUTPUT_TOO_SMALL = -12  # fill_jsonb: the output offsets leave too little room
+OUTPUT_TOO_SMALL = -12  # fill_jsonb: the output offsets leave too little room (inside
+#                         fill_tape: the tape or pool is full; it returns the row instead)
 UNRESOLVED = -13        # a K_PENDING node the caller did not resolve
 
 K_NULL, K_FALSE, K_TRUE, K_STRING, K_UINT, K_INT, K_FLOAT, K_PENDING, K_ARRAY, K_OBJECT = \
@@ -92,36 +94,35 @@ def _hex4(data, p, e):
 
 
 @kernel
-def _put_utf8(pool, q, u, write):
+def _put_utf8(pool, q, u):
     """Code point ``u`` as UTF-8 at ``pool[q]``; the new position (-1: no room)."""
     n = 1 if u < 0x80 else 2 if u < 0x800 else 3 if u < 0x10000 else 4
-    if write:
-        if q + n > pool.shape[0]:
-            return -1
-        if n == 1:
-            pool[q] = u
-        else:
-            for k in range(n - 1, 0, -1):
-                pool[q + k] = 0x80 | (u & 0x3F)
-                u >>= 6
-            pool[q] = (0xC0 if n == 2 else 0xE0 if n == 3 else 0xF0) | u
+    if q < 0 or q + n > pool.shape[0]:
+        return -1
+    if n == 1:
+        pool[q] = u
+    else:
+        for k in range(n - 1, 0, -1):
+            pool[q + k] = 0x80 | (u & 0x3F)
+            u >>= 6
+        pool[q] = (0xC0 if n == 2 else 0xE0 if n == 3 else 0xF0) | u
     return q + n
 
 
 @kernel
-def _copy(data, p, n, pool, q, write):
-    if write:
-        if q + n > pool.shape[0]:
-            return -1
-        pool[q:q + n] = data[p:p + n]
+def _copy(data, p, n, pool, q):
+    if q < 0 or q + n > pool.shape[0]:
+        return -1
+    for k in range(n):
+        pool[q + k] = data[p + k]
     return q + n
 
 
 @kernel
-def _string(data, p, e, pool, q, write, err):
-    """The string whose opening quote is ``data[p]``, unescaped into ``pool[q:]``
-    (``pool``: the row's share): ``(position after it, new q)``, or ``(status, 0)``
-    with the fault in ``err[1]``."""
+def _string(data, p, e, pool, q, err):
+    """The string whose opening quote is ``data[p]``, unescaped into ``pool[q:]``:
+    ``(position after it, new q)``, ``(OUTPUT_TOO_SMALL, 0)`` when ``pool`` ends first,
+    or ``(status, 0)`` with the fault in ``err[1]``."""
     p += 1
     while q >= 0:
         if p >= e:
@@ -139,7 +140,7 @@ def _string(data, p, e, pool, q, write, err):
                 if _ESCAPED[x] == 0:
                     err[1] = p
                     return BAD_ESCAPE, 0
-                q = _put_utf8(pool, q, _ESCAPED[x], write)
+                q = _put_utf8(pool, q, _ESCAPED[x])
                 p += 2
                 continue
             u = _hex4(data, p + 2, e)
@@ -147,7 +148,7 @@ def _string(data, p, e, pool, q, write, err):
                 err[1] = p
                 return BAD_ESCAPE, 0
             if 0xDC00 <= u <= 0xDFFF:  # half a pair, alone: kept as text (as pylance)
-                q = _copy(data, p, 6, pool, q, write)
+                q = _copy(data, p, 6, pool, q)
                 p += 6
             elif 0xD800 <= u <= 0xDBFF:
                 if p + 7 < e and data[p + 6] == 92 and data[p + 7] == 117:
@@ -156,32 +157,30 @@ def _string(data, p, e, pool, q, write, err):
                         err[1] = p + 6
                         return BAD_ESCAPE, 0
                     if 0xDC00 <= u2 <= 0xDFFF:
-                        q = _put_utf8(pool, q, 0x10000 + ((u - 0xD800) << 10) + u2 - 0xDC00,
-                                      write)
+                        q = _put_utf8(pool, q, 0x10000 + ((u - 0xD800) << 10) + u2 - 0xDC00)
                     else:  # not a pair: both kept as text (as pylance)
-                        q = _copy(data, p, 12, pool, q, write)
+                        q = _copy(data, p, 12, pool, q)
                     p += 12
                 else:
-                    q = _copy(data, p, 6, pool, q, write)
+                    q = _copy(data, p, 6, pool, q)
                     p += 6
             else:
-                q = _put_utf8(pool, q, u, write)
+                q = _put_utf8(pool, q, u)
                 p += 6
         elif c < 0x20:
             err[1] = p
             return CONTROL_CHARACTER, 0
         elif c < 0x80:
-            q = _put_utf8(pool, q, c, write)
+            q = _put_utf8(pool, q, c)
             p += 1
         else:
             k = utf8_length(data, p, e)
             if k == 0:
                 err[1] = p
                 return BAD_UTF8, 0
-            q = _copy(data, p, k, pool, q, write)
+            q = _copy(data, p, k, pool, q)
             p += k
-    err[1] = p
-    return BAD_OFFSETS, 0
+    return OUTPUT_TOO_SMALL, 0
 
 
 @kernel
@@ -265,11 +264,10 @@ def _number(data, s, e, tape, i):
 
 
 @kernel
-def _parse(data, s, e, write, tape, node, pool, q, stack, err):
-    """Row ``data[s:e]``: checked, and with ``write`` its nodes into ``tape[node:]``
-    and its strings into ``pool[q:]`` (the row's shares: more is BAD_OFFSETS).
-    ``(nodes, pool bytes)``, or ``(status, 0)`` with the fault's position in
-    ``err[1]``."""
+def _parse(data, s, e, tape, node, pool, q, stack, err):
+    """Row ``data[s:e]``, checked, its nodes into ``tape[node:]`` and its strings into
+    ``pool[q:]``: ``(nodes, pool bytes)``, ``(OUTPUT_TOO_SMALL, 0)`` when either ends
+    first, or ``(status, 0)`` with the fault's position in ``err[1]``."""
     i = node
     q0 = q
     depth = 0  # open containers: stack[d] = (node, is object, items so far)
@@ -284,11 +282,9 @@ def _parse(data, s, e, write, tape, node, pool, q, stack, err):
         if want_key and c != 34:
             err[1] = p
             return EXPECTED_VALUE, 0
-        if write:
-            if i >= tape.shape[0]:
-                err[1] = p
-                return BAD_OFFSETS, 0
-            tape[i, T_NEXT] = i + 1
+        if i >= tape.shape[0]:
+            return OUTPUT_TOO_SMALL, 0
+        tape[i, T_NEXT] = i + 1
         closed = False
         if c == 123 or c == 91:  # { [
             if depth >= MAX_DEPTH:
@@ -297,8 +293,7 @@ def _parse(data, s, e, write, tape, node, pool, q, stack, err):
             stack[depth, 0] = i
             stack[depth, 1] = 1 if c == 123 else 0
             stack[depth, 2] = 0
-            if write:
-                tape[i, T_KIND] = K_OBJECT if c == 123 else K_ARRAY
+            tape[i, T_KIND] = K_OBJECT if c == 123 else K_ARRAY
             depth += 1
             i += 1
             p = _ws(data, p + 1, e)
@@ -309,16 +304,15 @@ def _parse(data, s, e, write, tape, node, pool, q, stack, err):
                 want_key = c == 123
                 continue
         elif c == 34:
-            p, q2 = _string(data, p, e, pool, q, write, err)
+            p, q2 = _string(data, p, e, pool, q, err)
             if p < 0:
                 return p, 0
             if q2 - q > LENGTH_MASK:
                 err[1] = p
                 return TOO_LARGE, 0
-            if write:
-                tape[i, T_KIND] = K_STRING
-                tape[i, T_VAL] = q
-                tape[i, T_AUX] = q2 - q
+            tape[i, T_KIND] = K_STRING
+            tape[i, T_VAL] = q
+            tape[i, T_AUX] = q2 - q
             q = q2
             i += 1
             if want_key:
@@ -337,8 +331,7 @@ def _parse(data, s, e, write, tape, node, pool, q, stack, err):
                 if p + k >= e or data[p + k] != word[k]:
                     err[1] = p + k
                     return UNEXPECTED_END if p + k >= e else EXPECTED_VALUE, 0
-            if write:
-                tape[i, T_KIND] = K_TRUE if c == 116 else K_FALSE if c == 102 else K_NULL
+            tape[i, T_KIND] = K_TRUE if c == 116 else K_FALSE if c == 102 else K_NULL
             p += n
             i += 1
         elif c == 45 or 48 <= c <= 57:
@@ -346,8 +339,7 @@ def _parse(data, s, e, write, tape, node, pool, q, stack, err):
             if end < 0:
                 err[1] = p
                 return end, 0
-            if write:
-                _number(data, p, end, tape, i)
+            _number(data, p, end, tape, i)
             p = end
             i += 1
         else:
@@ -358,10 +350,9 @@ def _parse(data, s, e, write, tape, node, pool, q, stack, err):
             if closed:
                 depth -= 1
                 closed = False
-                if write:
-                    top = stack[depth, 0]
-                    tape[top, T_VAL] = stack[depth, 2]
-                    tape[top, T_NEXT] = i
+                top = stack[depth, 0]
+                tape[top, T_VAL] = stack[depth, 2]
+                tape[top, T_NEXT] = i
             if depth == 0:
                 p = _ws(data, p, e)
                 if p != e:
@@ -393,61 +384,34 @@ def _shapes_ok(offsets, data, valid, n_out):
 
 
 @kernel
-def tape_sizes(offsets, data, valid, out_nodes, out_pool, err):
-    """Pass 1: check every valid row; ``out_nodes[r]``/``out_pool[r]``: its nodes and
-    unescaped string bytes (0 for null rows). A fault: its status, ``err`` = (row,
-    byte offset in the row)."""
-    if not _shapes_ok(offsets, data, valid, min(out_nodes.shape[0], out_pool.shape[0])):
+def fill_tape(offsets, data, valid, row, first, pool_first, tape, pool, err):
+    """Rows from ``row`` on, checked, while they fit: row ``r``'s nodes into
+    ``tape[first[r]:first[r + 1]]`` and its strings into
+    ``pool[pool_first[r]:pool_first[r + 1]]`` (``first[row]``, ``pool_first[row]``:
+    where they start). Returns the first row not written (``n``: all); then the tape
+    or pool is full, and the caller lays out the rows written and calls again from
+    there (from the start of the tape: the group's places are its own). A fault: its
+    negative status, ``err`` = (row, byte offset in the row)."""
+    n = offsets.shape[0] - 1
+    if not _shapes_ok(offsets, data, valid, min(first.shape[0], pool_first.shape[0]) - 1) \
+            or tape.shape[1] != TAPE_COLS or row < 0 or row > n \
+            or not 0 <= first[row] <= tape.shape[0] \
+            or not 0 <= pool_first[row] <= pool.shape[0]:
         return BAD_OFFSETS
     stack = np.empty((MAX_DEPTH, 3), np.int64)
-    tape = np.empty((0, TAPE_COLS), np.int64)
-    pool = np.empty(0, np.uint8)
-    for r in range(offsets.shape[0] - 1):
-        out_nodes[r] = 0
-        out_pool[r] = 0
+    i, q = first[row], pool_first[row]
+    for r in range(row, n):
         if valid[r] != 0:
-            nodes, nbytes = _parse(data, offsets[r], offsets[r + 1], False, tape, 0, pool, 0,
+            nodes, nbytes = _parse(data, offsets[r], offsets[r + 1], tape, i, pool, q,
                                    stack, err)
+            if nodes == OUTPUT_TOO_SMALL:
+                return r
             if nodes < 0:
                 err[0] = r
                 err[1] -= offsets[r]
                 return nodes
-            out_nodes[r] = nodes
-            out_pool[r] = nbytes
-    return OK
-
-
-@kernel
-def fill_tape(offsets, data, valid, first, pool_first, tape, pool, err):
-    """Pass 2: row ``r``'s nodes into ``tape[first[r]:first[r + 1]]`` and its strings
-    into ``pool`` from ``pool_first[r]`` (both from :func:`tape_sizes`' counts, as
-    n + 1 cumulative sums); faults as there. Returns the number of K_PENDING nodes."""
-    n = offsets.shape[0] - 1
-    if not _shapes_ok(offsets, data, valid, min(first.shape[0], pool_first.shape[0]) - 1) \
-            or tape.shape[1] != TAPE_COLS or not offsets_ok(first, tape.shape[0]) \
-            or not offsets_ok(pool_first, pool.shape[0]):
-        return BAD_OFFSETS
-    stack = np.empty((MAX_DEPTH, 3), np.int64)
-    for r in range(n):
-        if valid[r] == 0:
-            continue
-        if first[r + 1] - first[r] < 1:
-            return BAD_OFFSETS
-        # each row writes only into its share: a row that does not match its count
-        # fails before it writes past it
-        nodes, nbytes = _parse(data, offsets[r], offsets[r + 1], True,
-                               tape[first[r]:first[r + 1]], 0,
-                               pool[pool_first[r]:pool_first[r + 1]], 0, stack, err)
-        if nodes != first[r + 1] - first[r] or nbytes != pool_first[r + 1] - pool_first[r]:
-            err[0] = r
-            err[1] -= offsets[r]
-            return nodes if nodes < 0 else BAD_OFFSETS
-        for i in range(first[r], first[r + 1]):  # the row's places to the whole's
-            tape[i, T_NEXT] += first[r]
-            if tape[i, T_KIND] == K_STRING:
-                tape[i, T_VAL] += pool_first[r]
-    pending = 0
-    for i in range(first[0], first[n]):
-        if tape[i, T_KIND] == K_PENDING:
-            pending += 1
-    return pending
+            i += nodes
+            q += nbytes
+        first[r + 1] = i
+        pool_first[r + 1] = q
+    return n

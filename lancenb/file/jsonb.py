@@ -16,9 +16,10 @@ never stored. pylance also takes some text that is not JSON (``NaN``, ``+1``, ``
 those. JSONB that is not what the format allows is a
 :class:`~lancenb.errors.CorruptFileError`.
 
-Writing is done in groups of rows of at most ``TAPE_NODES`` values (the tape takes 48
-bytes a value); numbers of over 19 significant digits that the kernels leave undecided
-(rare) are converted by Python's ``float``, one by one.
+Writing lays out groups of rows of at most ``TAPE_NODES`` values (the tape takes 48
+bytes a value; a row of more is a group of its own); numbers of over 19 significant
+digits that the kernels leave undecided (rare) are converted by Python's ``float``, one
+by one. Reading guesses the text's size (about its JSONB's) and grows it if need be.
 """
 
 from __future__ import annotations
@@ -112,19 +113,22 @@ def to_text(arr: pa.Array, *, where: str) -> pa.ExtensionArray:
     n = len(arr)
     offsets, data = _buffers(arr)
     valid, bitmap = _validity(arr)
-    sizes = np.empty(n, np.int64)
     err = np.zeros(2, np.int64)
-    status = kj.text_sizes(offsets, data, valid, sizes, err)
-    if status == kj.OK:
-        out_offsets = np.zeros(n + 1, np.int64)
-        np.cumsum(sizes, out=out_offsets[1:])
-        if out_offsets[-1] > MAX_TEXT_BYTES:
-            raise NotSupportedError(f"{where}: over 2 GiB of JSON text in one batch; read "
-                                    f"fewer rows at a time (batch_size)")
-        out = np.empty(int(out_offsets[-1]), np.uint8)
-        status = kj.text_fill(offsets, data, valid, out_offsets, out, err)
-    if status != kj.OK:
-        row, at = int(err[0]), int(err[1])
+    out_offsets = np.zeros(n + 1, np.int64)
+    # text is about as long as its JSONB: one call fills it, rarely two or three
+    nbytes = int(offsets[-1] - offsets[0]) if n else 0
+    out = np.empty(nbytes + nbytes // 4 + 64, np.uint8)
+    row = 0
+    while True:
+        row = kj.text_fill(offsets, data, valid, row, out_offsets, out, err)
+        if row < 0 or row == n:
+            break
+        done = int(out_offsets[row])
+        grown = np.empty(2 * len(out), np.uint8)
+        grown[:done] = out[:done]
+        out = grown
+    if row < 0:
+        status, row, at = row, int(err[0]), int(err[1])
         if status == kj.UNSUPPORTED:
             raise NotSupportedError(f"{where}, row {row}: JSONB holds a decimal or an "
                                     f"extension value (a date, timestamp or binary), which "
@@ -132,6 +136,11 @@ def to_text(arr: pa.Array, *, where: str) -> pa.ExtensionArray:
         what = _DECODE_FAULTS.get(status, f"status {status}")
         raise CorruptFileError(f"{where}, row {row}: corrupt JSONB: {what} (at byte {at} of "
                                f"the value)")
+    total = int(out_offsets[n])
+    if total > MAX_TEXT_BYTES:
+        raise NotSupportedError(f"{where}: over 2 GiB of JSON text in one batch; read "
+                                f"fewer rows at a time (batch_size)")
+    out = out[:total] if total * 2 > len(out) else out[:total].copy()  # (not 2x the memory)
     storage = pa.Array.from_buffers(pa.string(), n, [bitmap, pa.py_buffer(
         out_offsets.astype(np.int32)), pa.py_buffer(out)], arr.null_count)
     return pa.ExtensionArray.from_storage(pa.json_(), storage)
@@ -143,18 +152,6 @@ def _as_text_array(arr: pa.Array) -> pa.Array:
     if pa.types.is_string_view(arr.type):
         arr = arr.cast(pa.large_string())
     return arr
-
-
-def _groups(nodes: np.ndarray) -> list[tuple[int, int]]:
-    """Row ranges of at most TAPE_NODES nodes each (a bigger row alone)."""
-    cum = np.cumsum(nodes)
-    bounds, start = [], 0
-    while start < len(nodes):
-        base = cum[start - 1] if start else 0
-        stop = max(int(np.searchsorted(cum, base + TAPE_NODES, side="right")), start + 1)
-        bounds.append((start, stop))
-        start = stop
-    return bounds
 
 
 def _resolve(tape: np.ndarray, data: np.ndarray) -> None:
@@ -185,42 +182,43 @@ def to_jsonb(arr: pa.Array, *, column: str, first_row: int = 0) -> pa.Array:
     n = len(arr)
     offsets, data = _buffers(arr)
     valid, bitmap = _validity(arr)
-    nodes, pool = np.empty(n, np.int64), np.empty(n, np.int64)
     err = np.zeros(2, np.int64)
-    status = kt.tape_sizes(offsets, data, valid, nodes, pool, err)
-    if status != kt.OK:
-        _encode_fault(status, column, first_row + int(err[0]), int(err[1]))
-    parts, sizes = [np.zeros(0, np.uint8)], np.zeros(n, np.int64)
-    for lo, hi in _groups(nodes):
-        first = np.zeros(hi - lo + 1, np.int64)
-        np.cumsum(nodes[lo:hi], out=first[1:])
-        pool_first = np.zeros(hi - lo + 1, np.int64)
-        np.cumsum(pool[lo:hi], out=pool_first[1:])
-        tape = np.empty((int(first[-1]), kt.TAPE_COLS), np.int64)
-        strings = np.empty(int(pool_first[-1]), np.uint8)
-        pending = kt.fill_tape(offsets[lo:hi + 1], data, valid[lo:hi], first, pool_first,
-                               tape, strings, err)
-        if pending < 0:
-            _encode_fault(pending, column, first_row + lo + int(err[0]), int(err[1]))
-        if pending:
-            _resolve(tape, data)
-        members = np.empty(tape.shape[0] // 2 + 1, np.int64)
-        status = ke.jsonb_sizes(tape, strings, first, members, sizes[lo:hi], err)
+    nbytes = int(offsets[-1] - offsets[0])
+    # strings unescaped are no longer than their text; a value takes a byte or more
+    tape = np.empty((min(TAPE_NODES, nbytes // 4 + 64), kt.TAPE_COLS), np.int64)
+    pool = np.empty(nbytes, np.uint8)
+    first, pool_first = np.zeros(n + 1, np.int64), np.zeros(n + 1, np.int64)
+    sizes = np.zeros(n, np.int64)
+    parts, row = [np.zeros(0, np.uint8)], 0
+    while row < n:  # a group of rows per tape full
+        first[row] = pool_first[row] = 0
+        stop = kt.fill_tape(offsets, data, valid, row, first, pool_first, tape, pool, err)
+        if stop < 0:
+            _encode_fault(stop, column, first_row + int(err[0]), int(err[1]))
+        if stop == row:  # one row of more values than the tape holds
+            tape = np.empty((2 * len(tape), kt.TAPE_COLS), np.int64)
+            continue
+        group, bounds = tape[:first[stop]], first[row:stop + 1]
+        if (group[:, kt.T_KIND] == kt.K_PENDING).any():
+            _resolve(group, data)
+        members = np.empty(len(group) // 2 + 1, np.int64)
+        status = ke.jsonb_sizes(group, pool, bounds, members, sizes[row:stop], err)
         if status != ke.OK:
-            row = lo + int(np.searchsorted(first, err[1], side="right")) - 1
+            at = row + int(np.searchsorted(bounds, err[1], side="right")) - 1
             key = ""
             if status == kt.DUPLICATE_KEY:
                 k = int(err[1])
-                key = strings[tape[k, kt.T_VAL]:tape[k, kt.T_VAL] + tape[k, kt.T_AUX]] \
+                key = pool[group[k, kt.T_VAL]:group[k, kt.T_VAL] + group[k, kt.T_AUX]] \
                     .tobytes().decode("utf-8", "replace")
-            _encode_fault(status, column, first_row + row, None, key)
-        out_offsets = np.zeros(hi - lo + 1, np.int64)
-        np.cumsum(sizes[lo:hi], out=out_offsets[1:])
+            _encode_fault(status, column, first_row + at, None, key)
+        out_offsets = np.zeros(stop - row + 1, np.int64)
+        np.cumsum(sizes[row:stop], out=out_offsets[1:])
         out = np.empty(int(out_offsets[-1]), np.uint8)
-        status = ke.fill_jsonb(tape, strings, first, members, out_offsets, out, err)
+        status = ke.fill_jsonb(group, pool, bounds, members, out_offsets, out, err)
         if status != ke.OK:  # (the sizes were just computed: a bug, not the input)
             raise RuntimeError(f"JSONB layout failed with status {status}")
         parts.append(out)
+        row = stop
     out = parts[-1] if len(parts) <= 2 else np.concatenate(parts)
     out_offsets = np.zeros(n + 1, np.int64)
     np.cumsum(sizes, out=out_offsets[1:])

@@ -1,7 +1,7 @@
 """JSONB kernels against pure-Python references written from their docstrings:
-``kernels/jsonb.py`` (JSONB -> text: ``text_sizes``, ``text_fill``), ``kernels/jsontape.py``
-(text -> tape: ``tape_sizes``, ``fill_tape``) and ``kernels/jsonb_encode.py`` (tape ->
-JSONB: ``jsonb_sizes``, ``fill_jsonb``).
+``kernels/jsonb.py`` (JSONB -> text: ``text_fill``), ``kernels/jsontape.py``
+(text -> tape: ``fill_tape``) and ``kernels/jsonb_encode.py`` (tape -> JSONB:
+``jsonb_sizes``, ``fill_jsonb``).
 
 The references are recursive and check in the kernels' order, so valid input gives the
 same bytes and bad input the same status (and, for text, the same row and byte). The
@@ -18,7 +18,7 @@ import sys
 import numpy as np
 import pytest
 from _jsonref import bits_of, ref_double_text
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from lancenb.kernels import jsonb as kj
 from lancenb.kernels import jsonb_encode as ke
@@ -386,62 +386,79 @@ def _arrays(values, as_input):
     return as_input(offsets), as_input(np.frombuffer(data, np.uint8)), as_input(valid)
 
 
-def kernel_text(values, as_input, guarded):
+def kernel_text(values, as_input, guarded, room=5):
+    """``text_fill`` from an output of ``room`` bytes, grown (doubled, the text so far
+    kept) each time it stops at a row that does not fit."""
     offsets, data, valid = _arrays(values, as_input)
     n = len(values)
-    sizes = guarded(n, np.int64, UNSET)
+    out_offsets = guarded(n + 1, np.int64, UNSET)
+    out_offsets.out[0] = 0
     err = np.zeros(2, np.int64)
-    st_ = kj.text_sizes(offsets, data, valid, sizes.out, err)
-    assert sizes.intact()
-    if st_ != kj.OK:
-        return st_, int(err[0])
-    out_offsets = np.zeros(n + 1, np.int64)
-    out_offsets[1:] = np.cumsum(sizes.out)
-    out = guarded(int(out_offsets[-1]), np.uint8, FILL)
-    assert kj.text_fill(offsets, data, valid, out_offsets, out.out, err) == kj.OK
-    assert out.intact()
+    out, row, calls = guarded(room, np.uint8, FILL), 0, 0
+    while True:
+        row = kj.text_fill(offsets, data, valid, row, out_offsets.out, out.out, err)
+        assert out.intact() and out_offsets.intact()
+        calls += 1
+        assert calls < 64
+        if row < 0:
+            return row, int(err[0])
+        if row == n:
+            break
+        done = out_offsets.out[row]
+        assert (out_offsets.out[1:row + 1] >= out_offsets.out[:row]).all()
+        grown = guarded(2 * len(out.out), np.uint8, FILL)
+        grown.out[:done] = out.out[:done]
+        out = grown
     raw = out.out.tobytes()
-    return kj.OK, [raw[out_offsets[r]:out_offsets[r + 1]].decode() if values[r] is not None
-                   else None for r in range(n)]
+    o = out_offsets.out
+    return kj.OK, [raw[o[r]:o[r + 1]].decode() if values[r] is not None else None
+                   for r in range(n)]
 
 
-def kernel_jsonb(values, as_input, guarded):
+def kernel_jsonb(values, as_input, guarded, tape_rows=None):
+    """The three passes, a group of rows per tape full (``tape_rows``: its size; by
+    default room for every row, so one group, whose faults come in the reference's
+    order); the tape doubles when one row does not fit."""
     offsets, data, valid = _arrays(values, as_input)
     n = len(values)
-    nodes, pool = guarded(n, np.int64, UNSET), guarded(n, np.int64, UNSET)
     err = np.zeros(2, np.int64)
-    st_ = kt.tape_sizes(offsets, data, valid, nodes.out, pool.out, err)
-    assert nodes.intact() and pool.intact()
-    if st_ != kt.OK:
-        return st_, int(err[0]), int(err[1])
-    first = np.concatenate([[0], np.cumsum(nodes.out)]).astype(np.int64)
-    pool_first = np.concatenate([[0], np.cumsum(pool.out)]).astype(np.int64)
-    tape = guarded((int(first[-1]), kt.TAPE_COLS), np.int64, UNSET)
-    strings = guarded(int(pool_first[-1]), np.uint8, FILL)
-    pending = kt.fill_tape(offsets, data, valid, first, pool_first, tape.out, strings.out, err)
-    assert pending >= 0 and tape.intact() and strings.intact()
+    first, pool_first = guarded(n + 1, np.int64, UNSET), guarded(n + 1, np.int64, UNSET)
+    pool = guarded(len(data), np.uint8, FILL)
+    tape = guarded((tape_rows or len(data) + 1, kt.TAPE_COLS), np.int64, UNSET)
     text = np.asarray(data).tobytes()
-    for i in np.flatnonzero(tape.out[:, kt.T_KIND] == kt.K_PENDING):
-        s, ln = tape.out[i, kt.T_VAL], tape.out[i, kt.T_AUX]
-        bits = bits_of(float(text[s:s + ln]))
-        tape.out[i, kt.T_KIND:kt.T_AUX + 1] = kt.K_FLOAT, bits & 0xFFFFFFFF, bits >> 32
-        pending -= 1
-    assert pending == 0
-    members = guarded(int(first[-1]) // 2, np.int64, UNSET)
-    sizes = guarded(n, np.int64, UNSET)
-    st_ = ke.jsonb_sizes(tape.out, strings.out, first, members.out, sizes.out, err)
-    assert members.intact() and sizes.intact()
-    if st_ != ke.OK:
-        row = int(np.searchsorted(first, err[1], side="right")) - 1
-        return st_, row, None
-    out_offsets = np.concatenate([[0], np.cumsum(sizes.out)]).astype(np.int64)
-    out = guarded(int(out_offsets[-1]), np.uint8, FILL)
-    assert ke.fill_jsonb(tape.out, strings.out, first, members.out, out_offsets, out.out,
-                         err) == ke.OK
-    assert out.intact()
-    raw = out.out.tobytes()
-    return kj.OK, [raw[out_offsets[r]:out_offsets[r + 1]] if values[r] is not None
-                   else None for r in range(n)]
+    out, row = [None] * n, 0
+    while row < n:
+        first.out[row] = pool_first.out[row] = 0
+        stop = kt.fill_tape(offsets, data, valid, row, first.out, pool_first.out, tape.out,
+                            pool.out, err)
+        assert tape.intact() and pool.intact() and first.intact() and pool_first.intact()
+        if stop < 0:
+            return stop, int(err[0]), int(err[1])
+        if stop == row:
+            tape = guarded((2 * len(tape.out), kt.TAPE_COLS), np.int64, UNSET)
+            continue
+        group, bounds = tape.out[:first.out[stop]], first.out[row:stop + 1]
+        for i in np.flatnonzero(group[:, kt.T_KIND] == kt.K_PENDING):
+            s, ln = group[i, kt.T_VAL], group[i, kt.T_AUX]
+            bits = bits_of(float(text[s:s + ln]))
+            group[i, kt.T_KIND:kt.T_AUX + 1] = kt.K_FLOAT, bits & 0xFFFFFFFF, bits >> 32
+        members = guarded(len(group) // 2, np.int64, UNSET)
+        sizes = guarded(stop - row, np.int64, UNSET)
+        st_ = ke.jsonb_sizes(group, pool.out, bounds, members.out, sizes.out, err)
+        assert members.intact() and sizes.intact()
+        if st_ != ke.OK:
+            return st_, row + int(np.searchsorted(bounds, err[1], side="right")) - 1, None
+        out_offsets = np.concatenate([[0], np.cumsum(sizes.out)]).astype(np.int64)
+        buf = guarded(int(out_offsets[-1]), np.uint8, FILL)
+        assert ke.fill_jsonb(group, pool.out, bounds, members.out, out_offsets, buf.out,
+                             err) == ke.OK
+        assert buf.intact()
+        raw = buf.out.tobytes()
+        for r in range(row, stop):
+            if values[r] is not None:
+                out[r] = raw[out_offsets[r - row]:out_offsets[r - row + 1]]
+        row = stop
+    return kj.OK, out
 
 
 # -- known answers (bytes pylance 14 wrote) -----------------------------------------------
@@ -644,32 +661,62 @@ def test_unresolved_numbers_are_refused():
     text = b"1.00000000000000011102230246251565404236316680908203125"
     offsets, data = np.array([0, len(text)], np.int64), np.frombuffer(text, np.uint8)
     valid, err = np.ones(1, np.uint8), np.zeros(2, np.int64)
-    first, pool_first = np.array([0, 1], np.int64), np.zeros(2, np.int64)
+    first, pool_first = np.zeros(2, np.int64), np.zeros(2, np.int64)
     tape = np.zeros((1, kt.TAPE_COLS), np.int64)
-    assert kt.fill_tape(offsets, data, valid, first, pool_first, tape,
+    assert kt.fill_tape(offsets, data, valid, 0, first, pool_first, tape,
                         np.zeros(0, np.uint8), err) == 1
+    assert tape[0, kt.T_KIND] == kt.K_PENDING
     assert ke.jsonb_sizes(tape, np.zeros(0, np.uint8), first, np.zeros(1, np.int64),
                           np.zeros(1, np.int64), err) == kt.UNRESOLVED
+
+
+@given(st.lists(st.one_of(st.none(), json_texts()), min_size=1, max_size=8),
+       st.integers(1, 12))
+@settings(suppress_health_check=[HealthCheck.too_slow])
+def test_encode_in_groups(as_input, guarded, values, tape_rows):
+    """A small tape: many groups of rows, a tape grown for a row of many values; the
+    same JSONB as in one group."""
+    want = ref_jsonb(values)
+    assume(want[0] == kj.OK)
+    assert kernel_jsonb(values, as_input, guarded, tape_rows=tape_rows) == want
 
 
 def test_bad_arrays_are_refused():
     err = np.zeros(2, np.int64)
     data = np.frombuffer(b"[1]", np.uint8)
     one = np.ones(1, np.uint8)
+    tape = np.full((4, kt.TAPE_COLS), UNSET, np.int64)
     for offsets in ([0, 4], [1, 0], [-1, 3]):
-        assert kj.text_sizes(np.array(offsets, np.int64), data, one, np.zeros(1, np.int64),
-                             err) == kj.BAD_OFFSETS
-        assert kt.tape_sizes(np.array(offsets, np.int64), data, one, np.zeros(1, np.int64),
-                             np.zeros(1, np.int64), err) == kt.BAD_OFFSETS
+        assert kj.text_fill(np.array(offsets, np.int64), data, one, 0, np.zeros(2, np.int64),
+                            np.zeros(8, np.uint8), err) == kj.BAD_OFFSETS
+        assert kt.fill_tape(np.array(offsets, np.int64), data, one, 0, np.zeros(2, np.int64),
+                            np.zeros(2, np.int64), tape, np.zeros(3, np.uint8),
+                            err) == kt.BAD_OFFSETS
     offsets = np.array([0, 3], np.int64)
-    # counts that do not match the text: the row stops at its share
-    tape = np.full((3, kt.TAPE_COLS), UNSET, np.int64)
-    assert kt.fill_tape(offsets, data, one, np.array([0, 1], np.int64), np.zeros(2, np.int64),
-                        tape, np.zeros(0, np.uint8), err) == kt.BAD_OFFSETS
+    for row, start, pool_start in ((2, 0, 0), (0, 5, 0), (0, 0, 4), (-1, 0, 0)):
+        first = np.array([start, UNSET], np.int64)
+        pool_first = np.array([pool_start, UNSET], np.int64)
+        assert kt.fill_tape(offsets, data, one, row, first, pool_first, tape,
+                            np.zeros(3, np.uint8), err) == kt.BAD_OFFSETS
+    # a tape too small for the row: nothing past it written, the row returned
+    first, pool_first = np.zeros(2, np.int64), np.zeros(2, np.int64)
+    assert kt.fill_tape(offsets, data, one, 0, first, pool_first, tape[:1],
+                        np.zeros(3, np.uint8), err) == 0
     assert (tape[1:] == UNSET).all()
-    # output offsets too small for the text
+    assert kt.fill_tape(offsets, data, one, 0, first, pool_first, tape[:2],
+                        np.zeros(3, np.uint8), err) == 1
+    assert list(first) == [0, 2] and list(tape[:2, kt.T_KIND]) == [kt.K_ARRAY, kt.K_UINT]
+    # a start past the output, a row past the rows
     ok = np.frombuffer(bytes.fromhex("80000001200000025001"), np.uint8)
-    out = np.full(5, FILL, np.uint8)
-    assert kj.text_fill(np.array([0, 10], np.int64), ok, one, np.array([0, 2], np.int64),
-                        out, err) == kj.OUTPUT_TOO_SMALL
-    assert (out[2:] == FILL).all()
+    offsets = np.array([0, 10], np.int64)
+    for row, start in ((0, 6), (2, 0), (-1, 0)):
+        out_offsets = np.array([start, UNSET], np.int64)
+        assert kj.text_fill(offsets, ok, one, row, out_offsets, np.zeros(5, np.uint8),
+                            err) == kj.BAD_OFFSETS
+    # too little room: nothing written past it, the row returned
+    out = np.full(8, FILL, np.uint8)
+    out_offsets = np.array([0, UNSET], np.int64)
+    assert kj.text_fill(offsets, ok, one, 0, out_offsets, out[:2], err) == 0
+    assert (out[2:] == FILL).all() and out_offsets[1] == UNSET
+    assert kj.text_fill(offsets, ok, one, 0, out_offsets, out[:3], err) == 1
+    assert out[:3].tobytes() == b"[1]" and out_offsets[1] == 3
