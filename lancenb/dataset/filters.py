@@ -83,6 +83,7 @@ from lancenb.dataset.pruning import may_be_true
 from lancenb.dataset.sqlfilter import (
     MAX_FILTER_DEPTH,  # noqa: F401 (documented here)
     Translator,
+    check_json_expression,
     check_json_uses,
     columns_of,
     parse_sql,
@@ -261,6 +262,7 @@ def compile_filter(filter: FilterLike, schema: pa.Schema) -> Filter:
     if isinstance(filter, Filter):
         return filter
     if isinstance(filter, pc.Expression):
+        check_json_expression(filter, schema)
         _validate(filter, schema, repr(str(filter)))
         return Filter(None, filter)
     if not isinstance(filter, str):

@@ -11,6 +11,7 @@ evaluates.
 
 from __future__ import annotations
 
+import re
 import sys
 
 import pyarrow as pa
@@ -46,7 +47,7 @@ from lancenb.file.extensions import holds_lance_json
 from lancenb.io.pools import module_lock
 
 __all__ = ["Translator", "parse_sql", "columns_of", "short", "MAX_FILTER_DEPTH", "check_json_uses",
-           "bare_json_field"]
+           "check_json_expression", "bare_json_field"]
 
 # How deep a filter may nest (see the module docstring). sqlglot's parser spends about
 # 20 Python frames a level, so parsing runs under a raised recursion limit.
@@ -452,6 +453,21 @@ def check_json_uses(ast: exp.Expression, schema: pa.Schema, text: str, what: str
             f"{what} {short(text)!r}: {c.sql()!r} is JSON (stored as JSONB); lancenb's SQL "
             f"tests JSON only with IS NULL / IS NOT NULL (pylance's json_extract and "
             f"json_get_* functions are not implemented)")
+
+
+def check_json_expression(expression: pc.Expression, schema: pa.Schema) -> None:
+    """:func:`check_json_uses` for a pyarrow Expression, which cannot be inspected but
+    as text: a column holding JSON may be named only as ``is_null(c`` / ``is_valid(c``
+    (pyarrow would compare the JSONB bytes)."""
+    text = str(expression)
+    for f in schema:
+        if not holds_lance_json(f):
+            continue
+        for m in re.finditer(r"(?<![\w])" + re.escape(f.name) + r"(?![\w])", text):
+            if not re.search(r"\b(is_null|is_valid)\($", text[:m.start()]):
+                raise NotSupportedError(
+                    f"filter {short(text)!r}: {f.name!r} is or holds JSON (stored as JSONB); "
+                    f"a pyarrow Expression may test it only with is_null / is_valid")
 
 
 def bare_json_field(text: str, schema: pa.Schema) -> pa.Field | None:

@@ -16,6 +16,7 @@ import struct
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 import lancenb
@@ -227,6 +228,9 @@ def test_filters_json_cannot_evaluate_fail_clearly(tmp_path):
             ds.to_table(filter=f)
     with pytest.raises(NotSupportedError, match="is JSON"):
         ds.to_table(columns={"n": "length(j)"})
+    with pytest.raises(NotSupportedError, match="is or holds JSON.*is_null / is_valid"):
+        ds.to_table(filter=pc.field("j") == "1")  # (it would compare the JSONB bytes)
+    assert ds.to_table(filter=pc.field("j").is_valid() & (pc.field("id") > 1)).num_rows == 3
     assert ds.count_rows("j IS NOT NULL") == 5
     ds.delete("j IS NULL OR id = 1")
     assert lance.dataset(uri).to_table()["id"].to_pylist() == [0, 2, 3, 4]
