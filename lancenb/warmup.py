@@ -210,11 +210,15 @@ def _dataset_work(tmp: str) -> None:
     path = os.path.join(tmp, "ds")
     t = _table("ints")
     t = t.append_column("s", _table("strings").column("cat"))
+    # a JSON column: JSONB kernels on write, on read and in IS NULL filters
+    t = t.append_column("j", pa.array([None if i % 7 == 3 else
+                                       f'{{"i": {i}, "x": [{i / 3}, "s\\n", null, true]}}'
+                                       for i in range(t.num_rows)], pa.json_()))
     ds = write_dataset(t, path, max_rows_per_file=_ROWS // 2)
     write_dataset(t.slice(0, 100), path, mode="append")
     ds = open_dataset(path)
     ds.to_table()
-    ds.to_table(columns=["i32"], filter="i64 > 10 AND s = 'red'")
+    ds.to_table(columns=["i32"], filter="i64 > 10 AND s = 'red' AND j IS NOT NULL")
     ds.take([0, 5, _ROWS - 1, _ROWS + 3])
     ds.count_rows("u8 < 100")
     ds.delete("i16 < 0")
