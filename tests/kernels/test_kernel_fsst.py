@@ -343,6 +343,54 @@ def test_compress_matches_reference(as_input, guarded, values, symbols, head, ta
     assert decoded == values
 
 
+@st.composite
+def crowded_tables(draw):
+    """Tables whose symbols of three or more bytes crowd a few two-byte prefixes (more
+    than ``SCAN_GROUP`` per group: the compressor looks those up by length), with equal
+    symbols under different codes, and values made of those symbols, their prefixes
+    (partial matches, also at a value's end) and stray bytes."""
+    heads = draw(st.lists(st.sampled_from([b"ho", b"ab", b"\0\0", b"\xff\x01"]),
+                          min_size=1, max_size=3, unique=True))
+    tails = st.binary(min_size=1, max_size=6)
+    symbols = draw(st.lists(st.tuples(st.sampled_from(heads), tails).map(lambda t: t[0] + t[1]),
+                            min_size=3 * kf.SCAN_GROUP + 1, max_size=120))
+    symbols += draw(st.lists(st.sampled_from(symbols), max_size=5))  # equal symbols
+    symbols += draw(st.lists(st.binary(min_size=1, max_size=2), max_size=10))
+    symbols = symbols[:255]
+    pieces = st.one_of(st.sampled_from(symbols), st.sampled_from(symbols).map(lambda x: x[:-1]),
+                       st.binary(max_size=3))
+    values = draw(st.lists(st.lists(pieces, max_size=8).map(b"".join), max_size=20))
+    return symbols, values
+
+
+@given(crowded_tables(), st.binary(max_size=5))
+def test_compress_crowded_prefixes_matches_reference(as_input, guarded, case, tail):
+    symbols, values = case
+    table = table_arrays(symbols)
+    got = run_compress(values, table, as_input, guarded, tail=tail)
+    assert got == [ref_compress_value(v, symbols) for v in values]
+    assert run_decompress(_offsets(got), b"".join(got), table, symbols, 1, as_input,
+                          guarded) == values
+
+
+def test_compress_hosts_of_one_prefix():
+    # 50 eight-byte symbols that differ only in bytes 5..6, as FSST builds for URLs of
+    # 50 hosts: each URL is one lookup, not a scan of 50 symbols; same codes either way
+    symbols = [f"host{i}.ex".encode()[:8] for i in range(50)] + [b"://", b"ht", b"tp",
+                                                                  b"s:", b"/", b"."]
+    values = [f"https://host{i % 53}.example.com/{i}".encode() for i in range(300)]
+    table = table_arrays(symbols)
+    offsets = np.array(_offsets(values), np.int64)
+    oo = np.empty(len(values) + 1, np.int64)
+    od = np.empty(kf.compress_bound(offsets), np.uint8)
+    size = kf.compress(offsets, _u8(b"".join(values)), *table, oo, od)
+    codes = od[:size].tobytes()
+    got = [codes[a:b] for a, b in zip(oo[:-1], oo[1:])]
+    assert got == [ref_compress_value(v, symbols) for v in values]
+    # "ht" "tp" "s:" "/" "/" then host12.e in one code
+    assert got[12][:6] == bytes([51, 52, 53, 54, 54, 12])
+
+
 @settings(max_examples=30)
 @given(value_lists)
 def test_build_compress_decompress_round_trip(as_input, guarded, values):
