@@ -41,6 +41,7 @@ import time
 import numpy as np
 import pyarrow as pa
 from lancenb.kernels import fsst as kf
+from lancenb.kernels import fsst_build as kfb
 
 from lancenb.encodings.blocks import Variable
 from lancenb.encodings.structural import miniblock
@@ -158,9 +159,9 @@ def median_time(fn, repeat: int) -> float:
 
 
 def compress_all(offsets, data):
-    so, sd = kf.sample_strings(offsets, data)
+    so, sd = kfb.sample_strings(offsets, data)
     table = kf.new_table()
-    n = kf.build_table(so, sd, *table)
+    n = kfb.build_table(so, sd, *table)
     assert n >= 0, n
     oo = np.empty(len(offsets), np.int64)
     od = np.empty(kf.compress_bound(offsets), np.uint8)
@@ -190,8 +191,8 @@ def bench_corpus(name, values, repeat):
            "ratio": raw / len(codes), "symbols": int(table[2][kf.N_SYMBOLS])}
 
     def build():
-        so, sd = kf.sample_strings(offsets, data)
-        kf.build_table(so, sd, *kf.new_table())
+        so, sd = kfb.sample_strings(offsets, data)
+        kfb.build_table(so, sd, *kf.new_table())
     row["build_ms"] = median_time(build, repeat) * 1e3
 
     oo = np.empty(len(offsets), np.int64)

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lancenb.kernels import fsst as kf
+from lancenb.kernels import fsst_build as kfb
 from lancenb.kernels import miniblock as km
 from lancenb.kernels import variable as kv
 
@@ -180,7 +181,7 @@ def build(values):
     offsets = np.array(_offsets(values), np.int64)
     data = _u8(b"".join(values))
     table = kf.new_table()
-    n = kf.build_table(offsets, data, *table)
+    n = kfb.build_table(offsets, data, *table)
     assert n == table[2][kf.N_SYMBOLS] and 0 <= n <= 255
     return table
 
@@ -557,10 +558,10 @@ def test_build_table_edge_cases():
     assert symbols_of(build([])) == [] and symbols_of(build([b"", b""])) == []
     assert symbols_of(build([b"a"])) == [b"a"]
     table = kf.new_table()
-    assert kf.build_table(np.array([0, 5, 3], np.int64), _u8(b"abcde"), *table) == \
+    assert kfb.build_table(np.array([0, 5, 3], np.int64), _u8(b"abcde"), *table) == \
         kf.BAD_OFFSETS
-    assert kf.build_table(np.array([0, 9], np.int64), _u8(b"abcde"), *table) == kf.BAD_OFFSETS
-    assert kf.build_table(np.array([0, 5], np.int64), _u8(b"abcde"), table[0],
+    assert kfb.build_table(np.array([0, 9], np.int64), _u8(b"abcde"), *table) == kf.BAD_OFFSETS
+    assert kfb.build_table(np.array([0, 5], np.int64), _u8(b"abcde"), table[0],
                           table[1][:100].copy(), table[2]) == kf.BAD_SYMBOL
 
 
@@ -570,16 +571,16 @@ def test_sample_strings():
               for _ in range(300)]
     offsets = np.array(_offsets(values, 3), np.int64)
     data = _u8(b"xyz" + b"".join(values))
-    so, sd = kf.sample_strings(offsets, data, target=5000, seed=1)
+    so, sd = kfb.sample_strings(offsets, data, target=5000, seed=1)
     assert so[0] == 0 and so[-1] == len(sd) and (np.diff(so) > 0).all()
-    assert 5000 <= len(sd) < 5000 + kf.SAMPLE_LINE
+    assert 5000 <= len(sd) < 5000 + kfb.SAMPLE_LINE
     joined = b"".join(values)
     for a, b in zip(so[:-1], so[1:]):
         piece = sd[a:b].tobytes()
-        assert len(piece) <= kf.SAMPLE_LINE and piece in joined
-    so2, sd2 = kf.sample_strings(offsets, data, target=5000, seed=1)
+        assert len(piece) <= kfb.SAMPLE_LINE and piece in joined
+    so2, sd2 = kfb.sample_strings(offsets, data, target=5000, seed=1)
     assert np.array_equal(so, so2) and np.array_equal(sd, sd2)
-    small_o, small_d = kf.sample_strings(offsets[:4], data, target=10**6)
+    small_o, small_d = kfb.sample_strings(offsets[:4], data, target=10**6)
     assert small_d.tobytes() == b"".join(values[:3])
     assert small_o.tolist() == _offsets(values[:3])
 
@@ -683,8 +684,8 @@ def test_our_tables_and_codes_decode_like_the_reference():
     offsets = np.array(_offsets(values), np.int64)
     data = _u8(b"".join(values))
     table = kf.new_table()
-    so, sd = kf.sample_strings(offsets, data)
-    assert kf.build_table(so, sd, *table) > 100
+    so, sd = kfb.sample_strings(offsets, data)
+    assert kfb.build_table(so, sd, *table) > 100
     blob = kf.serialize_table(*table).tobytes()
     status, (symbols, switch, _, _) = ref_parse(blob)
     assert status == kf.OK and switch == 1

@@ -21,6 +21,7 @@ from lancenb.encodings.codecs import ChunkCodec, ChunkDecoder
 from lancenb.encodings.physical import variable
 from lancenb.errors import CorruptFileError
 from lancenb.kernels import fsst as kf
+from lancenb.kernels import fsst_build as kfb
 
 __all__ = ["FsstValues", "FsstCodec", "worth_trying"]
 
@@ -85,9 +86,9 @@ class FsstCodec(ChunkCodec):
     """Encoder: builds the page's table, compresses, then chunks the codes."""
 
     def __init__(self, block: Variable):
-        s_off, s_data = kf.sample_strings(block.offsets, block.data)
+        s_off, s_data = kfb.sample_strings(block.offsets, block.data)
         self.symbols, self.lens, self.info = kf.new_table()
-        kf.build_table(s_off, s_data, self.symbols, self.lens, self.info)
+        kfb.build_table(s_off, s_data, self.symbols, self.lens, self.info)
         out_offsets = np.empty(block.num_values + 1, np.int64)
         out = np.empty(kf.compress_bound(block.offsets), np.uint8)
         size = kf.compress(block.offsets, block.data, self.symbols, self.lens, self.info,
