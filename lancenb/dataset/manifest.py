@@ -287,12 +287,15 @@ def _bits(x: int) -> list[int]:
 
 def feature_flags_for(manifest) -> tuple[int, int]:
     """The (reader, writer) flags a manifest's contents require."""
-    flags = 0
-    if any(f.HasField("deletion_file") for f in manifest.fragments):
-        flags |= FLAG_DELETION_FILES
-    if any(f.HasField("inline_row_ids") or f.HasField("external_row_ids")
-           for f in manifest.fragments) or manifest.next_row_id:
-        flags |= FLAG_STABLE_ROW_IDS
+    flags = FLAG_STABLE_ROW_IDS if manifest.next_row_id else 0
+    both = FLAG_DELETION_FILES | FLAG_STABLE_ROW_IDS
+    for f in manifest.fragments:  # (one pass, until both are known: every commit runs it)
+        if f.HasField("deletion_file"):
+            flags |= FLAG_DELETION_FILES
+        if f.HasField("inline_row_ids") or f.HasField("external_row_ids"):
+            flags |= FLAG_STABLE_ROW_IDS
+        if flags == both:
+            break
     writer = flags
     if manifest.config:
         writer |= FLAG_TABLE_CONFIG
