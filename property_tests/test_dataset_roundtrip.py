@@ -4,7 +4,8 @@ Each example draws a file version (2.0, 2.1, 2.2) and a table: 1-4 columns whose
 range over every type pylance stores (integers, floats incl. float16, bool, strings and
 binaries incl. large and fixed-size, dates, times, timestamps with and without a zone
 and durations in every unit, decimal128 up to 38 and decimal256 up to 76 digits,
-dictionaries, fixed-size lists, maps) nested in structs, lists and large lists to depth
+dictionaries, fixed-size lists, maps, the extension types uuid, bool8 and
+fixed_shape_tensor, and JSON text) nested in structs, lists and large lists to depth
 3; field metadata from every ``lance-encoding:*`` key (packed, blob, structural-encoding,
 compression and its level, bss, rle-threshold, dict-divisor, dict-size-ratio) on
 top-level and nested fields; values over the full ranges (int64 extremes in every
@@ -64,6 +65,10 @@ FLAT = (
      pa.list_(pa.float32(), 4), pa.list_(pa.int8(), 1)]
     + [pa.timestamp(u) for u in UNITS] + [pa.timestamp(u, "UTC") for u in UNITS]
     + [pa.timestamp("us", "America/New_York")] + [pa.duration(u) for u in UNITS])
+# Arrow extension types: stored as their storage type tagged ARROW:extension:*, read
+# back as the extension types; arrow.json is pylance's lance.json (JSONB) column
+EXTENSIONS = [pa.uuid(), pa.bool8(), pa.fixed_shape_tensor(pa.float32(), [2, 2]), pa.json_()]
+FLAT = FLAT + EXTENSIONS
 TOP_ONLY = [pa.dictionary(pa.int8(), pa.string()), pa.dictionary(pa.int32(), pa.string()),
             pa.dictionary(pa.uint16(), pa.large_binary()),
             pa.map_(pa.string(), pa.int32()), pa.map_(pa.int64(), pa.list_(pa.string()))]
@@ -140,9 +145,30 @@ def _temporal(t: pa.DataType):
     return st.one_of(st.integers(*I64), st.sampled_from([I64[0], I64[1], 0, -1, I64[0] + 1]))
 
 
+def _json_value():
+    """JSON values whose compact text pylance prints as Python's json.dumps does
+    (sorted keys, no spaces; floats only quarters, which print alike in both)."""
+    scalars = st.one_of(st.none(), st.booleans(), st.integers(*I64),
+                        st.integers(-4000, 4000).map(lambda k: k / 4),
+                        st.text(st.characters(exclude_categories=["Cs"]), max_size=8))
+    return st.recursive(scalars, lambda kids: st.one_of(
+        st.lists(kids, max_size=3),
+        st.dictionaries(st.text(st.characters(exclude_categories=["Cs"]), max_size=4),
+                        kids, max_size=3)), max_leaves=6)
+
+
+def _json_text():
+    return _json_value().map(lambda v: json.dumps(v, separators=(",", ":"), sort_keys=True,
+                                                  ensure_ascii=False))
+
+
 def _values(t: pa.DataType):
     """A strategy for one non-null value of ``t`` as pa.array accepts it for the
     *storage* type (:func:`_storage`)."""
+    if t == pa.json_():
+        return _json_text()
+    if isinstance(t, pa.BaseExtensionType):
+        return _values(t.storage_type)
     if pa.types.is_integer(t):
         return _int_values(t)
     if pa.types.is_float16(t):
@@ -183,7 +209,9 @@ def _nullable(t: pa.DataType):
 
 def _storage(t: pa.DataType) -> pa.DataType:
     """``t`` as the values are given: temporal leaves as integers, float16 as float32,
-    dictionaries as their values."""
+    dictionaries as their values, extension types as their storage."""
+    if isinstance(t, pa.BaseExtensionType):
+        return _storage(t.storage_type)
     if pa.types.is_temporal(t):
         return pa.int32() if t.bit_width == 32 else pa.int64()
     if pa.types.is_float16(t):
@@ -205,7 +233,9 @@ def _storage(t: pa.DataType) -> pa.DataType:
 
 def _view(arr: pa.Array, t: pa.DataType) -> pa.Array:
     """``arr`` (of ``_storage(t)``) as type ``t``, bits unchanged (temporal leaves are
-    reinterpreted, float16 narrowed exactly)."""
+    reinterpreted, float16 narrowed exactly, extension arrays over their storage)."""
+    if isinstance(t, pa.BaseExtensionType):
+        return pa.ExtensionArray.from_storage(t, _view(arr, t.storage_type))
     if pa.types.is_temporal(t):
         return arr.view(t)
     if pa.types.is_float16(t):

@@ -306,8 +306,10 @@ def _map_leaves(arr: pa.Array, f: pa.Field, name: bytes, leaf, path: str) -> pa.
     n = len(arr)
     _, bitmap = _validity(arr)
     if pa.types.is_struct(t):
-        new = [_map_leaves(arr.field(i), c, name, leaf, f"{path}.{c.name}")
-               for i, c in enumerate(kids)]
+        # (flatten: a child's value under a null struct is null, not data: it is neither
+        # checked as JSON nor converted; pylance stores such a struct with any text there)
+        new = [_map_leaves(child, c, name, leaf, f"{path}.{c.name}")
+               for child, c in zip(arr.flatten(), kids)]
         buffers = [bitmap]
     elif pa.types.is_fixed_size_list(t):
         values = arr.values.slice(arr.offset * t.list_size, n * t.list_size)
