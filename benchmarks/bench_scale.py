@@ -18,7 +18,8 @@ Workloads (pylance writes every dataset; both libraries read the same files):
 
 * fragments: N fragments of 100 rows (one write, ``max_rows_per_file=100``); scan of
   ``id``, ``count_rows("id % 7 = 0")``, ``take`` of 3 rows (first, middle, last);
-* versions: N appends of 100 rows; ``versions()`` on a freshly opened dataset;
+* versions: N appends of 100 rows; ``versions()`` on a freshly opened dataset; opening
+  the latest version;
 * columns: N float64 columns x 2,000 rows; open + read one column, full scan, take 2 rows.
 
 Times are medians of K runs after one warm-up; the slope is the least-squares cost per
@@ -138,6 +139,9 @@ def workloads_versions(root: str, n: int):
         return [v["version"] for v in m.dataset(path).versions()]
 
     yield "versions: versions()", (lambda: vers(lancenb)), (lambda: vers(lance))
+    # finding the newest version (lancenb: the hint plus a few existence checks)
+    yield ("versions: open latest", (lambda: lancenb.dataset(path).version),
+           (lambda: lance.dataset(path).version))
 
 
 def workloads_columns(root: str, n: int):

@@ -41,9 +41,11 @@ import numpy as np
 from lancenb._proto import transaction_pb2
 from lancenb.dataset.deletion import deletion_path, read_deletions, write_deletions
 from lancenb.dataset.external import ExternalManifestStore, synchronize
+from lancenb.dataset.hint import hint_bytes, probe_latest
 from lancenb.dataset.manifest import (
     HINT_FILE,
     VERSIONS_DIR,
+    ManifestFile,
     check_feature_flags,
     frame_manifest,
     manifest_name,
@@ -66,8 +68,9 @@ from lancenb.errors import (
 from lancenb.io.pools import ThreadPool
 from lancenb.io.store import ObjectStore
 
-__all__ = ["commit", "list_versions", "load_manifest", "iter_manifest_bytes", "find_manifest",
-           "open_store", "put_new_object", "remove_files", "DEFAULT_MAX_RETRIES"]
+__all__ = ["commit", "list_versions", "latest_version", "load_latest", "load_manifest",
+           "iter_manifest_bytes", "find_manifest", "open_store", "put_new_object",
+           "remove_files", "DEFAULT_MAX_RETRIES"]
 
 DEFAULT_MAX_RETRIES = 40
 TRANSACTIONS_DIR = "_transactions"
@@ -90,6 +93,24 @@ def list_versions(store) -> tuple[list[int], bool | None]:
     if not v1 and not v2:
         return [], None
     return sorted(v2 or v1), bool(v2)
+
+
+def latest_version(store) -> tuple[int, bool | None]:
+    """The newest version and whether it has a V2 name: from the latest-version hint
+    when it can be trusted (:mod:`lancenb.dataset.hint`), else from a listing.
+    ``(0, None)`` when there are no versions."""
+    found = probe_latest(store)
+    if found is not None:
+        return found
+    versions, naming = list_versions(store)
+    return (versions[-1], naming) if versions else (0, None)
+
+
+def load_latest(store):
+    """``(manifest file of the newest version, uses V2 names)``, ``(None, None)`` when
+    there are no versions (see :func:`latest_version`)."""
+    v, naming = latest_version(store)
+    return (load_manifest(store, v, naming), naming) if v else (None, None)
 
 
 def open_store(uri, storage_options=None, commit_lock=None, manifest_store=None) -> ObjectStore:
@@ -410,7 +431,7 @@ def commit(store, txn: Transaction, *, v2_names: bool, data_format: str, writer_
     _log.info("%s: committed version %d (%s, read version %d)", store.uri, mf.version, txn.op,
               txn.read_version)
     try:
-        store.write_bytes(HINT_FILE, b'{"version":%d}' % mf.version)  # (json.dumps's bytes)
+        store.write_bytes(HINT_FILE, hint_bytes(mf.version))
     except Exception as e:  # noqa: BLE001 - the hint is an optimisation; listing stays right
         _log.debug("could not update %s: %s", HINT_FILE, e)
     return mf
@@ -424,10 +445,9 @@ def _commit_loop(store, txn: Transaction, own: list, phase: _Phase, *, v2_names,
                 getattr(store, "manifest_store", None) is None:
             latest_v, latest = base.version, base
         else:
-            versions, naming = list_versions(store)
+            latest_v, naming = latest_version(store)
             if naming is not None:
                 v2_names = naming
-            latest_v = versions[-1] if versions else 0
             latest = load_manifest(store, latest_v, v2_names) if latest_v else None
         if latest is not None:
             check_feature_flags(latest.manifest, latest.name, write=True)
@@ -459,8 +479,8 @@ def _commit_loop(store, txn: Transaction, own: list, phase: _Phase, *, v2_names,
         except CommitOutcomeUnknownError as e:
             e.transaction_uuid = txn.uuid
             raise
-        if finish is not None:
-            return parse_manifest_file(raw, store.uri_of(rel)), finish
+        if finish is not None:  # (m is what raw holds: frame_manifest serialised it)
+            return ManifestFile(m, raw, store.uri_of(rel), len(raw)), finish
         # lost the race for this version: back off a little and look again
         _log.debug("%s: version %d was committed by another writer; retrying the %s commit "
                    "(attempt %d of %d)", store.uri, latest_v + 1, txn.op, attempt + 1,

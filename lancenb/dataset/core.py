@@ -28,7 +28,9 @@ from lancenb.dataset.api_extras import DatasetApiExtras
 from lancenb.dataset.commit import (
     commit,
     find_manifest,
+    latest_version,
     list_versions,
+    load_latest,
     load_manifest,
     open_store,
 )
@@ -36,11 +38,7 @@ from lancenb.dataset.evolution import add_columns, alter_columns, drop_columns, 
 from lancenb.dataset.fragment import LanceFragment, open_data_file
 from lancenb.dataset.inputs import coerce_input
 from lancenb.dataset.maintenance import Optimize, cleanup_old_versions
-from lancenb.dataset.manifest import (
-    FLAG_STABLE_ROW_IDS,
-    check_feature_flags,
-    parse_manifest_name,
-)
+from lancenb.dataset.manifest import FLAG_STABLE_ROW_IDS, check_feature_flags, parse_manifest_name
 from lancenb.dataset.mutation import MergeInsertBuilder, delete_rows, update
 from lancenb.dataset.operations import commit_operation, commit_store
 from lancenb.dataset.scanner import LanceScanner
@@ -57,11 +55,7 @@ from lancenb.dataset.write import (
     check_write_options,
     write_version,
 )
-from lancenb.errors import (
-    DatasetNotFoundError,
-    InvalidInputError,
-    NotSupportedError,
-)
+from lancenb.errors import DatasetNotFoundError, InvalidInputError, NotSupportedError
 from lancenb.file.extensions import public_schema
 from lancenb.file.reader import cached_fields_to_schema
 from lancenb.file.schema import FieldList
@@ -95,6 +89,9 @@ class LanceDataset(DatasetApiExtras, pads.Dataset):
         found = None
         if _manifest is None and asof is None and type(version) is int:
             found = find_manifest(self._store, version)  # by name, no listing
+        elif _manifest is None and asof is None and version is None:
+            found = load_latest(self._store)  # the hint, else a listing
+            found = found if found[0] is not None else None
         if found is not None:
             _manifest, self._v2 = found
         elif _manifest is None:
@@ -227,9 +224,8 @@ class LanceDataset(DatasetApiExtras, pads.Dataset):
 
     @property
     def latest_version(self) -> int:
-        """The newest version committed (listed now, not when opened)."""
-        versions, _ = list_versions(self._store)
-        return versions[-1]
+        """The newest version committed (looked up now, not when opened)."""
+        return latest_version(self._store)[0]
 
     @property
     def data_storage_version(self) -> str:
@@ -482,9 +478,9 @@ class LanceDataset(DatasetApiExtras, pads.Dataset):
 
     def checkout_latest(self) -> None:
         """Move this object to the newest version of the dataset (in place)."""
-        versions, naming = list_versions(self._store)
-        if versions[-1] != self.version:
-            self._become(load_manifest(self._store, versions[-1], naming))
+        v, naming = latest_version(self._store)
+        if v != self.version:
+            self._become(load_manifest(self._store, v, naming))
 
     def config(self) -> dict:
         """The dataset's configuration (the manifest's ``config`` map)."""

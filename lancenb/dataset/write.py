@@ -35,7 +35,7 @@ import pyarrow as pa
 from lancenb._proto import table_pb2, transaction_pb2
 from lancenb._version import __version__
 from lancenb.dataset import blob
-from lancenb.dataset.commit import commit, list_versions, load_manifest, open_store
+from lancenb.dataset.commit import commit, load_latest, open_store
 from lancenb.dataset.deletion import deletion_path, write_deletions
 from lancenb.dataset.fragmeta import FragmentMetadata
 from lancenb.dataset.inputs import check_append_schema, fill_missing, normalize_input
@@ -285,8 +285,8 @@ def open_target(target, *, storage_options=None, commit_lock=None, manifest_stor
     if store is not None and mf is not None:
         return store, mf, getattr(target, "_v2", None)
     store = open_store(target, storage_options, commit_lock, manifest_store)
-    versions, naming = list_versions(store)
-    return store, (load_manifest(store, versions[-1], naming) if versions else None), naming
+    mf, naming = load_latest(store)
+    return store, mf, naming
 
 
 @dataclass

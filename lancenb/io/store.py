@@ -30,6 +30,7 @@ import contextlib
 import inspect
 import os
 import random
+import stat
 import sys
 import threading
 import time
@@ -231,13 +232,34 @@ class ObjectStore:
             return os.path.exists(p)
         return bool(self.fs.exists(p))
 
-    def read_bytes(self, rel: str) -> bytes:
-        """The whole object ``rel``; a missing one raises ``LanceFileNotFoundError``."""
+    def has(self, rel: str) -> bool:
+        """Whether the object ``rel`` exists, strictly: unlike :meth:`exists`, an error
+        other than "not found" (permissions, a network failure) raises
+        ``LanceIOError`` instead of reading as absent. On an object store it is one
+        request, a read of the first byte (s3fs answers a missing key's ``info``
+        with a HEAD and then a listing)."""
+        p = self.path(rel)
+        try:
+            if self.local:
+                return stat.S_ISREG(os.stat(p).st_mode)
+            self.fs.cat_file(p, start=0, end=1)
+            self._count(reads=1)
+            return True
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+        except Exception as e:  # noqa: BLE001 - "cannot tell" must not read as "absent"
+            raise LanceIOError(f"cannot tell whether {self.uri_of(rel)!r} exists: {e}") from e
+
+    def read_bytes(self, rel: str, *, max_bytes: int | None = None) -> bytes:
+        """The whole object ``rel`` (or its first ``max_bytes``); a missing one raises
+        ``LanceFileNotFoundError``."""
         p = self.path(rel)
         try:
             if self.local:
                 with open(p, "rb") as f:
-                    data = f.read()
+                    data = f.read() if max_bytes is None else f.read(max_bytes)
+            elif max_bytes is not None:
+                data = self.fs.cat_file(p, start=0, end=max_bytes)
             else:
                 data = self.fs.cat_file(p)
             self._count(reads=1, bytes_read=len(data))

@@ -152,3 +152,26 @@ def test_lancenb_and_pylance_racing_on_one_dataset(s3):
                   .to_table()["id"].to_pylist()) == want
     ds = lance.dataset(uri, storage_options=s3.pylance_options)
     assert ds.version == 31 and sorted(ds.to_table()["id"].to_pylist()) == want
+
+
+def test_latest_version_from_the_hint_on_s3(s3):
+    """On S3 the newest version comes from the hint plus a few one-byte reads; a
+    stale or missing hint (pylance on S3 writes none) still finds the latest."""
+    from lancenb.dataset.commit import open_store
+    from lancenb.dataset.hint import hint_bytes, probe_latest
+    from lancenb.dataset.manifest import HINT_FILE
+
+    uri, opts = s3.uri(), s3.lancenb_options
+    lancenb.write_dataset(ids(0, 10), uri, storage_options=opts)
+    for k in range(1, 5):
+        lancenb.write_dataset(ids(10 * k, 10 * k + 10), uri, mode="append",
+                              storage_options=opts)
+    store = open_store(uri, opts)
+    assert store.read_bytes(HINT_FILE) == hint_bytes(5)
+    assert probe_latest(store) == (5, True)
+    store.write_bytes(HINT_FILE, hint_bytes(2))  # stale
+    assert probe_latest(open_store(uri, opts)) == (5, True)
+    store.fs.rm_file(store.path(HINT_FILE))  # missing: the listing answers
+    assert probe_latest(open_store(uri, opts)) is None
+    ds = lancenb.dataset(uri, storage_options=opts)
+    assert ds.version == 5 and ds.count_rows() == 50
