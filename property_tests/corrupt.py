@@ -5,7 +5,9 @@ interpreter.
 * :func:`seed_inputs` writes valid inputs with both implementations: lancenb and
   pylance data files (2.0, 2.1 and 2.2; flat, nested, vectors, large values; many
   encodings), pylance's 0.1 (legacy) data files, a dataset manifest and a deletion
-  file.
+  file, and the data files of small datasets with JSON, uuid and tensor columns
+  (kind ``dsfile``: the mutant is a copy of the whole dataset with that one file
+  damaged, read through the dataset API, so damaged JSONB reaches the JSON decoder).
 * :func:`mutate` damages bytes: bit flips, random bytes, inserted and deleted runs,
   truncation, and overwrites of the little-endian integers that sizes and offsets
   live in (zero, huge, off by one).
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -83,6 +86,23 @@ def seed_inputs(d: str) -> list[tuple[str, str]]:
                             max_rows_per_group=512)
         for f in sorted(os.listdir(os.path.join(legacy, "data"))):
             out.append(("file", os.path.join(legacy, "data", f)))
+    # data files of datasets whose columns the dataset layer converts on read (JSONB to
+    # JSON text, extension types): damage there reaches those conversions
+    m = 300
+    typed = pa.table({
+        "id": pa.array(np.arange(m), pa.int64()),
+        "j": pa.array([None if i % 9 == 0 else
+                       f'{{"k": {i}, "s": "v{i}\\u00e9", "l": [1.5, {i}e-3, true, null], '
+                       f'"o": {{"n": [{{}}, []]}}}}' for i in range(m)], pa.json_()),
+        "u": pa.array([bytes([i % 256]) * 16 for i in range(m)], pa.uuid()),
+        "t": pa.FixedShapeTensorArray.from_numpy_ndarray(
+            np.arange(m * 4, dtype=np.float32).reshape(m, 2, 2)),
+    })
+    for lib, version in ((lancenb, "2.1"), (lancenb, "2.2"), (lance, "2.1"), (lance, "2.0")):
+        root = os.path.join(d, f"typed-{lib.__name__}-{version}")
+        lib.write_dataset(typed, root, data_storage_version=version, max_rows_per_file=200)
+        for f in sorted(os.listdir(os.path.join(root, "data"))):
+            out.append(("dsfile", os.path.join(root, "data", f)))
     ds = os.path.join(d, "ds")
     lancenb.write_dataset(flat.slice(0, 500), ds)
     lancenb.dataset(ds).delete("seq % 3 = 0")
@@ -168,7 +188,18 @@ WORKER = textwrap.dedent("""
         store = ObjectStore(os.path.dirname(os.path.dirname(p)))
         return len(read_deletions(store, int(frag), df, 1 << 20))
 
-    READERS = {"file": read_file, "manifest": read_manifest, "deletion": read_deletion}
+    def read_dsfile(p):
+        import lancenb
+        ds = lancenb.dataset(os.path.dirname(os.path.dirname(p)))
+        n = ds.to_table().num_rows
+        if n:
+            ds.take([0, n - 1, n // 2]).to_pylist()
+            ds.to_table(filter="j IS NOT NULL", columns=["j", "u"]).to_pylist()
+            ds.head(5).to_pylist()
+        return n
+
+    READERS = {"file": read_file, "manifest": read_manifest, "deletion": read_deletion,
+               "dsfile": read_dsfile}
     for line in sys.stdin:
         i, kind, path = json.loads(line)
         print(json.dumps(["start", i]), flush=True)
@@ -296,6 +327,9 @@ def make_mutants(seeds: list[tuple[str, str]], out_dir: str, count: int,
         sub = os.path.join(out_dir, f"m{j}")
         if kind == "deletion":
             sub = os.path.join(sub, "_deletions")
+        elif kind == "dsfile":  # the whole (small) dataset, one data file damaged
+            shutil.copytree(os.path.dirname(os.path.dirname(path)), sub)
+            sub = os.path.join(sub, "data")
         os.makedirs(sub, exist_ok=True)
         dst = os.path.join(sub, os.path.basename(path))
         with open(dst, "wb") as f:

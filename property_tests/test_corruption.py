@@ -22,7 +22,7 @@ def test_valid_seeds_read_cleanly(seeds):
     res = run_batch(seeds, timeout=3600, input_seconds=900)
     assert res["problems"] == []
     assert res["counts"] == {"ok": len(seeds)}
-    assert {k for k, _ in seeds} == {"file", "manifest", "deletion"}
+    assert {k for k, _ in seeds} == {"file", "manifest", "deletion", "dsfile"}
 
 
 def test_corrupted_inputs_never_crash_or_hang(seeds, tmp_path):

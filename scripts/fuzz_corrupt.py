@@ -56,8 +56,11 @@ def main(argv=None) -> int:
                 problems.append((path, what))
                 if args.keep:
                     os.makedirs(args.keep, exist_ok=True)
-                    shutil.copy(path, os.path.join(args.keep, f"{len(problems)}-"
-                                                   f"{os.path.basename(path)}"))
+                    dst = os.path.join(args.keep, f"{len(problems)}-{os.path.basename(path)}")
+                    if os.path.basename(os.path.dirname(path)) == "data":  # (kind dsfile)
+                        shutil.copytree(os.path.dirname(os.path.dirname(path)), dst)
+                    else:
+                        shutil.copy(path, dst)
             shutil.rmtree(work, ignore_errors=True)
             done += n
             print(f"{done}/{args.count} inputs, {time.time() - t0:.0f} s: {totals}",

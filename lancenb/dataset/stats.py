@@ -487,27 +487,39 @@ def read_file_stats(reader, where: str) -> tuple[int, dict[int, list[ColumnStats
     data = reader.read_global_buffer(gb)
     try:
         table = ipc.open_stream(pa.BufferReader(data)).read_all()
-    except (pa.ArrowInvalid, OSError) as e:
-        raise CorruptFileError(f"{where}: statistics buffer {gb} is not an Arrow stream: "
-                               f"{e}") from e
-    pages = -(-reader.num_rows() // rpp)
+        # (offsets within their buffers, strings UTF-8: converting a damaged stream to
+        # Python objects raised IndexError, ArrowIndexError or UnicodeDecodeError)
+        table.validate(full=True)
+    except (pa.ArrowException, OSError) as e:
+        raise CorruptFileError(f"{where}: statistics buffer {gb} is not a valid Arrow "
+                               f"stream: {e}") from e
+    try:
+        return rpp, _file_stats(table, reader.num_rows(), rpp, where)
+    except (pa.ArrowException, UnicodeDecodeError, ValueError, OverflowError) as e:
+        # (field names that are not UTF-8, bounds Python cannot hold, ...)
+        raise CorruptFileError(f"{where}: statistics buffer {gb} cannot be read: "
+                               f"{type(e).__name__}: {e}") from e
+
+
+def _file_stats(table: pa.Table, num_rows: int, rpp: int, where: str):
+    pages = -(-num_rows // rpp)
     out: dict[int, list[ColumnStats]] = {}
-    for name in table.column_names:
-        if not name.isdigit():
+    for i, name in enumerate(table.schema.names):
+        if not (name.isascii() and name.isdigit()):
             continue  # unknown extra columns are allowed and ignored
-        col = table.column(name)
+        col = table.column(i)
         if not pa.types.is_struct(col.type) or table.num_rows != pages:
             raise CorruptFileError(f"{where}: statistics column {name!r} has {table.num_rows} "
                                    f"rows of {col.type} for {pages} pages")
         rows = _stats_rows(col.combine_chunks())
         stats = []
         for k, r in enumerate(rows):
-            n = min(rpp, reader.num_rows() - k * rpp)
+            n = min(rpp, num_rows - k * rpp)
             r = r or {}
             stats.append(ColumnStats(num_rows=n, null_count=r.get("null_count"),
                                      min=r.get("min_value"), max=r.get("max_value")))
         out[int(name)] = stats
-    return rpp, out
+    return out
 
 
 def _stats_rows(col: pa.StructArray) -> list[dict | None]:

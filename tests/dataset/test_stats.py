@@ -106,3 +106,45 @@ def test_types_without_min_max_kernel_get_statistics(tmp_path):
     assert (stats["h"][0].min, stats["h"][0].max) == (1.0, 3.0)
     assert ds.to_table(filter="d IS NULL")["i"].to_pylist() == [3]
     assert ds.to_table(filter="i > 2")["i"].to_pylist() == [3]
+
+
+def test_damaged_statistics_buffer_is_corrupt_file_error(tmp_path):
+    """Every 8-byte word of a file's statistics buffer overwritten in turn (with ones,
+    then zeros): a pruned read returns or raises CorruptFileError naming the buffer,
+    never an Arrow or Unicode error (found by the dataset-file corruption fuzz:
+    damaged offsets and strings in the Arrow stream)."""
+    import json
+    import shutil
+
+    from lancenb.errors import CorruptFileError, LanceError
+
+    t = pa.table({"id": np.arange(3000, dtype=np.int64),
+                  "s": pa.array([f"v{i // 7:05d}" for i in range(3000)]),
+                  "b": pa.array([bytes([i % 251]) * 3 for i in range(3000)])})
+    src = str(tmp_path / "src")
+    lancenb.write_dataset(t, src)
+    frag = lancenb.dataset(src).get_fragments()[0]
+    name = frag.data_files()[0].path
+    reader = LanceFileReader(f"{src}/data/{name}")
+    gb = json.loads(reader.schema_full.metadata[STATS_KEY.encode()])["global_buffer"]
+    stats = reader.read_global_buffer(gb)
+    with open(f"{src}/data/{name}", "rb") as f:
+        raw = f.read()
+    at = raw.find(stats)
+    assert at >= 0 and len(stats) > 64
+    refused = 0
+    for fill in (b"\xff" * 8, b"\x00" * 8):
+        for k in range(0, len(stats) - 8, 8):
+            d = str(tmp_path / f"m{k}")
+            shutil.copytree(src, d)
+            damaged = raw[:at + k] + fill + raw[at + k + 8:]
+            with open(f"{d}/data/{name}", "wb") as f:
+                f.write(damaged)
+            try:
+                lancenb.dataset(d).to_table(filter="s = 'v00100' AND id > 5").to_pylist()
+            except CorruptFileError as e:
+                refused += "statistics" in str(e)
+            except LanceError:
+                pass
+            shutil.rmtree(d)
+    assert refused > 10
