@@ -1,14 +1,18 @@
 """Dataset histories under hypothesis, checked against a plain in-memory model.
 
 A state machine drives a real dataset through random appends, deletes, overwrites,
-added and dropped columns, compactions and restores (half of the steps through
-pylance, so mixed histories are covered), and after every step checks that lancenb
-and pylance both read exactly what the model says, at the latest version and at a
-random older one.
+added and dropped columns, compactions, restores, tags and cleanups of old versions
+(half of the steps through pylance, so mixed histories are covered), with the
+latest-version hint now and then set back to an older version (a slow writer's hint
+landing late), and after every step checks that lancenb and pylance both read exactly
+what the model says, at the latest version and at a random older one that still
+exists, and that a handle opened earlier moves to the latest version.
 """
 
 from __future__ import annotations
 
+import datetime
+import os
 import shutil
 import tempfile
 
@@ -47,6 +51,12 @@ class DatasetHistory(RuleBasedStateMachine):
         self.versions: list[pa.Table] = []
         self.next_id = 0
         self.extra: list[str] = []
+        self.gone: set[int] = set()  # versions cleanup removed
+        self.tags: dict[str, int] = {}
+        self.handle = None  # a dataset opened some steps ago
+
+    def _alive(self) -> list[int]:
+        return [v for v in range(1, len(self.versions) + 1) if v not in self.gone]
 
     def teardown(self):
         shutil.rmtree(self.dir, ignore_errors=True)
@@ -108,7 +118,7 @@ class DatasetHistory(RuleBasedStateMachine):
     @precondition(lambda self: len(self.versions) > 1)
     @rule(data=st.data())
     def restore(self, data):
-        v = data.draw(st.integers(1, len(self.versions)))
+        v = data.draw(st.sampled_from(self._alive()))
         lancenb.dataset(self.uri, version=v).restore()
         t = self.versions[v - 1]
         self.extra = [c for c in t.column_names if c.startswith("e")]
@@ -123,6 +133,34 @@ class DatasetHistory(RuleBasedStateMachine):
         for _ in range(lancenb.dataset(self.uri).version - before):
             self.versions.append(self.current)
 
+    @precondition(lambda self: len(self.tags) < 3 and len(self.versions) > 0)
+    @rule(data=st.data(), use_pylance=st.booleans())
+    def tag(self, data, use_pylance):
+        v = data.draw(st.sampled_from(self._alive()))
+        name = f"t{len(self.versions)}x{len(self.tags)}"
+        self._lib(use_pylance).dataset(self.uri).tags.create(name, v)
+        self.tags[name] = v
+
+    @precondition(lambda self: len(self.versions) > 1)
+    @rule(use_pylance=st.booleans())
+    def cleanup(self, use_pylance):
+        """Every version but the latest and the tagged ones goes."""
+        self._lib(use_pylance).dataset(self.uri).cleanup_old_versions(
+            older_than=datetime.timedelta(0), error_if_tagged_old_versions=False)
+        keep = set(self.tags.values()) | {len(self.versions)}
+        self.gone |= set(range(1, len(self.versions) + 1)) - keep
+
+    @precondition(lambda self: len(self.versions) > 1)
+    @rule(data=st.data())
+    def stale_hint(self, data):
+        v = data.draw(st.sampled_from(self._alive()))
+        with open(os.path.join(self.uri, "_versions", "latest_version_hint.json"), "wb") as f:
+            f.write(b'{"version":%d}' % v)
+
+    @rule()
+    def open_handle(self):
+        self.handle = lancenb.dataset(self.uri)
+
     @invariant()
     def both_read_the_model(self):
         if not self.versions:
@@ -136,9 +174,15 @@ class DatasetHistory(RuleBasedStateMachine):
         if want.num_rows:
             idx = [0, want.num_rows - 1, want.num_rows // 2]
             assert_tables_equal(ours.take(idx), want.take(pa.array(idx)))
-        old = (len(self.versions) * 7919) % len(self.versions) + 1
+        assert ours.latest_version == len(self.versions)
+        alive = self._alive()
+        old = alive[(len(self.versions) * 7919) % len(alive)]
         assert_tables_equal(lancenb.dataset(self.uri, version=old).to_table(),
                             self.versions[old - 1])
+        if self.handle is not None:
+            self.handle.checkout_latest()
+            assert self.handle.version == len(self.versions)
+            assert self.handle.count_rows() == want.num_rows
 
 
 TestDatasetHistory = DatasetHistory.TestCase

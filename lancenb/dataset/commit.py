@@ -441,13 +441,16 @@ def _commit_loop(store, txn: Transaction, own: list, phase: _Phase, *, v2_names,
                  writer_version, max_retries, base):
     checked_upto = txn.read_version
     for attempt in range(max_retries + 1):
-        if attempt == 0 and base is not None and base.version == txn.read_version and \
-                getattr(store, "manifest_store", None) is None:
-            latest_v, latest = base.version, base
+        # (always looked up, never assumed to be the version read: cleanup_old_versions
+        # may have removed the versions after it (all of them but a tagged one and the
+        # latest), and a put-if-absent of the read version + 1 would then succeed
+        # below the latest, a commit no reader would ever see)
+        latest_v, naming = latest_version(store)
+        if naming is not None:
+            v2_names = naming
+        if attempt == 0 and base is not None and base.version == latest_v:
+            latest = base
         else:
-            latest_v, naming = latest_version(store)
-            if naming is not None:
-                v2_names = naming
             latest = load_manifest(store, latest_v, v2_names) if latest_v else None
         if latest is not None:
             check_feature_flags(latest.manifest, latest.name, write=True)
@@ -457,7 +460,16 @@ def _commit_loop(store, txn: Transaction, own: list, phase: _Phase, *, v2_names,
         if txn.op not in ("overwrite", "restore", "clone") and latest is None:
             raise DatasetNotFoundError(f"dataset {store.uri!r} does not exist")
         for v in range(checked_upto + 1, latest_v + 1):
-            mf = latest if v == latest_v else load_manifest(store, v, v2_names)
+            if txn.op in ("overwrite", "restore"):
+                break  # (they replace the dataset: nothing committed since conflicts)
+            try:
+                mf = latest if v == latest_v else load_manifest(store, v, v2_names)
+            except DatasetNotFoundError:
+                raise CommitConflictError(
+                    f"{store.uri!r}: version {v}, committed after version {txn.read_version} "
+                    f"that this {txn.op} read, was removed by cleanup_old_versions, so "
+                    f"lancenb cannot tell whether the two conflict; open the dataset again "
+                    f"and retry") from None
             check_conflict(txn, _load_transaction(store, mf), v, latest.manifest)
         checked_upto = max(checked_upto, latest_v)
         if txn.needs_merge:

@@ -490,3 +490,60 @@ def test_interrupt_at_or_after_the_commit_point_removes_nothing(tmp_path, where)
         assert ds.version == 2 and ds.count_rows() == 35
         assert any(n.startswith("2-") for n in os.listdir(path / "_transactions"))
     assert lance.dataset(str(path)).count_rows() == ds.count_rows()
+
+
+def _manifest_versions(uri: str) -> list[int]:
+    from lancenb.dataset.manifest import parse_manifest_name
+
+    names = os.listdir(os.path.join(uri, "_versions"))
+    return sorted(p[0] for p in (parse_manifest_name(n) for n in names) if p is not None)
+
+
+@pytest.mark.parametrize("tagged", [True, False])
+@pytest.mark.parametrize("op", ["append", "delete", "restore", "overwrite"])
+def test_commit_from_a_handle_whose_next_versions_were_cleaned_up(tmp_path, tagged, op):
+    """A handle read version 1; versions 2..4 were committed and cleanup removed all but
+    the latest (and the tagged version 1). The handle's commit must not take the freed
+    number 2 below the latest 4, a commit no reader would see: it lands as version 5,
+    or, where conflicts can no longer be checked (the versions in between are gone),
+    is refused with nothing written."""
+    from lancenb.errors import CommitConflictError
+
+    uri = str(tmp_path / "ds")
+    t = pa.table({"id": pa.array(range(10), pa.int64())})
+    lancenb.write_dataset(t, uri)
+    if tagged:
+        lancenb.dataset(uri).tags.create("keep", 1)
+    handle = lancenb.dataset(uri)
+    for k in range(3):
+        lancenb.write_dataset(pa.table({"id": pa.array([100 + k], pa.int64())}), uri,
+                              mode="append")
+    lancenb.dataset(uri).cleanup_old_versions(older_than=dt.timedelta(0),
+                                              error_if_tagged_old_versions=False)
+    assert _manifest_versions(uri) == ([1, 4] if tagged else [4])
+    data_before = sorted(os.listdir(os.path.join(uri, "data")))
+    try:
+        if op == "append":
+            lancenb.write_dataset(pa.table({"id": pa.array([7], pa.int64())}), handle,
+                                  mode="append")
+        elif op == "delete":
+            handle.delete("id = 3")
+        elif op == "restore":
+            if not tagged:
+                pytest.skip("version 1 is gone")
+            handle.restore()
+        else:
+            lancenb.write_dataset(pa.table({"id": pa.array([9], pa.int64())}), handle,
+                                  mode="overwrite")
+    except CommitConflictError as e:
+        assert op in ("append", "delete") and "cleanup_old_versions" in str(e)
+        assert _manifest_versions(uri) == ([1, 4] if tagged else [4])
+        assert sorted(os.listdir(os.path.join(uri, "data"))) == data_before
+        assert lancenb.dataset(uri).count_rows() == 13
+        return
+    assert op in ("restore", "overwrite")
+    assert _manifest_versions(uri)[-1] == 5 and 2 not in _manifest_versions(uri)
+    for lib in (lancenb, lance):
+        ds = lib.dataset(uri)
+        assert ds.version == 5
+        assert ds.count_rows() == (10 if op == "restore" else 1)
