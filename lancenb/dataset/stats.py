@@ -489,7 +489,10 @@ def read_file_stats(reader, where: str) -> tuple[int, dict[int, list[ColumnStats
         table = ipc.open_stream(pa.BufferReader(data)).read_all()
         # (offsets within their buffers, strings UTF-8: converting a damaged stream to
         # Python objects raised IndexError, ArrowIndexError or UnicodeDecodeError)
-        table.validate(full=True)
+        table.validate()
+        for col in table.columns:
+            for chunk in col.chunks:
+                _validate_values(chunk)
     except (pa.ArrowException, OSError) as e:
         raise CorruptFileError(f"{where}: statistics buffer {gb} is not a valid Arrow "
                                f"stream: {e}") from e
@@ -520,6 +523,29 @@ def _file_stats(table: pa.Table, num_rows: int, rpp: int, where: str):
                                      min=r.get("min_value"), max=r.get("max_value")))
         out[int(name)] = stats
     return out
+
+
+# types whose full validation also checks the values' range (whole days, times within a
+# day, decimal precision): bounds lancenb writes for such columns may lie outside it (a
+# date64 column holding -2**63 ms), so their bytes are checked as plain integers
+_VALUE_VIEWS = ((pa.types.is_date64, pa.int64()), (pa.types.is_time32, pa.int32()),
+                (pa.types.is_time64, pa.int64()),
+                (pa.types.is_decimal128, pa.binary(16)), (pa.types.is_decimal256, pa.binary(32)))
+
+
+def _validate_values(arr: pa.Array) -> None:
+    """Arrow's full validation (offsets, UTF-8) of ``arr`` and its children, without
+    the value-range checks of :data:`_VALUE_VIEWS`."""
+    if pa.types.is_struct(arr.type):
+        arr.validate()
+        for i in range(arr.type.num_fields):
+            _validate_values(arr.field(i))
+        return
+    for is_type, view in _VALUE_VIEWS:
+        if is_type(arr.type):
+            arr = arr.view(view)
+            break
+    arr.validate(full=True)
 
 
 def _stats_rows(col: pa.StructArray) -> list[dict | None]:

@@ -12,10 +12,10 @@ import numpy as np
 import pyarrow as pa
 
 from lancenb.dataset import smallfiles
-from lancenb.dataset.fragment import LanceFragment
+from lancenb.dataset.fragment import MAX_FRAGMENT_ROWS, LanceFragment
 from lancenb.dataset.manifest import manifest_span
 from lancenb.encodings.structural import dictarray
-from lancenb.errors import InvalidInputError, LanceError
+from lancenb.errors import CorruptFileError, InvalidInputError, LanceError
 from lancenb.kernels import protowire
 
 __all__ = ["take", "take_rows", "row_id_index"]
@@ -166,12 +166,24 @@ def _fragment_rows(mf) -> tuple[np.ndarray, np.ndarray]:
         rows = np.empty(n, np.uint64)
         deleted = np.empty(n, np.uint8)
         got = protowire.fragment_rows(np.frombuffer(mf.raw, np.uint8), a, b, rows, deleted)
-        if (got == n and int(rows.max()) < 1 << 62 and int(rows[0]) == pbs[0].physical_rows
+        if (got == n and int(rows[0]) == pbs[0].physical_rows
                 and int(rows[-1]) == pbs[n - 1].physical_rows):
-            return rows.astype(np.int64), deleted.astype(bool)
-    counts = np.fromiter((f.physical_rows for f in pbs), dtype=np.int64, count=n)
+            return _checked_rows(rows, mf), deleted.astype(bool)
+    rows = np.fromiter((f.physical_rows for f in pbs), dtype=np.uint64, count=n)
     deleted = np.fromiter((f.HasField("deletion_file") for f in pbs), dtype=bool, count=n)
-    return counts, deleted
+    return _checked_rows(rows, mf), deleted
+
+
+def _checked_rows(rows: np.ndarray, mf) -> np.ndarray:
+    """``rows`` (uint64) as int64, every count within what a fragment can hold (row
+    addresses have 32 bits of row offset): a manifest claiming more is corrupt."""
+    bad = np.flatnonzero(rows > MAX_FRAGMENT_ROWS)
+    if bad.size:
+        i = int(bad[0])
+        raise CorruptFileError(f"manifest {mf.name!r}: fragment "
+                               f"{mf.manifest.fragments[i].id} has physical_rows {int(rows[i])}, "
+                               f"more than a fragment can hold ({MAX_FRAGMENT_ROWS})")
+    return rows.astype(np.int64)
 
 
 def take_rows(ds, row_ids, columns=None, *, by_address=False, **kwargs) -> pa.Table:

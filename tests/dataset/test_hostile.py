@@ -219,6 +219,19 @@ def test_physical_rows_2_pow_36_with_deletions_is_corrupt_not_memory_error(tmp_p
         lancenb.dataset(ds).to_table()
 
 
+@pytest.mark.parametrize("rows", [2**32 + 1, 2**62, 2**63, 2**64 - 1])
+@pytest.mark.parametrize("deleted", [False, True])
+def test_take_with_physical_rows_past_a_fragment_is_corrupt(tmp_path, rows, deleted):
+    """Found by the dataset fuzz: a take over a manifest claiming 2**63 rows or more
+    raised OverflowError (the rows were read into int64 unchecked)."""
+    ds, _ = _pair(tmp_path)
+    if deleted:
+        lancenb.dataset(ds).delete("a = 8")
+    _rewrite_manifest(ds, lambda m: setattr(m.fragments[0], "physical_rows", rows))
+    with pytest.raises(CorruptFileError, match="physical_rows"):
+        lancenb.dataset(ds).take([0, 1])
+
+
 def test_inline_row_id_range_of_2_pow_36_is_corrupt(tmp_path):
     from lancenb.dataset.rowids import encode_range_row_ids
 
