@@ -95,14 +95,31 @@ def list_versions(store) -> tuple[list[int], bool | None]:
     return sorted(v2 or v1), bool(v2)
 
 
+# On an object store the hint's probe is a few sequential requests (the hint, the
+# hinted version, the next one under both namings, the tags) where one listing request
+# covers 1,000 versions: it is tried there only for datasets whose last listing in this
+# process held at least PROBE_REMOTE_FROM versions (by URI, at most _LISTED_MAX URIs).
+# On a local disk those are a few system calls against a pass over every name.
+PROBE_REMOTE_FROM = 1000
+_LISTED: dict[str, int] = {}
+_LISTED_MAX = 4096
+
+
 def latest_version(store) -> tuple[int, bool | None]:
     """The newest version and whether it has a V2 name: from the latest-version hint
-    when it can be trusted (:mod:`lancenb.dataset.hint`), else from a listing.
-    ``(0, None)`` when there are no versions."""
-    found = probe_latest(store)
-    if found is not None:
-        return found
+    when it can be trusted (:mod:`lancenb.dataset.hint`), else from a listing (on an
+    object store, the listing unless the dataset was seen to have many versions: see
+    :data:`PROBE_REMOTE_FROM`). ``(0, None)`` when there are no versions."""
+    local = getattr(store, "local", False)
+    if local or _LISTED.get(store.uri, 0) >= PROBE_REMOTE_FROM:
+        found = probe_latest(store)
+        if found is not None:
+            return found
     versions, naming = list_versions(store)
+    if not local:
+        if len(_LISTED) >= _LISTED_MAX:
+            _LISTED.clear()
+        _LISTED[store.uri] = len(versions)
     return (versions[-1], naming) if versions else (0, None)
 
 

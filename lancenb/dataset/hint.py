@@ -6,7 +6,10 @@ costs a request per 1,000 names on an object store and a pass over every name
 everywhere; the hint gives the newest version in a few requests however many
 versions there are. It is only a hint: it may be stale (a slower writer's hint
 landing after a newer one's, a writer that does not write it, such as pylance on S3),
-so it is checked, and any doubt falls back to the listing.
+so it is checked, and any doubt falls back to the listing. (On an object store the
+probe's few sequential requests cost more than one listing request until a dataset has
+about a thousand versions: :func:`lancenb.dataset.commit.latest_version` decides when
+to use it.)
 
 :func:`probe_latest` answers only when all of these hold, else None (list instead):
 
