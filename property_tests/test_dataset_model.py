@@ -6,7 +6,9 @@ added and dropped columns, compactions, restores, tags and cleanups of old versi
 latest-version hint now and then set back to an older version (a slow writer's hint
 landing late), and after every step checks that lancenb and pylance both read exactly
 what the model says, at the latest version and at a random older one that still
-exists, and that a handle opened earlier moves to the latest version.
+exists, and that a handle opened earlier moves to the latest version. Appends and
+deletes through such a stale handle are rebased over what was committed since or
+refused as conflicts, with nothing committed.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 import lancenb
+from lancenb.errors import CommitConflictError, LanceError
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -54,6 +57,7 @@ class DatasetHistory(RuleBasedStateMachine):
         self.gone: set[int] = set()  # versions cleanup removed
         self.tags: dict[str, int] = {}
         self.handle = None  # a dataset opened some steps ago
+        self.mover = None
 
     def _alive(self) -> list[int]:
         return [v for v in range(1, len(self.versions) + 1) if v not in self.gone]
@@ -159,7 +163,45 @@ class DatasetHistory(RuleBasedStateMachine):
 
     @rule()
     def open_handle(self):
-        self.handle = lancenb.dataset(self.uri)
+        self.handle = lancenb.dataset(self.uri)  # for stale writes
+        self.mover = lancenb.dataset(self.uri)  # moved to the latest after every step
+
+    def _stale(self, write):
+        """Run ``write`` through the handle opened earlier (its version ``r``): it is
+        rebased over what was committed since, or refused as a conflict (nothing
+        committed); once cleanup removed ``r``, reading its files may fail too."""
+        r = self.handle.version
+        try:
+            write()
+        except CommitConflictError:
+            return False
+        except LanceError:
+            if r in self.gone:
+                return False
+            raise
+        return True
+
+    @precondition(lambda self: self.handle is not None)
+    @rule(n=st.integers(1, 8))
+    def stale_append(self, n):
+        seen = self.versions[self.handle.version - 1]
+        t = _rows(self.next_id, n, [c for c in seen.column_names if c.startswith("e")])
+        self.next_id += n
+        if self._stale(lambda: lancenb.write_dataset(t, self.handle, mode="append",
+                                                     max_rows_per_file=10)):
+            assert t.column_names == self.current.column_names
+            self.versions.append(pa.concat_tables([self.current, t]))
+
+    @precondition(lambda self: self.handle is not None)
+    @rule(mod=st.integers(2, 6), rem=st.integers(0, 5))
+    def stale_delete(self, mod, rem):
+        """Only the rows the handle's version held can be deleted: rows appended
+        since are not (the predicate was evaluated on what the handle read)."""
+        seen = self.versions[self.handle.version - 1]["id"]
+        hit = pc.filter(seen, pc.equal(pc.remainder(seen, mod), rem % mod))
+        if self._stale(lambda: self.handle.delete(f"id % {mod} = {rem % mod}")):
+            gone = pc.is_in(self.current["id"], value_set=hit)
+            self.versions.append(self.current.filter(pc.invert(gone)))
 
     @invariant()
     def both_read_the_model(self):
@@ -179,10 +221,10 @@ class DatasetHistory(RuleBasedStateMachine):
         old = alive[(len(self.versions) * 7919) % len(alive)]
         assert_tables_equal(lancenb.dataset(self.uri, version=old).to_table(),
                             self.versions[old - 1])
-        if self.handle is not None:
-            self.handle.checkout_latest()
-            assert self.handle.version == len(self.versions)
-            assert self.handle.count_rows() == want.num_rows
+        if self.mover is not None:
+            self.mover.checkout_latest()
+            assert self.mover.version == len(self.versions)
+            assert self.mover.count_rows() == want.num_rows
 
 
 TestDatasetHistory = DatasetHistory.TestCase
