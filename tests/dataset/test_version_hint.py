@@ -72,23 +72,16 @@ def test_hint_bytes_are_pylances(tmp_path):
 
 
 @pytest.mark.parametrize("v2", [True, False])
-def test_current_hint_is_used_without_listing(tmp_path, monkeypatch, v2):
+def test_current_hint_is_used_without_listing(tmp_path, listed_dirs, v2):
     uri = _make(tmp_path / "d", 6, v2)
-    listed = []
-    real = ObjectStore.list
-
-    def spy(self, rel_dir):
-        listed.append(rel_dir)
-        return real(self, rel_dir)
-
-    monkeypatch.setattr(ObjectStore, "list", spy)
+    listed_dirs.clear()
     assert probe_latest(open_store(uri)) == (6, v2)
     ds = lancenb.dataset(uri)
     assert ds.version == 6 and ds.count_rows() == 18
     assert ds.latest_version == 6
     lancenb.write_dataset(_t(100), uri, mode="append")
     assert lancenb.dataset(uri).version == 7
-    assert "_versions" not in listed, listed  # (only _refs/ was looked at)
+    assert "_versions" not in listed_dirs, listed_dirs  # (only _refs/ was looked at)
 
 
 @pytest.mark.parametrize("behind", [1, 5, PROBE_LIMIT])

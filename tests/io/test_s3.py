@@ -177,7 +177,7 @@ def test_latest_version_from_the_hint_on_s3(s3):
     assert ds.version == 5 and ds.count_rows() == 50
 
 
-def test_remote_latest_version_lists_unless_versions_are_many(s3, monkeypatch):
+def test_remote_latest_version_lists_unless_versions_are_many(s3, monkeypatch, listed_dirs):
     """On an object store a listing (one request per 1,000 versions) beats the hint's
     few sequential requests until a dataset has many versions."""
     from lancenb.dataset import commit as C
@@ -185,18 +185,11 @@ def test_remote_latest_version_lists_unless_versions_are_many(s3, monkeypatch):
     uri, opts = s3.uri(), s3.lancenb_options
     lancenb.write_dataset(ids(0, 10), uri, storage_options=opts)
     lancenb.write_dataset(ids(10, 20), uri, mode="append", storage_options=opts)
-    listed = []
-    real = ObjectStore.list
-
-    def spy(self, rel_dir):
-        listed.append(rel_dir)
-        return real(self, rel_dir)
-
-    monkeypatch.setattr(ObjectStore, "list", spy)
+    listed_dirs.clear()
     store = C.open_store(uri, opts)
     assert C.latest_version(store) == (2, True)
-    assert listed == ["_versions"] and C._LISTED[store.uri] == 2
-    listed.clear()
+    assert listed_dirs == ["_versions"] and C._LISTED[store.uri] == 2
+    listed_dirs.clear()
     monkeypatch.setitem(C._LISTED, store.uri, C.PROBE_REMOTE_FROM)  # as if seen with many
     assert C.latest_version(store) == (2, True)
-    assert "_versions" not in listed  # the hint answered
+    assert "_versions" not in listed_dirs  # the hint answered
