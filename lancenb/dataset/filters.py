@@ -95,6 +95,7 @@ from lancenb.errors import InvalidInputError
 __all__ = [
     "Filter",
     "check_expression",
+    "expression_field",
     "compile_expression",
     "compile_filter",
     "referenced_columns",
@@ -300,13 +301,22 @@ def check_expression(sql: str, schema: pa.Schema, *, what: str = "expression",
     types) for the engine: its result type and the top-level columns it reads. A JSON
     column may be read only by ``IS [NOT] NULL`` (and, with ``bare_json``, as the whole
     expression)."""
+    field, used = expression_field(sql, schema, what=what, bare_json=bare_json)
+    return field.type, used
+
+
+def expression_field(sql: str, schema: pa.Schema, *, what: str = "expression",
+                     bare_json: bool = False) -> tuple[pa.Field, list[str]]:
+    """:func:`check_expression`, giving the result as the engine's field (named
+    ``v``): its type and whether it can be null (``a IS NULL`` cannot; ``a > 1`` can
+    when ``a`` can), as pylance's projections report it."""
     if not isinstance(sql, str) or not sql.strip():
         raise InvalidInputError(f"{what} must be a non-empty SQL string, not {sql!r}")
     ast = parse_sql(sql, what)
     check_json_uses(ast, schema, sql, what, bare=bare_json)
-    typ = engine.result_types(schema, {"v": sql}, what=what).field("v").type
+    field = engine.result_types(schema, {"v": sql}, what=what).field("v")
     used = columns_of(ast)
-    return typ, [n for n in schema.names if n in used or n.lower() in used]
+    return field, [n for n in schema.names if n in used or n.lower() in used]
 
 
 def compile_expression(sql: str, schema: pa.Schema) -> tuple[pc.Expression, pa.DataType]:

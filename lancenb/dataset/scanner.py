@@ -154,7 +154,7 @@ class LanceScanner:
         """``columns={alias: SQL expression}``: checked now (names, functions, types);
         the columns they read are scanned, the engine evaluates them per batch."""
         # lazy: they load sqlglot
-        from lancenb.dataset.filters import check_expression
+        from lancenb.dataset.filters import expression_field
         from lancenb.dataset.sqlfilter import bare_json_field
 
         if not columns:
@@ -166,11 +166,13 @@ class LanceScanner:
             if sql in (ROW_ID, ROW_ADDR):
                 raise InvalidInputError(f"columns: {sql} cannot be computed with; use "
                                         f"with_row_id / with_row_address")
-            typ, used = check_expression(sql, dataset._schema, what=f"column {alias!r}",
+            got, used = expression_field(sql, dataset._schema, what=f"column {alias!r}",
                                          bare_json=True)
             # a JSON column as the whole expression: read back as text, as pylance does
             jf = bare_json_field(sql, dataset._schema) if used else None
-            fields.append(jf.with_name(alias) if jf is not None else pa.field(alias, typ))
+            # (nullability as the engine reports it: `a IS NULL` is never null)
+            fields.append(jf.with_name(alias) if jf is not None else
+                          pa.field(alias, got.type, got.nullable))
             read += [c for c in used if c not in read]
         self._projection = dict(columns)
         self._projection_schema = pa.schema(fields)

@@ -74,7 +74,8 @@ PROJECTIONS = [
     "nullif(i32, 3)", "id * 2", "x + 1", "s.a", "upper(s.b)",
     "length(name)", "array_length(tags)", "i32 IS DISTINCT FROM 3", "coalesce(name, 'none')",
     "regexp_replace(name, 'b', 'B')", 'name = "abc"', "date_part('year', d)",
-    "CAST(i32 AS DOUBLE) / 2",
+    "CAST(i32 AS DOUBLE) / 2", "name IS NULL", "i32 IS NOT NULL", "NOT (flag IS NULL)",
+    "name IS NULL OR id > 3",
 ]
 
 
@@ -116,7 +117,9 @@ def test_projection_matches_pylance(datasets, sql):
     cols = {"id": "id", "v": sql}
     want = theirs.to_table(columns=cols, filter="id >= 3")
     got = ours.to_table(columns=cols, filter="id >= 3")
-    assert got.schema.field("v").type == want.schema.field("v").type
+    # the type and the nullability (`x IS NULL` is never null, as the engine says)
+    assert got.schema.field("v") == want.schema.field("v")
+    assert ours.scanner(columns=cols).projected_schema.field("v") == want.schema.field("v")
     _same(got, want)
 
 
