@@ -385,12 +385,23 @@ class _KernelDispatcher(CPUDispatcher):
         return template, pysig, folded, {}
 
 
-def kernel(fn):
-    """Compile ``fn`` with the project's jit policy."""
+def kernel(fn=None, *, inline=False):
+    """Compile ``fn`` with the project's jit policy.
+
+    ``@kernel(inline=True)`` is for small helpers other kernels call once per value
+    (a byte out, a big-endian word in, a number's digits): numba then inlines their
+    code into each caller (``inline='always'``) instead of calling them, a call that
+    costs more than such a helper's work (an array's reference count taken and given
+    back at each call: ~2-4 ns, against ~2 ns for two digits written inline). Called
+    from Python they compile as any kernel."""
+    if fn is None:
+        return functools.partial(kernel, inline=inline)
     if numba.config.DISABLE_JIT:
         return numba.njit(fn)
-    d = _KernelDispatcher(py_func=fn, locals={}, targetoptions={"nopython": True,
-                                                                 "nogil": True})
+    opts = {"nopython": True, "nogil": True}
+    if inline:
+        opts["inline"] = "always"
+    d = _KernelDispatcher(py_func=fn, locals={}, targetoptions=opts)
     d._cache = _LockedCache(fn)
     d._plain = None
     d._inserted = set()  # argument types given their own entry by _compile_for_args

@@ -84,14 +84,14 @@ for _c, _l in ((8, b"b"), (9, b"t"), (10, b"n"), (12, b"f"), (13, b"r")):
 del _c, _l
 
 
-@kernel
+@kernel(inline=True)
 def read_be32(data, p):
     """The big-endian u32 at ``data[p]``, as int64."""
     return (np.int64(data[p]) << 24) | (np.int64(data[p + 1]) << 16) \
         | (np.int64(data[p + 2]) << 8) | np.int64(data[p + 3])
 
 
-@kernel
+@kernel(inline=True)
 def read_be(data, p, n):
     """The big-endian unsigned integer of ``n`` (1..8) bytes at ``data[p]``."""
     v = U0
@@ -138,7 +138,7 @@ def _put(out, pos, c):
     return pos + 1
 
 
-@kernel
+@kernel(inline=True)
 def _string(data, p, n, out, pos):
     """``data[p:p+n]`` as a quoted JSON string; the new position or a status."""
     pos = _put(out, pos, 34)
@@ -181,7 +181,7 @@ def _string(data, p, n, out, pos):
     return pos if pos >= 0 else OUTPUT_TOO_SMALL
 
 
-@kernel
+@kernel(inline=True)
 def _number(data, p, n, tmp, dig):
     """The text of the number payload ``data[p:p+n]`` into ``tmp``; its length, or a
     status."""

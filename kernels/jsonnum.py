@@ -231,7 +231,7 @@ def shortest(bits):
 _POW10 = np.array([10 ** k for k in range(20)], np.uint64)
 
 
-@kernel
+@kernel(inline=True)
 def _digits(v, out, p):
     """The decimal digits of uint64 ``v`` at ``out[p]``; returns their count."""
     n = 1
@@ -244,7 +244,7 @@ def _digits(v, out, p):
     return n
 
 
-@kernel
+@kernel(inline=True)
 def _move(src, s, dst, d, n):
     """``dst[d:d+n] = src[s:s+n]``, a byte at a time (a few bytes: cheaper than a
     slice copy in numba)."""
@@ -252,13 +252,13 @@ def _move(src, s, dst, d, n):
         dst[d + k] = src[s + k]
 
 
-@kernel
+@kernel(inline=True)
 def uint_text(v, out):
     """uint64 ``v`` in decimal into ``out`` (at least 20 bytes); returns the length."""
     return _digits(v, out, 0)
 
 
-@kernel
+@kernel(inline=True)
 def int_text(v, out):
     """int64 ``v`` in decimal into ``out`` (at least 20 bytes); returns the length."""
     if v >= 0:
