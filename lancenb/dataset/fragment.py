@@ -231,7 +231,7 @@ class LanceFragment(FragmentApiExtras):
         live = self.live_offsets()
         phys = live[idx] if live is not None else idx
         uniq, inverse = np.unique(phys, return_inverse=True)
-        t = self.take_physical(sc.columns, uniq)
+        t = sc._project(self.take_physical(sc.columns, uniq))
         t = t.replace_schema_metadata(sc._stored_schema().metadata)
         if len(uniq) != len(phys) or np.any(np.diff(inverse) < 0):
             t = dictarray.take(t, pa.array(inverse.reshape(-1)))

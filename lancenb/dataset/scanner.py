@@ -330,10 +330,7 @@ class LanceScanner:
                         schema=self._read_schema())
                 else:
                     table = ftable.select(self.columns)
-            if self._projection is not None:
-                table = engine.evaluate(table, self._projection, what="columns") \
-                    .cast(self._projection_schema)
-            yield self._with_ids(frag, table, phys)
+            yield self._with_ids(frag, self._project(table), phys)
 
     def _filtered(self, frags, count: bool = False):
         """``(fragment, live offsets, filter columns, matching positions)`` of each
@@ -459,6 +456,14 @@ class LanceScanner:
                 table = table.set_column(i, f.with_type(f.type.value_type),
                                          table.column(i).cast(f.type.value_type))
         return table
+
+    def _project(self, table: pa.Table) -> pa.Table:
+        """``table`` (of :attr:`columns`) with ``columns={alias: SQL}`` evaluated: the
+        output columns (the table itself without such a projection)."""
+        if self._projection is None:
+            return table
+        return engine.evaluate(table, self._projection, what="columns") \
+            .cast(self._projection_schema)
 
     def _with_ids(self, frag, table: pa.Table, phys) -> pa.Table:
         if not (self.with_row_id or self.with_row_address):

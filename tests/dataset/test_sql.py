@@ -196,3 +196,26 @@ def test_dataset_sql_as_pylance(datasets):
     assert got.column("id").to_pylist() == [0, 1, 2]
     with pytest.raises(InvalidInputError, match="query"):
         ours.sql("SELECT nope FROM dataset").build()
+
+
+def test_take_with_computed_columns_as_pylance(tmp_path):
+    """take/take_rows/head with columns={alias: SQL}: the expressions evaluated (take
+    and take_rows returned the columns the expressions read, unevaluated)."""
+    uri = str(tmp_path / "ds")
+    lance.write_dataset(pa.table({"id": pa.array(range(100), pa.int64()),
+                                  "s": [f"v{i % 7}" if i % 9 else None for i in range(100)]}),
+                        uri, max_rows_per_file=40, enable_stable_row_ids=True)
+    theirs, ours = lance.dataset(uri), lancenb.dataset(uri)
+    cols = {"x": "id * 2", "u": "upper(s)", "n": "s IS NULL"}
+    for idx in ([0, 55, 3, 55], [99], []):
+        want = theirs.take(idx, columns=cols)
+        got = ours.take(idx, columns=cols)
+        assert got.schema == want.schema and got.equals(want), idx
+    assert ours._take_rows([1, 50], columns=cols).equals(theirs._take_rows([1, 50], columns=cols))
+    assert ours.head(3, columns=cols).equals(theirs.head(3, columns=cols))
+    got = ours.get_fragments()[1].take([0, 2], columns=cols)
+    assert got.column_names == ["x", "u", "n"]
+    assert got.column("x").to_pylist() == [80, 84]
+    got = ours.take([0, 55], columns=cols, with_row_id=True)
+    assert got.column_names == ["x", "u", "n", "_rowid"]
+    assert got.column("_rowid").to_pylist() == [0, 55]
