@@ -23,6 +23,7 @@ from lancenb.dataset.deletion import deletion_path, read_deletions, write_deleti
 from lancenb.dataset.fragment_extras import FragmentApiExtras
 from lancenb.dataset.fragmeta import DataFile, FragmentMetadata, is_legacy_file
 from lancenb.dataset.manifest import DATA_DIR
+from lancenb.dataset.nested import nested_request, prune_nested
 from lancenb.dataset.rowids import decode_row_ids, decode_version_runs, external_bytes
 from lancenb.dataset.smallfiles import SmallFile, open_small
 from lancenb.dataset.stats import ColumnStats, read_file_stats
@@ -221,6 +222,9 @@ class LanceFragment(FragmentApiExtras):
     def take(self, indices, columns=None) -> pa.Table:
         """Rows at ``indices`` among this fragment's live rows (deleted rows skipped,
         as pylance counts them), in the order given."""
+        nested = nested_request(self._ds._schema, columns)
+        if nested is not None:  # fields inside structs: pruned structs, as pylance
+            return prune_nested(self.take(indices, nested[0]), nested[1])
         idx = np.asarray(indices, dtype=np.int64).reshape(-1)
         n = self.count_rows()
         if idx.size and (idx.min() < 0 or idx.max() >= n):

@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 from lancenb.dataset import blob
 from lancenb.dataset import sql as engine
 from lancenb.dataset.api_types import ScanStatistics
+from lancenb.dataset.nested import ROW_ADDR, ROW_ID, quoted, struct_path
 from lancenb.dataset.readahead import read_ahead
 from lancenb.dataset.smallfiles import decoded_ahead
 from lancenb.errors import InvalidInputError
@@ -34,6 +35,8 @@ from lancenb.file.extensions import (
 __all__ = ["LanceScanner", "DEFAULT_BATCH_SIZE", "TaggedRecordBatch"]
 
 
+
+
 class TaggedRecordBatch(NamedTuple):
     """A batch and the fragment it was read from (``pyarrow.dataset``'s shape)."""
 
@@ -41,8 +44,6 @@ class TaggedRecordBatch(NamedTuple):
     fragment: object
 
 DEFAULT_BATCH_SIZE = 8192
-ROW_ID = "_rowid"
-ROW_ADDR = "_rowaddr"
 # filters are evaluated over the filter columns of this many rows at a time (fragments
 # together: one engine call per batch, not one per small fragment)
 FILTER_BATCH_ROWS = 64 * 1024
@@ -109,7 +110,16 @@ class LanceScanner:
             columns = list(columns)
             bad = [c for c in columns if c not in (ROW_ID, ROW_ADDR)
                    and not (isinstance(c, str) and schema.get_all_field_indices(c))]
-            if bad:
+            paths = {c: struct_path(schema, c) for c in bad}
+            if bad and all(paths.values()):
+                # fields inside structs ("s.a"), as pylance takes them: a column each,
+                # named by its path, read through the projection of their struct
+                proj = {c: ".".join(quoted(p) for p in (paths.get(c) or [c]))
+                        for c in columns if c not in (ROW_ID, ROW_ADDR)}
+                with_row_id = with_row_id or ROW_ID in columns
+                with_row_address = with_row_address or ROW_ADDR in columns
+                columns = self._set_projection(dataset, proj)
+            elif bad:
                 raise InvalidInputError(f"no column(s) {bad} in the dataset; it has "
                                         f"{schema.names}")
         if ROW_ID in columns:

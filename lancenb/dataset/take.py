@@ -14,6 +14,7 @@ import pyarrow as pa
 from lancenb.dataset import smallfiles
 from lancenb.dataset.fragment import MAX_FRAGMENT_ROWS, LanceFragment
 from lancenb.dataset.manifest import manifest_span
+from lancenb.dataset.nested import nested_request, prune_nested
 from lancenb.encodings.structural import dictarray
 from lancenb.errors import CorruptFileError, InvalidInputError, LanceError
 from lancenb.kernels import protowire
@@ -25,6 +26,11 @@ def take(ds, indices, columns=None, *, with_row_id=False, with_row_address=False
          blob_handling=None) -> pa.Table:
     """Rows at logical ``indices`` (deleted rows skipped), in the order given;
     blob columns as descriptions unless ``blob_handling="all_binary"``."""
+    nested = nested_request(ds._schema, columns)
+    if nested is not None:
+        table = take(ds, indices, nested[0], with_row_id=with_row_id,
+                     with_row_address=with_row_address, blob_handling=blob_handling)
+        return prune_nested(table, nested[1])
     idx = np.asarray(indices, dtype=np.int64).reshape(-1)
     starts = _live_starts(ds)
     total = int(starts[-1])
@@ -189,6 +195,10 @@ def _checked_rows(rows: np.ndarray, mf) -> np.ndarray:
 def take_rows(ds, row_ids, columns=None, *, by_address=False, **kwargs) -> pa.Table:
     """Rows by row id (stable row ids) or row address (``by_address``, or without
     stable row ids), in the order given."""
+    nested = nested_request(ds._schema, columns)
+    if nested is not None:
+        return prune_nested(take_rows(ds, row_ids, nested[0], by_address=by_address,
+                                      **kwargs), nested[1])
     ids = np.asarray(row_ids, dtype=np.uint64).reshape(-1)
     frags = {f.fragment_id: f for f in ds.get_fragments()}
     if ds.stable_row_ids and not by_address:

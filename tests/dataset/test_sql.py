@@ -219,3 +219,36 @@ def test_take_with_computed_columns_as_pylance(tmp_path):
     got = ours.take([0, 55], columns=cols, with_row_id=True)
     assert got.column_names == ["x", "u", "n", "_rowid"]
     assert got.column("_rowid").to_pylist() == [0, 55]
+
+
+@pytest.mark.parametrize("cols", [["st.b.c"], ["st.a", "st.b.c"], ["id", "st.b.c", "st.a"],
+                                  ["st.b.c", "id"], ["st", "st.a"], ["st.a", "_rowid"]])
+def test_fields_inside_structs_as_pylance(tmp_path, cols):
+    """columns=["s.a"]: scans give a column named by the path (as a projection would);
+    takes give the struct pruned to the fields asked for, as pylance does each (before,
+    lancenb refused such names)."""
+    uri = str(tmp_path / "ds")
+    lance.write_dataset(pa.table({
+        "id": pa.array(range(50), pa.int64()),
+        "st": pa.array([{"a": i, "b": {"c": str(i), "d": 1}} if i % 3 else None
+                        for i in range(50)])}), uri, max_rows_per_file=20,
+        enable_stable_row_ids=True)
+    theirs, ours = lance.dataset(uri), lancenb.dataset(uri)
+    for got, want in ((ours.to_table(columns=cols), theirs.to_table(columns=cols)),
+                      (ours.to_table(columns=cols, filter="id > 30"),
+                       theirs.to_table(columns=cols, filter="id > 30")),
+                      (ours.take([0, 1, 33, 1], columns=cols),
+                       theirs.take([0, 1, 33, 1], columns=cols)),
+                      (ours._take_rows([2, 40], columns=cols),
+                       theirs._take_rows([2, 40], columns=cols))):
+        assert got.schema == want.schema and got.equals(want)
+
+
+def test_unknown_field_inside_a_struct_is_named(tmp_path):
+    uri = str(tmp_path / "ds")
+    lancenb.write_dataset(pa.table({"st": pa.array([{"a": 1}])}), uri)
+    for cols in (["st.zz"], ["nosuch.a"], ["st.a.b"]):
+        with pytest.raises(InvalidInputError, match="no column"):
+            lancenb.dataset(uri).to_table(columns=cols)
+        with pytest.raises(InvalidInputError, match="no column"):
+            lancenb.dataset(uri).take([0], columns=cols)
