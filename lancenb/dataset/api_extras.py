@@ -261,6 +261,19 @@ class DatasetApiExtras:
         ``ds.stats.data_stats()``)."""
         return LanceStats(self)
 
+    def list_indices(self) -> list[dict]:
+        """The indices this version's manifest lists, as pylance's ``list_indices``:
+        name, type, uuid, fields, version, fragment_ids, base_id. lancenb does not
+        build or use indices; its commits keep them (:mod:`lancenb.dataset.indices`)."""
+        from lancenb.dataset.indices import list_indices
+
+        return list_indices(self._mf, self._store)
+
+    @property
+    def has_index(self) -> bool:
+        """Whether this version's manifest lists any index."""
+        return bool(self.list_indices())
+
     @property
     def lance_schema(self) -> LanceSchema:
         """The schema with the manifest's field ids (:class:`LanceSchema`)."""
