@@ -594,16 +594,18 @@ class LanceDataset(DatasetApiExtras, pads.Dataset):
                     base=self._mf, written=written)
         self._become(mf)
 
-    def delete(self, predicate) -> None:
+    def delete(self, predicate) -> dict:
         """Delete the rows matching ``predicate`` (SQL string or pyarrow expression),
         as a new version (even when nothing matched, as pylance does). Row-id sequences
-        are never rewritten: only deletion files change.
+        are never rewritten: only deletion files change. Returns
+        ``{"num_deleted_rows": n}``, as pylance.
 
         Examples
         --------
         >>> ds.delete("id < 10")  # doctest: +SKIP
+        {'num_deleted_rows': 10}
         """
-        delete_rows(self, predicate)
+        return delete_rows(self, predicate)
 
     def restore(self) -> None:
         """Make this (older) version the latest, as a new version."""

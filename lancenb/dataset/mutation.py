@@ -134,9 +134,10 @@ def _eval(table: pa.Table, exprs: dict, schema: pa.Schema, updated=()) -> pa.Tab
                                 f"{e}") from None
 
 
-def delete_rows(ds, predicate) -> None:
+def delete_rows(ds, predicate) -> dict:
     """``LanceDataset.delete``: a ``Delete`` transaction with new deletion files for the
-    rows of ``ds`` matching ``predicate``; ``ds`` moves to the version committed."""
+    rows of ``ds`` matching ``predicate``; ``ds`` moves to the version committed.
+    Returns pylance's ``{"num_deleted_rows": n}`` (the rows that matched)."""
     check_feature_flags(ds.manifest, ds._mf.name, write=True)
     op = transaction_pb2.Transaction.Delete(
         predicate=predicate if isinstance(predicate, str) else str(predicate))
@@ -159,7 +160,9 @@ def delete_rows(ds, predicate) -> None:
     except BaseException:
         cleanup(ds._store, written)
         raise
+    n = sum(len(rows) for rows in txn.deleted_rows.values())
     ds._commit(txn, written)
+    return {"num_deleted_rows": n}
 
 
 def update(ds, updates: dict, where=None) -> dict:

@@ -1079,3 +1079,14 @@ def test_validate_names_the_dataset_and_the_broken_fragment(tmp_path):
     with pytest.raises(lancenb.CorruptFileError, match="is missing"):
         broken.get_fragment(1).validate()
     assert broken.get_fragment(0).validate() is None
+
+
+@pytest.mark.parametrize("predicate", ["a = 3", "a > 5", "a < 0", "a = 3 OR a = 4",
+                                       "b IS NULL"])
+def test_delete_returns_the_rows_it_deleted_like_pylance(pair, predicate):
+    """pylance's delete returns {"num_deleted_rows": n}; rows deleted before (a = 3 in
+    both datasets) are not counted again."""
+    ref, ours = pair
+    want = ref.delete(predicate)
+    assert ours.delete(predicate) == want and set(want) == {"num_deleted_rows"}
+    assert ours.count_rows() == ref.count_rows()
