@@ -28,8 +28,8 @@ from lancenb.file.version import FileVersion
 from lancenb.io.pools import module_lock
 
 __all__ = ["LanceBufferDescriptor", "LancePageMetadata", "LanceColumnMetadata",
-           "LanceFileMetadata", "PageRef", "Container", "project", "check_range",
-           "cached_fields_to_schema"]
+           "LanceFileMetadata", "ColumnStatistics", "FileStatistics", "PageRef", "Container",
+           "project", "check_range", "cached_fields_to_schema"]
 
 
 @dataclass(frozen=True)
@@ -72,6 +72,27 @@ class LanceFileMetadata:
     minor_version: int
     global_buffers: list
     columns: list
+
+
+@dataclass(frozen=True)
+class ColumnStatistics:
+    """One column's page count and the bytes of its pages' buffers (pylance's)."""
+
+    num_pages: int
+    size_bytes: int
+
+
+@dataclass(frozen=True)
+class FileStatistics:
+    """:meth:`LanceFileReader.file_statistics`: a :class:`ColumnStatistics` per column."""
+
+    columns: list
+
+    @classmethod
+    def of(cls, metadata: "LanceFileMetadata") -> "FileStatistics":
+        return cls([ColumnStatistics(len(c.pages), sum(b.size for p in c.pages
+                                                      for b in p.buffers))
+                    for c in metadata.columns])
 
 
 class PageRef(NamedTuple):

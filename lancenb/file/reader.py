@@ -23,6 +23,7 @@ from lancenb.errors import InvalidInputError
 from lancenb.file.backend import FileBackend, open_backend
 from lancenb.file.extensions import public_columns, public_schema, with_extension_types
 from lancenb.file.metadata import (
+    FileStatistics,
     LanceBufferDescriptor,
     LanceColumnMetadata,
     LanceFileMetadata,
@@ -167,6 +168,11 @@ class LanceFileReader:
         md = self._backend.metadata()
         cols = public_columns(md.schema, json=False)  # (JSON stays JSONB, as pylance's)
         return dataclasses.replace(md, schema=public_schema(md.schema, cols)) if cols else md
+
+    def file_statistics(self) -> FileStatistics:
+        """Per column, its number of pages and the bytes of their buffers (pylance's
+        ``file_statistics()``)."""
+        return FileStatistics.of(self._backend.metadata())
 
     def num_rows(self) -> int:
         """Rows in the file."""

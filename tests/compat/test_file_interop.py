@@ -234,3 +234,30 @@ def test_lancenb_reads_pylance_rle_and_byte_stream_split_pages(tmp_path):
         assert_tables_equal(r.read_all().to_table(), t)
         idx = [0, 4095, 4096, n - 1]
         assert_tables_equal(r.take_rows(idx).to_table(), t.take(idx))
+
+
+@pytest.mark.parametrize("version", ["2.0", "2.1", "2.2"])
+@pytest.mark.parametrize("writer", ["pylance", "lancenb"])
+def test_file_statistics_as_pylance(tmp_path, version, writer):
+    """file_statistics(): pages and page-buffer bytes per column, as pylance counts
+    them, on files of either writer."""
+    import lance.file as lf
+
+    n = 200_000
+    t = pa.table({"id": pa.array(range(n), pa.int64()),
+                  "s": [f"v{i % 7}" if i % 5 else None for i in range(n)],
+                  "st": pa.array([{"a": i, "b": "x" * (i % 4)} for i in range(n)]),
+                  "l": pa.array([[i] * (i % 3) for i in range(n)], pa.list_(pa.int32()))})
+    path = str(tmp_path / "f.lance")
+    if writer == "pylance":
+        w = lf.LanceFileWriter(path, t.schema, version=version)
+        w.write_batch(t)
+        w.close()
+    else:
+        with LanceFileWriter(path, t.schema, version=version) as w:
+            w.write_batch(t)
+    want = lf.LanceFileReader(path).file_statistics()
+    got = LanceFileReader(path).file_statistics()
+    assert [(c.num_pages, c.size_bytes) for c in got.columns] == \
+        [(c.num_pages, c.size_bytes) for c in want.columns]
+    assert sum(c.size_bytes for c in got.columns) > 0
