@@ -272,7 +272,9 @@ class DatasetApiExtras:
     @property
     def has_index(self) -> bool:
         """Whether this version's manifest lists any index."""
-        return bool(self.list_indices())
+        from lancenb.dataset.indices import has_indices
+
+        return has_indices(self._mf)
 
     @property
     def lance_schema(self) -> LanceSchema:

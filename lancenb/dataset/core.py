@@ -90,8 +90,8 @@ class LanceDataset(DatasetApiExtras, pads.Dataset):
         if _manifest is None and asof is None and type(version) is int:
             found = find_manifest(self._store, version)  # by name, no listing
         elif _manifest is None and asof is None and version is None:
-            found = load_latest(self._store)  # the hint, else a listing
-            found = found if found[0] is not None else None
+            mf, naming = load_latest(self._store)  # the hint, else a listing
+            found = (mf, naming) if mf is not None else None
         if found is not None:
             _manifest, self._v2 = found
         elif _manifest is None:

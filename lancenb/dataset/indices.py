@@ -18,7 +18,7 @@ from lancenb._proto import table_pb2
 from lancenb.encodings import pb
 from lancenb.errors import CorruptFileError, LanceError
 
-__all__ = ["list_indices"]
+__all__ = ["list_indices", "has_indices"]
 
 _DETAILS_SUFFIX = "IndexDetails"
 _VECTOR = "VectorIndexDetails"
@@ -58,17 +58,27 @@ def _uuid_text(raw) -> str:
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}" if len(h) == 32 else h
 
 
+def _section(mf):
+    raw = mf.index_section_bytes()
+    if raw is None:
+        return []
+    return pb.parse(table_pb2.IndexSection, raw,
+                    f"manifest {mf.name!r}: index section").indices
+
+
+def has_indices(mf) -> bool:
+    """Whether the manifest file ``mf`` lists any index (no index file is read)."""
+    return len(_section(mf)) > 0
+
+
 def list_indices(mf, store) -> list[dict]:
     """pylance's ``list_indices()`` for the manifest file ``mf``: one dict per index
     (name, type, uuid, fields, version, fragment_ids as a ``pyroaring.BitMap``,
     base_id)."""
-    raw = mf.index_section_bytes()
-    if raw is None:
-        return []
-    section = pb.parse(table_pb2.IndexSection, raw, f"manifest {mf.name!r}: index section")
-    paths = _field_paths(mf.manifest.fields)
+    indices = _section(mf)
+    paths = _field_paths(mf.manifest.fields) if indices else {}
     out = []
-    for m in section.indices:
+    for m in indices:
         kind = m.index_details.type_url.rsplit("/", 1)[-1].rsplit(".", 1)[-1]
         uuid = _uuid_text(m.uuid.uuid) if m.HasField("uuid") else ""
         if kind == _VECTOR:

@@ -35,8 +35,6 @@ from lancenb.file.extensions import (
 __all__ = ["LanceScanner", "DEFAULT_BATCH_SIZE", "TaggedRecordBatch"]
 
 
-
-
 class TaggedRecordBatch(NamedTuple):
     """A batch and the fragment it was read from (``pyarrow.dataset``'s shape)."""
 
@@ -474,6 +472,17 @@ class LanceScanner:
             return table
         return engine.evaluate(table, self._projection, what="columns") \
             .cast(self._projection_schema)
+
+    def _project_with_ids(self, table: pa.Table) -> pa.Table:
+        """:meth:`_project` of a table of :attr:`columns` followed by the row id and
+        address columns (a take's rows, gathered from all fragments: one engine call)."""
+        if self._projection is None:
+            return table
+        n = len(self.columns)
+        out = self._project(table.select(list(range(n))))
+        for i in range(n, table.num_columns):
+            out = out.append_column(table.schema.field(i), table.column(i))
+        return out
 
     def _with_ids(self, frag, table: pa.Table, phys) -> pa.Table:
         if not (self.with_row_id or self.with_row_address):

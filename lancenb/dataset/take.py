@@ -53,7 +53,7 @@ def take(ds, indices, columns=None, *, with_row_id=False, with_row_address=False
         phys = live[local] if live is not None else local
         uniq, inverse = np.unique(phys, return_inverse=True)
         t = frag.take_physical(sc.columns, uniq, blob_handling=sc.blob_handling)
-        t = sc._with_ids(frag, sc._project(t), uniq)
+        t = sc._with_ids(frag, t, uniq)
         if len(uniq) != len(phys) or np.any(np.diff(inverse) < 0):
             t = dictarray.take(t, pa.array(inverse))
         parts.append(t)
@@ -67,7 +67,7 @@ def take(ds, indices, columns=None, *, with_row_id=False, with_row_address=False
         inv = np.empty_like(order)
         inv[order] = np.arange(len(order))
         table = dictarray.take(table, pa.array(inv))
-    return sc._public(dictarray.combine_chunks(table))
+    return sc._public(sc._project_with_ids(dictarray.combine_chunks(table)))
 
 
 
@@ -223,8 +223,8 @@ def take_rows(ds, row_ids, columns=None, *, by_address=False, **kwargs) -> pa.Ta
             raise InvalidInputError(f"row(s) {ids[sel][:3].tolist()} do not exist or are "
                                     f"deleted")
         uniq, inverse = np.unique(off[sel], return_inverse=True)
-        t = sc._with_ids(frag, sc._project(frag.take_physical(
-            sc.columns, uniq, blob_handling=sc.blob_handling)), uniq)
+        t = sc._with_ids(frag, frag.take_physical(sc.columns, uniq,
+                                                  blob_handling=sc.blob_handling), uniq)
         parts.append(dictarray.take(t, pa.array(inverse)))
         positions.append(sel)
     if not parts:
@@ -233,7 +233,8 @@ def take_rows(ds, row_ids, columns=None, *, by_address=False, **kwargs) -> pa.Ta
     order = np.concatenate(positions)
     inv = np.empty_like(order)
     inv[order] = np.arange(len(order))
-    return sc._public(dictarray.combine_chunks(dictarray.take(table, pa.array(inv))))
+    return sc._public(sc._project_with_ids(
+        dictarray.combine_chunks(dictarray.take(table, pa.array(inv)))))
 
 
 

@@ -5,7 +5,6 @@ deletion file, and returns each problem with its file, column, page and offset."
 from __future__ import annotations
 
 import functools
-import json
 import re
 
 from lancenb.errors import CorruptFileError, LanceError, NotSupportedError
@@ -136,6 +135,7 @@ def _check_metadata_files(store, versions: list[int], problems: list) -> None:
     """Names under ``_versions/`` that look like manifests but name no version (pylance
     ignores them; they are reported), the latest-version hint, and every tag file."""
     # deferred: inspecting a file does not load the dataset layer
+    from lancenb.dataset.hint import HINT_MAX_BYTES, parse_hint
     from lancenb.dataset.manifest import HINT_FILE, VERSIONS_DIR, parse_manifest_name
     from lancenb.dataset.tags import parse_tag
 
@@ -145,14 +145,9 @@ def _check_metadata_files(store, versions: list[int], problems: list) -> None:
                                      "not a manifest name (no version 1..2**64-2); ignored "
                                      "when the dataset is read"))
     if store.exists(HINT_FILE):
-        raw = store.read_bytes(HINT_FILE)
-        try:
-            hint = json.loads(raw)
-            ok = isinstance(hint, dict) and isinstance(hint.get("version"), int) \
-                and not isinstance(hint.get("version"), bool) and hint["version"] >= 1
-        except (ValueError, RecursionError):
-            ok = False
-        if not ok:
+        # (what the readers accept as a hint: lancenb.dataset.hint)
+        raw = store.read_bytes(HINT_FILE, max_bytes=HINT_MAX_BYTES + 1)
+        if parse_hint(raw) is None:
             problems.append(_problem(store.uri_of(HINT_FILE), f"latest-version hint "
                                      f"{bytes(raw[:60])!r} is not {{\"version\": N}}; ignored "
                                      f"when the dataset is read"))
