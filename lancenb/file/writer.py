@@ -10,7 +10,9 @@ and the footer (:mod:`lancenb.file.format`).
 
 from __future__ import annotations
 
+import functools
 import os
+import threading
 from typing import Protocol
 
 import pyarrow as pa
@@ -53,11 +55,45 @@ class WriterBackend(Protocol):
         """Write every column's remaining pages."""
 
 
+def _locked(method):
+    """Run ``method`` holding the writer's lock (see :class:`LanceFileWriter`)."""
+    @functools.wraps(method)
+    def run(self, *args, **kwargs):
+        with self._lock:
+            return method(self, *args, **kwargs)
+    return run
+
+
+class _BufferWriter:
+    """Writes one 64-aligned buffer, 'H'-padded after, to ``out``; returns
+    ``(position, size)``."""
+
+    __slots__ = ("out",)
+
+    def __init__(self, out):
+        self.out = out
+
+    def __call__(self, data) -> tuple[int, int]:
+        pos = self.out.tell()
+        n = self.out.write(data)
+        pad = (-n) % PAGE_ALIGN
+        if pad:
+            self.out.write(PAD_BYTE * pad)
+        return pos, n
+
+
 class LanceFileWriter:
     """Write a Lance file (the same surface as pylance's ``lance.file.LanceFileWriter``).
 
     Use it as a context manager (the file is complete when the block ends without an
-    exception, discarded otherwise), or call :meth:`close` or :meth:`abort`.
+    exception, discarded otherwise), or call :meth:`close` or :meth:`abort`. A writer
+    dropped without either is aborted when it is collected, as pylance's: nothing is
+    left at ``path``.
+
+    One writer may be shared by several threads, as pylance's: each call runs whole
+    (a lock around it), so every batch's rows are written together, batches in the
+    order their ``write_batch`` calls took the lock. Columns are still encoded on the
+    encoder pool within a call.
 
     Parameters
     ----------
@@ -109,7 +145,11 @@ class LanceFileWriter:
         self.path = os.fspath(path)
         self._data_cache_bytes = data_cache_bytes
         self._max_page_bytes = max_page_bytes
+        self._lock = threading.RLock()  # one call at a time (write_batch recurses)
         self._out = lio.open_writer(self.path, storage_options)
+        # (a function of the stream, not a bound method: the backends hold it, and a
+        # cycle back to the writer would keep an abandoned writer from being collected)
+        self._write_buffer = _BufferWriter(self._out)
         self._global_buffers: list[tuple[int, int]] = []
         self._schema_metadata: dict[str, bytes] = {}
         self._schema: pa.Schema | None = None  # as stored
@@ -165,21 +205,14 @@ class LanceFileWriter:
         self.closed = True
         raise exc
 
-    def _write_buffer(self, data) -> tuple[int, int]:
-        """Write one 64-aligned buffer, 'H'-padded after; return (position, size)."""
-        pos = self._out.tell()
-        n = self._out.write(data)
-        pad = (-n) % PAGE_ALIGN
-        if pad:
-            self._out.write(PAD_BYTE * pad)
-        return pos, n
-
     # -- public API ----------------------------------------------------------
+    @_locked
     def add_schema_metadata(self, key: str, value: str) -> None:
         """Add (or replace) a key of the schema's metadata, written when the file closes."""
         self._check_open()
         self._schema_metadata[key] = value.encode() if isinstance(value, str) else bytes(value)
 
+    @_locked
     def add_global_buffer(self, data: bytes) -> int:
         """Write ``data`` as a global buffer now; returns its index (1, 2, ...; 0 is
         the schema), for :meth:`LanceFileReader.read_global_buffer`.
@@ -198,6 +231,7 @@ class LanceFileWriter:
         self._global_buffers.append(self._write_buffer(memoryview(data)))
         return len(self._global_buffers)
 
+    @_locked
     def write_batch(self, batch: pa.RecordBatch | pa.Table) -> None:
         """Write a batch (or every batch of a table); the first one sets the schema
         when none was given.
@@ -247,6 +281,7 @@ class LanceFileWriter:
         if self.closed:
             raise InvalidInputError(f"the writer for {self.path!r} is closed")
 
+    @_locked
     def close(self) -> int | None:
         """Flush, write metadata and footer; returns the number of rows (None if closed).
 
@@ -302,6 +337,7 @@ class LanceFileWriter:
         self.closed = True
         return self._rows
 
+    @_locked
     def abort(self) -> None:
         """Give up on the file: discard what was written (nothing is left at ``path``).
 
@@ -318,6 +354,15 @@ class LanceFileWriter:
         """
         if not self.closed:
             self._out.abort()
+            self.closed = True
+
+    def __del__(self):
+        # abandoned (never closed nor aborted): discard the partial file, as pylance
+        if not getattr(self, "closed", True) and getattr(self, "_out", None) is not None:
+            try:
+                self._out.abort()
+            except Exception:  # pragma: no cover - best effort at collection time
+                pass
             self.closed = True
 
     def __enter__(self) -> "LanceFileWriter":
