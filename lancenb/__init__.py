@@ -7,8 +7,10 @@
 
 import importlib as _importlib
 import importlib.util  # noqa: F401
+import os as _os
 import sys as _sys
 import types as _types
+from typing import TYPE_CHECKING
 
 from lancenb import errors
 from lancenb._version import __version__
@@ -51,7 +53,7 @@ _LAZY = {
     "schema_to_json": ("lancenb.dataset.module_api", "schema_to_json"),
     "json_to_schema": ("lancenb.dataset.module_api", "json_to_schema"),
     "sanitize_ts": ("lancenb.dataset.module_api", "sanitize_ts"),
-    "set_logger": ("lancenb.dataset.module_api", "set_logger"),
+    "set_logger": ("lancenb.log", "set_logger"),
     "simd_info": ("lancenb.dataset.module_api", "simd_info"),
     "iops_counter": ("lancenb.dataset.module_api", "iops_counter"),
     "ScanStatistics": ("lancenb.dataset.api_types", "ScanStatistics"),
@@ -63,6 +65,52 @@ _LAZY = {
     "validate": ("lancenb.inspect", "validate"),
     "warmup": ("lancenb.warmup", "warmup"),
 }
+
+if TYPE_CHECKING:
+    # what type checkers see: the names of _LAZY, imported from the same places (the
+    # table stays the runtime truth; tests/test_public_modules.py checks they agree)
+    from lancenb import file as file
+    from lancenb import fragment as fragment
+    from lancenb.dataset import LanceDataset as LanceDataset
+    from lancenb.dataset import LanceFragment as LanceFragment
+    from lancenb.dataset import LanceScanner as LanceScanner
+    from lancenb.dataset import dataset as dataset
+    from lancenb.dataset import write_dataset as write_dataset
+    from lancenb.dataset.api_types import CleanupCandidateFile as CleanupCandidateFile
+    from lancenb.dataset.api_types import CleanupExplanation as CleanupExplanation
+    from lancenb.dataset.api_types import DatasetBasePath as DatasetBasePath
+    from lancenb.dataset.api_types import DataStatistics as DataStatistics
+    from lancenb.dataset.api_types import FieldStatistics as FieldStatistics
+    from lancenb.dataset.api_types import ScanStatistics as ScanStatistics
+    from lancenb.dataset.blob import BlobFile as BlobFile
+    from lancenb.dataset.evolution import BatchUDF as BatchUDF
+    from lancenb.dataset.evolution import batch_udf as batch_udf
+    from lancenb.dataset.fragmeta import FragmentMetadata as FragmentMetadata
+    from lancenb.dataset.maintenance import CleanupStats as CleanupStats
+    from lancenb.dataset.module_api import BlobColumn as BlobColumn
+    from lancenb.dataset.module_api import bytes_read_counter as bytes_read_counter
+    from lancenb.dataset.module_api import iops_counter as iops_counter
+    from lancenb.dataset.module_api import json_to_schema as json_to_schema
+    from lancenb.dataset.module_api import sanitize_ts as sanitize_ts
+    from lancenb.dataset.module_api import schema_to_json as schema_to_json
+    from lancenb.dataset.module_api import simd_info as simd_info
+    from lancenb.dataset.mutation import MergeInsertBuilder as MergeInsertBuilder
+    from lancenb.dataset.operations import LanceOperation as LanceOperation
+    from lancenb.dataset.operations import Transaction as Transaction
+    from lancenb.file import LanceFileReader as LanceFileReader
+    from lancenb.file import LanceFileWriter as LanceFileWriter
+    from lancenb.inspect import explain as explain
+    from lancenb.inspect import inspect as inspect
+    from lancenb.inspect import validate as validate
+    from lancenb.log import set_logger as set_logger
+    from lancenb.warmup import warmup as warmup
+
+if _os.environ.get("LANCE_LOG") is not None:
+    # pylance turns its core's logging on at import when LANCE_LOG is set; so does
+    # lancenb (lancenb.log: stderr or LANCE_LOG_FILE)
+    from lancenb.log import configure_from_env as _configure_log
+
+    _configure_log()
 
 
 def __getattr__(name):

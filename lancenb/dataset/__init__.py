@@ -1,12 +1,52 @@
 """The Lance table format: datasets with versions, fragments, transactions and deletions.
 
 ``write_dataset``/``dataset``/``LanceDataset`` mirror pylance's API; see
-:mod:`lancenb.dataset.core`.
+:mod:`lancenb.dataset.core`. This module also carries the small public names of
+pylance's ``lance.dataset``: :class:`ColumnOrdering` (a sort key for ``order_by``),
+:data:`LANCE_COMMIT_MESSAGE_KEY` (the transaction property holding a commit message)
+and :class:`AutoCleanupConfig`.
 """
 
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TypedDict
+
+from lancenb.dataset.blob import BlobFile
 from lancenb.dataset.core import LanceDataset, Tags, dataset, write_dataset
 from lancenb.dataset.fragment import DataFile, FragmentMetadata, LanceFragment
+from lancenb.dataset.mutation import MergeInsertBuilder
+from lancenb.dataset.operations import LanceOperation, Transaction
 from lancenb.dataset.scanner import LanceScanner
 
 __all__ = ["LanceDataset", "LanceFragment", "LanceScanner", "Tags", "DataFile",
-           "FragmentMetadata", "dataset", "write_dataset"]
+           "FragmentMetadata", "dataset", "write_dataset", "ColumnOrdering",
+           "LANCE_COMMIT_MESSAGE_KEY", "AutoCleanupConfig", "LanceOperation", "Transaction",
+           "MergeInsertBuilder", "BlobFile"]
+
+#: The transaction property under which ``commit_message=`` is stored (pylance's key).
+LANCE_COMMIT_MESSAGE_KEY = "__lance_commit_message"
+
+
+@dataclass
+class ColumnOrdering:
+    """One sort key of ``order_by`` (scans, ``to_table``): the column, its direction
+    and where its nulls go (default: ascending, nulls last, as pylance).
+
+    Examples
+    --------
+    >>> ColumnOrdering("a", ascending=False)
+    ColumnOrdering(column_name='a', ascending=False, nulls_first=False)
+    """
+
+    column_name: str
+    ascending: bool = True
+    nulls_first: bool = False
+
+
+class AutoCleanupConfig(TypedDict):
+    """``auto_cleanup_options`` of ``write_dataset``: every ``interval`` commits,
+    remove versions older than ``older_than_seconds``."""
+
+    interval: int
+    older_than_seconds: int
