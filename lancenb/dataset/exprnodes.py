@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lancenb.dataset import floatorder
 from lancenb.errors import InvalidInputError
 
 __all__ = ["Node", "Col", "Lit", "Opaque", "Cast", "Cmp", "Arith", "Neg", "And", "Or", "Not",
@@ -96,32 +97,65 @@ class Cmp(Node):
     type = pa.bool_()
 
     def expr(self):
-        """The comparison, with DataFusion's NaN ordering on float operands."""
-        a, b = self.left.expr(), self.right.expr()
-        out = CMP[self.op](a, b)
+        """The comparison; floats in pylance's total order
+        (:mod:`lancenb.dataset.floatorder`)."""
         fa, fb = pa.types.is_floating(self.left.type), pa.types.is_floating(self.right.type)
         if not (fa or fb):
-            return out
-        # pylance (DataFusion) orders floats with NaN above every number and equal
-        # to itself; IEEE comparisons say false. Add the NaN cases back.
-        false = pc.scalar(False)
-        na = pc.is_nan(a) if fa else false
-        nb = pc.is_nan(b) if fb else false
-        if self.op == ">":
-            return out | (na & ~nb)
-        if self.op == ">=":
-            return out | na
-        if self.op == "<":
-            return out | (nb & ~na)
-        if self.op == "<=":
-            return out | nb
-        if self.op == "=":
-            return out | (na & nb)
-        return out & ~(na & nb)  # "!="
+            return CMP[self.op](self.left.expr(), self.right.expr())
+        # both sides as the wider float type, then compared by their order keys; a
+        # comparison with a literal holds -0.0 and +0.0 equal (as pylance does)
+        typ = max((t for t in (self.left.type, self.right.type) if pa.types.is_floating(t)),
+                  key=lambda t: t.bit_width)
+        zeq = isinstance(self.left, Lit) or isinstance(self.right, Lit)
+        return CMP[self.op](_order_key(self.left, typ, zeq), _order_key(self.right, typ, zeq))
 
 
+def _order_key(node: Node, typ: pa.DataType, zeros_equal: bool) -> pc.Expression:
+    """The order key expression of ``node`` as the float type ``typ``."""
+    if isinstance(node, Lit):
+        value = node.value if node.value.type == typ else node.value.cast(typ)
+        return pc.scalar(floatorder.key_scalar(value, zeros_equal))
+    # (cast even when the node's type is typ: Arrow may type arithmetic on a literal
+    # more narrowly than the translator, float32 * 1.5 as float32)
+    return floatorder.order_key(node.expr().cast(typ), typ, zeros_equal)
+
+
+def _is_float(*values) -> bool:
+    return any(pa.types.is_floating(v.type) for v in values)
+
+
+def _divide(a, b):
+    """``/``: integers truncate and raise on a zero divisor; floats follow IEEE 754
+    (``1.0 / 0`` is inf, ``0.0 / 0`` NaN), as pylance's ``/``."""
+    return (pc.divide if _is_float(a, b) else pc.divide_checked)(a, b)
+
+
+# pyarrow >= 26 has ``remainder`` (C's fmod for floats); older versions have no
+# remainder function at all (issue 37), so integers use the identity below everywhere
+# and float remainders are left to the SQL engine there
+_NATIVE_REMAINDER = getattr(pc, "remainder", None)
+
+
+def _remainder(a, b, ta: pa.DataType | None = None, tb: pa.DataType | None = None):
+    """``%`` as pylance computes it: the sign of the dividend (truncated division);
+    integer ``x % 0`` raises, ``INT_MIN % -1`` is 0; floats as C's ``fmod`` (``x % 0.0``
+    is NaN). ``a``/``b`` are arrays or scalars, or expressions of types ``ta``/``tb``."""
+    ta, tb = ta or a.type, tb or b.type
+    if not (pa.types.is_integer(ta) and pa.types.is_integer(tb)):
+        if _NATIVE_REMAINDER is None:
+            raise pa.ArrowNotImplementedError(
+                f"pyarrow {pa.__version__} has no remainder function for {ta} % {tb}")
+        return _NATIVE_REMAINDER(a, b)
+    if pa.types.is_signed_integer(tb):
+        # a - trunc(a / b) * b; a divisor of -1 gives 0, and as 1 it cannot overflow
+        lit = pc.scalar if isinstance(b, pc.Expression) else (lambda v: v)
+        b = pc.if_else(pc.equal(b, lit(pa.scalar(-1, tb))), lit(pa.scalar(1, tb)), b)
+    return pc.subtract(a, pc.multiply(pc.divide_checked(a, b), b))
+
+
+#: ``op`` -> function of two scalars or arrays (with types), as pylance computes it
 ARITH = {"+": pc.add_checked, "-": pc.subtract_checked, "*": pc.multiply_checked,
-          "/": pc.divide_checked, "%": pc.remainder_checked}
+         "/": _divide, "%": _remainder}
 
 
 @dataclass(frozen=True)
@@ -133,8 +167,15 @@ class Arith(Node):
     type: pa.DataType
 
     def expr(self):
-        """The checked pyarrow.compute operation (overflow raises)."""
-        return ARITH[self.op](self.left.expr(), self.right.expr())
+        """The pyarrow.compute operation (integer overflow raises)."""
+        a, b = self.left.expr(), self.right.expr()
+        if self.op == "/":
+            floating = pa.types.is_floating(self.left.type) or pa.types.is_floating(
+                self.right.type)
+            return (pc.divide if floating else pc.divide_checked)(a, b)
+        if self.op == "%":
+            return _remainder(a, b, self.left.type, self.right.type)
+        return ARITH[self.op](a, b)
 
 
 @dataclass(frozen=True)
