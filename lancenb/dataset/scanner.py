@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lancenb.dataset import blob
+from lancenb.dataset import blob, floatorder
 from lancenb.dataset import sql as engine
 from lancenb.dataset.api_types import ScanStatistics
 from lancenb.dataset.nested import ROW_ADDR, ROW_ID, quoted, struct_path
@@ -774,7 +774,8 @@ def _orderings(order_by, schema: pa.Schema) -> list:
 
 
 def _sort(table: pa.Table, orderings: list) -> pa.Table:
-    """``table`` stably sorted by ``orderings``; each key may place its nulls first
+    """``table`` stably sorted by ``orderings`` (floats in pylance's total order,
+    :mod:`lancenb.dataset.floatorder`); each key may place its nulls first
     or last (Arrow's sort takes one null placement for all keys, so sort by the last
     key first, one key at a time: stable sorts compose)."""
     idx = pa.array(np.arange(table.num_rows, dtype=np.int64))
@@ -782,6 +783,8 @@ def _sort(table: pa.Table, orderings: list) -> pa.Table:
         if col not in table.column_names:
             raise InvalidInputError(f"order_by: column {col!r} must be in the projection")
         keys = table.column(col).take(idx)
+        if pa.types.is_floating(keys.type):  # pylance's total order: -NaN first, NaN last
+            keys = floatorder.key_array(keys)
         order = pc.sort_indices(pa.table({"k": keys}), sort_keys=[
             ("k", "ascending" if asc else "descending", "at_start" if nf else "at_end")])
         idx = idx.take(order)
