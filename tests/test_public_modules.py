@@ -352,10 +352,17 @@ def test_image_types_in_a_dataset(tmp_path):
         "uri": nb_arrow.ImageURIArray.from_uris(["a.png", "b.png"]),
         "px": nb_arrow.ImageArray.from_array(pa.FixedShapeTensorArray.from_numpy_ndarray(
             pixels))})
+    tbl = tbl.append_column("bf16", nb_arrow.bfloat16_array([1.5, None]))
     lancenb.write_dataset(tbl, tmp_path / "ds")
     back = lance.dataset(tmp_path / "ds").to_table()
     assert back.column("uri").type.extension_name == "lance.arrow.image_uri"
     assert back.column("px").combine_chunks().storage.equals(tbl.column("px").chunk(0).storage)
+    # lancenb reads its own extension types back (they were storage types before)
+    ours = lancenb.dataset(tmp_path / "ds")
+    assert ours.schema == tbl.schema
+    assert ours.to_table() == tbl and ours.take([1]) == tbl.take([1])
+    assert isinstance(ours.to_table().column("px").chunk(0),
+                      nb_arrow.FixedShapeImageTensorArray)
 
 
 # -- lancenb.file / lancenb.dataset names --------------------------------------------
