@@ -36,7 +36,6 @@ from lancenb.dataset.commit import (
 )
 from lancenb.dataset.evolution import add_columns, alter_columns, drop_columns, merge_columns
 from lancenb.dataset.fragment import LanceFragment, open_data_file
-from lancenb.dataset.inputs import coerce_input
 from lancenb.dataset.maintenance import Optimize, cleanup_old_versions
 from lancenb.dataset.manifest import FLAG_STABLE_ROW_IDS, check_feature_flags, parse_manifest_name
 from lancenb.dataset.mutation import MergeInsertBuilder, delete_rows, update
@@ -506,6 +505,10 @@ class LanceDataset(DatasetApiExtras, pads.Dataset):
         for :attr:`stable_row_ids`)."""
         return self.stable_row_ids
 
+    def __len__(self) -> int:
+        """The live rows (``count_rows()``), as pylance's ``len(ds)``."""
+        return self.count_rows()
+
     def count_rows(self, filter=None, **kwargs) -> int:
         """Live rows, or rows matching ``filter`` (SQL or pyarrow expression).
 
@@ -654,13 +657,14 @@ class LanceDataset(DatasetApiExtras, pads.Dataset):
         return take.take_rows(self, row_ids, columns, by_address=by_address, **kwargs)
 
     # -- schema evolution (lancenb.dataset.evolution) ----------------------------
-    def add_columns(self, transforms, read_columns=None, *, batch_size=None, **kwargs) -> None:
+    def add_columns(self, transforms, read_columns=None, reader_schema=None,
+                    batch_size=None) -> None:
         """Add columns from SQL expressions (``{"b": "a * 2"}``), ``pa.Field``s /
-        a ``pa.Schema`` (all null), or a batch function (see ``lancenb.batch_udf``)."""
-        kwargs.pop("reader_schema", None)
-        if kwargs:
-            raise InvalidInputError(f"unsupported add_columns options: {sorted(kwargs)}")
-        add_columns(self, transforms, read_columns, batch_size=batch_size)
+        a ``pa.Schema`` (all null), a batch function (see ``lancenb.batch_udf``), or
+        data with one value per row (a reader, scanner, or an iterator of batches
+        with ``reader_schema``)."""
+        add_columns(self, transforms, read_columns, batch_size=batch_size,
+                    reader_schema=reader_schema)
 
     def drop_columns(self, columns) -> None:
         """Remove ``columns`` from the schema (a new version; data files are not
@@ -672,11 +676,11 @@ class LanceDataset(DatasetApiExtras, pads.Dataset):
         ``{"path", "name", "nullable", "data_type"}`` as pylance takes them."""
         alter_columns(self, *alterations)
 
-    def merge(self, data_obj, left_on: str, right_on: str | None = None, **kwargs) -> None:
-        """Join the columns of ``data_obj`` onto this dataset's rows by key."""
-        if kwargs:
-            raise InvalidInputError(f"unsupported merge options: {sorted(kwargs)}")
-        merge_columns(self, data_obj, left_on, right_on)
+    def merge(self, data_obj, left_on: str, right_on: str | None = None,
+              schema=None) -> None:
+        """Join the columns of ``data_obj`` onto this dataset's rows by key (``schema``:
+        of ``data_obj``, e.g. an iterator of batches)."""
+        merge_columns(self, data_obj, left_on, right_on, schema)
 
     # pyarrow.dataset.Dataset methods without a lancenb implementation: refuse
     # clearly instead of reaching into an uninitialised C++ dataset
@@ -777,7 +781,7 @@ pandas DataFrame, list of dicts or pyarrow Dataset
     """
     check_write_options({k: v for k, v in kwargs.items()
                          if k not in ("commit_message", "transaction_properties")})
-    store, mf = write_version(coerce_input(data, schema), uri, schema, mode=mode,
+    store, mf = write_version(data, uri, schema, mode=mode,
                               max_rows_per_file=max_rows_per_file,
                               max_bytes_per_file=max_bytes_per_file,
                               data_storage_version=data_storage_version,

@@ -27,6 +27,8 @@ import pyarrow.compute as pc
 
 from lancenb._proto import file_pb2, table_pb2, transaction_pb2
 from lancenb.dataset import sql as engine
+from lancenb.dataset import udf
+from lancenb.dataset.inputs import InputTypeError, is_hugging_face
 from lancenb.dataset.manifest import DATA_DIR
 from lancenb.dataset.transaction import Transaction
 from lancenb.dataset.write import cleanup, normalize_input, write_data_files
@@ -184,10 +186,14 @@ def _ranges(n: int, step: int):
 
 # -- add -------------------------------------------------------------------------------
 
-def add_columns(ds, transforms, read_columns=None, *, batch_size=None) -> None:
+def add_columns(ds, transforms, read_columns=None, *, batch_size=None,
+                reader_schema=None) -> None:
     """Add columns: ``{name: SQL expression}``, a ``pa.Field``/list of fields/
-    ``pa.Schema`` (all null), or a function / :class:`BatchUDF` from a RecordBatch of
-    ``read_columns`` to a RecordBatch of new columns."""
+    ``pa.Schema`` (all null), a function / :class:`BatchUDF` from a RecordBatch of
+    ``read_columns`` to a RecordBatch of new columns (run on the live rows, see
+    :mod:`lancenb.dataset.udf`), or data: any input ``write_dataset`` reads (a reader,
+    a scanner, an iterator of batches with ``reader_schema`` ...), one value per live
+    row in dataset order."""
     schema = ds._schema
     step = int(batch_size or DEFAULT_BATCH_ROWS)
     if isinstance(transforms, pa.Field):
@@ -201,7 +207,7 @@ def add_columns(ds, transforms, read_columns=None, *, batch_size=None) -> None:
         frags = list(ds.manifest.fragments)
         _commit(ds, _merge_txn(ds, frags, fields), [])
         return
-    if isinstance(transforms, dict):
+    if isinstance(transforms, dict) and not is_hugging_face(transforms):
         from lancenb.dataset.filters import check_expression  # lazy: it loads sqlglot
 
         if not transforms:
@@ -227,67 +233,42 @@ def add_columns(ds, transforms, read_columns=None, *, batch_size=None) -> None:
         missing = [c for c in cols if c not in schema.names]
         if missing:
             raise InvalidInputError(f"add_columns: no column(s) {missing} to read")
-        out_schema = getattr(func, "output_schema", None)
-        first = ds.get_fragments()[0] if ds.get_fragments() else None
-        if out_schema is None:
-            if first is None:
-                raise InvalidInputError("add_columns: the dataset is empty; give the "
-                                        "function an output_schema (lancenb.batch_udf)")
-            sample = first.take_physical(cols, np.arange(min(1, first.physical_rows)))
-            out_schema = _as_batch(func(sample.to_batches()[0] if sample.num_rows else
-                                        pa.RecordBatch.from_pylist([], schema=sample.schema)),
-                                   None).schema
-        new_schema = out_schema
+        new_schema = udf.output_schema(func, ds.get_fragments(), cols,
+                                       plain=not isinstance(func, BatchUDF))
         _check_new_names(schema, new_schema.names)
 
         def make_batches(frag):
-            for lo, hi in _ranges(frag.physical_rows, step):
-                t = frag.take_physical(cols, np.arange(lo, hi, dtype=np.int64))
-                for b in (t.to_batches() or [pa.RecordBatch.from_pylist([], schema=t.schema)]):
-                    out = _as_batch(func(b), new_schema)
-                    if out.num_rows != b.num_rows:
-                        raise InvalidInputError(f"add_columns: the function returned "
-                                                f"{out.num_rows} rows for a batch of "
-                                                f"{b.num_rows}")
-                    yield out
+            return udf.udf_batches(frag, func, cols, new_schema, step)
         ckpt_path = getattr(func, "checkpoint_file", None)
         ckpt = _Checkpoint(ckpt_path, f"{ds.uri}@{ds.version}:{','.join(new_schema.names)}")
     else:
-        raise InvalidInputError(f"add_columns takes a dict of SQL expressions, a pa.Field/"
-                                f"pa.Schema, or a function; got {type(transforms).__name__}")
+        try:
+            new_schema, batches = normalize_input(transforms, reader_schema,
+                                                  what="add_columns")
+        except InputTypeError as e:
+            raise InputTypeError(f"add_columns takes a dict of SQL expressions, a pa.Field/"
+                                 f"pa.Schema, a function or data (a reader, an iterator of "
+                                 f"batches with reader_schema ...): {e}") from e
+        _check_new_names(schema, new_schema.names)
+        feeder = udf.RowFeeder(new_schema, batches)
+        last = ds.get_fragments()[-1].fragment_id if ds.get_fragments() else None
+
+        def make_batches(frag):
+            yield from feeder.batches(frag, step)
+            if frag.fragment_id == last:
+                feeder.finish()
+        ckpt = None
     new_fields = _new_fields(new_schema, _next_field_id(ds))
     frags, written = _write_column_files(ds, new_schema, new_fields, make_batches,
                                          checkpoint=ckpt)
+    if not isinstance(transforms, dict) and not callable(transforms) and last is None:
+        feeder.finish()  # (no fragment took any row)
     if ckpt is not None:  # a failed commit keeps what the checkpoint names for a rerun
         kept = {f"{DATA_DIR}/{ckpt.get(k).path}" for k in ckpt.done}
         written = [w for w in written if w not in kept]
     _commit(ds, _merge_txn(ds, frags, list(ds.manifest.fields) + new_fields), written)
     if ckpt is not None:
         ckpt.clear()
-
-
-def _as_batch(x, schema):
-    try:
-        import pandas as pd  # lazy: heavy, and optional
-    except ImportError:  # pragma: no cover
-        pd = None
-    if pd is not None and isinstance(x, pd.DataFrame):
-        x = pa.Table.from_pandas(x, schema=schema, preserve_index=False)
-    if isinstance(x, pa.Table):
-        x = x.combine_chunks()
-        x = x.to_batches()[0] if x.num_rows else pa.RecordBatch.from_pylist([], schema=x.schema)
-    if not isinstance(x, pa.RecordBatch):
-        raise InvalidInputError(f"add_columns: the function must return a RecordBatch, Table "
-                                f"or DataFrame, not {type(x).__name__}")
-    if schema is not None and not x.schema.equals(schema, check_metadata=False):
-        try:
-            x = pa.Table.from_batches([x]).select(schema.names).cast(schema)
-            x = x.combine_chunks().to_batches()[0] if x.num_rows else \
-                pa.RecordBatch.from_pylist([], schema=schema)
-        except (KeyError, pa.ArrowInvalid, ValueError) as e:
-            raise SchemaError(f"add_columns: the function returned {x.schema}, expected "
-                              f"{schema}: {e}") from e
-    return x
 
 
 def _check_new_names(schema: pa.Schema, names: list[str]) -> None:
@@ -450,13 +431,14 @@ def _quote(name: str) -> str:
 
 # -- merge -----------------------------------------------------------------------------
 
-def merge_columns(ds, data, left_on: str, right_on: str | None = None) -> None:
+def merge_columns(ds, data, left_on: str, right_on: str | None = None,
+                  schema: pa.Schema | None = None) -> None:
     """Add the columns of ``data`` to the rows whose ``left_on`` equals ``data``'s
     ``right_on`` (rows without a match get nulls). ``right_on`` must be unique."""
     right_on = right_on or left_on
     if left_on not in ds._schema.names:
         raise InvalidInputError(f"merge: the dataset has no column {left_on!r}")
-    src_schema, batches = normalize_input(data, None)
+    src_schema, batches = normalize_input(data, schema, what="merge")
     src = pa.Table.from_batches(list(batches), schema=src_schema)
     if right_on not in src.column_names:
         raise InvalidInputError(f"merge: the new data has no column {right_on!r}")

@@ -16,10 +16,10 @@ import pyarrow.compute as pc
 
 from lancenb._proto import table_pb2
 from lancenb.dataset import sql as engine
+from lancenb.dataset import udf
 from lancenb.dataset.api_types import LanceSchema
 from lancenb.dataset.deletion import deletion_path
 from lancenb.dataset.evolution import (
-    _as_batch,
     _check_new_names,
     _file_version,
     _new_fields,
@@ -150,7 +150,9 @@ class FragmentApiExtras:
         """Compute new columns for this fragment's rows and write them to a new data
         file (nothing committed). ``value_func``: ``{name: SQL expression}``, or a
         function / :class:`~lancenb.BatchUDF` from a RecordBatch of ``columns`` to a
-        RecordBatch of new columns.
+        RecordBatch of new columns (run on the live rows in batches of ``batch_size``,
+        see :mod:`lancenb.dataset.udf`), or data with one value per live row (a
+        reader, an iterator of batches with ``reader_schema`` ...).
 
         Returns ``(FragmentMetadata, LanceSchema)``: commit every fragment's metadata
         with ``LanceOperation.Merge(fragments, schema)``.
@@ -172,19 +174,20 @@ class FragmentApiExtras:
             t = self.take_physical(sorted(needed), offs)
             new = engine.evaluate(t, value_func, what="merge_columns").cast(new_schema)
         elif callable(value_func):
+            if getattr(value_func, "checkpoint_file", None) is not None:
+                raise InvalidInputError(
+                    "A checkpoint file cannot be used when applying a UDF with "
+                    "LanceFragment.merge_columns: checkpoint fragment-level work yourself")
             cols = list(columns) if columns is not None else list(ds._schema.names)
-            t = self.take_physical(cols, offs)
-            out_schema = getattr(value_func, "output_schema", None)
-            parts = [_as_batch(value_func(b), out_schema) for b in t.to_batches()] or \
-                [_as_batch(value_func(pa.RecordBatch.from_pylist([], schema=t.schema)),
-                           out_schema)]
-            new = pa.Table.from_batches(parts)
-            if new.num_rows != self.physical_rows:
-                raise InvalidInputError(f"merge_columns: the function returned {new.num_rows} "
-                                        f"rows for {self.physical_rows}")
+            out_schema = udf.output_schema(value_func, [self], cols, what="merge_columns",
+                                           plain=not hasattr(value_func, "output_schema"))
+            new = pa.Table.from_batches(list(udf.udf_batches(
+                self, value_func, cols, out_schema, step, what="merge_columns")), out_schema)
         else:
-            raise InvalidInputError(f"merge_columns takes a dict of SQL expressions or a "
-                                    f"function, not {type(value_func).__name__}")
+            rs, batches = normalize_input(value_func, reader_schema, what="merge_columns")
+            feeder = udf.RowFeeder(rs, batches)
+            new = pa.Table.from_batches(list(feeder.batches(self, step)), rs)
+            feeder.finish()
         _check_new_names(ds._schema, new.schema.names)
         fields = _new_fields(new.schema, _next_field_id(ds))
         df = self._write_file(new, fields, step)

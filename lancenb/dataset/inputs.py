@@ -1,35 +1,101 @@
 """Input to a dataset write: the data kinds accepted, and conforming them to a schema.
 
-:func:`normalize_input` turns any accepted input (pyarrow Table, RecordBatch,
-RecordBatchReader, an iterable of RecordBatches, an Arrow C stream, a pandas DataFrame,
-a dict of columns) into ``(schema, iterator of RecordBatch)`` without materialising a
-stream; :func:`check_append_schema` and :func:`fill_missing` check and complete the
-columns of an append against the dataset's schema.
+Every entry point that takes data (``write_dataset``, ``insert``, ``write_fragments``,
+``LanceFragment.create``, ``merge_insert``, ``merge``, ``add_columns`` from a reader, a
+fragment's ``merge``/``merge_columns``/``update_columns``) reads it through
+:func:`normalize_input`, which turns it into ``(schema, iterator of RecordBatch)``
+without materialising a stream. The kinds, in the order they are recognised (pylance's
+``_coerce_reader`` order, so an object that is two kinds at once is read as pylance
+reads it):
+
+=============================================  =============================================
+input                                          read as
+=============================================  =============================================
+pandas ``DataFrame``                           ``pa.Table.from_pandas(df, schema=schema)``
+                                               (a non-range index becomes a column and the
+                                               pandas metadata is kept, as pylance)
+``pa.Table`` / ``pa.RecordBatch``              its batches
+a lancenb ``LanceDataset``, a                  a scan of it (``dataset.scanner()``)
+``pyarrow.dataset.Dataset``
+a lancenb ``LanceScanner``, a                  its reader (the scan it describes)
+``pyarrow.dataset.Scanner``
+``pa.RecordBatchReader``                       itself
+polars ``DataFrame``                           ``df.to_arrow()``
+Hugging Face ``datasets.Dataset``              its Arrow rows, in the dataset's order (its
+                                               ``select``/``shuffle`` index mapping kept)
+Hugging Face ``IterableDataset``               its rows in Arrow batches, schema from its
+                                               ``features``
+Hugging Face ``DatasetDict`` /                 refused: several splits; pass one
+``IterableDatasetDict``                        (``dd["train"]``)
+``dict`` of columns                            ``pa.RecordBatch.from_pydict(d, schema=schema)``
+non-empty ``list`` of ``dict`` (rows)          ``pa.RecordBatch.from_pylist(rows, schema=...)``
+an object with ``__arrow_c_stream__``          a ``RecordBatchReader`` over the stream
+any other iterable of RecordBatches (Tables    batch by batch; without ``schema=`` the first
+accepted too)                                  batch's schema (an empty one needs a schema)
+=============================================  =============================================
+
+Anything else (a string, a number, ...) is an :class:`~lancenb.errors.InputTypeError`
+(a ``TypeError``, as pylance). With ``schema=`` the data is cast to it: columns are
+matched by name, a column the schema lacks or a type that cannot be cast is a
+:class:`~lancenb.errors.SchemaError` (never dropped or truncated quietly). Schema and
+field metadata must be UTF-8 (pylance refuses other bytes; base64-encode binary
+metadata). Extension-typed columns come out in their stored form (see
+:func:`normalize_input`).
+
+:func:`check_append_schema` and :func:`fill_missing` check and complete the columns of
+an append against the dataset's schema.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Iterable, Iterator
 
 import pyarrow as pa
 import pyarrow.dataset as pads
 
+from lancenb.dataset.scanner import LanceScanner
 from lancenb.errors import InvalidInputError, SchemaError
 from lancenb.file.extensions import storage_batch, storage_schema
 
-__all__ = ["coerce_input", "normalize_input", "check_append_schema", "fill_missing",
-           "MAX_ROWS_PER_GROUP"]
+__all__ = ["normalize_input", "check_append_schema", "fill_missing", "check_metadata",
+           "is_hugging_face", "InputTypeError", "MAX_ROWS_PER_GROUP", "HF_BATCH_ROWS"]
 
 MAX_ROWS_PER_GROUP = 1024 * 1024
+# rows per batch read from a Hugging Face dataset (pylance reads 1000 at a time from an
+# IterableDataset; an in-memory Dataset is sliced, so larger costs nothing)
+HF_BATCH_ROWS = 1000
 
 
-def normalize_input(data, schema: pa.Schema | None) -> tuple[pa.Schema, Iterator]:
-    """``(schema, iterator of RecordBatch)`` for any supported input. Extension-typed
-    columns (``uuid``, ``fixed_shape_tensor``, pylance's blob v2 ...) come out as their
-    storage type tagged with the extension (:mod:`lancenb.file.extensions`), the form a
-    Lance schema stores; ``arrow.json`` columns as JSONB (invalid JSON: an
-    :class:`InvalidInputError` naming the column and row)."""
-    schema, batches = _normalize_input(data, schema)
+
+class InputTypeError(InvalidInputError, TypeError):
+    """Data of a kind no entry point reads (a string, a number ...): a ``TypeError``
+    too, as pylance raises."""
+
+
+_KINDS = ("a pyarrow Table, RecordBatch or RecordBatchReader, a list or iterator of "
+          "RecordBatches (with schema=), a pandas or polars DataFrame, a dict of columns, "
+          "a list of row dicts, a pyarrow or Lance dataset or scanner, or a Hugging Face "
+          "Dataset / IterableDataset")
+
+
+def normalize_input(data, schema: pa.Schema | None, *,
+                    what: str = "write_dataset") -> tuple[pa.Schema, Iterator]:
+    """``(schema, iterator of RecordBatch)`` for any accepted input (see the module
+    docstring); ``what`` names the entry point in error messages.
+
+    Extension-typed columns (``uuid``, ``fixed_shape_tensor``, pylance's blob v2 ...)
+    come out as their storage type tagged with the extension
+    (:mod:`lancenb.file.extensions`), the form a Lance schema stores; ``arrow.json``
+    columns as JSONB (invalid JSON: an :class:`InvalidInputError` naming the column and
+    row).
+
+    Examples
+    --------
+    >>> schema, batches = normalize_input({"id": [1, 2]}, None)  # doctest: +SKIP
+    """
+    schema, batches = _read(data, schema, what)
+    check_metadata(schema, what)
     stored = storage_schema(schema)
     if stored is None:
         return schema, batches
@@ -45,65 +111,162 @@ def _stored_batches(batches, stored: pa.Schema):
         row += b.num_rows
 
 
-def _normalize_input(data, schema: pa.Schema | None) -> tuple[pa.Schema, Iterator]:
-    try:
-        import pandas as pd  # lazy: heavy, and optional
-    except ImportError:  # pragma: no cover - pandas is optional
-        pd = None
-    if pd is not None and isinstance(data, pd.DataFrame):
-        data = pa.Table.from_pandas(data, schema=schema, preserve_index=False)
-        if schema is None:
-            data = data.replace_schema_metadata(None)
-    if isinstance(data, pa.RecordBatch):
-        data = pa.Table.from_batches([data])
-    if isinstance(data, dict):
-        data = pa.table(data)
+def check_metadata(schema: pa.Schema, what: str = "write_dataset") -> None:
+    """Refuse schema or field metadata that is not UTF-8 (keys or values), as pylance
+    does: a Lance schema stores it as text."""
+    def bad(meta):
+        for k, v in (meta or {}).items():
+            for part in (k, v):
+                try:
+                    part.decode("utf-8") if isinstance(part, bytes) else None
+                except UnicodeDecodeError:
+                    return k
+        return None
+
+    def fields(f, path):
+        yield path, f.metadata
+        t = f.type
+        if isinstance(t, pa.StructType):
+            children = list(t)
+        elif isinstance(t, pa.MapType):
+            children = [t.key_field, t.item_field]
+        else:
+            children = [t.value_field] if hasattr(t, "value_field") else []
+        for c in children:
+            yield from fields(c, f"{path}.{c.name}")
+
+    key = bad(schema.metadata)
+    where = "the schema's metadata"
+    if key is None:
+        for f in schema:
+            for path, meta in fields(f, f.name):
+                key = bad(meta)
+                if key is not None:
+                    where = f"the metadata of field {path!r}"
+                    break
+            if key is not None:
+                break
+    if key is not None:
+        raise InvalidInputError(f"{what}: metadata key {key!r} in {where} is not valid utf8. "
+                                f"Consider base64 encode for generic binary metadata.")
+
+
+def is_hugging_face(data) -> bool:
+    """``data`` is an object of the Hugging Face ``datasets`` library (checked without
+    importing it: it is loaded already if such an object exists)."""
+    return "datasets" in sys.modules and any(
+        c.__module__.split(".")[0] == "datasets" for c in type(data).__mro__)
+
+
+def _read(data, schema: pa.Schema | None, what: str) -> tuple[pa.Schema, Iterator]:
+    if _is_pandas(data):
+        return _table(pa.Table.from_pandas(data, schema=schema), schema)
     if isinstance(data, pa.Table):
-        if schema is not None and not data.schema.equals(schema, check_metadata=False):
-            data = _cast_table(data, schema)
-        return (schema or data.schema), iter(data.to_batches(max_chunksize=MAX_ROWS_PER_GROUP))
+        return _table(data, schema)
+    if isinstance(data, pa.RecordBatch):
+        return _table(pa.Table.from_batches([data]), schema)
+    if isinstance(data, pads.Dataset):  # a lancenb LanceDataset too: it scans itself
+        return _reader(data.scanner().to_reader(), schema)
+    if isinstance(data, (pads.Scanner, LanceScanner)):
+        return _reader(data.to_reader(), schema)
     if isinstance(data, pa.RecordBatchReader):
-        rs = data.schema
-        if schema is not None and not rs.equals(schema, check_metadata=False):
-            return schema, (_cast_batch(b, schema) for b in data)
-        return (schema or rs), iter(data)
+        return _reader(data, schema)
+    if type(data).__module__.startswith("polars") and type(data).__name__ == "DataFrame":
+        return _table(data.to_arrow(), schema)
+    if is_hugging_face(data):
+        return _hugging_face(data, schema, what)
+    if isinstance(data, dict):
+        return _table(pa.Table.from_batches([pa.RecordBatch.from_pydict(data, schema=schema)]),
+                      schema)
+    if isinstance(data, list) and data and isinstance(data[0], dict):
+        return _table(pa.Table.from_pylist(data, schema=schema), schema)
     if hasattr(data, "__arrow_c_stream__"):
-        return _normalize_input(pa.RecordBatchReader.from_stream(data), schema)
-    if isinstance(data, Iterable) and not isinstance(data, (str, bytes)):
-        it = iter(data)
-        if schema is None:
-            try:
-                first = next(it)
-            except StopIteration:
-                raise InvalidInputError("write_dataset got an empty iterable and no schema; "
-                                        "pass schema= to create an empty dataset") from None
-            first = _as_batch(first, None)
-            schema = first.schema
-
-            def chain():
-                yield first
-                for b in it:
-                    yield _as_batch(b, schema)
-            return schema, chain()
-        return schema, (_as_batch(b, schema) for b in it)
-    raise InvalidInputError(f"cannot write {type(data).__name__}: pass a pyarrow Table, "
-                            f"RecordBatch, RecordBatchReader, an iterable of RecordBatches, or a "
-                            f"pandas DataFrame")
+        return _reader(pa.RecordBatchReader.from_stream(data), schema)
+    if isinstance(data, Iterable) and not isinstance(data, (str, bytes, bytearray)):
+        return _iterable(iter(data), schema, what)
+    raise InputTypeError(f"{what} cannot read {type(data).__module__}."
+                         f"{type(data).__qualname__}: pass {_KINDS}")
 
 
-def _as_batch(b, schema):
+def _is_pandas(data) -> bool:
+    pd = sys.modules.get("pandas")  # loaded already if data is a DataFrame
+    return pd is not None and isinstance(data, pd.DataFrame)
+
+
+def _table(t: pa.Table, schema: pa.Schema | None) -> tuple[pa.Schema, Iterator]:
+    if schema is not None and not t.schema.equals(schema, check_metadata=False):
+        t = _cast_table(t, schema)
+    return (schema or t.schema), iter(t.to_batches(max_chunksize=MAX_ROWS_PER_GROUP))
+
+
+def _reader(r: pa.RecordBatchReader, schema: pa.Schema | None) -> tuple[pa.Schema, Iterator]:
+    if schema is not None and not r.schema.equals(schema, check_metadata=False):
+        return schema, (_cast_batch(b, schema) for b in r)
+    return (schema or r.schema), iter(r)
+
+
+def _iterable(it: Iterator, schema: pa.Schema | None, what: str):
+    if schema is not None:
+        return schema, (_as_batch(b, schema, what) for b in it)
+    try:
+        first = next(it)
+    except StopIteration:
+        raise InvalidInputError(f"{what} got an empty iterable and no schema; pass schema= "
+                                f"(for write_dataset: to create an empty dataset)") from None
+    first = _as_batch(first, None, what)
+    schema = first.schema
+
+    def chain():
+        yield first
+        for b in it:
+            yield _as_batch(b, schema, what)
+    return schema, chain()
+
+
+def _hugging_face(data, schema: pa.Schema | None, what: str):
+    hf = sys.modules["datasets"]
+    if isinstance(data, (hf.DatasetDict, hf.IterableDatasetDict)):
+        splits = list(data.keys())
+        first = splits[0] if splits else "train"
+        raise InvalidInputError(
+            f"{what}: a Hugging Face {type(data).__name__} holds several splits "
+            f"({', '.join(map(str, splits)) or 'none'}), which {what} would not know how "
+            f"to combine: pass one split, e.g. data[{first!r}], or write each split on its "
+            f"own")
+    if isinstance(data, hf.Dataset):
+        # the arrow format gives the rows as the dataset shows them: a select()/shuffle()
+        # index mapping applied (``data.data`` is the table before it)
+        tables = data.with_format("arrow").iter(batch_size=HF_BATCH_ROWS)
+        return _iterable((b for t in tables for b in t.to_batches()),
+                         schema or data.data.schema, what)
+    if isinstance(data, hf.IterableDataset):
+        tables = (b for t in data.with_format("arrow").iter(batch_size=HF_BATCH_ROWS)
+                  for b in t.to_batches())
+        if schema is None and data.features is not None:
+            schema = data.features.arrow_schema
+        return _iterable(tables, schema, what)
+    raise InputTypeError(f"{what}: unknown Hugging Face dataset type "
+                         f"{type(data).__qualname__}; pass a datasets.Dataset or "
+                         f"IterableDataset (one split of a DatasetDict)")
+
+
+def _as_batch(b, schema, what: str = "write_dataset"):
     if isinstance(b, pa.Table):
         b = b.combine_chunks().to_batches()[0] if b.num_rows else pa.RecordBatch.from_pylist(
             [], schema=b.schema)
     if not isinstance(b, pa.RecordBatch):
-        raise InvalidInputError(f"an iterable passed to write_dataset must yield RecordBatches, "
-                                f"not {type(b).__name__}")
+        raise InputTypeError(f"an iterable passed to {what} must yield RecordBatches, "
+                             f"not {type(b).__name__}")
     if schema is not None and not b.schema.equals(schema, check_metadata=False):
         b = _cast_batch(b, schema)
     return b
 
 
 def _cast_table(t: pa.Table, schema: pa.Schema) -> pa.Table:
+    extra = [n for n in t.column_names if n not in schema.names]
+    if extra:
+        raise SchemaError(f"the data does not match the schema: it has column(s) {extra} "
+                          f"the schema does not\ndata: {t.schema}\nschema: {schema}")
     try:
         return t.select(schema.names).cast(schema)
     except (KeyError, pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as e:
@@ -147,18 +310,3 @@ def check_append_schema(data_schema: pa.Schema, ds_schema: pa.Schema, uri: str) 
         if g.type != f.type:
             raise SchemaError(f"cannot append to {uri!r}: column {f.name!r} is {g.type} in the "
                               f"data but {f.type} in the dataset")
-
-
-def coerce_input(data, schema):
-    """pylance's extra input kinds, as it reads them: a list of dicts (one per row),
-    a pandas DataFrame (its pandas metadata kept in the schema), a
-    ``pyarrow.dataset.Dataset`` (streamed through its scanner)."""
-    if isinstance(data, list) and data and all(isinstance(r, dict) for r in data):
-        return pa.Table.from_pylist(data, schema=schema)
-    # (a LanceDataset is a pyarrow Dataset too: it streams itself, as an Arrow C stream)
-    if isinstance(data, pads.Dataset) and not hasattr(data, "__arrow_c_stream__"):
-        return data.scanner().to_reader()
-    if type(data).__name__ == "DataFrame" and hasattr(data, "to_numpy") and \
-            type(data).__module__.startswith("pandas"):
-        return pa.Table.from_pandas(data, schema=schema)
-    return data

@@ -303,7 +303,7 @@ class MergeInsertBuilder:
 
     def _source(self, data, schema) -> pa.Table:
         tschema = self._ds._schema
-        src_schema, batches = normalize_input(data, schema)
+        src_schema, batches = normalize_input(data, schema, what="merge_insert")
         src = pa.Table.from_batches(list(batches), schema=src_schema)
         extra = [c for c in src.column_names if c not in tschema.names]
         keys = [c for c in self._on if c not in src.column_names]
@@ -351,6 +351,12 @@ class MergeInsertBuilder:
         ds = self._ds
         tschema = ds._schema
         src = self._source(data, schema)
+        if self._matched is None and not self._insert and not self._delete_unmatched:
+            raise InvalidInputError(
+                "merge_insert: the merge insert job is not configured to change the data in "
+                "any way: call when_matched_update_all(), when_matched_delete(), "
+                "when_not_matched_insert_all() or when_not_matched_by_source_delete() "
+                "before execute()")
         src_cols = src.column_names
         src = src.append_column("__lancenb_src", pa.array(np.arange(src.num_rows)))
         ch = _Changes(ds)

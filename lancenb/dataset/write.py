@@ -465,7 +465,8 @@ def write_version(data, target, schema=None, *, mode: str = "create",
                   data_storage_version=None, storage_options=None,
                   enable_v2_manifest_paths: bool = True, commit_lock=None, manifest_store=None,
                   enable_stable_row_ids=None, use_legacy_format=None, progress=None,
-                  commit_message=None, transaction_properties=None):
+                  commit_message=None, transaction_properties=None,
+                  what: str = "write_dataset"):
     """``write_dataset``'s whole pipeline: plan, conform, write the files, commit an
     ``Append`` or ``Overwrite``. Returns ``(store, manifest file committed)``; nothing of
     the write stays if it fails before the commit point."""
@@ -476,7 +477,7 @@ def write_version(data, target, schema=None, *, mode: str = "create",
         raise InvalidInputError(f"mode must be 'create', 'append' or 'overwrite', not {mode!r}")
     if use_legacy_format:
         data_storage_version = data_storage_version or "legacy"
-    in_schema, batches = normalize_input(data, schema)
+    in_schema, batches = normalize_input(data, schema, what=what)
     plan = plan_write(target, in_schema, mode=mode, data_storage_version=data_storage_version,
                       enable_v2_manifest_paths=enable_v2_manifest_paths,
                       storage_options=storage_options, commit_lock=commit_lock,
@@ -503,7 +504,8 @@ def write_version(data, target, schema=None, *, mode: str = "create",
 def write_fragment_files(data, dataset_uri, schema=None, *, mode: str = "append",
                          max_rows_per_file: int | None = None,
                          max_bytes_per_file: int | None = None,
-                         data_storage_version: str | None = None, storage_options=None):
+                         data_storage_version: str | None = None, storage_options=None,
+                         what: str = "write_fragments"):
     """Write ``data`` as data files of new fragments (nothing committed).
 
     Returns ``(fragment protobufs, write plan)``. In ``"append"`` mode against an
@@ -513,7 +515,7 @@ def write_fragment_files(data, dataset_uri, schema=None, *, mode: str = "append"
     """
     if mode not in ("append", "create", "overwrite"):
         raise InvalidInputError(f"mode must be 'append', 'create' or 'overwrite', not {mode!r}")
-    in_schema, batches = normalize_input(data, schema)
+    in_schema, batches = normalize_input(data, schema, what=what)
     plan = plan_write(dataset_uri, in_schema, mode=mode,
                       data_storage_version=data_storage_version,
                       storage_options=storage_options)
@@ -570,7 +572,8 @@ def create_fragment(dataset_uri, data, fragment_id=None, schema=None, max_rows_p
     frags, _ = write_fragment_files(data, dataset_uri, schema, mode=mode,
                                     max_rows_per_file=1 << 62, max_bytes_per_file=1 << 62,
                                     data_storage_version=data_storage_version,
-                                    storage_options=storage_options)
+                                    storage_options=storage_options,
+                                    what="LanceFragment.create")
     if not frags:
         raise InvalidInputError("LanceFragment.create got no rows to write")
     meta = FragmentMetadata.from_pb(frags[0])
