@@ -8,10 +8,17 @@ per-column statistics describe.
 all-null column, ``AND`` with a false side, ``OR`` with both sides false; ``NOT`` is
 pushed through ``AND``/``OR``/comparisons. Everything else (arithmetic, ``LIKE``,
 casts, column-to-column tests, missing stats, ``NaN`` bounds, a filter given as a
-``pyarrow`` Expression) is assumed to match. On float columns, tests a NaN passes
-(``>``, ``>=``, ``!=`` and negated ``<``/``<=``) are never pruned: the statistics ignore
-NaN, and NaN sorts above every number. The statistics themselves (``ColumnStats``,
-``compute_stats``) live in :mod:`lancenb.dataset.stats`.
+``pyarrow`` Expression) is assumed to match.
+
+Floats compare in pylance's total order (:mod:`lancenb.dataset.floatorder`): -NaN below
+-inf, NaN above +inf. The statistics' min and max ignore NaN (as the spec says), so on a
+float column ``<``/``<=`` are pruned only when the statistics count no -NaN
+(``negative_nan_count == 0``), ``>``/``>=`` only when they count no +NaN, ``!=`` only
+when they count no NaN; statistics without these counts (older lancenb files, other
+sources) never prune such tests. ``=`` and
+``IN`` with numbers prune on ``[min, max]`` (a NaN equals no number; -0.0 equals +0.0).
+The statistics themselves (``ColumnStats``, ``compute_stats``) live in
+:mod:`lancenb.dataset.stats`.
 """
 
 from __future__ import annotations
@@ -108,8 +115,8 @@ def may_be_true(node: Node, stats: dict[str, ColumnStats], negated: bool) -> boo
             return _in_may_be_true(node, col, lo, hi, negated)
         if isinstance(node, Cmp):
             op = NEGATE[node.op] if negated else node.op
-            if pa.types.is_floating(col.type) and op in ("!=", ">", ">="):
-                return True  # NaN sorts above every number (as in pylance); min/max skip NaN
+            if pa.types.is_floating(col.type) and op != "=" and _nan_may_pass(op, st):
+                return True  # min/max skip NaN
             lit = node.right.value
             if lit.type != col.type and not (is_numeric(lit.type) and is_numeric(col.type)):
                 return True
@@ -118,6 +125,19 @@ def may_be_true(node: Node, stats: dict[str, ColumnStats], negated: bool) -> boo
     except _Unknown:
         return True
     return True
+
+
+def _nan_may_pass(op: str, st: ColumnStats) -> bool:
+    """Whether a NaN the statistics may hide passes ``x op v`` (v a number): -NaN
+    passes ``<``/``<=``, +NaN ``>``/``>=``, both ``!=``."""
+    nans, negative = st.nan_count, st.negative_nan_count
+    if nans is None or negative is None:
+        return True
+    if op in ("<", "<="):
+        return negative > 0
+    if op in (">", ">="):
+        return nans - negative > 0
+    return nans > 0
 
 
 def _range_may_hold(op: str, v: Any, lo: Any, hi: Any) -> bool:

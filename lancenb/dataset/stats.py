@@ -15,7 +15,14 @@ pylance ignores both the buffer and the key, so its reads stay exact; files with
 them (pylance's) are simply never pruned.
 
 The value rules (NaN ignored, signed zeros, sentinels for all-null pages, truncated
-string bounds) are :func:`lancenb.dataset.filters.compute_stats`'s.
+string bounds) are :func:`compute_stats`'s. Float columns' structs carry two more
+fields, ``nan_count: int64`` (NaNs of either sign) and ``negative_nan_count: int64``
+(those with the sign bit set): the spec's min and max ignore NaN, and pylance's total
+order places -NaN below -inf and NaN above +inf, so pruning
+(:mod:`lancenb.dataset.pruning`) skips a page on a ``<`` test only when it holds no
+-NaN and on a ``>`` test only when it holds no +NaN. Files written before these fields
+are never pruned on tests a NaN could pass. Readers that do not know the fields
+ignore them.
 """
 
 from __future__ import annotations
@@ -38,6 +45,9 @@ __all__ = ["StatsCollector", "read_file_stats", "STATS_KEY", "DEFAULT_ROWS_PER_P
            "ColumnStats", "compute_stats", "BINARY_STATS_PREFIX"]
 
 STATS_KEY = "lancenb:statistics"
+#: the float columns' statistics fields counting NaNs, and those of them with the sign
+#: bit set (absent from older files)
+NAN_COUNT, NEGATIVE_NAN_COUNT = "nan_count", "negative_nan_count"
 DEFAULT_ROWS_PER_PAGE = 64 * 1024
 
 
@@ -53,9 +63,11 @@ class ColumnStats:
     ``min``/``max`` are Python scalars (``pyarrow`` scalars for temporal types, whose
     values may lie outside Python's datetime range; ``None`` when unknown) bounding every
     non-null value; they need not occur in the data (truncated strings, deleted rows).
-    ``null_count`` is ``None`` when unknown. Keys of the ``stats`` mappings passed to
-    :func:`may_match` are field paths joined by ``"."`` (``"a.b"`` for struct field b);
-    a struct field's statistics must count a null parent as null
+    ``null_count`` is ``None`` when unknown; ``nan_count`` (floats: NaNs of either
+    sign, which ``min``/``max`` ignore) and ``negative_nan_count`` (those with the sign
+    bit set) are ``None`` when unknown. Keys of the ``stats``
+    mappings passed to :func:`may_match` are field paths joined by ``"."`` (``"a.b"``
+    for struct field b); a struct field's statistics must count a null parent as null
     (``pc.struct_field(column, "b")``, not ``StructArray.field("b")``).
     """
 
@@ -63,6 +75,8 @@ class ColumnStats:
     null_count: int | None = None
     min: Any = None
     max: Any = None
+    nan_count: int | None = None
+    negative_nan_count: int | None = None
 
 
 def _truncate_min(value: Any, limit: int) -> Any:
@@ -112,11 +126,12 @@ def compute_stats(array: pa.Array | pa.ChunkedArray, *,
     Computed by Arrow kernels on the physical values: temporal types (timestamps,
     dates, times, durations) on the integers they store, their bounds returned as
     ``pyarrow`` scalars of the column's type (any int64 value, also beyond year 9999);
-    float16 through float32 (exact). NaN is ignored; a zero max is recorded as +0.0
-    and a zero min as -0.0; with no non-NaN value floats get -inf/+inf and integers the
-    type's limits. Strings and binary (not fixed-size) longer than ``max_binary_length``
-    get a truncated min and an incremented truncated max (None when no such bound
-    exists). Types without an order (lists, structs, ...) get ``min = max = None``.
+    float16 through float32 (exact). NaN is ignored (and counted in ``nan_count``); a
+    zero max is recorded as +0.0 and a zero min as -0.0; with no non-NaN value floats
+    get -inf/+inf and integers the type's limits. Strings and binary (not fixed-size)
+    longer than ``max_binary_length`` get a truncated min and an incremented truncated
+    max (None when no such bound exists). Types without an order (lists, structs, ...)
+    get ``min = max = None``.
 
     Examples
     --------
@@ -145,10 +160,14 @@ def compute_stats(array: pa.Array | pa.ChunkedArray, *,
         mm = pc.min_max(array)
         lo, hi = mm["min"].as_py(), mm["max"].as_py()
     if pa.types.is_floating(typ):
-        if lo is None or math.isnan(lo):
+        # no non-NaN value: min_max gives NaN, or (+inf, -inf) on older pyarrow (19)
+        if lo is None or math.isnan(lo) or lo > hi:
             lo, hi = -math.inf, math.inf
         lo = -0.0 if lo == 0 else lo
         hi = 0.0 if hi == 0 else hi
+        nans, negative = _nan_counts(array)
+        return ColumnStats(num_rows=num_rows, null_count=null_count, min=lo, max=hi,
+                           nan_count=nans, negative_nan_count=negative)
     elif pa.types.is_integer(typ) and lo is None:
         bits, signed = typ.bit_width, pa.types.is_signed_integer(typ)
         lo = -(1 << (bits - 1)) if signed else 0
@@ -157,6 +176,19 @@ def compute_stats(array: pa.Array | pa.ChunkedArray, *,
             isinstance(lo, (str, bytes))):
         lo, hi = _truncate_min(lo, max_binary_length), _truncate_max(hi, max_binary_length)
     return ColumnStats(num_rows=num_rows, null_count=null_count, min=lo, max=hi)
+
+
+def _nan_counts(array: pa.Array | pa.ChunkedArray) -> tuple[int, int]:
+    """``(NaNs, NaNs with the sign bit set)`` among the valid values of a float array."""
+    chunks = array.chunks if isinstance(array, pa.ChunkedArray) else [array]
+    nans = negative = 0
+    for c in chunks:
+        v = c.fill_null(0).to_numpy(zero_copy_only=False) if c.null_count else c.to_numpy(
+            zero_copy_only=False)
+        isnan = np.isnan(v)
+        nans += int(isnan.sum())
+        negative += int((isnan & np.signbit(v)).sum())
+    return nans, negative
 
 
 def _bounds_array(values: list, typ: pa.DataType) -> pa.Array:
@@ -187,11 +219,13 @@ def _stat_type(t: pa.DataType) -> pa.DataType | None:
 
 def _stats_struct(rows: list, t: pa.DataType, st: pa.DataType) -> pa.StructArray:
     """The statistics rows (:class:`ColumnStats`) of one or more columns of type ``t``
-    as a ``struct<null_count, min_value, max_value>`` array of type ``st``."""
-    return pa.StructArray.from_arrays(
-        [pa.array([r.null_count for r in rows], pa.int64()),
-         _bounds_array([r.min for r in rows], t), _bounds_array([r.max for r in rows], t)],
-        fields=list(st))
+    as a ``struct<null_count, min_value, max_value[, nan_count]>`` array of type ``st``."""
+    parts = [pa.array([r.null_count for r in rows], pa.int64()),
+             _bounds_array([r.min for r in rows], t), _bounds_array([r.max for r in rows], t)]
+    if pa.types.is_floating(t):
+        parts += [pa.array([r.nan_count for r in rows], pa.int64()),
+                  pa.array([r.negative_nan_count for r in rows], pa.int64())]
+    return pa.StructArray.from_arrays(parts, fields=list(st))
 
 
 # Arrow types whose statistics numpy computes as compute_stats does, when nothing is
@@ -222,20 +256,26 @@ def _plain_stats(t: pa.DataType, cols: list) -> list[ColumnStats]:
             continue
         # at most about _STACK_BYTES of values copied at once
         step = max(1, _STACK_BYTES // (n * items[0][1].itemsize))
-        lo, hi = [], []
+        lo, hi, nans, negative = [], [], [], []
         for s in range(0, len(items), step):
             part = items[s:s + step]
             # (one column: a view, not a copy)
             m = part[0][1][None, :] if len(part) == 1 else np.stack([v for _, v in part])
             lo += (np.fmin.reduce(m, axis=1) if floating else m.min(axis=1)).tolist()
             hi += (np.fmax.reduce(m, axis=1) if floating else m.max(axis=1)).tolist()
-        for (k, _), a, b in zip(items, lo, hi):
+            if floating:
+                isnan = np.isnan(m)
+                nans += isnan.sum(axis=1).tolist()
+                negative += (isnan & np.signbit(m)).sum(axis=1).tolist()
+        for j, ((k, _), a, b) in enumerate(zip(items, lo, hi)):
             if floating:
                 if math.isnan(a):
                     a, b = -math.inf, math.inf
                 a = -0.0 if a == 0 else a
                 b = 0.0 if b == 0 else b
-            out[k] = ColumnStats(num_rows=n, null_count=0, min=a, max=b)
+            out[k] = ColumnStats(num_rows=n, null_count=0, min=a, max=b,
+                                 nan_count=int(nans[j]) if floating else None,
+                                 negative_nan_count=int(negative[j]) if floating else None)
     return out
 
 
@@ -440,30 +480,37 @@ _STRUCT_TYPES: dict = {}
 
 
 def _struct_type(t: pa.DataType) -> pa.DataType:
-    """``struct<null_count: int64, min_value: t, max_value: t>`` (made once per type)."""
+    """``struct<null_count: int64, min_value: t, max_value: t>``, with ``nan_count``
+    and ``negative_nan_count`` (int64) for floats (made once per type)."""
     st = _STRUCT_TYPES.get(t)
     if st is None:
         if len(_STRUCT_TYPES) > 256:
             _STRUCT_TYPES.clear()
-        st = _STRUCT_TYPES[t] = pa.struct([pa.field("null_count", pa.int64()),
-                                           pa.field("min_value", t),
-                                           pa.field("max_value", t)])
+        fields = [pa.field("null_count", pa.int64()), pa.field("min_value", t),
+                  pa.field("max_value", t)]
+        if pa.types.is_floating(t):
+            fields += [pa.field(NAN_COUNT, pa.int64()), pa.field(NEGATIVE_NAN_COUNT, pa.int64())]
+        st = _STRUCT_TYPES[t] = pa.struct(fields)
     return st
 
 
 def _group_arrays(t: pa.DataType, rows: list) -> list | None:
-    """``[null counts, minima, maxima]`` of the statistics ``rows`` of columns of type
-    ``t`` as three Arrow arrays, or None when Arrow cannot hold a bound of ``t``."""
+    """``[null counts, minima, maxima]`` (and NaN counts for floats) of the statistics
+    ``rows`` of columns of type ``t`` as Arrow arrays, or None when Arrow cannot hold a
+    bound of ``t``."""
+    nans = ([pa.array([r.nan_count for r in rows], pa.int64()),
+             pa.array([r.negative_nan_count for r in rows], pa.int64())]
+            if pa.types.is_floating(t) else [])
     try:
         if t in _NUMPY_STATS and all(r.min is not None and r.max is not None
                                      and r.null_count is not None for r in rows):
             # (numpy dtypes give t itself: no type passed, faster)
             return [pa.array(np.array([r.null_count for r in rows], np.int64)),
                     pa.array(np.array([r.min for r in rows], _NUMPY_STATS[t])),
-                    pa.array(np.array([r.max for r in rows], _NUMPY_STATS[t]))]
+                    pa.array(np.array([r.max for r in rows], _NUMPY_STATS[t]))] + nans
         return [pa.array([r.null_count for r in rows], pa.int64()),
                 _bounds_array([r.min for r in rows], t),
-                _bounds_array([r.max for r in rows], t)]
+                _bounds_array([r.max for r in rows], t)] + nans
     except (pa.ArrowException, OverflowError, ValueError, TypeError):
         return None
 
@@ -520,7 +567,9 @@ def _file_stats(table: pa.Table, num_rows: int, rpp: int, where: str):
             n = min(rpp, num_rows - k * rpp)
             r = r or {}
             stats.append(ColumnStats(num_rows=n, null_count=r.get("null_count"),
-                                     min=r.get("min_value"), max=r.get("max_value")))
+                                     min=r.get("min_value"), max=r.get("max_value"),
+                                     nan_count=r.get(NAN_COUNT),
+                                     negative_nan_count=r.get(NEGATIVE_NAN_COUNT)))
         out[int(name)] = stats
     return out
 
