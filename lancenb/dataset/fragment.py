@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from lancenb.dataset import blob
 from lancenb.dataset.deletion import deletion_path, read_deletions, write_deletions
+from lancenb.dataset.field_ids import conform, file_fields, resolve_column
 from lancenb.dataset.fragment_extras import FragmentApiExtras
 from lancenb.dataset.fragmeta import DataFile, FragmentMetadata, is_legacy_file
 from lancenb.dataset.manifest import DATA_DIR
@@ -109,6 +110,7 @@ class LanceFragment(FragmentApiExtras):
         self._deleted: np.ndarray | None = None
         self._rows_ok = False
         self._plan: dict | None = None
+        self._resolved: dict | None = None
 
     # -- metadata --------------------------------------------------------------
     def __repr__(self) -> str:
@@ -451,6 +453,43 @@ class LanceFragment(FragmentApiExtras):
                 plan[top_names[t]] = (fi, fields[i].name)
         return plan
 
+    def _resolutions(self) -> dict:
+        """Top-level columns whose values are assembled from their data files by field
+        id (a nested field renamed, cast or dropped since the files were written, or a
+        struct spread over several files: :mod:`lancenb.dataset.field_ids`), name ->
+        :class:`~lancenb.dataset.field_ids.Resolution`; empty in the usual case."""
+        if self._resolved is not None:
+            return self._resolved
+        cache = self._ds._cache
+        nested = cache.get("nested_tops")
+        if nested is None:  # (once per dataset; flat schemas skip all of this)
+            nested = cache["nested_tops"] = [(t, frozenset(f.id for f in t.walk()))
+                                             for t in self._ds._top_fields if t.children]
+            cache["parent_of"] = {c.id: f.id for t in self._ds._top_fields
+                                  for f in t.walk() for c in f.children}
+        out: dict = {}
+        if nested:
+            plan = self._column_plan()
+            where = f"fragment {self.fragment_id}"
+            parent_of = cache["parent_of"]
+            known: dict = {}  # data file index -> its fields under dataset ids
+            for top, ids in nested:
+                if top.name not in plan or blob.has_blobs(top.arrow):
+                    continue
+                files = []
+                for fi, df in enumerate(self._pb.files):
+                    if not any(int(x) in ids for x in df.fields):
+                        continue
+                    if fi not in known:
+                        reader = self._ds._open_file(df.path, is_legacy_file(df))
+                        known[fi] = file_fields(df, reader, parent_of)
+                    files.append((fi, df, known[fi]))
+                got = resolve_column(top, files, where=where)
+                if got is not None:
+                    out[top.name] = got
+        self._resolved = out
+        return out
+
     def _wanted_columns(self, owner: dict) -> tuple:
         """``((data file index, ((top-level name, file column index), ...)), ...)``:
         the files that hold a dataset column (the first file listing a field wins)."""
@@ -539,6 +578,8 @@ class LanceFragment(FragmentApiExtras):
         if missing or len(groups) != 1:
             return None
         (fi, names), = groups.items()
+        if any(c in self._resolutions() for c in columns):
+            return None
         df = self._pb.files[fi]
         reader = self._ds._open_file(df.path, is_legacy_file(df))
         if not isinstance(reader, SmallFile) or reader.num_rows() != self.physical_rows:
@@ -580,6 +621,7 @@ class LanceFragment(FragmentApiExtras):
         n = self.physical_rows if offsets is None else len(offsets)
         arrays: dict[str, pa.ChunkedArray] = {}
         tasks = []
+        resolved = self._resolutions()
         for fi, names in groups.items():
             df = self._pb.files[fi]
             reader = self._ds._open_file(df.path, is_legacy_file(df))
@@ -591,6 +633,8 @@ class LanceFragment(FragmentApiExtras):
                 if dname in blobs:  # descriptions, or values from wherever they are
                     arrays[dname] = blob.read_column(self, reader, df.path, fname,
                                                      schema.field(dname), offsets, handling)
+                elif dname in resolved:
+                    arrays[dname] = self._read_resolved(resolved[dname], offsets)
                 else:
                     tasks.append((dname, reader, fname))
         # a data file's columns are read together: the reader plans their pages at
@@ -627,6 +671,21 @@ class LanceFragment(FragmentApiExtras):
             out_schema = pa.schema([f.with_type(a.type) for f, a in zip(fields, cols)],
                                    metadata=out_schema.metadata)
         return pa.Table.from_arrays(cols, schema=out_schema)
+
+
+    def _read_resolved(self, res, offsets) -> pa.ChunkedArray:
+        """A top-level column assembled by field id from its data files (see
+        :mod:`lancenb.dataset.field_ids`)."""
+        cols = []
+        for src in res.sources:
+            df = self._pb.files[src.file_index]
+            reader = self._ds._open_file(df.path, is_legacy_file(df))
+            if reader.num_rows() != self.physical_rows:
+                raise CorruptFileError(f"fragment {self.fragment_id}: data file {df.path!r} has "
+                                       f"{reader.num_rows()} rows, the manifest says "
+                                       f"{self.physical_rows}")
+            cols.append(reader.read_columns([src.name], rows=offsets)[0])
+        return pa.chunked_array([conform(cols, res, where=f"fragment {self.fragment_id}")])
 
 
 # one pool per process, started anew in a forked child (lancenb.io.pools)

@@ -265,10 +265,10 @@ class LanceScanner:
         limit, offset = self.limit, self.offset
         self.limit, self.offset = None, 0
         try:
-            tables = [t.replace_schema_metadata(None) for t in self._scan_tables()]
+            tables = [_with_metadata(t, None) for t in self._scan_tables()]
         finally:
             self.limit, self.offset = limit, offset
-        table = (pa.concat_tables(tables) if tables else
+        table = (_concat(tables) if tables else
                  self._stored_schema().remove_metadata().empty_table())
         table = _sort(table, self.order_by)
         stop = None if limit is None else offset + limit
@@ -523,7 +523,7 @@ class LanceScanner:
                 yield self._public(b)
             return
         for t in self._tables():
-            t = t.replace_schema_metadata(schema.metadata)
+            t = _with_metadata(t, schema.metadata)
             for b in t.to_batches(max_chunksize=self.batch_size):
                 if b.num_rows:
                     yield self._public(b)
@@ -534,15 +534,15 @@ class LanceScanner:
         pending: list[pa.Table] = []
         held = 0
         for t in self._tables():
-            pending.append(t.replace_schema_metadata(schema.metadata))
+            pending.append(_with_metadata(t, schema.metadata))
             held += t.num_rows
             while held >= self.batch_size:
-                whole = pa.concat_tables(pending)
+                whole = _concat(pending)
                 yield whole.slice(0, self.batch_size).combine_chunks().to_batches()[0]
                 rest = whole.slice(self.batch_size)
                 pending, held = [rest], rest.num_rows
         if held:
-            yield pa.concat_tables(pending).combine_chunks().to_batches()[0]
+            yield _concat(pending).combine_chunks().to_batches()[0]
 
     def explain_plan(self, verbose: bool = False) -> str:
         """The scan's plan as text: what is read, filtered, sorted and returned.
@@ -615,14 +615,14 @@ class LanceScanner:
         3
         """
         schema = self._stored_schema()  # (once: it is rebuilt on every access)
-        tables = [t.replace_schema_metadata(schema.metadata) for t in self._tables()]
+        tables = [_with_metadata(t, schema.metadata) for t in self._tables()]
         if not tables:
             return self._public(schema.empty_table())
         if len(tables) == 1:
             return self._public(tables[0])
         # one chunk per fragment (as pylance returns batches): joining them into one
         # would copy every column once more and double the peak memory of a scan
-        return self._public(pa.concat_tables(tables))
+        return self._public(_concat(tables))
 
     def count_rows(self) -> int:
         """Rows the scan returns (without a filter, counted from metadata: no data read)."""
@@ -795,3 +795,23 @@ def _rebuild_scanner(ds, opts: dict, fragment_ids):
     if fragment_ids is not None:
         opts = dict(opts, fragments=[ds.get_fragment(i) for i in fragment_ids])
     return ds.scanner(**opts)
+
+
+def _with_metadata(t: pa.Table, metadata) -> pa.Table:
+    """``t`` with schema ``metadata``; a table of no columns (``columns=[]``: only row
+    counts) keeps its rows, which Arrow's replace_schema_metadata drops."""
+    if not t.num_columns:
+        return _no_columns(t.num_rows)
+    return t.replace_schema_metadata(metadata)
+
+
+def _concat(tables: list) -> pa.Table:
+    """pa.concat_tables, except that tables of no columns add up their rows."""
+    if tables and not tables[0].num_columns:
+        return _no_columns(sum(t.num_rows for t in tables))
+    return pa.concat_tables(tables)
+
+
+def _no_columns(n: int) -> pa.Table:
+    """A table of ``n`` rows and no columns."""
+    return pa.Table.from_batches([pa.RecordBatch.from_struct_array(pa.nulls(n, pa.struct([])))])
