@@ -20,6 +20,7 @@ __all__ = [
     "DatasetExistsError",
     "CommitConflictError",
     "RetryableCommitConflictError",
+    "CommitLockError",
     "WriteJobAbortedError",
     "UnsafeCommitError",
     "CommitOutcomeUnknownError",
@@ -85,16 +86,42 @@ class MergeInsertError(InvalidInputError, OSError):
     committed. An ``OSError`` too, as pylance raises for these."""
 
 
-class CommitConflictError(LanceError, RuntimeError):
+class CommitConflictError(LanceError, OSError, RuntimeError):
     """A concurrent commit made this transaction impossible to apply.
 
     Nothing this transaction wrote is visible; the dataset is as the winner left it.
+    An ``OSError``, as pylance's ``lance.commit.CommitConflictError``, with its
+    ``retryable`` attribute (True when running the operation again on the new version
+    may succeed); still a ``RuntimeError`` for code written against older lancenb.
     """
+
+    retryable = False
+
+    def __init__(self, message: str = "", retryable: bool | None = None):
+        super().__init__(message)
+        if retryable is not None:
+            self.retryable = bool(retryable)
 
 
 class RetryableCommitConflictError(CommitConflictError):
     """Like :class:`CommitConflictError`, but running the whole operation again (on
     the new version) may succeed: e.g. two deletes touching the same data files."""
+
+    retryable = True
+
+
+class CommitLockError(LanceError, OSError):
+    """The caller's ``commit_lock`` raised (taking or releasing the lock); the
+    message names its error, which is also the ``__cause__``.
+
+    ``committed`` says whether the version was published before the lock failed:
+    False (taking it failed: nothing of the commit stays), True (releasing it failed
+    after the manifest was written: the version exists and nothing was removed).
+    """
+
+    def __init__(self, message: str = "", *, committed: bool | None = None):
+        super().__init__(message)
+        self.committed = committed
 
 
 class CommitOutcomeUnknownError(LanceError, RuntimeError):

@@ -39,6 +39,7 @@ from collections import deque
 import numpy as np
 
 from lancenb._proto import transaction_pb2
+from lancenb.dataset.conflicts import check_conflict
 from lancenb.dataset.deletion import deletion_path, read_deletions, write_deletions
 from lancenb.dataset.external import ExternalManifestStore, synchronize
 from lancenb.dataset.hint import hint_bytes, probe_latest
@@ -53,10 +54,11 @@ from lancenb.dataset.manifest import (
     parse_manifest_name,
     parse_manifest_names,
 )
-from lancenb.dataset.transaction import Transaction, build_manifest, check_conflict
+from lancenb.dataset.transaction import Transaction, build_manifest
 from lancenb.encodings import pb
 from lancenb.errors import (
     CommitConflictError,
+    CommitLockError,
     CommitOutcomeUnknownError,
     CorruptFileError,
     DatasetExistsError,
@@ -187,6 +189,8 @@ def put_new_object(store, rel: str, raw: bytes, version: int | None = None) -> b
     """
     try:
         return store.put_if_absent(rel, raw, version)
+    except CommitLockError:
+        raise  # (it says whether the put happened)
     except BaseException as e:
         mine = _read_back(store, rel, raw)
         if mine is None:
@@ -223,6 +227,7 @@ class _Phase:
 
     publishing = False
     committed = False
+    version = None  # the version being published
 
 
 def _publish(store, rel: str, raw: bytes, version: int, phase: _Phase):
@@ -233,12 +238,19 @@ def _publish(store, rel: str, raw: bytes, version: int, phase: _Phase):
     Raises before the commit point (the caller removes its files) or
     :class:`CommitOutcomeUnknownError`.
     """
+    phase.version = version
     ext = getattr(store, "manifest_store", None)
     if ext is None:
         phase.publishing = True
         try:
             won = put_new_object(store, rel, raw, version)
         except CommitOutcomeUnknownError:
+            raise
+        except CommitLockError as e:
+            # the lock failed: before the put nothing is committed; after it the
+            # version is (if the put won) and nothing may be removed, but the error
+            # is the caller's to see
+            phase.publishing, phase.committed = False, bool(e.committed)
             raise
         except Exception:
             phase.publishing = False  # the read-back found it absent: not committed
@@ -441,22 +453,33 @@ def commit(store, txn: Transaction, *, v2_names: bool, data_format: str, writer_
                       txn.read_version, e)
         if not (phase.publishing or phase.committed):  # else: in doubt, or committed
             remove_files(store, own)
+        elif phase.committed:  # (committed, then the commit lock failed on release)
+            _log.warning("%s: committed version %s, then: %s", store.uri,
+                         phase.version, e)
+            _write_hint(store, phase.version)
         raise
     # after the commit point: nothing below raises an Exception or removes a file
     finish()
     _count_data_writes(store, txn, own)
     _log.info("%s: committed version %d (%s, read version %d)", store.uri, mf.version, txn.op,
               txn.read_version)
+    _write_hint(store, mf.version)
+    return mf
+
+
+def _write_hint(store, version: int) -> None:
     try:
-        store.write_bytes(HINT_FILE, hint_bytes(mf.version))
+        store.write_bytes(HINT_FILE, hint_bytes(version))
     except Exception as e:  # noqa: BLE001 - the hint is an optimisation; listing stays right
         _log.debug("could not update %s: %s", HINT_FILE, e)
-    return mf
 
 
 def _commit_loop(store, txn: Transaction, own: list, phase: _Phase, *, v2_names, data_format,
                  writer_version, max_retries, base):
     checked_upto = txn.read_version
+    # an overwrite with max_retries=0 is pylance's "strict overwrite": version
+    # read_version + 1 or nothing, whatever was committed since
+    strict = txn.op == "overwrite" and max_retries == 0
     for attempt in range(max_retries + 1):
         # (always looked up, never assumed to be the version read: cleanup_old_versions
         # may have removed the versions after it (all of them but a tagged one and the
@@ -465,6 +488,12 @@ def _commit_loop(store, txn: Transaction, own: list, phase: _Phase, *, v2_names,
         latest_v, naming = latest_version(store)
         if naming is not None:
             v2_names = naming
+        if strict and latest_v != txn.read_version:
+            raise CommitConflictError(
+                f"Commit conflict for version {txn.read_version + 1}: Failed to commit the "
+                f"transaction after 0 retries: this strict overwrite (max_retries=0) read "
+                f"version {txn.read_version} of {store.uri!r}, whose latest version is now "
+                f"{latest_v}", retryable=True)
         if attempt == 0 and base is not None and base.version == latest_v:
             latest = base
         else:
@@ -477,17 +506,21 @@ def _commit_loop(store, txn: Transaction, own: list, phase: _Phase, *, v2_names,
         if txn.op not in ("overwrite", "restore", "clone") and latest is None:
             raise DatasetNotFoundError(f"dataset {store.uri!r} does not exist")
         for v in range(checked_upto + 1, latest_v + 1):
-            if txn.op in ("overwrite", "restore"):
-                break  # (they replace the dataset: nothing committed since conflicts)
+            if txn.op in ("restore", "clone"):
+                break  # (they conflict with nothing lancenb commits)
             try:
                 mf = latest if v == latest_v else load_manifest(store, v, v2_names)
             except DatasetNotFoundError:
+                if txn.op == "overwrite":
+                    # (replaces whatever was there: pylance checks it only against the
+                    # versions that still exist, for another overwrite or a config key)
+                    continue
                 raise CommitConflictError(
-                    f"{store.uri!r}: version {v}, committed after version {txn.read_version} "
-                    f"that this {txn.op} read, was removed by cleanup_old_versions, so "
-                    f"lancenb cannot tell whether the two conflict; open the dataset again "
-                    f"and retry") from None
-            check_conflict(txn, _load_transaction(store, mf), v, latest.manifest)
+                    f"Commit conflict for version {v}: version {v} of {store.uri!r}, committed "
+                    f"after version {txn.read_version} that this {txn.op} read, was removed by "
+                    f"cleanup_old_versions, so lancenb cannot tell whether the two conflict; "
+                    f"open the dataset again and retry", retryable=True) from None
+            check_conflict(txn, _load_transaction(store, mf), v)
         checked_upto = max(checked_upto, latest_v)
         if txn.needs_merge:
             _merge_deletes(store, txn, latest.manifest, own)
@@ -515,5 +548,6 @@ def _commit_loop(store, txn: Transaction, own: list, phase: _Phase, *, v2_names,
                    "(attempt %d of %d)", store.uri, latest_v + 1, txn.op, attempt + 1,
                    max_retries + 1)
         time.sleep(random.uniform(0, min(0.05, 0.002 * (attempt + 1))))
-    raise CommitConflictError(f"dataset {store.uri!r}: commit conflict: gave up after "
-                              f"{max_retries} retries (too many concurrent writers)")
+    raise CommitConflictError(f"Commit conflict for version {latest_v + 1}: Failed to commit "
+                              f"the transaction after {max_retries} retries: dataset "
+                              f"{store.uri!r} (too many concurrent writers)", retryable=True)

@@ -27,7 +27,6 @@ import os
 import uuid as uuidlib
 from dataclasses import dataclass, field
 
-import numpy as np
 import pyarrow as pa
 
 from lancenb._proto import file_pb2, transaction_pb2
@@ -39,7 +38,6 @@ from lancenb.dataset.commit import (
     load_manifest,
     open_store,
 )
-from lancenb.dataset.deletion import read_deletions
 from lancenb.dataset.fragmeta import FragmentMetadata, as_pb
 from lancenb.dataset.transaction import Transaction as _Txn
 from lancenb.errors import InvalidInputError, NotSupportedError
@@ -290,27 +288,11 @@ def _schema_metadata(schema) -> dict:
             for k, v in (schema.metadata or {}).items()}
 
 
-def _deleted_rows(store, base_frags, updated) -> dict:
-    """Per updated fragment, the rows its new deletion file adds to the read version's
-    (what the commit needs to rebase this delete over a concurrent one)."""
-    out = {}
-    for f in updated:
-        if not f.HasField("deletion_file"):
-            continue
-        new = read_deletions(store, f.id, f.deletion_file, f.physical_rows)
-        old_f = base_frags.get(f.id)
-        if old_f is not None and old_f.HasField("deletion_file"):
-            old = read_deletions(store, f.id, old_f.deletion_file, old_f.physical_rows)
-            new = np.setdiff1d(new, old).astype(np.uint32)
-        out[f.id] = new
-    return out
-
-
 def to_transaction(op, read_version: int, *, store=None, base=None) -> _Txn:
     """The commit protocol's transaction for a :class:`LanceOperation` operation.
 
     ``base`` is the manifest (protobuf) at ``read_version`` (None: no dataset yet);
-    ``store`` the dataset's object store (deletes read their deletion files).
+    ``store`` the dataset's object store (kept for callers; no operation needs it now).
     """
     T = transaction_pb2.Transaction
     L = LanceOperation
@@ -338,7 +320,7 @@ def to_transaction(op, read_version: int, *, store=None, base=None) -> _Txn:
                    T.Delete(updated_fragments=upd,
                             deleted_fragment_ids=[int(i) for i in op.deleted_fragment_ids],
                             predicate=str(op.predicate or "")))
-        txn.deleted_rows = _deleted_rows(store, {f.id: f for f in base.fragments}, upd)
+        txn.rows_known = False  # (as pylance: rebased over nothing that touched its fragments)
         return txn
     if isinstance(op, L.Update):
         if op.updated_fragment_offsets:

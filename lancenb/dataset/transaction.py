@@ -5,24 +5,8 @@ A :class:`Transaction` wraps the ``lance.table.Transaction`` protobuf (written t
 ``_transactions/{read_version}-{uuid}.txn`` and inline in the manifest) plus what
 rebasing needs but the protobuf does not carry (the rows a delete removed).
 
-Compatibility follows the reference's conflict resolver. For *our* operation
-against an *other* one committed after our read version:
-
-============  ==========================================================
-ours          conflicts with
-============  ==========================================================
-append        overwrite, restore (incompatible); schema changes (merge,
-              project: retryable; lancenb is stricter than the reference
-              here so an append never lacks a column's data)
-delete        overwrite, restore (incompatible); a delete/update/rewrite/
-              merge/data replacement touching the same fragments is rebased
-              when only deletion files changed, else retryable
-overwrite     nothing (an overwrite replaces whatever came before)
-restore       nothing
-============  ==========================================================
-
-An operation lancenb does not know, or a winner whose transaction cannot be
-found, counts as a conflict: we cannot prove it compatible.
+Which concurrent transactions a transaction can be committed over is decided in
+:mod:`lancenb.dataset.conflicts` (pylance's rules); this module builds manifests.
 """
 
 from __future__ import annotations
@@ -35,9 +19,9 @@ import numpy as np
 from lancenb._proto import table_pb2, transaction_pb2
 from lancenb.dataset.manifest import FLAG_STABLE_ROW_IDS, feature_flags_for
 from lancenb.dataset.rowids import encode_range_row_ids, encode_version_runs
-from lancenb.errors import CommitConflictError, CorruptFileError, RetryableCommitConflictError
+from lancenb.errors import CommitConflictError, CorruptFileError
 
-__all__ = ["Transaction", "build_manifest", "check_conflict"]
+__all__ = ["Transaction", "build_manifest"]
 
 WRITER_LIBRARY = "lancenb"
 
@@ -61,6 +45,10 @@ class Transaction:
         self.create_only = False  # mode="create": fail if any version exists
         self.enable_stable_row_ids: bool | None = None  # create/overwrite option
         self.needs_merge: set[int] = set()  # delete: fragments to merge deletion sets on
+        # delete: deleted_rows holds every row it removes, so it can be rebased over a
+        # concurrent delete of the same fragments (False for a Delete operation given to
+        # LanceDataset.commit, whose rows are not known: pylance does not rebase those)
+        self.rows_known = True
 
     @property
     def op(self) -> str:
@@ -80,119 +68,6 @@ class Transaction:
     def file_name(self) -> str:
         """``{read_version}-{uuid}.txn``, its file under ``_transactions/``."""
         return f"{self.read_version}-{self.uuid}.txn"
-
-
-def _touched(other) -> set[int]:
-    """Fragment ids another transaction modified or removed (None: unknowable)."""
-    op = other.WhichOneof("operation")
-    if op == "delete":
-        d = other.delete
-        return {f.id for f in d.updated_fragments} | set(d.deleted_fragment_ids)
-    if op == "update":
-        u = other.update
-        return {f.id for f in u.updated_fragments} | set(u.removed_fragment_ids)
-    if op == "rewrite":
-        r = other.rewrite
-        ids = {f.id for f in r.old_fragments}
-        for g in r.groups:
-            ids |= {f.id for f in g.old_fragments}
-        return ids
-    if op == "data_replacement":
-        return {g.fragment_id for g in other.data_replacement.replacements}
-    return set()
-
-
-_NEUTRAL = {"create_index", "reserve_fragments", "update_config", "clone", "update_bases"}
-
-
-def check_conflict(ours: Transaction, other, other_version: int, latest_manifest) -> None:
-    """Raise if ``ours`` cannot be committed after ``other`` (committed at
-    ``other_version``); rebase ``ours`` in place where the reference does."""
-    mine = ours.op
-    theirs = other.WhichOneof("operation") if other is not None else None
-    what = (f"this {mine} transaction conflicts with the {theirs or 'unknown'} transaction "
-            f"committed as version {other_version}")
-    if theirs is None:
-        raise CommitConflictError(f"{what}: its transaction cannot be read, so lancenb cannot "
-                                  f"tell whether they are compatible")
-    if mine in ("overwrite", "restore"):
-        return
-    if theirs in ("overwrite", "restore"):
-        raise CommitConflictError(f"{what}; the dataset was replaced, so this change no longer "
-                                  f"applies")
-    if mine == "append":
-        if theirs in ("merge", "project"):
-            raise RetryableCommitConflictError(f"{what}: the schema changed; write again")
-        if theirs in _NEUTRAL or theirs in ("append", "delete", "update", "rewrite",
-                                            "data_replacement"):
-            return
-        raise CommitConflictError(f"{what}: lancenb does not know that operation")
-    if mine == "update_config":
-        # two concurrent config/metadata changes may touch the same keys: the later
-        # one is applied again on top of the earlier (data changes do not matter)
-        if theirs == "update_config":
-            raise RetryableCommitConflictError(f"{what}: both changed the configuration or "
-                                               f"metadata; apply the change again")
-        return
-    if mine in ("merge", "project"):
-        if theirs in _NEUTRAL:
-            return
-        if mine == "project" and theirs in ("append", "delete", "update", "rewrite",
-                                            "data_replacement"):
-            return
-        raise RetryableCommitConflictError(f"{what}: the data or schema changed; run the "
-                                           f"schema change again")
-    if mine == "rewrite":
-        if theirs in _NEUTRAL or theirs in ("append", "project"):
-            return
-        touched = _touched(other)
-        mine_ids = {f.id for g in ours.pb.rewrite.groups for f in g.old_fragments}
-        if theirs in ("delete", "update", "rewrite", "data_replacement") and \
-                not (touched & mine_ids):
-            return
-        raise RetryableCommitConflictError(f"{what}: it changed fragment(s) being rewritten; "
-                                           f"compact again")
-    if mine == "update":
-        if theirs in _NEUTRAL or theirs == "append" or theirs == "project":
-            return
-        mine_ids = {f.id for f in ours.pb.update.updated_fragments} | set(
-            ours.pb.update.removed_fragment_ids)
-        if theirs in ("delete", "update", "rewrite", "data_replacement") and \
-                not (mine_ids & _touched(other)):
-            return
-        raise RetryableCommitConflictError(f"{what}: both changed the same rows' fragments; "
-                                           f"run the update again")
-    if mine == "delete":
-        if theirs in _NEUTRAL or theirs in ("append", "project"):
-            return
-        if theirs == "merge":
-            raise RetryableCommitConflictError(f"{what}: the fragments were rewritten with new "
-                                               f"columns; delete again")
-        if theirs not in ("delete", "update", "rewrite", "data_replacement"):
-            raise CommitConflictError(f"{what}: lancenb does not know that operation")
-        mine_ids = {f.id for f in ours.pb.delete.updated_fragments} | set(
-            ours.pb.delete.deleted_fragment_ids)
-        overlap = mine_ids & _touched(other)
-        if not overlap:
-            return
-        if theirs != "delete" and theirs != "update":
-            raise RetryableCommitConflictError(f"{what}: both changed fragment(s) "
-                                               f"{sorted(overlap)}; delete again")
-        removed = set(other.delete.deleted_fragment_ids if theirs == "delete"
-                      else other.update.removed_fragment_ids)
-        if overlap & removed & {f.id for f in ours.pb.delete.updated_fragments}:
-            raise RetryableCommitConflictError(f"{what}: it removed fragment(s) "
-                                               f"{sorted(overlap & removed)} this delete updates")
-        mine_by_id = {f.id: f for f in ours.pb.delete.updated_fragments}
-        upd = other.delete.updated_fragments if theirs == "delete" else \
-            other.update.updated_fragments
-        for f in upd:
-            if f.id in mine_by_id and list(f.files) != list(mine_by_id[f.id].files):
-                raise RetryableCommitConflictError(f"{what}: it rewrote the data files of "
-                                                   f"fragment {f.id}; delete again")
-        ours.needs_merge |= overlap - removed
-        return
-    raise CommitConflictError(f"lancenb cannot commit a {mine} transaction concurrently")
 
 
 def _assign_ids(frags, next_id: int) -> tuple[list, int]:
