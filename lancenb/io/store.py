@@ -37,6 +37,7 @@ import time
 import uuid
 
 from lancenb.errors import (
+    CommitLockError,
     InvalidInputError,
     LanceFileNotFoundError,
     LanceIOError,
@@ -362,20 +363,55 @@ class ObjectStore:
             # opted in to single-process commits, or (with an external manifest store,
             # which is the commit point of versions) objects such as tags
             lock = _process_lock(f"{self.fs.protocol}:{self.root}")
-        elif hasattr(self.commit_lock, "__enter__") and not isinstance(self.commit_lock, type):
-            lock = self.commit_lock
         else:
-            lock = self.commit_lock(version)
+            return self._put_under_commit_lock(rel, p, data, how, version)
         with lock:
-            if how == "link":
-                return self._link_if_absent(rel, p, data)
-            if self.fs.exists(p):
-                return False
-            try:
-                self.fs.pipe_file(p, bytes(data))
-            except OSError as e:
-                raise LanceIOError(f"cannot write {self.uri_of(rel)!r}: {e}") from e
-            return True
+            return self._put_locked(rel, p, data, how)
+
+    def _put_locked(self, rel: str, p: str, data: bytes, how: str) -> bool:
+        if how == "link":
+            return self._link_if_absent(rel, p, data)
+        if self.fs.exists(p):
+            return False
+        try:
+            self.fs.pipe_file(p, bytes(data))
+        except OSError as e:
+            raise LanceIOError(f"cannot write {self.uri_of(rel)!r}: {e}") from e
+        return True
+
+    def _put_under_commit_lock(self, rel: str, p: str, data: bytes, how: str,
+                               version: int | None) -> bool:
+        """:meth:`put_if_absent` holding the caller's ``commit_lock`` (pylance's
+        contract: ``commit_lock(version)`` returns a context manager held while the
+        manifest of ``version`` is written). What the lock raises is a
+        :class:`CommitLockError` saying whether the manifest was written: taking the
+        lock failed (nothing written), or releasing it failed after the put (whose
+        outcome it carries). When the put itself fails the lock is released with that
+        error, which propagates (the caller reads the object back)."""
+        what = f"dataset {self.uri!r}: the commit_lock"
+        try:
+            lock = self.commit_lock if (hasattr(self.commit_lock, "__enter__") and not
+                                        isinstance(self.commit_lock, type)) \
+                else self.commit_lock(version)
+            exit_ = type(lock).__exit__
+            type(lock).__enter__(lock)
+        except Exception as e:
+            raise CommitLockError(f"{what} raised {type(e).__name__}: {e} while taking the "
+                                  f"lock for version {version}; nothing was committed",
+                                  committed=False) from e
+        try:
+            created = self._put_locked(rel, p, data, how)
+        except BaseException as e:
+            exit_(lock, type(e), e, e.__traceback__)
+            raise
+        try:
+            exit_(lock, None, None, None)
+        except Exception as e:
+            done = (f"version {version} was committed" if created else
+                    f"version {version} had been committed by another writer")
+            raise CommitLockError(f"{what} raised {type(e).__name__}: {e} while releasing "
+                                  f"the lock ({done})", committed=created) from e
+        return created
 
     def _link_if_absent(self, rel: str, p: str, data: bytes) -> bool:
         under = _dir_over_local(self.fs)
