@@ -30,6 +30,7 @@ from lancenb.dataset import sql as engine
 from lancenb.dataset import udf
 from lancenb.dataset.inputs import InputTypeError, is_hugging_face
 from lancenb.dataset.manifest import DATA_DIR
+from lancenb.dataset.retype import plan_retype
 from lancenb.dataset.transaction import Transaction
 from lancenb.dataset.write import cleanup, normalize_input, write_data_files
 from lancenb.errors import InvalidInputError, SchemaError
@@ -337,7 +338,7 @@ def alter_columns(ds, *alterations) -> None:
     fields = [file_pb2.Field() for _ in ds.manifest.fields]
     for dst, src in zip(fields, ds.manifest.fields):
         dst.CopyFrom(src)
-    retype: list[tuple[str, pa.DataType]] = []
+    retype: dict[int, pa.DataType] = {}
     for alt in alterations:
         if not isinstance(alt, dict) or "path" not in alt:
             raise InvalidInputError(f"an alteration is a dict with a 'path', not {alt!r}")
@@ -355,9 +356,7 @@ def alter_columns(ds, *alterations) -> None:
         if "nullable" in alt:
             f.nullable = bool(alt["nullable"])
         if "data_type" in alt:
-            if f.parent_id != -1:
-                raise InvalidInputError("changing the type of a nested field is not supported")
-            retype.append((f.name, alt["data_type"]))
+            retype[f.id] = alt["data_type"]
         if alt.get("name") is not None:
             new = alt["name"]
             if any(g.parent_id == f.parent_id and g.name == new and g.id != f.id
@@ -368,52 +367,44 @@ def alter_columns(ds, *alterations) -> None:
     if not retype:
         _project(ds, fields)
         return
-    # type changes: rewrite those columns under new field ids
-    schema = ds._schema
-    for old_name, typ in retype:
-        field = schema.field(old_name)
-        if not pa.types.is_dictionary(typ) and not _castable(field.type, typ):
-            raise InvalidInputError(f"cannot change column {old_name!r} from {field.type} to "
-                                    f"{typ}: no such cast")
-    renamed = {f.id: f.name for f in fields if f.parent_id == -1}
-    old_ids = {f.name: f.id for f in ds.manifest.fields if f.parent_id == -1}
-    new_schema = pa.schema([pa.field(renamed[old_ids[n]], t,
-                                     nullable=next(f for f in fields
-                                                   if f.id == old_ids[n]).nullable)
-                            for n, t in retype])
-    first = _next_field_id(ds)
-    new_fields = _new_fields(new_schema, first)
+    _retype(ds, fields, retype)
+
+
+def _retype(ds, fields, retype: dict) -> None:
+    """Type changes: the changed fields' values, cast, under new field ids in one new
+    data file per fragment (:mod:`lancenb.dataset.retype`)."""
+    tops = ds._top_fields
+    current = {f.id: f for t in tops for f in t.walk()}
+    for fid, typ in retype.items():
+        old = current[fid].arrow.type
+        if not pa.types.is_dictionary(typ) and not _castable(old, typ):
+            raise InvalidInputError(f"cannot change column {current[fid].name!r} from {old} "
+                                    f"to {typ}: no such cast")
+    version = _file_version(ds)
+    plan = plan_retype(list(tops), fields, retype, _next_field_id(ds),
+                       whole_columns=version is FileVersion.V2_0)
     step = DEFAULT_BATCH_ROWS
 
     def make_batches(frag):
         for lo, hi in _ranges(frag.physical_rows, step):
-            t = frag.take_physical([n for n, _ in retype], np.arange(lo, hi, dtype=np.int64))
+            t = frag.take_physical(plan.read, np.arange(lo, hi, dtype=np.int64))
             try:
-                cast = [t.column(n).cast(typ) for n, typ in retype]
+                cols = [_cast_as(t.column(n), old_t, new_f.type)
+                        for n, old_t, new_f in zip(plan.read, plan.cast_types, plan.schema)]
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-                raise InvalidInputError(f"cannot change the type of {[n for n, _ in retype]}: "
-                                        f"{e}") from e
-            yield from pa.Table.from_arrays(cast, schema=new_schema).to_batches()
-    frags, written = _write_column_files(ds, new_schema, new_fields, make_batches)
-    # the schema keeps each column's position: swap the old subtree for the new field
-    by_old = {old_ids[n]: nf for (n, _), nf in zip(retype, [f for f in new_fields
-                                                               if f.parent_id == -1])}
-    out = []
-    for f in fields:
-        if f.id in by_old:
-            out.append(by_old[f.id])
-            out.extend(g for g in new_fields if g.parent_id != -1
-                       and _root(new_fields, g) == by_old[f.id].id)
-        elif not any(f.id in _subtree_ids(fields, oid) and f.id != oid for oid in by_old):
-            out.append(f)
-    _commit(ds, _merge_txn(ds, frags, out), written)
+                raise InvalidInputError(f"cannot change the type of {plan.read}: {e}") from e
+            yield from pa.Table.from_arrays(cols, schema=plan.schema).to_batches()
+    frags, written = _write_column_files(ds, plan.schema, plan.fields, make_batches)
+    _commit(ds, _merge_txn(ds, frags, plan.dataset_fields), written)
 
 
-def _root(fields, f):
-    by_id = {g.id: g for g in fields}
-    while f.parent_id != -1:
-        f = by_id[f.parent_id]
-    return f.id
+def _cast_as(col: pa.ChunkedArray, cast_type: pa.DataType, out_type: pa.DataType):
+    """``col`` cast to ``cast_type`` (current names), then seen under the altered
+    names of ``out_type`` (the same layout)."""
+    cast = col.cast(cast_type)
+    if cast_type == out_type:
+        return cast
+    return pa.chunked_array([c.view(out_type) for c in cast.chunks], type=out_type)
 
 
 def _castable(src: pa.DataType, dst: pa.DataType) -> bool:
