@@ -10,7 +10,6 @@ import importlib.util  # noqa: F401
 import os as _os
 import sys as _sys
 import types as _types
-from typing import TYPE_CHECKING
 
 from lancenb import errors
 from lancenb._version import __version__
@@ -66,6 +65,7 @@ _LAZY = {
     "warmup": ("lancenb.warmup", "warmup"),
 }
 
+TYPE_CHECKING = False  # (not typing's: importing typing would cost more than lancenb)
 if TYPE_CHECKING:
     # what type checkers see: the names of _LAZY, imported from the same places (the
     # table stays the runtime truth; tests/test_public_modules.py checks they agree)
