@@ -151,11 +151,12 @@ def set_logger(file_path="lancenb.log", name="lancenb", level=logging.INFO,
     return logger
 
 
-_TIERS = (("avx512", ("avx512f", "avx512bw", "avx512vl")), ("avx2", ("avx2", "fma")),
+_TIERS = (("avx512_fp16", ("avx512fp16", "avx512f", "avx512bw", "avx512vl")),
+          ("avx512", ("avx512f", "avx512bw", "avx512vl")), ("avx2", ("avx2", "fma")),
           ("sse4.2", ("sse4.2",)), ("neon", ("neon",)))
 _REPORTED = ("sse2", "sse3", "ssse3", "sse4.1", "sse4.2", "popcnt", "avx", "avx2", "fma",
              "f16c", "bmi1", "bmi2", "avx512f", "avx512bw", "avx512vl", "avx512dq",
-             "avx512cd", "neon")
+             "avx512cd", "avx512fp16", "neon")
 
 
 def simd_info() -> dict:
