@@ -464,6 +464,16 @@ def test_sharded_batch_iterator(tmp_path):
         ShardedBatchIterator(ds, 0, 1, granularity="rows")
 
 
+def test_datagen_is_not_built():
+    from lance import _datagen as pl_datagen
+
+    from lancenb import _datagen
+
+    assert _datagen.is_datagen_supported() == pl_datagen.is_datagen_supported() is False
+    with pytest.raises(NotImplementedError, match="not built with the datagen feature"):
+        _datagen.rand_batches(pa.schema([("a", pa.int64())]), num_batches=1)
+
+
 # -- lancenb itself ------------------------------------------------------------------
 def _type_checking_names():
     tree = ast.parse((ROOT / "lancenb" / "__init__.py").read_text())
