@@ -12,6 +12,7 @@ __all__ = [
     "CorruptFileError",
     "NotSupportedError",
     "InvalidInputError",
+    "InputTypeError",
     "BatchCommitError",
     "SchemaError",
     "LanceIOError",
@@ -45,6 +46,11 @@ class NotSupportedError(LanceError, NotImplementedError):
 
 class InvalidInputError(LanceError, ValueError):
     """An argument or option passed by the caller is invalid."""
+
+
+class InputTypeError(InvalidInputError, TypeError):
+    """Data of a kind no entry point reads (a string, a number ...): a ``TypeError``
+    too, as pylance raises."""
 
 
 class SchemaError(InvalidInputError, OSError):

@@ -55,7 +55,7 @@ import pyarrow as pa
 import pyarrow.dataset as pads
 
 from lancenb.dataset.scanner import LanceScanner
-from lancenb.errors import InvalidInputError, SchemaError
+from lancenb.errors import InputTypeError, InvalidInputError, SchemaError
 from lancenb.file.extensions import storage_batch, storage_schema
 
 __all__ = ["normalize_input", "check_append_schema", "fill_missing", "check_metadata",
@@ -66,11 +66,6 @@ MAX_ROWS_PER_GROUP = 1024 * 1024
 # IterableDataset; an in-memory Dataset is sliced, so larger costs nothing)
 HF_BATCH_ROWS = 1000
 
-
-
-class InputTypeError(InvalidInputError, TypeError):
-    """Data of a kind no entry point reads (a string, a number ...): a ``TypeError``
-    too, as pylance raises."""
 
 
 _KINDS = ("a pyarrow Table, RecordBatch or RecordBatchReader, a list or iterator of "
