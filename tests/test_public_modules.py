@@ -433,6 +433,31 @@ def test_file_session_both_ways(tmp_path):
         ours.open_reader("../outside.lance")
 
 
+def test_file_session_objects(tmp_path):
+    from lance.file import LanceFileSession as PlSession
+
+    from lancenb.file import LanceFileSession
+
+    ours, theirs = LanceFileSession(tmp_path / "base"), PlSession(str(tmp_path / "base"))
+    src = tmp_path / "src.bin"
+    src.write_bytes(bytes(range(200)))
+    ours.upload_file(src, "x/y/a.bin")
+    theirs.upload_file(src, "b.bin")
+    for session in (ours, theirs):
+        assert session.read_range("x/y/a.bin", 10, 5) == bytes(range(10, 15))
+        assert session.read_range("b.bin", 0, 3) == bytes([0, 1, 2])
+    for path in (None, "x", "x/y"):
+        a, b = ours.list_with_delimiter(path), theirs.list_with_delimiter(path)
+        assert (a.common_prefixes, sorted(a.objects)) == (b.common_prefixes, sorted(b.objects))
+    ours.download_file("b.bin", tmp_path / "down.bin")
+    assert (tmp_path / "down.bin").read_bytes() == src.read_bytes()
+    ours.delete_file("b.bin")
+    assert not theirs.contains("b.bin")
+    for call in (lambda: ours.delete_file("b.bin"), lambda: ours.read_range("no", 0, 1)):
+        with pytest.raises(OSError):
+            call()
+
+
 def test_commit_and_schema_modules(tmp_path):
     from lancenb.commit import CommitConflictError
     from lancenb.errors import CommitConflictError as Home

@@ -9,12 +9,23 @@ base (no ``..``, absolute paths or schemes).
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
+from lancenb.errors import LanceFileNotFoundError
 from lancenb.file.reader import LanceFileReader
 from lancenb.file.writer import LanceFileWriter
 from lancenb.io.store import ObjectStore
 
-__all__ = ["LanceFileSession"]
+__all__ = ["LanceFileSession", "ListResult"]
+
+
+@dataclass
+class ListResult:
+    """One level of a listing: folders (``common_prefixes``) and files (``objects``),
+    as paths relative to the session's base path."""
+
+    common_prefixes: list[str]
+    objects: list[str]
 
 
 class LanceFileSession:
@@ -77,3 +88,38 @@ class LanceFileSession:
                 else:
                     stack.append(child)
         return sorted(out)
+
+    def list_with_delimiter(self, path: str | None = None) -> ListResult:
+        """The folders and files directly under ``path`` (default: the base path)."""
+        rel = path.strip("/") if path else ""
+        prefixes, objects = [], []
+        for name in sorted(self._store.list(rel)):
+            child = f"{rel}/{name}" if rel else name
+            (objects if self._store.has(child) else prefixes).append(child)
+        return ListResult(common_prefixes=prefixes, objects=objects)
+
+    def read_range(self, path: str, offset: int, length: int) -> bytes:
+        """``length`` bytes of ``path`` at ``offset``, in one read (a missing file is
+        an OSError: ``LanceFileNotFoundError``)."""
+        reader = self._store.open_reader(path)
+        try:
+            return reader.read(offset, length)
+        finally:
+            reader.close()
+
+    def delete_file(self, path: str) -> None:
+        """Remove ``path``; a missing one is an OSError (``LanceFileNotFoundError``)."""
+        if not self._store.has(path):
+            raise LanceFileNotFoundError(f"no such file: {self._store.uri_of(path)!r}")
+        self._store.delete(path, missing_ok=False)
+
+    def upload_file(self, local_path, remote_path: str) -> None:
+        """Copy the local file ``local_path`` to ``remote_path`` (under the base path)."""
+        with open(os.fspath(local_path), "rb") as f:
+            self._store.write_bytes(remote_path, f.read())
+
+    def download_file(self, remote_path: str, local_path) -> None:
+        """Copy ``remote_path`` (under the base path) to the local file ``local_path``."""
+        data = self._store.read_bytes(remote_path)
+        with open(os.fspath(local_path), "wb") as f:
+            f.write(data)
