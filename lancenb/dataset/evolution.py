@@ -388,14 +388,41 @@ def _retype(ds, fields, retype: dict) -> None:
     def make_batches(frag):
         for lo, hi in _ranges(frag.physical_rows, step):
             t = frag.take_physical(plan.read, np.arange(lo, hi, dtype=np.int64))
-            try:
-                cols = [_cast_as(t.column(n), old_t, new_f.type)
-                        for n, old_t, new_f in zip(plan.read, plan.cast_types, plan.schema)]
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-                raise InvalidInputError(f"cannot change the type of {plan.read}: {e}") from e
+            cols = []
+            for n, old_t, new_f in zip(plan.read, plan.cast_types, plan.schema):
+                try:
+                    cols.append(_cast_as(t.column(n), old_t, new_f.type))
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+                    raise InvalidInputError(f"cannot change the type of {n!r}: "
+                                            f"{_cast_failure(t.column(n), old_t, e)}") from e
             yield from pa.Table.from_arrays(cols, schema=plan.schema).to_batches()
     frags, written = _write_column_files(ds, plan.schema, plan.fields, make_batches)
     _commit(ds, _merge_txn(ds, frags, plan.dataset_fields), written)
+
+
+def _cast_failure(col: pa.ChunkedArray, cast_type: pa.DataType, err: Exception) -> str:
+    """Why a cast failed, in pylance's words for a value out of range ("Can't cast
+    value 1024 to type Int8"), else Arrow's."""
+    if pa.types.is_struct(cast_type) or pa.types.is_list(cast_type) or \
+            pa.types.is_large_list(cast_type) or pa.types.is_fixed_size_list(cast_type):
+        return str(err)
+    try:
+        back = pc.cast(pc.cast(col, cast_type, safe=False), col.type)
+        bad = pc.indices_nonzero(pc.fill_null(pc.not_equal(back, col), False).combine_chunks())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return str(err)
+    if not len(bad):
+        return str(err)
+    value = col[int(bad[0].as_py())].as_py()
+    return f"Can't cast value {value} to type {_rust_type_name(cast_type)} ({err})"
+
+
+def _rust_type_name(t: pa.DataType) -> str:
+    """The Arrow type's name as pylance's messages print it (Rust's arrow names)."""
+    names = {"int8": "Int8", "int16": "Int16", "int32": "Int32", "int64": "Int64",
+             "uint8": "UInt8", "uint16": "UInt16", "uint32": "UInt32", "uint64": "UInt64",
+             "halffloat": "Float16", "float": "Float32", "double": "Float64"}
+    return names.get(str(t), str(t))
 
 
 def _cast_as(col: pa.ChunkedArray, cast_type: pa.DataType, out_type: pa.DataType):

@@ -127,3 +127,14 @@ def test_no_columns_gives_row_counts(tmp_path, kw):
     if "limit" not in kw:  # (pylance refuses count_rows with a limit)
         assert ours.scanner(columns=[], **kw).count_rows() == \
             ref.scanner(columns=[], **kw).count_rows()
+
+
+def test_cast_out_of_range_names_the_value(tmp_path):
+    """A type change that cannot hold a value fails with pylance's words, naming it,
+    and commits nothing."""
+    uri = str(tmp_path / "ds")
+    lancenb.write_dataset(pa.table({"x": [1, 2, 1024]}), uri)
+    ds = lancenb.dataset(uri)
+    with pytest.raises(ValueError, match="Can't cast value 1024 to type Int8"):
+        ds.alter_columns({"path": "x", "data_type": pa.int8()})
+    assert lancenb.dataset(uri).version == 1
