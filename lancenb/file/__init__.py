@@ -13,12 +13,13 @@ from lancenb.file.reader import (
     LegacyFileReader,
     ReaderResults,
 )
-from lancenb.file.session import LanceFileSession
+from lancenb.file.session import LanceFileSession, ListResult
 from lancenb.file.version import FileVersion
 from lancenb.file.writer import LanceFileWriter
 
 __all__ = ["LanceFileReader", "LanceFileWriter", "ReaderResults", "LanceFileMetadata",
-           "FileVersion", "LegacyFileReader", "LanceFileSession", "stable_version"]
+           "FileVersion", "LegacyFileReader", "LanceFileSession", "ListResult",
+           "stable_version"]
 
 
 def stable_version() -> str:
