@@ -222,6 +222,13 @@ def build_manifest(base, txn: Transaction, version: int, *, data_format: str,
         elif op == "project":
             del m.fields[:]
             m.fields.extend(txn.pb.project.schema)
+            # data files that hold only dropped fields leave their fragments (pylance)
+            kept = {f.id for f in m.fields}
+            for frag in m.fragments:
+                files = [df for df in frag.files if any(x in kept for x in df.fields)]
+                if len(files) != len(frag.files):
+                    del frag.files[:]
+                    frag.files.extend(files)
         elif op in ("update", "rewrite"):
             _apply_replacements(m, base, txn)
         elif op == "update_config":

@@ -138,3 +138,18 @@ def test_cast_out_of_range_names_the_value(tmp_path):
     with pytest.raises(ValueError, match="Can't cast value 1024 to type Int8"):
         ds.alter_columns({"path": "x", "data_type": pa.int8()})
     assert lancenb.dataset(uri).version == 1
+
+
+@pytest.mark.parametrize("lib", ["lancenb", "pylance"])
+def test_drop_removes_files_of_only_dropped_fields(tmp_path, lib):
+    """A data file left holding only dropped fields leaves its fragment, as pylance
+    does; one that still holds a kept field stays."""
+    uri = str(tmp_path / "ds")
+    lancenb.write_dataset(pa.table({"a": [1, 2], "b": [3, 4]}), uri)
+    LIBS[lib].dataset(uri).add_columns({"c": "a * 2", "d": "a * 3"})
+    lancenb.dataset(uri).drop_columns(["c", "d"])
+    ours, ref = lancenb.dataset(uri), lance.dataset(uri)
+    assert [len(f.metadata.files) for f in ref.get_fragments()] == [1]
+    assert ours.to_table().equals(ref.to_table())
+    lancenb.dataset(uri).drop_columns(["b"])
+    assert [f.fields for f in lance.dataset(uri).get_fragments()[0].metadata.files] == [[0, 1]]
