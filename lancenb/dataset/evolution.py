@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from typing import Callable
 
 import numpy as np
@@ -41,6 +42,10 @@ __all__ = ["add_columns", "drop_columns", "alter_columns", "merge_columns", "Bat
            "batch_udf"]
 
 DEFAULT_BATCH_ROWS = 64 * 1024
+# ``CAST(NULL AS <type>)``: an add_columns expression pylance turns into an all-null
+# column without data files (its SqlToAllNullsOptimizer); a bare NULL is not one
+_CAST_NULL = re.compile(r"\s*CAST\s*\(\s*NULL\s+AS\s+[^()]+(\([^()]*\))?\s*\)\s*",
+                        re.IGNORECASE)
 
 
 class BatchUDF:
@@ -220,6 +225,13 @@ def add_columns(ds, transforms, read_columns=None, *, batch_size=None,
             needed.update(used)
         new_schema = pa.schema(out_fields)
         _check_new_names(schema, new_schema.names)
+        if all(isinstance(v, str) and _CAST_NULL.fullmatch(v) for v in transforms.values()) \
+                and _file_version(ds) is not FileVersion.LEGACY:
+            # all null: a schema change only, as pylance makes it (no data files)
+            fields = list(ds.manifest.fields) + _new_fields(
+                pa.schema([f.with_nullable(True) for f in new_schema]), _next_field_id(ds))
+            _commit(ds, _merge_txn(ds, list(ds.manifest.fragments), fields), [])
+            return
         needed = sorted(needed)
 
         def make_batches(frag):

@@ -395,3 +395,18 @@ def test_normalize_input_is_lazy_over_iterators():
     assert pulled == []
     assert [b.num_rows for b in batches] == [1, 1, 1]
     assert np.array_equal(pulled, [0, 1, 2])
+
+
+def test_add_columns_cast_null_is_schema_only_as_pylance(tmp_path):
+    py, nb = _pair(tmp_path, max_rows_per_file=4)
+    before = [f.data_files() for f in nb.get_fragments()]
+    exprs = {"n": "CAST(NULL AS INT)", "d": "cast(null as decimal(10, 2))"}
+    py.add_columns(exprs)
+    nb.add_columns(exprs)
+    # before: a data file of nulls per fragment
+    assert [f.data_files() for f in nb.get_fragments()] == before
+    assert nb.schema == py.schema
+    assert nb.to_table() == py.to_table()
+    assert lance.dataset(str(tmp_path / "nb")).to_table() == py.to_table()
+    nb.add_columns({"m": "NULL"})  # not CAST(NULL AS ...): written, as pylance writes it
+    assert len(nb.get_fragments()[0].data_files()) == 2
