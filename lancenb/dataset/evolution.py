@@ -243,7 +243,7 @@ def add_columns(ds, transforms, read_columns=None, *, batch_size=None,
     elif callable(transforms):
         func = transforms
         cols = list(read_columns) if read_columns is not None else list(schema.names)
-        missing = [c for c in cols if c not in schema.names]
+        missing = [c for c in cols if c not in schema.names and c not in udf.ROW_COLUMNS]
         if missing:
             raise InvalidInputError(f"add_columns: no column(s) {missing} to read")
         new_schema = udf.output_schema(func, ds.get_fragments(), cols,

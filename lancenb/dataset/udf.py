@@ -30,9 +30,13 @@ import numpy as np
 import pyarrow as pa
 
 from lancenb.dataset.inputs import InputTypeError, _is_pandas
+from lancenb.dataset.nested import ROW_ADDR, ROW_ID
 from lancenb.errors import InvalidInputError, SchemaError
 
-__all__ = ["output_schema", "udf_batches", "RowFeeder", "SCHEMA_MISMATCH"]
+__all__ = ["output_schema", "udf_batches", "RowFeeder", "SCHEMA_MISMATCH", "read_rows",
+           "ROW_COLUMNS"]
+
+ROW_COLUMNS = (ROW_ID, ROW_ADDR)  # read_columns a function may ask for besides columns
 
 SCHEMA_MISMATCH = "Output schema of function does not match the expected schema"
 
@@ -53,6 +57,19 @@ def _empty(schema: pa.Schema) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays([pa.array([], f.type) for f in schema], schema=schema)
 
 
+def read_rows(frag, cols: list[str], offs: np.ndarray) -> pa.RecordBatch:
+    """The rows at physical ``offs`` of ``cols`` as a function reads them: the
+    dataset's columns, then ``_rowid`` and ``_rowaddr`` if asked for (pylance's
+    order, whatever their place in ``cols``)."""
+    t = frag.take_physical([c for c in cols if c not in (ROW_ID, ROW_ADDR)], offs)
+    if ROW_ID in cols:  # (row_ids(): stable ids, else the addresses)
+        t = t.append_column(ROW_ID, pa.array(frag.row_ids()[offs], pa.uint64()))
+    if ROW_ADDR in cols:
+        t = t.append_column(ROW_ADDR, pa.array(frag.row_addresses(offs), pa.uint64()))
+    t = t.combine_chunks()
+    return t.to_batches()[0] if t.num_rows else _empty(t.schema)
+
+
 def _sample(fragments, cols: list[str]) -> pa.RecordBatch | None:
     """The first live row of ``fragments`` (of ``cols``), or None if there is none."""
     for frag in fragments:
@@ -60,8 +77,7 @@ def _sample(fragments, cols: list[str]) -> pa.RecordBatch | None:
         if frag.physical_rows == 0 or (live is not None and not len(live)):
             continue
         first = np.array([0 if live is None else live[0]], dtype=np.int64)
-        t = frag.take_physical(cols, first).combine_chunks()
-        return t.to_batches()[0]
+        return read_rows(frag, cols, first)
     return None
 
 
@@ -137,8 +153,7 @@ def udf_batches(frag, func: Callable, cols: list[str], schema: pa.Schema, step: 
             yield _restore(_empty(schema), lo, hi, live)
             continue
         offs = np.arange(lo, hi, dtype=np.int64) if live is None else live
-        t = frag.take_physical(cols, offs).combine_chunks()
-        b = t.to_batches()[0] if t.num_rows else _empty(t.schema)
+        b = read_rows(frag, cols, offs)
         yield _restore(_checked(func(b), schema, b.num_rows, what), lo, hi, live)
 
 

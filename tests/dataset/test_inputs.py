@@ -410,3 +410,23 @@ def test_add_columns_cast_null_is_schema_only_as_pylance(tmp_path):
     assert lance.dataset(str(tmp_path / "nb")).to_table() == py.to_table()
     nb.add_columns({"m": "NULL"})  # not CAST(NULL AS ...): written, as pylance writes it
     assert len(nb.get_fragments()[0].data_files()) == 2
+
+
+@pytest.mark.parametrize("stable", [False, True])
+def test_udf_reads_row_ids_and_addresses_as_pylance(tmp_path, stable):
+    py, nb = _pair(tmp_path, max_rows_per_file=4, enable_stable_row_ids=stable)
+    for ds in (py, nb):
+        ds.delete("a = 5")
+    seen = {"py": [], "nb": []}
+
+    def udf(key):
+        def f(batch):
+            seen[key].append(batch.to_pydict())
+            return pa.record_batch([pa.array(batch["_rowaddr"].to_numpy() % 7, pa.uint64())],
+                                   ["c"])
+        return f
+    cols = ["_rowaddr", "a", "_rowid"]  # pylance's order: columns, _rowid, _rowaddr
+    py.add_columns(udf("py"), read_columns=cols)
+    nb.add_columns(udf("nb"), read_columns=cols)
+    assert seen["nb"] == seen["py"]
+    assert nb.to_table() == py.to_table()
