@@ -37,6 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
+from lancenb.encodings.nptypes import numpy_dtype
 from lancenb.errors import CorruptFileError
 from lancenb.kernels import stats_rows as kstats_rows
 from lancenb.kernels import variable as kvariable
@@ -231,7 +232,7 @@ def _stats_struct(rows: list, t: pa.DataType, st: pa.DataType) -> pa.StructArray
 # Arrow types whose statistics numpy computes as compute_stats does, when nothing is
 # null: integers (exact) and float32/float64 (fmin/fmax skip NaN as Arrow's min_max
 # does; all-NaN, signed zeros: the same rules applied after)
-_NUMPY_STATS = {t: t.to_pandas_dtype() for t in
+_NUMPY_STATS = {t: numpy_dtype(t) for t in
                 (pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(),
                  pa.uint32(), pa.uint64(), pa.float32(), pa.float64())}
 

@@ -58,6 +58,7 @@ import pyarrow as pa
 
 from lancenb._proto import file_pb2, table_pb2
 from lancenb.encodings import pb
+from lancenb.encodings.nptypes import numpy_dtype
 from lancenb.errors import CorruptFileError, InvalidInputError, LanceError, NotSupportedError
 from lancenb.file.metadata import (
     LanceBufferDescriptor,
@@ -448,7 +449,7 @@ class V01Backend:
         keys = self._plain(ctx, f, t.index_type, runs)
         values = self._dict_values(f, t)
         if len(keys):
-            kv = np.frombuffer(keys.buffers()[1], dtype=t.index_type.to_pandas_dtype(),
+            kv = np.frombuffer(keys.buffers()[1], dtype=numpy_dtype(t.index_type),
                                count=len(keys))
             if kv.min() < 0 or kv.max() >= len(values):
                 bad = (kv < 0) | (kv >= len(values))

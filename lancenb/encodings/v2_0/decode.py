@@ -27,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 from lancenb.encodings.blocks import FixedWidth, fixed_bits, is_variable, offset_bits
+from lancenb.encodings.nptypes import numpy_dtype
 from lancenb.encodings.physical import general, packed_struct
 from lancenb.errors import CorruptFileError, NotSupportedError
 from lancenb.kernels import fsst as kf
@@ -215,13 +216,13 @@ def _dictionary(d, page: Page, n: int, dt: pa.DataType, depth: int) -> pa.Array:
     idx = uint_values(d.indices, page, n)
     if pa.types.is_dictionary(dt):
         # an Arrow dictionary column: plain indices, nulls live in the dictionary
-        if k - 1 > np.iinfo(dt.index_type.to_pandas_dtype()).max:
+        if k - 1 > np.iinfo(numpy_dtype(dt.index_type)).max:
             raise _corrupt(page, f"{k} dictionary items for {dt.index_type} keys")
         items = decode(d.items, page, k, dt.value_type, depth + 1)
         if n and int(idx.max()) >= k:
             raise _corrupt(page, f"dictionary index {int(idx.max())} with {k} items")
         item_valid = np.asarray(items.is_valid())
-        ind = pa.array(idx.astype(dt.index_type.to_pandas_dtype()),
+        ind = pa.array(idx.astype(numpy_dtype(dt.index_type)),
                        mask=~item_valid[idx.astype(np.int64)] if items.null_count else None)
         return pa.DictionaryArray.from_arrays(ind, items)
     return dictionary_take(d, page, idx, dt, depth)

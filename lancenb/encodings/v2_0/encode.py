@@ -33,6 +33,7 @@ import pyarrow.compute as pc
 from lancenb.encodings import blocks, pb
 from lancenb.encodings.blocks import Variable
 from lancenb.encodings.config import COMPRESSION, COMPRESSION_LEVEL
+from lancenb.encodings.nptypes import numpy_dtype
 from lancenb.encodings.physical import general, packed_struct
 from lancenb.encodings.physical.fsst import FsstCodec
 from lancenb.errors import InvalidInputError, NotSupportedError
@@ -240,7 +241,7 @@ def _arrow_dictionary(arr: pa.DictionaryArray, bufs: _Buffers) -> E.ArrayEncodin
             fill = len(items)
             items = pa.concat_arrays([items, pa.nulls(1, items.type)])
         keys = keys.fill_null(fill)
-    raw = np.asarray(keys).astype(keys.type.to_pandas_dtype(), copy=False)
+    raw = np.asarray(keys).astype(numpy_dtype(keys.type), copy=False)
     idx = bufs.add(raw)
     tree = _encode(items, bufs)
     return E.ArrayEncoding(dictionary=E.Dictionary(
