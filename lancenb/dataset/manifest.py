@@ -28,7 +28,8 @@ from dataclasses import dataclass
 
 from lancenb._proto import table_pb2, transaction_pb2
 from lancenb.encodings import pb
-from lancenb.errors import CorruptFileError, NotSupportedError
+from lancenb.errors import CorruptFileError, InvalidInputError, LanceIOError, NotSupportedError
+from lancenb.file.version import FileVersion
 
 __all__ = ["VERSIONS_DIR", "manifest_name", "parse_manifest_name", "parse_manifest_names",
            "frame_manifest",
@@ -118,7 +119,9 @@ def parse_manifest_names(names) -> tuple[list[int], list[int]]:
 
 
 def frame_manifest(manifest, transaction=None, index_section: bytes | None = None) -> bytes:
-    """Serialise a manifest file (sets the section offsets on ``manifest``)."""
+    """Serialise a manifest file (sets the section offsets on ``manifest``, and checks
+    its storage version against its files: :func:`check_storage_version`)."""
+    check_storage_version(manifest, f"version {manifest.version}")
     parts = []
     pos = 0
     if index_section is not None:
@@ -212,9 +215,59 @@ def parse_manifest_message(data: bytes, name: str):
 
 
 def parse_manifest_file(raw: bytes, name: str) -> ManifestFile:
-    """Check the framing and decode the Manifest message."""
+    """Check the framing and decode the Manifest message (a manifest without a data
+    storage format gets the one :func:`infer_data_format` finds)."""
     a, b = manifest_span(raw, name)
-    return ManifestFile(parse_manifest_message(raw[a:b], name), raw, name, len(raw))
+    m = parse_manifest_message(raw[a:b], name)
+    if not m.HasField("data_format"):
+        m.data_format.file_format = "lance"
+        m.data_format.version = infer_data_format(m, name)
+    return ManifestFile(m, raw, name, len(raw))
+
+
+def check_storage_version(manifest, name: str) -> None:
+    """What pylance checks of a manifest it commits: one recording legacy (0.1) whose
+    files are all of a later version (pylance 0.16 wrote such manifests) is corrected
+    to that version; one whose files mix versions is refused (nothing is written)."""
+    if manifest.data_format.version not in ("0.1", "legacy") or not manifest.fragments:
+        return
+    try:
+        actual = _files_version(manifest, name)
+    except InvalidInputError as e:
+        # (an OSError, as pylance's)
+        raise LanceIOError(f"The dataset contains a mixture of file versions; roll it back "
+                           f"to an earlier version ({e})") from None
+    if actual is not None and actual is not FileVersion.LEGACY:
+        manifest.data_format.version = actual.label
+
+
+def _files_version(manifest, name: str):
+    """The version of all the manifest's data files (None: it has none); an
+    InvalidInputError when they differ."""
+    found = None
+    for frag in manifest.fragments:
+        for df in frag.files:
+            v = FileVersion.for_data_file(int(df.file_major_version),
+                                          int(df.file_minor_version), name)
+            if found is None:
+                found = v
+            elif v is not found:
+                raise InvalidInputError(f"manifest {name!r}: all data files must have the same "
+                                        f"version; found both {found.label} and {v.label}")
+    return found
+
+
+def infer_data_format(manifest, name: str) -> str:
+    """The data storage version of a manifest written before it recorded one (pylance
+    0.15 and older), as pylance 14 infers it: the version of the data files (all must
+    agree), or with no data file the deprecated "v2" writer flag (4): set, the stable
+    version (2.2); unset, legacy (0.1)."""
+    found = _files_version(manifest, name)
+    if found is None:
+        found = (FileVersion.resolve("stable")
+                 if manifest.writer_feature_flags & FLAG_USE_V2_FORMAT_DEPRECATED
+                 else FileVersion.LEGACY)
+    return found.label
 
 
 def _varint(buf: bytes, i: int, end: int, name: str) -> tuple[int, int]:

@@ -100,7 +100,17 @@ def write_data_files(store, batches: Iterator[pa.RecordBatch], schema: pa.Schema
     if max_rows_per_file <= 0 or max_bytes_per_file <= 0:
         raise InvalidInputError("max_rows_per_file and max_bytes_per_file must be positive")
     written = [] if written is None else written
-    ids = leaf_ids(fields_pb, version)
+    legacy = version is FileVersion.LEGACY  # every field is a column; no page statistics
+    ids = [f.id for f in fields_pb] if legacy else leaf_ids(fields_pb, version)
+    write_stats = write_stats and not legacy
+    if legacy and ids != list(range(len(ids))):
+        # (a 0.1 file's page table is indexed by the dataset's field ids)
+        raise NotSupportedError(f"lancenb writes legacy (0.1) data files only for schemas whose "
+                                f"field ids are 0..n-1 in order, not {ids[:8]}")
+    if legacy and any(f.logical_type.startswith("dict:") for f in fields_pb):
+        # (pylance keeps a legacy dataset's dictionaries in its manifest files)
+        raise NotSupportedError("lancenb does not write dictionary columns into legacy (0.1) "
+                                "datasets; cast them to their value type")
     frags = []
     writer = None
     name = ""
@@ -141,7 +151,8 @@ def write_data_files(store, batches: Iterator[pa.RecordBatch], schema: pa.Schema
             w.add_schema_metadata(STATS_KEY, json.dumps(info, separators=(",", ":")))
         n = w.close()
         open_writers.discard(w)  # closed: nothing to abort, and its memory can go
-        df = table_pb2.DataFile(path=fname, fields=ids, column_indices=list(range(len(ids))),
+        df = table_pb2.DataFile(path=fname, fields=ids,
+                                column_indices=[] if legacy else list(range(len(ids))),
                                 file_major_version=version.data_file[0],
                                 file_minor_version=version.data_file[1],
                                 file_size_bytes=w.size_bytes)

@@ -4,7 +4,7 @@ Version strings resolve as pylance 14 resolves ``data_storage_version``: case do
 not matter, nothing else is forgiven (``" 2.1"`` and ``"v2.1"`` are errors).
 
 - ``legacy``/``0.1``: 0.1, footer (0, 2) (lancenb also reads (0, 0) and (0, 1));
-  read only.
+  written for datasets of 0.1 files, as pylance 14 does.
 - ``2.0``: footer (0, 3), but (2, 0) in a dataset's DataFile entries.
 - ``2.1``: (2, 1).
 - ``2.2``/``stable``: (2, 2); the default for writing, as in pylance 14 (new datasets
@@ -49,8 +49,9 @@ class FileVersion(enum.Enum):
 
     @property
     def writable(self) -> bool:
-        """Whether lancenb writes files of this version."""
-        return self is not FileVersion.LEGACY
+        """Whether lancenb writes files of this version (all: 0.1 with the types
+        :mod:`lancenb.file.v0_1_write` lists)."""
+        return True
 
     @classmethod
     def resolve(cls, name: "str | FileVersion | None") -> "FileVersion":

@@ -1,8 +1,10 @@
 """``LanceFileWriter``: Arrow batches in, one Lance 2.x file out.
 
 The writer is a thin facade over one :class:`WriterBackend` per version family,
-chosen from ``version`` when the schema is known: :class:`~lancenb.file.v2_0.V20Writer`
-for 2.0, :class:`~lancenb.file.v2_1_write.V21Writer` for 2.1 and 2.2. The facade
+chosen from ``version`` when the schema is known:
+:class:`~lancenb.file.v0_1_write.V01Writer` for legacy 0.1 files (which end differently:
+its ``finish_file``), :class:`~lancenb.file.v2_0.V20Writer` for 2.0 and
+:class:`~lancenb.file.v2_1_write.V21Writer` for 2.1 and 2.2. The facade
 checks what callers pass, owns the output stream and writes what every 2.x file ends
 with: global buffer 0 (schema and row count), the column metadata, the offset tables
 and the footer (:mod:`lancenb.file.format`).
@@ -27,6 +29,7 @@ from lancenb.errors import InvalidInputError, LanceError, NotSupportedError, Sch
 from lancenb.file.extensions import extension_names, storage_batch, storage_schema
 from lancenb.file.format import FOOTER_SIZE, PAD_BYTE, PAGE_ALIGN, Footer, pack_offset_table
 from lancenb.file.schema import has_map
+from lancenb.file.v0_1_write import V01Writer
 from lancenb.file.v2_0 import V20Writer
 from lancenb.file.v2_1_write import DEFAULT_COLUMN_BUDGET, V21Writer
 from lancenb.file.version import FileVersion
@@ -106,7 +109,8 @@ class LanceFileWriter:
         default 8 MiB per column). Smaller values make more, smaller pages.
     version : str, optional
         File format version: ``"2.0"``, ``"2.1"`` or ``"2.2"`` (the default, as pylance 14; also
-        ``"stable"``/``"next"``).
+        ``"stable"``/``"next"``), or ``"0.1"``/``"legacy"`` (the types
+        :mod:`lancenb.file.v0_1_write` lists; no global buffers).
     storage_options : dict, optional
         Passed to fsspec.
     max_page_bytes : int, optional
@@ -136,9 +140,6 @@ class LanceFileWriter:
         if kwargs:
             raise InvalidInputError(f"unknown LanceFileWriter options: {sorted(kwargs)}")
         self.version = FileVersion.resolve(version)
-        if self.version not in (FileVersion.V2_0, FileVersion.V2_1, FileVersion.V2_2):
-            raise NotSupportedError(f"lancenb writes file versions 2.0, 2.1 and 2.2, not "
-                                    f"{self.version.label}")
         if data_cache_bytes is not None and data_cache_bytes <= 0:
             raise InvalidInputError("data_cache_bytes must be positive")
         self._base_config = writer_config(compression)
@@ -187,7 +188,9 @@ class LanceFileWriter:
                 f"column {items[0].name!r}: writing {items[0].type} needs file version 2.2 "
                 f"(pylance refuses fixed-size lists of structs in {self.version.label} too)"))
         try:
-            if self.version is FileVersion.V2_0:
+            if self.version is FileVersion.LEGACY:
+                self._backend = V01Writer(schema, self._out)
+            elif self.version is FileVersion.V2_0:
                 self._backend = V20Writer(schema, self._write_buffer,
                                           data_cache_bytes=self._data_cache_bytes,
                                           max_page_bytes=self._max_page_bytes)
@@ -228,6 +231,8 @@ class LanceFileWriter:
         b'hello'
         """
         self._check_open()
+        if self.version is FileVersion.LEGACY:
+            raise NotSupportedError(f"{self.path!r}: legacy (0.1) files have no global buffers")
         self._global_buffers.append(self._write_buffer(memoryview(data)))
         return len(self._global_buffers)
 
@@ -298,6 +303,8 @@ class LanceFileWriter:
             return None
         if self._schema is None:
             self._fail(SchemaError(f"{self.path!r}: no schema given and no batch written"))
+        if self.version is FileVersion.LEGACY:
+            return self._close_legacy()
         try:
             self._backend.finish()
             schema_pb = file_pb2.Schema(fields=self._backend.fields_pb)
@@ -329,6 +336,18 @@ class LanceFileWriter:
                                    major, minor).pack())
             self.size_bytes = self._out.tell()
             assert self.size_bytes == gbo_pos + 16 * len(gbs) + FOOTER_SIZE
+            self._out.close()
+        except BaseException:
+            self._out.abort()
+            self.closed = True
+            raise
+        self.closed = True
+        return self._rows
+
+    def _close_legacy(self) -> int:
+        try:
+            self._backend.finish_file(self._schema_metadata)
+            self.size_bytes = self._out.tell()
             self._out.close()
         except BaseException:
             self._out.abort()

@@ -73,16 +73,17 @@ def test_legacy_dataset_statistics_prune_batches(tmp_path):
     assert [(s.min, s.max) for s in ids[:2]] == [(0, 499), (500, 999)]
 
 
-def test_legacy_dataset_is_read_only_for_lancenb(tmp_path):
+def test_legacy_dataset_appends_legacy_files(tmp_path):
+    # as pylance 14: an append to a 0.1 dataset writes 0.1 files (more in
+    # tests/dataset/test_legacy_versions.py)
     path = str(tmp_path / "leg")
     t = _table(100).drop_columns(["txt"])
     lance.write_dataset(t, path, data_storage_version="legacy")
-    with pytest.raises(NotSupportedError, match="0.1"):
-        lancenb.write_dataset(t, path, mode="append")
-    with pytest.raises(NotSupportedError, match="0.1"):
-        lancenb.write_dataset(t, str(tmp_path / "new"), data_storage_version="legacy")
-    # the dataset is unchanged
-    assert lance.dataset(path).version == 1
+    lancenb.write_dataset(t, path, mode="append")
+    theirs = lance.dataset(path)
+    assert theirs.data_storage_version == "0.1"
+    assert theirs.to_table().equals(pa.concat_tables([lance.dataset(path, version=1)
+                                                      .to_table()] * 2))
 
 
 @pytest.mark.parametrize("version", ["2.0", "2.1", "2.2", "stable"])
