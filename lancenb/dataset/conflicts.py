@@ -17,18 +17,20 @@ answer pylance 14 gives (checked pair by pair against pylance in
 Ours (rows) against theirs (columns); ``ok`` compatible, ``R`` retryable, ``X``
 incompatible, ``F`` retryable when both touch a same fragment, else ok,
 ``D`` as F but a delete whose rows are known is rebased instead, ``K`` incompatible
-when both set or remove a same config key (or change schema/field metadata), else ok:
+when both set or remove a same config key (or change schema/field metadata), else ok,
+``N`` retryable unless the merge/project says ``preserves_nullability`` (new
+fragments written against the old schema may then omit its new columns), else ok:
 
 ==============  ======  ======  ======  =========  ======  =======  =======  =====  ======
 ours            append  delete  update  overwrite  restore  merge   project  rewr.  config
 ==============  ======  ======  ======  =========  ======  =======  =======  =====  ======
-append          ok      ok      ok      X          X        R       R        ok     ok
+append          ok      ok      ok      X          X        N       N        ok     ok
 delete          ok      D       D       X          X        R       ok       F      ok
-update          ok      F       F       X          X        R       R        F      ok
+update          ok      F       F       X          X        R       N        F      ok
 overwrite       ok      ok      ok      R          ok       ok      ok       ok     K
 restore         ok      ok      ok      ok         ok       ok      ok       ok     ok
 merge           R       R       R       X          X        R       X        R      ok
-project         R       ok      R       X          X        R       R        ok     ok
+project         N       ok      N       X          X        R       R        ok     ok
 rewrite         ok      F       F       X          X        R       ok       F      ok
 update_config   ok      ok      ok      K          ok       ok      ok       ok     K
 ==============  ======  ======  ======  =========  ======  =======  =======  =====  ======
@@ -153,6 +155,18 @@ def _rows_rebase(ours, other) -> str:
     return OK
 
 
+def _schema_grew(ours, other) -> str:
+    """New fragments against a schema change: retryable unless the change says it
+    adds no column those fragments could not omit (``preserves_nullability``)."""
+    op = other.WhichOneof("operation")
+    return OK if getattr(other, op).preserves_nullability else RETRY
+
+
+def _keeps_nullability(ours, other) -> str:
+    """Our project against new fragments: as :func:`_schema_grew`, from our side."""
+    return OK if ours.pb.project.preserves_nullability else RETRY
+
+
 def _name(op: str | None) -> str:
     return op or "unknown"
 
@@ -207,7 +221,7 @@ def _row_change(mine: str) -> dict:
     return {
         "overwrite": INCOMPATIBLE, "restore": INCOMPATIBLE, "update_mem_wal_state": INCOMPATIBLE,
         "merge": RETRY,
-        "project": RETRY if mine == "update" else OK,  # (new fragments: the old schema)
+        "project": _schema_grew if mine == "update" else OK,  # (new fragments)
         "rewrite": lambda ours, other: _overlap(ours, other),
         "data_replacement": lambda ours, other: _overlap(ours, other),
         "delete": _rows_rebase, "update": _rows_rebase,
@@ -215,7 +229,8 @@ def _row_change(mine: str) -> dict:
 
 
 _RULES["append"] = {"overwrite": INCOMPATIBLE, "restore": INCOMPATIBLE,
-                    "update_mem_wal_state": INCOMPATIBLE, "merge": RETRY, "project": RETRY}
+                    "update_mem_wal_state": INCOMPATIBLE, "merge": _schema_grew,
+                    "project": _schema_grew}
 _RULES["delete"] = _row_change("delete")
 _RULES["update"] = _row_change("update")
 _RULES["overwrite"] = {"overwrite": RETRY, "update_mem_wal_state": INCOMPATIBLE,
@@ -227,7 +242,8 @@ _RULES["merge"] = {
                             "data_replacement")},
     **{op: INCOMPATIBLE for op in ("overwrite", "restore", "project", "update_mem_wal_state")}}
 _RULES["project"] = {
-    "append": RETRY, "update": RETRY, "merge": RETRY, "project": RETRY,
+    "append": _keeps_nullability, "update": _keeps_nullability, "merge": RETRY,
+    "project": RETRY,
     "overwrite": INCOMPATIBLE, "restore": INCOMPATIBLE, "update_mem_wal_state": INCOMPATIBLE}
 _RULES["rewrite"] = {
     "overwrite": INCOMPATIBLE, "restore": INCOMPATIBLE, "merge": RETRY,

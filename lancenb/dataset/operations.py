@@ -334,15 +334,17 @@ def to_transaction(op, read_version: int, *, store=None, base=None) -> _Txn:
         return _Txn(read_version, "update", msg)
     if isinstance(op, L.Merge):
         msg = T.Merge(fragments=_pbs(op.fragments, "fragments"),
-                      schema=schema_fields(op.schema, base_fields))
+                      schema=schema_fields(op.schema, base_fields),
+                      preserves_nullability=bool(op.preserves_nullability))
         meta = _schema_metadata(op.schema) if isinstance(op.schema, pa.Schema) else \
             dict(base.schema_metadata)
         for k, v in meta.items():
             msg.schema_metadata[k] = v
         return _Txn(read_version, "merge", msg)
     if isinstance(op, L.Project):
-        return _Txn(read_version, "project", T.Project(schema=schema_fields(op.schema,
-                                                                            base_fields)))
+        return _Txn(read_version, "project", T.Project(
+            schema=schema_fields(op.schema, base_fields),
+            preserves_nullability=bool(op.preserves_nullability)))
     if isinstance(op, L.Rewrite):
         if op.rewritten_indices:
             raise NotSupportedError("Rewrite(rewritten_indices=...) is not supported: lancenb "
@@ -510,9 +512,10 @@ def transaction_of(pb):
                       _frags(o.new_fragments), list(o.fields_modified),
                       list(o.fields_for_preserving_frag_bitmap))
     elif kind == "merge":
-        op = L.Merge(_frags(o.fragments), _schema(o.schema, o.schema_metadata))
+        op = L.Merge(_frags(o.fragments), _schema(o.schema, o.schema_metadata),
+                     bool(o.preserves_nullability))
     elif kind == "project":
-        op = L.Project(_schema(o.schema, {}))
+        op = L.Project(_schema(o.schema, {}), bool(o.preserves_nullability))
     elif kind == "restore":
         op = L.Restore(int(o.version))
     elif kind == "rewrite":

@@ -76,10 +76,10 @@ def _op(lib, name: str, js: dict):
         return L.Overwrite(schema, [fm("over")])
     if name == "restore":
         return L.Restore(1)
-    if name == "merge":
-        return L.Merge([fm("f0"), fm("f1")], schema)
-    if name == "project":
-        return L.Project(pa.schema([schema.field("a")]))
+    if name.startswith("merge"):  # (merge_pn: preserves_nullability)
+        return L.Merge([fm("f0"), fm("f1")], schema, name == "merge_pn")
+    if name.startswith("project"):
+        return L.Project(pa.schema([schema.field("a")]), name == "project_pn")
     if name == "rewrite01":
         return L.Rewrite([L.RewriteGroup([fm("f0"), fm("f1")], [fm("all01")])], [])
     if name == "rewrite1":
@@ -122,8 +122,8 @@ def _run(tmp_path, tag: str, first_lib, second_lib, first: str, second: str):
 
 
 OPS = ["append", "delete0", "delete0b", "delete1", "delete_frag1", "update0", "overwrite",
-       "restore", "merge", "project", "rewrite01", "rewrite1", "config_k", "config_k2",
-       "config_j"]
+       "restore", "merge", "merge_pn", "project", "project_pn", "rewrite01", "rewrite1",
+       "config_k", "config_k2", "config_j"]
 
 # (second, first) pairs the matrix skips: none yet.
 PAIRS = [(s, f) for s in OPS for f in OPS]
