@@ -348,7 +348,13 @@ class Translator:
         arg = self.node(e.this)
         items = [self.node(v) for v in e.expressions]
         if not all(isinstance(i, Lit) for i in items):
-            raise self.fail("IN takes a list of literals")
+            # x IN (y, 1) is x = y OR x = 1, compared as pylance compares (floats: y by
+            # the total order, -0.0 < +0.0; DataFusion's own IN holds them equal)
+            terms = [Cmp("=", *self.coerce(arg, i)) for i in items]
+            while len(terms) > 1:
+                terms = [Or(terms[k], terms[k + 1]) if k + 1 < len(terms) else terms[k]
+                         for k in range(0, len(terms), 2)]
+            return terms[0]
         values = [self.coerce(arg, i)[1].value for i in items]
         kept = [v for v in values if v.is_valid]
         try:
