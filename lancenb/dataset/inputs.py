@@ -29,6 +29,8 @@ Hugging Face ``DatasetDict`` /                 refused: several splits; pass one
 ``IterableDatasetDict``                        (``dd["train"]``)
 ``dict`` of columns                            ``pa.RecordBatch.from_pydict(d, schema=schema)``
 non-empty ``list`` of ``dict`` (rows)          ``pa.RecordBatch.from_pylist(rows, schema=...)``
+non-empty ``list`` of pydantic models (one     their ``model_dump()`` rows; ``schema=``
+class)                                         required (lancenb does not derive it)
 an object with ``__arrow_c_stream__``          a ``RecordBatchReader`` over the stream
 any other iterable of RecordBatches (Tables    batch by batch; without ``schema=`` the first
 accepted too)                                  batch's schema (an empty one needs a schema)
@@ -55,7 +57,7 @@ import pyarrow as pa
 import pyarrow.dataset as pads
 
 from lancenb.dataset.scanner import LanceScanner
-from lancenb.errors import InputTypeError, InvalidInputError, SchemaError
+from lancenb.errors import InputTypeError, InvalidInputError, NotSupportedError, SchemaError
 from lancenb.file.extensions import storage_batch, storage_schema
 
 __all__ = ["normalize_input", "check_append_schema", "fill_missing", "check_metadata",
@@ -175,6 +177,8 @@ def _read(data, schema: pa.Schema | None, what: str) -> tuple[pa.Schema, Iterato
                       schema)
     if isinstance(data, list) and data and isinstance(data[0], dict):
         return _table(pa.Table.from_pylist(data, schema=schema), schema)
+    if isinstance(data, list) and data and _is_pydantic(data[0]):
+        return _pydantic(data, schema, what)
     if hasattr(data, "__arrow_c_stream__"):
         return _reader(pa.RecordBatchReader.from_stream(data), schema)
     if isinstance(data, Iterable) and not isinstance(data, (str, bytes, bytearray)):
@@ -186,6 +190,29 @@ def _read(data, schema: pa.Schema | None, what: str) -> tuple[pa.Schema, Iterato
 def _is_pandas(data) -> bool:
     pd = sys.modules.get("pandas")  # loaded already if data is a DataFrame
     return pd is not None and isinstance(data, pd.DataFrame)
+
+
+def _is_pydantic(x) -> bool:
+    pyd = sys.modules.get("pydantic")
+    return pyd is not None and isinstance(x, pyd.BaseModel)
+
+
+def _pydantic(models: list, schema: pa.Schema | None, what: str):
+    """A list of pydantic models of one class: their ``model_dump()`` rows. pylance
+    derives the schema from the model class (``lance.pydantic``), which lancenb does
+    not: without ``schema=`` it is refused rather than guessed from the values."""
+    model = type(models[0])
+    bad = next((i for i, m in enumerate(models) if type(m) is not model), None)
+    if bad is not None:
+        raise InputTypeError(f"{what}: a list of pydantic models must hold one model class: "
+                             f"item {bad} is {type(models[bad]).__qualname__}, not "
+                             f"{model.__qualname__}")
+    if schema is None:
+        raise NotSupportedError(f"{what}: lancenb does not derive an Arrow schema from the "
+                                f"pydantic model {model.__qualname__} (pylance's "
+                                f"lance.pydantic); pass schema=")
+    return _table(pa.Table.from_pylist([m.model_dump() for m in models], schema=schema),
+                  schema)
 
 
 def _table(t: pa.Table, schema: pa.Schema | None) -> tuple[pa.Schema, Iterator]:

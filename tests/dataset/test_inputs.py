@@ -430,3 +430,26 @@ def test_udf_reads_row_ids_and_addresses_as_pylance(tmp_path, stable):
     nb.add_columns(udf("nb"), read_columns=cols)
     assert seen["nb"] == seen["py"]
     assert nb.to_table() == py.to_table()
+
+
+def test_pydantic_models_with_a_schema_as_pylance(tmp_path):
+    import pydantic
+
+    class Row(pydantic.BaseModel):
+        id: int
+        s: str
+
+    class Other(pydantic.BaseModel):
+        id: int
+
+    schema = pa.schema([("id", pa.int64()), ("s", pa.string())])
+    rows = [Row(id=i, s=f"v{i}") for i in range(3)]
+    got, _, _ = _both(tmp_path, lambda: list(rows), schema=schema)
+    assert got.to_pylist() == [r.model_dump() for r in rows]
+    with pytest.raises(TypeError):
+        lance.write_dataset(rows + [Other(id=9)], str(tmp_path / "py2"), schema=schema)
+    with pytest.raises(InputTypeError, match="one model class"):
+        lancenb.write_dataset(rows + [Other(id=9)], tmp_path / "nb2", schema=schema)
+    # pylance derives the schema from the model class; lancenb asks for it
+    with pytest.raises(lancenb.errors.NotSupportedError, match="pass schema="):
+        lancenb.write_dataset(rows, tmp_path / "nb3")
