@@ -287,7 +287,8 @@ def add_columns(ds, transforms, read_columns=None, *, batch_size=None,
 def _check_new_names(schema: pa.Schema, names: list[str]) -> None:
     clash = [n for n in names if n in schema.names]
     if clash:
-        raise InvalidInputError(f"cannot add column(s) {clash}: the dataset already has them")
+        raise InvalidInputError(f"cannot add column(s) {clash}: Column {clash[0]} already "
+                                f"exists in the dataset")  # (pylance's words)
     if len(set(names)) != len(names):
         raise InvalidInputError(f"add_columns: duplicate new column names {names}")
 

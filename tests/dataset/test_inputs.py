@@ -453,3 +453,15 @@ def test_pydantic_models_with_a_schema_as_pylance(tmp_path):
     # pylance derives the schema from the model class; lancenb asks for it
     with pytest.raises(lancenb.errors.NotSupportedError, match="pass schema="):
         lancenb.write_dataset(rows, tmp_path / "nb3")
+
+
+@pytest.mark.parametrize("new", [lambda: pa.field("a", pa.float32()),
+                                 lambda: [pa.field("a", pa.float32()), pa.field("g", pa.int32())],
+                                 lambda: {"a": "b + 1"}, lambda: pa.table({"a": range(10)})])
+def test_add_columns_name_clash_named_as_pylance(tmp_path, new):
+    py, nb = _pair(tmp_path)
+    with pytest.raises(OSError):  # (its words vary by case: "Column a already exists in
+        py.add_columns(new())      # the dataset", or for fields "Type conflicts ...")
+    with pytest.raises(InvalidInputError, match="Column a already exists in the dataset"):
+        nb.add_columns(new())
+    assert nb.version == 1
