@@ -529,3 +529,15 @@ def test_import_stays_cheap():
                                     "optimize", "commit", "schema", "file", "fragment"])
 def test_modules_reachable_as_attributes(module):
     assert getattr(lancenb, module).__name__ == f"lancenb.{module}"
+
+
+@pytest.mark.parametrize("name", ["lancenb.log", "lancenb.debug", "lancenb.progress",
+                                  "lancenb.arrow", "lancenb._arrow_images", "lancenb.util",
+                                  "lancenb.vector", "lancenb.optimize", "lancenb.commit",
+                                  "lancenb.schema", "lancenb.file.session", "lancenb._datagen"])
+def test_docstring_examples(name):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
