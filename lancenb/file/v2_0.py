@@ -10,6 +10,11 @@ a field's rows out of its columns (the pages decode in :mod:`lancenb.encodings.v
   page-local u64 *end* offsets into the items it covers (``num_items`` of them,
   counted on from the previous pages'); a null list stores ``end +
   null_offset_adjustment`` (= ``num_items + 1``). The item column pages by itself.
+* a string or binary field written by pylance 0.13 and older → two columns, laid out
+  as a ``list<u8>`` (offsets pages, then a column of u8 items) instead of one column
+  of ``binary`` pages. Such files have more columns than their schema needs in the
+  newer layout; only then are string fields' first pages looked at (a ``list`` page
+  marks the older layout), so other files open as before.
 
 Example: ``a: int32, s: struct{x: int32, l: list<string>}`` → columns ``a``, ``s``
 (header), ``s.x``, ``s.l`` (offsets), ``s.l.item``.
@@ -59,21 +64,34 @@ class Node:
     children: list = field(default_factory=list)
 
 
-def plan_columns(f: pa.Field, column: int) -> tuple[Node, int]:
-    """The node tree of field ``f`` starting at ``column``; returns (node, next column)."""
+def plan_columns(f: pa.Field, column: int, is_list_column=None) -> tuple[Node, int]:
+    """The node tree of field ``f`` starting at ``column``; returns (node, next column).
+
+    ``is_list_column(column)``: whether that column's pages are ``list`` pages; given,
+    a string or binary field whose column is one is laid out as ``list<u8>`` (the
+    older layout, see the module docstring)."""
     dt = f.type
     if pa.types.is_struct(dt) and not is_packed_2_0(f):
         node, nxt = Node(f, column, "struct"), column + 1
         for child in dt:
-            c, nxt = plan_columns(child, nxt)
+            c, nxt = plan_columns(child, nxt, is_list_column)
             node.children.append(c)
         return node, nxt
     if pa.types.is_list(dt) or pa.types.is_large_list(dt):
-        c, nxt = plan_columns(dt.value_field, column + 1)
+        c, nxt = plan_columns(dt.value_field, column + 1, is_list_column)
         return Node(f, column, "list", [c]), nxt
     if pa.types.is_map(dt) or pa.types.is_union(dt):
         raise NotSupportedError(f"2.0 columns of type {dt} are not supported")
+    if (is_list_column is not None and _is_binary(dt) and not is_blob_2_0(f)
+            and is_list_column(column)):
+        items = Node(pa.field("item", pa.uint8()), column + 1, "leaf")
+        return Node(f, column, "binary_list", [items]), column + 2
     return Node(f, column, "blob" if is_blob_2_0(f) else "leaf"), column + 1
+
+
+def _is_binary(dt: pa.DataType) -> bool:
+    return (pa.types.is_string(dt) or pa.types.is_binary(dt) or pa.types.is_large_string(dt)
+            or pa.types.is_large_binary(dt))
 
 
 @dataclass
@@ -116,16 +134,30 @@ class FileColumns:
         self._io = io
         self._num_rows = num_rows
         self._column_bytes = column_bytes  # column index -> serialized ColumnMetadata
-        self.nodes = []
-        col = 0
-        for lf in fields:
-            node, col = plan_columns(lf.arrow, col)
-            self.nodes.append(node)
+        self._cols: dict[int, _Column] = {}
+        self.nodes, col = self._plan(fields)
+        if col != num_columns:  # (strings in the older layout? see the module docstring)
+            self._num_columns = num_columns
+            self.nodes, col = self._plan(fields, self._is_list_column)
         if col != num_columns:
             raise CorruptFileError(f"file {path!r}: the schema needs {col} columns in a 2.0 "
                                    f"file, the footer says {num_columns}")
         self.columns_of = [n.column for n in self.nodes]
-        self._cols: dict[int, _Column] = {}
+
+    @staticmethod
+    def _plan(fields: list, is_list_column=None) -> tuple[list, int]:
+        nodes, col = [], 0
+        for lf in fields:
+            node, col = plan_columns(lf.arrow, col, is_list_column)
+            nodes.append(node)
+        return nodes, col
+
+    def _is_list_column(self, ci: int) -> bool:
+        """Whether column ``ci``'s first page is a ``list`` page."""
+        if ci >= self._num_columns:
+            return False
+        c = self.column(ci)
+        return bool(len(c.lengths)) and c.encoding(0).WhichOneof("array_encoding") == "list"
 
     # -- metadata ------------------------------------------------------------
     def column(self, ci: int) -> _Column:
@@ -245,6 +277,8 @@ class FileColumns:
                                          children=[])
         if node.kind == "list":
             return self._read_list(node, rows, n)
+        if node.kind == "binary_list":
+            return self._read_binary_list(node, rows, n)
         c = self.column(node.column)
         self._expect(c, n)
         if node.kind == "blob":
@@ -382,6 +416,31 @@ class FileColumns:
         offs = item_offsets if large else item_offsets.astype(np.int32)
         vbuf = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
         return pa.Array.from_buffers(dt, count, [vbuf, pa.py_buffer(offs)], children=[items])
+
+    def _read_binary_list(self, node: Node, rows, n: int) -> pa.Array:
+        """A string/binary field of the older layout: read as ``list<u8>``, returned
+        as its type (same offsets and validity, the items as the values)."""
+        dt = node.arrow.type
+        large = pa.types.is_large_string(dt) or pa.types.is_large_binary(dt)
+        as_list = (pa.large_list if large else pa.list_)(pa.field("item", pa.uint8()))
+        lst = self._read_list(Node(node.arrow.with_type(as_list), node.column, "list",
+                                   node.children), rows, n)
+        items = lst.values
+        if items.null_count:
+            raise CorruptFileError(f"file {self.path!r}, column {node.column + 1}: null bytes "
+                                   f"in the values of {node.arrow.name!r}")
+        data = items.buffers()[1]
+        if data is not None and items.offset:
+            data = data.slice(items.offset)
+        out = pa.Array.from_buffers(dt, len(lst), [lst.buffers()[0], lst.buffers()[1], data],
+                                    offset=lst.offset)
+        if pa.types.is_string(dt) or pa.types.is_large_string(dt):
+            try:
+                out.validate(full=True)
+            except pa.ArrowInvalid as e:
+                raise CorruptFileError(f"file {self.path!r}, column {node.column + 1}: "
+                                       f"{node.arrow.name!r} holds invalid strings: {e}") from e
+        return out
 
     def _list_take(self, c: _Column, child: Node, rows: np.ndarray, bases: np.ndarray):
         starts_l, ends_l, valid_l = [], [], []
