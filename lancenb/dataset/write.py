@@ -44,7 +44,13 @@ from lancenb.dataset.operations import LanceOperation
 from lancenb.dataset.operations import Transaction as WriteTransaction
 from lancenb.dataset.stats import STATS_KEY, StatsCollector
 from lancenb.dataset.transaction import Transaction
-from lancenb.errors import DatasetExistsError, InvalidInputError, LanceError, NotSupportedError
+from lancenb.errors import (
+    DatasetExistsError,
+    InvalidInputError,
+    LanceError,
+    NotSupportedError,
+    SchemaError,
+)
 from lancenb.file.columns import data_file_columns
 from lancenb.file.reader import cached_fields_to_schema
 from lancenb.file.schema import fields_to_schema, schema_to_fields
@@ -516,7 +522,7 @@ def write_fragment_files(data, dataset_uri, schema=None, *, mode: str = "append"
                          max_rows_per_file: int | None = None,
                          max_bytes_per_file: int | None = None,
                          data_storage_version: str | None = None, storage_options=None,
-                         what: str = "write_fragments"):
+                         what: str = "write_fragments", columns_required: bool = False):
     """Write ``data`` as data files of new fragments (nothing committed).
 
     Returns ``(fragment protobufs, write plan)``. In ``"append"`` mode against an
@@ -527,6 +533,9 @@ def write_fragment_files(data, dataset_uri, schema=None, *, mode: str = "append"
     if mode not in ("append", "create", "overwrite"):
         raise InvalidInputError(f"mode must be 'append', 'create' or 'overwrite', not {mode!r}")
     in_schema, batches = normalize_input(data, schema, what=what)
+    if columns_required and not len(in_schema):
+        raise SchemaError(f"{what}: Cannot write with an empty schema (the data has no "
+                          f"columns)")
     plan = plan_write(dataset_uri, in_schema, mode=mode,
                       data_storage_version=data_storage_version,
                       storage_options=storage_options)
@@ -584,9 +593,9 @@ def create_fragment(dataset_uri, data, fragment_id=None, schema=None, max_rows_p
                                     max_rows_per_file=1 << 62, max_bytes_per_file=1 << 62,
                                     data_storage_version=data_storage_version,
                                     storage_options=storage_options,
-                                    what="LanceFragment.create")
-    if not frags:
-        raise InvalidInputError("LanceFragment.create got no rows to write")
+                                    what="LanceFragment.create", columns_required=True)
+    if not frags:  # (an OSError, as pylance's "Input data was empty")
+        raise SchemaError("LanceFragment.create: Input data was empty (no rows to write)")
     meta = FragmentMetadata.from_pb(frags[0])
     meta.id = int(fragment_id or 0)
     return meta

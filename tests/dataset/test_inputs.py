@@ -465,3 +465,14 @@ def test_add_columns_name_clash_named_as_pylance(tmp_path, new):
     with pytest.raises(InvalidInputError, match="Column a already exists in the dataset"):
         nb.add_columns(new())
     assert nb.version == 1
+
+
+@pytest.mark.parametrize("data,match", [(pd.DataFrame([]), "empty schema"),
+                                        (pd.DataFrame([{}]), "empty schema"),
+                                        (TABLE.slice(0, 0), "Input data was empty")])
+def test_fragment_create_refuses_no_columns_or_rows_as_pylance(tmp_path, data, match):
+    with pytest.raises(OSError, match=match):
+        lance.LanceFragment.create(str(tmp_path / "py"), data)
+    # before: a DataFrame of one row and no column made a fragment without fields
+    with pytest.raises(SchemaError, match=match):
+        lancenb.LanceFragment.create(tmp_path / "nb", data)
