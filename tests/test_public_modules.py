@@ -541,3 +541,27 @@ def test_docstring_examples(name):
 
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+# lancenb's own additions to a pylance module (everything else in __all__ is pylance's)
+_LANCENB_EXTRAS = {
+    "log": {"configure_from_env"},
+    "debug": {"Struct", "Tuple", "Word", "render"},
+    "progress": {"ProgressBar", "progress_bar"},
+    "commit": {"RetryableCommitConflictError"},
+    "dataset": {"dataset"},
+    "file": {"FileVersion", "LegacyFileReader"},
+}
+
+
+@pytest.mark.parametrize("module", ["log", "debug", "progress", "arrow", "util", "vector",
+                                    "optimize", "commit", "schema", "file", "dataset",
+                                    "_datagen"])
+def test_public_names_are_pylances(module):
+    import importlib
+
+    ours = importlib.import_module(f"lancenb.{module}")
+    theirs = sys.modules.get(f"lance.{module}") or importlib.import_module(f"lance.{module}")
+    missing = sorted(n for n in set(ours.__all__) - _LANCENB_EXTRAS.get(module, set())
+                     if not hasattr(theirs, n))
+    assert missing == [], f"lancenb.{module} names pylance's module does not have"

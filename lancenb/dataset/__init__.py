@@ -4,7 +4,8 @@
 :mod:`lancenb.dataset.core`. This module also carries the small public names of
 pylance's ``lance.dataset``: :class:`ColumnOrdering` (a sort key for ``order_by``),
 :data:`LANCE_COMMIT_MESSAGE_KEY` (the transaction property holding a commit message)
-and :class:`AutoCleanupConfig`.
+and :class:`AutoCleanupConfig`, and re-exports the classes pylance's module has that
+live elsewhere in this package (``DatasetOptimizer`` is what ``ds.optimize`` is).
 """
 
 from __future__ import annotations
@@ -12,17 +13,30 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TypedDict
 
+from lancenb.dataset.api_types import (
+    DatasetDelta,
+    DataStatistics,
+    FieldStatistics,
+    LanceSchema,
+    LanceStats,
+)
 from lancenb.dataset.blob import BlobFile
 from lancenb.dataset.core import LanceDataset, Tags, dataset, write_dataset
+from lancenb.dataset.evolution import BatchUDF, batch_udf
 from lancenb.dataset.fragment import DataFile, FragmentMetadata, LanceFragment
+from lancenb.dataset.maintenance import CompactionMetrics
+from lancenb.dataset.maintenance import Optimize as DatasetOptimizer
 from lancenb.dataset.mutation import MergeInsertBuilder
 from lancenb.dataset.operations import LanceOperation, Transaction
 from lancenb.dataset.scanner import LanceScanner
+from lancenb.dataset.sql import SqlQuery, SqlQueryBuilder
 
 __all__ = ["LanceDataset", "LanceFragment", "LanceScanner", "Tags", "DataFile",
            "FragmentMetadata", "dataset", "write_dataset", "ColumnOrdering",
            "LANCE_COMMIT_MESSAGE_KEY", "AutoCleanupConfig", "LanceOperation", "Transaction",
-           "MergeInsertBuilder", "BlobFile"]
+           "MergeInsertBuilder", "BlobFile", "BatchUDF", "batch_udf", "CompactionMetrics",
+           "DatasetOptimizer", "DataStatistics", "DatasetDelta", "FieldStatistics",
+           "LanceSchema", "LanceStats", "SqlQuery", "SqlQueryBuilder"]
 
 #: The transaction property under which ``commit_message=`` is stored (pylance's key).
 LANCE_COMMIT_MESSAGE_KEY = "__lance_commit_message"
