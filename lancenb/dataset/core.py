@@ -748,8 +748,11 @@ def write_dataset(data, uri, schema: pa.Schema | None = None, *, mode: str = "cr
     Parameters
     ----------
     data : pyarrow Table, RecordBatch, RecordBatchReader, iterable of RecordBatch, \
-pandas DataFrame, list of dicts or pyarrow Dataset
-        Streamed, never materialised whole.
+pandas or polars DataFrame, dict, list of dicts, pyarrow or Lance dataset or scanner, \
+Hugging Face Dataset or IterableDataset
+        Streamed, never materialised whole (the kinds and their rules:
+        :mod:`lancenb.dataset.inputs`). A Hugging Face ``DatasetDict`` is refused: pass
+        one split.
     uri : str, Path or LanceDataset
         Where; a ``LanceDataset`` commits on top of its version.
     schema : pyarrow.Schema, optional
