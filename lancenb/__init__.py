@@ -63,6 +63,7 @@ _LAZY = {
     "explain": ("lancenb.inspect", "explain"),
     "validate": ("lancenb.inspect", "validate"),
     "warmup": ("lancenb.warmup", "warmup"),
+    "IndexProgress": ("lancenb.progress", "IndexProgress"),
 }
 
 TYPE_CHECKING = False  # (not typing's: importing typing would cost more than lancenb)
@@ -103,6 +104,7 @@ if TYPE_CHECKING:
     from lancenb.inspect import inspect as inspect
     from lancenb.inspect import validate as validate
     from lancenb.log import set_logger as set_logger
+    from lancenb.progress import IndexProgress as IndexProgress
     from lancenb.warmup import warmup as warmup
 
 if _os.environ.get("LANCE_LOG") is not None:
