@@ -471,32 +471,37 @@ def test_commit_and_schema_modules(tmp_path):
 
 
 # -- lancenb._dataset ----------------------------------------------------------------
-def test_sharded_batch_iterator(tmp_path):
+@pytest.mark.parametrize("rank, world, kwargs", [
+    (1, 3, {"batch_size": 40}), (0, 2, {}), (2, 3, {"batch_size": 70, "granularity": "batch"}),
+    (0, 4, {"batch_size": 33, "granularity": "batch"}), (1, 2, {"with_row_id": True})])
+def test_sharded_batch_iterator_as_pylance(tmp_path, rank, world, kwargs):
+    from lance._dataset.sharded_batch_iterator import ShardedBatchIterator as Pylance
+
     from lancenb._dataset.sharded_batch_iterator import ShardedBatchIterator
 
-    ds = lancenb.write_dataset(pa.table({"a": range(1000)}), tmp_path / "d",
-                               max_rows_per_file=150)
+    lance.write_dataset(pa.table({"a": range(1000), "b": [str(i) for i in range(1000)]}),
+                        tmp_path / "d", max_rows_per_file=150)
     with pytest.warns(UserWarning, match="deprecated"):
-        by_frag = ShardedBatchIterator(tmp_path / "d", 1, 3, columns=["a"], batch_size=40)
-    got = pa.concat_arrays([b["a"] for b in by_frag]).to_pylist()
-    assert got == [r for f in (1, 4) for r in range(150 * f, min(1000, 150 * f + 150))]
+        ours = list(ShardedBatchIterator(tmp_path / "d", rank, world, columns=["a"], **kwargs))
     with pytest.warns(UserWarning):
-        by_batch = ShardedBatchIterator(ds, 2, 3, columns=["a"], batch_size=70,
-                                        granularity="batch")
-    got = pa.concat_arrays([b["a"] for b in by_batch]).to_pylist()
-    assert got == [r for s in range(140, 1000, 210) for r in range(s, min(s + 70, 1000))]
+        theirs = list(Pylance(lance.dataset(tmp_path / "d"), rank, world, columns=["a"],
+                              **kwargs))
+    assert [b.num_rows for b in ours] == [b.num_rows for b in theirs]
+    assert pa.Table.from_batches(ours) == pa.Table.from_batches(theirs)
+
+
+def test_sharded_batch_iterator_errors(tmp_path):
+    from lancenb._dataset.sharded_batch_iterator import ShardedBatchIterator
+
+    ds = lancenb.write_dataset(pa.table({"a": range(10)}), tmp_path / "d")
     with pytest.warns(UserWarning), pytest.raises(ValueError, match="granularity"):
         ShardedBatchIterator(ds, 0, 1, granularity="rows")
-
-
-def test_datagen_is_not_built():
-    from lance import _datagen as pl_datagen
-
-    from lancenb import _datagen
-
-    assert _datagen.is_datagen_supported() == pl_datagen.is_datagen_supported() is False
-    with pytest.raises(NotImplementedError, match="not built with the datagen feature"):
-        _datagen.rand_batches(pa.schema([("a", pa.int64())]), num_batches=1)
+    with pytest.warns(UserWarning), pytest.raises(ValueError, match="rank 2"):
+        ShardedBatchIterator(ds, 2, 2)
+    with pytest.warns(UserWarning):
+        it = ShardedBatchIterator(ds, 0, 1, granularity="batch", with_row_id=True)
+    with pytest.raises(NotImplementedError):
+        list(it)
 
 
 # -- lancenb itself ------------------------------------------------------------------
