@@ -39,7 +39,7 @@ from collections import deque
 import numpy as np
 
 from lancenb._proto import transaction_pb2
-from lancenb.dataset.conflicts import check_conflict
+from lancenb.dataset.conflicts import check_conflict, check_gap
 from lancenb.dataset.deletion import deletion_path, read_deletions, write_deletions
 from lancenb.dataset.external import ExternalManifestStore, synchronize
 from lancenb.dataset.hint import hint_bytes, probe_latest
@@ -474,12 +474,21 @@ def _write_hint(store, version: int) -> None:
         _log.debug("could not update %s: %s", HINT_FILE, e)
 
 
+def _read_version_manifest(store, txn: Transaction, v2_names: bool):
+    """The manifest of the version ``txn`` read, None if it is gone too."""
+    try:
+        return load_manifest(store, txn.read_version, v2_names).manifest
+    except DatasetNotFoundError:
+        return None
+
+
 def _commit_loop(store, txn: Transaction, own: list, phase: _Phase, *, v2_names, data_format,
                  writer_version, max_retries, base):
     checked_upto = txn.read_version
     # an overwrite with max_retries=0 is pylance's "strict overwrite": version
     # read_version + 1 or nothing, whatever was committed since
     strict = txn.op == "overwrite" and max_retries == 0
+    initial = base.manifest if base is not None and base.version == txn.read_version else None
     for attempt in range(max_retries + 1):
         # (always looked up, never assumed to be the version read: cleanup_old_versions
         # may have removed the versions after it (all of them but a tagged one and the
@@ -515,11 +524,12 @@ def _commit_loop(store, txn: Transaction, own: list, phase: _Phase, *, v2_names,
                     # (replaces whatever was there: pylance checks it only against the
                     # versions that still exist, for another overwrite or a config key)
                     continue
-                raise CommitConflictError(
-                    f"Commit conflict for version {v}: version {v} of {store.uri!r}, committed "
-                    f"after version {txn.read_version} that this {txn.op} read, was removed by "
-                    f"cleanup_old_versions, so lancenb cannot tell whether the two conflict; "
-                    f"open the dataset again and retry", retryable=True) from None
+                # removed by cleanup_old_versions: decided from what the fragments this
+                # transaction changes look like now (pylance skips such versions)
+                if initial is None:
+                    initial = _read_version_manifest(store, txn, v2_names)
+                check_gap(txn, initial, latest.manifest, v, store.uri)
+                continue
             check_conflict(txn, _load_transaction(store, mf), v)
         checked_upto = max(checked_upto, latest_v)
         if txn.needs_merge:

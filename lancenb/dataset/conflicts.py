@@ -52,7 +52,7 @@ from pyroaring import BitMap
 
 from lancenb.errors import CommitConflictError, RetryableCommitConflictError
 
-__all__ = ["check_conflict"]
+__all__ = ["check_conflict", "check_gap"]
 
 OK, RETRY, INCOMPATIBLE = "ok", "retry", "incompatible"
 
@@ -165,6 +165,49 @@ def _schema_grew(ours, other) -> str:
 def _keeps_nullability(ours, other) -> str:
     """Our project against new fragments: as :func:`_schema_grew`, from our side."""
     return OK if ours.pb.project.preserves_nullability else RETRY
+
+
+def check_gap(ours, initial, latest, missing: int, uri: str) -> None:
+    """Version ``missing``, committed after ``ours.read_version``, was removed by
+    ``cleanup_old_versions``, so its transaction cannot be checked. pylance then
+    skips it; lancenb commits an append, delete or update only when what the
+    transaction relies on is unchanged between the manifest it read (``initial``)
+    and ``latest``: the schema (append, update) and the fragments it changes (same
+    data files; same deletion file, or, for a delete that knows its rows, a merge of
+    the deletion sets, where pylance would bring back the rows deleted in between).
+    Anything else is a retryable conflict naming the missing version."""
+    mine = ours.op
+    why = None
+    if mine not in ("append", "delete", "update"):
+        why = f"lancenb cannot tell whether it conflicts with this {mine}"
+    elif initial is None:
+        why = f"so was version {ours.read_version} this {mine} read"
+    elif mine != "delete" and list(initial.fields) != list(latest.fields):
+        why = "the schema changed since"
+    else:
+        then = {f.id: f for f in initial.fragments}
+        now = {f.id: f for f in latest.fragments}
+        updated = set() if mine == "append" else {
+            f.id for f in getattr(ours.pb, mine).updated_fragments}
+        for fid in sorted(_modified(ours.pb)):
+            a, b = then.get(fid), now.get(fid)
+            if a is None or b is None or list(a.files) != list(b.files):
+                why = f"fragment {fid}, which this {mine} changes, was removed or rewritten since"
+                break
+            same = a.HasField("deletion_file") == b.HasField("deletion_file") and (
+                not a.HasField("deletion_file") or a.deletion_file == b.deletion_file)
+            if same or fid not in updated:
+                continue  # (a fragment removed whole stays removed whatever was deleted)
+            if mine == "delete" and ours.rows_known:
+                ours.needs_merge.add(fid)
+                continue
+            why = f"rows of fragment {fid}, which this {mine} changes, were deleted since"
+            break
+    if why is not None:
+        raise RetryableCommitConflictError(
+            f"Retryable commit conflict for version {missing}: version {missing} of {uri!r}, "
+            f"committed after version {ours.read_version} that this {mine} read, was removed "
+            f"by cleanup_old_versions and {why}; open the dataset again and retry")
 
 
 def _name(op: str | None) -> str:

@@ -182,3 +182,88 @@ def test_dataset_delete_is_rebased_like_pylance(tmp_path, first):
         got[name] = _state(uri)
     assert got["lancenb"] == got["lance"]
     assert got["lance"][0] == 3 and len(got["lance"][1]["a"]) == 12
+
+
+def _cleaned_gap(uri: str, lib, between: str):
+    """Version 1 (two fragments), a stale handle on it, then ``between`` and two
+    appends, and cleanup_old_versions keeping only the latest version."""
+    import datetime as dt
+
+    lance.write_dataset(BASE, uri, max_rows_per_file=10)
+    stale = lib.dataset(uri)
+    if between == "delete_same":
+        lance.dataset(uri).delete("a < 2")
+    elif between == "delete_other":
+        lance.dataset(uri).delete("a >= 18")
+    elif between == "add_column":
+        lance.dataset(uri).add_columns({"c": "a * 2"})
+    for k in range(2):
+        lance.write_dataset(_t([200 + k], [0]) if between != "add_column" else
+                            pa.table({"a": pa.array([200 + k], pa.int64()),
+                                      "b": pa.array([0], pa.int64()),
+                                      "c": pa.array([0], pa.int64())}), uri, mode="append")
+    lance.dataset(uri).cleanup_old_versions(older_than=dt.timedelta(0))
+    assert len(lance.dataset(uri).versions()) == 1
+    return stale
+
+
+@pytest.mark.parametrize("between", ["appends", "delete_other"])
+@pytest.mark.parametrize("op", ["delete", "append"])
+def test_stale_commit_over_cleaned_versions_like_pylance(tmp_path, between, op):
+    """Versions removed by cleanup_old_versions: pylance commits (it checks only the
+    versions that exist); lancenb commits too when the fragments it changes are
+    unchanged, leaving the same table."""
+    got = {}
+    for name, lib in (("lance", lance), ("lancenb", lancenb)):
+        uri = str(tmp_path / name)
+        stale = _cleaned_gap(uri, lib, between)
+        if op == "delete":
+            stale.delete("a >= 5 AND a < 7")
+        else:
+            lib.write_dataset(_t([300], [3]), stale, mode="append")
+        got[name] = _state(uri)
+    assert got["lancenb"] == got["lance"]
+
+
+def test_stale_delete_over_cleaned_delete_keeps_both(tmp_path):
+    """A delete of the same fragment was committed in a version since removed:
+    lancenb merges the two deletion sets (pylance, not seeing that version, writes
+    only its own and brings rows 0 and 1 back)."""
+    uri = str(tmp_path / "ds")
+    stale = _cleaned_gap(uri, lancenb, "delete_same")
+    stale.delete("a >= 5 AND a < 7")
+    rows = sorted(lance.dataset(uri).to_table()["a"].to_pylist())
+    assert rows == [2, 3, 4] + list(range(7, 20)) + [200, 201]
+    assert lancenb.dataset(uri).to_table()["a"].to_pylist() == lance.dataset(
+        uri).to_table()["a"].to_pylist()
+
+
+def test_stale_append_over_cleaned_schema_change_refused(tmp_path):
+    """An append whose read version's schema changed in a version since removed is a
+    retryable conflict naming the removed version, with nothing committed."""
+    uri = str(tmp_path / "ds")
+    stale = _cleaned_gap(uri, lancenb, "add_column")
+    with pytest.raises(RetryableCommitConflictError, match="cleanup_old_versions"):
+        lancenb.write_dataset(_t([300], [3]), stale, mode="append")
+    assert lance.dataset(uri).version == 4
+
+
+def test_stale_delete_operation_over_cleaned_delete_refused(tmp_path):
+    """A Delete operation (its rows unknown, as for pylance) of a fragment whose
+    deletions changed in a version since removed cannot be rebased: retryable."""
+    import datetime as dt
+
+    uri = str(tmp_path / "ds")
+    lance.write_dataset(BASE, uri, max_rows_per_file=10)
+    lance.dataset(uri).tags.create("keep", 1)  # (cleanup keeps version 1: the read one)
+    js = lance.dataset(uri).get_fragments()[0].delete("a >= 5 AND a < 7").to_json()
+    lance.dataset(uri).delete("a < 2")
+    lance.write_dataset(_t([200], [0]), uri, mode="append")
+    lance.dataset(uri).cleanup_old_versions(older_than=dt.timedelta(0),
+                                            error_if_tagged_old_versions=False)
+    assert _versions_of(uri) == [1, 3]
+    op = lancenb.LanceOperation.Delete(
+        [lancenb.fragment.FragmentMetadata.from_json(json.dumps(js))], [], "a >= 5 AND a < 7")
+    with pytest.raises(RetryableCommitConflictError, match="version 2 .*cleanup_old_versions"):
+        lancenb.LanceDataset.commit(uri, op, read_version=1)
+    assert _versions_of(uri) == [1, 3]
