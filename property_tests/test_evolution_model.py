@@ -30,6 +30,7 @@ only, so the reads are still checked; delete an entry to make the test demand it
 from __future__ import annotations
 
 import datetime
+import os
 import shutil
 import tempfile
 
@@ -44,6 +45,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 import lancenb
+from lancenb.errors import LanceError
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -51,7 +53,23 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 LANCENB_GAPS = {
     "add_child": "add_columns(pa.field(struct, pa.struct([new]))) in 2.2: InvalidInputError "
                  "'the dataset already has them'",
+    # changes pylance refuses and lancenb commits
+    "dotted_add": "add_columns({'meta.z': sql}) adds a top-level column named 'meta.z' "
+                  "(pylance: 'Top level field meta.z cannot contain .'; it cannot read "
+                  "the dataset lancenb leaves)",
+    "int_to_float": "alter_columns data_type int -> float64 is committed (pylance: "
+                    "'Cannot cast column ... from Int32 to Float64')",
 }
+
+# LANCENB_EVO_SKIP=map_rename,list_child_cast leaves out changes that fail for a known
+# reason, so a long run can look past them for new ones
+KNOWN_BUGS = {
+    "map_rename": "a map column renamed as a whole: lancenb NotSupportedError 'the fields "
+                  "of map column ... differ from its data file's' (since 73f692c)",
+    "list_child_cast": "a cast of a field of a list's structs (lst.item.a) in 2.1/2.2, by "
+                       "either library: lancenb CorruptFileError 'no column N for field'",
+}
+SKIP = {s for s in os.environ.get("LANCENB_EVO_SKIP", "").split(",") if s}
 
 Path = tuple  # field names from the top, "item" for a list's values
 
@@ -300,7 +318,9 @@ class EvolutionHistory(RuleBasedStateMachine):
 
     @rule(data=st.data(), use_pylance=st.booleans())
     def rename_field(self, data, use_pylance):
-        path = data.draw(st.sampled_from([x[0] for x in self._fields()]))
+        path = data.draw(st.sampled_from([x[0] for x in self._fields()
+                                          if not ("map_rename" in SKIP
+                                                  and pa.types.is_map(x[1].type))]))
         new = self._name("r")
         self._lib(use_pylance).dataset(self.uri).alter_columns(
             {"path": dotted(path), "name": new})
@@ -319,8 +339,9 @@ class EvolutionHistory(RuleBasedStateMachine):
 
     def _castable(self):
         wider = {pa.int32(): pa.int64(), pa.string(): pa.large_string()}
-        return [(p, wider[f.type]) for p, f, _, _ in self._fields()
-                if f.type in wider]
+        return [(p, wider[f.type]) for p, f, _, lst in self._fields()
+                if f.type in wider and not (lst and "list_child_cast" in SKIP
+                                            and self.fmt != "2.0")]
 
     @precondition(lambda self: bool(self._castable()))
     @rule(data=st.data(), use_pylance=st.booleans())
@@ -356,6 +377,32 @@ class EvolutionHistory(RuleBasedStateMachine):
         self._lib(use_pylance).dataset(self.uri).add_columns(
             {name: "named_struct('p', id * 2, 'q', CAST(id AS STRING))"})
         self._edit(add_sql_struct(name))
+
+    @rule(data=st.data(), use_pylance=st.booleans())
+    def refused_change(self, data, use_pylance):
+        """A change pylance refuses: refused too, with nothing committed."""
+        fields = self._fields()
+        ints = [p for p, f, _, _ in fields if pa.types.is_integer(f.type)]
+        kinds = {
+            "rename_missing": lambda ds: ds.alter_columns(
+                {"path": dotted(data.draw(st.sampled_from(fields))[0][:-1] + ("nope",))
+                 if fields else "nope", "name": "z"}),
+            "drop_missing": lambda ds: ds.drop_columns(["meta.nope"]),
+            "add_existing": lambda ds: ds.add_columns({"id": "id * 2"}),
+            "dotted_add": lambda ds: ds.add_columns({"meta.z": "id * 2"}),
+        }
+        if ints:
+            path = data.draw(st.sampled_from(ints))
+            kinds["int_to_float"] = lambda ds: ds.alter_columns(
+                {"path": dotted(path), "data_type": pa.float64()})
+        kind = data.draw(st.sampled_from(sorted(kinds)))
+        if kind in LANCENB_GAPS:
+            use_pylance = True
+        lib = self._lib(use_pylance)
+        before = lancenb.dataset(self.uri).version
+        with pytest.raises((LanceError, OSError, ValueError)):
+            kinds[kind](lib.dataset(self.uri))
+        assert lancenb.dataset(self.uri).version == before
 
     # --- reads ------------------------------------------------------------------------
 
