@@ -61,12 +61,15 @@ from lancenb.errors import InputTypeError, InvalidInputError, NotSupportedError,
 from lancenb.file.extensions import storage_batch, storage_schema
 
 __all__ = ["normalize_input", "check_append_schema", "fill_missing", "check_metadata",
-           "is_hugging_face", "InputTypeError", "MAX_ROWS_PER_GROUP", "HF_BATCH_ROWS"]
+           "is_hugging_face", "InputTypeError", "MAX_ROWS_PER_GROUP", "HF_BATCH_ROWS",
+           "HF_TABLE_ROWS"]
 
 MAX_ROWS_PER_GROUP = 1024 * 1024
-# rows per batch read from a Hugging Face dataset (pylance reads 1000 at a time from an
-# IterableDataset; an in-memory Dataset is sliced, so larger costs nothing)
+# rows per batch read from a Hugging Face IterableDataset (pylance reads 1000 at a time;
+# each batch is built from Python rows) and from a Dataset (slices of its Arrow table:
+# 2M rows of two columns write in 0.14 s at 64Ki rows a batch, 0.34 s at 1000)
 HF_BATCH_ROWS = 1000
+HF_TABLE_ROWS = 64 * 1024
 
 
 
@@ -258,7 +261,7 @@ def _hugging_face(data, schema: pa.Schema | None, what: str):
     if isinstance(data, hf.Dataset):
         # the arrow format gives the rows as the dataset shows them: a select()/shuffle()
         # index mapping applied (``data.data`` is the table before it)
-        tables = data.with_format("arrow").iter(batch_size=HF_BATCH_ROWS)
+        tables = data.with_format("arrow").iter(batch_size=HF_TABLE_ROWS)
         return _iterable((b for t in tables for b in t.to_batches()),
                          schema or data.data.schema, what)
     if isinstance(data, hf.IterableDataset):
