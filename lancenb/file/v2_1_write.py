@@ -226,6 +226,9 @@ class V21Writer:
             elif self._items[col.top]:
                 arr = fsl.to_struct_items(arr, col.field.type)
             if len(arr):
+                if col.blob and col.path is None and not blob.is_write_v2(col.field):
+                    # values out of line now, as pylance: the page buffers descriptions
+                    arr = self._blob_values(arr)
                 col.arrays.append(arr)
                 col.nbytes += arr.nbytes // col.share
                 if col.nbytes >= self._budget:
@@ -350,6 +353,11 @@ class V21Writer:
             levels, arr = repdef.shred(arr, col.path)
         if col.path is None and blob.is_write_v2(col.field):
             buffers, layout = self._blob_v2_page(arr)
+        elif col.blob and col.path is None:  # (values written by _blob_values)
+            pos, size = arr.field(0), arr.field(1)
+            valid = None if arr.null_count == 0 else np.asarray(arr.is_valid())
+            buffers, layout = blob.encode(np.asarray(pos), np.asarray(size), valid,
+                                          version_minor=self.version.footer[1])
         elif col.blob:
             buffers, layout = self._blob_page(arr, levels)
         else:
@@ -395,6 +403,22 @@ class V21Writer:
                                          else pb.pack_any(layout))
         col.pages.append(page)
         col.rows_written += rows
+
+    def _blob_values(self, arr: pa.Array) -> pa.StructArray:
+        """Write a top-level blob column's values out of line now (64-aligned); return
+        their ``struct<position, size>`` descriptions (null where the value is), what
+        its page is made of (:meth:`_encode`). Buffered values would count against the
+        page budget and be held until their page is written."""
+        block, validity = blocks.from_arrow(arr)
+        region, rel, sizes = blob.out_of_line(block, validity)
+        self._drain()
+        base = self._out.tell()  # 64-aligned: every buffer is padded
+        if len(region):
+            self._out.write(region)
+        mask = None if validity is None or validity.all() else pa.array(~validity)
+        return pa.StructArray.from_arrays(
+            [pa.array((base + rel).astype(np.uint64)), pa.array(sizes.astype(np.uint64))],
+            ["position", "size"], mask=mask)
 
     def _blob_page(self, arr: pa.Array, levels=None):
         """Write a blob column's values out of line now; the page holds descriptors

@@ -302,7 +302,8 @@ class LanceFileWriter:
         if self.closed:
             return None
         if self._schema is None:
-            self._fail(SchemaError(f"{self.path!r}: no schema given and no batch written"))
+            self._fail(SchemaError(f"{self.path!r}: Schema is unknown and file cannot be "
+                                   f"created (no schema given and no batch written)"))
         if self.version is FileVersion.LEGACY:
             return self._close_legacy()
         try:
