@@ -22,10 +22,10 @@ import json
 import sys
 import time
 from abc import ABC, abstractmethod
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from lancenb.dataset.fragmeta import FragmentMetadata
-from lancenb.io.store import ObjectStore
+if TYPE_CHECKING:  # (the CLI imports this module first thing: it stays light)
+    from lancenb.dataset.fragmeta import FragmentMetadata
 
 __all__ = ["ProgressBar", "progress_bar", "FragmentWriteProgress",
            "NoopFragmentWriteProgress", "FileSystemFragmentWriteProgress", "IndexProgress"]
@@ -184,6 +184,8 @@ class FileSystemFragmentWriteProgress(FragmentWriteProgress):
     PROGRESS_EXT: str = ".in_progress"
 
     def __init__(self, base_uri, metadata: dict[str, str] | None = None):
+        from lancenb.io.store import ObjectStore  # (not at import: see above)
+
         self._store = ObjectStore(base_uri)
         self._metadata = dict(metadata) if metadata else {}
 
