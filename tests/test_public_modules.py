@@ -530,6 +530,16 @@ def test_import_stays_cheap():
     assert out.stdout.strip() == "[]"
 
 
+def test_log_and_progress_stay_light():
+    """The CLI imports lancenb.progress first thing, and LANCE_LOG makes import lancenb
+    load lancenb.log: neither may pull in pyarrow or the dataset layer."""
+    code = ("import sys, lancenb.progress, lancenb.log; print([m for m in ('pyarrow', "
+            "'numba', 'lancenb.dataset', 'lancenb.io') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "[]"
+
+
 @pytest.mark.parametrize("module", ["log", "debug", "progress", "arrow", "util", "vector",
                                     "optimize", "commit", "schema", "file", "fragment"])
 def test_modules_reachable_as_attributes(module):
