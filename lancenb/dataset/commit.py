@@ -66,6 +66,7 @@ from lancenb.errors import (
     InvalidInputError,
     LanceError,
     LanceFileNotFoundError,
+    RetryableCommitConflictError,
 )
 from lancenb.io.pools import ThreadPool
 from lancenb.io.store import ObjectStore
@@ -375,20 +376,43 @@ def _load_transaction(store, mf):
     return None
 
 
-def _merge_deletes(store, txn: Transaction, latest, own: list) -> None:
-    """Rebase our delete onto the latest manifest: union our deleted rows with the
-    deletion files others wrote for the same fragments."""
+def _rows_of(store, frag) -> np.ndarray:
+    """The rows a fragment's deletion file deletes (none without one)."""
+    if not frag.HasField("deletion_file"):
+        return np.zeros(0, np.uint32)
+    return read_deletions(store, frag.id, frag.deletion_file, frag.physical_rows)
+
+
+def _merge_deletes(store, txn: Transaction, latest, initial, own: list) -> None:
+    """Rebase our delete or update onto the latest manifest: for each fragment marked
+    (same data files, deletion file changed by another writer), union the rows we
+    delete with the rows deleted there now. An update whose moved rows were deleted
+    or moved concurrently is a retryable conflict (its new copies of them would bring
+    them back)."""
+    msg = getattr(txn.pb, txn.op)
     frags = {f.id: f for f in latest.fragments}
+    before = {f.id: f for f in initial.fragments} if initial is not None else {}
     keep = []
-    gone = list(txn.pb.delete.deleted_fragment_ids)
-    for f in txn.pb.delete.updated_fragments:
+    gone = list(msg.deleted_fragment_ids if txn.op == "delete" else msg.removed_fragment_ids)
+    for f in msg.updated_fragments:
         if f.id not in txn.needs_merge:
             keep.append(f)
             continue
         cur = frags[f.id]
-        theirs = (read_deletions(store, f.id, cur.deletion_file, cur.physical_rows)
-                  if cur.HasField("deletion_file") else np.zeros(0, np.uint32))
-        rows = np.union1d(theirs, txn.deleted_rows[f.id]).astype(np.uint32)
+        theirs = _rows_of(store, cur)
+        mine = txn.deleted_rows.get(f.id)
+        if mine is None:  # (an update: its deletion file less the version it read)
+            if f.id not in before:
+                raise RetryableCommitConflictError(
+                    f"Retryable commit conflict for version {latest.version}: this "
+                    f"{txn.op} cannot be rebased (version {txn.read_version} it read is gone)")
+            mine = np.setdiff1d(_rows_of(store, f), _rows_of(store, before[f.id]))
+        if txn.op == "update" and np.intersect1d(mine, theirs).size:
+            raise RetryableCommitConflictError(
+                f"Retryable commit conflict for version {latest.version}: rows of fragment "
+                f"{f.id} this update changes were deleted or updated concurrently; run the "
+                f"update again on the new version")
+        rows = np.union1d(theirs, mine).astype(np.uint32)
         g = type(f)()
         g.CopyFrom(cur)
         if len(rows) >= cur.physical_rows:
@@ -397,10 +421,11 @@ def _merge_deletes(store, txn: Transaction, latest, own: list) -> None:
         g.deletion_file.CopyFrom(write_deletions(store, f.id, rows, txn.read_version))
         own.append(deletion_path(f.id, g.deletion_file))
         keep.append(g)
-    del txn.pb.delete.updated_fragments[:]
-    txn.pb.delete.updated_fragments.extend(keep)
-    del txn.pb.delete.deleted_fragment_ids[:]
-    txn.pb.delete.deleted_fragment_ids.extend(sorted(set(gone)))
+    del msg.updated_fragments[:]
+    msg.updated_fragments.extend(keep)
+    ids = msg.deleted_fragment_ids if txn.op == "delete" else msg.removed_fragment_ids
+    del ids[:]
+    ids.extend(sorted(set(gone)))
     txn.needs_merge = set()
 
 
@@ -533,7 +558,9 @@ def _commit_loop(store, txn: Transaction, own: list, phase: _Phase, *, v2_names,
             check_conflict(txn, _load_transaction(store, mf), v)
         checked_upto = max(checked_upto, latest_v)
         if txn.needs_merge:
-            _merge_deletes(store, txn, latest.manifest, own)
+            if initial is None:
+                initial = _read_version_manifest(store, txn, v2_names)
+            _merge_deletes(store, txn, latest.manifest, initial, own)
         base = latest.manifest if latest is not None else None
         new_v = txn.clone_version or latest_v + 1
         m = build_manifest(base, txn, new_v, data_format=data_format,

@@ -16,7 +16,7 @@ answer pylance 14 gives (checked pair by pair against pylance in
 
 Ours (rows) against theirs (columns); ``ok`` compatible, ``R`` retryable, ``X``
 incompatible, ``F`` retryable when both touch a same fragment, else ok,
-``D`` as F but a delete whose rows are known is rebased instead, ``K`` incompatible
+``D`` as F but a delete or update whose rows are known is rebased instead, ``K`` incompatible
 when both set or remove a same config key (or change schema/field metadata), else ok,
 ``N`` retryable unless the merge/project says ``preserves_nullability`` (new
 fragments written against the old schema may then omit its new columns), else ok:
@@ -26,7 +26,7 @@ ours            append  delete  update  overwrite  restore  merge   project  rew
 ==============  ======  ======  ======  =========  ======  =======  =======  =====  ======
 append          ok      ok      ok      X          X        N       N        ok     ok
 delete          ok      D       D       X          X        R       ok       F      ok
-update          ok      F       F       X          X        R       N        F      ok
+update          ok      D       D       X          X        R       N        F      ok
 overwrite       ok      ok      ok      R          ok       ok      ok       ok     K
 restore         ok      ok      ok      ok         ok       ok      ok       ok     ok
 merge           R       R       R       X          X        R       X        R      ok
@@ -39,8 +39,10 @@ Against an index creation, a rewrite conflicts (retryable) when a new index cove
 a fragment it rewrites; the other operations are compatible with it. A data
 replacement conflicts (retryable) with a delete, update or rewrite of its fragments
 and with a merge being committed. pylance commits a
-``Delete`` given to ``LanceDataset.commit`` without knowing which rows it removed,
-so it cannot rebase it (retryable); ``LanceDataset.delete`` knows, and rebases.
+``Delete``/``Update`` given to ``LanceDataset.commit`` without knowing which rows it
+changed, so it cannot rebase it (retryable); ``LanceDataset.delete``, ``update`` and
+``merge_insert`` know, and rebase. An update rebased over a change that removed rows
+it updated is refused (pylance drops its new copies of those rows).
 
 A transaction that cannot be read, or an operation lancenb does not know, is a
 conflict: lancenb cannot prove the two compatible.
@@ -132,9 +134,11 @@ def _config_keys(ours, other, *, overwrite: bool = False) -> str:
 
 def _rows_rebase(ours, other) -> str:
     """Our delete/update against another one: compatible when they change different
-    fragments; a delete that knows its rows (``LanceDataset.delete``) and changed
-    fragments by deletion files only is rebased over another change of the same
-    fragments' deletion files (the commit merges the two sets); else retryable."""
+    fragments; a delete or update that knows its rows (``LanceDataset.delete``,
+    ``update``, ``merge_insert``; not an operation given to ``LanceDataset.commit``)
+    is rebased over another change of the same fragments' deletion files (the commit
+    merges the two sets; an update whose rows the other removed is refused then);
+    else retryable."""
     mine = _modified(ours.pb)
     theirs_op = other.WhichOneof("operation")
     o = getattr(other, theirs_op)
@@ -143,11 +147,14 @@ def _rows_rebase(ours, other) -> str:
     overlap = mine & touched
     if not overlap:
         return OK
-    if ours.op != "delete" or not ours.rows_known or not ours.pb.delete.updated_fragments:
-        return RETRY  # (pylance rebases only a delete that knows the rows it removed)
+    msg = getattr(ours.pb, ours.op)
+    if not ours.rows_known or not msg.updated_fragments:
+        return RETRY  # (pylance rebases only a change that knows the rows it changed)
     if overlap & removed:
         return RETRY  # they removed a fragment we change
-    mine_by_id = {f.id: f for f in ours.pb.delete.updated_fragments}
+    mine_by_id = {f.id: f for f in msg.updated_fragments}
+    if ours.op == "update" and overlap - set(mine_by_id):
+        return RETRY  # we moved all rows of a fragment they changed: ours would revive theirs
     for f in o.updated_fragments:
         if f.id in mine_by_id and list(f.files) != list(mine_by_id[f.id].files):
             return RETRY  # its data files changed, not only its deletions
@@ -173,8 +180,9 @@ def check_gap(ours, initial, latest, missing: int, uri: str) -> None:
     skips it; lancenb commits an append, delete or update only when what the
     transaction relies on is unchanged between the manifest it read (``initial``)
     and ``latest``: the schema (append, update) and the fragments it changes (same
-    data files; same deletion file, or, for a delete that knows its rows, a merge of
-    the deletion sets, where pylance would bring back the rows deleted in between).
+    data files; same deletion file, or, for a delete or update that knows its rows, a
+    merge of the deletion sets, where pylance would bring back the rows deleted in
+    between).
     Anything else is a retryable conflict naming the missing version."""
     mine = ours.op
     why = None
@@ -196,10 +204,10 @@ def check_gap(ours, initial, latest, missing: int, uri: str) -> None:
                 break
             same = a.HasField("deletion_file") == b.HasField("deletion_file") and (
                 not a.HasField("deletion_file") or a.deletion_file == b.deletion_file)
-            if same or fid not in updated:
-                continue  # (a fragment removed whole stays removed whatever was deleted)
-            if mine == "delete" and ours.rows_known:
-                ours.needs_merge.add(fid)
+            if same or (fid not in updated and mine == "delete"):
+                continue  # (a fragment deleted whole stays removed whatever was deleted)
+            if fid in updated and ours.rows_known:
+                ours.needs_merge.add(fid)  # (an update's rows are checked at the merge)
                 continue
             why = f"rows of fragment {fid}, which this {mine} changes, were deleted since"
             break

@@ -331,7 +331,9 @@ def to_transaction(op, read_version: int, *, store=None, base=None) -> _Txn:
                        fields_modified=[int(i) for i in op.fields_modified],
                        fields_for_preserving_frag_bitmap=[
                            int(i) for i in op.fields_for_preserving_frag_bitmap])
-        return _Txn(read_version, "update", msg)
+        txn = _Txn(read_version, "update", msg)
+        txn.rows_known = False  # (as a Delete operation: pylance does not rebase it)
+        return txn
     if isinstance(op, L.Merge):
         msg = T.Merge(fragments=_pbs(op.fragments, "fragments"),
                       schema=schema_fields(op.schema, base_fields),

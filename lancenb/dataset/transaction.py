@@ -45,9 +45,10 @@ class Transaction:
         self.create_only = False  # mode="create": fail if any version exists
         self.enable_stable_row_ids: bool | None = None  # create/overwrite option
         self.needs_merge: set[int] = set()  # delete: fragments to merge deletion sets on
-        # delete: deleted_rows holds every row it removes, so it can be rebased over a
-        # concurrent delete of the same fragments (False for a Delete operation given to
-        # LanceDataset.commit, whose rows are not known: pylance does not rebase those)
+        # delete/update: the rows it removes from existing fragments are known (a delete
+        # fills deleted_rows; an update's are its deletion files less the read version's),
+        # so it can be rebased over a concurrent change of the same fragments' deletions
+        # (False for operations given to LanceDataset.commit: pylance does not rebase those)
         self.rows_known = True
 
     @property
