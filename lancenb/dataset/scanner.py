@@ -50,6 +50,9 @@ FILTER_BATCH_ROWS = 64 * 1024
 # False: every row's value is built and compared
 _DICTIONARY_FILTERS = True
 _POS = "__lancenb_position"
+# pyarrow 25 takes each sort key's null placement in the key (and deprecates the global
+# null_placement option); older versions only the global option
+_NULLS_PER_KEY = int(pa.__version__.split(".")[0]) >= 25
 # compiled SQL filters by (text, schema object): a dataset opened again and again shares
 # one schema object (memoised by its manifest's fields), so a filter used on each
 # opening is parsed, typed and checked once (the set-up costs more than evaluating it
@@ -785,8 +788,12 @@ def _sort(table: pa.Table, orderings: list) -> pa.Table:
         keys = table.column(col).take(idx)
         if pa.types.is_floating(keys.type):  # pylance's total order: -NaN first, NaN last
             keys = floatorder.key_array(keys)
-        order = pc.sort_indices(pa.table({"k": keys}), sort_keys=[
-            ("k", "ascending" if asc else "descending", "at_start" if nf else "at_end")])
+        direction, nulls = "ascending" if asc else "descending", "at_start" if nf else "at_end"
+        if _NULLS_PER_KEY:
+            order = pc.sort_indices(pa.table({"k": keys}), sort_keys=[("k", direction, nulls)])
+        else:
+            order = pc.sort_indices(pa.table({"k": keys}), sort_keys=[("k", direction)],
+                                    null_placement=nulls)
         idx = idx.take(order)
     return table.take(idx)
 
