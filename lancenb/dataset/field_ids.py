@@ -70,15 +70,17 @@ class Resolution:
     sources: tuple[Source, ...]
 
 
-def same_tree(a: LanceField, b: LanceField) -> bool:
-    """The same ids, names and types at every node (the fast case)."""
-    if a.id != b.id or a.name != b.name or len(a.children) != len(b.children):
+def same_tree(a: LanceField, b: LanceField, *, root_name: bool = False) -> bool:
+    """The same ids, names and types at every node (the fast case); the roots' names
+    only with ``root_name`` (a top-level column is read by its file's name and
+    returned under the dataset's)."""
+    if a.id != b.id or (root_name and a.name != b.name) or len(a.children) != len(b.children):
         return False
     if not a.children:
         return a.arrow.type == b.arrow.type
     if _kind(a.arrow.type) != _kind(b.arrow.type):
         return False
-    return all(same_tree(x, y) for x, y in zip(a.children, b.children))
+    return all(same_tree(x, y, root_name=True) for x, y in zip(a.children, b.children))
 
 
 def _kind(t: pa.DataType) -> str:

@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 from lancenb.dataset import blob, floatorder
 from lancenb.dataset import sql as engine
 from lancenb.dataset.api_types import ScanStatistics
+from lancenb.dataset.columnless import concat_tables, with_metadata
 from lancenb.dataset.nested import ROW_ADDR, ROW_ID, quoted, struct_path
 from lancenb.dataset.readahead import read_ahead
 from lancenb.dataset.smallfiles import decoded_ahead
@@ -268,10 +269,10 @@ class LanceScanner:
         limit, offset = self.limit, self.offset
         self.limit, self.offset = None, 0
         try:
-            tables = [_with_metadata(t, None) for t in self._scan_tables()]
+            tables = [with_metadata(t, None) for t in self._scan_tables()]
         finally:
             self.limit, self.offset = limit, offset
-        table = (_concat(tables) if tables else
+        table = (concat_tables(tables) if tables else
                  self._stored_schema().remove_metadata().empty_table())
         table = _sort(table, self.order_by)
         stop = None if limit is None else offset + limit
@@ -526,7 +527,7 @@ class LanceScanner:
                 yield self._public(b)
             return
         for t in self._tables():
-            t = _with_metadata(t, schema.metadata)
+            t = with_metadata(t, schema.metadata)
             for b in t.to_batches(max_chunksize=self.batch_size):
                 if b.num_rows:
                     yield self._public(b)
@@ -537,15 +538,15 @@ class LanceScanner:
         pending: list[pa.Table] = []
         held = 0
         for t in self._tables():
-            pending.append(_with_metadata(t, schema.metadata))
+            pending.append(with_metadata(t, schema.metadata))
             held += t.num_rows
             while held >= self.batch_size:
-                whole = _concat(pending)
+                whole = concat_tables(pending)
                 yield whole.slice(0, self.batch_size).combine_chunks().to_batches()[0]
                 rest = whole.slice(self.batch_size)
                 pending, held = [rest], rest.num_rows
         if held:
-            yield _concat(pending).combine_chunks().to_batches()[0]
+            yield concat_tables(pending).combine_chunks().to_batches()[0]
 
     def explain_plan(self, verbose: bool = False) -> str:
         """The scan's plan as text: what is read, filtered, sorted and returned.
@@ -618,14 +619,14 @@ class LanceScanner:
         3
         """
         schema = self._stored_schema()  # (once: it is rebuilt on every access)
-        tables = [_with_metadata(t, schema.metadata) for t in self._tables()]
+        tables = [with_metadata(t, schema.metadata) for t in self._tables()]
         if not tables:
             return self._public(schema.empty_table())
         if len(tables) == 1:
             return self._public(tables[0])
         # one chunk per fragment (as pylance returns batches): joining them into one
         # would copy every column once more and double the peak memory of a scan
-        return self._public(_concat(tables))
+        return self._public(concat_tables(tables))
 
     def count_rows(self) -> int:
         """Rows the scan returns (without a filter, counted from metadata: no data read)."""
@@ -802,23 +803,3 @@ def _rebuild_scanner(ds, opts: dict, fragment_ids):
     if fragment_ids is not None:
         opts = dict(opts, fragments=[ds.get_fragment(i) for i in fragment_ids])
     return ds.scanner(**opts)
-
-
-def _with_metadata(t: pa.Table, metadata) -> pa.Table:
-    """``t`` with schema ``metadata``; a table of no columns (``columns=[]``: only row
-    counts) keeps its rows, which Arrow's replace_schema_metadata drops."""
-    if not t.num_columns:
-        return _no_columns(t.num_rows)
-    return t.replace_schema_metadata(metadata)
-
-
-def _concat(tables: list) -> pa.Table:
-    """pa.concat_tables, except that tables of no columns add up their rows."""
-    if tables and not tables[0].num_columns:
-        return _no_columns(sum(t.num_rows for t in tables))
-    return pa.concat_tables(tables)
-
-
-def _no_columns(n: int) -> pa.Table:
-    """A table of ``n`` rows and no columns."""
-    return pa.Table.from_batches([pa.RecordBatch.from_struct_array(pa.nulls(n, pa.struct([])))])

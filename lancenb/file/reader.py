@@ -8,7 +8,6 @@ thread pool; the backends know the bytes.
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -230,19 +229,26 @@ class LanceFileReader:
                                     f"{[f.name for f in fields]}") from None
 
     def field_at_column(self, column: int) -> int | None:
-        """The first top-level field whose columns start at or after ``column`` (the
-        field a data file's ``column_indices`` entry names; for 0.1 files, field ids
-        in pre-order), None past the last."""
-        cols = self._backend.columns_of
-        i = bisect.bisect_left(cols, column)
-        return i if i < len(cols) else None
+        """The top-level field whose columns hold ``column`` (the field a data file's
+        ``column_indices`` entry names; for 0.1 files, field ids in pre-order): the
+        last field starting at or before it, which is not always the field starting
+        at it (a struct whose first child was dropped from the dataset is listed from
+        a later column; a field of no columns starts where the next one does). None
+        when no field holds it."""
+        got = self.fields_at_columns(np.array([column], dtype=np.int64))
+        return None if got[0] < 0 else int(got[0])
 
     def fields_at_columns(self, columns: np.ndarray) -> np.ndarray:
-        """:meth:`field_at_column` of many columns at once (int64 array; -1 past the
-        last field)."""
-        cols = self._backend.columns_of
-        at = np.searchsorted(np.asarray(cols, dtype=np.int64), columns, side="left")
-        return np.where(at < len(cols), at, -1)
+        """:meth:`field_at_column` of many columns at once (int64 array; -1 where no
+        field holds the column)."""
+        cols = np.asarray(self._backend.columns_of, dtype=np.int64)
+        if not len(cols):
+            return np.full(len(columns), -1, dtype=np.int64)
+        at = np.searchsorted(cols, columns, side="right") - 1
+        # past the last field's columns (a generous bound: a 2.0 string field has two)
+        last = 2 * sum(1 for _ in self._backend.fields[-1].walk())
+        bad = (at < 0) | (columns >= cols[-1] + last)
+        return np.where(bad, -1, at)
 
     def leaf_columns(self, field) -> list[tuple[int, str]]:
         """``[(column index, leaf name)]`` of a top-level field of a 2.1+ file (whose
