@@ -354,21 +354,33 @@ def alter_columns(ds, *alterations) -> None:
     retype: dict[int, pa.DataType] = {}
     for alt in alterations:
         if not isinstance(alt, dict) or "path" not in alt:
-            raise InvalidInputError(f"an alteration is a dict with a 'path', not {alt!r}")
-        unknown = set(alt) - {"path", "name", "nullable", "data_type"}
-        if unknown:
-            raise InvalidInputError(f"unknown alteration keys {sorted(unknown)}")
-        f = _field_by_path(fields, alt["path"])
-        if f is None:
-            raise InvalidInputError(f"cannot alter column {alt['path']!r}: no such column")
-        if alt.get("nullable") is False and f.nullable:
-            top = alt["path"].split(".")[0]
-            if f.parent_id != -1 or ds.count_rows(f"{_quote(top)} IS NULL"):
-                raise InvalidInputError(f"cannot make {alt['path']!r} non-nullable: it holds "
-                                        f"nulls (or is a nested field)")
-        if "nullable" in alt:
+            raise InvalidInputError(f"path is required: an alteration is a dict with a "
+                                    f"'path', not {alt!r}")
+        for key in alt:
+            if key not in ("path", "name", "nullable", "data_type"):
+                raise InvalidInputError(f"Unknown key: {key}. Valid keys are name, nullable, "
+                                        f"and data_type.")
+        if all(alt.get(k) is None for k in ("name", "nullable", "data_type")):
+            raise InvalidInputError("At least one of name, nullable, or data_type must be "
+                                    "specified")
+        # (paths name the schema as it was before this call, as pylance's)
+        src = _field_by_path(ds.manifest.fields, alt["path"])
+        if src is None:
+            raise InvalidInputError(f'Column "{alt["path"]}" does not exist in the dataset')
+        f = next(g for g in fields if g.id == src.id)
+        if alt.get("nullable") is False and src.nullable:
+            raise InvalidInputError(f'Column "{alt["path"]}" is already nullable and thus '
+                                    f'cannot be made non-nullable')
+        if alt.get("data_type") is not None:
+            old_type = _arrow_type(ds, src.id)
+            if not (_castable(old_type, alt["data_type"])
+                    and _same_kind(old_type, alt["data_type"])):
+                raise InvalidInputError(
+                    f'Cannot cast column "{alt["path"]}" from {_rust_type_name(old_type)} '
+                    f'to {_rust_type_name(alt["data_type"])}')
+        if alt.get("nullable") is not None:
             f.nullable = bool(alt["nullable"])
-        if "data_type" in alt:
+        if alt.get("data_type") is not None:
             retype[f.id] = alt["data_type"]
         if alt.get("name") is not None:
             new = alt["name"]
@@ -434,7 +446,9 @@ def _rust_type_name(t: pa.DataType) -> str:
     """The Arrow type's name as pylance's messages print it (Rust's arrow names)."""
     names = {"int8": "Int8", "int16": "Int16", "int32": "Int32", "int64": "Int64",
              "uint8": "UInt8", "uint16": "UInt16", "uint32": "UInt32", "uint64": "UInt64",
-             "halffloat": "Float16", "float": "Float32", "double": "Float64"}
+             "halffloat": "Float16", "float": "Float32", "double": "Float64",
+             "string": "Utf8", "large_string": "LargeUtf8", "binary": "Binary",
+             "large_binary": "LargeBinary", "bool": "Boolean"}
     return names.get(str(t), str(t))
 
 
@@ -445,6 +459,32 @@ def _cast_as(col: pa.ChunkedArray, cast_type: pa.DataType, out_type: pa.DataType
     if cast_type == out_type:
         return cast
     return pa.chunked_array([c.view(out_type) for c in cast.chunks], type=out_type)
+
+
+def _arrow_type(ds, field_id: int) -> pa.DataType:
+    """The current Arrow type of the dataset field ``field_id``, at any depth."""
+    for top in ds._top_fields:
+        for f in top.walk():
+            if f.id == field_id:
+                return f.arrow.type
+    raise InvalidInputError(f"the dataset has no field id {field_id}")
+
+
+def _same_kind(src: pa.DataType, dst: pa.DataType) -> bool:
+    """pylance's rule for type changes: integers to integers, floats to floats,
+    temporal to temporal, strings to strings, binaries to binaries, decimals to
+    decimals, lists to lists of such items; nothing else."""
+    t = pa.types
+    kinds = ((t.is_integer,), (t.is_floating,), (t.is_temporal,), (t.is_boolean,),
+             (t.is_string, t.is_large_string), (t.is_binary, t.is_large_binary),
+             (t.is_decimal,))
+    for preds in kinds:
+        if any(p(src) for p in preds):
+            return any(p(dst) for p in preds)
+    lists = (t.is_list, t.is_large_list, t.is_fixed_size_list)
+    if any(p(src) for p in lists):
+        return any(p(dst) for p in lists) and _same_kind(src.value_type, dst.value_type)
+    return False
 
 
 def _castable(src: pa.DataType, dst: pa.DataType) -> bool:
