@@ -318,3 +318,19 @@ def test_stale_row_changes_rebased_like_pylance(tmp_path, first, second):
         assert got[0] == "retryable" and got[1][0] == 2
         return
     assert got == want
+
+
+def _after_index(uri: str, lib, second: str):
+    js = _prepare(uri)
+    lance.dataset(uri).create_scalar_index("a", "BTREE")  # version 2: CreateIndex
+    return _commit(lib, uri, second, js), _state(uri)
+
+
+@pytest.mark.parametrize("second", OPS)
+def test_after_pylance_index_creation_like_pylance(tmp_path, second):
+    """An index built by pylance (a CreateIndex transaction covering both fragments)
+    committed after version 1: each operation on read version 1 is compatible or
+    refused as pylance decides (a rewrite of indexed fragments: retryable)."""
+    want = _after_index(str(tmp_path / "lance"), lance, second)
+    got = _after_index(str(tmp_path / "lancenb"), lancenb, second)
+    assert got == want
