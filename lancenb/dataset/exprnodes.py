@@ -112,12 +112,19 @@ class Cmp(Node):
 
 def _order_key(node: Node, typ: pa.DataType, zeros_equal: bool) -> pc.Expression:
     """The order key expression of ``node`` as the float type ``typ``."""
+    narrower = pa.types.is_floating(node.type) and node.type.bit_width < typ.bit_width
     if isinstance(node, Lit):
+        if narrower:  # (widened bit for bit, as pylance widens)
+            return pc.scalar(floatorder.key_scalar(node.value, zeros_equal, typ.bit_width))
         value = node.value if node.value.type == typ else node.value.cast(typ)
         return pc.scalar(floatorder.key_scalar(value, zeros_equal))
-    # (cast even when the node's type is typ: Arrow may type arithmetic on a literal
-    # more narrowly than the translator, float32 * 1.5 as float32)
-    return floatorder.order_key(node.expr().cast(typ), typ, zeros_equal)
+    e = node.expr()
+    if isinstance(node, Col) and narrower:
+        return floatorder.order_key(e, node.type, zeros_equal, typ)
+    # (a column is typed exactly; other nodes are cast even when their type is typ:
+    # Arrow may type arithmetic on a literal more narrowly, float32 * 1.5 as float32)
+    return floatorder.order_key(e if isinstance(node, Col) and node.type == typ
+                                else e.cast(typ), typ, zeros_equal)
 
 
 def _is_float(*values) -> bool:

@@ -35,9 +35,10 @@ import pyarrow.compute as pc
 __all__ = ["order_key", "key_array", "key_scalar", "KEY_FUNCTION"]
 
 _INT = {16: np.int16, 32: np.int32, 64: np.int64}
-#: registered compute function names: ``(bit width, zeros equal)`` -> name
-KEY_FUNCTION = {(w, z): f"lancenb_float{w}_order_key{'_zeq' if z else ''}"
-                for w in _INT for z in (False, True)}
+#: registered compute function names: ``(bit width, compared as width, zeros equal)``
+#: -> name
+KEY_FUNCTION = {(w, a, z): f"lancenb_float{w}_as{a}_order_key{'_zeq' if z else ''}"
+                for w in _INT for a in _INT if a >= w for z in (False, True)}
 _LOCK = threading.Lock()
 _REGISTERED: set = set()
 
@@ -52,8 +53,30 @@ def _keys(bits: np.ndarray, width: int, zeros_equal: bool) -> np.ndarray:
     return key
 
 
-def key_array(arr: pa.Array, zeros_equal: bool = False) -> pa.Array:
-    """The int64 order keys of a float16/32/64 array; nulls stay null.
+def _widen(bits: np.ndarray, width: int, to: int) -> np.ndarray:
+    """Float bits of ``width`` as the bits of the same values at the wider ``to``, as
+    pylance widens them (Rust's ``as`` and the ``half`` crate): NaNs keep their sign
+    and payload, with the quiet bit set (Arrow C++'s float16 cast loses both)."""
+    if width == to:
+        return bits
+    if width == 16:
+        h = bits.view(np.uint16).astype(np.uint32)
+        nan = ((h & 0x7C00) == 0x7C00) & ((h & 0x03FF) != 0)
+        with np.errstate(invalid="ignore"):
+            f = bits.view(np.float16).astype(np.float32).view(np.uint32)  # exact elsewhere
+        f = np.where(nan, ((h & 0x8000) << 16) | 0x7FC00000 | ((h & 0x03FF) << 13), f)
+        bits, width = f.astype(np.uint32).view(np.int32), 32
+        if to == 32:
+            return bits
+    # float32 -> float64: the hardware conversion, as Rust's (payload kept, quieted)
+    with np.errstate(invalid="ignore"):  # (a signalling NaN raises the flag)
+        return bits.view(np.float32).astype(np.float64).view(np.int64)
+
+
+def key_array(arr: pa.Array, zeros_equal: bool = False, as_width: int | None = None
+              ) -> pa.Array:
+    """The int64 order keys of a float16/32/64 array (its values widened to
+    ``as_width`` bits first, when given); nulls stay null.
 
     Examples
     --------
@@ -63,26 +86,29 @@ def key_array(arr: pa.Array, zeros_equal: bool = False) -> pa.Array:
     [0, 0]
     """
     if isinstance(arr, pa.ChunkedArray):
-        return pa.chunked_array([key_array(c, zeros_equal) for c in arr.chunks], pa.int64())
+        return pa.chunked_array([key_array(c, zeros_equal, as_width) for c in arr.chunks],
+                                pa.int64())
     width = arr.type.bit_width
+    to = as_width or width
     n = len(arr)
     buf = arr.buffers()[1]
     bits = (np.frombuffer(buf, _INT[width], count=n, offset=arr.offset * width // 8)
             if n else np.zeros(0, _INT[width]))
-    key = _keys(bits, width, zeros_equal)
+    key = _keys(_widen(bits, width, to), to, zeros_equal)
     mask = None if not arr.null_count else np.asarray(arr.is_null())
     return pa.array(key, pa.int64(), mask=mask)
 
 
-def key_scalar(value: pa.Scalar, zeros_equal: bool = False) -> pa.Scalar:
+def key_scalar(value: pa.Scalar, zeros_equal: bool = False, as_width: int | None = None
+               ) -> pa.Scalar:
     """:func:`key_array` of one float scalar (a null scalar gives a null int64)."""
     if not value.is_valid:
         return pa.scalar(None, pa.int64())
-    return key_array(pa.repeat(value, 1), zeros_equal)[0]  # (the bits, not as_py)
+    return key_array(pa.repeat(value, 1), zeros_equal, as_width)[0]  # (bits, not as_py)
 
 
-def _register(width: int, zeros_equal: bool) -> str:
-    name = KEY_FUNCTION[(width, zeros_equal)]
+def _register(width: int, as_width: int, zeros_equal: bool) -> str:
+    name = KEY_FUNCTION[(width, as_width, zeros_equal)]
     if name in _REGISTERED:
         return name
     with _LOCK:
@@ -91,8 +117,8 @@ def _register(width: int, zeros_equal: bool) -> str:
 
             def udf(ctx, x):
                 if isinstance(x, pa.Scalar):
-                    return key_scalar(x, zeros_equal)
-                return key_array(x, zeros_equal)
+                    return key_scalar(x, zeros_equal, as_width)
+                return key_array(x, zeros_equal, as_width)
 
             try:
                 pc.register_scalar_function(
@@ -105,6 +131,10 @@ def _register(width: int, zeros_equal: bool) -> str:
     return name
 
 
-def order_key(expr: pc.Expression, typ: pa.DataType, zeros_equal: bool) -> pc.Expression:
-    """The expression of the int64 order keys of ``expr`` (of float type ``typ``)."""
-    return pc.Expression._call(_register(typ.bit_width, zeros_equal), [expr])
+def order_key(expr: pc.Expression, typ: pa.DataType, zeros_equal: bool,
+              as_type: pa.DataType | None = None) -> pc.Expression:
+    """The expression of the int64 order keys of ``expr`` (of float type ``typ``),
+    its values widened to the float type ``as_type`` first when given."""
+    width = typ.bit_width
+    as_width = as_type.bit_width if as_type is not None else width
+    return pc.Expression._call(_register(width, as_width, zeros_equal), [expr])

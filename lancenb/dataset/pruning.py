@@ -14,8 +14,9 @@ Floats compare in pylance's total order (:mod:`lancenb.dataset.floatorder`): -Na
 -inf, NaN above +inf. The statistics' min and max ignore NaN (as the spec says), so on a
 float column ``<``/``<=`` are pruned only when the statistics count no -NaN
 (``negative_nan_count == 0``), ``>``/``>=`` only when they count no +NaN, ``!=`` only
-when they count no NaN; statistics without these counts (older lancenb files, other
-sources) never prune such tests. ``=`` and
+when they count no NaN. Float statistics without these counts (older lancenb files,
+other sources) prune no value test at all: older lancenb computed their min and max
+with ``fmin``/``fmax``, which drop the value next to a signalling NaN. ``=`` and
 ``IN`` with numbers prune on ``[min, max]`` (a NaN equals no number; -0.0 equals +0.0).
 The statistics themselves (``ColumnStats``, ``compute_stats``) live in
 :mod:`lancenb.dataset.stats`.
@@ -109,6 +110,9 @@ def may_be_true(node: Node, stats: dict[str, ColumnStats], negated: bool) -> boo
         return True
     if all_null:
         return False  # every remaining test is NULL on a NULL input, negated or not
+    if pa.types.is_floating(col.type) and (st.nan_count is None
+                                           or st.negative_nan_count is None):
+        return True  # bounds of unknown provenance (see the module docstring)
     try:
         lo, hi = _key(st.min, col.type), _key(st.max, col.type)
         if isinstance(node, In):

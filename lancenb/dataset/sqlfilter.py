@@ -302,17 +302,25 @@ class Translator:
     def coerce(self, left: Node, right: Node) -> tuple[Node, Node]:
         """Cast a literal compared with a column (or any non-literal) to its type."""
         if isinstance(right, Lit) and not isinstance(left, Lit):
-            return left, self.coerce_literal(right, left.type)
+            return left, self.coerce_literal(right, left.type, isinstance(left, Col))
         if isinstance(left, Lit) and not isinstance(right, Lit):
-            return self.coerce_literal(left, right.type), right
+            return self.coerce_literal(left, right.type, isinstance(right, Col)), right
         return left, right
 
-    def coerce_literal(self, lit: Lit, target: pa.DataType) -> Lit:
+    def coerce_literal(self, lit: Lit, target: pa.DataType, column: bool = False) -> Lit:
         """``lit`` as ``target`` when the cast is exact; a string literal that does not
-        parse as ``target`` is an error, other mismatches are left to Arrow's promotion."""
+        parse as ``target`` is an error, other mismatches are left to Arrow's promotion.
+        A number compared with a float *column* is rounded to the column's type, as
+        pylance converts it (``f32 = 3.4028235677973366e38`` compares with +inf)."""
         if is_text(target) and not (is_text(lit.type) or pa.types.is_null(lit.type)):
             return lit  # no implicit number → text cast; Arrow reports the mismatch
         cast = _exact_cast(lit.value, target)
+        if (cast is None and column and pa.types.is_floating(target)
+                and (pa.types.is_integer(lit.type) or pa.types.is_floating(lit.type))):
+            try:
+                cast = lit.value.cast(target, safe=False)  # (round to nearest, as Rust's as)
+            except pa.ArrowException:
+                cast = None
         if cast is None and pa.types.is_string(lit.type):
             if pa.types.is_timestamp(target):
                 lit = Lit(self.parse_timestamp(lit.value.as_py()))
@@ -347,9 +355,10 @@ class Translator:
             raise self.fail("IN takes a list of literals, not a subquery")
         arg = self.node(e.this)
         items = [self.node(v) for v in e.expressions]
-        if not all(isinstance(i, Lit) for i in items):
+        if not all(isinstance(i, Lit) for i in items) or pa.types.is_float16(arg.type):
             # x IN (y, 1) is x = y OR x = 1, compared as pylance compares (floats: y by
-            # the total order, -0.0 < +0.0; DataFusion's own IN holds them equal)
+            # the total order, -0.0 < +0.0; DataFusion's own IN holds them equal);
+            # float16 too (Arrow's is_in has no float16 kernel)
             terms = [Cmp("=", *self.coerce(arg, i)) for i in items]
             while len(terms) > 1:
                 terms = [Or(terms[k], terms[k + 1]) if k + 1 < len(terms) else terms[k]

@@ -157,16 +157,19 @@ def compute_stats(array: pa.Array | pa.ChunkedArray, *,
         return ColumnStats(num_rows=num_rows, null_count=null_count, min=lo, max=hi)
     if pa.types.is_float16(typ):
         array = array.cast(pa.float32())  # every float16 is a float32; no float16 kernel
+    nans = negative = 0
+    if pa.types.is_floating(typ):
+        nans, negative = _nan_counts(array)
+        if nans:  # NaN as null: min_max (fmin) loses values next to a signalling NaN
+            array = pc.if_else(pc.is_nan(array), pa.scalar(None, array.type), array)
     if null_count < num_rows:
         mm = pc.min_max(array)
         lo, hi = mm["min"].as_py(), mm["max"].as_py()
     if pa.types.is_floating(typ):
-        # no non-NaN value: min_max gives NaN, or (+inf, -inf) on older pyarrow (19)
-        if lo is None or math.isnan(lo) or lo > hi:
+        if lo is None or math.isnan(lo):
             lo, hi = -math.inf, math.inf
         lo = -0.0 if lo == 0 else lo
         hi = 0.0 if hi == 0 else hi
-        nans, negative = _nan_counts(array)
         return ColumnStats(num_rows=num_rows, null_count=null_count, min=lo, max=hi,
                            nan_count=nans, negative_nan_count=negative)
     elif pa.types.is_integer(typ) and lo is None:
@@ -220,7 +223,8 @@ def _stat_type(t: pa.DataType) -> pa.DataType | None:
 
 def _stats_struct(rows: list, t: pa.DataType, st: pa.DataType) -> pa.StructArray:
     """The statistics rows (:class:`ColumnStats`) of one or more columns of type ``t``
-    as a ``struct<null_count, min_value, max_value[, nan_count]>`` array of type ``st``."""
+    as a ``struct<null_count, min_value, max_value[, nan_count, negative_nan_count]>``
+    array of type ``st``."""
     parts = [pa.array([r.null_count for r in rows], pa.int64()),
              _bounds_array([r.min for r in rows], t), _bounds_array([r.max for r in rows], t)]
     if pa.types.is_floating(t):
@@ -230,8 +234,8 @@ def _stats_struct(rows: list, t: pa.DataType, st: pa.DataType) -> pa.StructArray
 
 
 # Arrow types whose statistics numpy computes as compute_stats does, when nothing is
-# null: integers (exact) and float32/float64 (fmin/fmax skip NaN as Arrow's min_max
-# does; all-NaN, signed zeros: the same rules applied after)
+# null: integers (exact) and float32/float64 (NaN skipped; all-NaN, signed zeros: the
+# same rules applied after)
 _NUMPY_STATS = {t: numpy_dtype(t) for t in
                 (pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(),
                  pa.uint32(), pa.uint64(), pa.float32(), pa.float64())}
@@ -262,15 +266,21 @@ def _plain_stats(t: pa.DataType, cols: list) -> list[ColumnStats]:
             part = items[s:s + step]
             # (one column: a view, not a copy)
             m = part[0][1][None, :] if len(part) == 1 else np.stack([v for _, v in part])
-            lo += (np.fmin.reduce(m, axis=1) if floating else m.min(axis=1)).tolist()
-            hi += (np.fmax.reduce(m, axis=1) if floating else m.max(axis=1)).tolist()
-            if floating:
-                isnan = np.isnan(m)
+            if floating and (isnan := np.isnan(m)).any():
+                # (not fmin/fmax: next to a signalling NaN they drop the other operand,
+                # fmin([0.0, sNaN, 1.0]) is 1.0)
                 nans += isnan.sum(axis=1).tolist()
                 negative += (isnan & np.signbit(m)).sum(axis=1).tolist()
+                lo += np.where(isnan, np.inf, m).min(axis=1).tolist()
+                hi += np.where(isnan, -np.inf, m).max(axis=1).tolist()
+                continue
+            nans += [0] * len(part)
+            negative += [0] * len(part)
+            lo += m.min(axis=1).tolist()
+            hi += m.max(axis=1).tolist()
         for j, ((k, _), a, b) in enumerate(zip(items, lo, hi)):
             if floating:
-                if math.isnan(a):
+                if nans[j] == n:  # (no number: the spec's sentinels)
                     a, b = -math.inf, math.inf
                 a = -0.0 if a == 0 else a
                 b = 0.0 if b == 0 else b

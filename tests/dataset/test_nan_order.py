@@ -169,13 +169,29 @@ def test_pruning_keeps_pages_whose_nans_match(paged, sql, skipped):
 
 @pytest.mark.parametrize("sql, expected", [
     ("x < -5", True), ("x <= -5", True), ("x > 5", True), ("x >= 5", True),
-    ("x != 1", True), ("NOT (x >= -5)", True), ("x = 5", False), ("x IN (5, 7)", False),
-    ("x = CAST('NaN' AS DOUBLE)", True),
+    ("x != 1", True), ("NOT (x >= -5)", True), ("x = 5", True), ("x IN (5, 7)", True),
+    ("x = CAST('NaN' AS DOUBLE)", True), ("x IS NULL", False),
 ])
-def test_statistics_without_nan_counts_never_prune_what_a_nan_passes(sql, expected):
-    # statistics written before the NaN counts (lancenb files of older versions)
+def test_float_statistics_without_nan_counts_prune_no_value_test(sql, expected):
+    # statistics written before the NaN counts (lancenb files of older versions): a
+    # NaN may hide outside min/max, and a signalling NaN made fmin/fmax drop values
     old = {"x": ColumnStats(num_rows=4, null_count=0, min=0.0, max=1.0)}
     assert compile_filter(sql, pa.schema([("x", pa.float64())])).may_match(old) is expected
+
+
+@pytest.mark.parametrize("with_null", [False, True], ids=["numpy", "arrow"])
+def test_regression_signalling_nan_hid_a_value_from_the_statistics(tmp_path, with_null):
+    """Before: fmin/fmax (numpy's and Arrow's min_max) gave [0.0, sNaN, 1.0] the bounds
+    [1.0, 1.0], so x = 0 skipped the page holding 0.0."""
+    snan = np.array([0x7FF0000000000001], np.uint64).view(np.float64)[0]
+    values = [0.0, snan, 1.0] + ([None] if with_null else [])
+    x = pa.array(np.array([0.0 if v is None else v for v in values]),
+                 mask=np.array([v is None for v in values]))
+    uri = str(tmp_path / "d")
+    lancenb.write_dataset(pa.table({"x": x}), uri)
+    _, stats = lancenb.dataset(uri).get_fragments()[0].page_stats()
+    assert (stats["x"][0].min, stats["x"][0].max, stats["x"][0].nan_count) == (-0.0, 1.0, 1)
+    assert lancenb.dataset(uri).count_rows("x = 0") == 1
 
 
 @pytest.mark.parametrize("sql, nans, negative, expected", [
