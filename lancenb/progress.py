@@ -197,13 +197,14 @@ class FileSystemFragmentWriteProgress(FragmentWriteProgress):
 
     def begin(self, fragment: FragmentMetadata, **kwargs) -> None:
         """Write ``fragment_<id>.in_progress`` and ``fragment_<id>.json``."""
-        if fragment.physical_rows is None:  # not counted yet
-            fragment = dataclasses.replace(fragment, physical_rows=0)
+        counted = fragment.physical_rows is not None
+        meta = dataclasses.replace(fragment, physical_rows=fragment.physical_rows or 0).to_json()
+        if not counted:
+            meta["physical_rows"] = None  # not counted yet (null, as pylance writes it)
         progress = {"fragment_id": fragment.id, "metadata": self._metadata}
         self._store.write_bytes(self._in_progress_path(fragment),
                                 json.dumps(progress).encode())
-        self._store.write_bytes(self._fragment_file(fragment),
-                                json.dumps(fragment.to_json()).encode())
+        self._store.write_bytes(self._fragment_file(fragment), json.dumps(meta).encode())
 
     def complete(self, fragment: FragmentMetadata, **kwargs) -> None:
         """Remove ``fragment_<id>.in_progress``."""

@@ -193,6 +193,29 @@ def test_fragment_write_progress(tmp_path):
     assert lance.fragment.FragmentMetadata.from_json(json.dumps(meta)).id == 0
 
 
+def test_progress_files_name_the_data_file_as_pylance(tmp_path):
+    """The JSON written at begin names the data file being written (pylance's test of
+    its own progress files checks the path against the fragment's)."""
+    from lance.progress import FileSystemFragmentWriteProgress as PlProgress
+
+    from lancenb.fragment import LanceFragment
+    from lancenb.progress import FileSystemFragmentWriteProgress
+
+    tbl = pa.table({"a": range(100), "s": pa.array([{"x": 1}] * 100)})
+    outlines = []
+    for lib, cls, create in (("ours", FileSystemFragmentWriteProgress, LanceFragment.create),
+                             ("theirs", PlProgress, lance.LanceFragment.create)):
+        frag = create(tmp_path / lib / "ds", tbl, fragment_id=3,
+                      progress=cls(str(tmp_path / lib / "p"), {"w": "1"}))
+        assert sorted(os.listdir(tmp_path / lib / "p")) == ["fragment_3.json"]
+        meta = json.loads((tmp_path / lib / "p" / "fragment_3.json").read_text())
+        assert [f["path"] for f in meta["files"]] == [f.path for f in frag.files]
+        for f in meta["files"]:
+            f.pop("path")
+        outlines.append(meta)
+    assert outlines[0] == outlines[1]  # the rest equal: no fields, rows null, ...
+
+
 def test_fragment_write_progress_left_on_failure(tmp_path):
     from lancenb.progress import FileSystemFragmentWriteProgress
 
@@ -208,6 +231,52 @@ def test_fragment_write_progress_left_on_failure(tmp_path):
         lancenb.write_dataset(reader, tmp_path / "ds", progress=progress)
     marker = json.loads((tmp_path / "p" / "fragment_0.in_progress").read_text())
     assert marker == {"fragment_id": 0, "metadata": {"k": "v"}}
+
+
+def _counting(base):
+    class Count(base):
+        def __init__(self):
+            self.calls = []
+
+        def begin(self, fragment, **kwargs):
+            self.calls.append(("begin", fragment.id, fragment.physical_rows,
+                               len(fragment.files)))
+
+        def complete(self, fragment, **kwargs):
+            self.calls.append(("complete", fragment.id, fragment.physical_rows,
+                               len(fragment.files)))
+
+    return Count()
+
+
+@pytest.mark.parametrize("how", ["create", "create_id", "write_fragments"])
+def test_fragment_apis_call_progress_as_pylance(tmp_path, how):
+    from lance.progress import FragmentWriteProgress as PlProgress
+
+    from lancenb.fragment import LanceFragment, write_fragments
+    from lancenb.progress import FragmentWriteProgress
+
+    tbl = pa.table({"a": range(300)})
+    calls = {}
+    for lib, base, create, write in (
+            ("ours", FragmentWriteProgress, LanceFragment.create, write_fragments),
+            ("theirs", PlProgress, lance.LanceFragment.create, lance.fragment.write_fragments)):
+        progress, uri = _counting(base), tmp_path / lib
+        if how == "create":
+            create(uri, tbl, progress=progress)
+        elif how == "create_id":
+            create(uri, tbl, fragment_id=7, progress=progress)
+        else:
+            write(tbl, uri, max_rows_per_file=100, progress=progress)
+        calls[lib] = progress.calls
+    # the same begin calls (LanceFragment.create's name the file, write_fragments' do
+    # not, as in pylance); every file completes once (pylance 14 sometimes misses the
+    # last complete of write_fragments)
+    ours, theirs = ({kind: [c for c in calls[lib] if c[0] == kind]
+                     for kind in ("begin", "complete")} for lib in ("ours", "theirs"))
+    assert ours["begin"] == theirs["begin"]
+    assert len(ours["complete"]) == len(ours["begin"])
+    assert set(theirs["complete"]) <= set(ours["complete"])
 
 
 def test_abstract_progress():

@@ -37,7 +37,7 @@ from lancenb._version import __version__
 from lancenb.dataset import blob
 from lancenb.dataset.commit import commit, load_latest, open_store
 from lancenb.dataset.deletion import deletion_path, write_deletions
-from lancenb.dataset.fragmeta import FragmentMetadata
+from lancenb.dataset.fragmeta import DataFile, FragmentMetadata
 from lancenb.dataset.inputs import check_append_schema, fill_missing, normalize_input
 from lancenb.dataset.manifest import DATA_DIR, check_feature_flags
 from lancenb.dataset.operations import LanceOperation
@@ -94,13 +94,14 @@ def write_data_files(store, batches: Iterator[pa.RecordBatch], schema: pa.Schema
                      version: FileVersion, max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
                      max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
                      written: list | None = None, write_stats: bool = True,
-                     progress=None) -> list:
+                     progress=None, progress_names_file: bool = False) -> list:
     """Write ``batches`` as new data files; returns DataFragment messages (ids unset).
 
     ``written`` collects the relative paths of every file created (complete or not),
     so a caller can delete them when its commit fails. ``progress``: an object with
     pylance's ``FragmentWriteProgress`` methods, ``begin(fragment)`` when a data file
-    is opened (a ``FragmentMetadata`` without files) and ``complete(fragment)`` when
+    is opened (a ``FragmentMetadata`` without files, or with ``progress_names_file``
+    naming that file: pylance's ``LanceFragment.create`` does) and ``complete(fragment)`` when
     it is finished (with its file and row count; the id is assigned at commit).
     """
     if max_rows_per_file <= 0 or max_bytes_per_file <= 0:
@@ -203,7 +204,10 @@ def write_data_files(store, batches: Iterator[pa.RecordBatch], schema: pa.Schema
                                              storage_options=store.storage_options)
                     open_writers.add(writer)
                     if progress is not None:
-                        progress.begin(FragmentMetadata(id=0, files=[], physical_rows=None))
+                        opened = [DataFile(name, [], [], *version.data_file)] \
+                            if progress_names_file else []  # (no fields or rows yet)
+                        progress.begin(FragmentMetadata(id=0, files=opened,
+                                                        physical_rows=None))
                     if v2:
                         sidecars = blob.V2Sidecars(store, name, written)
                     rows = nbytes = 0
@@ -522,13 +526,15 @@ def write_fragment_files(data, dataset_uri, schema=None, *, mode: str = "append"
                          max_rows_per_file: int | None = None,
                          max_bytes_per_file: int | None = None,
                          data_storage_version: str | None = None, storage_options=None,
-                         what: str = "write_fragments", columns_required: bool = False):
+                         what: str = "write_fragments", columns_required: bool = False,
+                         progress=None, progress_names_file: bool = False):
     """Write ``data`` as data files of new fragments (nothing committed).
 
     Returns ``(fragment protobufs, write plan)``. In ``"append"`` mode against an
     existing dataset the data takes the dataset's schema, field ids and file version;
     otherwise (``"create"``/``"overwrite"``, or no dataset yet) field ids are assigned
-    afresh from the data's schema.
+    afresh from the data's schema. ``progress``, ``progress_names_file``: as
+    :func:`write_data_files`.
     """
     if mode not in ("append", "create", "overwrite"):
         raise InvalidInputError(f"mode must be 'append', 'create' or 'overwrite', not {mode!r}")
@@ -546,11 +552,28 @@ def write_fragment_files(data, dataset_uri, schema=None, *, mode: str = "append"
                                  version=plan.version,
                                  max_rows_per_file=max_rows_per_file or DEFAULT_MAX_ROWS_PER_FILE,
                                  max_bytes_per_file=max_bytes_per_file
-                                 or DEFAULT_MAX_BYTES_PER_FILE, written=written)
+                                 or DEFAULT_MAX_BYTES_PER_FILE, written=written,
+                                 progress=progress, progress_names_file=progress_names_file)
     except BaseException:
         cleanup(plan.store, written)
         raise
     return frags, plan
+
+
+class _WithFragmentId:
+    """Progress callbacks given the fragment id ``LanceFragment.create`` was asked for
+    (files a FileSystemFragmentWriteProgress keeps are named by it)."""
+
+    def __init__(self, progress, fragment_id: int):
+        self._progress, self._id = progress, fragment_id
+
+    def begin(self, fragment, **kwargs):
+        fragment.id = self._id
+        return self._progress.begin(fragment, **kwargs)
+
+    def complete(self, fragment, **kwargs):
+        fragment.id = self._id
+        return self._progress.complete(fragment, **kwargs)
 
 
 def write_fragments(data, dataset_uri, schema=None, *, return_transaction: bool = False,
@@ -569,7 +592,7 @@ def write_fragments(data, dataset_uri, schema=None, *, return_transaction: bool 
     frags, plan = write_fragment_files(
         data, dataset_uri, schema, mode=mode, max_rows_per_file=max_rows_per_file,
         max_bytes_per_file=max_bytes_per_file, data_storage_version=data_storage_version,
-        storage_options=storage_options)
+        storage_options=storage_options, progress=progress)
     metas = [FragmentMetadata.from_pb(f) for f in frags]
     if not return_transaction:
         return metas
@@ -593,7 +616,10 @@ def create_fragment(dataset_uri, data, fragment_id=None, schema=None, max_rows_p
                                     max_rows_per_file=1 << 62, max_bytes_per_file=1 << 62,
                                     data_storage_version=data_storage_version,
                                     storage_options=storage_options,
-                                    what="LanceFragment.create", columns_required=True)
+                                    what="LanceFragment.create", columns_required=True,
+                                    progress=None if progress is None else
+                                    _WithFragmentId(progress, int(fragment_id or 0)),
+                                    progress_names_file=True)
     if not frags:  # (an OSError, as pylance's "Input data was empty")
         raise SchemaError("LanceFragment.create: Input data was empty (no rows to write)")
     meta = FragmentMetadata.from_pb(frags[0])
