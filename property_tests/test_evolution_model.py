@@ -30,7 +30,6 @@ only, so the reads are still checked; delete an entry to make the test demand it
 from __future__ import annotations
 
 import datetime
-import os
 import shutil
 import tempfile
 
@@ -60,16 +59,6 @@ LANCENB_GAPS = {
     "int_to_float": "alter_columns data_type int -> float64 is committed (pylance: "
                     "'Cannot cast column ... from Int32 to Float64')",
 }
-
-# LANCENB_EVO_SKIP=map_rename,list_child_cast leaves out changes that fail for a known
-# reason, so a long run can look past them for new ones
-KNOWN_BUGS = {
-    "map_rename": "a map column renamed as a whole: lancenb NotSupportedError 'the fields "
-                  "of map column ... differ from its data file's' (since 73f692c)",
-    "list_child_cast": "a cast of a field of a list's structs (lst.item.a) in 2.1/2.2, by "
-                       "either library: lancenb CorruptFileError 'no column N for field'",
-}
-SKIP = {s for s in os.environ.get("LANCENB_EVO_SKIP", "").split(",") if s}
 
 Path = tuple  # field names from the top, "item" for a list's values
 
@@ -318,9 +307,7 @@ class EvolutionHistory(RuleBasedStateMachine):
 
     @rule(data=st.data(), use_pylance=st.booleans())
     def rename_field(self, data, use_pylance):
-        path = data.draw(st.sampled_from([x[0] for x in self._fields()
-                                          if not ("map_rename" in SKIP
-                                                  and pa.types.is_map(x[1].type))]))
+        path = data.draw(st.sampled_from([x[0] for x in self._fields()]))
         new = self._name("r")
         self._lib(use_pylance).dataset(self.uri).alter_columns(
             {"path": dotted(path), "name": new})
@@ -339,9 +326,7 @@ class EvolutionHistory(RuleBasedStateMachine):
 
     def _castable(self):
         wider = {pa.int32(): pa.int64(), pa.string(): pa.large_string()}
-        return [(p, wider[f.type]) for p, f, _, lst in self._fields()
-                if f.type in wider and not (lst and "list_child_cast" in SKIP
-                                            and self.fmt != "2.0")]
+        return [(p, wider[f.type]) for p, f, _, _ in self._fields() if f.type in wider]
 
     @precondition(lambda self: bool(self._castable()))
     @rule(data=st.data(), use_pylance=st.booleans())
