@@ -197,10 +197,7 @@ class FileSystemFragmentWriteProgress(FragmentWriteProgress):
 
     def begin(self, fragment: FragmentMetadata, **kwargs) -> None:
         """Write ``fragment_<id>.in_progress`` and ``fragment_<id>.json``."""
-        counted = fragment.physical_rows is not None
-        meta = dataclasses.replace(fragment, physical_rows=fragment.physical_rows or 0).to_json()
-        if not counted:
-            meta["physical_rows"] = None  # not counted yet (null, as pylance writes it)
+        meta = fragment.to_json()  # (physical_rows null: not counted yet, as pylance)
         progress = {"fragment_id": fragment.id, "metadata": self._metadata}
         self._store.write_bytes(self._in_progress_path(fragment),
                                 json.dumps(progress).encode())

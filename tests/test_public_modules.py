@@ -210,6 +210,10 @@ def test_progress_files_name_the_data_file_as_pylance(tmp_path):
         assert sorted(os.listdir(tmp_path / lib / "p")) == ["fragment_3.json"]
         meta = json.loads((tmp_path / lib / "p" / "fragment_3.json").read_text())
         assert [f["path"] for f in meta["files"]] == [f.path for f in frag.files]
+        for from_json in (lancenb.fragment.FragmentMetadata.from_json,
+                          lance.fragment.FragmentMetadata.from_json):
+            back = from_json(json.dumps(meta))  # (rows null: they were not counted yet)
+            assert back.physical_rows is None and back.files[0].path == frag.files[0].path
         for f in meta["files"]:
             f.pop("path")
         outlines.append(meta)

@@ -213,7 +213,8 @@ class FragmentMetadata:
             return x.asdict() if x is not None else None
 
         return {"id": int(self.id), "files": [f.to_json() for f in self.files],
-                "overlays": [], "physical_rows": int(self.physical_rows),
+                "overlays": [], "physical_rows": None if self.physical_rows is None
+                else int(self.physical_rows),  # (None: not counted yet, in progress files)
                 "deletion_file": opt(self.deletion_file), "row_id_meta": opt(self.row_id_meta),
                 "created_at_version_meta": opt(self.created_at_version_meta),
                 "last_updated_at_version_meta": opt(self.last_updated_at_version_meta)}
@@ -234,7 +235,7 @@ class FragmentMetadata:
             df = d.get("deletion_file")
             return FragmentMetadata(
                 id=int(d["id"]), files=[DataFile(**f) for f in d["files"]],
-                physical_rows=int(d["physical_rows"]),
+                physical_rows=None if d["physical_rows"] is None else int(d["physical_rows"]),
                 deletion_file=DeletionFile(**df) if df is not None else None,
                 row_id_meta=opt(RowIdMeta, "row_id_meta"),
                 created_at_version_meta=opt(RowDatasetVersionMeta, "created_at_version_meta"),
