@@ -2,12 +2,14 @@
 #   make demo   -- create .venv, install lancenb[spark], run the demo job (embedded Spark)
 #   make test   -- create .venv, install lancenb with dev extras, run the whole suite, then
 #                  build the sdist and wheel and use the wheel in a fresh virtualenv
+#   make test-oldest -- create .venv-oldest with only the runtime dependencies, each at the
+#                  lower bound pyproject.toml declares (no pandas), and run the suite there
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 
-.PHONY: demo test test-kernels-nojit lint protos bench clean
+.PHONY: demo test test-oldest test-kernels-nojit lint protos bench clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +46,31 @@ test: $(VENV)/.installed-dev
 	NUMBA_DISABLE_JIT=1 $(PY) -m pytest -q tests/kernels
 	$(PY) scripts/smoke_wheel.py
 
+# The oldest environment lancenb declares: scripts/oldest_env.py pins every runtime dependency
+# at its lower bound (pip constraints; wheels only, as users get them) and adds the test
+# tools the dev extra pins (pytest, hypothesis and the pylance, DuckDB and Polars oracles).
+# pandas, pyspark, moto, s3fs and dask are not installed: their tests skip (pandas inputs,
+# Spark, S3, Dask), and every other test runs without pandas. Its own Numba cache, so the
+# two Numba versions do not overwrite each other's cache index.
+OLDEST := .venv-oldest
+OLDEST_PY := $(OLDEST)/bin/python
+
+$(OLDEST)/.installed: pyproject.toml scripts/oldest_env.py
+	rm -rf $(OLDEST)
+	$(PYTHON) -m venv $(OLDEST)
+	$(OLDEST_PY) -m pip install --quiet --upgrade pip
+	$(OLDEST_PY) scripts/oldest_env.py constraints > $(OLDEST)/constraints.txt
+	$(OLDEST_PY) scripts/oldest_env.py tools > $(OLDEST)/tools.txt
+	$(OLDEST_PY) -m pip install --quiet --only-binary=:all: -c $(OLDEST)/constraints.txt \
+		-r $(OLDEST)/tools.txt -e .
+	$(OLDEST_PY) scripts/oldest_env.py check
+	touch $@
+
+test-oldest: $(OLDEST)/.installed
+	$(OLDEST_PY) scripts/oldest_env.py check
+	NUMBA_CACHE_DIR="$${LANCENB_OLDEST_NUMBA_CACHE:-$(abspath $(OLDEST))/numba-cache}" \
+		$(OLDEST_PY) -m pytest -q
+
 lint: $(VENV)/.installed-dev
 	$(PY) -m ruff check lancenb kernels tests property_tests benchmarks scripts
 
@@ -54,4 +81,4 @@ bench: $(VENV)/.installed-dev
 	$(PY) benchmarks/bench_file.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(OLDEST) build *.egg-info
