@@ -635,7 +635,7 @@ def _cmd_convert(args) -> int:
 
 def _cmd_compact(args) -> int:
     from lancenb.dataset import dataset as open_dataset  # lazy: numba, start-up
-    from lancenb.dataset.maintenance import compact_files, compaction_rows  # lazy: numba, start-up
+    from lancenb.dataset.compaction import compact_files, compaction_rows  # lazy: numba, start-up
 
     ds = open_dataset(args.uri)
     target = args.target_rows_per_fragment

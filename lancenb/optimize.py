@@ -1,9 +1,10 @@
 """Compaction, as pylance's ``lance.optimize``: :class:`CompactionMetrics` (what
 ``ds.optimize.compact_files()`` returns) and :class:`CompactionOptions` (its options).
 
-pylance's distributed compaction (``Compaction.plan``/``CompactionTask``/
-``RewriteResult``/``Compaction.commit``) is not in lancenb yet; ``compact_files``
-plans, rewrites and commits in one call.
+Distributed compaction as pylance's: ``Compaction.plan`` gives
+:class:`CompactionTask` s, each ``execute`` (in any process) gives a
+:class:`RewriteResult`, and ``Compaction.commit`` commits them
+(:mod:`lancenb.dataset.compaction`).
 
 Examples
 --------
@@ -15,9 +16,16 @@ from __future__ import annotations
 
 from typing import Literal, Optional, TypedDict
 
-from lancenb.dataset.maintenance import CompactionMetrics
+from lancenb.dataset.compaction import (
+    Compaction,
+    CompactionMetrics,
+    CompactionPlan,
+    CompactionTask,
+    RewriteResult,
+)
 
-__all__ = ["CompactionMetrics", "CompactionOptions"]
+__all__ = ["CompactionMetrics", "CompactionOptions", "Compaction", "CompactionPlan",
+           "CompactionTask", "RewriteResult"]
 
 
 class CompactionOptions(TypedDict, total=False):

@@ -21,10 +21,10 @@ from lancenb.dataset.api_types import (
     LanceStats,
 )
 from lancenb.dataset.blob import BlobFile
+from lancenb.dataset.compaction import CompactionMetrics
 from lancenb.dataset.core import LanceDataset, Tags, dataset, write_dataset
 from lancenb.dataset.evolution import BatchUDF, batch_udf
 from lancenb.dataset.fragment import DataFile, FragmentMetadata, LanceFragment
-from lancenb.dataset.maintenance import CompactionMetrics
 from lancenb.dataset.maintenance import Optimize as DatasetOptimizer
 from lancenb.dataset.mutation import MergeInsertBuilder
 from lancenb.dataset.operations import LanceOperation, Transaction

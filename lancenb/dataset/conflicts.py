@@ -288,6 +288,8 @@ _RULES["overwrite"] = {"overwrite": RETRY, "update_mem_wal_state": INCOMPATIBLE,
                        "update_config": lambda ours, other: _config_keys(ours, other)}
 _RULES["restore"] = {"update_mem_wal_state": INCOMPATIBLE}
 _RULES["clone"] = {}
+# compaction's first step takes fragment ids above whatever was committed since
+_RULES["reserve_fragments"] = {"overwrite": INCOMPATIBLE, "restore": INCOMPATIBLE}
 _RULES["merge"] = {
     **{op: RETRY for op in ("append", "delete", "update", "rewrite", "merge",
                             "data_replacement")},

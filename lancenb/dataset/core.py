@@ -735,7 +735,7 @@ def dataset(uri, version=None, *, asof=None, storage_options=None, commit_lock=N
                         commit_lock=commit_lock, manifest_store=manifest_store)
 
 
-def write_dataset(data, uri, schema: pa.Schema | None = None, *, mode: str = "create",
+def write_dataset(data_obj, uri, schema: pa.Schema | None = None, mode: str = "create", *,
                   max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
                   max_rows_per_group: int | None = None,
                   max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
@@ -743,11 +743,11 @@ def write_dataset(data, uri, schema: pa.Schema | None = None, *, mode: str = "cr
                   enable_v2_manifest_paths: bool = True, commit_lock=None,
                   manifest_store=None, enable_stable_row_ids: bool | None = None,
                   use_legacy_format=None, progress=None, **kwargs) -> LanceDataset:
-    """Write ``data`` as a new dataset, or append to / overwrite one (pylance's API).
+    """Write ``data_obj`` as a new dataset, or append to / overwrite one (pylance's API).
 
     Parameters
     ----------
-    data : pyarrow Table, RecordBatch, RecordBatchReader, iterable of RecordBatch, \
+    data_obj : pyarrow Table, RecordBatch, RecordBatchReader, iterable of RecordBatch, \
 pandas or polars DataFrame, dict, list of dicts, pyarrow or Lance dataset or scanner, \
 Hugging Face Dataset or IterableDataset
         Streamed, never materialised whole (the kinds and their rules:
@@ -784,7 +784,7 @@ Hugging Face Dataset or IterableDataset
     """
     check_write_options({k: v for k, v in kwargs.items()
                          if k not in ("commit_message", "transaction_properties")})
-    store, mf = write_version(data, uri, schema, mode=mode,
+    store, mf = write_version(data_obj, uri, schema, mode=mode,
                               max_rows_per_file=max_rows_per_file,
                               max_bytes_per_file=max_bytes_per_file,
                               data_storage_version=data_storage_version,

@@ -1,11 +1,5 @@
-"""Compaction and cleanup.
-
-``compact_files`` rewrites runs of small fragments (and fragments with many deleted
-rows) into fragments of about ``target_rows_per_fragment`` rows, streaming the live
-rows in batches of ``batch_size`` so memory stays bounded whatever the dataset size.
-It commits a ``Rewrite`` transaction (groups of old fragments -> new fragments) that
-pylance understands. With stable row ids the moved rows keep their ids: the new
-fragments carry the old ids as explicit sequences.
+"""Cleanup of old versions, and ``ds.optimize`` (compaction itself is in
+:mod:`lancenb.dataset.compaction`).
 
 ``cleanup_old_versions`` removes manifests older than ``older_than`` (never the latest,
 the last ``retain_versions`` or a tagged one) and then every data, deletion and
@@ -38,152 +32,18 @@ import os
 import time
 from dataclasses import dataclass, field
 
-import numpy as np
-
-from lancenb._proto import transaction_pb2
 from lancenb.dataset.commit import TRANSACTIONS_DIR, list_versions, load_manifest
+from lancenb.dataset.compaction import CompactionMetrics, compact_files
 from lancenb.dataset.deletion import DELETIONS_DIR, deletion_path
 from lancenb.dataset.manifest import DATA_DIR, VERSIONS_DIR, manifest_name
 from lancenb.dataset.rowids import (
     ROWIDS_DIR,
-    encode_array_row_ids,
-    encode_version_array,
-    set_row_ids,
 )
-from lancenb.dataset.transaction import Transaction
-from lancenb.dataset.write import cleanup, write_data_files
-from lancenb.errors import InvalidInputError, NotSupportedError
-from lancenb.file.version import FileVersion
+from lancenb.errors import InvalidInputError
 
-__all__ = ["compact_files", "CompactionMetrics", "cleanup_old_versions", "CleanupStats"]
+__all__ = ["cleanup_old_versions", "CleanupStats", "Optimize"]
 
 UNVERIFIED_GRACE = _dt.timedelta(days=7)
-
-
-@dataclass
-class CompactionMetrics:
-    """What ``compact_files`` did: fragments and files removed and added."""
-    fragments_removed: int = 0
-    fragments_added: int = 0
-    files_removed: int = 0
-    files_added: int = 0
-
-
-def _plan_bins(frags, target: int, materialize: bool, threshold: float):
-    """Runs of consecutive fragments worth rewriting together."""
-    bins, cur, cur_rows = [], [], 0
-
-    def close():
-        nonlocal cur, cur_rows
-        if len(cur) > 1 or (len(cur) == 1 and _dirty(cur[0], materialize, threshold)):
-            bins.append(cur)
-        cur, cur_rows = [], 0
-
-    for f in frags:
-        live = f.count_rows()
-        candidate = f.physical_rows < target or _dirty(f, materialize, threshold)
-        if not candidate:
-            close()
-            continue
-        if cur and cur_rows + live > target:
-            close()  # bins hold at most ``target`` live rows (one big fragment excepted)
-        cur.append(f)
-        cur_rows += live
-    close()
-    return bins
-
-
-def _dirty(f, materialize: bool, threshold: float) -> bool:
-    if not materialize or not f.physical_rows:
-        return False
-    return len(f.deleted_offsets()) / f.physical_rows > threshold
-
-
-def compaction_rows(ds, *, target_rows_per_fragment: int = 1024 * 1024,
-                    materialize_deletions: bool = True,
-                    materialize_deletions_threshold: float = 0.1) -> int:
-    """Rows :func:`compact_files` with these options would rewrite (for a progress
-    total)."""
-    bins = _plan_bins(ds.get_fragments(), target_rows_per_fragment, materialize_deletions,
-                      materialize_deletions_threshold)
-    return sum(f.count_rows() for group in bins for f in group)
-
-
-def compact_files(ds, *, target_rows_per_fragment: int = 1024 * 1024,
-                  max_rows_per_group: int = 1024, materialize_deletions: bool = True,
-                  materialize_deletions_threshold: float = 0.1, batch_size: int = 64 * 1024,
-                  num_threads=None, max_bytes_per_file=None, progress=None,
-                  **kwargs) -> CompactionMetrics:
-    """Merge small fragments and drop deleted rows; returns what changed.
-
-    ``progress``: called with the number of rows each group of fragments rewrote
-    (the CLI's ``lancenb compact`` draws a bar with it; the total is
-    :func:`compaction_rows`)."""
-    if kwargs:
-        raise InvalidInputError(f"unsupported compact_files options: {sorted(kwargs)}")
-    if target_rows_per_fragment <= 0 or batch_size <= 0:
-        raise InvalidInputError("target_rows_per_fragment and batch_size must be positive")
-    if ds.manifest.HasField("index_section"):
-        raise NotSupportedError("compacting a dataset with indices is not supported yet "
-                                "(lancenb cannot remap index fragment bitmaps)")
-    metrics = CompactionMetrics()
-    bins = _plan_bins(ds.get_fragments(), target_rows_per_fragment, materialize_deletions,
-                      materialize_deletions_threshold)
-    if not bins:
-        return metrics
-    schema = ds._schema
-    fields = list(ds.manifest.fields)
-    version = FileVersion.resolve(ds.data_storage_version)
-    op = transaction_pb2.Transaction.Rewrite()
-    txn = Transaction(ds.version, "rewrite", op)
-    written: list[str] = []
-    stable = ds.stable_row_ids
-    try:
-        for group in bins:
-            ids_parts, created_parts, updated_parts = [], [], []
-
-            def batches(group=group, ids_parts=ids_parts, created_parts=created_parts,
-                        updated_parts=updated_parts):
-                for frag in group:
-                    live = frag.live_offsets()
-                    offs = np.arange(frag.physical_rows, dtype=np.int64) if live is None \
-                        else live
-                    if stable:
-                        ids_parts.append(frag.row_ids()[offs])
-                        created_parts.append(frag.row_versions("created")[offs])
-                        updated_parts.append(frag.row_versions("last_updated")[offs])
-                    for lo in range(0, len(offs), batch_size):
-                        t = frag.take_physical(schema.names, offs[lo:lo + batch_size])
-                        yield from t.to_batches()
-            new = write_data_files(ds._store, batches(), schema, fields, version=version,
-                                   max_rows_per_file=target_rows_per_fragment,
-                                   written=written)
-            if stable:
-                ids = np.concatenate(ids_parts) if ids_parts else np.zeros(0, np.uint64)
-                created = np.concatenate(created_parts) if created_parts else ids
-                updated = np.concatenate(updated_parts) if updated_parts else ids
-                pos = 0
-                for f in new:
-                    n = f.physical_rows
-                    set_row_ids(f, encode_array_row_ids(ids[pos:pos + n]), ds._store, written)
-                    f.inline_created_at_versions = encode_version_array(created[pos:pos + n])
-                    f.inline_last_updated_at_versions = encode_version_array(updated[pos:pos + n])
-                    pos += n
-            g = op.groups.add()
-            g.old_fragments.extend(f._pb for f in group)
-            g.new_fragments.extend(new)
-            metrics.fragments_removed += len(group)
-            metrics.fragments_added += len(new)
-            if progress is not None:
-                progress(sum(f.physical_rows for f in new))
-            metrics.files_removed += sum(len(f._pb.files) for f in group)
-            metrics.files_added += len(new)
-        txn.pb.rewrite.CopyFrom(op)
-    except BaseException:
-        cleanup(ds._store, written)
-        raise
-    ds._commit(txn, written)
-    return metrics
 
 
 # -- cleanup ---------------------------------------------------------------------------

@@ -71,11 +71,13 @@ class Transaction:
         return f"{self.read_version}-{self.uuid}.txn"
 
 
-def _assign_ids(frags, next_id: int) -> tuple[list, int]:
+def _assign_ids(frags, next_id: int, *, check_only: bool = False) -> tuple[list, int]:
     if frags and next_id + len(frags) - 1 > 0xFFFFFFFF:
         # a row address holds the fragment id in 32 bits, and so does max_fragment_id
         raise CorruptFileError(f"no fragment id left for {len(frags)} new fragment(s): the "
                                f"manifest's max_fragment_id is {next_id - 1}, ids are 32-bit")
+    if check_only:
+        return [], next_id
     out = []
     for f in frags:
         g = table_pb2.DataFragment()
@@ -103,7 +105,17 @@ def _apply_replacements(m, base, txn) -> None:
         frags = list(base.fragments)
         for g in txn.pb.rewrite.groups:
             old_ids = {f.id for f in g.old_fragments}
-            new, next_id = _assign_ids(g.new_fragments, next_id)
+            # ids reserved before (a ReserveFragments commit, as compaction makes) stay;
+            # id 0 means none was given (pylance's rule)
+            new = []
+            for f in g.new_fragments:
+                if f.id:
+                    kept = table_pb2.DataFragment()
+                    kept.CopyFrom(f)
+                    new.append(kept)
+                else:
+                    got, next_id = _assign_ids([f], next_id)
+                    new.extend(got)
             del g.new_fragments[:]
             g.new_fragments.extend(new)
             pos = next((i for i, f in enumerate(frags) if f.id in old_ids), len(frags))
@@ -232,6 +244,10 @@ def build_manifest(base, txn: Transaction, version: int, *, data_format: str,
                     frag.files.extend(files)
         elif op in ("update", "rewrite"):
             _apply_replacements(m, base, txn)
+        elif op == "reserve_fragments":  # ids for a later commit (pylance's compaction)
+            top = base.max_fragment_id if base.HasField("max_fragment_id") else 0
+            _assign_ids([None] * txn.pb.reserve_fragments.num_fragments, top + 1, check_only=True)
+            m.max_fragment_id = top + txn.pb.reserve_fragments.num_fragments
         elif op == "update_config":
             _apply_update_config(m, txn.pb.update_config)
         else:
