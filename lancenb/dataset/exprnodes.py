@@ -106,6 +106,8 @@ class Cmp(Node):
         # comparison with a literal holds -0.0 and +0.0 equal (as pylance does)
         typ = max((t for t in (self.left.type, self.right.type) if pa.types.is_floating(t)),
                   key=lambda t: t.bit_width)
+        if pa.types.is_float16(typ):
+            typ = pa.float32()  # pylance compares float16 widened (sNaN quieted), sorts it raw
         zeq = isinstance(self.left, Lit) or isinstance(self.right, Lit)
         return CMP[self.op](_order_key(self.left, typ, zeq), _order_key(self.right, typ, zeq))
 

@@ -255,3 +255,27 @@ def test_integer_remainder_by_zero_raises_as_pylance(numbers, sql):
         lance.dataset(numbers).to_table(filter=sql)
     with pytest.raises(InvalidInputError, match="(?i)divide by zero"):
         lancenb.dataset(numbers).to_table(filter=sql)
+
+
+@pytest.mark.parametrize("sql", [
+    "h < CAST('NaN' AS DOUBLE)", "h > CAST('-NaN' AS DOUBLE)", "h = CAST('NaN' AS DOUBLE)",
+    "h = f", "h < f", "h > f", "h = x", "h < x", "h IN (CAST('NaN' AS DOUBLE))",
+    "h IN (0.0, CAST('-NaN' AS DOUBLE))", "h > 0", "h < 0", "h = 0",
+])
+def test_float16_compares_widened_to_float32_as_pylance(tmp_path, sql):
+    """pylance compares float16 values as float32 (a signalling NaN quieted, its
+    payload kept) but sorts them by their own bits."""
+    h = np.array([0x7E00, 0x7C01, 0x7D00, 0xFC01, 0xFE00, 0, 0x8000, 0x3C00],
+                 np.uint16).view(np.float16)
+    f = np.array([0x7FC00000, 0x7FC02000, 0x7F800001, 0xFFC00000, 0xFFC02000, 0x80000000,
+                  0, 0x3F800000], np.uint32).view(np.float32)
+    with np.errstate(invalid="ignore"):  # (the signalling NaN)
+        x = f.astype(np.float64)
+    uri = str(tmp_path / "d")
+    lancenb.write_dataset(pa.table({"i": list(range(8)), "h": pa.array(h), "f": pa.array(f),
+                                    "x": pa.array(x)}), uri)
+    want = lance.dataset(uri).to_table(filter=sql).column("i").to_pylist()
+    assert lancenb.dataset(uri).to_table(filter=sql).column("i").to_pylist() == want
+    order = [ColumnOrdering("h", True, False)]
+    assert (lancenb.dataset(uri).to_table(order_by=order).column("i").to_pylist()
+            == lance.dataset(uri).to_table(order_by=order).column("i").to_pylist())
