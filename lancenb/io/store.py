@@ -15,9 +15,10 @@ makes that true is chosen once, when it is opened (:attr:`ObjectStore.conditiona
   ``ifGenerationMatch=0``) and adlfs ``pipe_file(..., overwrite=False)`` (Azure
   ``If-None-Match: *``). This is what pylance uses by default.
 * ``"commit_lock"``: the caller's ``commit_lock`` (a lock shared by every writer).
-* ``"process"``: a lock that is only correct inside one process, used only when the
-  caller opted in with ``storage_options={"single_process_commits": True}`` (tests on
-  ``memory://``, single-writer jobs).
+* ``"process"``: a lock that is only correct inside one process: for fsspec's
+  ``memory://`` filesystem, which only this process can see, and for any other store
+  when the caller opted in with ``storage_options={"single_process_commits": True}``
+  (single-writer jobs).
 
 A store with none of these (and no external manifest store, which makes the commit
 point itself) refuses to commit with :class:`UnsafeCommitError` instead of silently
@@ -118,6 +119,14 @@ def conditional_put_of(fs) -> tuple[str, str | None, object] | tuple[None, None,
     return None, None, None
 
 
+def _is_memory(fs) -> bool:
+    """Whether ``fs`` is fsspec's in-process memory filesystem itself (a wrapper
+    around one is not recognised: what it forwards to cannot be told)."""
+    # (by name: local I/O must not import fsspec)
+    return any(c.__name__ == "MemoryFileSystem" and c.__module__ == "fsspec.implementations.memory"
+               for c in type(fs).__mro__)
+
+
 def _already_exists(err: BaseException) -> bool:
     """Whether a create-only put failed because the object exists."""
     if isinstance(err, FileExistsError):
@@ -188,7 +197,11 @@ class ObjectStore:
         # object stores have no directories to make (a put creates the key's prefixes);
         # skipping makedirs saves a request per new prefix
         self._flat = _package_of(type(self.fs)) in _CREATE_ONLY_PUT
-        self._single_process = single_process_commits(storage_options)
+        # fsspec's memory filesystem lives in this process only: no other process can
+        # write it, so a lock of this process makes its puts atomic (pylance commits
+        # to memory:// too); any other store without conditional writes must opt in
+        self._single_process = single_process_commits(storage_options) or \
+            _is_memory(self.fs)
 
     @property
     def conditional_put(self) -> str | None:

@@ -18,8 +18,24 @@ def one(k=0):
     return pa.table({"id": pa.array([k], pa.int64())})
 
 
-def test_memory_commit_refused_without_opt_in():
-    uri = "memory://lancenb-test/unsafe"
+def _memory_behind_a_wrapper(path: str) -> str:
+    """A store without conditional writes that lancenb cannot tell is in-process:
+    fsspec's dir:// over the memory filesystem, registered under its own protocol."""
+    import fsspec
+    from fsspec.implementations.dirfs import DirFileSystem
+
+    class Wrapped(DirFileSystem):
+        protocol = "lancenbwrapped"
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(path="/wrapped", fs=fsspec.filesystem("memory"))
+
+    fsspec.register_implementation("lancenbwrapped", Wrapped, clobber=True)
+    return f"lancenbwrapped://{path}"
+
+
+def test_commit_refused_without_conditional_writes():
+    uri = _memory_behind_a_wrapper("unsafe")
     with pytest.raises(UnsafeCommitError) as e:
         lancenb.write_dataset(one(), uri)
     msg = str(e.value)
@@ -30,6 +46,25 @@ def test_memory_commit_refused_without_opt_in():
     assert ObjectStore(uri).conditional_put is None
     assert ObjectStore(uri, {"single_process_commits": "true"}).conditional_put == "process"
     assert ObjectStore(uri, commit_lock=threading.Lock()).conditional_put == "commit_lock"
+
+
+def test_memory_commits_under_a_process_lock():
+    """memory:// lives in this process only: commits need no opt-in (as pylance's),
+    and threads racing for one version have one winner."""
+    uri = "memory://lancenb-test/in-process"
+    assert ObjectStore(uri).conditional_put == "process"
+    lancenb.write_dataset(one(1), uri)
+    lancenb.write_dataset(one(2), uri, mode="append")
+    assert lancenb.dataset(uri).to_table()["id"].to_pylist() == [1, 2]
+    store = ObjectStore(uri)
+    wins = []
+    threads = [threading.Thread(target=lambda k=k: wins.append(
+        store.put_if_absent("_versions/race", f"w{k}".encode()))) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(wins) == [False] * 7 + [True]
 
 
 def test_memory_commit_with_opt_in():
