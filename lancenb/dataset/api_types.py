@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
+from lancenb._proto import file_pb2
 from lancenb.dataset.fragmeta import is_legacy_file
-from lancenb.dataset.operations import field_path, schema_fields
+from lancenb.dataset.operations import schema_fields
 from lancenb.errors import NotSupportedError
 
-__all__ = ["FieldStatistics", "DataStatistics", "LanceStats", "LanceSchema",
+__all__ = ["FieldStatistics", "DataStatistics", "LanceStats", "LanceSchema", "LanceField",
            "DatasetBasePath"]
 
 
@@ -84,7 +85,15 @@ class LanceStats:
 
 class LanceSchema:
     """A dataset's Lance schema: the Arrow schema plus the field ids of the manifest
-    (``ds.lance_schema``)."""
+    (``ds.lance_schema``); its fields are :class:`LanceField` trees, and its repr is
+    pylance's (Rust ``Debug``: ``Schema { fields: [Field { name: "a", id: 0, ...
+    }], metadata: {} }``).
+
+    Examples
+    --------
+    >>> [(f.name(), f.id()) for f in ds.lance_schema.fields()]  # doctest: +SKIP
+    [('x', 0), ('s', 1)]
+    """
 
     def __init__(self, fields_pb, arrow: pa.Schema):
         self._fields = list(fields_pb)
@@ -97,27 +106,168 @@ class LanceSchema:
     def from_pyarrow(schema: pa.Schema) -> "LanceSchema":
         return LanceSchema(schema_fields(schema), schema)
 
-    def fields(self) -> list:
-        """``[(field id, dotted path)]`` in the manifest's (pre-)order."""
-        return [(f.id, field_path(self._fields, f)) for f in self._fields]
+    def fields(self) -> list["LanceField"]:
+        """The top-level fields, in order (their children through
+        :meth:`LanceField.children`)."""
+        ids = {f.id for f in self._fields}
+        return [LanceField(f, self._fields, self._arrow.field(f.name))
+                for f in self._fields if f.parent_id not in ids]
 
-    def field(self, name: str):
-        """The Arrow field at dotted path ``name`` (None if there is none)."""
-        for f in self._fields:
-            if field_path(self._fields, f) == name:
-                t = self._arrow
-                for part in name.split("."):
-                    t = t.field(part) if isinstance(t, pa.Schema) else t.type.field(part)
-                return t
-        return None
+    def field(self, name: str) -> "LanceField | None":
+        """The field at dotted path ``name`` (``"s.a"``), or None."""
+        return self._find(name, str)
+
+    def field_case_insensitive(self, name: str) -> "LanceField | None":
+        """:meth:`field`, names compared without case."""
+        return self._find(name, str.lower)
+
+    def _find(self, name: str, norm):
+        level = self.fields()
+        found = None
+        for part in name.split("."):
+            found = next((f for f in level if norm(f.name()) == norm(part)), None)
+            if found is None:
+                return None
+            level = found.children()
+        return found
+
+    def unenforced_primary_key(self) -> list["LanceField"]:
+        """The fields of the unenforced primary key, in key order."""
+        return self._keyed("unenforced_primary_key_position")
+
+    def unenforced_clustering_key(self) -> list["LanceField"]:
+        """The fields of the unenforced clustering key, in key order."""
+        return self._keyed("unenforced_clustering_key_position")
+
+    def _keyed(self, attr: str) -> list["LanceField"]:
+        every = [f for top in self.fields() for f in top._walk()]
+        return sorted((f for f in every if getattr(f._pb, attr)),
+                      key=lambda f: getattr(f._pb, attr))
 
     def __eq__(self, other) -> bool:
         return isinstance(other, LanceSchema) and self._arrow == other._arrow and \
             [f.SerializeToString() for f in self._fields] == \
             [f.SerializeToString() for f in other._fields]
 
+    def __reduce__(self):
+        # (the field protobufs pickle as their bytes)
+        return _schema_from_bytes, ([f.SerializeToString() for f in self._fields],
+                                    self._arrow)
+
     def __repr__(self) -> str:
-        return f"LanceSchema({self._arrow})"
+        meta = _debug_map(self._arrow.metadata or {})
+        return f"Schema {{ fields: [{', '.join(map(repr, self.fields()))}], metadata: {meta} }}"
+
+
+def _schema_from_bytes(fields: list, arrow: pa.Schema) -> LanceSchema:
+    return LanceSchema([file_pb2.Field.FromString(b) for b in fields], arrow)
+
+
+# the field encodings of the manifest protobuf as pylance names them
+_ENCODING_NAMES = {1: "Plain", 2: "VarBinary", 3: "Dictionary", 4: "RLE"}
+
+
+def _debug_str(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _debug_map(meta: dict) -> str:
+    def text(v):
+        return v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
+    items = sorted((text(k), text(v)) for k, v in meta.items())
+    if not items:
+        return "{}"
+    return "{" + ", ".join(f"{_debug_str(k)}: {_debug_str(v)}" for k, v in items) + "}"
+
+
+class LanceField:
+    """One field of a :class:`LanceSchema` with its id and children (pylance's
+    ``lance.schema.LanceField``).
+
+    Examples
+    --------
+    >>> f = ds.lance_schema.fields()[0]  # doctest: +SKIP
+    >>> f.name(), f.id(), f.metadata, f.to_arrow()  # doctest: +SKIP
+    ('a', 0, {}, pyarrow.Field<a: int64>)
+    """
+
+    def __init__(self, pb, fields_pb: list, arrow: pa.Field):
+        self._pb = pb
+        self._all = fields_pb
+        self._arrow = arrow
+
+    def name(self) -> str:
+        return self._pb.name
+
+    def id(self) -> int:
+        return int(self._pb.id)
+
+    def to_arrow(self) -> pa.Field:
+        """The field as a pyarrow field."""
+        return self._arrow
+
+    @property
+    def metadata(self) -> dict:
+        """The field's metadata, as strings."""
+        return {k: v.decode("utf-8", "replace") for k, v in self._pb.metadata.items()}
+
+    def children(self) -> list["LanceField"]:
+        """The child fields (a struct's fields, a list's item, a map's entries)."""
+        return [LanceField(c, self._all, _arrow_child(self._arrow, c.name))
+                for c in self._all if c.parent_id == self._pb.id]
+
+    def _walk(self):
+        yield self
+        for c in self.children():
+            yield from c._walk()
+
+    def unenforced_primary_key_position(self) -> int | None:
+        return int(self._pb.unenforced_primary_key_position) or None
+
+    def is_unenforced_primary_key(self) -> bool:
+        return bool(self._pb.unenforced_primary_key_position)
+
+    def unenforced_clustering_key_position(self) -> int | None:
+        return int(self._pb.unenforced_clustering_key_position) or None
+
+    def is_unenforced_clustering_key(self) -> bool:
+        return bool(self._pb.unenforced_clustering_key_position)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, LanceField) and repr(self) == repr(other)
+
+    def __hash__(self) -> int:
+        return hash((self.id(), self.name()))
+
+    def __repr__(self) -> str:
+        pb = self._pb
+        enc = _ENCODING_NAMES.get(int(pb.encoding))
+        pk, ck = self.unenforced_primary_key_position(), \
+            self.unenforced_clustering_key_position()
+        return (f"Field {{ name: {_debug_str(pb.name)}, id: {int(pb.id)}, "
+                f"parent_id: {int(pb.parent_id)}, "
+                f"logical_type: LogicalType({_debug_str(pb.logical_type)}), "
+                f"metadata: {_debug_map(dict(pb.metadata))}, "
+                f"encoding: {f'Some({enc})' if enc else 'None'}, "
+                f"nullable: {'true' if pb.nullable else 'false'}, "
+                f"children: [{', '.join(map(repr, self.children()))}], dictionary: None, "
+                f"unenforced_primary_key_position: {f'Some({pk})' if pk else 'None'}, "
+                f"unenforced_clustering_key_position: {f'Some({ck})' if ck else 'None'} }}")
+
+
+def _arrow_child(parent: pa.Field, name: str) -> pa.Field | None:
+    """The child field ``name`` of the Arrow field ``parent`` (None if it has none)."""
+    t = parent.type if parent is not None else None
+    if t is None:
+        return None
+    if pa.types.is_struct(t):
+        i = t.get_field_index(name)
+        return t.field(i) if i >= 0 else None
+    if pa.types.is_map(t):
+        return pa.field(name, pa.struct([t.key_field, t.item_field]), nullable=False)
+    if hasattr(t, "value_field"):  # lists
+        return t.value_field
+    return None
 
 
 @dataclass

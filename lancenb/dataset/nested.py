@@ -8,10 +8,13 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["ROW_ID", "ROW_ADDR", "struct_path", "quoted", "nested_request", "prune_nested"]
+__all__ = ["ROW_ID", "ROW_ADDR", "ROW_OFFSET", "struct_path", "quoted", "nested_request",
+           "prune_nested"]
 
 ROW_ID = "_rowid"
 ROW_ADDR = "_rowaddr"
+# a row's position among the live rows of the dataset version (not stored)
+ROW_OFFSET = "_rowoffset"
 
 
 def struct_path(schema: pa.Schema, name) -> list[str] | None:

@@ -12,6 +12,7 @@ Memory: one fragment's projected columns at a time (fragments hold at most
 
 from __future__ import annotations
 
+import os
 import uuid
 from typing import Iterator, NamedTuple
 
@@ -19,12 +20,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lancenb.dataset import blob, floatorder
+from lancenb.dataset import blob, floatorder, scanplan
 from lancenb.dataset import sql as engine
 from lancenb.dataset.api_types import ScanStatistics
 from lancenb.dataset.columnless import concat_tables, with_metadata
-from lancenb.dataset.nested import ROW_ADDR, ROW_ID, quoted, struct_path
+from lancenb.dataset.nested import ROW_ADDR, ROW_ID, ROW_OFFSET, quoted, struct_path
 from lancenb.dataset.readahead import read_ahead
+from lancenb.dataset.scanfilter import FilterSteps, compiled, filter_schema
 from lancenb.dataset.smallfiles import decoded_ahead
 from lancenb.errors import InvalidInputError
 from lancenb.file.extensions import (
@@ -43,9 +45,11 @@ class TaggedRecordBatch(NamedTuple):
     fragment: object
 
 DEFAULT_BATCH_SIZE = 8192
-# filters are evaluated over the filter columns of this many rows at a time (fragments
-# together: one engine call per batch, not one per small fragment)
-FILTER_BATCH_ROWS = 64 * 1024
+# the environment variable that changes the default batch size (pylance's)
+BATCH_SIZE_ENV = "LANCE_DEFAULT_BATCH_SIZE"
+# columns a projection may name that are not stored: computed per row read
+_SYSTEM = (ROW_ID, ROW_ADDR, ROW_OFFSET)
+_META = (ROW_ID, ROW_ADDR)  # the ones a filter may name
 # a SQL filter over one string or binary column reads its dictionary pages as
 # dictionaries and is evaluated per distinct value (LanceScanner._dictionary_filter);
 # False: every row's value is built and compared
@@ -54,15 +58,9 @@ _POS = "__lancenb_position"
 # pyarrow 25 takes each sort key's null placement in the key (and deprecates the global
 # null_placement option); older versions only the global option
 _NULLS_PER_KEY = int(pa.__version__.split(".")[0]) >= 25
-# compiled SQL filters by (text, schema object): a dataset opened again and again shares
-# one schema object (memoised by its manifest's fields), so a filter used on each
-# opening is parsed, typed and checked once (the set-up costs more than evaluating it
-# over a few small fragments)
-_FILTERS: dict = {}
-_FILTERS_SIZE = 256
 
 
-class LanceScanner:
+class LanceScanner(FilterSteps):
     """A configured scan of one dataset version (pylance's ``LanceScanner`` subset).
 
     Made by :meth:`LanceDataset.scanner` (see it for the options); nothing is read until
@@ -110,17 +108,20 @@ class LanceScanner:
             columns = self._set_projection(dataset, columns)
         else:
             columns = list(columns)
-            bad = [c for c in columns if c not in (ROW_ID, ROW_ADDR)
+            bad = [c for c in columns if c not in _SYSTEM
                    and not (isinstance(c, str) and schema.get_all_field_indices(c))]
             paths = {c: struct_path(schema, c) for c in bad}
             if bad and all(paths.values()):
                 # fields inside structs ("s.a"), as pylance takes them: a column each,
                 # named by its path, read through the projection of their struct
                 proj = {c: ".".join(quoted(p) for p in (paths.get(c) or [c]))
-                        for c in columns if c not in (ROW_ID, ROW_ADDR)}
+                        for c in columns if c not in _SYSTEM}
                 with_row_id = with_row_id or ROW_ID in columns
                 with_row_address = with_row_address or ROW_ADDR in columns
-                columns = self._set_projection(dataset, proj)
+                asked = columns
+                columns = self._set_projection(dataset, proj) + [
+                    c for c in _SYSTEM if c in asked]
+                self._order = asked
             elif bad:
                 raise InvalidInputError(f"no column(s) {bad} in the dataset; it has "
                                         f"{schema.names}")
@@ -128,16 +129,28 @@ class LanceScanner:
             with_row_id = True
         if ROW_ADDR in columns:
             with_row_address = True
-        self.columns = [c for c in columns if c not in (ROW_ID, ROW_ADDR)]
+        # system columns named in the projection come where they are named (pylance);
+        # with_row_id/with_row_address alone append them at the end
+        if "_order" not in self.__dict__:
+            self._order = list(columns)
+        if not any(c in _SYSTEM for c in self._order):
+            self._order = None
+        else:  # with_row_id / with_row_address without naming them: at the end
+            self._order += [c for c, on in ((ROW_ID, with_row_id), (ROW_ADDR, with_row_address))
+                            if on and c not in self._order]
+        self.with_row_offset = ROW_OFFSET in columns
+        self.columns = [c for c in columns if c not in _SYSTEM]
         self.with_row_id = bool(with_row_id)
         self.with_row_address = bool(with_row_address)
+        # pylance's messages (its test suite matches them); limit is checked first
         if limit is not None and (int(limit) < 0):
-            raise InvalidInputError(f"limit must be >= 0, not {limit}")
+            raise InvalidInputError(f"Limit must be non-negative, not {limit}")
         if offset is not None and int(offset) < 0:
-            raise InvalidInputError(f"offset must be >= 0, not {offset}")
+            raise InvalidInputError(f"Offset must be non-negative, not {offset}")
         self.limit = None if limit is None else int(limit)
         self.offset = int(offset or 0)
-        self.batch_size = int(batch_size or DEFAULT_BATCH_SIZE)
+        self.batch_size = int(batch_size or os.environ.get(BATCH_SIZE_ENV) or
+                              DEFAULT_BATCH_SIZE)
         if self.batch_size <= 0:
             raise InvalidInputError("batch_size must be positive")
         # batches read ahead on a background thread by to_batches/to_reader (0: none)
@@ -153,14 +166,16 @@ class LanceScanner:
         self._filter = None
         self._filter_cols: list[str] = []
         self.pages_skipped = 0  # statistics pages pruned by the last scan
+        self.rows_scanned = 0  # rows whose (filter) columns the scans read
         if filter is not None:
             # lazy: filters loads sqlglot, needed only when a scan has a filter
             from lancenb.dataset.filters import referenced_columns
 
-            self._filter = _compiled(filter, schema)
+            fschema = filter_schema(filter, schema)  # (_rowid, _rowaddr usable)
+            self._filter = compiled(filter, fschema)
             self._expr = self._filter.expression
             self.filter_text = filter if isinstance(filter, str) else str(filter)
-            self._filter_cols = referenced_columns(self._filter, schema.names)
+            self._filter_cols = referenced_columns(self._filter, fschema.names)
 
     def _set_projection(self, dataset, columns: dict) -> list:
         """``columns={alias: SQL expression}``: checked now (names, functions, types);
@@ -230,6 +245,11 @@ class LanceScanner:
             fields.append(pa.field(ROW_ID, pa.uint64()))
         if self.with_row_address:
             fields.append(pa.field(ROW_ADDR, pa.uint64()))
+        if self.with_row_offset:
+            fields.append(pa.field(ROW_OFFSET, pa.uint64()))
+        if self._order is not None:
+            by_name = {f.name: f for f in fields}
+            fields = [by_name[c] for c in self._order]
         return pa.schema(fields, metadata=s.metadata)
 
     # -- execution -------------------------------------------------------------
@@ -308,6 +328,7 @@ class LanceScanner:
                     offsets = (live[lo:hi] if live is not None
                                else np.arange(lo, hi, dtype=np.int64))
                 table = frag.take_physical(read_cols, offsets, blob_handling=self.blob_handling)
+                self.rows_scanned += table.num_rows
                 phys = offsets
                 if remaining is not None:
                     remaining -= table.num_rows
@@ -325,6 +346,7 @@ class LanceScanner:
                     continue
                 phys = live[keep] if live is not None else keep
                 rest = [c for c in self.columns if c not in self._filter_cols]
+                ftable = ftable.drop_columns([c for c in _META if c in ftable.column_names])
                 if not self.columns:  # count_rows: no column kept, only the row count
                     ftable = ftable.select([]).slice(0, len(keep))
                 elif len(keep) < ftable.num_rows:
@@ -342,101 +364,12 @@ class LanceScanner:
                         schema=self._read_schema())
                 else:
                     table = ftable.select(self.columns)
-            yield self._with_ids(frag, self._project(table), phys)
-
-    def _filtered(self, frags, count: bool = False):
-        """``(fragment, live offsets, filter columns, matching positions)`` of each
-        fragment with rows left after pruning. The filter columns of consecutive small
-        fragments are evaluated together, in one call per ``FILTER_BATCH_ROWS`` rows
-        (without a limit: with one, a fragment at a time, so nothing is read past it).
-        ``count``: ``(None, None, None, number of matches)`` per evaluation instead."""
-        batch_rows = FILTER_BATCH_ROWS if self.limit is None else 0
-        pending: list = []
-        rows = 0
-        if self.limit is None:
-            frags = decoded_ahead(frags, self._plain(self._filter_cols))
-        for frag in frags:
-            live = None if self.include_deleted_rows else frag.live_offsets()
-            live = self._prune(frag, live)
-            n_live = frag.physical_rows if live is None else len(live)
-            if n_live == 0:
-                continue
-            ftable = frag.take_physical(self._filter_cols, live,
-                                        blob_handling=self.blob_handling,
-                                        dictionaries=self._dictionary_filter())
-            pending.append((frag, live, ftable))
-            rows += ftable.num_rows
-            if rows >= batch_rows:
-                yield from self._evaluate(pending, count)
-                pending, rows = [], 0
-        if pending:
-            yield from self._evaluate(pending, count)
-
-    def _evaluate(self, pending: list, count: bool = False):
-        if len(pending) == 1 or not pending[0][2].num_columns:
-            # (tables of no columns concatenate to no rows: those go one by one)
-            for frag, live, ftable in pending:
-                if count:
-                    yield None, None, None, self._expr_count(ftable)
-                else:
-                    yield frag, live, ftable, self._expr_mask(ftable)
-            return
-        tables = [p[2] for p in pending]
-        if any(t.schema != tables[0].schema for t in tables):  # some kept dictionaries
-            tables = [self._values(t) for t in tables]
-        if count:
-            yield None, None, None, self._expr_count(pa.concat_tables(tables))
-            return
-        pos = self._expr_mask(pa.concat_tables(tables))
-        bounds = np.zeros(len(tables) + 1, dtype=np.int64)
-        np.cumsum([t.num_rows for t in tables], out=bounds[1:])
-        cuts = np.searchsorted(pos, bounds)
-        for i, (frag, live, ftable) in enumerate(pending):
-            yield frag, live, ftable, pos[cuts[i]:cuts[i + 1]] - bounds[i]
+            yield self._ordered(self._with_ids(frag, self._project(table), phys))
 
     def _plain(self, columns: list[str]) -> list[str]:
         """The columns that are not blob columns (those read through their own path)."""
         schema = self._ds._schema
-        return [c for c in columns if not blob.has_blobs(schema.field(c))]
-
-    def _prune(self, frag, live):
-        """Drop the statistics pages whose bounds prove the filter false."""
-        # (statistics are read only for a filter they could ever rule a page out for)
-        decides = self.__dict__.get("_stats_decide")
-        if decides is None:
-            decides = self._stats_decide = _stats_can_decide(self._filter)
-        sp = frag.page_stats() if self.use_stats and decides else None
-        if sp is None:
-            return live
-        rpp, by_name = sp
-        npages = len(next(iter(by_name.values())))
-        ok = np.array([self._filter.may_match({n: st[k] for n, st in by_name.items()})
-                       for k in range(npages)], dtype=bool)
-        if ok.all():
-            return live
-        self.pages_skipped += int((~ok).sum())
-        keep_row = np.repeat(ok, rpp)[: frag.physical_rows]
-        if live is None:
-            return np.flatnonzero(keep_row)
-        return live[keep_row[live]]
-
-    def _expr_mask(self, table: pa.Table) -> np.ndarray:
-        """Positions of the rows where the filter is true (null counts as false): SQL
-        through the engine (:mod:`lancenb.dataset.sql`), Expressions through pyarrow;
-        a column read as dictionaries (:meth:`_dictionary_filter`) by its values."""
-        if table.num_columns == 1 and self._kept(table.schema.field(0)):
-            got = self._filter.positions_by_dictionary(table.column_names[0], table.column(0))
-            if got is not None:
-                return got
-            table = self._values(table)
-        return self._filter.positions(table)
-
-    def _expr_count(self, table: pa.Table) -> int:
-        """``len(self._expr_mask(table))``, counted without the positions where the
-        filter allows."""
-        if table.num_columns == 1 and self._kept(table.schema.field(0)):
-            return len(self._expr_mask(table))
-        return self._filter.count(table)
+        return [c for c in columns if c not in _META and not blob.has_blobs(schema.field(c))]
 
     def _dictionary_filter(self) -> bool:
         """Whether the filter columns are read with their dictionary pages kept as
@@ -448,6 +381,7 @@ class LanceScanner:
         if got is None:
             f = self._filter
             got = (f is not None and len(self._filter_cols) == 1 and f.text is not None
+                   and self._filter_cols[0] not in _META
                    and f.expression is not None and _DICTIONARY_FILTERS)
             if got:
                 t = self._ds._schema.field(self._filter_cols[0]).type
@@ -455,19 +389,6 @@ class LanceScanner:
                        or pa.types.is_binary(t) or pa.types.is_large_binary(t))
             self._dict_filter = got
         return got
-
-    def _kept(self, field: pa.Field) -> bool:
-        """A filter column read as dictionaries whose stored type is not one."""
-        return pa.types.is_dictionary(field.type) and not pa.types.is_dictionary(
-            self._ds._schema.field(field.name).type)
-
-    def _values(self, table: pa.Table) -> pa.Table:
-        """``table`` with its kept-dictionary columns decoded to their values."""
-        for i, f in enumerate(table.schema):
-            if self._kept(f):
-                table = table.set_column(i, f.with_type(f.type.value_type),
-                                         table.column(i).cast(f.type.value_type))
-        return table
 
     def _project(self, table: pa.Table) -> pa.Table:
         """``table`` (of :attr:`columns`) with ``columns={alias: SQL}`` evaluated: the
@@ -489,7 +410,9 @@ class LanceScanner:
         return out
 
     def _with_ids(self, frag, table: pa.Table, phys) -> pa.Table:
-        if not (self.with_row_id or self.with_row_address):
+        """``table`` (rows ``phys`` of ``frag``, all: None) with the row id, row
+        address and row offset columns asked for appended."""
+        if not (self.with_row_id or self.with_row_address or self.with_row_offset):
             return table
         offsets = (np.arange(frag.physical_rows, dtype=np.int64) if phys is None
                    else np.asarray(phys, dtype=np.int64))
@@ -504,7 +427,32 @@ class LanceScanner:
         if self.with_row_address:
             table = table.append_column(pa.field(ROW_ADDR, pa.uint64()),
                                         pa.array(frag.row_addresses(offsets), pa.uint64()))
+        if self.with_row_offset:
+            table = table.append_column(pa.field(ROW_OFFSET, pa.uint64()),
+                                        pa.array(self._row_offsets(frag, offsets), pa.uint64()))
         return table
+
+    def _row_offsets(self, frag, offsets: np.ndarray) -> np.ndarray:
+        """``_rowoffset`` of rows ``offsets`` of ``frag``: their positions among the
+        live rows of the dataset's version (pylance's), deleted rows counted out."""
+        starts = self.__dict__.get("_frag_starts")
+        if starts is None:
+            starts, n = {}, 0
+            for f in self._ds.get_fragments():
+                starts[f.fragment_id] = n
+                n += f.count_rows()
+            self._frag_starts = starts
+        live = frag.live_offsets()
+        local = offsets if live is None else np.searchsorted(live, offsets)
+        return starts.get(frag.fragment_id, 0) + local
+
+    def _ordered(self, table: pa.Table) -> pa.Table:
+        """``table`` (data columns, then the system columns asked for) with its columns
+        in the order the projection named them."""
+        if self._order is None:
+            return table
+        pos = {n: i for i, n in enumerate(table.column_names)}
+        return table.select([pos[c] for c in self._order])
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
         """The scan's rows as record batches of at most ``batch_size`` rows (exactly
@@ -526,9 +474,16 @@ class LanceScanner:
             for b in self._strict_batches(schema):
                 yield self._public(b)
             return
+        size = self.batch_size
         for t in self._tables():
             t = with_metadata(t, schema.metadata)
-            for b in t.to_batches(max_chunksize=self.batch_size):
+            if t.num_columns and any(c.num_chunks > 1 for c in t.columns):
+                # even batches of a fragment's rows, whatever its pages' chunks (pylance
+                # gives batch_size rows a batch, the fragment's last the rest)
+                for start in range(0, t.num_rows, size):
+                    yield self._public(t.slice(start, size).combine_chunks().to_batches()[0])
+                continue
+            for b in t.to_batches(max_chunksize=size):
                 if b.num_rows:
                     yield self._public(b)
 
@@ -549,41 +504,22 @@ class LanceScanner:
             yield concat_tables(pending).combine_chunks().to_batches()[0]
 
     def explain_plan(self, verbose: bool = False) -> str:
-        """The scan's plan as text: what is read, filtered, sorted and returned.
+        """The scan's plan as text, in the operator names and fields of pylance's
+        (``ProjectionExec``, ``LanceRead: ..., projection=[...], full_filter=...``);
+        lancenb has no planner: see :mod:`lancenb.dataset.scanplan`.
 
-        lancenb has no query planner; the text names the same steps pylance's plan
-        shows (fragments read, projection, filter, statistics pruning, order, limit).
+        Examples
+        --------
+        >>> print(ds.scanner(columns=["a"]).explain_plan())  # doctest: +SKIP
+        LanceRead: uri=..., projection=[a], num_fragments=1, range_before=None, ...
         """
-        proj = getattr(self, "_projection", None)  # columns={alias: SQL}
-        cols = list(proj) if proj is not None else self.columns
-        lines = [f"ProjectionExec: expr={cols}"]
-        ind = "  "
-        if self.limit is not None or self.offset:
-            lines.append(f"{ind}GlobalLimitExec: skip={self.offset}, fetch={self.limit}")
-            ind += "  "
-        if self.order_by:
-            keys = ", ".join(f"{c} {'ASC' if a else 'DESC'} NULLS {'FIRST' if nf else 'LAST'}"
-                             for c, a, nf in self.order_by)
-            lines.append(f"{ind}SortExec: expr=[{keys}]")
-            ind += "  "
-        read = self.columns + [c for c in self._filter_cols if c not in self.columns]
-        parts = [f"uri={self._ds.uri}", f"projection={read}",
-                 f"num_fragments={len(self._fragment_list())}",
-                 f"row_id={self.with_row_id}", f"row_addr={self.with_row_address}"]
-        if self.filter_text is not None:
-            parts.append(f"full_filter={self.filter_text}")
-            parts.append(f"use_stats={self.use_stats}")
-        lines.append(f"{ind}LanceRead: " + ", ".join(parts))
-        if verbose:
-            lines.append(f"{ind}  batch_size={self.batch_size}, "
-                         f"strict_batch_size={self.strict_batch_size}, "
-                         f"late_materialization=filter columns first")
-        return "\n".join(lines) + "\n"
+        return scanplan.explain(self, verbose)
 
     def analyze_plan(self) -> str:
-        """Run the scan and return :meth:`explain_plan` with the rows it produced."""
-        n = sum(t.num_rows for t in self._tables())
-        return self.explain_plan() + f"output_rows={n}, pages_skipped={self.pages_skipped}\n"
+        """Run the scan and return its plan with each operator's metrics
+        (``output_rows``; for the read ``rows_scanned``, ``bytes_read``, ``iops``,
+        ``requests``, ...)."""
+        return scanplan.analyze(self)
 
     @property
     def dataset_schema(self) -> pa.Schema:
@@ -629,12 +565,15 @@ class LanceScanner:
         return self._public(concat_tables(tables))
 
     def count_rows(self) -> int:
-        """Rows the scan returns (without a filter, counted from metadata: no data read)."""
+        """Rows the scan returns (without a filter, counted from metadata: no data read).
+        With ``limit`` or ``offset`` it raises, as pylance (its count is an aggregate:
+        limit the result instead)."""
+        if self.limit is not None or self.offset:
+            raise InvalidInputError("Cannot use limit/offset with aggregate. Apply limit to "
+                                    "the result instead.")
         if self._filter is None:
-            total = sum(f.count_rows() for f in self._fragment_list())
-            total = max(0, total - self.offset)
-            return total if self.limit is None else min(total, self.limit)
-        if self.limit is None and not self.offset and self.scan_stats_callback is None:
+            return sum(f.count_rows() for f in self._fragment_list())
+        if self.scan_stats_callback is None:
             # only the number of matches: no positions, no rows (order, projections and
             # row ids do not change it)
             return sum(n for *_, n in self._filtered(self._fragment_list(), count=True))
@@ -686,6 +625,8 @@ class LanceScanner:
         # the dataset (uri, version, storage options) and the scan options, nothing
         # process-local (open files, caches) travels; fragments go by id
         cols = dict(self._projection) if self._projection is not None else list(self.columns)
+        if self._order is not None:
+            cols = list(self._order)
         opts = {"columns": cols, "filter": self._filter_arg,
                 "limit": self.limit, "offset": self.offset or None,
                 "batch_size": self.batch_size, "with_row_id": self.with_row_id,
@@ -704,50 +645,6 @@ class LanceScanner:
             opts["blob_handling"] = self.blob_handling
         ids = None if self._fragments is None else [f.fragment_id for f in self._fragments]
         return _rebuild_scanner, (self._ds, opts, ids)
-
-
-def _stats_can_decide(filt) -> bool:
-    """Whether page statistics could ever prove ``filt`` (a compiled filter) false for
-    a page: what :func:`lancenb.dataset.pruning.may_be_true` can answer False for
-    (a literal, a column, a column tested against a literal, ``IN``/``IS NULL``/
-    ``LIKE``/``IS TRUE`` of a column, a comparison with NULL), through ``NOT``,
-    ``AND`` and ``OR``. False (e.g. ``id % 7 = 0``, or a pyarrow Expression) lets a
-    scan skip reading each file's statistics; when unsure, True."""
-    from lancenb.dataset.exprnodes import And, Cmp, Col, In, IsBool, IsNull, Like, Lit, Not, Or
-
-    def can(node) -> bool:
-        if isinstance(node, Not):
-            return can(node.arg)
-        if isinstance(node, (And, Or)):
-            return can(node.left) or can(node.right)
-        if isinstance(node, Cmp):
-            left, right = node.left, node.right
-            return ((isinstance(right, Lit) and not right.value.is_valid)
-                    or (isinstance(left, Col) and isinstance(right, Lit))
-                    or (isinstance(left, Lit) and isinstance(right, Col)))
-        if isinstance(node, (In, IsNull, Like, IsBool)):
-            return isinstance(node.arg, Col)
-        return isinstance(node, (Col, Lit))
-
-    tree = getattr(filt, "_tree", None)
-    return tree is not None and can(tree)
-
-
-def _compiled(filter, schema: pa.Schema):
-    """``compile_filter(filter, schema)``, from :data:`_FILTERS` for SQL text."""
-    from lancenb.dataset.filters import compile_filter  # lazy: it loads sqlglot
-
-    if not isinstance(filter, str):
-        return compile_filter(filter, schema)
-    key = (filter, id(schema))
-    hit = _FILTERS.get(key)
-    if hit is not None and hit[0] is schema:
-        return hit[1]
-    compiled = compile_filter(filter, schema)
-    if len(_FILTERS) >= _FILTERS_SIZE:
-        _FILTERS.clear()
-    _FILTERS[key] = (schema, compiled)  # (the schema held: its id stays its own)
-    return compiled
 
 
 def _orderings(order_by, schema: pa.Schema) -> list:

@@ -67,7 +67,7 @@ def take(ds, indices, columns=None, *, with_row_id=False, with_row_address=False
         inv = np.empty_like(order)
         inv[order] = np.arange(len(order))
         table = dictarray.take(table, pa.array(inv))
-    return sc._public(sc._project_with_ids(dictarray.combine_chunks(table)))
+    return sc._public(sc._ordered(sc._project_with_ids(dictarray.combine_chunks(table))))
 
 
 
@@ -80,7 +80,8 @@ def _take_small(ds, sc, local: np.ndarray, frag_of: np.ndarray) -> pa.Table | No
     the fragment-by-fragment read then names)."""
     cols = sc.columns
     if (not len(local) or not cols or sc._projection is not None
-            or (sc.with_row_id and ds.stable_row_ids)):
+            or (sc.with_row_id and ds.stable_row_ids) or sc._order is not None
+            or sc.with_row_offset):
         return None
     uniq, inverse = np.unique(frag_of, return_inverse=True)
     phys = local.copy()
@@ -233,8 +234,8 @@ def take_rows(ds, row_ids, columns=None, *, by_address=False, **kwargs) -> pa.Ta
     order = np.concatenate(positions)
     inv = np.empty_like(order)
     inv[order] = np.arange(len(order))
-    return sc._public(sc._project_with_ids(
-        dictarray.combine_chunks(dictarray.take(table, pa.array(inv)))))
+    return sc._public(sc._ordered(sc._project_with_ids(
+        dictarray.combine_chunks(dictarray.take(table, pa.array(inv))))))
 
 
 
