@@ -17,7 +17,8 @@ Modelled SQL (pyarrow.compute evaluation, pruning)
 --------------------------------------------------
 - comparisons ``= == != <> < <= > >=``; arithmetic ``+ - * / %`` and unary ``-``
 - ``AND``, ``OR``, ``NOT``, parentheses; a bare boolean column (``WHERE flag``)
-- ``x [NOT] IN (v1, v2, ...)``, ``x [NOT] BETWEEN a AND b``, ``x IS [NOT] NULL``,
+- ``x [NOT] IN (v1, v2, ...)`` (values or columns), ``x [NOT] BETWEEN a AND b``,
+  ``x IS [NOT] NULL``,
   ``x IS [NOT] TRUE|FALSE``
 - ``s [NOT] LIKE 'pat'`` and ``ILIKE`` (``%`` any run, ``_`` one character, ``\\`` escapes;
   ``ESCAPE 'c'`` picks another escape character)
@@ -27,8 +28,11 @@ Modelled SQL (pyarrow.compute evaluation, pruning)
 - identifiers: plain (exact match, else a unique case-insensitive match), ``"my col"``,
   ```my col```, and struct fields ``a.b.c``
 
-Floats compare as pylance (DataFusion) compares them: NaN is greater than every number
-and equal to itself, ``-0.0 = 0.0``.
+Floats compare as pylance (DataFusion) compares them, in IEEE 754's total order
+(:mod:`lancenb.dataset.floatorder`): -NaN below -inf, NaN above +inf, NaNs equal only
+bit for bit; ``-0.0 = 0.0`` against a literal, ``-0.0 < 0.0`` between columns. A number
+compared with a float32/float16 column is rounded to the column's type first; float16
+values compare as float32. ``x IN (y, 1)`` with columns in the list is ``x = y OR x = 1``.
 
 Literals are cast to the type of what they are compared with (``int32 = 5``,
 ``timestamp[us] > TIMESTAMP '...'``, ``date32 = '2024-01-01'``) when the cast is exact;
@@ -36,8 +40,10 @@ otherwise Arrow's own numeric/temporal promotion applies. Naive timestamp litera
 compared with a zoned column are read as UTC. Semantics are SQL three-valued logic:
 a row whose predicate is NULL is not selected (``Table.filter`` drops nulls), and
 ``x NOT IN (1, NULL)`` is never true. Integer ``/`` truncates (as in DataFusion), ``%``
-takes the sign of the dividend, integer overflow and division by zero raise when the
-expression is evaluated.
+takes the sign of the dividend (``INT_MIN % -1`` is 0), integer overflow and integer
+division by zero raise when the expression is evaluated; float ``/`` and ``%`` follow
+IEEE 754 (``1.0 / 0`` is inf, ``x % 0.0`` NaN). Float ``%`` needs pyarrow's
+``remainder`` (pyarrow 26+); with older pyarrow such filters go to the SQL engine.
 
 Nesting is limited to ``MAX_FILTER_DEPTH`` (64) levels of parentheses, ``NOT``, unary
 minus, casts and arithmetic (DataFusion's SQL parser stops at 50); deeper filters are an

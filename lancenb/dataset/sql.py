@@ -3,8 +3,8 @@
 Filters, projections (``columns={alias: expr}``), ``update`` values, ``add_columns``
 expressions and :meth:`LanceDataset.sql` are evaluated by DataFusion over Arrow data:
 its function library (``lower``, ``regexp_match``, ``array_has_any``, ``CASE``, ``IS
-DISTINCT FROM``, ...) and its semantics (NaN above every number, integer division
-truncating, three-valued logic) are pylance's.
+DISTINCT FROM``, ...) and its semantics (floats in IEEE 754's total order, -NaN below
+-inf and NaN above +inf; integer division truncating; three-valued logic) are pylance's.
 
 Expressions use pylance's dialect: ``'...'`` and ``"..."`` are string literals,
 ```...``` quotes identifiers, ``s.a`` reads field ``a`` of struct column ``s``. This is
