@@ -481,7 +481,10 @@ class LanceScanner(FilterSteps):
                 # even batches of a fragment's rows, whatever its pages' chunks (pylance
                 # gives batch_size rows a batch, the fragment's last the rest)
                 for start in range(0, t.num_rows, size):
-                    yield self._public(t.slice(start, size).combine_chunks().to_batches()[0])
+                    part = t.slice(start, size)
+                    got = part.to_batches()  # (inside one chunk: no copy)
+                    yield self._public(got[0] if len(got) == 1 else
+                                       part.combine_chunks().to_batches()[0])
                 continue
             for b in t.to_batches(max_chunksize=size):
                 if b.num_rows:
