@@ -52,12 +52,6 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 LANCENB_GAPS = {
     "add_child": "add_columns(pa.field(struct, pa.struct([new]))) in 2.2: InvalidInputError "
                  "'the dataset already has them'",
-    # changes pylance refuses and lancenb commits
-    "dotted_add": "add_columns({'meta.z': sql}) adds a top-level column named 'meta.z' "
-                  "(pylance: 'Top level field meta.z cannot contain .'; it cannot read "
-                  "the dataset lancenb leaves)",
-    "int_to_float": "alter_columns data_type int -> float64 is committed (pylance: "
-                    "'Cannot cast column ... from Int32 to Float64')",
 }
 
 Path = tuple  # field names from the top, "item" for a list's values

@@ -291,6 +291,10 @@ def _check_new_names(schema: pa.Schema, names: list[str]) -> None:
                                 f"exists in the dataset")  # (pylance's words)
     if len(set(names)) != len(names):
         raise InvalidInputError(f"add_columns: duplicate new column names {names}")
+    dotted = [n for n in names if "." in n]
+    if dotted:  # (a path, not a name: pylance refuses it, and could not read it back)
+        raise InvalidInputError(f"Top level field {dotted[0]} cannot contain `.`. Maybe you "
+                                f"meant to create a struct field?")
 
 
 # -- drop / alter ----------------------------------------------------------------------

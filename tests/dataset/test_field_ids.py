@@ -153,3 +153,14 @@ def test_drop_removes_files_of_only_dropped_fields(tmp_path, lib):
     assert ours.to_table().equals(ref.to_table())
     lancenb.dataset(uri).drop_columns(["b"])
     assert [f.fields for f in lance.dataset(uri).get_fragments()[0].metadata.files] == [[0, 1]]
+
+
+def test_add_columns_refuses_a_dotted_name(tmp_path):
+    """``meta.z`` is a path, not a top-level name: refused as pylance refuses it
+    (pylance cannot read a dataset with such a column back)."""
+    uri = str(tmp_path / "ds")
+    lancenb.write_dataset(pa.table({"id": [1], "meta": [{"a": 1}]}), uri)
+    for new in ({"meta.z": "id * 2"}, pa.field("x.y", pa.int32())):
+        with pytest.raises(ValueError, match="cannot contain `.`"):
+            lancenb.dataset(uri).add_columns(new)
+    assert lancenb.dataset(uri).version == 1
