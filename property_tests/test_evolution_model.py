@@ -50,8 +50,6 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 # operations pylance does and lancenb refuses today (found by this test)
 LANCENB_GAPS = {
-    "add_child": "add_columns(pa.field(struct, pa.struct([new]))) in 2.2: InvalidInputError "
-                 "'the dataset already has them'",
 }
 
 Path = tuple  # field names from the top, "item" for a list's values

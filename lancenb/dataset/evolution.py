@@ -208,8 +208,23 @@ def add_columns(ds, transforms, read_columns=None, *, batch_size=None,
                                              and all(isinstance(f, pa.Field)
                                                      for f in transforms)):
         new_schema = pa.schema(list(transforms))
-        _check_new_names(schema, new_schema.names)
-        fields = list(ds.manifest.fields) + _new_fields(new_schema, _next_field_id(ds))
+        tops = {t.name: t for t in ds._top_fields}
+        nested = [f for f in new_schema if f.name in tops and _has_struct(f.type)
+                  and _has_struct(tops[f.name].arrow.type)]
+        top_level = pa.schema([f for f in new_schema if f not in nested])
+        _check_new_names(schema, top_level.names)
+        next_id = _next_field_id(ds)
+        fields = list(ds.manifest.fields) + _new_fields(top_level, next_id)
+        next_id += len(fields) - len(ds.manifest.fields)
+        if nested and _file_version(ds) in (FileVersion.LEGACY, FileVersion.V2_0,
+                                            FileVersion.V2_1):
+            raise InvalidInputError(f"Column {nested[0].name} is a struct col, add sub column "
+                                    f"is not supported in Lance file version "
+                                    f"{_file_version(ds).label}")
+        for f in nested:  # new children of existing structs: null, a schema change only
+            added = _new_children(tops[f.name], f, next_id)
+            fields += added
+            next_id += len(added)
         frags = list(ds.manifest.fragments)
         _commit(ds, _merge_txn(ds, frags, fields), [])
         return
@@ -282,6 +297,36 @@ def add_columns(ds, transforms, read_columns=None, *, batch_size=None,
     _commit(ds, _merge_txn(ds, frags, list(ds.manifest.fields) + new_fields), written)
     if ckpt is not None:
         ckpt.clear()
+
+
+def _has_struct(t: pa.DataType) -> bool:
+    """A struct, or a list of structs (whose item can take new children too)."""
+    while pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        t = t.value_type
+    return pa.types.is_struct(t)
+
+
+def _new_children(node, new: pa.Field, first_id: int) -> list:
+    """Field protos (ids from ``first_id``) for the children ``new`` has that the
+    dataset field ``node`` lacks, at any depth below structs and list items; an
+    existing child of another kind is refused."""
+    t = new.type
+    if not pa.types.is_struct(t):  # a list: its item
+        return _new_children(node.children[0], t.value_field, first_id) if node.children \
+            else []
+    out: list = []
+    have = {c.name: c for c in node.children}
+    for child in t:
+        if child.name not in have:
+            got = _new_fields(pa.schema([child.with_nullable(True)]), first_id + len(out))
+            got[0].parent_id = node.id
+            out += got
+        elif _has_struct(child.type) and _has_struct(have[child.name].arrow.type):
+            out += _new_children(have[child.name], child, first_id + len(out))
+        else:
+            raise InvalidInputError(f"cannot add column(s) [{new.name!r}]: Column "
+                                    f"{child.name} already exists in the dataset")
+    return out
 
 
 def _check_new_names(schema: pa.Schema, names: list[str]) -> None:

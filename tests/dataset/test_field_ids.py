@@ -164,3 +164,29 @@ def test_add_columns_refuses_a_dotted_name(tmp_path):
         with pytest.raises(ValueError, match="cannot contain `.`"):
             lancenb.dataset(uri).add_columns(new)
     assert lancenb.dataset(uri).version == 1
+
+
+@pytest.mark.parametrize("lib", ["lancenb", "pylance"])
+def test_add_children_to_structs_in_2_2(tmp_path, lib):
+    """add_columns(pa.field(existing struct, new children)) adds null children (also
+    inside a list's struct items) as a schema change only, in 2.2 as pylance; read by
+    both, then appended to and read again. Before 2.2 both refuse it."""
+    t = pa.table({"id": [1, 2], "meta": [{"a": 1}, {"a": 2}], "l": [[{"p": 1}], []]})
+    uri = str(tmp_path / "ds")
+    lancenb.write_dataset(t, uri, data_storage_version="2.2")
+    ev = LIBS[lib]
+    ev.dataset(uri).add_columns(pa.field("meta", pa.struct([("z", pa.int64())])))
+    ev.dataset(uri).add_columns([pa.field("l", pa.list_(pa.struct([("w", pa.int64())]))),
+                                 pa.field("n", pa.int8())])
+    ours, ref = lancenb.dataset(uri), lance.dataset(uri)
+    assert len(ref.get_fragments()[0].metadata.files) == 1  # nothing written
+    assert ours.schema == ref.schema
+    assert ours.to_table().equals(ref.to_table())
+    assert ours.to_table().column("meta").to_pylist() == [{"a": 1, "z": None},
+                                                          {"a": 2, "z": None}]
+    lancenb.write_dataset(ref.to_table(), uri, mode="append")
+    assert lancenb.dataset(uri).to_table().equals(lance.dataset(uri).to_table())
+    old = str(tmp_path / "old")
+    lancenb.write_dataset(t, old, data_storage_version="2.1")
+    with pytest.raises(ValueError, match="add sub column is not supported"):
+        lancenb.dataset(old).add_columns(pa.field("meta", pa.struct([("z", pa.int64())])))
