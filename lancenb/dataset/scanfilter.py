@@ -17,15 +17,12 @@ import pyarrow as pa
 from lancenb.dataset.nested import ROW_ADDR, ROW_ID
 from lancenb.dataset.smallfiles import decoded_ahead
 
-__all__ = ["META_FILTER_COLUMNS", "FILTER_BATCH_ROWS", "FilterSteps", "compiled",
+__all__ = ["META_FILTER_COLUMNS", "FilterSteps", "compiled",
            "filter_schema", "stats_can_decide"]
 
 # the columns a filter may name besides the dataset's own
 META_FILTER_COLUMNS = (ROW_ID, ROW_ADDR)
 _META = META_FILTER_COLUMNS
-# filters are evaluated over the filter columns of this many rows at a time (fragments
-# together: one engine call per batch, not one per small fragment)
-FILTER_BATCH_ROWS = 64 * 1024
 
 # compiled SQL filters by (text, schema object): a dataset opened again and again shares
 # one schema object (memoised by its manifest's fields), so a filter used on each
@@ -103,16 +100,16 @@ def stats_can_decide(filt) -> bool:
 
 class FilterSteps:
     """The filter steps of a scan, mixed into ``LanceScanner`` (which provides
-    ``_filter``, ``_filter_cols``, ``limit``, ``use_stats``, ``_plain`` and
-    ``_dictionary_filter``)."""
+    ``_filter``, ``_filter_cols``, ``limit``, ``use_stats``, ``_plain``,
+    ``_filter_batch_rows`` and ``_dictionary_filter``)."""
 
     def _filtered(self, frags, count: bool = False):
         """``(fragment, live offsets, filter columns, matching positions)`` of each
         fragment with rows left after pruning. The filter columns of consecutive small
-        fragments are evaluated together, in one call per ``FILTER_BATCH_ROWS`` rows
+        fragments are evaluated together, in one call per ``_filter_batch_rows()`` rows
         (without a limit: with one, a fragment at a time, so nothing is read past it).
         ``count``: ``(None, None, None, number of matches)`` per evaluation instead."""
-        batch_rows = FILTER_BATCH_ROWS if self.limit is None else 0
+        batch_rows = self._filter_batch_rows() if self.limit is None else 0
         pending: list = []
         rows = 0
         if self.limit is None:

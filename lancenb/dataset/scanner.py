@@ -45,6 +45,9 @@ class TaggedRecordBatch(NamedTuple):
     fragment: object
 
 DEFAULT_BATCH_SIZE = 8192
+# filters are evaluated over the filter columns of this many rows at a time (fragments
+# together: one engine call per batch, not one per small fragment)
+FILTER_BATCH_ROWS = 64 * 1024
 # the environment variable that changes the default batch size (pylance's)
 BATCH_SIZE_ENV = "LANCE_DEFAULT_BATCH_SIZE"
 # columns a projection may name that are not stored: computed per row read
@@ -365,6 +368,9 @@ class LanceScanner(FilterSteps):
                 else:
                     table = ftable.select(self.columns)
             yield self._ordered(self._with_ids(frag, self._project(table), phys))
+
+    def _filter_batch_rows(self) -> int:
+        return FILTER_BATCH_ROWS  # (read when used: tests change it)
 
     def _plain(self, columns: list[str]) -> list[str]:
         """The columns that are not blob columns (those read through their own path)."""
