@@ -275,6 +275,9 @@ class In(Node):
     def expr(self):
         """``is_in`` with SQL's NULL rules."""
         a = self.arg.expr()
+        if (pa.types.is_floating(self.arg.type) and pa.types.is_floating(self.values.type)
+                and self.values.type.bit_width > self.arg.type.bit_width):
+            a = a.cast(self.values.type)  # (is_in would round the values to the column's)
         hit = pc.is_in(a, value_set=self.values)
         null = pc.scalar(pa.scalar(None, pa.bool_()))
         if self.has_null:

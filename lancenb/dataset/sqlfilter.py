@@ -115,6 +115,11 @@ class Translator:
         self.text = text
         self.schema = schema
         self.depth = 0
+        # > 0 inside NOT (...) or IS TRUE/FALSE: pylance rounds a literal to a float
+        # column's type only in comparisons reached through AND/OR (and NOT IN, NOT
+        # BETWEEN); under an explicit NOT it compares unrounded, so f32 = 5e-324 and
+        # NOT (f32 = 5e-324) both hold for 0.0 (measured with pylance 14)
+        self.verbatim = 0
         self.tolerant = tolerant
 
     def fail(self, problem: str) -> InvalidInputError:
@@ -180,7 +185,13 @@ class Translator:
         if isinstance(e, (exp.And, exp.Or)):
             return self.chain(e, type(e))
         if isinstance(e, exp.Not):
-            return Not(self.predicate(e.this))
+            # (x NOT IN / NOT BETWEEN parse as NOT without parentheses: not verbatim)
+            keyword = isinstance(e.this, (exp.In, exp.Between))
+            self.verbatim += 0 if keyword else 1
+            try:
+                return Not(self.predicate(e.this))
+            finally:
+                self.verbatim -= 0 if keyword else 1
         if type(e) in _BINARY_OPS:
             op = _BINARY_OPS[type(e)]
             left, right = self.node(e.this), self.node(e.expression)
@@ -315,7 +326,7 @@ class Translator:
         if is_text(target) and not (is_text(lit.type) or pa.types.is_null(lit.type)):
             return lit  # no implicit number → text cast; Arrow reports the mismatch
         cast = _exact_cast(lit.value, target)
-        if (cast is None and column and pa.types.is_floating(target)
+        if (cast is None and column and not self.verbatim and pa.types.is_floating(target)
                 and (pa.types.is_integer(lit.type) or pa.types.is_floating(lit.type))):
             try:
                 cast = lit.value.cast(target, safe=False)  # (round to nearest, as Rust's as)
@@ -381,7 +392,11 @@ class Translator:
 
     def is_(self, e: exp.Is) -> Node:
         """``x IS [NOT] NULL|TRUE|FALSE``."""
-        arg = self.node(e.this)
+        self.verbatim += 1  # (see __init__)
+        try:
+            arg = self.node(e.this)
+        finally:
+            self.verbatim -= 1
         if isinstance(e.expression, exp.Null):
             return IsNull(arg, negated=False)
         if isinstance(e.expression, exp.Boolean) and pa.types.is_boolean(arg.type):

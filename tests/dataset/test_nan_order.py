@@ -279,3 +279,20 @@ def test_float16_compares_widened_to_float32_as_pylance(tmp_path, sql):
     order = [ColumnOrdering("h", True, False)]
     assert (lancenb.dataset(uri).to_table(order_by=order).column("i").to_pylist()
             == lance.dataset(uri).to_table(order_by=order).column("i").to_pylist())
+
+
+@pytest.mark.parametrize("sql", [
+    "f = 5e-324", "NOT (f = 5e-324)", "f != 5e-324", "NOT (f != 5e-324)", "f = 1.00000001",
+    "NOT (f = 1.00000001)", "f > 0.99999999", "NOT (f > 0.99999999)",
+    "NOT ((f = 5e-324) AND (x < 5))", "f NOT IN (1.00000001)", "NOT (f IN (1.00000001))",
+    "f NOT BETWEEN 1.00000001 AND 2", "NOT (f BETWEEN 1.00000001 AND 2)",
+    "NOT NOT (f = 1.00000001)", "(f = 1.00000001) IS TRUE", "f = -3.4028235677973366e38",
+])
+def test_literals_rounded_to_float32_columns_except_under_not(tmp_path, sql):
+    """pylance rounds a literal to a float32 column's type in comparisons reached
+    through AND/OR (and NOT IN / NOT BETWEEN), not under NOT (...) or IS TRUE."""
+    uri = str(tmp_path / "d")
+    f = pa.array([0.0, 1.0, -math.inf], pa.float32())
+    lancenb.write_dataset(pa.table({"i": [0, 1, 2], "f": f, "x": [0.0, 1.0, 2.0]}), uri)
+    want = lance.dataset(uri).to_table(filter=sql).column("i").to_pylist()
+    assert lancenb.dataset(uri).to_table(filter=sql).column("i").to_pylist() == want
