@@ -9,7 +9,9 @@ so ``x > 0`` is true of every NaN whose sign bit is clear and ``x < 0`` of every
 whose sign bit is set; two NaNs are equal only when their bits are. One exception,
 measured against pylance 14: a comparison with a *literal* (``x < 0.0``, ``x * 2 =
 -0.0``, ``x BETWEEN -0.0 AND 0.0``) holds ``-0.0`` and ``+0.0`` equal, while a
-comparison of two columns (``x < y``) and ``order_by`` keep ``-0.0 < +0.0``.
+comparison of two columns (``x < y``) and ``order_by`` keep ``-0.0 < +0.0``. Values of
+different widths compare after widening bit for bit (NaN payloads kept, the quiet bit
+set); float16 values compare as float32 in filters but sort by their own bits.
 
 The order is that of an integer key made from the value's bits: for ``float64`` with
 bits ``b`` read as int64, ``b ^ ((b >> 63) & 0x7fff_ffff_ffff_ffff)`` (negative values
