@@ -296,3 +296,15 @@ def test_literals_rounded_to_float32_columns_except_under_not(tmp_path, sql):
     lancenb.write_dataset(pa.table({"i": [0, 1, 2], "f": f, "x": [0.0, 1.0, 2.0]}), uri)
     want = lance.dataset(uri).to_table(filter=sql).column("i").to_pylist()
     assert lancenb.dataset(uri).to_table(filter=sql).column("i").to_pylist() == want
+
+
+@pytest.mark.parametrize("where", ["x < 0", "x > 0", "x = CAST('-NaN' AS DOUBLE)"])
+def test_update_predicates_as_pylance(tmp_path, where):
+    t = _special_table().drop_columns(["s"])
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    lancenb.write_dataset(t, a)
+    lance.write_dataset(t, b)
+    lancenb.dataset(a).update({"i": "100"}, where=where)
+    lance.dataset(b).update({"i": "100"}, where=where)
+    assert (lancenb.dataset(a).to_table(columns=["name", "i"]).sort_by("name")
+            == lance.dataset(b).to_table(columns=["name", "i"]).sort_by("name"))
