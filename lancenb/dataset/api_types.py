@@ -197,9 +197,11 @@ class LanceField:
         self._arrow = arrow
 
     def name(self) -> str:
+        """The field's name (its last path component)."""
         return self._pb.name
 
     def id(self) -> int:
+        """The field id of the manifest (kept through renames)."""
         return int(self._pb.id)
 
     def to_arrow(self) -> pa.Field:
@@ -222,12 +224,14 @@ class LanceField:
             yield from c._walk()
 
     def unenforced_primary_key_position(self) -> int | None:
+        """The field's 1-based position in the unenforced primary key (None: not in it)."""
         return int(self._pb.unenforced_primary_key_position) or None
 
     def is_unenforced_primary_key(self) -> bool:
         return bool(self._pb.unenforced_primary_key_position)
 
     def unenforced_clustering_key_position(self) -> int | None:
+        """The 1-based position in the unenforced clustering key (None: not in it)."""
         return int(self._pb.unenforced_clustering_key_position) or None
 
     def is_unenforced_clustering_key(self) -> bool:

@@ -164,7 +164,7 @@ class LanceFragment(FragmentApiExtras):
         None when no row is left. Commit with ``LanceOperation.Delete``."""
         sc = self._ds.scanner(columns=[], filter=predicate)
         live = self.live_offsets()
-        hit = sc._expr_mask(self.take_physical(sc._filter_cols, live))
+        hit = sc._expr_mask(sc._filter_table(self, live))
         phys = live[hit] if live is not None else hit
         return self.delete_rows(phys)
 

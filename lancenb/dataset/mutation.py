@@ -190,7 +190,7 @@ def update(ds, updates: dict, where=None) -> dict:
         live = frag.live_offsets()
         if frag.count_rows() == 0:
             continue
-        hit = sc._expr_mask(frag.take_physical(sc._filter_cols, live))
+        hit = sc._expr_mask(sc._filter_table(frag, live))
         if not len(hit):
             continue
         phys = live[hit] if live is not None else hit

@@ -251,3 +251,21 @@ def test_field_metadata_updates_seen_through_fields(tmp_path):
     for ds in (ours, lancenb.dataset(tmp_path / "d"), theirs):
         meta = {f.name(): f.metadata for f in ds.lance_schema.fields()}
         assert meta == {"num": {"type": "numeric", "description": "n"}, "str": {}}
+
+
+@pytest.mark.parametrize("stable", [False, True])
+def test_row_id_predicates_of_delete_and_update_equal_pylance(tmp_path, stable):
+    results = []
+    for name, lib in LIBS.items():
+        path = _dataset(lib, tmp_path / name, stable=stable)
+        ds = lib.dataset(path)
+        ds.delete("_rowid = 3 OR _rowaddr = 4294967296")
+        ds = lib.dataset(path)
+        ds.update({"b": "b + 1"}, where="_rowid < 2 OR _rowaddr = 4294967298")
+        lib.dataset(path).get_fragments()[1].to_table()  # (readable)
+        frag = lib.dataset(path).get_fragments()[2]
+        kept = frag.delete("_rowaddr = 8589934593")
+        results.append((lib.dataset(path).to_table().sort_by("a"),
+                        None if kept is None else kept.deletion_file.num_deleted_rows))
+    assert results[0][0] == results[1][0]
+    assert results[0][1] == results[1][1]
