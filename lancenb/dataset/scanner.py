@@ -8,6 +8,11 @@ read) and read only the rows inside the window.
 
 Memory: one fragment's projected columns at a time (fragments hold at most
 ``max_rows_per_file`` rows, 1 Mi by default).
+
+The filter steps (reading filter columns, pruning pages, finding matches; ``_rowid`` /
+``_rowaddr`` in filters) are :class:`lancenb.dataset.scanfilter.FilterSteps`; the plan
+text is :mod:`lancenb.dataset.scanplan`. System columns (``_rowid``, ``_rowaddr``,
+``_rowoffset``) named in ``columns`` come where they are named.
 """
 
 from __future__ import annotations
