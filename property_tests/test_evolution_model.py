@@ -297,6 +297,7 @@ class EvolutionHistory(RuleBasedStateMachine):
 
     # --- schema -----------------------------------------------------------------------
 
+    @precondition(lambda self: bool(self._fields()))
     @rule(data=st.data(), use_pylance=st.booleans())
     def rename_field(self, data, use_pylance):
         path = data.draw(st.sampled_from([x[0] for x in self._fields()]))
@@ -305,14 +306,17 @@ class EvolutionHistory(RuleBasedStateMachine):
             {"path": dotted(path), "name": new})
         self._edit(lambda t, path=path, new=new: edit(t, path, rename(new)))
 
-    @precondition(lambda self: any(s > 1 for _, _, s, _ in self._fields()))
+    def _droppable(self) -> list:
+        return [p for p, _, s, lst in self._fields() if s > 1
+                and not (lst and self.fmt != "2.2")]
+
+    @precondition(lambda self: bool(self._droppable()))
     @rule(data=st.data(), use_pylance=st.booleans())
     def drop_field(self, data, use_pylance):
         """A nested field that is not its struct's last child (pylance then drops the
         struct too) or a top-level column other than ``id``. Not inside a list before
         2.2: pylance 14 then drops the whole list column (lancenb keeps the list)."""
-        path = data.draw(st.sampled_from([p for p, _, s, lst in self._fields() if s > 1
-                                          and not (lst and self.fmt != "2.2")]))
+        path = data.draw(st.sampled_from(self._droppable()))
         self._lib(use_pylance).dataset(self.uri).drop_columns([dotted(path)])
         self._edit(lambda t, path=path: edit(t, path, drop))
 
