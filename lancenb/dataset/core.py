@@ -25,6 +25,7 @@ from lancenb._proto import transaction_pb2
 from lancenb._version import __version__
 from lancenb.dataset import blob, take
 from lancenb.dataset.api_extras import DatasetApiExtras
+from lancenb.dataset.cleanup import after_commit
 from lancenb.dataset.commit import (
     commit,
     find_manifest,
@@ -596,6 +597,7 @@ class LanceDataset(DatasetApiExtras, pads.Dataset):
                     data_format=self.data_storage_version, writer_version=_writer_version(),
                     base=self._mf, written=written)
         self._become(mf)
+        after_commit(self._store, mf)
 
     def delete(self, predicate) -> dict:
         """Delete the rows matching ``predicate`` (SQL string or pyarrow expression),
@@ -769,8 +771,9 @@ Hugging Face Dataset or IterableDataset
         Rows keep their ids across compaction and updates.
     progress : object, optional
         pylance's ``FragmentWriteProgress`` (``begin``/``complete`` per data file).
-    commit_message, transaction_properties : optional
-        Stored with the transaction, as pylance stores them.
+    commit_message, transaction_properties, auto_cleanup_options : optional
+        Stored with the transaction, as pylance stores them; automatic cleanup of a
+        created dataset (:mod:`lancenb.dataset.cleanup`).
 
     Returns
     -------
@@ -782,8 +785,8 @@ Hugging Face Dataset or IterableDataset
     >>> ds = lancenb.write_dataset(pa.table({"id": [1, 2]}), "/tmp/ds")  # doctest: +SKIP
     >>> ds = lancenb.write_dataset(more, "/tmp/ds", mode="append")  # doctest: +SKIP
     """
-    check_write_options({k: v for k, v in kwargs.items()
-                         if k not in ("commit_message", "transaction_properties")})
+    extra = ("commit_message", "transaction_properties", "auto_cleanup_options")
+    check_write_options({k: v for k, v in kwargs.items() if k not in extra})
     store, mf = write_version(data_obj, uri, schema, mode=mode,
                               max_rows_per_file=max_rows_per_file,
                               max_bytes_per_file=max_bytes_per_file,
@@ -793,6 +796,5 @@ Hugging Face Dataset or IterableDataset
                               commit_lock=commit_lock, manifest_store=manifest_store,
                               enable_stable_row_ids=enable_stable_row_ids,
                               use_legacy_format=use_legacy_format, progress=progress,
-                              commit_message=kwargs.get("commit_message"),
-                              transaction_properties=kwargs.get("transaction_properties"))
+                              **{k: kwargs.get(k) for k in extra})
     return LanceDataset(store.uri, _store=store, _manifest=mf)

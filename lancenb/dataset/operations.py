@@ -31,6 +31,7 @@ import pyarrow as pa
 
 from lancenb._proto import file_pb2, transaction_pb2
 from lancenb._version import __version__
+from lancenb.dataset.cleanup import after_commit
 from lancenb.dataset.commit import (
     DEFAULT_MAX_RETRIES,
     commit,
@@ -461,9 +462,11 @@ def commit_operation(store, operation, read_version=None, *, enable_v2_manifest_
                                     f"{fmt} files")
     else:
         fmt = (new or FileVersion.resolve(None)).label
-    return commit(store, txn, v2_names=v2, data_format=fmt, writer_version=__version__,
-                  max_retries=DEFAULT_MAX_RETRIES if max_retries is None else int(max_retries),
-                  base=base)
+    mf = commit(store, txn, v2_names=v2, data_format=fmt, writer_version=__version__,
+                max_retries=DEFAULT_MAX_RETRIES if max_retries is None else int(max_retries),
+                base=base)
+    after_commit(store, mf)
+    return mf
 
 
 def _new_fragments(txn) -> list:

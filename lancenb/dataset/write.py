@@ -35,6 +35,7 @@ import pyarrow as pa
 from lancenb._proto import table_pb2, transaction_pb2
 from lancenb._version import __version__
 from lancenb.dataset import blob
+from lancenb.dataset.cleanup import after_commit, auto_cleanup_config
 from lancenb.dataset.commit import commit, load_latest, open_store
 from lancenb.dataset.deletion import deletion_path, write_deletions
 from lancenb.dataset.fragmeta import DataFile, FragmentMetadata
@@ -274,7 +275,7 @@ def cleanup(store, paths: list[str]) -> None:
 _WRITE_TUNING = ("data_cache_bytes", "max_page_bytes", "session",
                  "blob_pack_file_size_threshold")
 # pylance's options for features lancenb does not have: refused when used
-_WRITE_UNSUPPORTED = {"auto_cleanup_options": None, "initial_bases": None,
+_WRITE_UNSUPPORTED = {"initial_bases": None,
                       "target_bases": None, "target_all_bases": None,
                       "base_store_params": None, "external_blob_mode": "reference",
                       "allow_external_blob_outside_bases": False, "namespace_client": None,
@@ -487,10 +488,12 @@ def write_version(data, target, schema=None, *, mode: str = "create",
                   enable_v2_manifest_paths: bool = True, commit_lock=None, manifest_store=None,
                   enable_stable_row_ids=None, use_legacy_format=None, progress=None,
                   commit_message=None, transaction_properties=None,
-                  what: str = "write_dataset"):
+                  auto_cleanup_options=None, what: str = "write_dataset"):
     """``write_dataset``'s whole pipeline: plan, conform, write the files, commit an
     ``Append`` or ``Overwrite``. Returns ``(store, manifest file committed)``; nothing of
-    the write stays if it fails before the commit point."""
+    the write stays if it fails before the commit point. ``auto_cleanup_options``
+    configure automatic cleanup when the write creates the dataset (ignored otherwise,
+    as pylance ignores them; :mod:`lancenb.dataset.cleanup`)."""
     properties = dict(transaction_properties or {})
     if commit_message is not None:  # pylance's key; the message wins over a property
         properties["__lance_commit_message"] = str(commit_message)
@@ -512,11 +515,15 @@ def write_version(data, target, schema=None, *, mode: str = "create",
                                  progress=progress)
         txn = plan.transaction(frags, enable_stable_row_ids=enable_stable_row_ids,
                                properties=properties)
+        if auto_cleanup_options is not None and plan.base is None and txn.op == "overwrite":
+            txn.pb.overwrite.config_upsert_values.update(
+                auto_cleanup_config(auto_cleanup_options))
     except BaseException:  # before the commit point: nothing of this write stays
         cleanup(plan.store, written)
         raise
     mf = commit(plan.store, txn, v2_names=plan.v2_names, data_format=plan.version.label,
                 writer_version=__version__, base=plan.base, written=written)
+    after_commit(plan.store, mf)
     return plan.store, mf
 
 

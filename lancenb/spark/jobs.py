@@ -59,6 +59,7 @@ import pyarrow as pa
 from lancenb._proto import file_pb2, table_pb2
 from lancenb._version import __version__ as _lancenb_version
 from lancenb.dataset import write as pipeline
+from lancenb.dataset.cleanup import after_commit
 from lancenb.dataset.commit import DEFAULT_MAX_RETRIES, commit, list_versions, load_manifest
 from lancenb.dataset.manifest import DATA_DIR, FLAG_STABLE_ROW_IDS
 from lancenb.dataset.write import (
@@ -337,6 +338,7 @@ def commit_job(job: WriteJob, fragments: list[bytes]):
     except BaseException:
         abort_job(job)
         raise
+    after_commit(store, mf)  # (logs its own failures)
     try:  # committed: from here on errors are reported, never raised
         if job.fail_after_commit:
             raise LanceError("lancenb test fault: removing the journal fails")

@@ -206,8 +206,8 @@ def test_write_inputs_like_pylance(tmp_path):
     assert lancenb.dataset(ours.uri).to_table() == lance.dataset(ref.uri).to_table()
     with pytest.raises(TypeError, match="modee"):
         lancenb.write_dataset(rows, str(tmp_path / "x"), modee="create")
-    with pytest.raises(lancenb.NotSupportedError, match="auto_cleanup_options"):
-        lancenb.write_dataset(rows, str(tmp_path / "x"), auto_cleanup_options={"interval": 1})
+    with pytest.raises(lancenb.NotSupportedError, match="initial_bases"):
+        lancenb.write_dataset(rows, str(tmp_path / "x"), initial_bases=[object()])
     props = {"who": "me"}
     for lib, p in ((lance, "r2"), (lancenb, "o2")):
         lib.write_dataset(rows, str(tmp_path / p), transaction_properties=props,
