@@ -447,8 +447,12 @@ def _count_data_writes(store, txn: Transaction, staged) -> None:
 
 
 def commit(store, txn: Transaction, *, v2_names: bool, data_format: str, writer_version: str,
-           max_retries: int = DEFAULT_MAX_RETRIES, base=None, written=()):
+           max_retries: int = DEFAULT_MAX_RETRIES, base=None, written=(),
+           retry_timeout: float | None = None):
     """Commit ``txn``; returns the new :class:`ManifestFile`.
+
+    Losing the race for a version is retried up to ``max_retries`` times, and not
+    after ``retry_timeout`` seconds (pylance's ``conflict_retries``/``retry_timeout``).
 
     ``written`` lists the files the caller staged for this transaction (paths
     relative to the dataset root): if the commit fails before its commit point they
@@ -467,7 +471,9 @@ def commit(store, txn: Transaction, *, v2_names: bool, data_format: str, writer_
                           atomic=False)  # a unique name nothing points to yet
         mf, finish = _commit_loop(store, txn, own, phase, v2_names=v2_names,
                                   data_format=data_format, writer_version=writer_version,
-                                  max_retries=max_retries, base=base)
+                                  max_retries=max_retries, base=base,
+                                  deadline=None if retry_timeout is None
+                                  else time.monotonic() + float(retry_timeout))
     except CommitOutcomeUnknownError:
         _log.warning("%s: outcome of the %s commit unknown (transaction %s)", store.uri,
                      txn.op, txn.uuid)
@@ -508,7 +514,7 @@ def _read_version_manifest(store, txn: Transaction, v2_names: bool):
 
 
 def _commit_loop(store, txn: Transaction, own: list, phase: _Phase, *, v2_names, data_format,
-                 writer_version, max_retries, base):
+                 writer_version, max_retries, base, deadline=None):
     checked_upto = txn.read_version
     # an overwrite with max_retries=0 is pylance's "strict overwrite": version
     # read_version + 1 or nothing, whatever was committed since
@@ -584,6 +590,11 @@ def _commit_loop(store, txn: Transaction, own: list, phase: _Phase, *, v2_names,
         _log.debug("%s: version %d was committed by another writer; retrying the %s commit "
                    "(attempt %d of %d)", store.uri, latest_v + 1, txn.op, attempt + 1,
                    max_retries + 1)
+        if deadline is not None and time.monotonic() >= deadline:
+            raise CommitConflictError(
+                f"Commit conflict for version {latest_v + 1}: Failed to commit the "
+                f"transaction within the retry timeout after {attempt + 1} attempts: "
+                f"dataset {store.uri!r} (too many concurrent writers)", retryable=True)
         time.sleep(random.uniform(0, min(0.05, 0.002 * (attempt + 1))))
     raise CommitConflictError(f"Commit conflict for version {latest_v + 1}: Failed to commit "
                               f"the transaction after {max_retries} retries: dataset "

@@ -590,12 +590,12 @@ class LanceDataset(DatasetApiExtras, pads.Dataset):
         return blob.read_blobs(self, blob_column, ids, addresses, indices)
 
     # -- writes ----------------------------------------------------------------
-    def _commit(self, txn: Transaction, written=()) -> None:
+    def _commit(self, txn: Transaction, written=(), **retries) -> None:
         # commit() removes ``written`` itself if it fails before its commit point,
-        # and never after it (see lancenb.dataset.commit)
+        # and never after it (see lancenb.dataset.commit); ``retries``: max_retries...
         mf = commit(self._store, txn, v2_names=self._v2,
                     data_format=self.data_storage_version, writer_version=_writer_version(),
-                    base=self._mf, written=written)
+                    base=self._mf, written=written, **retries)
         self._become(mf)
         after_commit(self._store, mf)
 
@@ -628,9 +628,9 @@ class LanceDataset(DatasetApiExtras, pads.Dataset):
         self._become(ds._mf)
 
     # -- row changes and maintenance ----------------------------------------------
-    def update(self, updates: dict, where=None) -> dict:
+    def update(self, updates: dict, where=None, **kwargs) -> dict:
         """``{column: SQL expression}`` on the rows matching ``where``."""
-        return update(self, updates, where)
+        return update(self, updates, where, **kwargs)
 
     def merge_insert(self, on):
         """Upsert builder: ``ds.merge_insert("id").when_matched_update_all()

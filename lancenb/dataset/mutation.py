@@ -55,7 +55,7 @@ class _Changes:
         else:
             self.new_tables.append(table)
 
-    def commit(self, *, uncommitted: bool = False):
+    def commit(self, *, uncommitted: bool = False, **retries):
         """Commit the changes; ``uncommitted``: stage the files and return the
         transaction instead (None when nothing changed)."""
         ds = self.ds
@@ -90,7 +90,7 @@ class _Changes:
             raise
         if uncommitted:
             return txn
-        ds._commit(txn, written)
+        ds._commit(txn, written, **retries)
         return None
 
 
@@ -165,13 +165,21 @@ def delete_rows(ds, predicate) -> dict:
     return {"num_deleted_rows": n}
 
 
-def update(ds, updates: dict, where=None) -> dict:
+def update(ds, updates: dict, where=None, *, conflict_retries: int = 10,
+           retry_timeout=None) -> dict:
     """Set ``updates`` (``{column: SQL expression}``) on the rows matching ``where``
-    (all rows when None); returns ``{"num_rows_updated": n}``."""
+    (all rows when None); returns ``{"num_rows_updated": n}``. The commit retries a
+    lost race ``conflict_retries`` times, for at most ``retry_timeout`` (a timedelta or
+    seconds; pylance's default: 30 s)."""
     from lancenb.dataset.filters import check_expression  # lazy: it loads sqlglot
 
     if not isinstance(updates, dict) or not updates:
         raise InvalidInputError("update takes a non-empty dict {column: SQL expression}")
+    if conflict_retries is None or int(conflict_retries) < 0:
+        raise InvalidInputError(f"conflict_retries must be a non-negative integer, not "
+                                f"{conflict_retries!r}")
+    timeout = 30.0 if retry_timeout is None else getattr(
+        retry_timeout, "total_seconds", lambda: float(retry_timeout))()
     schema = ds._schema
     bad = [c for c in updates if c not in schema.names]
     if bad:
@@ -203,7 +211,7 @@ def update(ds, updates: dict, where=None) -> dict:
             created = frag.row_versions("created")[phys]
         ch.insert(new, ids, created)
         total += len(phys)
-    ch.commit()
+    ch.commit(max_retries=int(conflict_retries), retry_timeout=timeout)
     return {"num_rows_updated": total}
 
 
