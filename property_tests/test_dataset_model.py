@@ -90,7 +90,7 @@ class DatasetHistory(RuleBasedStateMachine):
     @rule(mod=st.integers(2, 6), rem=st.integers(0, 5), use_pylance=st.booleans())
     def delete(self, mod, rem, use_pylance):
         pred = f"id % {mod} = {rem % mod}"
-        keep = pc.not_equal(pc.remainder(self.current["id"], mod), rem % mod)
+        keep = pc.not_equal(np.fmod(np.asarray(self.current["id"]), mod), rem % mod)
         self._lib(use_pylance).dataset(self.uri).delete(pred)
         self.versions.append(self.current.filter(keep))  # a version even if nothing matched
 
@@ -198,7 +198,7 @@ class DatasetHistory(RuleBasedStateMachine):
         """Only the rows the handle's version held can be deleted: rows appended
         since are not (the predicate was evaluated on what the handle read)."""
         seen = self.versions[self.handle.version - 1]["id"]
-        hit = pc.filter(seen, pc.equal(pc.remainder(seen, mod), rem % mod))
+        hit = pc.filter(seen, pc.equal(np.fmod(np.asarray(seen), mod), rem % mod))
         if self._stale(lambda: self.handle.delete(f"id % {mod} = {rem % mod}")):
             gone = pc.is_in(self.current["id"], value_set=hit)
             self.versions.append(self.current.filter(pc.invert(gone)))

@@ -257,7 +257,7 @@ class EvolutionHistory(RuleBasedStateMachine):
             pred, hit = f"{dotted(path)} >= {k}", pc.greater_equal(nested_get(self.table, path), k)
         else:
             pred = f"id % 7 = {k % 7}"
-            hit = pc.equal(pc.remainder(self.table["id"], 7), k % 7)
+            hit = pc.equal(np.fmod(np.asarray(self.table["id"]), 7), k % 7)
         self._lib(use_pylance).dataset(self.uri).delete(pred)
         self.table = self.table.filter(pc.invert(pc.fill_null(hit, False)))
 
@@ -266,7 +266,7 @@ class EvolutionHistory(RuleBasedStateMachine):
     def update(self, k, use_pylance):
         """Rewrites whole rows (nested columns included) into a new fragment."""
         self._lib(use_pylance).dataset(self.uri).update({"v": "v + 1"}, where=f"id % 3 = {k % 3}")
-        hit = pc.equal(pc.remainder(self.table["id"], 3), k % 3)
+        hit = pc.equal(np.fmod(np.asarray(self.table["id"]), 3), k % 3)
         v = self.table["v"]
         new = pc.if_else(hit, pc.add(v, pa.scalar(1, v.type)), v)
         self.table = self.table.set_column(self.table.schema.get_field_index("v"),
