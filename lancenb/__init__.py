@@ -42,6 +42,7 @@ _LAZY = {
     "FragmentMetadata": ("lancenb.dataset.fragmeta", "FragmentMetadata"),
     "MergeInsertBuilder": ("lancenb.dataset.mutation", "MergeInsertBuilder"),
     "CleanupStats": ("lancenb.dataset.maintenance", "CleanupStats"),
+    "Session": ("lancenb.dataset.session", "Session"),
     "DataStatistics": ("lancenb.dataset.api_types", "DataStatistics"),
     "FieldStatistics": ("lancenb.dataset.api_types", "FieldStatistics"),
     "DatasetBasePath": ("lancenb.dataset.api_types", "DatasetBasePath"),
@@ -98,6 +99,7 @@ if TYPE_CHECKING:
     from lancenb.dataset.mutation import MergeInsertBuilder as MergeInsertBuilder
     from lancenb.dataset.operations import LanceOperation as LanceOperation
     from lancenb.dataset.operations import Transaction as Transaction
+    from lancenb.dataset.session import Session as Session
     from lancenb.file import LanceFileReader as LanceFileReader
     from lancenb.file import LanceFileWriter as LanceFileWriter
     from lancenb.inspect import explain as explain

@@ -10,7 +10,7 @@
   ``stats``, ``lance_schema``, ``base_paths``;
 * whole-dataset changes: ``truncate_table``, ``drop``, ``migrate_manifest_paths_v2``.
 
-Features lancenb's table format lacks (branches, extra base paths, sessions)
+Features lancenb's table format lacks (branches, extra base paths, file sessions)
 raise :class:`~lancenb.errors.NotSupportedError` saying why.
 """
 
@@ -524,7 +524,9 @@ class DatasetApiExtras:
                  "base path, which lancenb does not write")
 
     def session(self):
-        self._no("session", "lancenb keeps its caches per dataset object (no shared Session)")
+        """The :class:`lancenb.Session` whose caches this dataset uses (pass it to
+        ``lancenb.dataset(..., session=)`` to share them)."""
+        return self._session
 
     def new_file_session(self):
         self._no("new_file_session", "file sessions belong to pylance's Rust object store")
@@ -535,6 +537,6 @@ def _modified(store, rel: str) -> _dt.datetime:
     return _dt.datetime.fromtimestamp(t or 0, _dt.timezone.utc)
 
 
-for _name in ("branches", "create_branch", "add_bases", "shallow_clone", "session",
+for _name in ("branches", "create_branch", "add_bases", "shallow_clone",
               "new_file_session"):
     getattr(DatasetApiExtras, _name).not_supported = True  # scripts/parity.py reads it

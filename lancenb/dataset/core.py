@@ -42,6 +42,7 @@ from lancenb.dataset.manifest import FLAG_STABLE_ROW_IDS, check_feature_flags, p
 from lancenb.dataset.mutation import MergeInsertBuilder, delete_rows, update
 from lancenb.dataset.operations import commit_operation, commit_store
 from lancenb.dataset.scanner import LanceScanner
+from lancenb.dataset.session import Session, open_options, scan_with_defaults, with_scan_defaults
 from lancenb.dataset.sql import SqlQueryBuilder
 from lancenb.dataset.tags import Tags
 from lancenb.dataset.transaction import Transaction
@@ -62,7 +63,6 @@ from lancenb.file.schema import FieldList
 
 __all__ = ["LanceDataset", "dataset", "write_dataset", "Tags"]
 
-_READER_CACHE_SIZE = 128
 _IGNORED_SCAN_OPTIONS = ("use_threads", "batch_readahead", "fragment_readahead",
                          "fragment_scan_options", "cache_metadata", "memory_pool",
                          "io_buffer_size", "scan_in_order")
@@ -82,8 +82,10 @@ class LanceDataset(DatasetApiExtras, pads.Dataset):
     :class:`~lancenb.errors.NotSupportedError`.
     """
 
+    _scan_defaults = None  # dataset(default_scan_options=...) (lancenb.dataset.session)
+
     def __init__(self, uri, version=None, *, asof=None, storage_options=None,
-                 commit_lock=None, manifest_store=None, _store=None, _manifest=None):
+                 commit_lock=None, manifest_store=None, session=None, _store=None, _manifest=None):
         self._store = _store or open_store(uri, storage_options, commit_lock, manifest_store)
         self._uri = self._store.uri
         found = None
@@ -110,7 +112,9 @@ class LanceDataset(DatasetApiExtras, pads.Dataset):
         check_feature_flags(m, _manifest.name, write=False)
         self._schema, self._top_fields = cached_fields_to_schema(m.fields, m.schema_metadata)
         self._cache: dict = {}
-        self._readers: dict = {}
+        self._session = session or Session()  # (its file readers, shared when given)
+        self._readers = self._session._readers_of(self._uri)
+        self._session._saw_manifest(self._uri, self.version, _manifest.size)
         self._fragments: list[LanceFragment] | None = None
 
     def _resolve_version(self, version, asof, versions: list[int]) -> int:
@@ -178,20 +182,17 @@ class LanceDataset(DatasetApiExtras, pads.Dataset):
         >>> ds = LanceDataset.commit(uri, LanceOperation.Append(frags),
         ...                          read_version=1)  # doctest: +SKIP
         """
-        unknown = sorted(k for k in kwargs if k not in ("commit_timeout", "base_store_params"))
-        if unknown:
-            raise InvalidInputError(f"unsupported LanceDataset.commit options: {unknown}")
         store = base_uri._store if isinstance(base_uri, LanceDataset) else \
             commit_store(base_uri, storage_options, commit_lock)
         mf = commit_operation(store, operation, read_version,
                               enable_v2_manifest_paths=enable_v2_manifest_paths,
                               max_retries=max_retries, detached=detached,
                               commit_message=commit_message,
-                              enable_stable_row_ids=enable_stable_row_ids)
+                              enable_stable_row_ids=enable_stable_row_ids, **kwargs)
         return LanceDataset(store.uri, _store=store, _manifest=mf)
 
     def _at(self, mf) -> "LanceDataset":
-        return LanceDataset(self._uri, _store=self._store, _manifest=mf)
+        return LanceDataset(self._uri, _store=self._store, _manifest=mf, session=self._session)
 
     def _become(self, mf) -> None:
         other = self._at(mf)
@@ -212,6 +213,8 @@ class LanceDataset(DatasetApiExtras, pads.Dataset):
         extension columns, such as ``uuid`` or ``fixed_shape_tensor``, as their extension
         types). lancenb works on the stored schema, ``_schema``: extension columns as
         their storage type tagged with the extension's name."""
+        if self._scan_defaults:
+            return self.scanner().projected_schema
         tops = self._top_fields
         if isinstance(tops, FieldList):  # (once per distinct schema)
             return tops.derived("public_schema", lambda: public_schema(self._schema))
@@ -316,8 +319,6 @@ class LanceDataset(DatasetApiExtras, pads.Dataset):
     def _open_file(self, path: str, legacy: bool = False):
         r = self._readers.get(path)
         if r is None:
-            if len(self._readers) >= _READER_CACHE_SIZE:
-                self._readers.pop(next(iter(self._readers)))
             r = open_data_file(self._store, path, legacy, source=f"manifest {self._mf.name!r}")
             self._readers[path] = r
         return r
@@ -386,6 +387,8 @@ class LanceDataset(DatasetApiExtras, pads.Dataset):
         >>> sc.to_table().num_rows  # doctest: +SKIP
         5
         """
+        if self._scan_defaults:
+            return scan_with_defaults(self, locals())
         unknown = sorted(k for k in engine_hints if k not in _IGNORED_SCAN_OPTIONS)
         if unknown:
             raise TypeError(f"LanceDataset.scanner() got an unexpected keyword argument "
@@ -728,13 +731,10 @@ def dataset(uri, version=None, *, asof=None, storage_options=None, commit_lock=N
     --------
     >>> ds = lancenb.dataset("/tmp/ds", version=2)  # doctest: +SKIP
     """
-    if kwargs:
-        unknown = sorted(k for k in kwargs if k not in ("block_size", "index_cache_size",
-                                                        "metadata_cache_size", "session"))
-        if unknown:
-            raise InvalidInputError(f"unsupported dataset() options: {unknown}")
-    return LanceDataset(uri, version, asof=asof, storage_options=storage_options,
-                        commit_lock=commit_lock, manifest_store=manifest_store)
+    session, defaults = open_options(kwargs)  # (and pylance's other options: read_params)
+    return with_scan_defaults(LanceDataset(
+        uri, version, asof=asof, storage_options=storage_options, commit_lock=commit_lock,
+        manifest_store=manifest_store, session=session), defaults)
 
 
 def write_dataset(data_obj, uri, schema: pa.Schema | None = None, mode: str = "create", *,

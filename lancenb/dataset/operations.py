@@ -416,9 +416,12 @@ def commit_store(base_uri, storage_options=None, commit_lock=None):
 
 def commit_operation(store, operation, read_version=None, *, enable_v2_manifest_paths=None,
                      max_retries=None, enable_stable_row_ids=None, detached=False,
-                     commit_message=None):
+                     commit_message=None, **kwargs):
     """Commit ``operation`` to the dataset of ``store``; returns the new manifest file
     (``LanceDataset.commit``: see :meth:`lancenb.dataset.LanceDataset.commit`)."""
+    unknown = sorted(k for k in kwargs if k not in ("commit_timeout", "base_store_params"))
+    if unknown:
+        raise InvalidInputError(f"unsupported LanceDataset.commit options: {unknown}")
     if detached:
         raise NotSupportedError("detached commits are not supported by lancenb")
     properties = {}

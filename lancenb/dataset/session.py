@@ -1,0 +1,196 @@
+"""``Session``: the caches datasets share (pylance's ``lance.Session``), and the other
+per-object options of ``lancenb.dataset()`` (``default_scan_options``, ``read_params``).
+
+A :class:`LanceDataset` keeps the data-file readers it opened (each holds its file's
+parsed metadata: schema, column and page descriptions) and the manifests of the
+versions it opened. Without a session every dataset object has caches of its own;
+``lancenb.dataset(uri, session=s)`` (or ``ds.session()`` passed on) makes datasets
+share them, so a second handle on the same dataset reads no metadata again. Readers
+are keyed by dataset URI and data-file path: data files are immutable, so a reader
+opened through one version serves every version naming the file.
+
+``metadata_cache_size_bytes`` bounds the metadata cache (its estimate, below);
+``0`` caches nothing, as pylance's. ``index_cache_size_bytes`` is accepted and reported
+(lancenb has no vector or scalar index cache).
+
+:meth:`Session.size_bytes` is an estimate of what the caches hold: the bytes of the
+cached manifests, and per cached reader the serialised size of its file's schema plus
+``_READER_OVERHEAD`` for its page tables. It grows as scans open files, and it is the
+same for every dataset sharing the session (pylance's tests compare exactly that).
+
+``default_scan_options`` (pylance's meaning): scanner keywords every ``scanner()`` of
+that dataset object starts from; what a call passes (not None) wins, ``columns`` included;
+``ds.schema`` is then the default scan's projected schema (``with_row_id`` adds
+``_rowid``). An unknown key is a ``ValueError`` when a scan is built, as pylance's.
+``read_params`` (``cache_repetition_index``, ``validate_on_decode``) are pylance's file
+reader options: lancenb always validates what it decodes and keeps repetition indices
+with the reader it caches, so they are accepted and change nothing.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+
+from lancenb.errors import InvalidInputError
+
+__all__ = ["Session", "open_options", "scan_with_defaults", "with_scan_defaults"]
+
+_READER_OVERHEAD = 1024  # bytes per cached reader beyond its schema (an estimate)
+_MAX_READERS = 128  # per dataset URI, the most readers kept (oldest dropped first)
+_DEFAULT_METADATA_BYTES = 1 << 30  # pylance's default metadata cache, 1 GiB
+_DEFAULT_INDEX_BYTES = 6 << 30  # pylance's default index cache, 6 GiB
+
+
+def _reader_size(r) -> int:
+    try:
+        return r.schema_full.serialize().size + _READER_OVERHEAD
+    except Exception:  # noqa: BLE001 - an estimate: any reader counts for something
+        return _READER_OVERHEAD
+
+
+class _Readers(dict):
+    """One dataset URI's open readers (path -> reader) in a session: adding one past
+    the session's limits drops the oldest; a session with a metadata cache of 0
+    bytes keeps none."""
+
+    def __init__(self, session: Session):
+        super().__init__()
+        self._session = session
+
+    def __setitem__(self, path, reader) -> None:
+        if path in self:
+            self.pop(path)
+        s = self._session
+        size = _reader_size(reader)
+        with s._lock:
+            if size > s.metadata_cache_size_bytes:
+                return
+            while self and (len(self) >= _MAX_READERS
+                            or s._used + size > s.metadata_cache_size_bytes):
+                old = next(iter(self))
+                s._used -= s._sizes.pop((id(self), old), 0)
+                super().pop(old)
+            if s._used + size > s.metadata_cache_size_bytes:
+                return  # (the manifests alone fill it)
+            super().__setitem__(path, reader)
+            s._sizes[(id(self), path)] = size
+            s._used += size
+
+    def pop(self, path, *default):
+        with self._session._lock:
+            self._session._used -= self._session._sizes.pop((id(self), path), 0)
+        return super().pop(path, *default)
+
+
+class Session:
+    """Caches shared by the datasets opened with it (pylance's ``lance.Session``).
+
+    Parameters
+    ----------
+    index_cache_size_bytes : int, optional
+        Accepted as pylance's (lancenb caches no index).
+    metadata_cache_size_bytes : int, optional
+        The most bytes of file and manifest metadata kept (default 1 GiB; 0: none).
+
+    Examples
+    --------
+    >>> s = lancenb.Session()  # doctest: +SKIP
+    >>> ds1 = lancenb.dataset("/tmp/ds", session=s)  # doctest: +SKIP
+    >>> ds2 = lancenb.dataset("/tmp/ds", session=ds1.session())  # doctest: +SKIP
+    """
+
+    def __init__(self, index_cache_size_bytes: int | None = None,
+                 metadata_cache_size_bytes: int | None = None):
+        for name, v in (("index_cache_size_bytes", index_cache_size_bytes),
+                        ("metadata_cache_size_bytes", metadata_cache_size_bytes)):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+                raise InvalidInputError(f"{name} must be a non-negative integer, not {v!r}")
+        self.index_cache_size_bytes = _DEFAULT_INDEX_BYTES if index_cache_size_bytes is None \
+            else index_cache_size_bytes
+        self.metadata_cache_size_bytes = _DEFAULT_METADATA_BYTES \
+            if metadata_cache_size_bytes is None else metadata_cache_size_bytes
+        self._lock = threading.Lock()
+        self._readers: dict[str, _Readers] = {}
+        self._manifests: dict[tuple, int] = {}
+        self._sizes: dict[tuple, int] = {}
+        self._used = 0
+
+    def _readers_of(self, uri: str) -> _Readers:
+        """The reader cache (path -> reader) of the dataset at ``uri``."""
+        with self._lock:
+            got = self._readers.get(uri)
+            if got is None:
+                got = self._readers[uri] = _Readers(self)
+            return got
+
+    def _saw_manifest(self, uri: str, version: int, size: int) -> None:
+        with self._lock:
+            if (uri, version) in self._manifests or \
+                    self._used + size > self.metadata_cache_size_bytes:
+                return
+            self._manifests[(uri, version)] = size
+            self._used += size
+
+    def size_bytes(self) -> int:
+        """An estimate of the bytes the caches hold (see the module docs)."""
+        return self._used
+
+    def approx_num_items(self) -> int:
+        """How many entries the caches hold (manifests and open files)."""
+        return len(self._manifests) + sum(len(r) for r in self._readers.values())
+
+    def is_same_as(self, other: Session) -> bool:
+        """Whether ``other`` is this very session (datasets then share caches)."""
+        return self is other
+
+    def __repr__(self) -> str:
+        return (f"Session(size_bytes={self.size_bytes()}, "
+                f"items={self.approx_num_items()})")
+
+
+_READ_PARAMS = ("cache_repetition_index", "validate_on_decode")
+_DATASET_OPTIONS = ("block_size", "index_cache_size", "metadata_cache_size", "session",
+                    "index_cache_size_bytes", "metadata_cache_size_bytes",
+                    "default_scan_options", "read_params")
+
+
+def open_options(kwargs: dict) -> tuple[Session | None, dict | None]:
+    """``lancenb.dataset()``'s pylance options beyond lancenb's own, checked: the
+    session its dataset uses (None: a new one of its own) and its scan defaults."""
+    unknown = sorted(k for k in kwargs if k not in _DATASET_OPTIONS)
+    if unknown:
+        raise InvalidInputError(f"unsupported dataset() options: {unknown}")
+    bad = sorted(set(kwargs.get("read_params") or {}) - set(_READ_PARAMS))
+    if bad:
+        raise InvalidInputError(f"unknown read_params {bad}: pylance's are {list(_READ_PARAMS)}")
+    session = kwargs.get("session")
+    if session is not None and not isinstance(session, Session):
+        raise InvalidInputError(f"session must be a lancenb Session, not {type(session)}")
+    sizes = kwargs.get("index_cache_size_bytes"), kwargs.get("metadata_cache_size_bytes")
+    if session is None and sizes != (None, None):
+        session = Session(*sizes)
+    defaults = kwargs.get("default_scan_options")
+    if defaults is not None and not isinstance(defaults, dict):
+        raise InvalidInputError("default_scan_options must be a dict of scanner() keywords")
+    return session, (dict(defaults) if defaults else None)
+
+
+def scan_with_defaults(ds, args: dict):
+    """``ds.scanner(**args)`` started from ``ds``'s ``default_scan_options``."""
+    args = {k: v for k, v in args.items() if k not in ("self", "__class__")}
+    hints = args.pop("engine_hints", {})
+    for k, v in ds._scan_defaults.items():
+        if k not in args:
+            raise ValueError(f"Unknown option {k}")
+        if args[k] is None:
+            args[k] = v
+    plain = copy.copy(ds)  # (the same caches, without the defaults)
+    plain._scan_defaults = None
+    return plain.scanner(**args, **hints)
+
+
+def with_scan_defaults(ds, defaults: dict | None):
+    """``ds``, whose scans start from ``defaults`` from now on."""
+    ds._scan_defaults = defaults
+    return ds
