@@ -299,9 +299,10 @@ def _publish(store, rel: str, raw: bytes, version: int, phase: _Phase):
 
 
 def load_manifest(store, version: int, v2: bool):
-    """Read and check version ``version``'s manifest (``v2``: V2 file names)."""
-    name = manifest_name(version, v2)
-    rel = f"{VERSIONS_DIR}/{name}"
+    """Read and check version ``version``'s manifest (``v2``: V2 file names; a detached
+    version has its own name)."""
+    rel = detached_path(version) if is_detached(version) else \
+        f"{VERSIONS_DIR}/{manifest_name(version, v2)}"
     try:
         raw = store.read_bytes(rel)
     except LanceFileNotFoundError:
@@ -318,6 +319,11 @@ def find_manifest(store, version: int):
     notice a dataset that mixes both naming schemes."""
     if getattr(store, "manifest_store", None) is not None:
         return None
+    if is_detached(version):
+        try:
+            return load_manifest(store, version, True), True
+        except DatasetNotFoundError:
+            return None
     for v2 in (True, False):
         try:
             rel = f"{VERSIONS_DIR}/{manifest_name(version, v2)}"
@@ -496,6 +502,58 @@ def commit(store, txn: Transaction, *, v2_names: bool, data_format: str, writer_
               txn.read_version)
     _write_hint(store, mf.version)
     return mf
+
+
+# -- detached commits ----------------------------------------------------------------
+#
+# A detached version (pylance's ``commit(..., detached=True)``) is a manifest no
+# listing counts: its number is a random u64 with the high bit set and its file is
+# ``_versions/d{version}.manifest`` (after every V2 name in a listing, and not a
+# manifest name to parse_manifest_name). It is opened by number, can be the read version
+# of another detached commit, and never becomes the latest. Only datasets with V2
+# manifest names take them, as in the reference.
+
+DETACHED_MASK = 1 << 63
+
+
+def is_detached(version: int) -> bool:
+    """Whether ``version`` is a detached version's number."""
+    return bool(int(version) & DETACHED_MASK)
+
+
+def detached_path(version: int) -> str:
+    """Where a detached version's manifest lives (relative to the dataset root)."""
+    return f"{VERSIONS_DIR}/d{int(version)}.manifest"
+
+
+def commit_detached(store, txn: Transaction, *, base, data_format: str, writer_version: str,
+                    max_retries: int = DEFAULT_MAX_RETRIES, written=()):
+    """Commit ``txn`` on top of ``base`` (the :class:`ManifestFile` it read) as a
+    detached version; returns its :class:`ManifestFile`. No conflict check: nothing
+    else builds on a detached version unless asked to."""
+    own = list(written) + [f"{TRANSACTIONS_DIR}/{txn.file_name()}"]
+    try:
+        store.write_bytes(own[-1], txn.pb.SerializeToString(), atomic=False)
+        index = base.index_section_bytes() if txn.op in (
+            "append", "delete", "update", "merge", "project", "update_config") else None
+        for _ in range(max_retries + 1):
+            v = random.getrandbits(64) | DETACHED_MASK
+            m = build_manifest(base.manifest, txn, v, data_format=data_format,
+                               writer_version=writer_version)
+            raw = frame_manifest(m, txn.pb, index)
+            rel = detached_path(v)
+            if put_new_object(store, rel, raw):
+                _log.info("%s: committed detached version %d (%s, read version %d)",
+                          store.uri, v, txn.op, txn.read_version)
+                return ManifestFile(m, raw, store.uri_of(rel), len(raw))
+    except CommitOutcomeUnknownError:
+        raise
+    except BaseException:
+        remove_files(store, own)
+        raise
+    remove_files(store, own)
+    raise CommitConflictError(f"Failed to find an unused detached version after "
+                              f"{max_retries} retries", retryable=True)
 
 
 def _write_hint(store, version: int) -> None:

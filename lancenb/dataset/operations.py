@@ -29,19 +29,21 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from lancenb._proto import file_pb2, transaction_pb2
+from lancenb._proto import file_pb2, table_pb2, transaction_pb2
 from lancenb._version import __version__
 from lancenb.dataset.cleanup import after_commit
 from lancenb.dataset.commit import (
     DEFAULT_MAX_RETRIES,
     commit,
+    commit_detached,
+    is_detached,
     list_versions,
     load_manifest,
     open_store,
 )
-from lancenb.dataset.fragmeta import FragmentMetadata, as_pb
+from lancenb.dataset.fragmeta import DataFile, FragmentMetadata, as_pb
 from lancenb.dataset.transaction import Transaction as _Txn
-from lancenb.errors import InvalidInputError, NotSupportedError
+from lancenb.errors import InvalidInputError, LanceIOError, NotSupportedError
 from lancenb.file.extensions import storage_schema
 from lancenb.file.reader import cached_fields_to_schema
 from lancenb.file.schema import fields_to_schema, schema_to_fields
@@ -166,13 +168,16 @@ class LanceOperation:
 
     @dataclass
     class DataReplacementGroup:
-        """Not supported by lancenb (raises when committed)."""
+        """The data file ``new_file`` (a :class:`~lancenb.fragment.DataFile`) replacing
+        the file of the same fields in fragment ``fragment_id``."""
         fragment_id: int
         new_file: object
 
     @dataclass
     class DataReplacement(BaseOperation):
-        """Not supported by lancenb (raises when committed)."""
+        """Replace data files of fragments (pylance's rules: every new file has the same
+        fields; each replaces the file with those fields and file version in its
+        fragment, or is added to it when the fragment has none of those fields)."""
         replacements: list
 
     @dataclass
@@ -360,10 +365,26 @@ def to_transaction(op, read_version: int, *, store=None, base=None) -> _Txn:
         return _Txn(read_version, "restore", T.Restore(version=int(op.version)))
     if isinstance(op, L.UpdateConfig):
         return _Txn(read_version, "update_config", update_config_pb(op, base_fields))
+    if isinstance(op, L.DataReplacement):
+        groups = [T.DataReplacementGroup(fragment_id=int(g.fragment_id),
+                                         new_file=_data_file_pb(g.new_file))
+                  for g in op.replacements]
+        return _Txn(read_version, "data_replacement", T.DataReplacement(replacements=groups))
     if isinstance(op, L.BaseOperation):
         raise NotSupportedError(f"lancenb cannot commit LanceOperation.{type(op).__name__}")
     raise InvalidInputError(f"operation must be a LanceOperation operation or a Transaction, "
                             f"not {type(op).__name__}")
+
+
+def _data_file_pb(df):
+    """A ``DataFile`` protobuf from lancenb's or pylance's ``DataFile`` (or a protobuf)."""
+    if isinstance(df, table_pb2.DataFile):
+        return df
+    if hasattr(df, "to_pb"):
+        return df.to_pb()
+    if hasattr(df, "to_json"):
+        return DataFile(**{k: v for k, v in df.to_json().items()}).to_pb()
+    raise InvalidInputError(f"new_file must be a DataFile, not {type(df).__name__}")
 
 
 def _update_map_pb(upd) -> transaction_pb2.Transaction.UpdateMap:
@@ -422,8 +443,6 @@ def commit_operation(store, operation, read_version=None, *, enable_v2_manifest_
     unknown = sorted(k for k in kwargs if k not in ("commit_timeout", "base_store_params"))
     if unknown:
         raise InvalidInputError(f"unsupported LanceDataset.commit options: {unknown}")
-    if detached:
-        raise NotSupportedError("detached commits are not supported by lancenb")
     properties = {}
     if isinstance(operation, Transaction):
         read_version = operation.read_version
@@ -441,11 +460,20 @@ def commit_operation(store, operation, read_version=None, *, enable_v2_manifest_
     if read_version is None:
         read_version = versions[-1] if versions else 0
     read_version = int(read_version)
-    if read_version and read_version not in versions:
+    if is_detached(read_version) and not detached:
+        raise InvalidInputError(f"read_version {read_version} is a detached version: only a "
+                                f"detached commit can build on it")
+    if read_version and read_version not in versions and not is_detached(read_version):
         raise InvalidInputError(f"read_version {read_version} is not a version of "
                                 f"{store.uri!r}")
     v2 = naming if naming is not None else (True if enable_v2_manifest_paths is None
                                             else bool(enable_v2_manifest_paths))
+    if detached and not versions:
+        raise InvalidInputError("detached commits cannot currently be used to create new "
+                                "datasets")
+    if detached and not v2:
+        raise LanceIOError(f"detached commits cannot be used with v1 manifest paths "
+                           f"({store.uri!r}: migrate_manifest_paths_v2() first)")
     base = load_manifest(store, read_version, v2) if read_version else None
     txn = to_transaction(op, read_version, store=store,
                          base=base.manifest if base is not None else None)
@@ -465,9 +493,12 @@ def commit_operation(store, operation, read_version=None, *, enable_v2_manifest_
                                     f"{fmt} files")
     else:
         fmt = (new or FileVersion.resolve(None)).label
+    retries = DEFAULT_MAX_RETRIES if max_retries is None else int(max_retries)
+    if detached:  # (no auto cleanup: a detached version is not the dataset's latest)
+        return commit_detached(store, txn, base=base, data_format=fmt,
+                               writer_version=__version__, max_retries=retries)
     mf = commit(store, txn, v2_names=v2, data_format=fmt, writer_version=__version__,
-                max_retries=DEFAULT_MAX_RETRIES if max_retries is None else int(max_retries),
-                base=base)
+                max_retries=retries, base=base)
     after_commit(store, mf)
     return mf
 

@@ -19,7 +19,7 @@ import numpy as np
 from lancenb._proto import table_pb2, transaction_pb2
 from lancenb.dataset.manifest import FLAG_STABLE_ROW_IDS, feature_flags_for
 from lancenb.dataset.rowids import encode_range_row_ids, encode_version_runs
-from lancenb.errors import CommitConflictError, CorruptFileError
+from lancenb.errors import CommitConflictError, CorruptFileError, InvalidInputError
 
 __all__ = ["Transaction", "build_manifest"]
 
@@ -125,6 +125,46 @@ def _apply_replacements(m, base, txn) -> None:
     m.fragments.extend(frags)
     if next_id > (base.max_fragment_id + 1 if base.HasField("max_fragment_id") else 0):
         m.max_fragment_id = next_id - 1
+
+
+def _apply_data_replacement(m, base, dr) -> None:
+    """DataReplacement, by the reference's rules: all new files store the same fields;
+    in each named fragment the file with exactly those fields and file version takes
+    the new file's path and size, or, when the fragment has none of those fields (an
+    all-null column), the new file is added. Fragments keep their places (pylance 14;
+    the reference's main branch puts the changed ones first)."""
+    new_files = [g.new_file for g in dr.replacements]
+    if len({tuple(f.fields) for f in new_files}) > 1:
+        detail = "".join(f"File {i}: {list(f.fields)}\n" for i, f in enumerate(new_files))
+        raise InvalidInputError(f"All new data files must have the same fields, but found "
+                                f"different fields:\n{detail}")
+    by_id = {f.id: f for f in base.fragments}
+    changed = []
+    for g in dr.replacements:
+        old = by_id.get(g.fragment_id)
+        if old is None:
+            raise InvalidInputError(f"Fragment being replaced not found in existing fragments "
+                                    f"(fragment {g.fragment_id})")
+        nf, frag = g.new_file, table_pb2.DataFragment()
+        frag.CopyFrom(old)
+        covered = set()
+        for df in frag.files:
+            if list(df.fields) == list(nf.fields) and \
+                    (df.file_major_version, df.file_minor_version) == \
+                    (nf.file_major_version, nf.file_minor_version):
+                df.path, df.file_size_bytes = nf.path, nf.file_size_bytes
+            covered.update(df.fields)
+        if covered.isdisjoint(nf.fields):
+            frag.files.add().CopyFrom(nf)
+        if frag == old:
+            raise InvalidInputError(
+                f"Expected to modify fragment {g.fragment_id} but no changes were made: the new "
+                f"data file does not align with any existing data file (its fields and file "
+                f"major and minor versions must match one)")
+        changed.append(frag)
+    new = {f.id: f for f in changed}
+    del m.fragments[:]
+    m.fragments.extend(new.get(f.id, f) for f in base.fragments)
 
 
 def _apply_map(target, upd, *, as_bytes: bool = False) -> None:
@@ -244,6 +284,8 @@ def build_manifest(base, txn: Transaction, version: int, *, data_format: str,
                     frag.files.extend(files)
         elif op in ("update", "rewrite"):
             _apply_replacements(m, base, txn)
+        elif op == "data_replacement":
+            _apply_data_replacement(m, base, txn.pb.data_replacement)
         elif op == "reserve_fragments":  # ids for a later commit (pylance's compaction)
             top = base.max_fragment_id if base.HasField("max_fragment_id") else 0
             _assign_ids([None] * txn.pb.reserve_fragments.num_fragments, top + 1, check_only=True)
