@@ -82,7 +82,7 @@ class LanceDataset(DatasetApiExtras, pads.Dataset):
     :class:`~lancenb.errors.NotSupportedError`.
     """
 
-    _scan_defaults = None  # dataset(default_scan_options=...) (lancenb.dataset.session)
+    _default_scan_options = None  # dataset(default_scan_options=) (lancenb.dataset.session)
 
     def __init__(self, uri, version=None, *, asof=None, storage_options=None,
                  commit_lock=None, manifest_store=None, session=None, _store=None, _manifest=None):
@@ -213,7 +213,7 @@ class LanceDataset(DatasetApiExtras, pads.Dataset):
         extension columns, such as ``uuid`` or ``fixed_shape_tensor``, as their extension
         types). lancenb works on the stored schema, ``_schema``: extension columns as
         their storage type tagged with the extension's name."""
-        if self._scan_defaults:
+        if self._default_scan_options:
             return self.scanner().projected_schema
         tops = self._top_fields
         if isinstance(tops, FieldList):  # (once per distinct schema)
@@ -387,7 +387,7 @@ class LanceDataset(DatasetApiExtras, pads.Dataset):
         >>> sc.to_table().num_rows  # doctest: +SKIP
         5
         """
-        if self._scan_defaults:
+        if self._default_scan_options:
             return scan_with_defaults(self, locals())
         unknown = sorted(k for k in engine_hints if k not in _IGNORED_SCAN_OPTIONS)
         if unknown:

@@ -180,17 +180,17 @@ def scan_with_defaults(ds, args: dict):
     """``ds.scanner(**args)`` started from ``ds``'s ``default_scan_options``."""
     args = {k: v for k, v in args.items() if k not in ("self", "__class__")}
     hints = args.pop("engine_hints", {})
-    for k, v in ds._scan_defaults.items():
+    for k, v in ds._default_scan_options.items():
         if k not in args:
             raise ValueError(f"Unknown option {k}")
         if args[k] is None:
             args[k] = v
     plain = copy.copy(ds)  # (the same caches, without the defaults)
-    plain._scan_defaults = None
+    plain._default_scan_options = None
     return plain.scanner(**args, **hints)
 
 
 def with_scan_defaults(ds, defaults: dict | None):
     """``ds``, whose scans start from ``defaults`` from now on."""
-    ds._scan_defaults = defaults
+    ds._default_scan_options = defaults
     return ds
