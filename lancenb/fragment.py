@@ -23,6 +23,7 @@ is pylance's, byte for byte in meaning: either library commits the other's.
 from __future__ import annotations
 
 from lancenb.dataset.fragment import LanceFragment
+from lancenb.dataset.fragment_extras import FragmentSession
 from lancenb.dataset.fragmeta import (
     DataFile,
     DeletionFile,
@@ -33,7 +34,7 @@ from lancenb.dataset.fragmeta import (
 from lancenb.dataset.write import write_fragments as _write_fragments
 
 __all__ = ["LanceFragment", "FragmentMetadata", "DataFile", "DeletionFile", "RowIdMeta",
-           "RowDatasetVersionMeta", "write_fragments"]
+           "RowDatasetVersionMeta", "FragmentSession", "write_fragments"]
 
 
 def write_fragments(data, dataset_uri, schema=None, *, return_transaction: bool = False,

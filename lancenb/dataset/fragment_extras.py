@@ -28,10 +28,10 @@ from lancenb.dataset.evolution import (
 from lancenb.dataset.fragmeta import FragmentMetadata, is_legacy_file
 from lancenb.dataset.operations import schema_fields
 from lancenb.dataset.write import cleanup, leaf_ids, normalize_input, write_data_files
-from lancenb.errors import CorruptFileError, InvalidInputError, NotSupportedError
+from lancenb.errors import CorruptFileError, InvalidInputError
 from lancenb.file.version import FileVersion
 
-__all__ = ["FragmentApiExtras"]
+__all__ = ["FragmentApiExtras", "FragmentSession"]
 
 DEFAULT_BATCH_ROWS = 8192
 ROW_ID = "_rowid"
@@ -104,12 +104,18 @@ class FragmentApiExtras:
         pb.files.append(df)
         return FragmentMetadata.from_pb(pb)
 
-    def open_session(self, *args, **kwargs):
-        raise NotSupportedError("LanceFragment.open_session is not supported by lancenb: "
-                                "file sessions belong to pylance's Rust reader; use "
-                                "to_table()/take()")
+    def open_session(self, columns=None, with_row_address: bool | None = None):
+        """A :class:`FragmentSession` over ``columns`` of this fragment: repeated
+        :meth:`FragmentSession.take` calls without opening the fragment again."""
+        return FragmentSession(self, columns, bool(with_row_address))
 
-    open_session.not_supported = True  # (scripts/parity.py reads it)
+    def _key_table(self, left_on: str, offs: np.ndarray) -> pa.Table:
+        """The join key of the physical rows at ``offs``: a column, or ``_rowid``
+        (the stable row ids, else the row addresses, as pylance keys them)."""
+        if left_on != ROW_ID:
+            return self.take_physical([left_on], offs)
+        ids = self.row_ids() if self._ds.stable_row_ids else self.row_addresses(offs)
+        return pa.table({ROW_ID: pa.array(np.asarray(ids, dtype=np.uint64))})
 
     # -- writers (no commit) ----------------------------------------------------------
     def _write_file(self, table: pa.Table, fields_pb, step: int):
@@ -204,12 +210,16 @@ class FragmentApiExtras:
         right_on = right_on or left_on
         src_schema, batches = normalize_input(data_obj, schema)
         src = pa.Table.from_batches(list(batches), schema=src_schema)
-        if left_on not in ds._schema.names or right_on not in src.column_names:
+        if ((left_on not in ds._schema.names and left_on != ROW_ID)
+                or right_on not in src.column_names):
             raise InvalidInputError(f"merge: key {left_on!r} must be a dataset column and "
                                     f"{right_on!r} a column of the data")
         extra = [c for c in src.column_names if c != right_on]
         _check_new_names(ds._schema, extra)
-        keys = self.take_physical([left_on], np.arange(self.physical_rows, dtype=np.int64))
+        keys = self._key_table(left_on, np.arange(self.physical_rows, dtype=np.int64))
+        if left_on == ROW_ID:
+            src = src.set_column(src.column_names.index(right_on), right_on,
+                                 src.column(right_on).cast(pa.uint64()))
         keys = keys.append_column("__lancenb_pos", pa.array(np.arange(keys.num_rows)))
         joined = keys.join(src.rename_columns([left_on if c == right_on else c
                                                for c in src.column_names]),
@@ -231,19 +241,22 @@ class FragmentApiExtras:
         src_schema, batches = normalize_input(data_obj, schema)
         src = pa.Table.from_batches(list(batches), schema=src_schema)
         cols = [c for c in src.column_names if c != right_on]
-        bad = [c for c in cols if c not in ds._schema.names]
-        if right_on not in src.column_names or bad or not cols:
+        for c in cols:  # pylance's messages
+            if c in ("_rowid", "_rowaddr"):
+                raise InvalidInputError(f"Column {c} is a reserved metadata column and "
+                                        f"cannot be updated")
+            if c not in ds._schema.names:
+                raise InvalidInputError(f"Column {c} in right side fragment does not "
+                                        f"exist in left side fragment")
+        if right_on not in src.column_names or not cols:
             raise InvalidInputError(f"update_columns: the data needs the key {right_on!r} and "
-                                    f"dataset columns to update (not {bad})")
+                                    f"dataset columns to update")
         offs = np.arange(self.physical_rows, dtype=np.int64)
         old = self.take_physical(cols, offs)
+        keys = self._key_table(left_on, offs)
         if left_on == ROW_ID:
-            ids = self.row_ids() if ds.stable_row_ids else self.row_addresses(offs)
-            keys = pa.table({ROW_ID: pa.array(np.asarray(ids, dtype=np.uint64))})
             src = src.set_column(src.column_names.index(right_on), right_on,
                                  src.column(right_on).cast(pa.uint64()))
-        else:
-            keys = self.take_physical([left_on], offs)
         keys = keys.append_column("__lancenb_pos", pa.array(np.arange(self.physical_rows)))
         src = src.rename_columns([left_on if c == right_on else f"__lancenb_new_{c}"
                                   for c in src.column_names])
@@ -266,3 +279,25 @@ def _root_id(fields, f) -> int:
     while f.parent_id in by_id:
         f = by_id[f.parent_id]
     return f.id
+
+
+class FragmentSession:
+    """pylance's ``FragmentSession``: ``take`` rows of one fragment repeatedly over
+    the same columns (with their ``_rowaddr`` if asked). Indices count live rows, as
+    :meth:`LanceFragment.take`."""
+
+    def __init__(self, fragment, columns, with_row_address: bool):
+        self._fragment = fragment
+        self._columns = columns
+        self._with_row_address = with_row_address
+
+    def take(self, indices) -> pa.Table:
+        frag = self._fragment
+        idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+        t = frag.take(idx, columns=self._columns)
+        if self._with_row_address:
+            live = frag.live_offsets()
+            phys = live[idx] if live is not None else idx
+            addr = (np.uint64(frag.fragment_id) << np.uint64(32)) | phys.astype(np.uint64)
+            t = t.append_column(pa.field("_rowaddr", pa.uint64()), pa.array(addr))
+        return t

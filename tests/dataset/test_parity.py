@@ -1057,7 +1057,6 @@ def test_base_paths_and_sessions_are_not_supported(pair):
     calls = [lambda: ours.branches(), lambda: ours.create_branch("b"),
              lambda: ours.add_bases([]), lambda: ours.shallow_clone("x", 1),
              lambda: ours.new_file_session(),
-             lambda: ours.get_fragments()[0].open_session(),
              lambda: ours.merge_insert("a").target_bases(["b"]),
              lambda: ours.merge_insert("a").target_all_bases()]
     for call in calls:
