@@ -183,9 +183,15 @@ def check_gap(ours, initial, latest, missing: int, uri: str) -> None:
     data files; same deletion file, or, for a delete or update that knows its rows, a
     merge of the deletion sets, where pylance would bring back the rows deleted in
     between).
+    An ``UpdateConfig`` is committed as pylance commits it: it only sets keys on top
+    of the latest manifest, which holds whatever the removed version did (automatic
+    cleanup removes versions behind a handle that then changes the config, as
+    ``disable_auto_cleanup`` does).
     Anything else is a retryable conflict naming the missing version."""
     mine = ours.op
     why = None
+    if mine == "update_config":
+        return
     if mine not in ("append", "delete", "update"):
         why = f"lancenb cannot tell whether it conflicts with this {mine}"
     elif initial is None:

@@ -173,3 +173,21 @@ def test_parse_duration_refuses(text):
 @pytest.mark.parametrize("n", [0, 1, 59, 61, 3600, 90061, 86400 * 30, 3456000, 63115205])
 def test_format_parse_round_trip(n):
     assert parse_duration(format_duration(n)) == dt.timedelta(seconds=n)
+
+
+def test_stale_handle_changes_config_after_cleanup_like_pylance(tmp_path):
+    """A handle opened before automatic cleanup removed the versions after it still
+    commits a config change (disable_auto_cleanup), as pylance's does."""
+    got = {}
+    for lib, name in ((lancenb, "n"), (lance, "p")):
+        uri = str(tmp_path / name)
+        ds = lib.write_dataset(T, uri)
+        ds.optimize.enable_auto_cleanup({"interval": 1, "older_than_seconds": 0})
+        for _ in range(3):
+            lib.write_dataset(T, uri, mode="append")
+        assert _versions(uri) == [4, 5]
+        ds.optimize.disable_auto_cleanup()  # (ds is at version 2, removed)
+        ds.update_config({"k": "v"})
+        got[name] = (_versions(uri), lance.dataset(uri).config())
+    assert got["n"] == got["p"]
+    assert got["n"] == ([4, 5, 6, 7], {"k": "v"})
