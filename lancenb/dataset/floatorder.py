@@ -28,11 +28,11 @@ can call it); :func:`key_array` is its array form and :func:`key_scalar` its lit
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from lancenb.io.pools import module_lock
 
 __all__ = ["order_key", "key_array", "key_scalar", "KEY_FUNCTION"]
 
@@ -41,7 +41,7 @@ _INT = {16: np.int16, 32: np.int32, 64: np.int64}
 #: -> name
 KEY_FUNCTION = {(w, a, z): f"lancenb_float{w}_as{a}_order_key{'_zeq' if z else ''}"
                 for w in _INT for a in _INT if a >= w for z in (False, True)}
-_LOCK = threading.Lock()
+_LOCK = module_lock(globals(), "_LOCK")  # (a fresh one in a forked child)
 _REGISTERED: set = set()
 
 
