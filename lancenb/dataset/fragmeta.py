@@ -21,6 +21,7 @@ Everything here is picklable (plain dataclasses of ints, strings and bytes).
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import dataclass, field
 
 from lancenb._proto import table_pb2
@@ -33,6 +34,19 @@ _DELETION_TYPES = {"array": table_pb2.DeletionFile.ARROW_ARRAY,
                    "bitmap": table_pb2.DeletionFile.BITMAP}
 _DELETION_NAMES = {v: k for k, v in _DELETION_TYPES.items()}
 _DELETION_EXT = {"array": "arrow", "bitmap": "bin"}
+
+
+class _CallablePath(str):
+    """A data file's path that can still be called, as ``DataFile.path()`` was in
+    pylance (deprecated there: the call warns)."""
+
+    def __call__(self) -> str:
+        warnings.warn("DataFile.path() is deprecated, use DataFile.path instead",
+                      DeprecationWarning, stacklevel=2)
+        return str(self)
+
+    def __reduce__(self):
+        return (str, (str(self),))
 
 
 @dataclass
@@ -51,6 +65,17 @@ class DataFile:
     file_size_bytes: int | None = None
     base_id: int | None = None
 
+    def __setattr__(self, name, value):
+        if name == "path" and isinstance(value, str):
+            value = _CallablePath(value)  # path() still works, deprecated, as pylance's
+        object.__setattr__(self, name, value)
+
+    def field_ids(self) -> list:
+        """Deprecated (as pylance's): :attr:`fields`."""
+        warnings.warn("DataFile.field_ids is deprecated, use DataFile.fields instead",
+                      DeprecationWarning, stacklevel=2)
+        return self.fields
+
     def to_json(self) -> dict:
         """pylance's JSON keys (``path`` last, as pylance's ``to_json`` puts it)."""
         return {"fields": [int(x) for x in self.fields],
@@ -58,7 +83,7 @@ class DataFile:
                 "file_major_version": int(self.file_major_version),
                 "file_minor_version": int(self.file_minor_version),
                 "file_size_bytes": self.file_size_bytes, "base_id": self.base_id,
-                "path": self.path}
+                "path": str(self.path)}
 
     @classmethod
     def from_pb(cls, pb) -> "DataFile":
@@ -69,7 +94,7 @@ class DataFile:
 
     def to_pb(self):
         """This data file as a ``lance.table.DataFile`` protobuf."""
-        pb = table_pb2.DataFile(path=self.path, fields=self.fields,
+        pb = table_pb2.DataFile(path=str(self.path), fields=self.fields,
                                 column_indices=self.column_indices,
                                 file_major_version=int(self.file_major_version),
                                 file_minor_version=int(self.file_minor_version),
@@ -195,6 +220,12 @@ class FragmentMetadata:
     created_at_version_meta: RowDatasetVersionMeta | None = None
     last_updated_at_version_meta: RowDatasetVersionMeta | None = None
     overlays: list = field(default_factory=list)
+
+    def data_files(self) -> list:
+        """Deprecated (as pylance's): :attr:`files`."""
+        warnings.warn("FragmentMetadata.data_files is deprecated. Use .files instead.",
+                      DeprecationWarning, stacklevel=2)
+        return self.files
 
     @property
     def num_deletions(self) -> int:

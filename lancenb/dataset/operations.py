@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import uuid as uuidlib
+import warnings
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -123,6 +124,10 @@ class LanceOperation:
         preserves_nullability: bool = False
 
         def __post_init__(self):
+            if isinstance(self.schema, pa.Schema):  # pylance's deprecation
+                warnings.warn("Passing a pyarrow.Schema to Merge is deprecated. "
+                              "Please use a LanceSchema instead.", DeprecationWarning,
+                              stacklevel=3)
             _check_fragments(self.fragments, "Merge.fragments")
 
     @dataclass
@@ -551,7 +556,9 @@ def transaction_of(pb):
                       _frags(o.new_fragments), list(o.fields_modified),
                       list(o.fields_for_preserving_frag_bitmap))
     elif kind == "merge":
-        op = L.Merge(_frags(o.fragments), _schema(o.schema, o.schema_metadata),
+        from lancenb.dataset.api_types import LanceSchema  # (api_types imports us)
+        op = L.Merge(_frags(o.fragments),
+                     LanceSchema(list(o.schema), _schema(o.schema, o.schema_metadata)),
                      bool(o.preserves_nullability))
     elif kind == "project":
         op = L.Project(_schema(o.schema, {}), bool(o.preserves_nullability))

@@ -57,7 +57,7 @@ def _strip_data_format(uri: str, *, v2_flag: bool = False) -> None:
 
 def _file_versions(ds) -> list:
     return sorted({(f.file_major_version, f.file_minor_version)
-                   for fr in ds.get_fragments() for f in fr.metadata.data_files()})
+                   for fr in ds.get_fragments() for f in fr.metadata.files})
 
 
 X = pa.table({"x": pa.array(range(1024), pa.int64())})

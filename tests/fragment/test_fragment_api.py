@@ -206,7 +206,9 @@ def test_merge_operation_with_pylance_merged_fragments(tmp_path):
     extra = pa.table({"id": pa.array(range(20), pa.int64()), "double": [i * 2 for i in range(20)]})
     merged = [pylance.dataset(uri).get_fragment(i).merge(extra, "id")[0] for i in (0, 1)]
     schema = _table(0, 1).schema.append(pa.field("double", pa.int64()))
-    ds = lancenb.LanceDataset.commit(uri, LanceOperation.Merge(merged, schema), read_version=1)
+    with pytest.deprecated_call():  # a pyarrow schema, deprecated as in pylance
+        op = LanceOperation.Merge(merged, schema)
+    ds = lancenb.LanceDataset.commit(uri, op, read_version=1)
     want = _table(0, 20).append_column("double", pa.array([i * 2 for i in range(20)]))
     assert ds.to_table().equals(want)
     assert pylance.dataset(uri).to_table().equals(want)
