@@ -294,7 +294,7 @@ class LanceDataset(DatasetApiExtras, pads.Dataset):
         --------
         >>> first = ds.checkout_version(1)  # doctest: +SKIP
         """
-        return LanceDataset(self._uri, version, _store=self._store)
+        return LanceDataset(self._uri, version, _store=self._store, session=self._session)
 
     @property
     def tags(self) -> "Tags":

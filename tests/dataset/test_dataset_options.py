@@ -140,3 +140,12 @@ def test_metadata_cache_size_bytes_zero(tmp_path):
     assert small.size_bytes() <= 1500
     with pytest.raises(lancenb.errors.InvalidInputError):
         lancenb.Session(metadata_cache_size_bytes=-1)
+
+
+def test_checkout_shares_the_session(tmp_path):
+    uri = str(tmp_path / "ds")
+    ds = lancenb.write_dataset(T, uri)
+    lancenb.write_dataset(T, uri, mode="append")
+    old = ds.checkout_version(1)
+    assert old.session().is_same_as(ds.session())
+    assert old.to_table() == lance.dataset(uri, version=1).to_table()

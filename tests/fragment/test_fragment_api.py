@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 import pytest
 
 import lancenb
-from lancenb.errors import CommitConflictError, InvalidInputError, NotSupportedError
+from lancenb.errors import CommitConflictError, InvalidInputError
 from lancenb.fragment import FragmentMetadata
 
 LanceOperation = lancenb.LanceOperation
@@ -254,8 +254,10 @@ def test_commit_refuses_what_it_cannot_do(tmp_path):
         lancenb.LanceDataset.commit(uri, LanceOperation.Append(frags))
     with pytest.raises(InvalidInputError, match="not a version"):
         lancenb.LanceDataset.commit(uri, LanceOperation.Append(frags), read_version=9)
-    with pytest.raises(NotSupportedError, match="DataReplacement"):
-        lancenb.LanceDataset.commit(uri, LanceOperation.DataReplacement([]), read_version=1)
+    # (DataReplacement commits since issue 32: tests/dataset/test_detached_replacement.py;
+    # an empty one is a new version, as pylance's)
+    assert lancenb.LanceDataset.commit(uri, LanceOperation.DataReplacement([]),
+                                       read_version=1).version == 2
     # (UpdateConfig commits since issue 20: tests/dataset/test_parity.py)
     with pytest.raises(InvalidInputError, match="list of FragmentMetadata"):
         LanceOperation.Append(tuple(frags))
