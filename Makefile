@@ -66,10 +66,13 @@ $(OLDEST)/.installed: pyproject.toml scripts/oldest_env.py
 	$(OLDEST_PY) scripts/oldest_env.py check
 	touch $@
 
+# OLDEST_TESTS: what runs there (default: the whole suite; CI runs tests/, the property
+# tests' long hypothesis runs being the same code paths the newest run already covers)
+OLDEST_TESTS ?=
 test-oldest: $(OLDEST)/.installed
 	$(OLDEST_PY) scripts/oldest_env.py check
 	NUMBA_CACHE_DIR="$${LANCENB_OLDEST_NUMBA_CACHE:-$(abspath $(OLDEST))/numba-cache}" \
-		$(OLDEST_PY) -m pytest -q
+		$(OLDEST_PY) -m pytest -q $(OLDEST_TESTS)
 
 lint: $(VENV)/.installed-dev
 	$(PY) -m ruff check lancenb kernels tests property_tests benchmarks scripts
