@@ -35,6 +35,7 @@ __all__ = ["FragmentApiExtras", "FragmentSession"]
 
 DEFAULT_BATCH_ROWS = 8192
 ROW_ID = "_rowid"
+_META_KEYS = (ROW_ID, "_rowaddr")  # join keys a fragment computes
 
 
 def _batches(table: pa.Table, step: int):
@@ -112,10 +113,13 @@ class FragmentApiExtras:
     def _key_table(self, left_on: str, offs: np.ndarray) -> pa.Table:
         """The join key of the physical rows at ``offs``: a column, or ``_rowid``
         (the stable row ids, else the row addresses, as pylance keys them)."""
-        if left_on != ROW_ID:
+        if left_on not in _META_KEYS:
             return self.take_physical([left_on], offs)
-        ids = self.row_ids() if self._ds.stable_row_ids else self.row_addresses(offs)
-        return pa.table({ROW_ID: pa.array(np.asarray(ids, dtype=np.uint64))})
+        if left_on == ROW_ID and self._ds.stable_row_ids:
+            ids = self.row_ids()
+        else:
+            ids = self.row_addresses(offs)
+        return pa.table({left_on: pa.array(np.asarray(ids, dtype=np.uint64))})
 
     # -- writers (no commit) ----------------------------------------------------------
     def _write_file(self, table: pa.Table, fields_pb, step: int):
@@ -210,14 +214,14 @@ class FragmentApiExtras:
         right_on = right_on or left_on
         src_schema, batches = normalize_input(data_obj, schema)
         src = pa.Table.from_batches(list(batches), schema=src_schema)
-        if ((left_on not in ds._schema.names and left_on != ROW_ID)
+        if ((left_on not in ds._schema.names and left_on not in _META_KEYS)
                 or right_on not in src.column_names):
             raise InvalidInputError(f"merge: key {left_on!r} must be a dataset column and "
                                     f"{right_on!r} a column of the data")
         extra = [c for c in src.column_names if c != right_on]
         _check_new_names(ds._schema, extra)
         keys = self._key_table(left_on, np.arange(self.physical_rows, dtype=np.int64))
-        if left_on == ROW_ID:
+        if left_on in _META_KEYS:
             src = src.set_column(src.column_names.index(right_on), right_on,
                                  src.column(right_on).cast(pa.uint64()))
         keys = keys.append_column("__lancenb_pos", pa.array(np.arange(keys.num_rows)))
@@ -254,7 +258,7 @@ class FragmentApiExtras:
         offs = np.arange(self.physical_rows, dtype=np.int64)
         old = self.take_physical(cols, offs)
         keys = self._key_table(left_on, offs)
-        if left_on == ROW_ID:
+        if left_on in _META_KEYS:
             src = src.set_column(src.column_names.index(right_on), right_on,
                                  src.column(right_on).cast(pa.uint64()))
         keys = keys.append_column("__lancenb_pos", pa.array(np.arange(self.physical_rows)))

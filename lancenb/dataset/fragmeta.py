@@ -70,6 +70,16 @@ class DataFile:
             value = _CallablePath(value)  # path() still works, deprecated, as pylance's
         object.__setattr__(self, name, value)
 
+    def __setstate__(self, state):  # (unpickled: path callable again)
+        for k, v in state.items():
+            setattr(self, k, v)
+
+    def __repr__(self) -> str:  # pylance's (no base_id)
+        return (f"DataFile(path='{self.path}', fields={self.fields}, column_indices="
+                f"{self.column_indices}, file_major_version={self.file_major_version}, "
+                f"file_minor_version={self.file_minor_version}, "
+                f"file_size_bytes={self.file_size_bytes})")
+
     def field_ids(self) -> list:
         """Deprecated (as pylance's): :attr:`fields`."""
         warnings.warn("DataFile.field_ids is deprecated, use DataFile.fields instead",

@@ -48,3 +48,17 @@ def test_merge_with_a_pyarrow_schema_warns(uri, lib):
     lib.LanceOperation.Merge([meta], schema)
     # a committed Merge read back does not warn either
     assert lancenb.dataset(uri).read_transaction(2) is not None
+
+
+def test_unpickled_path_still_callable(uri):
+    meta = lancenb.dataset(uri).get_fragments()[0].metadata
+    back = pickle.loads(pickle.dumps(meta))
+    assert back == meta
+    with pytest.deprecated_call():
+        assert back.files[0].path() == meta.files[0].path
+
+
+def test_data_file_repr_is_pylances(uri):
+    ours = lancenb.dataset(uri).get_fragments()[0].metadata.files[0]
+    theirs = lance.dataset(uri).get_fragments()[0].metadata.files[0]
+    assert repr(ours) == repr(theirs)

@@ -35,16 +35,17 @@ def test_session_refuses_out_of_range(uri):
         lancenb.dataset(uri).get_fragment(0).open_session().take([59])
 
 
-def test_merge_on_rowid_is_pylances(uri):
+@pytest.mark.parametrize("key", ["_rowid", "_rowaddr"])
+def test_merge_on_rowid_is_pylances(uri, key):
     out = {}
     for lib in (lance, lancenb):
         shutil.copytree(uri, uri + lib.__name__)
         ds = lib.dataset(uri + lib.__name__)
         merged, schema = [], None
         for frag in ds.get_fragments():
-            t = frag.scanner(with_row_id=True, columns=[]).to_table()
+            t = frag.scanner(columns=[key]).to_table()
             t = t.add_column(0, "c", [[i * 7 for i in range(len(t))]])
-            meta, schema = frag.merge(t, "_rowid")
+            meta, schema = frag.merge(t, key)
             merged.append(meta)
         out[lib] = lib.LanceDataset.commit(uri + lib.__name__,
                                            lib.LanceOperation.Merge(merged, schema),
