@@ -15,8 +15,9 @@ import pyarrow as pa
 
 from lancenb._proto import file_pb2
 from lancenb.dataset.fragmeta import is_legacy_file
-from lancenb.dataset.operations import schema_fields
 from lancenb.errors import NotSupportedError
+from lancenb.file.extensions import storage_schema
+from lancenb.file.schema import schema_to_fields
 
 __all__ = ["FieldStatistics", "DataStatistics", "LanceStats", "LanceSchema", "LanceField",
            "DatasetBasePath"]
@@ -104,7 +105,9 @@ class LanceSchema:
 
     @staticmethod
     def from_pyarrow(schema: pa.Schema) -> "LanceSchema":
-        return LanceSchema(schema_fields(schema), schema)
+        # (fresh field ids, as operations.schema_fields gives them without a base: not
+        # imported from there, which imports this module for LanceSchema)
+        return LanceSchema(schema_to_fields(storage_schema(schema) or schema)[0], schema)
 
     def fields(self) -> list["LanceField"]:
         """The top-level fields, in order (their children through
