@@ -415,10 +415,29 @@ def _select(ds, what: str, blob_column: str, ids, addresses, indices, handling: 
         t = ds.take(values.astype(np.int64), columns=[blob_column], with_row_address=True,
                     blob_handling=handling)
     else:
+        if how == "addresses" or not ds.stable_row_ids:
+            _refuse_deleted(ds, values.astype(np.uint64))
         t = ds._take_rows(values.astype(np.uint64), columns=[blob_column],
                           with_row_address=True, by_address=how == "addresses",
                           blob_handling=handling)
     return kind, t
+
+
+def _refuse_deleted(ds, addresses: np.ndarray) -> None:
+    """pylance's refusal of a take by address (or unstable row id) that names
+    deleted rows."""
+    fid = (addresses >> np.uint64(32)).astype(np.int64)
+    off = (addresses & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    frags = {f.fragment_id: f for f in ds.get_fragments()}
+    gone = 0
+    for f in np.unique(fid):
+        frag = frags.get(int(f))
+        if frag is not None:
+            gone += int(np.isin(off[fid == f], frag.deleted_offsets()).sum())
+    if gone:
+        n = len(addresses)
+        raise NotSupportedError(f"Expected {n} rows, got {n - gone}.  A take operation that "
+                                f"includes row addresses must not target deleted rows.")
 
 
 def read_blobs(ds, blob_column: str, ids=None, addresses=None, indices=None) -> list:
