@@ -33,6 +33,7 @@ import copy
 import threading
 
 from lancenb.errors import InvalidInputError
+from lancenb.io.pools import fork_safe_locks
 
 __all__ = ["Session", "open_options", "scan_with_defaults", "with_scan_defaults"]
 
@@ -111,6 +112,7 @@ class Session:
         self.metadata_cache_size_bytes = _DEFAULT_METADATA_BYTES \
             if metadata_cache_size_bytes is None else metadata_cache_size_bytes
         self._lock = threading.Lock()
+        fork_safe_locks(self, "_lock")  # (a fresh one in a forked child)
         self._readers: dict[str, _Readers] = {}
         self._manifests: dict[tuple, int] = {}
         self._sizes: dict[tuple, int] = {}
