@@ -33,6 +33,8 @@ _SIMPLE_BACK = {v: k for k, v in _SIMPLE.items()}
 _UNITS = ("s", "ms", "us", "ns")
 
 
+_BF16 = b"lance.bfloat16"
+
 def logical_type(dt: pa.DataType) -> str:
     """The Lance logical type string of an Arrow type."""
     if dt in _SIMPLE:
@@ -59,6 +61,8 @@ def logical_type(dt: pa.DataType) -> str:
         base = "list" if pa.types.is_list(dt) else "large_list"
         return base + (".struct" if pa.types.is_struct(dt.value_type) else "")
     if pa.types.is_fixed_size_list(dt):
+        if (dt.value_field.metadata or {}).get(b"ARROW:extension:name") == _BF16:
+            return f"fixed_size_list:lance.bfloat16:{dt.list_size}"  # (as pylance)
         return f"fixed_size_list:{logical_type(dt.value_type)}:{dt.list_size}"
     if pa.types.is_dictionary(dt):
         return f"dict:{logical_type(dt.value_type)}:{logical_type(dt.index_type)}:false"
@@ -90,8 +94,10 @@ def parse_logical_type(lt: str, children: list[pa.Field] | None = None) -> pa.Da
             return pa.dictionary(parse_logical_type(parts[2]), parse_logical_type(parts[1]))
         if head == "fixed_size_list" and len(parts) >= 3:
             inner = ":".join(parts[1:-1])
-            if inner == "lance.bfloat16":
-                raise SchemaError("bfloat16 vectors are not supported yet")
+            if inner == "lance.bfloat16":  # bfloat16 items: tagged 2-byte storage
+                return pa.list_(pa.field("item", pa.binary(2), metadata={
+                    b"ARROW:extension:name": _BF16, b"ARROW:extension:metadata": b""}),
+                    int(parts[-1]))
             if children:
                 return pa.list_(children[0], int(parts[-1]))
             return pa.list_(parse_logical_type(inner), int(parts[-1]))
