@@ -48,7 +48,8 @@ from lancenb.errors import CorruptFileError, LanceError, NotSupportedError
 from lancenb.file.columns import data_file_columns
 from lancenb.file.schema import LanceField
 
-__all__ = ["Source", "Resolution", "file_fields", "resolve_column", "same_tree", "conform"]
+__all__ = ["Source", "Resolution", "file_fields", "resolve_column", "same_tree", "conform",
+           "struct_names_match"]
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,22 @@ def same_tree(a: LanceField, b: LanceField, *, root_name: bool = False) -> bool:
     if _kind(a.arrow.type) != _kind(b.arrow.type):
         return False
     return all(same_tree(x, y, root_name=True) for x, y in zip(a.children, b.children))
+
+
+def struct_names_match(a: pa.DataType, b: pa.DataType) -> bool:
+    """Whether every struct in ``a`` has the children names of its counterpart in
+    ``b``, at any depth: a cast between them then keeps every value (Arrow casts
+    structs by name, so a renamed child would come out null)."""
+    if pa.types.is_struct(a) and pa.types.is_struct(b):
+        return [f.name for f in a] == [f.name for f in b] and all(
+            struct_names_match(x.type, y.type) for x, y in zip(a, b))
+    if pa.types.is_map(a) and pa.types.is_map(b):
+        return struct_names_match(a.key_type, b.key_type) and \
+            struct_names_match(a.item_type, b.item_type)
+    nested = (pa.types.is_list, pa.types.is_large_list, pa.types.is_fixed_size_list)
+    if any(p(a) for p in nested) and any(p(b) for p in nested):
+        return struct_names_match(a.value_type, b.value_type)
+    return True
 
 
 def _kind(t: pa.DataType) -> str:

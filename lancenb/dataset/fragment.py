@@ -20,7 +20,12 @@ import pyarrow as pa
 
 from lancenb.dataset import blob
 from lancenb.dataset.deletion import deletion_path, read_deletions, write_deletions
-from lancenb.dataset.field_ids import conform, file_fields, resolve_column
+from lancenb.dataset.field_ids import (
+    conform,
+    file_fields,
+    resolve_column,
+    struct_names_match,
+)
 from lancenb.dataset.fragment_extras import FragmentApiExtras
 from lancenb.dataset.fragmeta import DataFile, FragmentMetadata, is_legacy_file
 from lancenb.dataset.manifest import DATA_DIR
@@ -658,6 +663,11 @@ class LanceFragment(FragmentApiExtras):
                     a.type.value_type == f.type and not pa.types.is_dictionary(f.type):
                 kept = True
             elif a.type != f.type:
+                if not struct_names_match(a.type, f.type):  # (Arrow casts structs by name)
+                    raise NotSupportedError(
+                        f"fragment {self.fragment_id}: column {f.name!r} is {a.type} in its "
+                        f"data file, {f.type} in the schema, and the file's field ids do not "
+                        f"say which of its fields are which")
                 try:
                     a = a.cast(f.type)
                 except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:

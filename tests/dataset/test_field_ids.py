@@ -190,3 +190,29 @@ def test_add_children_to_structs_in_2_2(tmp_path, lib):
     lancenb.write_dataset(t, old, data_storage_version="2.1")
     with pytest.raises(ValueError, match="add sub column is not supported"):
         lancenb.dataset(old).add_columns(pa.field("meta", pa.struct([("z", pa.int64())])))
+
+
+def test_unmatchable_file_with_renamed_children_is_an_error_not_nulls(tmp_path):
+    """A data file whose fields cannot be matched with the manifest's ids (here its
+    DataFile lists more fields than it has) and whose struct children are named
+    otherwise than the schema's: an error naming the column, never a struct of nulls
+    (Arrow's cast would match the children by name)."""
+    from lancenb.dataset.manifest import frame_manifest, parse_manifest_file
+
+    uri = str(tmp_path / "ds")
+    lancenb.write_dataset(pa.table({"id": [1, 2], "meta": [{"a": 1, "b": 2}, None]}), uri,
+                          data_storage_version="2.1")
+    vd = tmp_path / "ds" / "_versions"
+    path = sorted(p for p in vd.iterdir() if p.suffix == ".manifest")[0]
+    mf = parse_manifest_file(path.read_bytes(), str(path))
+    txn = mf.transaction()
+    m = mf.manifest
+    next(f for f in m.fields if f.name == "a").name = "x"
+    df = m.fragments[0].files[0]
+    df.fields.append(77)
+    df.column_indices.append(9)
+    path.write_bytes(frame_manifest(m, txn))
+    ds = lancenb.dataset(uri)
+    with pytest.raises(lancenb.NotSupportedError, match="'meta'"):
+        ds.to_table()
+    assert ds.to_table(columns=["id"]).column("id").to_pylist() == [1, 2]
