@@ -122,7 +122,7 @@ def write_data_files(store, batches: Iterator[pa.RecordBatch], schema: pa.Schema
     frags = []
     writer = None
     name = ""
-    rows = nbytes = 0
+    rows = 0
     write_schema = schema.remove_metadata()
     # 2.2 blob v2 columns: the file writer takes them as WRITE_V2 arrays, values over
     # 64 KiB go to sidecar files (lancenb.dataset.blob)
@@ -211,7 +211,7 @@ def write_data_files(store, batches: Iterator[pa.RecordBatch], schema: pa.Schema
                                                         physical_rows=None))
                     if v2:
                         sidecars = blob.V2Sidecars(store, name, written)
-                    rows = nbytes = 0
+                    rows = 0
                     collector = StatsCollector(write_schema, top_ids) if write_stats else None
                 take = min(batch.num_rows - pos, max_rows_per_file - rows)
                 part = batch.slice(pos, take)
@@ -223,8 +223,8 @@ def write_data_files(store, batches: Iterator[pa.RecordBatch], schema: pa.Schema
                 writer.write_batch(wpart)
                 pos += take
                 rows += take
-                nbytes += part.nbytes
-                if rows >= max_rows_per_file or nbytes >= max_bytes_per_file:
+                # (bytes on disk, as pylance counts them: pages not yet flushed do not)
+                if rows >= max_rows_per_file or writer.bytes_written >= max_bytes_per_file:
                     finish()
         if writer is not None and rows:
             finish(last=True)

@@ -282,6 +282,13 @@ class LanceFileWriter:
             self._fail(e)
         self._rows += batch.num_rows
 
+    @property
+    def bytes_written(self) -> int:
+        """Bytes of the file written so far (pages flushed; a column's values stay
+        buffered until its page fills). Dataset writers start a new file when this
+        reaches ``max_bytes_per_file``, as pylance's do."""
+        return int(self._out.tell())
+
     def _check_open(self) -> None:
         if self.closed:
             raise InvalidInputError(f"the writer for {self.path!r} is closed")

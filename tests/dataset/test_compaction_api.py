@@ -110,3 +110,22 @@ def test_unknown_option_is_refused(tmp_path):
     with pytest.raises(ValueError, match="unknown compaction option 'bogus'"):
         lancenb.dataset(uri).optimize.compact_files(bogus=1)
     assert lancenb.dataset(uri).version == 1
+
+
+def test_max_bytes_per_file_counts_bytes_on_disk_as_pylance(tmp_path):
+    """A compaction starts a new file when the bytes *written* reach
+    ``max_bytes_per_file`` (pages are buffered until full), as pylance's: two fragments
+    of 2,048 rows of 8 KiB give the same fragments on both sides."""
+    import numpy as np
+
+    vec = pa.FixedSizeListArray.from_arrays(pa.array(np.arange(4 * 1024 * 1024)), 1024)
+    got = []
+    for lib, side in ((lancenb, "nb"), (lance, "pl")):
+        uri = str(tmp_path / side)
+        lancenb.write_dataset(pa.table({"v": vec}), uri, max_rows_per_file=2048)
+        m = lib.dataset(uri).optimize.compact_files(
+            target_rows_per_fragment=100 * 1024, max_bytes_per_file=1000, batch_size=128)
+        got.append((m.fragments_removed, m.fragments_added,
+                    [f.physical_rows for f in lance.dataset(uri).get_fragments()]))
+    assert got[0] == got[1]
+    assert got[0][1] > 1
