@@ -264,3 +264,22 @@ def test_blob_v2_dataset_update_and_compaction(tmp_path):
                       key=lambda r: r[0] % 100)
         assert [b for _, b in rows] == vals
         assert [i for i, _ in rows] == [100, 101] + list(range(2, 7))
+
+
+def test_nested_blob_field_in_2_2_reads_both_ways(tmp_path):
+    """A blob field inside a struct in a 2.2 dataset: pylance writes it as a blob v2
+    column, lancenb (a known gap) as a plain one; each library reads the other's."""
+    import lance
+
+    f0 = pa.field("f0", pa.large_binary(), metadata={"lance-encoding:blob": "true"})
+    t = pa.table({"c0": pa.array([None, 1], pa.int8()),
+                  "c1": pa.array([{"f0": None}, {"f0": b"xyz"}], pa.struct([f0])),
+                  "c2": pa.array([0, 5], pa.int8())})
+    for writer, name in ((lancenb, "nb"), (lance, "pl")):
+        uri = str(tmp_path / name)
+        writer.write_dataset(t, uri, data_storage_version="2.2")
+        for reader in (lancenb, lance):
+            got = reader.dataset(uri).to_table(columns=["c0", "c2"])
+            assert got.equals(t.select(["c0", "c2"])), (name, reader.__name__)
+        assert lancenb.dataset(uri).to_table(blob_handling="all_binary").column("c1") \
+            .to_pylist() == [{"f0": None}, {"f0": b"xyz"}]
