@@ -2,13 +2,17 @@
 by either library: pylance's manifest logical type fixed_size_list:lance.bfloat16:N."""
 
 import lance
-import lance.arrow  # noqa: F401  (pylance's bfloat16 type)
 import numpy as np
 import pyarrow as pa
 import pytest
 
 import lancenb
-import lancenb.arrow
+
+# pylance's lance.arrow (its bfloat16 type) imports pandas, which the oldest-dependency
+# environment (make test-oldest) does not have; it registers its extension types first
+pytest.importorskip("pandas")
+import lance.arrow  # noqa: E402,F401,I001
+import lancenb.arrow  # noqa: E402,F401
 
 bfloat16 = pytest.importorskip("ml_dtypes").bfloat16
 
