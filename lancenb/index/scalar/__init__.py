@@ -1,0 +1,2 @@
+"""Scalar and full-text indices (BTREE, BITMAP, LABEL_LIST, NGRAM, ZONEMAP,
+BLOOMFILTER, INVERTED)."""

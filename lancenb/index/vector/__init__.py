@@ -1,0 +1,1 @@
+"""Vector search: flat (exact) search and IVF/PQ/SQ/HNSW indices."""
