@@ -1,0 +1,397 @@
+"""IVF vector indices in pylance's on-disk format: open one and search it.
+
+Layout (pylance's "v3" IVF index; one directory ``_indices/<uuid>/`` per index)
+-------------------------------------------------------------------------------
+Two Lance files (2.x format), both carrying the IVF model as a global buffer whose
+position the schema metadata key ``lance:ivf`` names (``"1"``: the buffer after the
+file's schema). The model is a ``lance.index.pb.Ivf`` message
+(:mod:`~lancenb.index.vector.ivfpb`).
+
+``index.idx`` -- the sub-index of each partition and the IVF centroids:
+  * metadata ``lance:index`` = ``{"type": "IVF_PQ", "distance_type": "l2"}`` (type one of
+    IVF_FLAT, IVF_PQ, IVF_SQ, IVF_HNSW_{FLAT,PQ,SQ}; distance ``l2``, ``cosine``,
+    ``dot``);
+  * for a FLAT sub-index: one column ``__flat_marker: uint64``, no rows, and
+    ``lance:flat`` = a JSON list with one empty string per partition;
+  * its ``Ivf`` buffer holds the centroids tensor ``(partitions, dim)`` and the loss;
+    its offsets and lengths are zero (a FLAT sub-index has no rows).
+
+``auxiliary.idx`` -- the quantized vectors ("storage"), grouped by partition:
+  * its ``Ivf`` buffer has no centroids but the partition ``offsets`` (first row) and
+    ``lengths`` (rows) in this file: partition ``p`` is rows
+    ``offsets[p] .. offsets[p] + lengths[p]``;
+  * metadata ``distance_type`` and ``storage_metadata``, a JSON list holding one JSON
+    string: the quantizer's parameters;
+  * column ``_rowid: uint64`` (row addresses, or row ids under stable row ids), then
+    the vector column of the quantizer:
+
+    ========  =====================================  ===================================
+    type      column                                 storage_metadata
+    ========  =====================================  ===================================
+    FLAT      ``flat: fixed_size_list<f32>[dim]``    ``{"dim": 16}``
+    PQ        ``__pq_code: fixed_size_list<u8>[m]``  ``{"codebook_position": 2,
+                                                      "nbits": 8, "num_sub_vectors": m,
+                                                      "dimension": d, "codebook_tensor":
+                                                      [], "transposed": true}``
+    SQ        ``__sq_code: fixed_size_list<u8>[d]``  ``{"dim": d, "num_bits": 8,
+                                                      "bounds": {"start": lo, "end": hi}}``
+    ========  =====================================  ===================================
+
+  * PQ: the codebook is the global buffer ``codebook_position``, a ``Tensor`` of shape
+    ``(2**nbits, dim)`` whose bytes are really ``[m][2**nbits][dim/m]``: each sub-vector's
+    centroids in turn. With ``transposed`` the codes of a partition of ``n`` rows are
+    stored sub-vector major: the partition's ``n*m`` code bytes are ``m`` runs of ``n``
+    (the "row" ``i`` of the column is not row ``i``'s code). With ``nbits = 4`` a byte
+    holds two sub-vectors (low nibble first).
+  * SQ: one global range ``[lo, hi]`` over every value; a value ``v`` becomes
+    ``u8((v - lo) * 255 / (hi - lo))`` (truncated, saturating).
+
+Distances (as pylance computes them)
+------------------------------------
+Cosine indices are built on normalised vectors and searched with the normalised query,
+with L2 for choosing partitions and inside PQ/SQ storage (their reported distance is
+that squared L2 unless refined); a FLAT storage reports the cosine distance itself.
+``l2`` is squared L2; ``dot`` is ``1 - q.x``. PQ (l2/cosine) encodes the residual
+``x - centroid(partition)``, and the query's residual to each probed centroid is looked
+up in a table of sub-vector distances (ADC); for dot it encodes ``x`` itself and a
+row's distance is the table sum minus ``m - 1``. SQ l2 compares the query's own u8
+codes with the rows' (sum of squared code differences times ``(hi - lo)**2 / 255**2``);
+SQ dot dequantizes the rows and takes ``1 - q.x``.
+
+Search: rank the partitions by the query's distance to their centroids, take the
+``nprobes`` nearest, keep the best ``k * refine_factor`` rows of those partitions, and
+with ``refine_factor`` re-rank them by the exact distance to the original vectors
+(read from the dataset) before keeping ``k``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+
+import numpy as np
+
+from lancenb.errors import CorruptFileError, InvalidInputError, NotSupportedError
+from lancenb.file import LanceFileReader
+from lancenb.index.vector import pq as pqmod
+from lancenb.index.vector import sq as sqmod
+from lancenb.index.vector.ivfpb import decode_ivf, decode_tensor
+from lancenb.index.vector.metrics import exact_distances, partition_distances
+
+__all__ = ["VectorIndex", "open_vector_index", "INDEX_FILE", "AUX_FILE", "SUPPORTED_TYPES"]
+
+INDEX_FILE = "index.idx"
+AUX_FILE = "auxiliary.idx"
+INDICES_DIR = "_indices"
+IVF_KEY = b"lance:ivf"
+INDEX_KEY = b"lance:index"
+ROW_ID = "_rowid"
+SUPPORTED_TYPES = ("IVF_FLAT", "IVF_PQ", "IVF_SQ")
+METRICS = ("l2", "cosine", "dot")
+
+# opened indices by (dataset uri, index uuid): files under a uuid never change
+_CACHE_SIZE = 16
+_cache: OrderedDict = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def index_dir(ds, uuid: str) -> str:
+    """The directory of index ``uuid`` of dataset ``ds``."""
+    return f"{ds.uri.rstrip('/')}/{INDICES_DIR}/{uuid}"
+
+
+def _json_meta(md: dict, key: bytes, path: str):
+    raw = md.get(key)
+    if raw is None:
+        raise CorruptFileError(f"{path}: no {key.decode()!r} in the schema metadata")
+    try:
+        return json.loads(raw)
+    except ValueError as e:
+        raise CorruptFileError(f"{path}: {key.decode()!r} is not JSON: {e}") from e
+
+
+def _ivf_of(reader: LanceFileReader, path: str):
+    md = reader.schema_full.metadata or {}
+    pos = md.get(IVF_KEY)
+    try:
+        pos = int(pos)
+    except (TypeError, ValueError):
+        raise CorruptFileError(f"{path}: {IVF_KEY.decode()!r} metadata is {pos!r}, "
+                               "not a global buffer number") from None
+    return decode_ivf(reader.read_global_buffer(pos), f"{path}: IVF model")
+
+
+class _Storage:
+    """One quantizer's rows: ``row_ids`` grouped by partition and what scores them."""
+
+    def __init__(self, kind, row_ids, offsets, lengths, data, params):
+        self.kind = kind              # "FLAT", "PQ" or "SQ"
+        self.row_ids = row_ids        # (n,) uint64
+        self.offsets = offsets        # (P,) int64
+        self.lengths = lengths        # (P,) int64
+        self.data = data              # FLAT: (n, d) f32; PQ: codes as stored; SQ: (n, d) u8
+        self.params = params          # quantizer parameters (codebook, bounds, ...)
+
+
+def _read_storage(path: str, storage_options, num_partitions: int) -> _Storage:
+    r = LanceFileReader(path, storage_options)
+    md = r.schema_full.metadata or {}
+    ivf = _ivf_of(r, path)
+    if len(ivf.offsets) != num_partitions:
+        raise CorruptFileError(f"{path}: {len(ivf.offsets)} partitions, the index file "
+                               f"has {num_partitions} centroids")
+    n = r.num_rows()
+    offsets = ivf.offsets.astype(np.int64)
+    lengths = ivf.lengths.astype(np.int64)
+    if len(offsets) and (np.any(offsets + lengths > n) or np.any(offsets < 0)):
+        raise CorruptFileError(f"{path}: partitions run past its {n} rows")
+    meta = _json_meta(md, b"storage_metadata", path)
+    params = json.loads(meta[0]) if isinstance(meta, list) and meta else {}
+    names = r.schema_full.names
+    row_ids = r.read_column(ROW_ID).combine_chunks()
+    row_ids = np.asarray(row_ids.to_numpy(zero_copy_only=False), dtype=np.uint64)
+    if "flat" in names:
+        col = r.read_column("flat").combine_chunks()
+        dim = col.type.list_size
+        data = np.asarray(col.flatten().to_numpy(zero_copy_only=False)).reshape(-1, dim)
+        return _Storage("FLAT", row_ids, offsets, lengths, data, params)
+    if pqmod.CODE_COLUMN in names:
+        params["codebook"] = pqmod.parse_codebook(
+            decode_tensor(r.read_global_buffer(int(params["codebook_position"])),
+                          f"{path}: PQ codebook"), params, path)
+        col = r.read_column(pqmod.CODE_COLUMN).combine_chunks()
+        data = np.asarray(col.flatten().to_numpy(zero_copy_only=False), dtype=np.uint8)
+        return _Storage("PQ", row_ids, offsets, lengths, data, params)
+    if sqmod.CODE_COLUMN in names:
+        col = r.read_column(sqmod.CODE_COLUMN).combine_chunks()
+        dim = col.type.list_size
+        data = np.asarray(col.flatten().to_numpy(zero_copy_only=False),
+                          dtype=np.uint8).reshape(-1, dim)
+        return _Storage("SQ", row_ids, offsets, lengths, data, params)
+    raise NotSupportedError(f"{path}: vector storage with columns {names} is not supported")
+
+
+class VectorIndex:
+    """An opened IVF index (FLAT, PQ or SQ storage) of one vector column.
+
+    Attributes
+    ----------
+    name, uuid, column, index_type : str
+    metric : str
+        ``"l2"``, ``"cosine"`` or ``"dot"``.
+    fragment_ids : set of int
+        The fragments whose rows the index holds.
+    centroids : numpy.ndarray
+        ``(num_partitions, dim)`` float32.
+    """
+
+    def __init__(self, *, name, uuid, column, index_type, metric, fragment_ids,
+                 centroids, storage: _Storage, loss=None, ds=None):
+        self.name, self.uuid, self.column = name, uuid, column
+        self.index_type, self.metric = index_type, metric
+        self.fragment_ids = set(fragment_ids)
+        self.centroids = np.ascontiguousarray(centroids, dtype=np.float32)
+        self.storage = storage
+        self.loss = loss
+        self._ds = ds
+
+    @property
+    def num_partitions(self) -> int:
+        return len(self.centroids)
+
+    @property
+    def dim(self) -> int:
+        return self.centroids.shape[1]
+
+    def partition_sizes(self) -> list[int]:
+        return self.storage.lengths.tolist()
+
+    def bind(self, ds) -> "VectorIndex":
+        """This index searching the rows of dataset version ``ds`` (refine reads it)."""
+        out = object.__new__(VectorIndex)
+        out.__dict__.update(self.__dict__)
+        out._ds = ds
+        return out
+
+    # -- search ------------------------------------------------------------------------
+    def search(self, query, k: int, *, nprobes: int = 1, refine_factor: int | None = None,
+               ef: int | None = None, allow: np.ndarray | None = None):
+        """The ``k`` nearest indexed rows to ``query``.
+
+        Parameters
+        ----------
+        query : array-like of float, shape ``(dim,)``
+        k : int
+        nprobes : int
+            Partitions searched (the nearest centroids).
+        refine_factor : int, optional
+            Keep ``k * refine_factor`` candidates and re-rank them by exact distance.
+        ef : int, optional
+            Unused (for HNSW sub-indices).
+        allow : numpy.ndarray of uint64, optional
+            Sorted row ids a prefilter allows; None allows every row.
+
+        Returns
+        -------
+        (numpy.ndarray of uint64, numpy.ndarray of float32)
+            Row ids (addresses unless stable row ids) and distances, best first.
+        """
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        if q.shape[0] != self.dim:
+            raise InvalidInputError(f"query has {q.shape[0]} dimensions, the index on "
+                                    f"{self.column!r} has {self.dim}")
+        if k <= 0:
+            return np.zeros(0, np.uint64), np.zeros(0, np.float32)
+        metric = self.metric
+        if metric == "cosine":
+            norm = np.sqrt(np.dot(q.astype(np.float64), q))
+            q = (q / np.float32(norm)).astype(np.float32) if norm > 0 else q
+        inner = "l2" if metric == "cosine" else metric
+        pdist = partition_distances(self.centroids, q, inner)
+        nprobes = max(1, min(int(nprobes), self.num_partitions))
+        parts = np.argsort(pdist, kind="stable")[:nprobes]
+        want = k * (int(refine_factor) if refine_factor else 1)
+        ids, dists = self._scan_partitions(q, parts, inner, want, allow)
+        if refine_factor and len(ids):
+            ids, dists = self._refine(query, ids, k)
+        else:
+            ids, dists = ids[:k], dists[:k]
+        return ids, dists
+
+    def _scan_partitions(self, q, parts, inner, want, allow):
+        st = self.storage
+        all_ids, all_d = [], []
+        for p in parts:
+            start, n = int(st.offsets[p]), int(st.lengths[p])
+            if n == 0:
+                continue
+            rows = st.row_ids[start:start + n]
+            if st.kind == "FLAT":
+                # a flat cosine index reports the cosine distance (the others: L2)
+                d = exact_distances(st.data[start:start + n], q, self.metric)
+            elif st.kind == "PQ":
+                d = pqmod.partition_distances(st.params, st.data, start, n, q,
+                                              self.centroids[p], inner)
+            else:
+                d = sqmod.partition_distances(st.params, st.data[start:start + n], q, inner)
+            if allow is not None:
+                keep = _allowed(rows, allow)
+                rows, d = rows[keep], d[keep]
+            if len(rows) > want:  # this partition's best (pylance keeps k per partition)
+                sel = _smallest(d, rows, want)
+                rows, d = rows[sel], d[sel]
+            all_ids.append(rows)
+            all_d.append(d)
+        if not all_ids:
+            return np.zeros(0, np.uint64), np.zeros(0, np.float32)
+        ids = np.concatenate(all_ids)
+        d = np.concatenate(all_d).astype(np.float32, copy=False)
+        sel = _smallest(d, ids, want)
+        return ids[sel], d[sel]
+
+    def _refine(self, query, ids, k):
+        if self._ds is None:
+            raise NotSupportedError("refine_factor needs the dataset: open the index "
+                                    "with open_vector_index(ds, ...)")
+        from lancenb.index.vector.rows import vectors_of  # the dataset's rows
+
+        vecs, found = vectors_of(self._ds, self.column, ids)
+        ids = ids[found]
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        d = exact_distances(vecs, q, self.metric)
+        sel = _smallest(d, ids, k)
+        return ids[sel], d[sel].astype(np.float32, copy=False)
+
+
+def _allowed(rows: np.ndarray, allow: np.ndarray) -> np.ndarray:
+    allow = np.asarray(allow, dtype=np.uint64)
+    if len(allow) == 0:
+        return np.zeros(len(rows), bool)
+    pos = np.searchsorted(allow, rows)
+    pos[pos == len(allow)] = len(allow) - 1
+    return allow[pos] == rows
+
+
+def _smallest(d: np.ndarray, ids: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the ``k`` smallest distances, best first (ties by row id)."""
+    n = len(d)
+    if n > 4 * k:
+        cand = np.argpartition(d, k - 1)[:k]
+        cut = d[cand].max()
+        cand = np.nonzero(d <= cut)[0]  # every tie of the k-th distance
+    else:
+        cand = np.arange(n)
+    order = np.lexsort((ids[cand], d[cand]))
+    return cand[order[:k]]
+
+
+def storage_options_of(ds) -> dict | None:
+    """The storage options ``ds`` was opened with (pylance's property of that name)."""
+    opts = getattr(ds, "initial_storage_options", None)
+    return opts() if callable(opts) else opts
+
+
+def _index_entry(ds, index) -> dict:
+    if isinstance(index, dict):
+        return index
+    for e in ds.list_indices():
+        if e.get("name") == index or e.get("uuid") == index:
+            return e
+    raise InvalidInputError(f"dataset has no index {index!r}")
+
+
+def open_vector_index(ds, index) -> VectorIndex:
+    """Open a vector index of ``ds`` (an entry of ``ds.list_indices()``, or its name).
+
+    Examples
+    --------
+    >>> idx = open_vector_index(ds, ds.list_indices()[0])  # doctest: +SKIP
+    >>> ids, dists = idx.search(q, 10, nprobes=8)  # doctest: +SKIP
+    """
+    entry = _index_entry(ds, index)
+    uuid = entry["uuid"]
+    key = (ds.uri, uuid)
+    with _cache_lock:
+        hit = _cache.get(key)
+        if hit is not None:
+            _cache.move_to_end(key)
+    if hit is None:
+        hit = _load(ds, entry)
+        with _cache_lock:
+            _cache[key] = hit
+            while len(_cache) > _CACHE_SIZE:
+                _cache.popitem(last=False)
+    out = hit.bind(ds)
+    out.name = entry.get("name", hit.name)
+    out.fragment_ids = set(int(f) for f in entry.get("fragment_ids") or ())
+    return out
+
+
+def _load(ds, entry) -> VectorIndex:
+    base = index_dir(ds, entry["uuid"])
+    opts = storage_options_of(ds)
+    path = f"{base}/{INDEX_FILE}"
+    r = LanceFileReader(path, opts)
+    md = r.schema_full.metadata or {}
+    info = _json_meta(md, INDEX_KEY, path)
+    itype = str(info.get("type", "")).upper()
+    metric = str(info.get("distance_type", "l2")).lower()
+    if itype not in SUPPORTED_TYPES:
+        raise NotSupportedError(f"vector index {entry.get('name')!r} is {itype}: lancenb "
+                                f"searches {', '.join(SUPPORTED_TYPES)}")
+    if metric not in METRICS:
+        raise NotSupportedError(f"vector index {entry.get('name')!r} uses the {metric!r} "
+                                f"distance: lancenb searches {', '.join(METRICS)}")
+    ivf = _ivf_of(r, path)
+    if ivf.centroids is None or ivf.centroids.ndim != 2:
+        raise CorruptFileError(f"{path}: the IVF model has no centroids")
+    storage = _read_storage(f"{base}/{AUX_FILE}", opts, len(ivf.centroids))
+    fields = entry.get("fields") or [""]
+    return VectorIndex(name=entry.get("name", ""), uuid=entry["uuid"], column=fields[0],
+                       index_type=itype, metric=metric,
+                       fragment_ids=entry.get("fragment_ids") or (),
+                       centroids=ivf.centroids.astype(np.float32), storage=storage,
+                       loss=ivf.loss)
+
+

@@ -1,0 +1,37 @@
+"""Distances of vectors to one query, as pylance's metrics define them.
+
+``l2``: squared Euclidean; ``cosine``: ``1 - x.q / (|x| |q|)``; ``dot``: ``1 - x.q``.
+Computed in float32 from float32 inputs (float16 vectors are widened first).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["exact_distances", "partition_distances"]
+
+
+def exact_distances(x: np.ndarray, q: np.ndarray, metric: str) -> np.ndarray:
+    """Distances of the rows of ``x`` (``(n, dim)``) to ``q`` (``(dim,)``)."""
+    x = np.asarray(x)
+    if x.dtype != np.float32 and x.dtype != np.float64:
+        x = x.astype(np.float32)
+    q = np.asarray(q, dtype=x.dtype)
+    if metric == "l2":
+        diff = x - q
+        d = np.einsum("ij,ij->i", diff, diff)
+    elif metric == "dot":
+        d = 1.0 - x @ q
+    elif metric == "cosine":
+        xn = np.sqrt(np.einsum("ij,ij->i", x, x))
+        qn = np.sqrt(np.dot(q, q))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            d = 1.0 - (x @ q) / (xn * qn)
+    else:
+        raise ValueError(f"unknown metric {metric!r}")
+    return np.asarray(d, dtype=np.float32)
+
+
+def partition_distances(centroids: np.ndarray, q: np.ndarray, metric: str) -> np.ndarray:
+    """Distances of the query to each IVF centroid (``metric`` is l2 or dot here)."""
+    return exact_distances(centroids, q, "dot" if metric == "dot" else "l2")

@@ -1,0 +1,51 @@
+"""Scalar-quantizer storage of an IVF_SQ index (see :mod:`.ivf` for the file layout).
+
+One range ``[lo, hi]`` for every value of every vector (pylance's bounds); a value
+becomes ``u8(trunc((v - lo) * 255 / (hi - lo)))``, clamped to 0..255 (all zeros when
+``lo == hi``). The query is quantized the same way and compared code to code:
+``sum((a - b)**2) * (hi - lo)**2 / 255**2`` for l2/cosine (in float32, as pylance).
+For dot pylance dequantizes the rows (``lo + code * (hi - lo) / 255``) and reports
+``1 - x.q`` with the float query.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lancenb.errors import CorruptFileError
+
+__all__ = ["CODE_COLUMN", "bounds_of", "quantize", "partition_distances"]
+
+CODE_COLUMN = "__sq_code"
+
+
+def bounds_of(params: dict) -> tuple[float, float]:
+    try:
+        b = params["bounds"]
+        return float(b["start"]), float(b["end"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise CorruptFileError(f"SQ metadata {params} has no bounds ({e})") from None
+
+
+def quantize(x: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """u8 codes of ``x`` (any shape) in the range ``[lo, hi]``."""
+    x = np.asarray(x)
+    if lo == hi:
+        return np.zeros(x.shape, np.uint8)
+    v = (x.astype(np.float64) - lo) * 255.0 / (hi - lo)
+    v = np.nan_to_num(v, nan=0.0, posinf=255.0, neginf=0.0)
+    return np.clip(np.trunc(v), 0, 255).astype(np.uint8)
+
+
+def partition_distances(params: dict, codes: np.ndarray, q: np.ndarray,
+                        metric: str) -> np.ndarray:
+    """Distances of a partition's rows (``codes``: ``(n, dim)`` u8) to query ``q``."""
+    lo, hi = bounds_of(params)
+    if metric == "dot":  # pylance dequantizes the rows and keeps the query as is
+        deq = np.float32(lo) + codes.astype(np.float32) * np.float32((hi - lo) / 255.0)
+        return (np.float32(1.0) - deq @ np.asarray(q, np.float32)).astype(np.float32)
+    qc = quantize(q, lo, hi).astype(np.int64)
+    diff = codes.astype(np.int64) - qc
+    raw = np.einsum("ij,ij->i", diff, diff).astype(np.float32)
+    rng = np.float32(hi - lo)
+    return (raw * (rng * rng) / np.float32(255.0 * 255.0)).astype(np.float32)

@@ -1,0 +1,78 @@
+"""IVF vector indices across the two libraries: an index pylance built, searched by
+lancenb, gives pylance's neighbours and distances for the same nprobes/refine_factor;
+an index lancenb built is listed and searched by pylance with the same results."""
+
+from __future__ import annotations
+
+import lance
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import lancenb
+from lancenb.index.vector.ivf import open_vector_index
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+N, DIM = 2500, 32
+
+
+def _data(seed=1, n=N, dim=DIM):
+    rng = np.random.default_rng(seed)
+    centers = rng.standard_normal((10, dim)) * 3
+    v = (centers[rng.integers(0, 10, n)] + rng.standard_normal((n, dim))).astype(np.float32)
+    table = pa.table({"id": np.arange(n),
+                      "v": pa.FixedSizeListArray.from_arrays(pa.array(v.ravel()), dim)})
+    queries = (rng.standard_normal((4, dim)) * 2).astype(np.float32)
+    return table, v, queries
+
+
+def _pylance_search(ds, q, k, nprobes, refine_factor=None, **extra):
+    t = ds.to_table(nearest={"column": "v", "q": q, "k": k, "nprobes": nprobes,
+                             "refine_factor": refine_factor, **extra},
+                    with_row_id=True, columns=["id", "_distance"])
+    return t["_rowid"].to_numpy(), t["_distance"].to_numpy()
+
+
+def _same(ours, theirs, rtol=1e-4):
+    (ids, d), (pids, pd) = ours, theirs
+    assert set(ids.tolist()) == set(pids.tolist())
+    np.testing.assert_allclose(np.sort(d), np.sort(pd), rtol=rtol, atol=1e-4)
+    assert np.all(np.diff(d) >= 0)
+
+
+@pytest.mark.parametrize("index_type", ["IVF_FLAT", "IVF_PQ", "IVF_SQ"])
+@pytest.mark.parametrize("metric", ["l2", "cosine", "dot"])
+def test_pylance_index_searched_by_lancenb(tmp_path, index_type, metric):
+    table, _, queries = _data()
+    uri = str(tmp_path / "ds")
+    ds = lance.write_dataset(table, uri, max_rows_per_file=1000)
+    kw = {"num_sub_vectors": 8} if index_type == "IVF_PQ" else {}
+    ds.create_index("v", index_type, num_partitions=8, metric=metric, **kw)
+    nds = lancenb.dataset(uri)
+    idx = open_vector_index(nds, nds.list_indices()[0])
+    assert (idx.column, idx.metric, idx.index_type) == ("v", metric, index_type)
+    assert idx.fragment_ids == {0, 1, 2}
+    for q in queries:
+        for nprobes, rf in [(1, None), (3, None), (3, 2), (8, 5)]:
+            _same(idx.search(q, 10, nprobes=nprobes, refine_factor=rf, ef=None, allow=None),
+                  _pylance_search(ds, q, 10, nprobes, rf))
+
+
+def test_pylance_pq_index_with_prefilter_and_deletions(tmp_path):
+    table, _, queries = _data(seed=2)
+    uri = str(tmp_path / "ds")
+    ds = lance.write_dataset(table, uri, max_rows_per_file=1000)
+    ds.create_index("v", "IVF_PQ", num_partitions=6, num_sub_vectors=8)
+    ds.delete("id % 7 = 0")
+    nds = lancenb.dataset(uri)
+    idx = open_vector_index(nds, nds.list_indices()[0])
+    live = nds.to_table(columns=[], filter="id % 3 = 0", with_row_address=True)
+    allow = np.sort(live["_rowaddr"].to_numpy().astype(np.uint64))
+    for q in queries:
+        ids, d = idx.search(q, 10, nprobes=4, refine_factor=3, ef=None, allow=allow)
+        t = ds.to_table(nearest={"column": "v", "q": q, "k": 10, "nprobes": 4,
+                                 "refine_factor": 3}, filter="id % 3 = 0", prefilter=True,
+                        with_row_id=True, columns=["id", "_distance"])
+        _same((ids, d), (t["_rowid"].to_numpy(), t["_distance"].to_numpy()))
+        assert np.all(np.isin(ids, allow))
