@@ -1,0 +1,399 @@
+"""Build IVF_FLAT / IVF_PQ / IVF_SQ indices in pylance's format and commit them.
+
+Steps (pylance's, see :mod:`.ivf` for the files written):
+
+1. a training sample of the column (``sample_rate * num_partitions`` rows for IVF,
+   ``sample_rate * 2**num_bits`` for PQ/SQ; every row when there are fewer), non-null
+   finite vectors only, normalised for cosine;
+2. IVF centroids by k-means (l2; dot for a dot index), unless ``ivf_centroids`` given;
+3. the quantizer: PQ codebooks by k-means per sub-vector on the residuals to the
+   nearest centroid (l2/cosine) or the vectors (dot), unless ``pq_codebook`` given; SQ
+   bounds = min and max of the sample;
+4. every row of every fragment assigned to its nearest centroid and encoded, then
+   written grouped by partition (PQ codes transposed per partition);
+5. ``index.idx`` and ``auxiliary.idx`` under ``_indices/<uuid>/``, then a CreateIndex
+   transaction through ``type(ds).commit``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid as uuidlib
+
+import numpy as np
+import pyarrow as pa
+
+from lancenb.errors import InvalidInputError, NotSupportedError
+from lancenb.file import LanceFileWriter
+from lancenb.index.vector import pq as pqmod
+from lancenb.index.vector import sq as sqmod
+from lancenb.index.vector.ivf import (
+    AUX_FILE,
+    INDEX_FILE,
+    index_dir,
+    storage_options_of,
+)
+from lancenb.index.vector.ivfpb import Ivf, encode_ivf, encode_tensor
+from lancenb.index.vector.kmeans import assign, train_kmeans
+
+__all__ = ["build_vector_index", "BuiltIndex", "VECTOR_DETAILS_URL"]
+
+BUILD_TYPES = ("IVF_FLAT", "IVF_PQ", "IVF_SQ")
+VECTOR_DETAILS_URL = "/lance.index.pb.VectorIndexDetails"
+_METRIC_CODES = {"l2": 0, "cosine": 1, "dot": 2}
+_METRIC_ALIASES = {"l2": "l2", "euclidean": "l2", "cosine": "cosine", "dot": "dot"}
+INDEX_FILE_VERSION = "2.2"  # what pylance 14 writes its index files as
+SCAN_BATCH = 65536
+
+
+class BuiltIndex:
+    """What a build wrote: the pieces of the manifest's index entry."""
+
+    def __init__(self, uuid, name, field_id, dataset_version, fragment_ids, files, details):
+        self.uuid, self.name, self.field_id = uuid, name, field_id
+        self.dataset_version, self.fragment_ids = dataset_version, fragment_ids
+        self.files, self.details = files, details
+
+
+def _norm(metric) -> str:
+    m = _METRIC_ALIASES.get(str(metric).lower())
+    if m is None:
+        raise InvalidInputError(f"metric {metric!r} is not supported for vector indices "
+                                "(l2, cosine, dot)")
+    return m
+
+
+def _normalise(x: np.ndarray) -> np.ndarray:
+    n = np.sqrt(np.einsum("ij,ij->i", x, x))
+    n[n == 0] = 1
+    return (x / n[:, None]).astype(np.float32)
+
+
+def _as_matrix(col: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """``(vectors float32 (n, d), keep mask)``: null or non-finite rows are dropped."""
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if not pa.types.is_fixed_size_list(arr.type):
+        raise InvalidInputError(f"a vector index needs a fixed-size list column, got "
+                                f"{arr.type}")
+    dim = arr.type.list_size
+    valid = np.ones(len(arr), bool) if arr.null_count == 0 else \
+        ~np.asarray(arr.is_null().to_numpy(zero_copy_only=False))
+    flat = arr.flatten() if arr.offset or arr.null_count else arr.values
+    if arr.null_count:
+        vals = np.asarray(pa.compute.fill_null(arr.values, 0).to_numpy(zero_copy_only=False))
+        vals = vals[arr.offset * dim:(arr.offset + len(arr)) * dim]
+    else:
+        vals = np.asarray(flat.to_numpy(zero_copy_only=False))
+    x = vals.astype(np.float32, copy=False).reshape(len(arr), dim)
+    keep = valid & np.isfinite(x).all(axis=1)
+    return x, keep
+
+
+def _sample(ds, column: str, size: int, seed: int) -> np.ndarray:
+    total = ds.count_rows()
+    if total == 0:
+        raise InvalidInputError("cannot build a vector index on an empty dataset")
+    rng = np.random.default_rng(seed)
+    if total <= size:
+        col = ds.to_table(columns=[column]).column(column)
+    else:
+        idx = np.sort(rng.choice(total, size, replace=False))
+        col = ds.take(idx.tolist(), columns=[column]).column(column)
+    x, keep = _as_matrix(col)
+    return x[keep]
+
+
+def _details(index_type: str, metric: str, num_bits: int, m: int, params: dict) -> bytes:
+    """pylance's ``lance.index.pb.VectorIndexDetails``: metric (1), pq {num_bits,
+    num_sub_vectors} (4), sq {num_bits} (5) or flat {} (8), build params (9)."""
+    from lancenb.index.vector.ivfpb import _put_bytes, _put_varint
+
+    out = bytearray()
+    code = _METRIC_CODES[metric]
+    if code:
+        _put_varint(out, 8)
+        _put_varint(out, code)
+    sub = bytearray()
+    if index_type == "IVF_PQ":
+        _put_varint(sub, 8)
+        _put_varint(sub, num_bits)
+        _put_varint(sub, 16)
+        _put_varint(sub, m)
+        _put_bytes(out, 4, bytes(sub))
+    elif index_type == "IVF_SQ":
+        _put_varint(sub, 8)
+        _put_varint(sub, num_bits)
+        _put_bytes(out, 5, bytes(sub))
+    else:
+        _put_bytes(out, 8, b"")
+    for k, v in params.items():
+        entry = bytearray()
+        _put_bytes(entry, 1, k.encode())
+        _put_bytes(entry, 2, str(v).encode())
+        _put_bytes(out, 9, bytes(entry))
+    return bytes(out)
+
+
+def _scan(ds, column: str, fragments):
+    """``(row ids, vectors, keep)`` per batch of each fragment."""
+    for frag in fragments:
+        for batch in frag.to_batches(columns=[column], with_row_id=True,
+                                     batch_size=SCAN_BATCH):
+            x, keep = _as_matrix(batch.column(column))
+            ids = np.asarray(batch.column("_rowid").to_numpy(), dtype=np.uint64)
+            yield ids, x, keep
+
+
+def build_vector_index(ds, column: str, index_type: str, name: str | None = None, *,
+                       metric: str = "l2", num_partitions: int | None = None,
+                       num_sub_vectors: int | None = None, num_bits: int = 8,
+                       sample_rate: int = 256, max_iters: int = 50, ivf_centroids=None,
+                       pq_codebook=None, replace: bool = True, fragment_ids=None,
+                       index_uuid: str | None = None, commit: bool = True, seed: int = 42,
+                       **_ignored) -> BuiltIndex:
+    """Build a vector index of ``column`` and (with ``commit``) commit it.
+
+    Parameters follow pylance's ``create_index``; ``num_partitions`` defaults to
+    ``sqrt(rows)`` and ``num_sub_vectors`` to ``dim / 16`` (or ``dim / 8``) as pylance.
+
+    Examples
+    --------
+    >>> build_vector_index(ds, "v", "IVF_PQ", num_partitions=8,
+    ...                    num_sub_vectors=4)  # doctest: +SKIP
+    """
+    index_type = str(index_type).upper()
+    if index_type not in BUILD_TYPES:
+        raise NotSupportedError(f"lancenb builds {', '.join(BUILD_TYPES)} indices, not "
+                                f"{index_type}")
+    metric = _norm(metric)
+    field = ds.lance_schema.field(column) if hasattr(ds, "lance_schema") else None
+    if column not in ds.schema.names or field is None:
+        raise InvalidInputError(f"column {column!r} is not in the dataset "
+                                f"(columns: {ds.schema.names})")
+    ftype = ds.schema.field(column).type
+    if not pa.types.is_fixed_size_list(ftype) or not (
+            pa.types.is_floating(ftype.value_type)):
+        raise InvalidInputError(f"column {column!r} of type {ftype} cannot have a "
+                                f"{index_type} index: it needs fixed-size lists of floats")
+    dim = ftype.list_size
+    name = name or f"{column}_idx"
+    existing = [e for e in ds.list_indices() if e["name"] == name]
+    if existing and not replace:
+        raise InvalidInputError(f"index {name!r} already exists (replace=False)")
+    frags = ds.get_fragments()
+    if fragment_ids is not None:
+        wanted = set(int(f) for f in fragment_ids)
+        frags = [f for f in frags if f.fragment_id in wanted]
+    rows = sum(f.count_rows() for f in frags)
+    if num_partitions is None:
+        num_partitions = max(1, int(round(np.sqrt(max(rows, 1)))))
+    num_partitions = int(num_partitions)
+    if index_type == "IVF_PQ":
+        if num_sub_vectors is None:
+            num_sub_vectors = dim // 16 if dim % 16 == 0 else (dim // 8 if dim % 8 == 0
+                                                                else 1)
+        num_sub_vectors = int(num_sub_vectors)
+        if num_sub_vectors <= 0 or dim % num_sub_vectors:
+            raise InvalidInputError(f"dimension {dim} is not divisible by num_sub_vectors "
+                                    f"{num_sub_vectors}")
+        if num_bits not in (4, 8):
+            raise InvalidInputError(f"num_bits must be 4 or 8, got {num_bits}")
+    elif index_type == "IVF_SQ" and num_bits != 8:
+        raise NotSupportedError(f"IVF_SQ with num_bits={num_bits}: lancenb writes 8 bits")
+
+    # 1-2: IVF centroids
+    t0 = time.time()
+    ivf_metric = "dot" if metric == "dot" else "l2"
+    if ivf_centroids is not None:
+        centroids = np.asarray(_to_numpy(ivf_centroids), dtype=np.float32).reshape(-1, dim)
+        num_partitions = len(centroids)
+        loss = None
+    else:
+        sample = _sample(ds, column, sample_rate * num_partitions, seed)
+        if metric == "cosine":
+            sample = _normalise(sample)
+        if len(sample) < num_partitions:
+            raise InvalidInputError(f"{len(sample)} vectors cannot make {num_partitions} "
+                                    "partitions (need at least one row per partition)")
+        centroids, loss = train_kmeans(sample, num_partitions, metric=ivf_metric,
+                                       max_iters=max_iters, seed=seed)
+
+    # 3: quantizer
+    params: dict = {}
+    codebook = None
+    if index_type in ("IVF_PQ", "IVF_SQ"):
+        qsample = _sample(ds, column, sample_rate * (1 << num_bits), seed + 1)
+        if metric == "cosine":
+            qsample = _normalise(qsample)
+    if index_type == "IVF_PQ":
+        if pq_codebook is not None:
+            codebook = np.asarray(_to_numpy(pq_codebook), np.float32).reshape(
+                num_sub_vectors, 1 << num_bits, dim // num_sub_vectors)
+        else:
+            train = qsample
+            if pqmod.uses_residual(metric):
+                labels, _ = assign(qsample, centroids, "l2")
+                train = qsample - centroids[labels]
+            codebook = _train_pq(train, num_sub_vectors, num_bits, max_iters, seed)
+        params = {"codebook_position": 2, "nbits": num_bits,
+                  "num_sub_vectors": num_sub_vectors, "dimension": dim,
+                  "codebook_tensor": [], "transposed": True}
+    elif index_type == "IVF_SQ":
+        lo, hi = (float(qsample.min()), float(qsample.max())) if len(qsample) else (0., 0.)
+        params = {"dim": dim, "num_bits": num_bits, "bounds": {"start": lo, "end": hi}}
+    else:
+        params = {"dim": dim}
+
+    # 4: assign and encode every row
+    ids_l, lab_l, pay_l = [], [], []
+    for ids, x, keep in _scan(ds, column, frags):
+        ids, x = ids[keep], x[keep]
+        if not len(ids):
+            continue
+        if metric == "cosine":
+            x = _normalise(x)
+        labels, _ = assign(x, centroids, ivf_metric)
+        if index_type == "IVF_FLAT":
+            payload = x
+        elif index_type == "IVF_PQ":
+            key = x - centroids[labels] if pqmod.uses_residual(metric) else x
+            payload = _pq_encode(codebook, key, num_bits)
+        else:
+            payload = sqmod.quantize(x, lo, hi)
+        ids_l.append(ids)
+        lab_l.append(labels)
+        pay_l.append(payload)
+    width = {"IVF_FLAT": dim, "IVF_SQ": dim}.get(index_type) or \
+        (num_sub_vectors if num_bits == 8 else num_sub_vectors // 2)
+    pdtype = np.float32 if index_type == "IVF_FLAT" else np.uint8
+    row_ids = np.concatenate(ids_l) if ids_l else np.zeros(0, np.uint64)
+    labels = np.concatenate(lab_l) if lab_l else np.zeros(0, np.int32)
+    payload = np.concatenate(pay_l) if pay_l else np.zeros((0, width), pdtype)
+    order = np.argsort(labels, kind="stable")
+    row_ids, labels, payload = row_ids[order], labels[order], payload[order]
+    lengths = np.bincount(labels, minlength=num_partitions).astype(np.uint32)
+    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.uint64)
+    if index_type == "IVF_PQ":  # stored sub-vector major within each partition
+        flat = np.empty(payload.size, np.uint8)
+        for p in range(num_partitions):
+            s, n = int(offsets[p]), int(lengths[p])
+            flat[s * width:(s + n) * width] = pqmod.transpose_codes(payload[s:s + n])
+        payload = flat.reshape(-1, width)
+
+    # 5: files, then the commit
+    uid = index_uuid or str(uuidlib.uuid4())
+    base = index_dir(ds, uid)
+    opts = storage_options_of(ds)
+    files = _write_files(base, opts, index_type, metric, centroids, loss, row_ids, payload,
+                         offsets, lengths, params, codebook, width)
+    build_params = {"lance.ivf.sample_rate": sample_rate, "lance.ivf.max_iters": max_iters}
+    if index_type == "IVF_PQ":
+        build_params.update({"lance.pq.sample_rate": sample_rate,
+                             "lance.pq.max_iters": max_iters})
+    details = _details(index_type, metric, num_bits, num_sub_vectors or 0, build_params)
+    built = BuiltIndex(uid, name, field.id(), ds.version,
+                       sorted(f.fragment_id for f in frags), files, details)
+    built.build_seconds = time.time() - t0
+    if commit:
+        commit_index(ds, built, removed=existing)
+    return built
+
+
+def _to_numpy(obj):
+    if isinstance(obj, (pa.FixedSizeListArray, pa.ChunkedArray)):
+        arr = obj.combine_chunks() if isinstance(obj, pa.ChunkedArray) else obj
+        return np.asarray(arr.flatten().to_numpy(zero_copy_only=False))
+    return np.asarray(obj)
+
+
+def _train_pq(train: np.ndarray, m: int, num_bits: int, max_iters: int, seed: int):
+    kk = 1 << num_bits
+    if len(train) < kk:
+        raise InvalidInputError(f"PQ training needs at least {kk} rows, the dataset has "
+                                f"{len(train)}")
+    sd = train.shape[1] // m
+    cb = np.empty((m, kk, sd), np.float32)
+    for s in range(m):
+        cb[s], _ = train_kmeans(train[:, s * sd:(s + 1) * sd], kk, metric="l2",
+                                max_iters=max_iters, seed=seed + s)
+    return cb
+
+
+def _pq_encode(codebook: np.ndarray, x: np.ndarray, num_bits: int) -> np.ndarray:
+    """Row-major codes (4-bit: two sub-vectors a byte, low nibble first)."""
+    m, kk, sd = codebook.shape
+    codes = np.empty((len(x), m), np.uint8)
+    for s in range(m):
+        labels, _ = assign(x[:, s * sd:(s + 1) * sd], codebook[s], "l2")
+        codes[:, s] = labels
+    if num_bits == 4:
+        codes = (codes[:, 0::2] | (codes[:, 1::2] << 4)).astype(np.uint8)
+    return codes
+
+
+def _write_files(base, opts, index_type, metric, centroids, loss, row_ids, payload,
+                 offsets, lengths, params, codebook, width) -> list:
+    nparts = len(centroids)
+    # auxiliary.idx: row ids and codes by partition
+    col_name = {"IVF_FLAT": "flat", "IVF_PQ": pqmod.CODE_COLUMN,
+                "IVF_SQ": sqmod.CODE_COLUMN}[index_type]
+    vtype = pa.float32() if index_type == "IVF_FLAT" else pa.uint8()
+    schema = pa.schema([pa.field("_rowid", pa.uint64()),
+                        pa.field(col_name, pa.list_(pa.field("item", vtype), width),
+                                 nullable=index_type != "IVF_FLAT")])
+    values = pa.array(np.ascontiguousarray(payload).reshape(-1), type=vtype)
+    table = pa.table([pa.array(row_ids, pa.uint64()),
+                      pa.FixedSizeListArray.from_arrays(values, width)], schema=schema)
+    aux_path = f"{base}/{AUX_FILE}"
+    with LanceFileWriter(aux_path, schema, version=INDEX_FILE_VERSION,
+                         storage_options=opts) as w:
+        pos = w.add_global_buffer(encode_ivf(Ivf(None, offsets, lengths)))
+        if codebook is not None:
+            # shape (K, dim) as pylance's, bytes [m][K][dim/m] (see ivf.py)
+            tensor = encode_tensor(np.ascontiguousarray(codebook).reshape(
+                codebook.shape[1], -1))
+            params = dict(params, codebook_position=w.add_global_buffer(tensor))
+        w.add_schema_metadata("distance_type", metric)
+        w.add_schema_metadata("storage_metadata", json.dumps([json.dumps(
+            params, separators=(",", ":"))]))
+        w.add_schema_metadata("lance:ivf", str(pos))
+        if len(table):
+            w.write_batch(table)
+    # index.idx: the centroids, a FLAT sub-index per partition
+    idx_path = f"{base}/{INDEX_FILE}"
+    marker = pa.schema([pa.field("__flat_marker", pa.uint64(), nullable=False)])
+    with LanceFileWriter(idx_path, marker, version=INDEX_FILE_VERSION,
+                         storage_options=opts) as w:
+        zeros = np.zeros(nparts, np.uint64)
+        pos = w.add_global_buffer(encode_ivf(Ivf(centroids, zeros, zeros.astype(np.uint32),
+                                                 loss)))
+        w.add_schema_metadata("lance:index", json.dumps(
+            {"type": index_type, "distance_type": metric}, separators=(",", ":")))
+        w.add_schema_metadata("lance:flat", json.dumps([""] * nparts, separators=(",", ":")))
+        w.add_schema_metadata("lance:ivf", str(pos))
+    return [AUX_FILE, INDEX_FILE]
+
+
+def commit_index(ds, built: BuiltIndex, removed=()) -> None:
+    """Commit ``built`` as a CreateIndex transaction replacing ``removed`` (entries of
+    ``ds.list_indices()`` with the same name)."""
+    from lancenb.dataset import LanceOperation  # lazy: the dataset layer sits above
+
+    Index = getattr(LanceOperation, "Index", None)
+    if Index is None:
+        import lancenb.dataset as _d
+
+        Index = getattr(_d, "Index", None)
+    if Index is None:
+        raise NotSupportedError("this lancenb cannot commit index metadata yet")
+    new = Index(uuid=built.uuid, name=built.name, fields=[built.field_id],
+                dataset_version=built.dataset_version,
+                fragment_ids=set(built.fragment_ids), index_version=1,
+                index_details=(VECTOR_DETAILS_URL, built.details))
+    old = [Index(uuid=e["uuid"], name=e["name"], fields=[built.field_id],
+                 dataset_version=e["version"], fragment_ids=set(e["fragment_ids"]),
+                 index_version=1) for e in removed]
+    type(ds).commit(ds.uri, LanceOperation.CreateIndex(new_indices=[new],
+                                                      removed_indices=old),
+                    read_version=ds.version, storage_options=storage_options_of(ds))

@@ -1,0 +1,85 @@
+"""k-means for IVF partitions and PQ codebooks (Lloyd's algorithm, as pylance trains).
+
+Random initial centroids (distinct sample rows, seeded), then assignment and mean
+updates until ``max_iters`` or until the mean distance changes by less than
+``tolerance`` (relative). An emptied cluster takes a random member of the largest
+one, nudged, so all ``k`` centroids stay in use. ``metric`` is ``"l2"`` or ``"dot"``
+(cosine callers normalise the data and use l2, as pylance does). Assignment goes
+through BLAS (``x @ c.T``) in blocks, then :mod:`lancenb.kernels.kmeans`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lancenb.errors import InvalidInputError
+from lancenb.kernels import kmeans as kk
+
+__all__ = ["train_kmeans", "assign"]
+
+BLOCK_ROWS = 32768  # rows per BLAS block: bounds the (rows, k) matrix to ~32 MiB at k=256
+
+
+def assign(x: np.ndarray, centroids: np.ndarray, metric: str = "l2"):
+    """``(labels int32, distances float32)`` of each row's nearest centroid."""
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    c = np.ascontiguousarray(centroids, dtype=np.float32)
+    n = len(x)
+    labels = np.empty(n, np.int32)
+    dists = np.empty(n, np.float32)
+    cnorm = np.einsum("ij,ij->i", c, c)
+    code = kk.DOT if metric == "dot" else kk.L2
+    for s in range(0, n, BLOCK_ROWS):
+        xb = x[s:s + BLOCK_ROWS]
+        dots = xb @ c.T
+        xnorm = np.einsum("ij,ij->i", xb, xb)
+        kk.assign_from_dots(dots, xnorm, cnorm, code, labels[s:s + BLOCK_ROWS],
+                            dists[s:s + BLOCK_ROWS])
+    return labels, dists
+
+
+def train_kmeans(data: np.ndarray, k: int, *, metric: str = "l2", max_iters: int = 50,
+                 tolerance: float = 1e-4, seed: int = 42, init: np.ndarray | None = None):
+    """Centroids ``(k, dim)`` float32 and the final loss (sum of distances).
+
+    Examples
+    --------
+    >>> x = np.r_[np.zeros((5, 2)), np.ones((5, 2)) * 10].astype(np.float32)
+    >>> c, loss = train_kmeans(x, 2)
+    >>> sorted(c[:, 0].tolist()), float(loss)
+    ([0.0, 10.0], 0.0)
+    """
+    x = np.ascontiguousarray(data, dtype=np.float32)
+    n = len(x)
+    if k <= 0:
+        raise InvalidInputError(f"k-means needs k >= 1, got {k}")
+    if n < k and init is None:
+        raise InvalidInputError(f"k-means needs at least k={k} rows, got {n}")
+    rng = np.random.default_rng(seed)
+    if init is not None:
+        c = np.array(init, dtype=np.float32).reshape(k, -1)
+    else:
+        c = x[np.sort(rng.choice(n, k, replace=False))].copy()
+    loss = np.inf
+    prev = None
+    for _ in range(max(1, int(max_iters))):
+        labels, dists = assign(x, c, metric)
+        loss = float(np.nansum(dists, dtype=np.float64))
+        sums = np.zeros(c.shape, np.float64)
+        counts = np.zeros(k, np.int64)
+        kk.accumulate(x, labels, sums, counts)
+        empty = np.nonzero(counts == 0)[0]
+        nonzero = counts > 0
+        c[nonzero] = (sums[nonzero] / counts[nonzero, None]).astype(np.float32)
+        for j in empty:  # split the largest cluster
+            big = int(np.argmax(counts))
+            members = np.nonzero(labels == big)[0]
+            pick = x[members[rng.integers(len(members))]] if len(members) else \
+                x[rng.integers(n)]
+            c[j] = pick + rng.standard_normal(c.shape[1]).astype(np.float32) * 1e-4
+            counts[big] = max(1, counts[big] // 2)
+        if prev is not None and abs(prev - loss) <= tolerance * max(abs(prev), 1e-30) \
+                and not len(empty):
+            break
+        prev = loss
+    return c, loss
