@@ -1,0 +1,512 @@
+"""pylance's ``nearest=`` contract on a dataset: validation, the search, the result.
+
+``ds.scanner(nearest={...}, columns=, filter=, prefilter=, limit=, offset=,
+with_row_id=, with_row_address=)`` gives a :class:`VectorSearchScanner`. The keys of
+``nearest``: ``column``, ``q``, ``k``, ``metric``, ``nprobes``, ``minimum_nprobes``,
+``maximum_nprobes``, ``refine_factor``, ``ef``, ``use_index``, ``distance_range``
+(and pylance 14's ``query_parallelism``, ``approx_mode``, ``search_effort``, which
+only tune its engine). As pylance:
+
+* ``k`` defaults to ``limit``, else 10; ``offset``/``limit`` then slice the ``k``
+  results. Results are ordered by ``_distance`` (float32) then row id.
+* ``metric``: ``l2`` (``euclidean``), ``cosine``, ``dot``, ``hamming``; default ``l2``,
+  ``hamming`` for uint8 vectors (the only metric they allow).
+* ``prefilter=True``: the ``k`` nearest among the rows the filter keeps;
+  otherwise the ``k`` nearest rows, then the filter (fewer than ``k`` may remain; the
+  filter may use ``_distance``). Deleted rows are never results.
+* ``distance_range=(lower, upper)``: lower inclusive, upper exclusive, applied before
+  the top ``k``.
+* A 2-D ``q`` on a fixed-size-list column is a batch: ``k`` rows per query vector and
+  an int32 ``query_index`` first column. On a multivector column (list of fixed-size
+  lists) a list of vectors is one multivector query.
+* A vector index on the column (``use_index`` not False, the same metric) searches the
+  fragments it covers (:func:`lancenb.index.vector.ivf.open_vector_index`), the others
+  are searched flat (:mod:`.flat`), and the two are merged.
+
+Output columns: the projection (every column by default), ``_distance`` where
+``columns`` names it, else after them, then ``_rowid`` and ``_rowaddr`` when asked.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from lancenb.errors import InputTypeError, InvalidInputError, NotSupportedError
+from lancenb.expr.filters import compile_filter, referenced_columns
+from lancenb.kernels import distance as kd
+
+from . import flat
+from .flat import Candidates, FlatQuery
+
+try:  # the IVF reader lands separately: search flat without it
+    from .ivf import open_vector_index
+except ImportError:  # pragma: no cover
+    open_vector_index = None
+
+__all__ = ["VectorSearchScanner", "NEAREST_KEYS"]
+
+NEAREST_KEYS = ("column", "q", "k", "metric", "nprobes", "minimum_nprobes",
+                "maximum_nprobes", "refine_factor", "use_index", "ef", "query_parallelism",
+                "approx_mode", "distance_range", "search_effort")
+DEFAULT_K = 10
+DISTANCE = "_distance"
+ROWID = "_rowid"
+ROWADDR = "_rowaddr"
+QUERY_INDEX = "query_index"
+_ARROW_NAMES = {pa.float16(): "Float16", pa.float32(): "Float32", pa.float64(): "Float64",
+                pa.uint8(): "UInt8", pa.int8(): "Int8", pa.int16(): "Int16",
+                pa.int32(): "Int32", pa.int64(): "Int64"}
+
+
+def _type_name(t: pa.DataType) -> str:
+    return _ARROW_NAMES.get(t, str(t))
+
+
+# -- the request ------------------------------------------------------------------------
+
+def _coerce_query(q):
+    """``(array, is_nested)`` as pylance's ``_coerce_query_vector``: lists and numpy
+    arrays become float32; an integer Arrow array float32; nested sequences stay
+    nested (a multivector, or a batch of queries)."""
+    if isinstance(q, pa.Scalar):
+        if isinstance(q, pa.ExtensionScalar):
+            q = q.value
+        if isinstance(q.type, (pa.FixedSizeListType, pa.ListType)):
+            q = q.values
+    if isinstance(q, pa.ChunkedArray):
+        q = q.combine_chunks()
+    if isinstance(q, (pa.FixedSizeListArray, pa.ListArray)):
+        return [_coerce_query(v)[0] for v in q], True
+    if isinstance(q, np.ndarray) and q.ndim == 2:
+        return [_coerce_query(v)[0] for v in q], True
+    if not isinstance(q, (pa.Array, np.ndarray, str, bytes)) and hasattr(q, "__getitem__") \
+            and len(q) and isinstance(q[0], (list, tuple, np.ndarray, pa.Array)):
+        dim = len(q[0])
+        out = []
+        for v in q:
+            if len(v) != dim:
+                raise InvalidInputError(f"All query vectors must have the same length, "
+                                        f"but got {dim} and {len(v)}")
+            out.append(_coerce_query(v)[0])
+        return out, True
+    if isinstance(q, (list, tuple)) or isinstance(q, np.ndarray):
+        arr = np.asarray(q).astype(np.float64).astype(np.float32)
+        return arr.reshape(-1), False
+    if not isinstance(q, pa.Array):
+        try:
+            q = pa.array(q)
+        except (pa.ArrowException, TypeError, ValueError):
+            raise InputTypeError(f"Query vectors should be an array of floats, got "
+                                 f"{type(q)} which we cannot coerce to a float array") from None
+    if pa.types.is_integer(q.type):
+        q = q.cast(pa.float32())
+    elif not pa.types.is_floating(q.type):
+        raise InputTypeError(f"query vector must be list-like or pa.FloatingPointArray "
+                             f"but received {q.type}")
+    return q.to_numpy(zero_copy_only=False), False
+
+
+def _vector_type(schema: pa.Schema, column: str):
+    """``(element type, dim, multivector)`` of ``column``, with pylance's errors."""
+    names = {f.name.lower(): f for f in schema}
+    field = schema.field(column) if column in schema.names else names.get(column.lower())
+    if field is None:
+        raise InvalidInputError(f"Embedding column {column} is not in the dataset")
+    t = field.type
+    if isinstance(t, pa.ExtensionType):
+        t = t.storage_type
+    if pa.types.is_fixed_size_list(t):
+        inner, multi = t, False
+    elif (pa.types.is_list(t) or pa.types.is_large_list(t)) and \
+            pa.types.is_fixed_size_list(t.value_type):
+        inner, multi = t.value_type, True
+    else:
+        raise InputTypeError(f"Query column {column} must be a vector. Got {field.type}.")
+    elem = inner.value_type
+    if isinstance(elem, pa.ExtensionType):
+        elem = elem.storage_type
+    return field.name, elem, inner.list_size, multi
+
+
+def _metric(metric, elem: pa.DataType) -> int:
+    if metric is None:
+        return kd.HAMMING if elem == pa.uint8() else kd.L2
+    code = kd.METRICS.get(str(metric).lower())
+    if code is None:
+        raise InvalidInputError(f"Invalid argument error: Metric type '{metric}' is not "
+                                f"supported")
+    if (code == kd.HAMMING) != (elem == pa.uint8()):
+        name = {kd.L2: "l2", kd.COSINE: "cosine", kd.DOT: "dot", kd.HAMMING: "hamming"}[code]
+        raise InvalidInputError(f"Invalid user input: Distance type {name} does not "
+                                f"support {_type_name(elem)} vectors")
+    return code
+
+
+def _compute_dtype(elem: pa.DataType):
+    if elem == pa.uint8():
+        return np.uint8
+    if elem == pa.float64():
+        return np.float64
+    if elem in (pa.float16(), pa.float32()):
+        return np.float32
+    return None
+
+
+def _cast_query(q: np.ndarray, elem: pa.DataType, column: str) -> np.ndarray:
+    """The query in the column's element type (float16 rounded as pylance does), then
+    in the computation's type."""
+    dtype = _compute_dtype(elem)
+    if dtype is None:
+        raise InvalidInputError(f"Invalid user input: Column {column} has element type "
+                                f"{_type_name(elem)} and the query vector is Float32")
+    if elem == pa.float16():
+        q = np.asarray(q).astype(np.float16)
+    return np.ascontiguousarray(np.asarray(q).astype(dtype))
+
+
+def _positive(name, value, what, strict=True):
+    if value is None:
+        return None
+    v = int(value)
+    if (v <= 0) if strict else (v < 0):
+        raise InvalidInputError(f"{what} must be {'> 0' if strict else '>= 0'} but got "
+                                f"{value}")
+    return v
+
+
+class Request:
+    """A validated ``nearest`` dict (pylance's checks and messages)."""
+
+    def __init__(self, schema: pa.Schema, nearest: dict):
+        if not isinstance(nearest, dict):
+            raise InputTypeError(f"nearest must be a dict, not {type(nearest).__name__}")
+        for key in nearest:
+            if key not in NEAREST_KEYS:
+                raise InputTypeError(f"ScannerBuilder.nearest() got an unexpected keyword "
+                                     f"argument {key!r}")
+        for key in ("column", "q"):
+            if key not in nearest:
+                raise InputTypeError(f"ScannerBuilder.nearest() missing 1 required "
+                                     f"positional argument: {key!r}")
+        n = dict(nearest)
+        q, nested = _coerce_query(n["q"])
+        self.column, elem, self.dim, self.multivector = _vector_type(schema, n["column"])
+        qdim = len(q[0]) if nested else len(q)
+        if qdim != self.dim:
+            raise InvalidInputError(f"Query vector size {qdim} does not match index column "
+                                    f"size {self.dim}")
+        self.k = _positive("k", n.get("k"), "Nearest-K")
+        nprobes = _positive("nprobes", n.get("nprobes"), "Nprobes")
+        lo = _positive("minimum_nprobes", n.get("minimum_nprobes"), "Minimum nprobes",
+                       strict=False)
+        hi = _positive("maximum_nprobes", n.get("maximum_nprobes"), "Maximum nprobes",
+                       strict=False)
+        if lo is not None and hi is not None and lo > hi:
+            raise InvalidInputError("minimum_nprobes must be <= maximum_nprobes")
+        rf = n.get("refine_factor")
+        if rf is not None and int(rf) < 1:
+            raise InvalidInputError(f"Refine factor must be 1 or more got {rf}")
+        self.refine_factor = int(rf) if rf is not None else None
+        self.ef = _positive("ef", n.get("ef"), "ef")
+        if self.ef is not None and self.k is not None and self.ef < self.k:
+            raise InvalidInputError(f"Invalid user input: ef({self.ef}) must be >= "
+                                    f"k({self.k})")
+        self.nprobes = nprobes if nprobes is not None else (lo if lo else 1)
+        self.maximum_nprobes = hi
+        self.use_index = n.get("use_index", True) is not False
+        mode = n.get("approx_mode", "normal")
+        if mode not in ("fast", "normal", "accurate"):
+            raise InvalidInputError(f"approx_mode must be one of 'fast', 'normal', or "
+                                    f"'accurate', got {mode!r}")
+        rng = n.get("distance_range")
+        self.lower = self.upper = None
+        if rng is not None:
+            if len(rng) != 2:
+                raise InvalidInputError("distance_range must be a tuple of "
+                                        "(lower_bound, upper_bound)")
+            self.lower = None if rng[0] is None else float(rng[0])
+            self.upper = None if rng[1] is None else float(rng[1])
+        self.metric_given = n.get("metric") is not None
+        self.metric = _metric(n.get("metric"), elem)
+        self.metric_name = {kd.L2: "l2", kd.COSINE: "cosine", kd.DOT: "dot",
+                            kd.HAMMING: "hamming"}[self.metric]
+        # the queries: one per search (a batch gives several)
+        if self.multivector:
+            self.queries = [_cast_query(np.stack([np.asarray(v) for v in q]) if nested
+                                        else np.asarray(q).reshape(1, -1), elem, self.column)]
+            self.batch = False
+        elif nested:
+            self.queries = [_cast_query(v, elem, self.column) for v in q]
+            self.batch = True
+        else:
+            self.queries = [_cast_query(q, elem, self.column)]
+            self.batch = False
+        for v in self.queries:
+            if v.size == 0:
+                raise InvalidInputError("Query vector must have non-zero length")
+
+    def flat_query(self, q: np.ndarray, k: int) -> FlatQuery:
+        return FlatQuery(self.column, q, self.metric, k, self.multivector, self.lower,
+                         self.upper)
+
+
+# -- the search -------------------------------------------------------------------------
+
+def _vector_index(ds, req: Request):
+    """The opened vector index on ``req.column`` the search may use, or None."""
+    if open_vector_index is None or not req.use_index or req.multivector:
+        return None
+    for entry in ds.list_indices():
+        fields = entry.get("fields") or []
+        if [f.lower() for f in fields] != [req.column.lower()]:
+            continue
+        try:
+            idx = open_vector_index(ds, entry)
+        except NotSupportedError:
+            continue  # a scalar index, or a vector index lancenb cannot read: flat
+        if req.metric_given and idx.metric != req.metric_name:
+            continue  # pylance searches flat when the metric differs from the index's
+        return idx
+    return None
+
+
+def _live_ids(frag, *, address=False) -> np.ndarray:
+    t = frag.to_table(columns=[], with_row_id=not address, with_row_address=address)
+    return np.asarray(t.column(ROWADDR if address else ROWID).to_numpy(), dtype=np.uint64)
+
+
+def _allowed_ids(frags: list, filter) -> np.ndarray | None:
+    """Sorted row ids of the live rows of ``frags`` the prefilter keeps; None when
+    every row of them is allowed (no filter, no deletion)."""
+    if filter is None and all(f.count_rows() == f.physical_rows for f in frags):
+        return None
+    parts = [np.asarray(f.to_table(columns=[], filter=filter, with_row_id=True)
+                        .column(ROWID).to_numpy(), dtype=np.uint64) for f in frags]
+    ids = np.concatenate(parts) if parts else np.zeros(0, np.uint64)
+    return np.sort(ids)
+
+
+class VectorSearchScanner:
+    """The result of ``ds.scanner(nearest=...)``: a vector search, run when its rows
+    are asked for (:meth:`to_table`, :meth:`to_batches`, :meth:`to_reader`,
+    :meth:`count_rows`), with pylance's ``LanceScanner`` methods.
+
+    Examples
+    --------
+    >>> sc = ds.scanner(nearest={"column": "vec", "q": [0.1] * 8, "k": 3})  # doctest: +SKIP
+    >>> sc.to_table().column_names  # doctest: +SKIP
+    ['id', 'vec', '_distance']
+    """
+
+    def __init__(self, ds, nearest: dict, *, columns=None, filter=None, prefilter=None,
+                 limit=None, offset=None, with_row_id=False, with_row_address=False,
+                 fragments=None, batch_size=None):
+        self._ds = ds
+        self._req = Request(ds.schema, nearest)
+        if isinstance(columns, dict):
+            raise NotSupportedError("nearest with a columns dict (SQL projections) is not "
+                                    "supported by lancenb")
+        if limit is not None and int(limit) < 0:
+            raise InvalidInputError("Limit must be non-negative")
+        if offset is not None and int(offset) < 0:
+            raise InvalidInputError("Offset must be non-negative")
+        self._limit = None if limit is None else int(limit)
+        self._offset = int(offset or 0)
+        self._k = self._req.k or (self._limit if self._limit is not None else DEFAULT_K)
+        if self._k <= 0:
+            raise InvalidInputError("Invalid user input: k must be positive")
+        self._filter = filter
+        self._prefilter = bool(prefilter)
+        self._fragments = list(fragments) if fragments is not None else None
+        self._batch_size = batch_size
+        self._with_row_id = bool(with_row_id)
+        self._with_row_address = bool(with_row_address)
+        self._columns = self._output_columns(columns)
+        self._post = None
+        if filter is not None and not self._prefilter:
+            schema = pa.schema(list(ds.schema) + [pa.field(DISTANCE, pa.float32()),
+                                                  pa.field(ROWID, pa.uint64())])
+            self._post = compile_filter(filter, schema)
+        self._result = None
+
+    def _output_columns(self, columns) -> list[str]:
+        names = [f.name for f in self._ds.schema] if columns is None else list(columns)
+        if DISTANCE not in names:
+            names.append(DISTANCE)
+        if self._with_row_id and ROWID not in names:
+            names.append(ROWID)
+        if self._with_row_address and ROWADDR not in names:
+            names.append(ROWADDR)
+        if self._req.batch and QUERY_INDEX in self._ds.schema.names:
+            raise InvalidInputError(f"batch nearest-neighbor search adds a {QUERY_INDEX!r} "
+                                    f"column, and the dataset already has one")
+        return names
+
+    # -- running ------------------------------------------------------------------------
+    def _search(self, q: np.ndarray, idx) -> Candidates:
+        frags = self._fragments if self._fragments is not None else self._ds.get_fragments()
+        pre = self._filter if self._prefilter else None
+        req = self._req
+        found = []
+        if idx is not None:
+            covered = [f for f in frags if f.fragment_id in idx.fragment_ids]
+            frags = [f for f in frags if f.fragment_id not in idx.fragment_ids]
+            if covered:
+                found.append(self._index_search(idx, q, covered, pre))
+        found.append(flat.flat_search(frags, req.flat_query(q, self._k), req.dim, filter=pre))
+        return Candidates.concat(found).best(self._k)
+
+    def _index_search(self, idx, q, covered, pre) -> Candidates:
+        req, k = self._req, self._k
+        allow = _allowed_ids(covered, pre)
+        query = q.astype(np.float32)
+        nprobes = req.nprobes
+        while True:
+            ids, dists = idx.search(query, k, nprobes=nprobes, refine_factor=req.refine_factor,
+                                    ef=req.ef, allow=allow)
+            top = req.maximum_nprobes or idx.num_partitions
+            if len(ids) >= k or nprobes >= min(top, idx.num_partitions):
+                break
+            nprobes = min(top, idx.num_partitions)  # too few rows found: probe further
+        dists = np.asarray(dists, np.float32).copy()
+        flat._in_range(req.flat_query(q, k), dists)
+        n = len(ids)
+        return Candidates(dists, np.asarray(ids, np.uint64), np.full(n, -1, np.int64),
+                          np.full(n, -1, np.int64))
+
+    def _fetch(self, cand: Candidates, columns: list[str]) -> pa.Table:
+        """The rows of ``cand`` (in its order, rows that no longer exist dropped) with
+        ``columns``, ``_distance``, ``_rowid`` and ``_rowaddr``."""
+        stable = bool(self._ds.has_stable_row_ids)
+        frag_of = cand.frag.copy()
+        if not stable:
+            frag_of[frag_of < 0] = (cand.row_id[frag_of < 0] >> np.uint64(32)).astype(np.int64)
+        frags = {f.fragment_id: f for f in self._ds.get_fragments()}
+        if stable and (frag_of < 0).any():
+            for fid, frag in frags.items():  # which fragment holds each stable row id
+                todo = frag_of < 0
+                if not todo.any():
+                    break
+                live = np.sort(_live_ids(frag))
+                hit = np.isin(cand.row_id, live) & todo
+                frag_of[hit] = fid
+        tables, order = [], []
+        for fid in np.unique(frag_of[frag_of >= 0]).tolist():
+            sel = np.nonzero(frag_of == fid)[0]
+            frag = frags.get(fid)
+            if frag is None:
+                continue
+            pos = cand.pos[sel].copy()
+            ids = cand.row_id[sel]
+            addr = ids if not stable else None
+            if (pos < 0).any() or (self._with_row_address and stable):
+                live = _live_ids(frag)
+                srt = np.argsort(live, kind="stable")
+                at = np.searchsorted(live[srt], ids)
+                at_c = np.minimum(at, max(len(live) - 1, 0))
+                ok = (at < len(live)) & (live[srt][at_c] == ids) if len(live) else \
+                    np.zeros(len(ids), bool)
+                pos = np.where(ok, srt[at_c], -1)
+                sel, ids, pos = sel[ok], ids[ok], pos[ok]
+                if stable and self._with_row_address:
+                    addr = _live_ids(frag, address=True)[pos]
+                elif not stable:
+                    addr = ids
+            t = frag.take(pos.tolist(), columns=columns)
+            t = t.append_column(DISTANCE, pa.array(cand.dist[sel], pa.float32()))
+            t = t.append_column(ROWID, pa.array(ids, pa.uint64()))
+            t = t.append_column(ROWADDR, pa.array(addr, pa.uint64()))
+            tables.append(t)
+            order.append(sel)
+        if not tables:
+            return self._empty(columns)
+        out = pa.concat_tables(tables)
+        order = np.concatenate(order)
+        return out.take(pa.array(np.argsort(order, kind="stable")))
+
+    def _empty(self, columns: list[str]) -> pa.Table:
+        base = self._ds.scanner(columns=columns, limit=0).projected_schema
+        schema = pa.schema(list(base) + [pa.field(DISTANCE, pa.float32()),
+                                         pa.field(ROWID, pa.uint64()),
+                                         pa.field(ROWADDR, pa.uint64())])
+        return schema.empty_table()
+
+    def _run_one(self, q: np.ndarray, idx) -> pa.Table:
+        special = (DISTANCE, ROWID, ROWADDR)
+        data = [c for c in self._columns if c not in special]
+        if self._post is not None:
+            names = [f.name for f in self._ds.schema]
+            data += [c for c in referenced_columns(self._post, names) if c not in data]
+        t = self._fetch(self._search(q, idx), data)
+        if self._post is not None:
+            t = self._post.apply(t)
+        stop = None if self._limit is None else self._offset + self._limit
+        t = t.slice(self._offset, (stop - self._offset) if stop is not None else None)
+        return t.select([c for c in self._columns])
+
+    def to_table(self) -> pa.Table:
+        """The search's rows, best first."""
+        if self._result is None:
+            idx = _vector_index(self._ds, self._req)
+            parts = [self._run_one(q, idx) for q in self._req.queries]
+            if self._req.batch:
+                parts = [t.add_column(0, QUERY_INDEX,
+                                      pa.array(np.full(t.num_rows, i, np.int32)))
+                         for i, t in enumerate(parts)]
+                parts = [t.cast(t.schema.set(0, pa.field(QUERY_INDEX, pa.int32(), False)))
+                         for t in parts]
+            self._result = pa.concat_tables(parts).combine_chunks()
+        return self._result
+
+    def to_batches(self):
+        """The rows as record batches (of at most ``batch_size`` rows)."""
+        return iter(self.to_table().to_batches(max_chunksize=self._batch_size))
+
+    def to_reader(self) -> pa.RecordBatchReader:
+        t = self.to_table()
+        return pa.RecordBatchReader.from_batches(t.schema, t.to_batches())
+
+    def __arrow_c_stream__(self, requested_schema=None):
+        return self.to_reader().__arrow_c_stream__(requested_schema)
+
+    def to_pandas(self, **kwargs):
+        return self.to_table().to_pandas(**kwargs)
+
+    def count_rows(self) -> int:
+        return self.to_table().num_rows
+
+    def head(self, num_rows: int) -> pa.Table:
+        return self.to_table().slice(0, num_rows)
+
+    @property
+    def projected_schema(self) -> pa.Schema:
+        return self.to_table().schema
+
+    @property
+    def dataset_schema(self) -> pa.Schema:
+        return self._ds.schema
+
+    def explain_plan(self, verbose: bool = False) -> str:
+        """A description of the search in pylance's plan terms."""
+        req = self._req
+        idx = _vector_index(self._ds, req)
+        lines = [f"ProjectionExec: expr=[{', '.join(self._columns)}]",
+                 f"  SortExec: TopK(fetch={self._k}), expr=[_distance ASC NULLS LAST, "
+                 f"_rowid ASC NULLS LAST]"]
+        if idx is not None:
+            lines.append(f"    ANNSubIndex: name={idx.name}, k={self._k}, "
+                         f"deltas=1, metric={idx.metric}")
+            lines.append(f"      ANNIvfPartition: uuid={idx.uuid}, "
+                         f"minimum_nprobes={req.nprobes}, deltas=1")
+        lines.append(f"    KNNVectorDistance: metric={req.metric_name}")
+        filt = f", filter={self._filter}" if self._filter is not None else ""
+        lines.append(f"      LanceRead: uri={self._ds.uri}, projection=[{req.column}]"
+                     f"{filt if self._prefilter else ''}")
+        if self._post is not None:
+            lines.insert(1, f"  FilterExec: {self._filter}")
+        return "\n".join(lines) + "\n"
+
+    def analyze_plan(self) -> str:
+        self.to_table()
+        return self.explain_plan(True)
