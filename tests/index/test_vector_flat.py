@@ -297,3 +297,28 @@ def test_uint8_vectors_refuse_float_metrics(tmp_path):
         mine, their = _errors(ours, nearest=nn), _errors(theirs, nearest=nn)
         assert isinstance(mine, ValueError) and isinstance(their, ValueError)
         assert str(their).split(", /home")[0] == str(mine)
+
+
+@pytest.mark.parametrize("index_type", ["IVF_FLAT", "IVF_PQ"])
+def test_index_and_unindexed_fragments_merge_as_pylance(tmp_path, index_type):
+    """An index pylance built covers the first fragment; rows appended afterwards are
+    searched flat; deleted rows drop out of both; the merge is pylance's."""
+    rng = np.random.default_rng(7)
+    centers = rng.standard_normal((8, 16)) * 3
+    x = (centers[rng.integers(0, 8, 3000)] + rng.standard_normal((3000, 16))).astype(np.float32)
+    pds = lance.write_dataset(_table(x), str(tmp_path / "d"))
+    pds.create_index("vec", index_type=index_type, num_partitions=4, num_sub_vectors=4)
+    more = (centers[rng.integers(0, 8, 500)] + rng.standard_normal((500, 16))).astype(np.float32)
+    lancenb.write_dataset(_table(more, start=3000), str(tmp_path / "d"), mode="append")
+    lance.dataset(str(tmp_path / "d")).delete("id % 10 = 0")
+    ours, theirs = _both(tmp_path / "d")
+    for q in (x[5] + 0.1, more[3]):
+        for nprobes, rf in ((1, None), (2, None), (4, 2), (None, None)):
+            for kw in ({}, {"filter": "id > 1000", "prefilter": True},
+                       {"filter": "id > 1000"}):
+                _same_search(ours, theirs, nearest={"column": "vec", "q": q, "k": 10,
+                                                    "nprobes": nprobes, "refine_factor": rf},
+                             columns=["id"], with_row_id=True, **kw)
+    # use_index=False: exact over every fragment
+    _same_search(ours, theirs, nearest={"column": "vec", "q": x[5], "k": 10,
+                                        "use_index": False}, columns=["id"])

@@ -353,17 +353,20 @@ class VectorSearchScanner:
             covered = [f for f in frags if f.fragment_id in idx.fragment_ids]
             frags = [f for f in frags if f.fragment_id not in idx.fragment_ids]
             if covered:
-                found.append(self._index_search(idx, q, covered, pre))
+                # with unindexed fragments pylance re-scores the index's k candidates
+                # exactly (its plan's KNNVectorDistance over the union): a refine by 1
+                exact = 1 if frags and req.refine_factor is None else req.refine_factor
+                found.append(self._index_search(idx, q, covered, pre, exact))
         found.append(flat.flat_search(frags, req.flat_query(q, self._k), req.dim, filter=pre))
         return Candidates.concat(found).best(self._k)
 
-    def _index_search(self, idx, q, covered, pre) -> Candidates:
+    def _index_search(self, idx, q, covered, pre, refine_factor) -> Candidates:
         req, k = self._req, self._k
         allow = _allowed_ids(covered, pre)
         query = q.astype(np.float32)
         nprobes = req.nprobes
         while True:
-            ids, dists = idx.search(query, k, nprobes=nprobes, refine_factor=req.refine_factor,
+            ids, dists = idx.search(query, k, nprobes=nprobes, refine_factor=refine_factor,
                                     ef=req.ef, allow=allow)
             top = req.maximum_nprobes or idx.num_partitions
             if len(ids) >= k or nprobes >= min(top, idx.num_partitions):
