@@ -227,14 +227,14 @@ def test_batch_of_queries(tmp_path):
     _same_search(ours, theirs, nearest={"column": "vec", "q": q, "k": 4}, columns=["id"])
 
 
-def test_many_batches_and_ranges_give_the_same_rows(tmp_path, monkeypatch):
+def test_many_batches_give_the_same_rows(tmp_path, monkeypatch):
     x = _vectors(5000, ties=True)
     lancenb.write_dataset(_table(x), str(tmp_path / "d"), max_rows_per_file=3000)
     ours, theirs = _both(tmp_path / "d")
     ours.delete("id % 7 = 0")
     theirs = lance.dataset(str(tmp_path / "d"))
     monkeypatch.setattr(flat, "BATCH_ROWS", 333)
-    monkeypatch.setattr(flat, "RANGE_ROWS", 1000)
+    monkeypatch.setattr(flat, "MAX_PENDING", 2)
     ours = lancenb.dataset(str(tmp_path / "d"))
     _same_search(ours, theirs, nearest={"column": "vec", "q": np.zeros(DIM), "k": 300},
                  columns=["id"], with_row_id=True, with_row_address=True)
