@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import time
 import uuid as uuidlib
+from datetime import datetime, timezone
 
 import numpy as np
 import pyarrow as pa
@@ -36,6 +37,7 @@ from lancenb.index.vector.ivf import (
 )
 from lancenb.index.vector.ivfpb import Ivf, encode_ivf, encode_tensor
 from lancenb.index.vector.kmeans import assign, train_kmeans
+from lancenb.io import open_reader
 
 __all__ = ["build_vector_index", "BuiltIndex", "VECTOR_DETAILS_URL"]
 
@@ -44,6 +46,7 @@ VECTOR_DETAILS_URL = "/lance.index.pb.VectorIndexDetails"
 _METRIC_CODES = {"l2": 0, "cosine": 1, "dot": 2}
 _METRIC_ALIASES = {"l2": "l2", "euclidean": "l2", "cosine": "cosine", "dot": "dot"}
 INDEX_FILE_VERSION = "2.2"  # what pylance 14 writes its index files as
+INDEX_VERSION = 1  # the manifest's index_version pylance gives IVF indices
 SCAN_BATCH = 65536
 
 
@@ -151,7 +154,7 @@ def build_vector_index(ds, column: str, index_type: str, name: str | None = None
                        sample_rate: int = 256, max_iters: int = 50, ivf_centroids=None,
                        pq_codebook=None, replace: bool = True, fragment_ids=None,
                        index_uuid: str | None = None, commit: bool = True, seed: int = 42,
-                       **_ignored) -> BuiltIndex:
+                       train: bool = True, dataset_out=None) -> BuiltIndex:
     """Build a vector index of ``column`` and (with ``commit``) commit it.
 
     Parameters follow pylance's ``create_index``; ``num_partitions`` defaults to
@@ -163,6 +166,9 @@ def build_vector_index(ds, column: str, index_type: str, name: str | None = None
     ...                    num_sub_vectors=4)  # doctest: +SKIP
     """
     index_type = str(index_type).upper()
+    if not train:
+        raise NotSupportedError("create_index(train=False) (an empty vector index) is not "
+                                "supported by lancenb")
     if index_type not in BUILD_TYPES:
         raise NotSupportedError(f"lancenb builds {', '.join(BUILD_TYPES)} indices, not "
                                 f"{index_type}")
@@ -188,6 +194,8 @@ def build_vector_index(ds, column: str, index_type: str, name: str | None = None
     rows = sum(f.count_rows() for f in frags)
     if num_partitions is None:
         num_partitions = max(1, int(round(np.sqrt(max(rows, 1)))))
+    # more partitions than rows cannot be trained: pylance trains what the rows allow
+    num_partitions = max(1, min(int(num_partitions), max(rows, 1)))
     num_partitions = int(num_partitions)
     if index_type == "IVF_PQ":
         if num_sub_vectors is None:
@@ -296,7 +304,7 @@ def build_vector_index(ds, column: str, index_type: str, name: str | None = None
                        sorted(f.fragment_id for f in frags), files, details)
     built.build_seconds = time.time() - t0
     if commit:
-        commit_index(ds, built, removed=existing)
+        commit_create_index(ds, [built], existing, dataset_out=dataset_out)
     return built
 
 
@@ -372,28 +380,48 @@ def _write_files(base, opts, index_type, metric, centroids, loss, row_ids, paylo
             {"type": index_type, "distance_type": metric}, separators=(",", ":")))
         w.add_schema_metadata("lance:flat", json.dumps([""] * nparts, separators=(",", ":")))
         w.add_schema_metadata("lance:ivf", str(pos))
-    return [AUX_FILE, INDEX_FILE]
+    return [(n, _size(f"{base}/{n}", opts)) for n in (AUX_FILE, INDEX_FILE)]
 
 
-def commit_index(ds, built: BuiltIndex, removed=()) -> None:
-    """Commit ``built`` as a CreateIndex transaction replacing ``removed`` (entries of
-    ``ds.list_indices()`` with the same name)."""
-    from lancenb.dataset import LanceOperation  # lazy: the dataset layer sits above
+def _size(uri: str, opts) -> int:
+    r = open_reader(uri, opts)
+    try:
+        return int(r.size())
+    finally:
+        r.close()
 
-    Index = getattr(LanceOperation, "Index", None)
-    if Index is None:
-        import lancenb.dataset as _d
 
-        Index = getattr(_d, "Index", None)
-    if Index is None:
-        raise NotSupportedError("this lancenb cannot commit index metadata yet")
-    new = Index(uuid=built.uuid, name=built.name, fields=[built.field_id],
-                dataset_version=built.dataset_version,
-                fragment_ids=set(built.fragment_ids), index_version=1,
-                index_details=(VECTOR_DETAILS_URL, built.details))
-    old = [Index(uuid=e["uuid"], name=e["name"], fields=[built.field_id],
+def _index_classes():
+    """pylance's ``Index`` / ``IndexFile`` shapes, from the table layer."""
+    try:
+        from lancenb.table.indices import Index, IndexFile
+    except ImportError:
+        raise NotSupportedError("this lancenb cannot commit index metadata yet (no "
+                                "lancenb.table.indices.Index)") from None
+    return Index, IndexFile
+
+
+def commit_create_index(ds, built: list, removed: list, *, dataset_out=None):
+    """Commit a CreateIndex adding ``built`` (:class:`BuiltIndex` list) and removing
+    ``removed`` (entries of ``ds.list_indices()``); ``dataset_out`` (a dataset object)
+    moves to the new version, as pylance's methods move the dataset they are called on.
+    """
+    from lancenb.dataset.operations import LanceOperation  # lazy: the layer above
+
+    Index, IndexFile = _index_classes()
+    now = datetime.now(timezone.utc)
+    new = [Index(uuid=b.uuid, name=b.name, fields=[b.field_id],
+                 dataset_version=b.dataset_version, fragment_ids=set(b.fragment_ids),
+                 index_version=INDEX_VERSION, created_at=now,
+                 files=[IndexFile(n, sz) for n, sz in b.files],
+                 index_details=(VECTOR_DETAILS_URL, b.details)) for b in built]
+    ids = {f.name(): f.id() for f in ds.lance_schema.fields()}
+    old = [Index(uuid=e["uuid"], name=e["name"], fields=[ids.get(f, -1) for f in e["fields"]],
                  dataset_version=e["version"], fragment_ids=set(e["fragment_ids"]),
-                 index_version=1) for e in removed]
-    type(ds).commit(ds.uri, LanceOperation.CreateIndex(new_indices=[new],
-                                                      removed_indices=old),
-                    read_version=ds.version, storage_options=storage_options_of(ds))
+                 index_version=INDEX_VERSION) for e in removed]
+    out = type(ds).commit(ds.uri, LanceOperation.CreateIndex(new_indices=new,
+                                                            removed_indices=old),
+                          read_version=ds.version, storage_options=storage_options_of(ds))
+    if dataset_out is not None and out is not None:
+        vars(dataset_out).update(vars(out))
+    return out
