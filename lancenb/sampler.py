@@ -91,19 +91,28 @@ def _concat(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
 
 # -- maybe_sample ------------------------------------------------------------------------
 def _efficient_sample(ds, n, columns, batch_size, max_takes, rng):
-    # max_takes runs of contiguous rows, one per equal chunk of the dataset, at a
-    # random offset in the chunk: few random reads, a fair spread over the dataset
+    # about max_takes runs of contiguous rows, one per equal chunk of the dataset, at a
+    # random offset in the chunk: few random reads, a fair spread over the dataset.
+    # Exactly n rows (pylance's rounding can give a few more or fewer).
     total = len(ds)
-    chunk = total // max_takes
-    per_chunk = n // max_takes
-    buf: list[pa.RecordBatch] = []
-    buffered = sampled = 0
-    for start in range(0, total, chunk):
-        if sampled >= n:
+    chunk = max(total // max_takes, 1)
+    starts = np.arange(0, total, chunk)
+    sizes = np.minimum(chunk, total - starts)
+    quotas = np.full(len(starts), n // len(starts))
+    quotas[:n % len(starts)] += 1
+    spill = int(np.maximum(quotas - sizes, 0).sum())
+    quotas = np.minimum(quotas, sizes)
+    for i in range(len(starts)):  # one step per chunk: move what a short chunk lacks
+        if spill == 0:
             break
-        sampled += per_chunk
-        size = min(chunk, total - start)
-        take = min(per_chunk, size)
+        extra = min(spill, int(sizes[i] - quotas[i]))
+        quotas[i] += extra
+        spill -= extra
+    buf: list[pa.RecordBatch] = []
+    buffered = 0
+    for start, size, take in zip(starts.tolist(), sizes.tolist(), quotas.tolist()):
+        if take == 0:
+            continue
         offset = start + (int(rng.integers(0, size - take)) if take < size else 0)
         buf.extend(ds.take(np.arange(offset, offset + take), columns=columns).to_batches())
         buffered += take

@@ -185,6 +185,7 @@ class LanceDataset(torch.utils.data.IterableDataset):
         self._auto_detect_rank = auto_detect_rank
         self.seed = int(np.random.SeedSequence().entropy % (2**63)) if seed is None else seed
         self._epoch = 0
+        self._told: int | None = None  # the epoch last given to the sampler
         names = list(columns) if columns else dataset.schema.names
         self._blob_columns = _blob_columns(dataset.schema, names)
         # the default conversion reads blobs as bytes in the scan; any other gets
@@ -214,6 +215,7 @@ class LanceDataset(torch.utils.data.IterableDataset):
         self._epoch = int(epoch)
         if self.sampler is not None and hasattr(self.sampler, "set_epoch"):
             self.sampler.set_epoch(epoch)
+            self._told = self._epoch
 
     # -- planning ---------------------------------------------------------------------
     def _shard(self) -> tuple[int, int]:
@@ -265,10 +267,24 @@ class LanceDataset(torch.utils.data.IterableDataset):
             stream = _every_nth(stream, worker_id, num_workers)
         return stream
 
-    def __iter__(self):
+    def _sync_epoch(self) -> int:
+        # the epoch of this iteration, told to the sampler; an epoch the user set on the
+        # sampler directly since the last iteration wins
         epoch = self._epoch
+        sampler = self.sampler
+        if sampler is not None and hasattr(sampler, "set_epoch"):
+            theirs = getattr(sampler, "epoch", None)
+            if self._told is not None and theirs is not None and theirs != self._told:
+                epoch = int(theirs)
+            else:
+                sampler.set_epoch(epoch)
+            self._told = epoch
         # iterated again in this process (no workers, or persistent ones): next epoch
-        self._epoch += 1
+        self._epoch = epoch + 1
+        return epoch
+
+    def __iter__(self):
+        epoch = self._sync_epoch()
         if self.cached_ds is not None:
             stream: Iterable[pa.RecordBatch] = self.cached_ds
         else:
