@@ -322,3 +322,30 @@ def test_index_and_unindexed_fragments_merge_as_pylance(tmp_path, index_type):
     # use_index=False: exact over every fragment
     _same_search(ours, theirs, nearest={"column": "vec", "q": x[5], "k": 10,
                                         "use_index": False}, columns=["id"])
+
+
+def test_output_column_order_as_pylance(tmp_path):
+    _write("pylance", _table(_vectors(30)), tmp_path / "d")
+    ours, theirs = _both(tmp_path / "d")
+    nn = {"column": "vec", "q": pa.array(np.ones(DIM), pa.float32()), "k": 4,
+          "use_index": False}
+    for kw in ({}, {"with_row_id": True}, {"with_row_address": True},
+               {"with_row_id": True, "with_row_address": True},
+               {"columns": ["_rowid", "vec"]}, {"columns": ["vec", "_rowaddr"]},
+               {"columns": ["_distance", "id"], "with_row_id": True},
+               {"columns": ["vec"], "disable_scoring_autoprojection": True},
+               {"columns": ["vec"], "disable_scoring_autoprojection": False}):
+        assert ours.scanner(nearest=nn, **kw).to_table().column_names == \
+            theirs.scanner(nearest=nn, **kw).to_table().column_names, kw
+
+
+def test_fixed_shape_tensor_column_and_extension_query(tmp_path):
+    tensor = pa.fixed_shape_tensor(pa.float32(), [4])
+    storage = pa.array([[i, i + 1, i + 2, i + 3] for i in range(0, 80, 4)],
+                       pa.list_(pa.float32(), 4))
+    table = pa.table({"t": pa.ExtensionArray.from_storage(tensor, storage)})
+    lance.write_dataset(table, str(tmp_path / "d"))
+    ours, theirs = _both(tmp_path / "d")
+    q = pa.ExtensionArray.from_storage(tensor, pa.array([[10, 20, 30, 40]],
+                                                        pa.list_(pa.float32(), 4)))[0]
+    _same_search(ours, theirs, nearest={"column": "t", "k": 3, "q": q}, with_row_id=True)

@@ -114,7 +114,7 @@ def _vector_type(schema: pa.Schema, column: str):
     if field is None:
         raise InvalidInputError(f"Embedding column {column} is not in the dataset")
     t = field.type
-    if isinstance(t, pa.ExtensionType):
+    if isinstance(t, pa.BaseExtensionType):
         t = t.storage_type
     if pa.types.is_fixed_size_list(t):
         inner, multi = t, False
@@ -124,7 +124,7 @@ def _vector_type(schema: pa.Schema, column: str):
     else:
         raise InputTypeError(f"Query column {column} must be a vector. Got {field.type}.")
     elem = inner.value_type
-    if isinstance(elem, pa.ExtensionType):
+    if isinstance(elem, pa.BaseExtensionType):
         elem = elem.storage_type
     return field.name, elem, inner.list_size, multi
 
@@ -301,7 +301,7 @@ class VectorSearchScanner:
 
     def __init__(self, ds, nearest: dict, *, columns=None, filter=None, prefilter=None,
                  limit=None, offset=None, with_row_id=False, with_row_address=False,
-                 fragments=None, batch_size=None):
+                 fragments=None, batch_size=None, disable_scoring_autoprojection=False):
         self._ds = ds
         self._req = Request(ds.schema, nearest)
         if isinstance(columns, dict):
@@ -322,7 +322,7 @@ class VectorSearchScanner:
         self._batch_size = batch_size
         self._with_row_id = bool(with_row_id)
         self._with_row_address = bool(with_row_address)
-        self._columns = self._output_columns(columns)
+        self._columns = self._output_columns(columns, bool(disable_scoring_autoprojection))
         self._post = None
         if filter is not None and not self._prefilter:
             schema = pa.schema(list(ds.schema) + [pa.field(DISTANCE, pa.float32()),
@@ -330,9 +330,9 @@ class VectorSearchScanner:
             self._post = compile_filter(filter, schema)
         self._result = None
 
-    def _output_columns(self, columns) -> list[str]:
+    def _output_columns(self, columns, no_autoprojection: bool) -> list[str]:
         names = [f.name for f in self._ds.schema] if columns is None else list(columns)
-        if DISTANCE not in names:
+        if DISTANCE not in names and (columns is None or not no_autoprojection):
             names.append(DISTANCE)
         if self._with_row_id and ROWID not in names:
             names.append(ROWID)
