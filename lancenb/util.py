@@ -1,8 +1,8 @@
 """Utilities, as pylance's ``lance.util``: :func:`validate_vector_index`,
 :func:`sanitize_ts` and :func:`td_to_micros`.
 
-pylance's ``KMeans`` and ``HNSW`` (index training) belong with the vector indices and
-are not here.
+``KMeans`` is pylance's k-means model (:class:`lancenb.index.vector.kmeans.KMeans`);
+pylance's ``HNSW`` is not here.
 """
 
 from __future__ import annotations
@@ -10,10 +10,11 @@ from __future__ import annotations
 from datetime import timedelta
 
 import numpy as np
-
 from lancenb.dataset.module_api import sanitize_ts
 
-__all__ = ["validate_vector_index", "sanitize_ts", "td_to_micros"]
+from lancenb.index.vector.kmeans import KMeans
+
+__all__ = ["validate_vector_index", "sanitize_ts", "td_to_micros", "KMeans"]
 
 
 def td_to_micros(td: timedelta) -> int:

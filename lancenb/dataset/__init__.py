@@ -1,7 +1,7 @@
 """The Lance table format: datasets with versions, fragments, transactions and deletions.
 
 ``write_dataset``/``dataset``/``LanceDataset`` mirror pylance's API; see
-:mod:`lancenb.dataset.core`. This module also carries the small public names of
+:mod:`lancenb.dataset.lance_dataset`. This module also carries the small public names of
 pylance's ``lance.dataset``: :class:`ColumnOrdering` (a sort key for ``order_by``),
 :data:`LANCE_COMMIT_MESSAGE_KEY` (the transaction property holding a commit message)
 and :class:`AutoCleanupConfig`, and re-exports the classes pylance's module has that
@@ -13,23 +13,23 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TypedDict
 
-from lancenb.dataset.api_types import (
+from lancenb.dataset.descriptions import (
     DatasetDelta,
     DataStatistics,
     FieldStatistics,
     LanceSchema,
     LanceStats,
 )
-from lancenb.dataset.blob import BlobFile
-from lancenb.dataset.compaction import CompactionMetrics
-from lancenb.dataset.core import LanceDataset, Tags, dataset, write_dataset
-from lancenb.dataset.evolution import BatchUDF, batch_udf
 from lancenb.dataset.fragment import DataFile, FragmentMetadata, LanceFragment
-from lancenb.dataset.maintenance import Optimize as DatasetOptimizer
-from lancenb.dataset.mutation import MergeInsertBuilder
+from lancenb.dataset.lance_dataset import LanceDataset, Tags, dataset, write_dataset
 from lancenb.dataset.operations import LanceOperation, Transaction
-from lancenb.dataset.scanner import LanceScanner
-from lancenb.dataset.sql import SqlQuery, SqlQueryBuilder
+from lancenb.dataset.read.blob import BlobFile
+from lancenb.dataset.read.scanner import LanceScanner
+from lancenb.dataset.write.compaction import CompactionMetrics
+from lancenb.dataset.write.evolution import BatchUDF, batch_udf
+from lancenb.dataset.write.mutation import MergeInsertBuilder
+from lancenb.dataset.write.optimize import Optimize as DatasetOptimizer
+from lancenb.expr.engine import SqlQuery, SqlQueryBuilder
 
 __all__ = ["LanceDataset", "LanceFragment", "LanceScanner", "Tags", "DataFile",
            "FragmentMetadata", "dataset", "write_dataset", "ColumnOrdering",

@@ -18,30 +18,30 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pyarrow as pa
 
-from lancenb.dataset import blob
-from lancenb.dataset.deletion import deletion_path, read_deletions, write_deletions
-from lancenb.dataset.field_ids import (
+from lancenb.dataset.fragment_columns import FragmentApiExtras
+from lancenb.dataset.read import blob
+from lancenb.dataset.read.field_ids import (
     conform,
     file_fields,
     resolve_column,
     struct_names_match,
 )
-from lancenb.dataset.fragment_extras import FragmentApiExtras
-from lancenb.dataset.fragmeta import DataFile, FragmentMetadata, is_legacy_file
-from lancenb.dataset.manifest import DATA_DIR
-from lancenb.dataset.nested import nested_request, prune_nested
-from lancenb.dataset.rowids import decode_row_ids, decode_version_runs, external_bytes
-from lancenb.dataset.smallfiles import SmallFile, open_small
-from lancenb.dataset.stats import ColumnStats, read_file_stats
-from lancenb.dataset.write import create_fragment
+from lancenb.dataset.read.nested import nested_request, prune_nested
+from lancenb.dataset.read.whole_files import SmallFile, open_small
+from lancenb.dataset.write.insert import create_fragment
 from lancenb.encodings.structural import dictarray
 from lancenb.errors import CorruptFileError, InvalidInputError, NotSupportedError
 from lancenb.file.legacy import LegacyFileReader
 from lancenb.file.reader import LanceFileReader
 from lancenb.file.schema import FieldList
+from lancenb.file.statistics import ColumnStats, read_file_stats
 from lancenb.file.version import FileVersion
 from lancenb.io.paths import check_name
 from lancenb.io.pools import ThreadPool
+from lancenb.table.deletion import deletion_path, read_deletions, write_deletions
+from lancenb.table.fragments import DataFile, FragmentMetadata, is_legacy_file
+from lancenb.table.manifest import DATA_DIR
+from lancenb.table.rowids import decode_row_ids, decode_version_runs, external_bytes
 
 __all__ = ["LanceFragment", "FragmentMetadata", "DataFile"]
 
@@ -461,8 +461,8 @@ class LanceFragment(FragmentApiExtras):
     def _resolutions(self) -> dict:
         """Top-level columns whose values are assembled from their data files by field
         id (a nested field renamed, cast or dropped since the files were written, or a
-        struct spread over several files: :mod:`lancenb.dataset.field_ids`), name ->
-        :class:`~lancenb.dataset.field_ids.Resolution`; empty in the usual case."""
+        struct spread over several files: :mod:`lancenb.dataset.read.field_ids`), name ->
+        :class:`~lancenb.dataset.read.field_ids.Resolution`; empty in the usual case."""
         if self._resolved is not None:
             return self._resolved
         cache = self._ds._cache
@@ -574,7 +574,7 @@ class LanceFragment(FragmentApiExtras):
 
     def small_file_for(self, columns: list[str]):
         """``(small file, [its field index of each column])`` when one small data file
-        of this fragment (:mod:`lancenb.dataset.smallfiles`) holds every one of
+        of this fragment (:mod:`lancenb.dataset.read.whole_files`) holds every one of
         ``columns`` with the schema's type and no blobs, its rows checked against the
         manifest; else None (read through :meth:`take_physical`)."""
         if not columns:
@@ -604,7 +604,7 @@ class LanceFragment(FragmentApiExtras):
                       blob_handling: str | None = None, dictionaries: bool = False
                       ) -> pa.Table:
         """Columns at physical ``offsets`` (sorted ascending; None = every row); blob
-        columns as ``blob_handling`` says (see :mod:`lancenb.dataset.blob`), by default
+        columns as ``blob_handling`` says (see :mod:`lancenb.dataset.read.blob`), by default
         their values (what compaction, updates and schema evolution rewrite; scans
         pass the scanner's mode, descriptions by default). ``dictionaries``: string and
         binary columns whose pages are dictionary-encoded may come back as
@@ -685,7 +685,7 @@ class LanceFragment(FragmentApiExtras):
 
     def _read_resolved(self, res, offsets) -> pa.ChunkedArray:
         """A top-level column assembled by field id from its data files (see
-        :mod:`lancenb.dataset.field_ids`)."""
+        :mod:`lancenb.dataset.read.field_ids`)."""
         cols = []
         for src in res.sources:
             df = self._pb.files[src.file_index]

@@ -9,9 +9,9 @@ them in one operation and commits it::
     ds = lancenb.LanceDataset.commit(uri, lancenb.LanceOperation.Append(frags),
                                      read_version=ds.version)
 
-Each operation becomes a :class:`lancenb.dataset.transaction.Transaction` (the
+Each operation becomes a :class:`lancenb.table.transaction.Transaction` (the
 ``lance.table.Transaction`` protobuf) and goes through the one commit protocol of
-:mod:`lancenb.dataset.commit` -- the conflict checks against everything committed
+:mod:`lancenb.table.commit` -- the conflict checks against everything committed
 after ``read_version`` and the put-if-absent retries every other writer uses.
 
 ``UpdateConfig`` (config, table, schema and field metadata maps) commits like the
@@ -32,8 +32,13 @@ import pyarrow as pa
 
 from lancenb._proto import file_pb2, table_pb2, transaction_pb2
 from lancenb._version import __version__
-from lancenb.dataset.cleanup import after_commit
-from lancenb.dataset.commit import (
+from lancenb.dataset.write.cleanup import after_commit
+from lancenb.errors import InvalidInputError, LanceIOError, NotSupportedError
+from lancenb.file.extensions import storage_schema
+from lancenb.file.reader import cached_fields_to_schema
+from lancenb.file.schema import fields_to_schema, schema_to_fields
+from lancenb.file.version import FileVersion
+from lancenb.table.commit import (
     DEFAULT_MAX_RETRIES,
     commit,
     commit_detached,
@@ -42,13 +47,8 @@ from lancenb.dataset.commit import (
     load_manifest,
     open_store,
 )
-from lancenb.dataset.fragmeta import DataFile, FragmentMetadata, as_pb
-from lancenb.dataset.transaction import Transaction as _Txn
-from lancenb.errors import InvalidInputError, LanceIOError, NotSupportedError
-from lancenb.file.extensions import storage_schema
-from lancenb.file.reader import cached_fields_to_schema
-from lancenb.file.schema import fields_to_schema, schema_to_fields
-from lancenb.file.version import FileVersion
+from lancenb.table.fragments import DataFile, FragmentMetadata, as_pb
+from lancenb.table.transaction import Transaction as _Txn
 
 __all__ = ["LanceOperation", "Transaction", "to_transaction", "file_version_of"]
 
@@ -556,7 +556,7 @@ def transaction_of(pb):
                       _frags(o.new_fragments), list(o.fields_modified),
                       list(o.fields_for_preserving_frag_bitmap))
     elif kind == "merge":
-        from lancenb.dataset.api_types import LanceSchema  # (api_types imports us)
+        from lancenb.dataset.descriptions import LanceSchema  # (api_types imports us)
         op = L.Merge(_frags(o.fragments),
                      LanceSchema(list(o.schema), _schema(o.schema, o.schema_metadata)),
                      bool(o.preserves_nullability))

@@ -11,11 +11,12 @@ through BLAS (``x @ c.T``) in blocks, then :mod:`lancenb.kernels.kmeans`.
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 
 from lancenb.errors import InvalidInputError
 from lancenb.kernels import kmeans as kk
 
-__all__ = ["train_kmeans", "assign"]
+__all__ = ["train_kmeans", "assign", "KMeans"]
 
 BLOCK_ROWS = 32768  # rows per BLAS block: bounds the (rows, k) matrix to ~32 MiB at k=256
 
@@ -83,3 +84,93 @@ def train_kmeans(data: np.ndarray, k: int, *, metric: str = "l2", max_iters: int
             break
         prev = loss
     return c, loss
+
+
+def _normalize_metric(metric) -> str:
+    m = str(metric).lower()
+    if m == "euclidean":
+        m = "l2"
+    if m not in ("l2", "cosine", "dot"):
+        raise ValueError(f"Metric {metric} not supported.")
+    return m
+
+
+def _fsl_matrix(data) -> np.ndarray:
+    """pylance's accepted inputs of ``KMeans.fit``/``predict`` as a float32 matrix."""
+    if isinstance(data, pa.ChunkedArray):
+        data = data.combine_chunks()
+    if isinstance(data, pa.FixedShapeTensorArray):
+        if len(data.type.shape) != 1:
+            raise ValueError(f"Fixed shape tensor array must be a 1-D array, got "
+                             f"{len(data.type.shape)}-D")
+        data = data.storage
+    if isinstance(data, pa.FixedSizeListArray):
+        if data.type.value_type != pa.float32():
+            raise ValueError(f"Array must be float32 type, got: {data.type.value_type}")
+        dim = data.type.list_size
+        vals = data.flatten().to_numpy(zero_copy_only=False)
+        return np.asarray(vals, np.float32).reshape(len(data), dim)
+    if isinstance(data, np.ndarray):
+        if data.ndim != 2:
+            raise ValueError(f"Numpy array must be a 2-D array, got {data.ndim}-D")
+        if data.dtype != np.float32:
+            raise ValueError(f"Numpy array must be float32 type, got: {data.dtype}")
+        return np.ascontiguousarray(data)
+    raise ValueError("Data must be a FixedSizeListArray, Tensor or numpy array")
+
+
+class KMeans:
+    """pylance's ``lance.util.KMeans``: k-means on float32 vectors (l2, cosine, dot).
+
+    Examples
+    --------
+    >>> data = np.random.default_rng(0).standard_normal((200, 8)).astype(np.float32)
+    >>> km = KMeans(4)
+    >>> km.fit(data)
+    >>> len(km.predict(data)), len(km.centroids)
+    (200, 4)
+    """
+
+    def __init__(self, k: int, metric_type: str = "l2", max_iters: int = 50,
+                 centroids: pa.FixedSizeListArray | None = None):
+        self.k = int(k)
+        self._metric_type = _normalize_metric(metric_type)
+        self._max_iters = int(max_iters)
+        self._centroids = None if centroids is None else _fsl_matrix(centroids)
+
+    def __repr__(self) -> str:
+        return f"lance.KMeans(k={self.k}, metric_type={self._metric_type})"
+
+    @property
+    def centroids(self):
+        """The centroids as a ``FixedShapeTensorArray`` (None before :meth:`fit`)."""
+        if self._centroids is None:
+            return None
+        c = self._centroids
+        storage = pa.FixedSizeListArray.from_arrays(pa.array(c.reshape(-1), pa.float32()),
+                                                    c.shape[1])
+        return pa.FixedShapeTensorArray.from_storage(
+            pa.fixed_shape_tensor(pa.float32(), (c.shape[1],)), storage)
+
+    def _prepared(self, x: np.ndarray) -> np.ndarray:
+        if self._metric_type == "cosine":
+            n = np.sqrt(np.einsum("ij,ij->i", x, x))
+            n[n == 0] = 1
+            x = (x / n[:, None]).astype(np.float32)
+        return x
+
+    def fit(self, data) -> None:
+        """Train on ``data`` (a 2-D float32 array, fixed-size lists or 1-D tensors);
+        a second call starts again."""
+        x = self._prepared(_fsl_matrix(data))
+        metric = "dot" if self._metric_type == "dot" else "l2"
+        self._centroids, _ = train_kmeans(x, self.k, metric=metric,
+                                          max_iters=self._max_iters)
+
+    def predict(self, data) -> pa.UInt32Array:
+        """The nearest centroid of each vector."""
+        if self._centroids is None:
+            raise ValueError("KMeans must be fitted (or given centroids) before predict")
+        x = self._prepared(_fsl_matrix(data))
+        labels, _ = assign(x, self._centroids, "dot" if self._metric_type == "dot" else "l2")
+        return pa.array(labels.astype(np.uint32), pa.uint32())

@@ -1,0 +1,338 @@
+"""Transactions: what a commit changes, how it turns a manifest into the next one,
+and which concurrent transactions it can be rebased over.
+
+A :class:`Transaction` wraps the ``lance.table.Transaction`` protobuf (written to
+``_transactions/{read_version}-{uuid}.txn`` and inline in the manifest) plus what
+rebasing needs but the protobuf does not carry (the rows a delete removed).
+
+Which concurrent transactions a transaction can be committed over is decided in
+:mod:`lancenb.table.conflicts` (pylance's rules); this module builds manifests.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid as uuidlib
+
+import numpy as np
+
+from lancenb._proto import table_pb2, transaction_pb2
+from lancenb.errors import CommitConflictError, CorruptFileError, InvalidInputError
+from lancenb.table.manifest import FLAG_STABLE_ROW_IDS, feature_flags_for
+from lancenb.table.rowids import encode_range_row_ids, encode_version_runs
+
+__all__ = ["Transaction", "build_manifest"]
+
+WRITER_LIBRARY = "lancenb"
+
+
+class Transaction:
+    """One operation on a dataset, as a ``lance.table.Transaction`` plus rebase state."""
+
+    def __init__(self, read_version: int, op_name: str, op, *, tag: str = "",
+                 properties: dict | None = None):
+        self.pb = transaction_pb2.Transaction(read_version=read_version,
+                                              uuid=str(uuidlib.uuid4()), tag=tag)
+        for k, v in (properties or {}).items():
+            self.pb.transaction_properties[k] = v
+        getattr(self.pb, op_name).CopyFrom(op)
+        # delete: fragment id -> the row offsets *this* delete removed (for rebasing)
+        self.deleted_rows: dict[int, np.ndarray] = {}
+        self.restore_manifest = None  # restore: the manifest being restored
+        self.restore_index_section: bytes | None = None
+        # clone: the source version's number, which the clone's first manifest keeps
+        self.clone_version: int | None = None
+        self.create_only = False  # mode="create": fail if any version exists
+        self.enable_stable_row_ids: bool | None = None  # create/overwrite option
+        self.needs_merge: set[int] = set()  # delete: fragments to merge deletion sets on
+        # delete/update: the rows it removes from existing fragments are known (a delete
+        # fills deleted_rows; an update's are its deletion files less the read version's),
+        # so it can be rebased over a concurrent change of the same fragments' deletions
+        # (False for operations given to LanceDataset.commit: pylance does not rebase those)
+        self.rows_known = True
+
+    @property
+    def op(self) -> str:
+        """The operation's name: ``"append"``, ``"overwrite"``, ``"delete"``, ..."""
+        return self.pb.WhichOneof("operation")
+
+    @property
+    def uuid(self) -> str:
+        """The transaction's uuid (its file name and conflict identity)."""
+        return self.pb.uuid
+
+    @property
+    def read_version(self) -> int:
+        """The version the transaction was built against."""
+        return int(self.pb.read_version)
+
+    def file_name(self) -> str:
+        """``{read_version}-{uuid}.txn``, its file under ``_transactions/``."""
+        return f"{self.read_version}-{self.uuid}.txn"
+
+
+def _assign_ids(frags, next_id: int, *, check_only: bool = False) -> tuple[list, int]:
+    if frags and next_id + len(frags) - 1 > 0xFFFFFFFF:
+        # a row address holds the fragment id in 32 bits, and so does max_fragment_id
+        raise CorruptFileError(f"no fragment id left for {len(frags)} new fragment(s): the "
+                               f"manifest's max_fragment_id is {next_id - 1}, ids are 32-bit")
+    if check_only:
+        return [], next_id
+    out = []
+    for f in frags:
+        g = table_pb2.DataFragment()
+        g.CopyFrom(f)
+        g.id = next_id
+        next_id += 1
+        out.append(g)
+    return out, next_id
+
+
+def _apply_replacements(m, base, txn) -> None:
+    """Update (rows moved: deletion files on old fragments + new fragments) and
+    Rewrite (old fragments replaced by new ones in place, e.g. compaction)."""
+    next_id = base.max_fragment_id + 1 if base.HasField("max_fragment_id") else 0
+    if txn.op == "update":
+        u = txn.pb.update
+        gone = set(u.removed_fragment_ids)
+        upd = {f.id: f for f in u.updated_fragments}
+        frags = [upd.get(f.id, f) for f in base.fragments if f.id not in gone]
+        new, next_id = _assign_ids(u.new_fragments, next_id)
+        del u.new_fragments[:]
+        u.new_fragments.extend(new)
+        frags += new
+    else:
+        frags = list(base.fragments)
+        for g in txn.pb.rewrite.groups:
+            old_ids = {f.id for f in g.old_fragments}
+            # ids reserved before (a ReserveFragments commit, as compaction makes) stay;
+            # id 0 means none was given (pylance's rule)
+            new = []
+            for f in g.new_fragments:
+                if f.id:
+                    kept = table_pb2.DataFragment()
+                    kept.CopyFrom(f)
+                    new.append(kept)
+                else:
+                    got, next_id = _assign_ids([f], next_id)
+                    new.extend(got)
+            del g.new_fragments[:]
+            g.new_fragments.extend(new)
+            pos = next((i for i, f in enumerate(frags) if f.id in old_ids), len(frags))
+            frags = [f for f in frags[:pos] if f.id not in old_ids] + new + \
+                [f for f in frags[pos:] if f.id not in old_ids]
+    del m.fragments[:]
+    m.fragments.extend(frags)
+    if next_id > (base.max_fragment_id + 1 if base.HasField("max_fragment_id") else 0):
+        m.max_fragment_id = next_id - 1
+
+
+def _apply_data_replacement(m, base, dr) -> None:
+    """DataReplacement, by the reference's rules: all new files store the same fields;
+    in each named fragment the file with exactly those fields and file version takes
+    the new file's path and size, or, when the fragment has none of those fields (an
+    all-null column), the new file is added. Fragments keep their places (pylance 14;
+    the reference's main branch puts the changed ones first)."""
+    new_files = [g.new_file for g in dr.replacements]
+    if len({tuple(f.fields) for f in new_files}) > 1:
+        detail = "".join(f"File {i}: {list(f.fields)}\n" for i, f in enumerate(new_files))
+        raise InvalidInputError(f"All new data files must have the same fields, but found "
+                                f"different fields:\n{detail}")
+    by_id = {f.id: f for f in base.fragments}
+    changed = []
+    for g in dr.replacements:
+        old = by_id.get(g.fragment_id)
+        if old is None:
+            raise InvalidInputError(f"Fragment being replaced not found in existing fragments "
+                                    f"(fragment {g.fragment_id})")
+        nf, frag = g.new_file, table_pb2.DataFragment()
+        frag.CopyFrom(old)
+        covered = set()
+        for df in frag.files:
+            if list(df.fields) == list(nf.fields) and \
+                    (df.file_major_version, df.file_minor_version) == \
+                    (nf.file_major_version, nf.file_minor_version):
+                df.path, df.file_size_bytes = nf.path, nf.file_size_bytes
+            covered.update(df.fields)
+        if covered.isdisjoint(nf.fields):
+            frag.files.add().CopyFrom(nf)
+        if frag == old:
+            raise InvalidInputError(
+                f"Expected to modify fragment {g.fragment_id} but no changes were made: the new "
+                f"data file does not align with any existing data file (its fields and file "
+                f"major and minor versions must match one)")
+        changed.append(frag)
+    new = {f.id: f for f in changed}
+    del m.fragments[:]
+    m.fragments.extend(new.get(f.id, f) for f in base.fragments)
+
+
+def _apply_map(target, upd, *, as_bytes: bool = False) -> None:
+    """One ``UpdateMap``: replace the whole map or merge into it; an entry without a
+    value removes its key."""
+    if upd.replace:
+        target.clear()
+    for e in upd.update_entries:
+        if e.HasField("value"):
+            target[e.key] = e.value.encode() if as_bytes else e.value
+        elif e.key in target:
+            del target[e.key]
+
+
+def _apply_update_config(m, uc) -> None:
+    """Config, table metadata, schema metadata and field metadata changes (the new
+    ``UpdateMap`` fields, or the older upsert/delete form)."""
+    if uc.HasField("config_updates"):
+        _apply_map(m.config, uc.config_updates)
+    for k, v in uc.upsert_values.items():
+        m.config[k] = v
+    for k in uc.delete_keys:
+        if k in m.config:
+            del m.config[k]
+    if uc.HasField("table_metadata_updates"):
+        _apply_map(m.table_metadata, uc.table_metadata_updates)
+    if uc.HasField("schema_metadata_updates"):
+        _apply_map(m.schema_metadata, uc.schema_metadata_updates, as_bytes=True)
+    for k, v in uc.schema_metadata.items():
+        m.schema_metadata[k] = v.encode()
+    by_id = {f.id: f for f in m.fields}
+    for fid, upd in uc.field_metadata_updates.items():
+        if fid not in by_id:
+            raise CommitConflictError(f"field metadata update of field id {fid}, which the "
+                                      f"schema does not have")
+        _apply_map(by_id[fid].metadata, upd, as_bytes=True)
+    for fid, fm in uc.field_metadata.items():
+        if fid in by_id:
+            for k, v in fm.metadata.items():
+                by_id[fid].metadata[k] = v.encode()
+
+
+def build_manifest(base, txn: Transaction, version: int, *, data_format: str,
+                   writer_version: str):
+    """The manifest for ``version``: ``txn`` applied to ``base`` (None when creating).
+
+    Returns ``(manifest, index_section_bytes)``; the caller carries over the base's
+    index section where the operation keeps indices valid.
+    """
+    m = table_pb2.Manifest()
+    op = txn.op
+    if op in ("restore", "clone"):  # clone: the source manifest, in a new place
+        m.CopyFrom(txn.restore_manifest)
+        m.ClearField("index_section")
+        m.ClearField("transaction_section")
+        m.ClearField("transaction_section_deprecated")
+        if base is not None and base.HasField("max_fragment_id"):
+            m.max_fragment_id = max(base.max_fragment_id, m.max_fragment_id)
+    elif op == "overwrite":
+        o = txn.pb.overwrite
+        if base is not None:
+            m.config.update(base.config)
+            m.table_metadata.update(base.table_metadata)
+        m.fields.extend(o.schema)
+        for k, v in o.schema_metadata.items():
+            m.schema_metadata[k] = v
+        for k, v in o.config_upsert_values.items():
+            m.config[k] = v
+        next_id = (base.max_fragment_id + 1) if base is not None and base.HasField(
+            "max_fragment_id") else 0
+        frags, next_id = _assign_ids(o.fragments, next_id)
+        m.fragments.extend(frags)
+        if frags or (base is not None and base.HasField("max_fragment_id")):
+            m.max_fragment_id = next_id - 1
+    else:
+        if base is None:
+            raise CommitConflictError(f"cannot {op}: the dataset has no version yet")
+        m.CopyFrom(base)
+        m.ClearField("index_section")
+        m.ClearField("transaction_section")
+        m.ClearField("transaction_section_deprecated")
+        if op == "append":
+            next_id = base.max_fragment_id + 1 if base.HasField("max_fragment_id") else 0
+            frags, next_id = _assign_ids(txn.pb.append.fragments, next_id)
+            m.fragments.extend(frags)
+            if frags:
+                m.max_fragment_id = next_id - 1
+        elif op == "delete":
+            d = txn.pb.delete
+            gone = set(d.deleted_fragment_ids)
+            upd = {f.id: f for f in d.updated_fragments}
+            keep = []
+            for f in base.fragments:
+                if f.id in gone:
+                    continue
+                keep.append(upd.get(f.id, f))
+            del m.fragments[:]
+            m.fragments.extend(keep)
+        elif op == "merge":
+            mg = txn.pb.merge
+            del m.fields[:]
+            m.fields.extend(mg.schema)
+            m.schema_metadata.clear()
+            for k, v in mg.schema_metadata.items():
+                m.schema_metadata[k] = v
+            del m.fragments[:]
+            m.fragments.extend(mg.fragments)
+        elif op == "project":
+            del m.fields[:]
+            m.fields.extend(txn.pb.project.schema)
+            # data files that hold only dropped fields leave their fragments (pylance)
+            kept = {f.id for f in m.fields}
+            for frag in m.fragments:
+                files = [df for df in frag.files if any(x in kept for x in df.fields)]
+                if len(files) != len(frag.files):
+                    del frag.files[:]
+                    frag.files.extend(files)
+        elif op in ("update", "rewrite"):
+            _apply_replacements(m, base, txn)
+        elif op == "data_replacement":
+            _apply_data_replacement(m, base, txn.pb.data_replacement)
+        elif op == "reserve_fragments":  # ids for a later commit (pylance's compaction)
+            top = base.max_fragment_id if base.HasField("max_fragment_id") else 0
+            _assign_ids([None] * txn.pb.reserve_fragments.num_fragments, top + 1, check_only=True)
+            m.max_fragment_id = top + txn.pb.reserve_fragments.num_fragments
+        elif op == "update_config":
+            _apply_update_config(m, txn.pb.update_config)
+        else:
+            raise CommitConflictError(f"lancenb cannot commit a {op} transaction")
+    m.version = version
+    m.ClearField("tag")
+    now = time.time_ns()
+    m.timestamp.seconds = now // 1_000_000_000
+    m.timestamp.nanos = now % 1_000_000_000
+    m.writer_version.Clear()
+    m.writer_version.library = WRITER_LIBRARY
+    m.writer_version.version = writer_version
+    if op not in ("restore", "clone"):
+        m.data_format.file_format = "lance"
+        m.data_format.version = data_format
+    m.transaction_file = txn.file_name()
+    base_stable = base is not None and bool(base.reader_feature_flags & FLAG_STABLE_ROW_IDS)
+    if txn.enable_stable_row_ids is not None and op in ("overwrite",):
+        stable = txn.enable_stable_row_ids
+    else:
+        stable = base_stable or (op in ("restore", "clone") and bool(
+            m.reader_feature_flags & FLAG_STABLE_ROW_IDS))
+    if stable:
+        _assign_row_ids(m, base, version)
+    else:
+        m.next_row_id = 0
+    reader, writer = feature_flags_for(m)
+    keep = FLAG_STABLE_ROW_IDS if stable else 0
+    m.reader_feature_flags = (reader & ~FLAG_STABLE_ROW_IDS) | keep
+    m.writer_feature_flags = (writer & ~FLAG_STABLE_ROW_IDS) | keep
+    return m
+
+
+def _assign_row_ids(m, base, version: int) -> None:
+    """Give every fragment without a row-id sequence fresh ids from ``next_row_id``
+    (ids are never reused), with created/last-updated versions = ``version``."""
+    nxt = max(int(m.next_row_id), int(base.next_row_id) if base is not None else 0)
+    for f in m.fragments:
+        if f.WhichOneof("row_id_sequence") is not None:
+            continue
+        n = int(f.physical_rows)
+        f.inline_row_ids = encode_range_row_ids(nxt, nxt + n)
+        f.inline_created_at_versions = encode_version_runs(n, version)
+        f.inline_last_updated_at_versions = encode_version_runs(n, version)
+        nxt += n
+    m.next_row_id = nxt
