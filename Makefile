@@ -31,7 +31,13 @@ $(VENV)/.installed-wheel: $(DEMO_SOURCES) $(DEMO_REINSTALL) | $(VENV)/bin/python
 	rm -f $(VENV)/.installed-dev
 	touch $@
 
+# torch (the dev extra's pin) from PyTorch's CPU-only index first: PyPI's Linux wheel
+# would also download the CUDA libraries (gigabytes) that no test uses
+TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
+
 $(VENV)/.installed-dev: pyproject.toml | $(VENV)/bin/python
+	$(PIP) install --quiet "$$(grep -o '"torch==[^"]*"' pyproject.toml | tr -d '"')" \
+		--index-url $(TORCH_CPU_INDEX)
 	$(PIP) install --quiet -e '.[dev,spark]'
 	touch $@ $(VENV)/.installed
 
