@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lancenb.errors import InvalidInputError
+from lancenb.expr import jsonfuncs
 from lancenb.io.pools import module_lock
 
 __all__ = ["evaluate", "positions", "result_types", "check", "run_query", "SqlQueryBuilder",
@@ -56,7 +57,9 @@ def _context():
                        .with_batch_size(1 << 20)
                        .set("datafusion.sql_parser.dialect", "MySQL")
                        .set("datafusion.sql_parser.enable_ident_normalization", "false"))
-                _CTX = SessionContext(cfg)
+                ctx = SessionContext(cfg)
+                jsonfuncs.register(ctx)
+                _CTX = ctx
     return _CTX
 
 
@@ -225,6 +228,7 @@ def run_query(query: str, tables: dict) -> pa.Table:
 
     ctx = SessionContext(SessionConfig().with_target_partitions(1)
                          .set("datafusion.sql_parser.enable_ident_normalization", "false"))
+    jsonfuncs.register(ctx)
     for name, table in tables.items():
         ctx.register_record_batches(name, [table.to_batches() or
                                            [pa.RecordBatch.from_pylist([], table.schema)]])

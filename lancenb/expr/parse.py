@@ -22,6 +22,7 @@ from sqlglot.dialects.dialect import Dialect
 
 from lancenb.errors import InvalidInputError, NotSupportedError
 from lancenb.expr import engine as engine
+from lancenb.expr import jsonfuncs
 from lancenb.expr.nodes import (
     ARITH,
     CMP,
@@ -60,6 +61,10 @@ _OPENERS = frozenset({"L_PAREN", "NOT", "DASH"})
 class _LanceSql(Dialect):
     """pylance's filter dialect in sqlglot: ``'...'`` and ``"..."`` are string literals,
     ````` quotes identifiers (DataFusion's MySQL dialect, which pylance parses with)."""
+
+    # JSONPath arguments stay text: lancenb.expr.jsonpath reads them, in pylance's
+    # dialect (sqlglot's own reading would log warnings for paths it does not know)
+    STRICT_JSON_PATH_SYNTAX = False
 
     class Tokenizer(tokens.Tokenizer):
         IDENTIFIERS = ["`"]
@@ -469,20 +474,32 @@ def _field_at(schema: pa.Schema, parts: list[str]) -> pa.Field | None:
 def check_json_uses(ast: exp.Expression, schema: pa.Schema, text: str, what: str, *,
                     bare: bool = False) -> None:
     """Refuse an expression that reads a JSON column (JSONB, tagged ``lance.json``) other
-    than as ``x IS [NOT] NULL`` (or, with ``bare``, as the whole expression): the SQL
-    engine would see JSONB bytes, and pylance's JSON functions (``json_extract``, ...)
-    are not implemented."""
+    than as ``x IS [NOT] NULL``, the first argument of a JSON function
+    (:mod:`lancenb.expr.jsonfuncs`) or, with ``bare``, the whole expression: anything
+    else would see JSONB bytes."""
     for c in ast.find_all(exp.Column):
         f = _field_at(schema, [p.name for p in c.parts])
         if f is None or not holds_lance_json(f):
             continue
         if (bare and c is ast) or (isinstance(c.parent, exp.Is) and isinstance(
-                c.parent.expression, exp.Null)):
+                c.parent.expression, exp.Null)) or _json_argument(c):
             continue
         raise NotSupportedError(
-            f"{what} {short(text)!r}: {c.sql()!r} is JSON (stored as JSONB); lancenb's SQL "
-            f"tests JSON only with IS NULL / IS NOT NULL (pylance's json_extract and "
-            f"json_get_* functions are not implemented)")
+            f"{what} {short(text)!r}: {c.sql()!r} is JSON (stored as JSONB); SQL reads it "
+            f"through the JSON functions (json_get, json_get_string/int/float/bool, "
+            f"json_extract, json_exists, json_array_length, json_array_contains) or "
+            f"tests it with IS NULL / IS NOT NULL")
+
+
+def _json_argument(c: exp.Column) -> bool:
+    """Whether column ``c`` is the first argument of one of the JSON functions."""
+    f = c.parent
+    if not isinstance(f, exp.Func):
+        return False
+    name = f.name if isinstance(f, exp.Anonymous) else f.sql_name()
+    first = f.expressions[0] if isinstance(f, exp.Anonymous) and f.expressions \
+        else f.args.get("this")
+    return first is c and jsonfuncs.is_json_function(name)
 
 
 def check_json_expression(expression: pc.Expression, schema: pa.Schema) -> None:
