@@ -453,6 +453,16 @@ def _per_value_decoder(vc, where: str):
 
 def _read_slices(reader, positions: np.ndarray, lengths: np.ndarray, where: str) -> np.ndarray:
     """The byte ranges, read (coalesced) and joined back to back."""
+    if len(positions) > 1:
+        # consecutive rows are back to back in the page: one range per run of them
+        # (a run of 1024 vectors was 1024 ranges, then 1024 copies to join them)
+        positions = np.asarray(positions, np.int64)
+        ends = positions + lengths
+        breaks = np.flatnonzero(positions[1:] != ends[:-1]) + 1
+        if len(breaks) < len(positions) - 1:
+            last = np.append(breaks, len(positions)) - 1
+            positions = positions[np.insert(breaks, 0, 0)]
+            lengths = ends[last] - positions
     if len(positions) == 1:
         return np.frombuffer(reader.read(int(positions[0]), int(lengths[0])), np.uint8)
     buf, pos = reader.read_ranges_np(positions, lengths)
