@@ -163,38 +163,50 @@ def _in_range(fq: FlatQuery, dist: np.ndarray) -> None:
         dist[~(dist < fq.upper)] = np.nan
 
 
-def _score_part(fq: FlatQuery, batch: pa.RecordBatch, dim: int, fid: int,
-                first: int | None) -> Candidates:
+def _score_part(fq: FlatQuery, batch: pa.RecordBatch, dim: int, fid: int, first: int,
+                keep) -> Candidates:
     """The best ``fq.k`` rows of one batch; ``first`` is the live position of its
-    first row (None under a filter: positions are found from row ids later)."""
-    n = batch.num_rows
-    dist = _score_batch(fq, batch.column(0), dim)
-    _in_range(fq, dist)
+    first row; ``keep`` (a compiled filter or None) selects the rows scored."""
     ids = np.asarray(batch.column(ROWID).to_numpy(), dtype=np.uint64)
-    pos = np.empty(min(fq.k, n), np.int64)
+    live = np.arange(first, first + batch.num_rows, dtype=np.int64)
+    vectors = batch.column(0)
+    if keep is not None:
+        rows = keep.positions(pa.Table.from_batches([batch]))
+        if len(rows) < batch.num_rows:
+            vectors = vectors.take(pa.array(rows))
+            ids, live = ids[rows], live[rows]
+    dist = _score_batch(fq, vectors, dim)
+    _in_range(fq, dist)
+    pos = np.empty(min(fq.k, len(ids)), np.int64)
     c = kt.topk_by_key(dist, ids, len(pos), pos)
     _status(c, "top-k")
     pos = pos[:c]
-    live = pos + first if first is not None else np.full(c, -1, np.int64)
-    return Candidates(dist[pos], ids[pos], np.full(c, fid, np.int64), live.astype(np.int64))
+    return Candidates(dist[pos], ids[pos], np.full(c, fid, np.int64), live[pos])
 
 
-def flat_search(fragments: list, fq: FlatQuery, dim: int, *, filter=None) -> Candidates:
+def flat_search(fragments: list, fq: FlatQuery, dim: int, *, keep=None,
+                keep_columns=()) -> Candidates:
     """The best ``fq.k`` rows of ``fragments`` (``LanceFragment`` objects), by distance
-    then row id; ``filter`` (SQL or pyarrow Expression) selects the rows scored."""
+    then row id; ``keep`` (a :class:`lancenb.expr.filters.Filter` over the columns
+    ``keep_columns``) selects the rows scored.
+
+    The filter is evaluated here on whole batches read with its columns, not pushed into
+    the fragment scan: a scan with a filter takes the matching rows' vectors, and a take
+    of half the rows of a 1M x 128 column costs more than reading all of it (0.29 QPS
+    against pylance's 0.39 with ``id % 2 = 0``, before)."""
     pool = _POOL.get()
     pending: deque = deque()
     best = Candidates.empty()
     done: list = []
+    columns = [fq.column] + [c for c in keep_columns if c != fq.column]
     for frag in fragments:
         first = 0
         fid = frag.fragment_id
-        for batch in frag.to_batches(columns=[fq.column], filter=filter, with_row_id=True,
+        for batch in frag.to_batches(columns=columns, with_row_id=True,
                                      batch_size=BATCH_ROWS):
             if not batch.num_rows:
                 continue
-            pending.append(pool.submit(_score_part, fq, batch, dim, fid,
-                                       first if filter is None else None))
+            pending.append(pool.submit(_score_part, fq, batch, dim, fid, first, keep))
             first += batch.num_rows
             while len(pending) > MAX_PENDING:  # bounded memory: wait for the oldest
                 done.append(pending.popleft().result())

@@ -323,7 +323,11 @@ class VectorSearchScanner:
         self._with_row_id = bool(with_row_id)
         self._with_row_address = bool(with_row_address)
         self._columns = self._output_columns(columns, bool(disable_scoring_autoprojection))
-        self._post = None
+        self._post = self._pre = None
+        self._pre_columns: list = []
+        if filter is not None and self._prefilter:
+            self._pre = compile_filter(filter, ds.schema)
+            self._pre_columns = referenced_columns(self._pre, [f.name for f in ds.schema])
         if filter is not None and not self._prefilter:
             schema = pa.schema(list(ds.schema) + [pa.field(DISTANCE, pa.float32()),
                                                   pa.field(ROWID, pa.uint64())])
@@ -357,7 +361,8 @@ class VectorSearchScanner:
                 # exactly (its plan's KNNVectorDistance over the union): a refine by 1
                 exact = 1 if frags and req.refine_factor is None else req.refine_factor
                 found.append(self._index_search(idx, q, covered, pre, exact))
-        found.append(flat.flat_search(frags, req.flat_query(q, self._k), req.dim, filter=pre))
+        found.append(flat.flat_search(frags, req.flat_query(q, self._k), req.dim,
+                                      keep=self._pre, keep_columns=self._pre_columns))
         return Candidates.concat(found).best(self._k)
 
     def _index_search(self, idx, q, covered, pre, refine_factor) -> Candidates:
