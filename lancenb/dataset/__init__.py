@@ -30,13 +30,14 @@ from lancenb.dataset.write.evolution import BatchUDF, batch_udf
 from lancenb.dataset.write.mutation import MergeInsertBuilder
 from lancenb.dataset.write.optimize import Optimize as DatasetOptimizer
 from lancenb.expr.engine import SqlQuery, SqlQueryBuilder
+from lancenb.table.indices import Index, IndexFile
 
 __all__ = ["LanceDataset", "LanceFragment", "LanceScanner", "Tags", "DataFile",
            "FragmentMetadata", "dataset", "write_dataset", "ColumnOrdering",
            "LANCE_COMMIT_MESSAGE_KEY", "AutoCleanupConfig", "LanceOperation", "Transaction",
            "MergeInsertBuilder", "BlobFile", "BatchUDF", "batch_udf", "CompactionMetrics",
            "DatasetOptimizer", "DataStatistics", "DatasetDelta", "FieldStatistics",
-           "LanceSchema", "LanceStats", "SqlQuery", "SqlQueryBuilder"]
+           "LanceSchema", "LanceStats", "SqlQuery", "SqlQueryBuilder", "Index", "IndexFile"]
 
 #: The transaction property under which ``commit_message=`` is stored (pylance's key).
 LANCE_COMMIT_MESSAGE_KEY = "__lance_commit_message"

@@ -15,7 +15,7 @@ Each operation becomes a :class:`lancenb.table.transaction.Transaction` (the
 after ``read_version`` and the put-if-absent retries every other writer uses.
 
 ``UpdateConfig`` (config, table, schema and field metadata maps) commits like the
-others. Operations lancenb does not apply (indices, data replacement, overlays,
+others. Operations lancenb does not apply (data overlays,
 clones through ``commit``) exist under their pylance names so code imports, and raise
 :class:`~lancenb.errors.NotSupportedError` when committed.
 """
@@ -48,6 +48,8 @@ from lancenb.table.commit import (
     open_store,
 )
 from lancenb.table.fragments import DataFile, FragmentMetadata, as_pb
+from lancenb.table.indices import CreateIndex as _CreateIndex
+from lancenb.table.indices import index_from_pb
 from lancenb.table.transaction import Transaction as _Txn
 
 __all__ = ["LanceOperation", "Transaction", "to_transaction", "file_version_of"]
@@ -165,11 +167,11 @@ class LanceOperation:
         schema: object
         preserves_nullability: bool = False
 
-    @dataclass
-    class CreateIndex(BaseOperation):
-        """Not supported by lancenb (raises when committed)."""
-        new_indices: list
-        removed_indices: list
+    class CreateIndex(_CreateIndex, BaseOperation):
+        """Add index segments (:class:`lancenb.dataset.Index`; each replaces the
+        indices of its name) and remove ``removed_indices`` (by uuid), as pylance's
+        ``LanceOperation.CreateIndex``; the index files must be in ``_indices/<uuid>/``
+        already."""
 
     @dataclass
     class DataReplacementGroup:
@@ -370,6 +372,8 @@ def to_transaction(op, read_version: int, *, store=None, base=None) -> _Txn:
         return _Txn(read_version, "restore", T.Restore(version=int(op.version)))
     if isinstance(op, L.UpdateConfig):
         return _Txn(read_version, "update_config", update_config_pb(op, base_fields))
+    if isinstance(op, _CreateIndex):  # (also the table layer's own class)
+        return _Txn(read_version, "create_index", op.to_pb())
     if isinstance(op, L.DataReplacement):
         groups = [T.DataReplacementGroup(fragment_id=int(g.fragment_id),
                                          new_file=_data_file_pb(g.new_file))
@@ -574,6 +578,9 @@ def transaction_of(pb):
             _map(o.schema_metadata_updates) if o.HasField("schema_metadata_updates")
             else None,
             {int(k): _map(v) for k, v in o.field_metadata_updates.items()} or None)
+    elif kind == "create_index":
+        op = L.CreateIndex([index_from_pb(i) for i in o.new_indices],
+                           [index_from_pb(i) for i in o.removed_indices])
     elif kind == "clone":
         op = L.Clone(bool(o.is_shallow), o.ref_name if o.HasField("ref_name") else None,
                      int(o.ref_version), o.ref_path,

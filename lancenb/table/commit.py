@@ -69,7 +69,7 @@ from lancenb.table.manifest import (
     parse_manifest_name,
     parse_manifest_names,
 )
-from lancenb.table.transaction import Transaction, build_manifest
+from lancenb.table.transaction import Transaction, build_manifest, index_section_for
 
 __all__ = ["commit", "list_versions", "latest_version", "load_latest", "load_manifest",
            "iter_manifest_bytes", "find_manifest", "open_store", "put_new_object",
@@ -534,12 +534,11 @@ def commit_detached(store, txn: Transaction, *, base, data_format: str, writer_v
     own = list(written) + [f"{TRANSACTIONS_DIR}/{txn.file_name()}"]
     try:
         store.write_bytes(own[-1], txn.pb.SerializeToString(), atomic=False)
-        index = base.index_section_bytes() if txn.op in (
-            "append", "delete", "update", "merge", "project", "update_config") else None
         for _ in range(max_retries + 1):
             v = random.getrandbits(64) | DETACHED_MASK
             m = build_manifest(base.manifest, txn, v, data_format=data_format,
                                writer_version=writer_version)
+            index = index_section_for(base, txn, m)
             raw = frame_manifest(m, txn.pb, index)
             rel = detached_path(v)
             if put_new_object(store, rel, raw):
@@ -629,12 +628,7 @@ def _commit_loop(store, txn: Transaction, own: list, phase: _Phase, *, v2_names,
         new_v = txn.clone_version or latest_v + 1
         m = build_manifest(base, txn, new_v, data_format=data_format,
                            writer_version=writer_version)
-        index = None
-        if latest is not None and txn.op in ("append", "delete", "update", "merge", "project",
-                                                   "update_config"):
-            index = latest.index_section_bytes()
-        elif txn.op == "restore":
-            index = txn.restore_index_section
+        index = index_section_for(latest, txn, m)
         raw = frame_manifest(m, txn.pb, index)
         rel = f"{VERSIONS_DIR}/{manifest_name(new_v, v2_names)}"
         try:

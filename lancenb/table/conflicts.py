@@ -312,3 +312,45 @@ _RULES["rewrite"] = {
 _RULES["update_config"] = {
     "overwrite": lambda ours, other: _config_keys(ours, other, overwrite=True),
     "update_config": lambda ours, other: _config_keys(ours, other)}
+
+
+def _index_fields_replaced(ours, other) -> str:
+    """Our index creation against a data replacement: retryable when a replaced file
+    holds a field a new index covers."""
+    fields = {f for i in ours.pb.create_index.new_indices for f in i.fields}
+    for g in other.data_replacement.replacements:
+        if fields & set(g.new_file.fields):
+            return RETRY
+    return OK
+
+
+def _index_rewritten(ours, other) -> str:
+    """Our index creation against a rewrite: retryable when the rewrite moved rows of
+    a fragment a new index covers (or a new index does not say which it covers)."""
+    moved = _modified(other)
+    for idx in ours.pb.create_index.new_indices:
+        if not idx.fragment_bitmap:
+            return RETRY
+        try:
+            covered = BitMap.deserialize(bytes(idx.fragment_bitmap))
+        except Exception:  # noqa: BLE001 - pyroaring raises plain ValueError etc.
+            return RETRY
+        if any(i in covered for i in moved):
+            return RETRY
+    return OK
+
+
+def _frag_reuse_both(ours, other) -> str:
+    """Two index creations conflict only when both rewrite the fragment-reuse index."""
+    name = "__lance_frag_reuse"
+    mine = any(i.name == name for i in ours.pb.create_index.new_indices)
+    theirs = any(i.name == name for i in other.create_index.new_indices)
+    return RETRY if mine and theirs else OK
+
+
+# (pylance: indices are found by uuid, and the rows they indexed keep their ids through
+# deletes, updates, merges and projects)
+_RULES["create_index"] = {
+    "overwrite": INCOMPATIBLE, "restore": INCOMPATIBLE, "update_mem_wal_state": INCOMPATIBLE,
+    "rewrite": _index_rewritten, "data_replacement": _index_fields_replaced,
+    "create_index": _frag_reuse_both}

@@ -15,13 +15,15 @@ import time
 import uuid as uuidlib
 
 import numpy as np
+from pyroaring import BitMap
 
 from lancenb._proto import table_pb2, transaction_pb2
 from lancenb.errors import CommitConflictError, CorruptFileError, InvalidInputError
+from lancenb.table.indices import parse_section, section_bytes
 from lancenb.table.manifest import FLAG_STABLE_ROW_IDS, feature_flags_for
 from lancenb.table.rowids import encode_range_row_ids, encode_version_runs
 
-__all__ = ["Transaction", "build_manifest"]
+__all__ = ["Transaction", "build_manifest", "next_indices", "index_section_for"]
 
 WRITER_LIBRARY = "lancenb"
 
@@ -292,6 +294,8 @@ def build_manifest(base, txn: Transaction, version: int, *, data_format: str,
             m.max_fragment_id = top + txn.pb.reserve_fragments.num_fragments
         elif op == "update_config":
             _apply_update_config(m, txn.pb.update_config)
+        elif op == "create_index":
+            pass  # (fragments and schema unchanged: the index section is next_indices')
         else:
             raise CommitConflictError(f"lancenb cannot commit a {op} transaction")
     m.version = version
@@ -336,3 +340,170 @@ def _assign_row_ids(m, base, version: int) -> None:
         f.inline_last_updated_at_versions = encode_version_runs(n, version)
         nxt += n
     m.next_row_id = nxt
+
+
+# -- the index section: pylance's rules for what each operation does to indices ------
+
+FRAG_REUSE_INDEX = "__lance_frag_reuse"
+_SYSTEM_INDICES = (FRAG_REUSE_INDEX, "__lance_mem_wal")
+
+
+def _bitmap(idx) -> BitMap | None:
+    if not idx.fragment_bitmap:
+        return None
+    try:
+        return BitMap.deserialize(bytes(idx.fragment_bitmap))
+    except Exception as e:  # noqa: BLE001 - pyroaring raises plain ValueError etc.
+        raise CorruptFileError(f"index {idx.name!r} has a fragment bitmap that is not a "
+                               f"roaring bitmap: {e}") from e
+
+
+def _set_bitmap(idx, bm: BitMap) -> None:
+    idx.fragment_bitmap = bm.serialize()
+
+
+def _is_vector(idx) -> bool:
+    return idx.HasField("index_details") and \
+        idx.index_details.type_url.endswith("VectorIndexDetails")
+
+
+def _retain_relevant(indices: list, m) -> list:
+    """Drop indices of fields the schema lost; of several segments of one name keep
+    those covering an existing fragment (all empty: the oldest, none for a vector
+    index); a lone empty vector index goes (the reference's ``retain_relevant_indices``;
+    fragment bitmaps themselves are kept as they are)."""
+    field_ids = {f.id for f in m.fields}
+    indices = [i for i in indices if all(f in field_ids for f in i.fields)
+               or i.name in _SYSTEM_INDICES]
+    existing = BitMap(f.id for f in m.fragments)
+
+    def empty(i) -> bool:
+        bm = _bitmap(i)
+        return bm is None or not (bm & existing)
+
+    by_name: dict[str, list] = {}
+    for i in indices:
+        if i.name != FRAG_REUSE_INDEX:
+            by_name.setdefault(i.name, []).append(i)
+    keep = set()
+    for same in by_name.values():
+        full = [i for i in same if not empty(i)]
+        if full:
+            keep.update(id(i) for i in full)
+        elif len(same) > 1:
+            oldest = min(same, key=lambda i: i.dataset_version)
+            if not _is_vector(oldest):
+                keep.add(id(oldest))
+        elif not _is_vector(same[0]):
+            keep.add(id(same[0]))
+    return [i for i in indices if i.name == FRAG_REUSE_INDEX or id(i) in keep]
+
+
+def _recalculate(bm: BitMap, groups) -> BitMap:
+    """A bitmap after a rewrite: a group's old fragments replaced by its new ones
+    where the index covered them (all or none of a group, else refused)."""
+    out = BitMap(bm)
+    for g in groups:
+        olds = [f.id for f in g.old_fragments]
+        inside = [i in bm for i in olds]
+        if any(inside):
+            if not all(inside):
+                raise InvalidInputError("The compaction plan included a rewrite group that was "
+                                        "a split of indexed and non-indexed data")
+            out.difference_update(olds)
+            out.update(f.id for f in g.new_fragments)
+    return out
+
+
+def _rewrite_indices(indices: list, rw, stable: bool) -> None:
+    if stable:  # (row ids survive a rewrite: every index follows its fragments)
+        for i in indices:
+            bm = _bitmap(i)
+            if bm is not None:
+                _set_bitmap(i, _recalculate(bm, rw.groups))
+        return
+    seen = set()
+    for r in rw.rewritten_indices:
+        old = bytes(r.old_id.uuid)
+        if old in seen:
+            raise InvalidInputError("An invalid compaction plan must have been generated "
+                                    "because multiple tasks modified the same index")
+        seen.add(old)
+        target = next((i for i in indices if bytes(i.uuid.uuid) == old), None)
+        if target is None:
+            raise InvalidInputError("Invalid compaction plan refers to an index which does "
+                                    "not exist")
+        bm = _bitmap(target)
+        if bm is None:
+            raise InvalidInputError(f"Cannot rewrite index {target.name!r} which did not "
+                                    f"store fragment bitmap")
+        _set_bitmap(target, _recalculate(bm, rw.groups))
+        target.uuid.uuid = bytes(r.new_id.uuid)
+
+
+def _prune_updated_fields(indices: list, u) -> None:
+    """An update that rewrote fields in place: its fragments leave the indices of
+    those fields."""
+    changed = set(u.fields_modified)
+    if not changed:
+        return
+    ids = [f.id for f in u.updated_fragments]
+    for i in indices:
+        if changed & set(i.fields):
+            bm = _bitmap(i)
+            if bm is not None:
+                bm.difference_update(ids)
+                _set_bitmap(i, bm)
+
+
+def next_indices(base_indices: list, txn: Transaction, m) -> list:
+    """The indices of the manifest ``m`` that ``txn`` builds over a version holding
+    ``base_indices`` (``IndexMetadata`` protobufs, copied), by pylance's rules:
+    CreateIndex replaces indices of the names it creates and removes those it names;
+    an overwrite drops all; a delete, update, merge or project drops indices of lost
+    fields (:func:`_retain_relevant`); an update that rewrote indexed fields takes
+    its fragments out of their bitmaps; a rewrite moves the bitmaps of the indices
+    it remapped (all of them with stable row ids) to the new fragments."""
+    op = txn.op
+    if op == "overwrite":
+        return []
+    out = []
+    for i in base_indices:
+        c = table_pb2.IndexMetadata()
+        c.CopyFrom(i)
+        out.append(c)
+    if op == "create_index":
+        ci = txn.pb.create_index
+        names = {i.name for i in ci.new_indices}
+        gone = {bytes(i.uuid.uuid) for i in ci.removed_indices}
+        out = [i for i in out if i.name not in names and bytes(i.uuid.uuid) not in gone]
+        return out + list(ci.new_indices)
+    if op == "rewrite":
+        _rewrite_indices(out, txn.pb.rewrite,
+                         bool(m.reader_feature_flags & FLAG_STABLE_ROW_IDS))
+        return out
+    if op == "update":
+        _prune_updated_fields(out, txn.pb.update)
+    if op in ("delete", "update", "merge", "project"):
+        return _retain_relevant(out, m)
+    return out
+
+
+def index_section_for(base_mf, txn: Transaction, m) -> bytes | None:
+    """The raw index section of the manifest ``m`` that ``txn`` builds on ``base_mf``
+    (the :class:`~lancenb.table.manifest.ManifestFile` it is committed over, None
+    when creating): :func:`next_indices` of the base's indices, the base's bytes
+    themselves when nothing changed; a restore takes the restored version's section."""
+    if txn.op == "restore":
+        return txn.restore_index_section
+    if base_mf is None or txn.op == "clone":
+        return None
+    raw = base_mf.index_section_bytes()
+    base = parse_section(raw, f"manifest {base_mf.name!r}")
+    if not base and txn.op != "create_index":
+        return None
+    new = next_indices(base, txn, m)
+    if raw is not None and len(new) == len(base) and all(
+            a.SerializeToString() == b.SerializeToString() for a, b in zip(new, base)):
+        return raw
+    return section_bytes(new)
