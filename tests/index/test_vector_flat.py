@@ -349,3 +349,32 @@ def test_fixed_shape_tensor_column_and_extension_query(tmp_path):
     q = pa.ExtensionArray.from_storage(tensor, pa.array([[10, 20, 30, 40]],
                                                         pa.list_(pa.float32(), 4)))[0]
     _same_search(ours, theirs, nearest={"column": "t", "k": 3, "q": q}, with_row_id=True)
+
+
+def test_fragments_need_a_prefilter(tmp_path):
+    _write("pylance", _table(_vectors(60, ties=True)), tmp_path / "d", max_rows_per_file=20)
+    ours, theirs = _both(tmp_path / "d")
+    nn = {"column": "vec", "q": np.zeros(DIM), "k": 5}
+    def error(ds):
+        try:
+            ds.scanner(nearest=nn, fragments=[ds.get_fragments()[1]]).to_table()
+        except Exception as e:  # noqa: BLE001 - comparing what each library raises
+            return e
+
+    mine, their = error(ours), error(theirs)
+    assert isinstance(mine, ValueError) and isinstance(their, ValueError)
+    assert str(their).split(", /home")[0] == str(mine)
+    got = ours.scanner(nearest=nn, fragments=[ours.get_fragments()[1]], prefilter=True,
+                       columns=["id"], with_row_id=True).to_table()
+    want = theirs.scanner(nearest=nn, fragments=[theirs.get_fragments()[1]], prefilter=True,
+                          columns=["id"], with_row_id=True).to_table()
+    _compare(got, want)
+
+
+def test_fast_search_searches_only_indexed_rows(tmp_path):
+    _write("pylance", _table(_vectors(40)), tmp_path / "d")
+    ours, theirs = _both(tmp_path / "d")
+    nn = {"column": "vec", "q": np.zeros(DIM), "k": 5}
+    got = ours.scanner(nearest=nn, fast_search=True).to_table()
+    _compare(got, theirs.scanner(nearest=nn, fast_search=True).to_table())
+    assert got.num_rows == 0  # no index: nothing is indexed

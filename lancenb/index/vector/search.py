@@ -301,7 +301,8 @@ class VectorSearchScanner:
 
     def __init__(self, ds, nearest: dict, *, columns=None, filter=None, prefilter=None,
                  limit=None, offset=None, with_row_id=False, with_row_address=False,
-                 fragments=None, batch_size=None, disable_scoring_autoprojection=False):
+                 fragments=None, batch_size=None, disable_scoring_autoprojection=False,
+                 fast_search=False):
         self._ds = ds
         self._req = Request(ds.schema, nearest)
         if isinstance(columns, dict):
@@ -318,7 +319,11 @@ class VectorSearchScanner:
             raise InvalidInputError("Invalid user input: k must be positive")
         self._filter = filter
         self._prefilter = bool(prefilter)
+        if fragments is not None and not self._prefilter:
+            raise InvalidInputError("Not supported: This operation is not supported for "
+                                    "fragment scan")
         self._fragments = list(fragments) if fragments is not None else None
+        self._fast_search = bool(fast_search)
         self._batch_size = batch_size
         self._with_row_id = bool(with_row_id)
         self._with_row_address = bool(with_row_address)
@@ -361,6 +366,8 @@ class VectorSearchScanner:
                 # exactly (its plan's KNNVectorDistance over the union): a refine by 1
                 exact = 1 if frags and req.refine_factor is None else req.refine_factor
                 found.append(self._index_search(idx, q, covered, pre, exact))
+        if self._fast_search:
+            frags = []  # only what an index holds (nothing without one), as pylance
         found.append(flat.flat_search(frags, req.flat_query(q, self._k), req.dim,
                                       keep=self._pre, keep_columns=self._pre_columns))
         return Candidates.concat(found).best(self._k)
