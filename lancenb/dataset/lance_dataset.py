@@ -393,6 +393,17 @@ class LanceDataset(DatasetApiExtras, pads.Dataset):
         if unknown:
             raise TypeError(f"LanceDataset.scanner() got an unexpected keyword argument "
                             f"{unknown[0]!r}")
+        if nearest is not None and full_text_query is None and index_segments is None and \
+                row_addr_allowlist is None and row_addr_blocklist is None:
+            from lancenb.index.vector.search import VectorSearchScanner
+
+            return VectorSearchScanner(self, nearest, columns=columns, filter=filter,
+                                       prefilter=prefilter, limit=limit, offset=offset,
+                                       with_row_id=with_row_id, fragments=fragments,
+                                       with_row_address=with_row_address,
+                                       batch_size=batch_size,
+                                       fast_search=fast_search,
+                                       disable_scoring_autoprojection=disable_scoring_autoprojection)
         search = {"nearest": nearest, "full_text_query": full_text_query,
                   "index_segments": index_segments, "row_addr_allowlist": row_addr_allowlist,
                   "row_addr_blocklist": row_addr_blocklist}
