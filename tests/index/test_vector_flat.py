@@ -93,6 +93,8 @@ def test_k_beyond_the_rows_and_default_k(tmp_path, writer):
     t = _same_search(ours, theirs, nearest={"column": "vec", "q": q})  # k = 10
     assert t.num_rows == 10
     _same_search(ours, theirs, nearest={"column": "vec", "q": q}, limit=4)  # k = limit
+    # a k far beyond the rows allocates for the rows, not for k
+    assert ours.to_table(nearest={"column": "vec", "q": q, "k": 10**12}).num_rows == 25
 
 
 @pytest.mark.parametrize("limit,offset", [(3, None), (3, 2), (None, 4), (0, None),

@@ -83,6 +83,7 @@ class Candidates:
 
     def best(self, k: int) -> "Candidates":
         """The best ``k``, by distance then row id, best first."""
+        k = min(k, len(self.dist))  # (k may be far larger than the rows)
         pos = np.empty(k, np.int64)
         n = kt.topk_by_key(self.dist, self.row_id, k, pos)
         if n < 0:

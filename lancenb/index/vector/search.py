@@ -21,7 +21,10 @@ only tune its engine). As pylance:
   lists) a list of vectors is one multivector query.
 * A vector index on the column (``use_index`` not False, the same metric) searches the
   fragments it covers (:func:`lancenb.index.vector.ivf.open_vector_index`), the others
-  are searched flat (:mod:`.flat`), and the two are merged.
+  are searched flat (:mod:`.flat`), and the two are merged; with unindexed fragments
+  the index's candidates are re-scored exactly (a refine by 1), as pylance's plan does.
+  ``fast_search=True`` searches only what an index holds.
+* ``fragments=`` needs ``prefilter=True`` (pylance's "not supported for fragment scan").
 
 Output columns: the projection (every column by default), ``_distance`` where
 ``columns`` names it, else after them, then ``_rowid`` and ``_rowaddr`` when asked.
