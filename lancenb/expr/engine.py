@@ -35,7 +35,7 @@ from lancenb.expr import jsonfuncs
 from lancenb.io.pools import module_lock
 
 __all__ = ["evaluate", "positions", "result_types", "check", "run_query", "SqlQueryBuilder",
-           "SqlQuery"]
+           "SqlQuery", "USER_INPUT", "not_boolean"]
 
 _POS = "__lancenb_position"
 # what the engine raises: its errors are plain Exceptions; a Rust panic is pyo3's
@@ -81,7 +81,7 @@ def user_message(err: BaseException) -> str:
     m = re.search(r"No field named ([^.\s]+(?:\.[^\s]+)?)\.", text)
     if m:
         name = m.group(1).split(".")[-1].strip('"`')
-        return f"no column {name!r}"
+        return f"no column {name!r} (No field named {name})"
     m = re.search(r"Invalid function '([^']+)'", text)
     if m:
         return f"unknown function {m.group(1)}()"
@@ -96,12 +96,22 @@ def user_message(err: BaseException) -> str:
     text = re.sub(r"\b[a-z]?[0-9a-f]{32}\.", "", text)  # generated table names
     text = text.split("\n")[0].split(" at /")[0].strip()
     if "non-boolean predicate" in text or "Cannot create filter with non-boolean" in text:
-        return "is not a boolean condition"
+        return "is not a boolean condition (does not return a boolean)"
     return text or type(err).__name__
 
 
+# what pylance's messages for a bad expression start with (callers match on it)
+USER_INPUT = "Invalid user input: "
+
+
 def _fail(what: str, text: str, err: BaseException) -> InvalidInputError:
-    return InvalidInputError(f"{what} {_short(text)!r}: {user_message(err)}")
+    return InvalidInputError(f"{what} {_short(text)!r}: {USER_INPUT}{user_message(err)}")
+
+
+def not_boolean(what: str, text: str, typ) -> InvalidInputError:
+    """A filter whose value is not a boolean, in lancenb's words and pylance's."""
+    return InvalidInputError(f"{what} {_short(text)!r}: {USER_INPUT}is {typ}, not a boolean "
+                             f"condition (the {what} does not return a boolean)")
 
 
 def _frame(table):
@@ -147,8 +157,7 @@ def positions(table: pa.Table, predicate: str, *, what: str = "filter") -> np.nd
         raise _fail(what, predicate, err) from None
     mask = out.column(0)
     if not (pa.types.is_boolean(mask.type) or pa.types.is_null(mask.type)):
-        raise InvalidInputError(f"{what} {_short(predicate)!r}: is {mask.type}, not a "
-                                f"boolean condition")
+        raise not_boolean(what, predicate, mask.type)
     if mask.num_chunks != 1 or mask.null_count or pa.types.is_null(mask.type):
         mask = pc.fill_null(mask.cast(pa.bool_()), False)
     if isinstance(mask, pa.ChunkedArray):
@@ -173,7 +182,8 @@ def evaluate(table: pa.Table, exprs: dict, *, what: str = "expression") -> pa.Ta
     except _ENGINE_ERRORS as err:
         if isinstance(err, (KeyboardInterrupt, SystemExit)):
             raise
-        text = ", ".join(f"{k}={v}" for k, v in exprs.items())
+        text = ", ".join(f"{k}={v}" for k, v in exprs.items()) if len(exprs) > 1 \
+            else next(iter(exprs.values()))
         raise _fail(what, text, err) from None
     if out.num_rows == 0 and out.num_columns:
         out = out.schema.empty_table()
@@ -217,8 +227,7 @@ def check(schema: pa.Schema, predicate: str, *, what: str = "filter") -> None:
     over ``schema``."""
     typ = result_types(schema, {"v": predicate}, what=what).field("v").type
     if not (pa.types.is_boolean(typ) or pa.types.is_null(typ)):
-        raise InvalidInputError(f"{what} {_short(predicate)!r}: is {typ}, not a boolean "
-                                f"condition")
+        raise not_boolean(what, predicate, typ)
 
 
 def run_query(query: str, tables: dict) -> pa.Table:

@@ -91,9 +91,11 @@ from lancenb.expr.parse import (
     Translator,
     check_json_expression,
     check_json_uses,
+    coerce_regexp_match,
     columns_of,
     parse_sql,
     short,
+    to_sql,
 )
 from lancenb.expr.pruning import may_be_true
 from lancenb.file.statistics import ColumnStats
@@ -279,6 +281,9 @@ def compile_filter(filter: FilterLike, schema: pa.Schema) -> Filter:
         raise InvalidInputError(f"filter {filter!r}: empty predicate")
     ast = parse_sql(filter, "filter")
     check_json_uses(ast, schema, filter, "filter")
+    coerced = coerce_regexp_match(ast)
+    if coerced is not None:  # regexp_match(...) as a condition, as pylance reads it
+        ast, filter = coerced, to_sql(coerced)
     try:
         tree = Translator(filter, schema, tolerant=True).term(ast)
     except InvalidInputError:

@@ -48,7 +48,7 @@ from lancenb.file.extensions import holds_lance_json
 from lancenb.io.pools import module_lock
 
 __all__ = ["Translator", "parse_sql", "columns_of", "short", "MAX_FILTER_DEPTH", "check_json_uses",
-           "check_json_expression", "bare_json_field"]
+           "check_json_expression", "bare_json_field", "coerce_regexp_match", "to_sql"]
 
 # How deep a filter may nest (see the module docstring). sqlglot's parser spends about
 # 20 Python frames a level, so parsing runs under a raised recursion limit.
@@ -56,6 +56,11 @@ MAX_FILTER_DEPTH = 64
 _PARSE_RECURSION_LIMIT = 4000
 _PARSE_LOCK = module_lock(globals(), "_PARSE_LOCK")
 _OPENERS = frozenset({"L_PAREN", "NOT", "DASH"})
+
+
+class Refused(InvalidInputError):
+    """What pylance refuses although the SQL engine would evaluate it (a string column
+    compared with a binary literal): an error even where the engine takes over."""
 
 
 class _LanceSql(Dialect):
@@ -69,6 +74,7 @@ class _LanceSql(Dialect):
     class Tokenizer(tokens.Tokenizer):
         IDENTIFIERS = ["`"]
         QUOTES = ["'", '"']
+        HEX_STRINGS = [("x'", "'"), ("X'", "'")]  # binary literals: X'616263' is b"abc"
 
 
 # ----------------------------------------------------------------- SQL → tree
@@ -129,7 +135,7 @@ class Translator:
 
     def fail(self, problem: str) -> InvalidInputError:
         """An ``InvalidInputError`` naming the filter text and ``msg``."""
-        return InvalidInputError(f"filter {short(self.text)!r}: {problem}")
+        return InvalidInputError(f"filter {short(self.text)!r}: {engine.USER_INPUT}{problem}")
 
     def node(self, e: exp.Expression) -> Node:
         """The typed node of sqlglot expression ``e`` (an Opaque one when tolerant and
@@ -169,9 +175,9 @@ class Translator:
         try:
             return self.predicate(e)
         except InvalidInputError as err:
-            if "nests deeper than" in str(err):
-                raise  # the depth limit holds for the engine too
-            return Opaque(e.sql())
+            if "nests deeper than" in str(err) or isinstance(err, Refused):
+                raise  # the depth limit holds for the engine too; pylance refuses these
+            return Opaque(e.sql(dialect=_LanceSql))
 
     def _node(self, e: exp.Expression) -> Node:
         if isinstance(e, exp.Paren):
@@ -180,6 +186,8 @@ class Translator:
             return self.column(e)
         if isinstance(e, (exp.Literal, exp.Boolean, exp.Null)):
             return self.literal(e)
+        if isinstance(e, exp.HexString):
+            return self.binary_literal(e)
         if isinstance(e, exp.Cast):
             return self.cast(e)
         if isinstance(e, exp.Neg):
@@ -231,7 +239,8 @@ class Translator:
         if isinstance(n, Lit) and pa.types.is_null(n.type):
             return Lit(pa.scalar(None, pa.bool_()))
         if not (pa.types.is_boolean(n.type) or pa.types.is_null(n.type)):
-            raise self.fail(f"{e.sql()!r} is {n.type}, not a boolean condition")
+            raise self.fail(f"{e.sql()!r} is {n.type}, not a boolean condition (the filter "
+                            f"does not return a boolean)")
         return n
 
     def column(self, e: exp.Expression) -> Col:
@@ -256,7 +265,7 @@ class Translator:
             if name not in names:
                 where = f"in {'.'.join(path)}" if path else "in the schema"
                 raise self.fail(f"no column {'.'.join(path + [ident.name])!r} {where} "
-                                f"(columns: {', '.join(names)})")
+                                f"(No field named {ident.name}; columns: {', '.join(names)})")
             if names.count(name) > 1:
                 raise self.fail(f"column name {name!r} is ambiguous")
             path.append(name)
@@ -279,6 +288,17 @@ class Translator:
             return Lit(pa.scalar(float(text), pa.float64()))
         except (ValueError, OverflowError, pa.ArrowException):
             raise self.fail(f"cannot read the number {text!r}") from None
+
+    def binary_literal(self, e: exp.HexString) -> Node:
+        """``X'616263'``: the bytes ``abc`` (binary); hex digits that do not make whole
+        bytes are left to the engine, as pylance leaves them to DataFusion."""
+        try:
+            return Lit(pa.scalar(bytes.fromhex(e.this), pa.binary()))
+        except ValueError:
+            if self.tolerant:
+                return Opaque(e.sql(dialect=_LanceSql))
+            raise self.fail(f"{e.sql(dialect=_LanceSql)!r} is not a binary literal "
+                            f"(whole bytes of hex digits)") from None
 
     def sql_type(self, dt: exp.DataType) -> pa.DataType:
         """The Arrow type of a SQL type name."""
@@ -330,6 +350,10 @@ class Translator:
         pylance converts it (``f32 = 3.4028235677973366e38`` compares with +inf)."""
         if is_text(target) and not (is_text(lit.type) or pa.types.is_null(lit.type)):
             return lit  # no implicit number → text cast; Arrow reports the mismatch
+        if (pa.types.is_string(target) or pa.types.is_large_string(target)) \
+                and pa.types.is_binary(lit.type):
+            raise Refused(f"filter {short(self.text)!r}: {engine.USER_INPUT}cannot compare "
+                          f"{target} with the binary literal {lit.value.as_py()!r}")
         cast = _exact_cast(lit.value, target)
         if (cast is None and column and not self.verbatim and pa.types.is_floating(target)
                 and (pa.types.is_integer(lit.type) or pa.types.is_floating(lit.type))):
@@ -441,8 +465,8 @@ def _syntax_error(text: str, what: str) -> InvalidInputError:
     except InvalidInputError as err:
         if ": syntax error: " in str(err):
             return err
-    return InvalidInputError(f"{what} {short(text)!r}: syntax error: not one SQL "
-                             f"expression")
+    return InvalidInputError(f"{what} {short(text)!r}: {engine.USER_INPUT}syntax error: not "
+                             f"one SQL expression")
 
 
 def columns_of(ast: exp.Expression) -> frozenset:
@@ -524,6 +548,36 @@ def bare_json_field(text: str, schema: pa.Schema) -> pa.Field | None:
         return None
     f = _field_at(schema, [p.name for p in ast.parts])
     return f if f is not None and holds_lance_json(f) else None
+
+
+def coerce_regexp_match(ast: exp.Expression) -> exp.Expression | None:
+    """pylance 14's reading of ``regexp_match`` in a filter: where the filter's value
+    is made (the top, either side of ``AND`` / ``OR``, under ``NOT`` or parentheses),
+    ``regexp_match(...)`` (a list of captures, or NULL) stands for ``regexp_match(...)
+    IS NOT NULL``; elsewhere (``IS NULL``, comparisons, ``CASE``) it is the list. The
+    rewritten tree, or None when nothing changed. Example: ``regexp_match(s, 'c.+')
+    AND i > 1`` is ``NOT REGEXP_MATCH(s, 'c.+') IS NULL AND i > 1``."""
+    changed = False
+
+    def visit(e):
+        nonlocal changed
+        if isinstance(e, exp.Anonymous) and e.name.lower() == "regexp_match":
+            changed = True
+            return exp.Not(this=exp.Is(this=e, expression=exp.Null()))
+        if isinstance(e, (exp.And, exp.Or)):
+            e.set("this", visit(e.this))
+            e.set("expression", visit(e.expression))
+        elif isinstance(e, (exp.Not, exp.Paren)):
+            e.set("this", visit(e.this))
+        return e
+
+    out = visit(ast.copy())
+    return out if changed else None
+
+
+def to_sql(ast: exp.Expression) -> str:
+    """SQL text of a tree, in pylance's dialect (what the engine parses)."""
+    return ast.sql(dialect=_LanceSql)
 
 
 def parse_sql(text: str, what: str) -> exp.Expression:
