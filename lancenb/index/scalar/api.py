@@ -1,9 +1,188 @@
-"""The scalar-index methods of :class:`~lancenb.dataset.LanceDataset` (a mixin)."""
+"""The scalar-index methods of :class:`~lancenb.dataset.LanceDataset` (a mixin).
+
+They use the dataset's public API only: ``uri``, ``version``, ``schema``,
+``lance_schema``, ``get_fragments()``, ``scanner(...)``, ``list_indices()`` and
+``type(ds).commit(...)`` with a ``LanceOperation.CreateIndex``. The index files are
+written in pylance's layout (:mod:`.btree`, :mod:`.bitmap`), so pylance uses them.
+"""
 
 from __future__ import annotations
 
-__all__ = ["ScalarIndexMethods"]
+import uuid as uuidlib
+from datetime import datetime, timezone
+
+import numpy as np
+import pyarrow as pa
+
+from lancenb.errors import InvalidInputError, LanceError, NotSupportedError
+from lancenb.index.scalar import bitmap, btree, label_list
+from lancenb.index.scalar.common import IndexFiles
+from lancenb.table.indices import CreateIndex, Index, IndexFile
+
+__all__ = ["ScalarIndexMethods", "SCALAR_INDEX_TYPES"]
+
+# pylance's index types for scalar columns (its NotImplementedError lists them)
+SCALAR_INDEX_TYPES = ("BTREE", "BITMAP", "NGRAM", "ZONEMAP", "LABEL_LIST", "INVERTED",
+                      "BLOOMFILTER", "RTREE", "MINHASHLSH")
+# index type -> (list_indices type, details type URL, index version pylance 14 writes:
+# a LABEL_LIST of version 0 lacks the null-list rows, and pylance warns it is "old")
+_BUILT = {"BTREE": ("BTree", btree.DETAILS_TYPE_URL, 0),
+          "BITMAP": ("Bitmap", bitmap.DETAILS_TYPE_URL, 0),
+          "LABEL_LIST": ("LabelList", label_list.DETAILS_TYPE_URL, 1)}
+
+
+class IndexExistsError(LanceError, RuntimeError):
+    """An index of that name exists already (``replace=False``), as pylance's
+    ``RuntimeError``."""
+
+
+def _btree_type_ok(t: pa.DataType) -> bool:
+    """The column types pylance builds BTREE and BITMAP indices on."""
+    return (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
+            or pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+            or pa.types.is_large_binary(t) or pa.types.is_decimal(t)
+            or pa.types.is_fixed_size_binary(t) or pa.types.is_temporal(t))
+
+
+def _field(ds, column: str) -> pa.Field:
+    try:
+        return ds.schema.field(column)
+    except KeyError:
+        pass
+    parts, t = column.split("."), None
+    fields = ds.schema
+    for p in parts:
+        try:
+            f = fields.field(p) if t is None else t.field(p)
+        except KeyError:
+            raise KeyError(f"{column} not found in schema") from None
+        t = f.type if pa.types.is_struct(f.type) else None
+    return f
+
+
+def _field_id(ds, column: str) -> int:
+    lf = ds.lance_schema.field(column)
+    if lf is None:
+        raise KeyError(f"{column} not found in schema")
+    return int(lf.id())
+
+
+def _column_batches(ds, column: str, frags, typ: pa.DataType):
+    """``(values, uint64 row ids)`` of ``column`` in ``frags``, batch by batch
+    (deleted rows skipped)."""
+    if not frags:
+        return
+    scan = ds.scanner(columns=[column], with_row_id=True, fragments=frags)
+    for b in scan.to_batches():
+        if b.num_rows:
+            v = b.column(0)
+            ids = b.column(b.schema.get_field_index("_rowid"))
+            yield (v.cast(typ) if v.type != typ else v), np.asarray(ids.to_numpy(), np.uint64)
+
+
+def _index_name(existing, column: str, name: str | None, type_name: str) -> str:
+    """pylance's default name: ``{column}_idx``, or ``{column}_idx_2``, ... when that
+    name belongs to an index of another type or column."""
+    if name is not None:
+        return name
+    base = f"{column}_idx"
+    taken = {e["name"]: e for e in existing}
+    cur = taken.get(base)
+    if cur is None or (cur["type"] == type_name and cur["fields"] == [column]):
+        return base
+    k = 2
+    while f"{base}_{k}" in taken:
+        k += 1
+    return f"{base}_{k}"
 
 
 class ScalarIndexMethods:
     """Dataset methods that build and manage scalar and full-text indices."""
+
+    def create_scalar_index(self, column: str, index_type, name: str | None = None, *,
+                            replace: bool = True, train: bool = True, fragment_ids=None,
+                            index_uuid: str | None = None, progress_callback=None,
+                            format_version=None, **kwargs) -> None:
+        """Build a scalar index on ``column`` and commit it as a new version (this
+        dataset moves to it), in pylance's format.
+
+        Parameters
+        ----------
+        column : str
+            The column to index.
+        index_type : str
+            ``"BTREE"``, ``"BITMAP"`` or ``"LABEL_LIST"`` (lancenb builds these;
+            pylance's other types raise :class:`~lancenb.errors.NotSupportedError`).
+        name : str, optional
+            Default ``"{column}_idx"`` (``"{column}_idx_2"``, ... when that name is
+            taken by an index of another type, as pylance).
+        replace : bool, default True
+            Replace an index of the same name; else an existing name is an error.
+        train : bool, default True
+            False: an empty index covering no fragment.
+
+        Examples
+        --------
+        >>> ds.create_scalar_index("x", "BTREE")  # doctest: +SKIP
+        >>> ds.to_table(filter="x = 5")  # doctest: +SKIP
+        """
+        if not isinstance(index_type, str):
+            raise NotSupportedError(f"index_type {index_type!r}: lancenb takes the index type "
+                                    f"by name")
+        kind = index_type.upper()
+        if kind == "FTS":
+            kind = "INVERTED"
+        if kind not in SCALAR_INDEX_TYPES:
+            raise NotImplementedError(
+                'Only "BTREE", "BITMAP", "NGRAM", "ZONEMAP", "LABEL_LIST", "INVERTED", '
+                '"BLOOMFILTER", "RTREE" or "MINHASHLSH" are supported for scalar columns.  '
+                f"Received {index_type}")
+        field = _field(self, column)
+        if kind in ("BTREE", "BITMAP") and not _btree_type_ok(field.type):
+            raise TypeError(f"BTREE/BITMAP index column {column} must be int, float, bool, "
+                            f"str, large_str, binary, large_binary, decimal, fixed-size-binary, "
+                            f"or temporal")
+        if kind == "LABEL_LIST" and not (pa.types.is_list(field.type)
+                                         or pa.types.is_large_list(field.type)):
+            raise TypeError(f"LABEL_LIST index column {column} must be a list or large list")
+        if kind not in _BUILT:
+            raise NotSupportedError(f"lancenb cannot build {kind} indices yet (BTREE, "
+                                    f"BITMAP and LABEL_LIST only)")
+        if fragment_ids is not None:
+            raise NotSupportedError("create_scalar_index(fragment_ids=...) (distributed "
+                                    "building) is not supported by lancenb")
+        unknown = sorted(k for k in kwargs if k not in ("document_granularity",))
+        if unknown:
+            raise InvalidInputError(f"create_scalar_index: unknown options {unknown} for "
+                                    f"{kind}")
+        fid = _field_id(self, column)
+        type_name, type_url, index_version = _BUILT[kind]
+        existing = self.list_indices()
+        name = _index_name(existing, column, name, type_name)
+        same = [e for e in existing if e["name"] == name]
+        if same and not replace:
+            raise IndexExistsError(f"Index name '{name}' already exists, please specify a "
+                                   f"different name or use replace=True")
+        if any(e["fields"] != [column] for e in same):
+            raise IndexExistsError(f"Index name '{name} already exists with different "
+                                   f"fields, please specify a different name")
+        uid = str(uuidlib.UUID(index_uuid)) if index_uuid else str(uuidlib.uuid4())
+        frags = self.get_fragments()
+        covered = [f.fragment_id for f in frags] if train else []
+        batches = _column_batches(self, column, frags if train else [], field.type)
+        files = IndexFiles(self.uri, uid)
+        if kind == "BTREE":
+            btree.write_btree(files, batches, field.type)
+        elif kind == "BITMAP":
+            bitmap.write_bitmap(files, batches, field.type)
+        else:
+            label_list.write_label_list(files, batches, field.type)
+        index = Index(uuid=uid, name=name, fields=[fid], dataset_version=self.version,
+                      fragment_ids=set(covered), index_version=index_version,
+                      created_at=datetime.now(timezone.utc),
+                      files=[IndexFile(n, s) for n, s in files.written],
+                      index_details=(type_url, b""))
+        # (the table layer's CreateIndex: LanceOperation.CreateIndex is that class)
+        new = type(self).commit(self.uri, CreateIndex(new_indices=[index], removed_indices=[]),
+                                read_version=self.version)
+        vars(self).update(vars(new))  # this dataset moves to the new version, as pylance's

@@ -1,0 +1,138 @@
+"""BITMAP scalar index in pylance's on-disk format.
+
+Layout (``_indices/<uuid>/bitmap_page_lookup.lance``, a Lance 2.2 file): one row per
+distinct value of the column, sorted with the null key first: ``keys`` (the column's
+type; a null key holds the rows where the column is null) and ``bitmaps``
+(``binary``: the rows holding that value as a serialised row set, see
+:mod:`lancenb.index.scalar.rowmap`). Schema metadata ``lance:index_stats`` is
+``{"num_bitmaps": <number of keys>}``. The manifest's index details are an empty
+``lance.table.BitmapIndexDetails``.
+
+Example: ``s = ["x", null, "y", "x"]`` in fragment 0 gives keys ``[null, "x", "y"]``
+and bitmaps ``[{1}, {0, 3}, {2}]``.
+
+A query evaluates the predicate once per key and unions the bitmaps of the keys it
+is true for (and NULL for, when asked): exact for any predicate of the one column.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyroaring import BitMap64
+
+from lancenb.index.scalar import rowmap
+from lancenb.index.scalar.common import Answer, IndexFiles, leaf_mask
+from lancenb.index.scalar.sorting import RUN_ROWS, sorted_pairs
+
+__all__ = ["BitmapIndex", "write_bitmap", "BITMAP_FILE", "DETAILS_TYPE_URL", "group_rows"]
+
+BITMAP_FILE = "bitmap_page_lookup.lance"
+DETAILS_TYPE_URL = "/lance.table.BitmapIndexDetails"
+STATS_KEY = "lance:index_stats"
+
+
+class BitmapIndex:
+    """An open BITMAP index (keys in memory; bitmaps decoded when a query needs them)."""
+
+    file_name = BITMAP_FILE
+
+    def __init__(self, files: IndexFiles, full_rows=None):
+        self.files = files
+        table = files.reader(self.file_name).read_all().to_table()
+        self.keys = table.column("keys").combine_chunks()
+        self.bitmaps = table.column("bitmaps").combine_chunks()
+        self.full_rows = full_rows
+        self._cache: dict[int, BitMap64] = {}
+
+    def bitmap(self, i: int) -> BitMap64:
+        """The rows of key ``i``."""
+        got = self._cache.get(i)
+        if got is None:
+            got = rowmap.deserialize(self.bitmaps[i].as_py(), full_rows=self.full_rows,
+                                     where=f"index {self.files.uuid} key {i}")
+            self._cache[i] = got
+        return got
+
+    def union(self, positions) -> BitMap64:
+        """The rows of the keys at ``positions``."""
+        out = BitMap64()
+        for i in positions:
+            out |= self.bitmap(int(i))
+        return out
+
+    def search(self, node, column: str, with_nulls: bool) -> Answer:
+        """The rows ``node`` (a predicate over ``column``) is true for, and NULL for
+        when ``with_nulls``."""
+        true, null = leaf_mask(pa.table({column: self.keys}), node.expr())
+        return Answer(self.union(true), self.union(null) if with_nulls else None)
+
+    def all_rows(self) -> BitMap64:
+        """Every row the index holds."""
+        return self.union(range(len(self.keys)))
+
+
+def _canonical(values: pa.Array) -> pa.Array:
+    """-0.0 as 0.0 (one key: the sort cannot tell them apart, and filters hold them
+    equal)."""
+    if pa.types.is_floating(values.type) and len(values):
+        zero = pa.scalar(0, values.type)
+        return pc.if_else(pc.equal(values, zero), zero, values)
+    return values
+
+
+def _same(a: pa.Array, b: pa.Array) -> bool:
+    """Whether two one-value arrays hold the same key (null = null, NaN = NaN)."""
+    if a.null_count or b.null_count:
+        return bool(a.null_count and b.null_count)
+    codes = pc.dictionary_encode(pa.concat_arrays([a, b])).indices.to_pylist()
+    return codes[0] == codes[1]
+
+
+def group_rows(sorted_tables):
+    """``(key, uint64 ids)`` per distinct value, in index order, from tables of
+    ``values``, ``ids`` sorted by value (:func:`~.sorting.sorted_pairs`)."""
+    key, held = None, []
+    for t in sorted_tables:
+        if not t.num_rows:
+            continue
+        values = _canonical(t.column("values").combine_chunks())
+        ids = np.asarray(t.column("ids").to_numpy(), np.uint64)
+        codes = np.asarray(pc.dictionary_encode(values, null_encoding="encode")
+                           .indices.to_numpy(zero_copy_only=False), np.int64)
+        cuts = np.flatnonzero(np.diff(codes)) + 1
+        starts = np.concatenate([[0], cuts]).tolist()
+        ends = np.concatenate([cuts, [len(codes)]]).tolist()
+        for a, b in zip(starts, ends):
+            k = values.slice(a, 1)
+            if key is not None and _same(key, k):
+                held.append(ids[a:b])
+                continue
+            if key is not None:
+                yield key, np.concatenate(held)
+            key, held = k, [ids[a:b]]
+    if key is not None:
+        yield key, np.concatenate(held)
+
+
+def write_bitmap(files: IndexFiles, batches, value_type: pa.DataType, *,
+                 file_name: str = BITMAP_FILE, extra_metadata: dict | None = None,
+                 buffers: dict | None = None, run_rows: int = RUN_ROWS) -> None:
+    """Write a BITMAP index into ``files`` from ``batches`` of ``(values, uint64 row
+    ids)``, sorted in bounded memory; one bitmap per distinct value is held.
+    ``buffers``: global buffers for :meth:`IndexFiles.write` (read once the batches
+    are consumed)."""
+    keys, bitmaps = [], []
+    for k, ids in group_rows(sorted_pairs(batches, value_type, run_rows=run_rows)):
+        keys.append(k)
+        bitmaps.append(rowmap.serialize(ids))
+    key_arr = pa.concat_arrays(keys) if keys else pa.array([], value_type)
+    meta = {STATS_KEY: json.dumps({"num_bitmaps": len(keys)}, separators=(",", ":"))}
+    meta.update(extra_metadata or {})
+    schema = pa.schema([pa.field("keys", value_type), pa.field("bitmaps", pa.binary())],
+                       metadata=meta)
+    table = pa.table([key_arr, pa.array(bitmaps, pa.binary())], schema=schema)
+    files.write(file_name, table, schema, buffers=buffers)

@@ -1,0 +1,210 @@
+"""BTREE scalar index in pylance's on-disk format.
+
+Layout (``_indices/<uuid>/``, Lance files in format 2.2):
+
+``page_data.lance``
+    Every indexed row, sorted by value: columns ``values`` (the column's type,
+    nullable) and ``ids`` (``uint64``, not null: row addresses ``fragment << 32 |
+    offset``, or stable row ids when the dataset has them). Nulls sort first, then the
+    values in ascending order (floats in total order: NaN last). The rows are cut
+    into pages of ``batch_size`` rows: page ``p`` is rows ``[p * batch_size, (p + 1)
+    * batch_size)``.
+``page_lookup.lance``
+    One row per page: ``min`` and ``max`` (the page's first and last value, so
+    ``min`` is null when the page holds nulls and both are null for a page of
+    nulls only), ``null_count`` (``uint32``) and ``page_idx`` (``uint32``). Schema
+    metadata ``batch_size`` (``"4096"``) and ``range_partitioned`` (``"false"``;
+    lancenb reads only such indices).
+
+Example: values ``[3, null, 1]`` at addresses ``0, 1, 2`` give page data
+``values=[null, 1, 3], ids=[1, 2, 0]`` and one lookup row ``min=null, max=3,
+null_count=1, page_idx=0``. The manifest's index details are an empty
+``lance.table.BTreeIndexDetails``.
+
+A query reads the lookup, picks the pages whose ``[min, max]`` may hold a matching
+value (pages with nulls for ``IS NULL``), reads just those pages and evaluates the
+predicate on their values, so the answer is exact.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyarrow as pa
+from pyroaring import BitMap64
+
+from lancenb.errors import CorruptFileError
+from lancenb.expr.nodes import FLIP, Cmp, Col, In, IsNull, Like, Lit
+from lancenb.index.scalar import rowmap
+from lancenb.index.scalar.common import Answer, IndexFiles, Unanswerable, ids_at, leaf_mask
+from lancenb.index.scalar.sorting import RUN_ROWS, sorted_pairs
+
+__all__ = ["BTreeIndex", "write_btree", "PAGES_FILE", "LOOKUP_FILE", "DETAILS_TYPE_URL"]
+
+PAGES_FILE = "page_data.lance"
+LOOKUP_FILE = "page_lookup.lance"
+DETAILS_TYPE_URL = "/lance.table.BTreeIndexDetails"
+DEFAULT_BATCH_SIZE = 4096
+
+
+def _isnan(v) -> bool:
+    return isinstance(v, float) and math.isnan(v)
+
+
+def _leaf_ranges(node):
+    """The value ranges ``[(lo, hi), ...]`` (None: unbounded) a leaf predicate can be
+    true in, or None when any non-null value may match."""
+    if isinstance(node, Cmp):
+        op, a, b = node.op, node.left, node.right
+        if isinstance(a, Lit) and isinstance(b, Col):
+            op, a, b = FLIP[op], b, a
+        if not (isinstance(a, Col) and isinstance(b, Lit)):
+            raise Unanswerable("a comparison of a column with a literal only")
+        v = b.value.as_py()
+        if v is None or _isnan(v):
+            return None
+        return {"=": [(v, v)], "<": [(None, v)], "<=": [(None, v)], ">": [(v, None)],
+                ">=": [(v, None)]}.get(op)
+    if isinstance(node, In):
+        vals = node.values.to_pylist()
+        if any(_isnan(v) for v in vals):
+            return None
+        return [(v, v) for v in vals if v is not None]
+    if isinstance(node, IsNull):
+        return [] if not node.negated else None
+    if isinstance(node, Like) and not node.ignore_case:
+        prefix = []
+        for ch in node.pattern:
+            if ch in "%_\\":
+                break
+            prefix.append(ch)
+        p = "".join(prefix)
+        if p and (pa.types.is_string(node.arg.type) or pa.types.is_large_string(node.arg.type)):
+            return [(p, None)]  # (pages from the prefix on: an upper bound is not exact)
+    return None
+
+
+class BTreeIndex:
+    """An open BTREE index: its page lookup in memory, pages read on demand."""
+
+    def __init__(self, files: IndexFiles):
+        self.files = files
+        lookup_reader = files.reader(LOOKUP_FILE)
+        meta = lookup_reader.schema_full.metadata or {}
+        if meta.get(b"range_partitioned", b"false") not in (b"false", b""):
+            raise Unanswerable("range-partitioned BTREE indices are not read by lancenb")
+        try:
+            self.batch_size = int(meta.get(b"batch_size", DEFAULT_BATCH_SIZE))
+        except ValueError as e:
+            raise CorruptFileError(f"index {files.uuid}: batch_size {meta!r}") from e
+        lookup = lookup_reader.read_all().to_table()
+        self.mins = lookup.column("min").to_pylist()
+        self.maxs = lookup.column("max").to_pylist()
+        self.null_counts = np.asarray(lookup.column("null_count").to_numpy(), np.int64)
+        self.pages = np.asarray(lookup.column("page_idx").to_numpy(), np.int64)
+        self.data = files.reader(PAGES_FILE)
+        self.num_rows = self.data.num_rows()
+        self.value_type = self.data.schema_full.field("values").type
+
+    # -- pages -----------------------------------------------------------------------
+    def _may_hold(self, i: int, lo, hi) -> bool:
+        mn, mx = self.mins[i], self.maxs[i]
+        if mx is None:
+            return False  # nulls only
+        try:
+            if lo is not None and not _isnan(mx) and mx < lo:
+                return False
+            if hi is not None and mn is not None and not _isnan(mn) and hi < mn:
+                return False
+        except TypeError:
+            return True  # incomparable: read it
+        return True
+
+    def candidate_pages(self, node, with_nulls: bool) -> list[int]:
+        """Positions (in the lookup) of the pages that may hold rows ``node`` is true
+        or (``with_nulls``) NULL for."""
+        ranges = _leaf_ranges(node)
+        n = len(self.pages)
+        if ranges is None:
+            want = [i for i in range(n) if self.maxs[i] is not None]
+        else:
+            want = [i for i in range(n) if any(self._may_hold(i, lo, hi) for lo, hi in ranges)]
+        if with_nulls or isinstance(node, IsNull):
+            want = sorted(set(want) | {i for i in range(n) if self.null_counts[i] > 0})
+        return want
+
+    def read_pages(self, positions: list[int]) -> pa.Table:
+        """The rows of the pages at ``positions`` (lookup rows), as one table."""
+        spans = []
+        for i in positions:
+            start = int(self.pages[i]) * self.batch_size
+            end = min(start + self.batch_size, self.num_rows)
+            if start >= self.num_rows:
+                raise CorruptFileError(f"index {self.files.uuid}: page {self.pages[i]} starts "
+                                       f"at row {start}; {PAGES_FILE} has {self.num_rows}")
+            if spans and spans[-1][1] == start:
+                spans[-1][1] = end
+            else:
+                spans.append([start, end])
+        parts = [self.data.read_range(a, b - a).to_table() for a, b in spans]
+        if not parts:
+            return pa.table({"values": pa.array([], self.value_type),
+                             "ids": pa.array([], pa.uint64())})
+        return pa.concat_tables(parts)
+
+    # -- queries -----------------------------------------------------------------------
+    def search(self, node, column: str, with_nulls: bool) -> Answer:
+        """The rows ``node`` (a leaf predicate over ``column``) is true for, and NULL
+        for when ``with_nulls``."""
+        t = self.read_pages(self.candidate_pages(node, with_nulls))
+        values = t.column("values")
+        ids = np.asarray(t.column("ids").to_numpy(), np.uint64)
+        true, null = leaf_mask(pa.table({column: values}), node.expr())
+        return Answer(ids_at(ids, true), ids_at(ids, null) if with_nulls else None)
+
+    def all_rows(self) -> BitMap64:
+        """Every row the index holds."""
+        ids = self.data.read_range(0, self.num_rows).to_table().column("ids") \
+            if self.num_rows else pa.array([], pa.uint64())
+        return rowmap.from_ids(np.asarray(ids.to_numpy(), np.uint64))
+
+
+def write_btree(files: IndexFiles, batches, value_type: pa.DataType, *,
+                batch_size: int = DEFAULT_BATCH_SIZE, run_rows: int = RUN_ROWS) -> None:
+    """Write a BTREE index into ``files`` from ``batches`` of ``(values, uint64 row
+    ids)`` in any order, sorting in bounded memory (:mod:`.sorting`)."""
+    data_schema = pa.schema([pa.field("values", value_type),
+                             pa.field("ids", pa.uint64(), nullable=False)])
+    mins, maxs, nulls = [], [], []
+
+    def pages():
+        held, n = [], 0
+        for t in sorted_pairs(batches, value_type, run_rows=run_rows):
+            held.append(t)
+            n += t.num_rows
+            while n >= batch_size:
+                allt = pa.concat_tables(held).combine_chunks()
+                yield page(allt.slice(0, batch_size))
+                held, n = [allt.slice(batch_size)], n - batch_size
+        if n:
+            yield page(pa.concat_tables(held).combine_chunks())
+
+    def page(t: pa.Table) -> pa.RecordBatch:
+        v = t.column("values").combine_chunks()
+        mins.append(v.slice(0, 1))
+        maxs.append(v.slice(len(v) - 1, 1))
+        nulls.append(v.null_count)
+        return pa.record_batch([v, t.column("ids").combine_chunks()], schema=data_schema)
+
+    files.write(PAGES_FILE, None, data_schema, pages())
+    lookup_schema = pa.schema([
+        pa.field("min", value_type), pa.field("max", value_type),
+        pa.field("null_count", pa.uint32(), nullable=False),
+        pa.field("page_idx", pa.uint32(), nullable=False)],
+        metadata={"range_partitioned": "false", "batch_size": str(batch_size)})
+    lookup = pa.table([pa.concat_arrays(mins) if mins else pa.array([], value_type),
+                       pa.concat_arrays(maxs) if maxs else pa.array([], value_type),
+                       pa.array(nulls, pa.uint32()), pa.array(range(len(nulls)), pa.uint32())],
+                      schema=lookup_schema)
+    files.write(LOOKUP_FILE, lookup, lookup_schema)

@@ -1,0 +1,197 @@
+"""Answer a filter from the dataset's scalar indices, without reading the column.
+
+:func:`index_rows` parses the filter into :mod:`lancenb.expr` nodes and answers it
+when every leaf (a comparison of an indexed column with a literal, ``IN``, ``IS
+[NOT] NULL``, ``LIKE``) has a BTREE or BITMAP index, combining leaves with SQL's
+three-valued logic: ``AND`` intersects, ``OR`` unites, ``NOT p`` is every indexed row
+where ``p`` is neither true nor NULL. The answer is exact for the fragments the
+indices cover (all of them cover the same ones, or the answer is refused); rows of
+other fragments are for the caller to scan, and deleted rows are removed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pyroaring import BitMap64
+
+from lancenb.errors import LanceError
+from lancenb.expr.nodes import And, Cmp, Col, In, IsNull, Like, Lit, Not, Opaque, Or
+from lancenb.expr.parse import Translator, parse_sql
+from lancenb.index.scalar import rowmap
+from lancenb.index.scalar.bitmap import BitmapIndex
+from lancenb.index.scalar.btree import BTreeIndex
+from lancenb.index.scalar.common import Answer, IndexFiles, Unanswerable
+from lancenb.index.scalar.label_list import LabelListIndex, label_query
+from lancenb.io.store import ObjectStore
+from lancenb.table.deletion import read_deletions
+
+__all__ = ["index_rows", "open_index"]
+
+_READERS = {"BTree": BTreeIndex, "Bitmap": BitmapIndex, "LabelList": LabelListIndex}
+
+
+def _leaf_column(node) -> str | None:
+    """The column a leaf predicate tests, None if ``node`` is not such a leaf."""
+    if isinstance(node, Cmp):
+        sides = (node.left, node.right)
+        cols = [s for s in sides if isinstance(s, Col)]
+        lits = [s for s in sides if isinstance(s, Lit)]
+        if len(cols) == 1 and len(lits) == 1:
+            return ".".join(cols[0].path)
+        return None
+    if isinstance(node, (In, IsNull, Like)) and isinstance(node.arg, Col):
+        return ".".join(node.arg.path)
+    return None
+
+
+def _has_not(node) -> bool:
+    if isinstance(node, Not):
+        return True
+    if isinstance(node, (And, Or)):
+        return _has_not(node.left) or _has_not(node.right)
+    return False
+
+
+def open_index(ds, entries: list[dict]):
+    """Readers of the index segments ``entries`` (``list_indices()`` dicts)."""
+    frags = {f.fragment_id: f for f in ds.get_fragments()}
+
+    def full_rows(fid: int) -> int:
+        f = frags.get(fid)
+        return int(f.metadata.physical_rows) if f is not None else 0
+
+    out = []
+    for e in entries:
+        cls = _READERS.get(e["type"])
+        if cls is None:
+            raise Unanswerable(f"index type {e['type']}")
+        files = IndexFiles(ds.uri, e["uuid"])
+        out.append(cls(files) if cls is BTreeIndex else cls(files, full_rows))
+    return out
+
+
+class _Planner:
+    """Evaluates a filter tree over the indexed columns of one dataset."""
+
+    def __init__(self, ds):
+        self.ds = ds
+        self.by_column: dict[str, list[dict]] = {}
+        for e in ds.list_indices():
+            if len(e["fields"]) == 1 and e["type"] in _READERS:
+                self.by_column.setdefault(e["fields"][0], []).append(e)
+        self.readers: dict[tuple, list] = {}
+        self.covered: set[int] | None = None
+        self.universe: BitMap64 | None = None
+
+    def _segments(self, column: str, labels: bool = False) -> list:
+        key = (column, labels)
+        got = self.readers.get(key)
+        if got is None:
+            entries = [e for e in self.by_column.get(column, ())
+                       if (e["type"] == "LabelList") == labels]
+            if not entries:
+                raise Unanswerable(f"no scalar index on {column!r}")
+            name = entries[0]["name"]  # (the segments of one index; another index ignored)
+            entries = [e for e in entries if e["name"] == name]
+            cover = set()
+            for e in entries:
+                cover |= set(e["fragment_ids"])
+            if self.covered is not None and cover != self.covered:
+                raise Unanswerable("the indices cover different fragments")
+            self.covered = cover
+            got = self.readers[key] = open_index(self.ds, entries)
+        return got
+
+    def labels(self, node, with_nulls: bool) -> Answer:
+        q = label_query(node.sql)
+        if q is None or with_nulls:  # (NULL rows of a list predicate: not from the index)
+            raise Unanswerable(f"{node.sql!r} is not answered by a label index")
+        column, labels, mode = q
+        true = BitMap64()
+        for seg in self._segments(column, labels=True):
+            true |= seg.search_labels(labels, mode).true
+        return Answer(true)
+
+    def leaf(self, node, with_nulls: bool) -> Answer:
+        if isinstance(node, Opaque):
+            return self.labels(node, with_nulls)
+        column = _leaf_column(node)
+        if column is None:
+            raise Unanswerable(f"{type(node).__name__} is not an indexed predicate")
+        true, null = BitMap64(), BitMap64() if with_nulls else None
+        for seg in self._segments(column):
+            a = seg.search(node, column, with_nulls)
+            true |= a.true
+            if with_nulls:
+                null |= a.null
+        if with_nulls and self.universe is None:
+            self.universe = BitMap64()
+            for seg in self._segments(column):
+                self.universe |= seg.all_rows()
+        return Answer(true, null)
+
+    def eval(self, node, with_nulls: bool) -> Answer:
+        if isinstance(node, And):
+            a, b = self.eval(node.left, with_nulls), self.eval(node.right, with_nulls)
+            t = a.true & b.true
+            n = ((a.true | a.null) & (b.true | b.null)) - t if with_nulls else None
+            return Answer(t, n)
+        if isinstance(node, Or):
+            a, b = self.eval(node.left, with_nulls), self.eval(node.right, with_nulls)
+            t = a.true | b.true
+            return Answer(t, (a.null | b.null) - t if with_nulls else None)
+        if isinstance(node, Not):
+            a = self.eval(node.arg, True)
+            return Answer(self.universe - a.true - a.null, a.null if with_nulls else None)
+        return self.leaf(node, with_nulls)
+
+
+def _live(ds, rows: BitMap64, covered: set[int]) -> BitMap64:
+    """``rows`` restricted to existing covered fragments, deleted rows removed."""
+    store = None
+    out = BitMap64()
+    for f in ds.get_fragments():
+        fid = f.fragment_id
+        if fid not in covered:
+            continue
+        base = fid << 32
+        part = BitMap64()
+        part.add_range(base, base + (1 << 32))
+        part &= rows
+        meta = f.metadata
+        if meta.deletion_file is not None and len(part):
+            store = store or ObjectStore(ds.uri)
+            dead = read_deletions(store, fid, meta.deletion_file.to_pb(),
+                                  int(meta.physical_rows))
+            part -= rowmap.from_ids(dead.astype(np.uint64) | np.uint64(base))
+        out |= part
+    return out
+
+
+def index_rows(ds, filter) -> tuple[BitMap64, set[int]] | None:
+    """The rows of ``ds`` where the SQL ``filter`` is true, answered from scalar
+    indices: ``(row addresses, ids of the fragments the answer covers)``, or None when
+    the indices cannot answer it exactly (no index on a column it tests, a part no
+    index evaluates, a pyarrow Expression, stable row ids). Rows of fragments outside
+    the covered set are not included (scan those); deleted rows are excluded.
+
+    Examples
+    --------
+    >>> rows, covered = index_rows(ds, "x = 5 OR x IN (7, 9)")  # doctest: +SKIP
+    """
+    if not isinstance(filter, str) or not filter.strip():
+        return None
+    frags = ds.get_fragments()
+    if any(f.metadata.row_id_meta is not None for f in frags):
+        return None  # (stable row ids: the index holds ids, not addresses)
+    try:
+        tree = Translator(filter, ds.schema, tolerant=True).term(parse_sql(filter, "filter"))
+        planner = _Planner(ds)
+        if not planner.by_column:
+            return None
+        answer = planner.eval(tree, _has_not(tree))
+    except (Unanswerable, LanceError, RecursionError, TypeError, ValueError):
+        return None
+    existing = {f.fragment_id for f in frags}
+    covered = (planner.covered or set()) & existing
+    return _live(ds, answer.true, covered), covered

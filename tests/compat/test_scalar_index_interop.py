@@ -1,0 +1,140 @@
+"""BTREE and BITMAP indices against pylance 14, both directions: an index pylance
+built answers lancenb's :func:`index_rows` exactly as an unindexed filter; an index
+lancenb built (its files, its CreateIndex commit) is listed and used by pylance, with
+the rows pylance's unindexed scan gives."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import lancenb
+from lancenb.index.scalar import rowmap
+from lancenb.index.scalar.api import ScalarIndexMethods
+from lancenb.index.scalar.query import index_rows
+
+lance = pytest.importorskip("lance")
+
+# (pylance 14 deprecates list_indices in favour of describe_indices)
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+N = 9000
+
+FILTERS = ["x = 5", "x IN (1, 50, 96)", "x > 90", "x <= 3 AND s = 'v3'", "NOT (x > 5)",
+           "s = 'v1' OR x = 7", "x IS NULL", "x IS NOT NULL", "s LIKE 'v1%'", "s IN ('v2', 'v9')",
+           "NOT (s = 'v4') AND x < 20", "f > 0.5", "f IS NULL", "NOT (f < 0.25)",
+           "x != 13 OR s IS NULL", "s >= 'v5'", "d < DATE '2020-02-01'"]
+
+
+def _table(seed: int, n: int = N) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 97, n)
+    xm = rng.random(n) < 0.05
+    f = rng.random(n)
+    f[rng.random(n) < 0.03] = np.nan
+    fm = rng.random(n) < 0.05
+    s = np.array([f"v{i}" for i in rng.integers(0, 13, n)], dtype=object)
+    s[rng.random(n) < 0.04] = None
+    d = (np.datetime64("2020-01-01") + rng.integers(0, 90, n)).astype("datetime64[D]")
+    return pa.table({"x": pa.array(x, pa.int64(), mask=xm), "s": pa.array(s, pa.string()),
+                     "f": pa.array(f, mask=fm), "d": pa.array(d, pa.date32())})
+
+
+def _create(ds, *args, **kw):
+    """``ds.create_scalar_index(...)`` of a lancenb dataset (the mixin's method, called
+    on the dataset whether or not LanceDataset lists the mixin among its bases yet)."""
+    return ScalarIndexMethods.create_scalar_index(ds, *args, **kw)
+
+
+def _rows(ds, flt) -> np.ndarray:
+    t = ds.to_table(filter=flt, with_row_address=True, columns=["x"])
+    return np.sort(t["_rowaddr"].to_numpy().astype(np.uint64))
+
+
+INDICES = [("x", "BTREE"), ("s", "BITMAP"), ("f", "BTREE"), ("d", "BTREE")]
+
+
+@pytest.fixture(scope="module")
+def pylance_built(tmp_path_factory):
+    uri = str(tmp_path_factory.mktemp("pyidx") / "ds")
+    ds = lance.write_dataset(_table(1), uri, max_rows_per_file=4000)
+    for col, kind in INDICES:
+        ds.create_scalar_index(col, kind)
+    ds.delete("x = 11")  # deleted rows stay in the index; the answer drops them
+    lance.write_dataset(_table(2, 500), uri, mode="append")  # a fragment no index covers
+    return uri
+
+
+@pytest.mark.parametrize("flt", FILTERS + ["f = 'NaN'", "f > 'NaN'"])
+def test_pylance_index_read_by_lancenb(pylance_built, flt):
+    ds = lancenb.dataset(pylance_built)
+    got = index_rows(ds, flt)
+    assert got is not None, flt
+    rows, covered = got
+    assert covered == {0, 1, 2}
+    want = _rows(ds, flt)
+    want = want[np.isin(want >> np.uint64(32), list(covered))]
+    assert np.array_equal(rowmap.to_ids(rows), want), flt
+
+
+def test_unanswerable_filters(pylance_built):
+    ds = lancenb.dataset(pylance_built)
+    for flt in ["x + 1 = 5", "x = 5 OR x + 0 = 3", "x = 5 AND y_unindexed_free = 1"]:
+        assert index_rows(ds, flt) is None
+
+
+@pytest.fixture(scope="module")
+def lancenb_built(tmp_path_factory):
+    uri = str(tmp_path_factory.mktemp("nbidx") / "ds")
+    lancenb.write_dataset(_table(3), uri, max_rows_per_file=4000)
+    ds = lancenb.dataset(uri)
+    for col, kind in INDICES:
+        _create(ds, col, kind)
+    return uri
+
+
+def test_lancenb_index_listed_by_pylance(lancenb_built):
+    theirs = sorted(lance.dataset(lancenb_built).list_indices(), key=lambda e: e["name"])
+    ours = sorted(lancenb.dataset(lancenb_built).list_indices(), key=lambda e: e["name"])
+    assert [(e["name"], e["type"], e["fields"]) for e in theirs] == \
+        [("d_idx", "BTree", ["d"]), ("f_idx", "BTree", ["f"]), ("s_idx", "Bitmap", ["s"]),
+         ("x_idx", "BTree", ["x"])]
+    assert [(e["name"], e["uuid"], e["version"], sorted(e["fragment_ids"])) for e in ours] == \
+        [(e["name"], e["uuid"], e["version"], sorted(e["fragment_ids"])) for e in theirs]
+    desc = {d.name: d for d in lance.dataset(lancenb_built).describe_indices()}
+    assert desc["x_idx"].num_rows_indexed == N
+
+
+@pytest.mark.parametrize("flt", FILTERS)
+def test_lancenb_index_used_by_pylance(lancenb_built, flt):
+    ds = lance.dataset(lancenb_built)
+    plan = ds.scanner(filter=flt, columns=["x"]).explain_plan()
+    if flt in ("x = 5", "s = 'v1' OR x = 7", "x > 90"):
+        assert "ScalarIndexQuery" in plan or "MaterializeIndex" in plan, plan
+    with_index = ds.to_table(filter=flt, columns=["x", "s", "f", "d"], with_row_id=True)
+    without = ds.to_table(filter=flt, columns=["x", "s", "f", "d"], with_row_id=True,
+                          use_scalar_index=False)
+    assert with_index.sort_by("_rowid")["_rowid"].equals(without.sort_by("_rowid")["_rowid"]), flt
+    ours = index_rows(lancenb.dataset(lancenb_built), flt)
+    assert ours is not None
+    assert np.array_equal(rowmap.to_ids(ours[0]), _rows(lancenb.dataset(lancenb_built), flt))
+
+
+def test_replace_and_name_rules(tmp_path):
+    uri = str(tmp_path / "ds")
+    lancenb.write_dataset(_table(4, 300), uri)
+    ds = lancenb.dataset(uri)
+    _create(ds, "x", "BTREE")
+    assert ds.version == 2
+    with pytest.raises(RuntimeError, match="already exists"):
+        _create(ds, "x", "BTREE", replace=False)
+    _create(ds, "x", "BTREE")  # replaced: still one index of that name
+    _create(ds, "x", "BITMAP")  # another type: a second name, as pylance
+    names = sorted(e["name"] for e in lance.dataset(uri).list_indices())
+    assert names == ["x_idx", "x_idx_2"]
+    lists = lancenb.write_dataset(pa.table({"l": [[1]]}), str(tmp_path / "l"))
+    with pytest.raises(TypeError, match="BTREE/BITMAP index column"):
+        _create(lists, "l", "BTREE")
+    with pytest.raises(NotImplementedError):
+        _create(ds, "x", "FOO")
