@@ -29,7 +29,7 @@ import pyarrow as pa
 import torch
 import torch.utils.data
 
-from lancenb.errors import InvalidInputError
+from lancenb.errors import InvalidInputError, NotSupportedError
 from lancenb.sampler import (
     FullScanSampler,
     Sampler,
@@ -57,6 +57,8 @@ def _blob_columns(schema: pa.Schema, columns) -> list[str]:
     # blob v1: binary + lance-encoding:blob; blob v2: the lance.blob.v2 extension struct
     out = []
     for name in columns:
+        if name not in schema.names:  # a {name: SQL} projection's computed column
+            continue
         f = schema.field(name)
         md = f.metadata or {}
         if md.get(b"ARROW:extension:name") == b"lance.blob.v2" or (
@@ -89,9 +91,8 @@ def _rebatch(stream: Iterable[pa.RecordBatch], size: int) -> Iterator[pa.RecordB
         if buffered < size:
             continue
         if len(pending) > 1:
-            head = concat_batches(pending[:-1])
-            need = size - head.num_rows
-            yield concat_batches([head, batch.slice(0, need)])
+            need = size - (buffered - batch.num_rows)
+            yield concat_batches(pending[:-1] + [batch.slice(0, need)])  # one copy
             start = need
         else:
             start = 0
@@ -295,6 +296,12 @@ class LanceDataset(torch.utils.data.IterableDataset):
         blob_api = bool(self._blob_columns) and not self._blobs_as_bytes
         for batch in stream:
             if blob_api:
+                if "_rowid" not in batch.column_names:
+                    raise NotSupportedError(
+                        f"blob columns {self._blob_columns} with a to_tensor_fn of your own "
+                        f"are read as BlobFile objects by row id, and this sampler gives no "
+                        f"row ids: use the default to_tensor_fn (blobs as bytes) or a "
+                        f"fragment sampler")
                 ids = batch.column("_rowid").to_pylist()
                 batch = {name: batch.column(name) for name in batch.column_names}
                 for col in self._blob_columns:

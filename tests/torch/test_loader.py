@@ -198,6 +198,10 @@ def test_blob_columns_come_as_bytes(tmp_path):
     lance.write_dataset(tbl, tmp_path / "b.lance")
     got = list(LanceDataset(tmp_path / "b.lance", batch_size=8))
     assert sum((b["b"] for b in got), []) == values
+    # one fragment, two workers: each reads a row range of it
+    got = list(loader(LanceDataset(tmp_path / "b.lance", batch_size=4), 2,
+                      multiprocessing.get_context("fork")))
+    assert sorted(sum((b["b"] for b in got), [])) == values
 
     def reader(batch, **kw):  # pylance's blob API: file-like objects
         return [f.read() for f in batch["b"]]
@@ -236,3 +240,18 @@ def test_import_lancenb_does_not_import_torch():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("sizes", [[5, 5, 5], [3, 11, 2, 7], [16], [1] * 20, [40]])
+def test_rebatch_gives_exact_batches_and_every_row(sizes):
+    from lancenb.torch.data import _rebatch
+
+    start, batches = 0, []
+    for n in sizes:
+        batches.append(pa.record_batch({"id": np.arange(start, start + n)}))
+        start += n
+    out = list(_rebatch(iter(batches), 8))
+    assert [b.num_rows for b in out[:-1]] == [8] * (len(out) - 1)
+    assert 0 < out[-1].num_rows <= 8
+    assert np.concatenate([b.column(0).to_numpy() for b in out]).tolist() == \
+        list(range(start))
