@@ -14,6 +14,7 @@ import pyarrow as pa
 from lancenb._proto import transaction_pb2
 from lancenb.dataset.operations import transaction_of
 from lancenb.dataset.read import blob
+from lancenb.dataset.write import merge_plan
 from lancenb.dataset.write.insert import cleanup, normalize_input, stage_deletions, write_data_files
 from lancenb.errors import (
     InvalidInputError,
@@ -126,6 +127,26 @@ class MergeInsertBuilder:
     def use_index(self, use_index: bool) -> "MergeInsertBuilder":
         """Accepted for pylance compatibility (lancenb joins without an index)."""
         return self
+
+    def explain_plan(self, schema: pa.Schema | None = None, verbose: bool = False) -> str:
+        """The plan :meth:`execute` would run for a source of ``schema`` (the dataset's
+        schema when None), as text; writes nothing. Layout and the differences from
+        pylance's text: :mod:`lancenb.dataset.write.merge_plan`.
+
+        Examples
+        --------
+        >>> print(ds.merge_insert("id").when_not_matched_insert_all()  # doctest: +SKIP
+        ...       .explain_plan().splitlines()[0])
+        MergeInsert: on=[id], when_matched=DoNothing, when_not_matched=InsertAll, ...
+        """
+        return merge_plan.explain(self, schema, verbose)
+
+    def analyze_plan(self, data_obj, *, schema: pa.Schema | None = None) -> str:
+        """Run the merge on ``data_obj`` without committing it and return its plan with
+        metrics (``num_inserted_rows``, ``num_updated_rows``, ``num_deleted_rows``,
+        ``num_files_written``, ``bytes_written``, rows read). The dataset keeps its
+        version; the data files written stay unreferenced, as with pylance."""
+        return merge_plan.analyze(self, data_obj, schema)
 
     def _source(self, data, schema) -> pa.Table:
         tschema = self._ds._schema
