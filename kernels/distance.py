@@ -97,6 +97,47 @@ def _check(x, c, metric):
 
 
 @kernel
+def _accumulate(x, i, ct, metric, acc):
+    """``acc[j]`` = the L2 sum, or the dot product, of ``x[i]`` and centroid ``j``, where
+    ``ct`` is the centroids transposed (d, m): the inner loop runs over independent
+    centroids, which the compiler vectorises without reordering any sum (each ``acc[j]``
+    adds its terms in dimension order, as :func:`_l2` and :func:`_dot` do)."""
+    d, m = ct.shape
+    for j in range(m):
+        acc[j] = 0
+    if metric == L2:
+        for t in range(d):
+            xv = x[i, t]
+            for j in range(m):
+                a = xv - ct[t, j]
+                acc[j] += a * a
+    else:
+        for t in range(d):
+            xv = x[i, t]
+            for j in range(m):
+                acc[j] += xv * ct[t, j]
+    return OK
+
+
+@kernel
+def _finish(x, i, metric, acc, cn, out_row):
+    """Distances of row ``i`` from its accumulated sums (see :func:`_accumulate`)."""
+    m = acc.shape[0]
+    if metric == L2:
+        for j in range(m):
+            out_row[j] = acc[j]
+    elif metric == DOT:
+        for j in range(m):
+            out_row[j] = 1 - acc[j]
+    else:
+        xn = np.sqrt(_dot(x, i, x, i))
+        for j in range(m):
+            den = xn * cn[j]
+            out_row[j] = 1 - acc[j] / den if den != 0 else np.nan
+    return OK
+
+
+@kernel
 def _fill_many(x, c, metric, out, table):
     """out[i, j] = dist(x[i], c[j]) for an already checked metric."""
     n, m = x.shape[0], c.shape[0]
@@ -104,22 +145,20 @@ def _fill_many(x, c, metric, out, table):
         for i in range(n):
             for j in range(m):
                 out[i, j] = _hamming(x, i, c, j, table)
-    elif metric == L2:
+    elif m == 1 and metric == L2:  # one query: a loop per row
         for i in range(n):
-            for j in range(m):
-                out[i, j] = _l2(x, i, c, j)
-    elif metric == DOT:
+            out[i, 0] = _l2(x, i, c, 0)
+    elif m == 1 and metric == DOT:
         for i in range(n):
-            for j in range(m):
-                out[i, j] = 1 - _dot(x, i, c, j)
+            out[i, 0] = 1 - _dot(x, i, c, 0)
     else:
+        ct = np.ascontiguousarray(c.T)
         cn = np.empty(m, dtype=x.dtype)
         _norms(c, cn)
+        acc = np.empty(m, dtype=x.dtype)
         for i in range(n):
-            xn = np.sqrt(_dot(x, i, x, i))
-            for j in range(m):
-                den = xn * cn[j]
-                out[i, j] = 1 - _dot(x, i, c, j) / den if den != 0 else np.nan
+            _accumulate(x, i, ct, metric, acc)
+            _finish(x, i, metric, acc, cn, out[i])
     return OK
 
 
@@ -157,14 +196,23 @@ def nearest_of_many(x, c, metric, labels, dists):
     status = _check(x, c, metric)
     if status != OK:
         return status
-    row = np.empty((1, m), dtype=dists.dtype)
+    row = np.empty(m, dtype=dists.dtype)
+    ct = np.ascontiguousarray(c.T)
+    cn = np.empty(m, dtype=x.dtype)
+    _norms(c, cn)
+    acc = np.empty(m, dtype=x.dtype)
     for i in range(n):
-        _fill_many(x[i:i + 1], c, metric, row, _POPCOUNT)
+        if metric == HAMMING:
+            for j in range(m):
+                row[j] = _hamming(x, i, c, j, _POPCOUNT)
+        else:
+            _accumulate(x, i, ct, metric, acc)
+            _finish(x, i, metric, acc, cn, row)
         best = -1
         for j in range(m):
-            v = row[0, j]
-            if v == v and (best < 0 or v < row[0, best]):
+            v = row[j]
+            if v == v and (best < 0 or v < row[best]):
                 best = j
         labels[i] = best
-        dists[i] = row[0, best] if best >= 0 else np.nan
+        dists[i] = row[best] if best >= 0 else np.nan
     return OK

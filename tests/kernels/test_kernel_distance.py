@@ -132,3 +132,25 @@ def test_bad_inputs_give_a_status():
     labels = np.empty(2, dtype=np.int64)
     assert kd.nearest_of_many(x, np.zeros((2, 4), np.float32), kd.L2, labels,
                               np.empty(3, np.float32)) == kd.BAD_SHAPE
+
+
+@given(data=st.data(), dtype=_floats, metric=_metric_f)
+def test_many_equals_one_query_at_a_time_bit_for_bit(data, dtype, metric, as_input):
+    """The centroid-vectorised loop sums each pair in dimension order, as the one-query
+    loop does, so both give the same bits."""
+    x, c = data.draw(_vectors(dtype, m_max=6))
+    many = np.empty((len(x), len(c)), dtype=np.float32)
+    assert kd.distances_to_many(as_input(x), as_input(c), metric, many) == kd.OK
+    one = np.empty(len(x), dtype=np.float32)
+    for j in range(len(c)):
+        assert kd.distances_to_query(as_input(x), as_input(c[j]), metric, one) == kd.OK
+        assert np.array_equal(one, many[:, j], equal_nan=True)
+    labels = np.empty(len(x), np.int64)
+    dists = np.empty(len(x), np.float32)
+    assert kd.nearest_of_many(as_input(x), as_input(c), metric, labels, dists) == kd.OK
+    for i in range(len(x)):
+        row = many[i]
+        if np.all(np.isnan(row)):
+            assert labels[i] == -1
+        else:
+            assert labels[i] == int(np.nanargmin(row)) and dists[i] == np.nanmin(row)
