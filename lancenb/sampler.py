@@ -32,6 +32,8 @@ import os
 import random
 import warnings
 from abc import ABC, abstractmethod
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Generic, Iterable, Iterator, TypeVar
 
@@ -48,6 +50,9 @@ __all__ = ["maybe_sample", "Sampler", "FragmentSampler", "FullScanSampler",
 # batches the filtered ShardedBatchSampler keeps in its shuffling reservoir (pylance's
 # figure: 256 batches, 32 Ki rows at the default batch size)
 RESERVOIR_BATCHES = 256
+# at most this many threads read row runs ahead (each read already decodes its columns
+# on lancenb's own pool; more threads only add contention)
+READ_THREADS = 4
 
 
 def _open(data):
@@ -81,6 +86,36 @@ def _every_nth(batches: Iterable[pa.RecordBatch], start: int, step: int):
     for i, batch in enumerate(batches):
         if i % step == start:
             yield batch
+
+
+def _read_ahead(read, items: list, depth: int) -> Iterator[pa.RecordBatch]:
+    """``read(item)`` for each item, in order, with up to ``depth`` reads in flight on
+    threads (the decoding kernels release the GIL), so reading overlaps the consumer's
+    work. The pool belongs to this generator, so it is made in the process that
+    iterates (a forked DataLoader worker included)."""
+    depth = max(int(depth or 1), 1)
+    if depth == 1 or len(items) <= 1:
+        for item in items:
+            yield from read(item)
+        return
+    # one core is left to the consumer (the training step)
+    threads = min(depth, max((os.cpu_count() or 1) - 1, 1), READ_THREADS)
+    pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="lancenb-sampler")
+    try:
+        pending = deque()
+        todo = iter(items)
+        for item in todo:
+            pending.append(pool.submit(read, item))
+            if len(pending) >= depth:
+                break
+        while pending:
+            batches = pending.popleft().result()
+            nxt = next(todo, None)
+            if nxt is not None:
+                pending.append(pool.submit(read, nxt))
+            yield from batches
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _concat(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
@@ -413,10 +448,14 @@ class ShardedBatchSampler(_Sharded, Sampler):
             ranges = self._shuffled(ranges)
         return ranges
 
-    def _sample_all(self, dataset, batch_size, columns, ranges, scan):
-        for start, stop in ranges:
-            table = dataset.to_table(columns=columns, offset=start, limit=stop - start, **scan)
-            yield from table.combine_chunks().to_batches()
+    def _sample_all(self, dataset, batch_size, columns, ranges, readahead, scan):
+        def read(bounds):
+            start, stop = bounds
+            table = dataset.to_table(columns=columns, offset=start, limit=stop - start,
+                                     **scan)
+            return table.combine_chunks().to_batches()
+
+        yield from _read_ahead(read, ranges, readahead)
 
     def __call__(self, dataset, *args, batch_size: int = 128, columns=None, filter=None,
                  batch_readahead: int = 16, with_row_id: bool | None = None,
@@ -430,7 +469,7 @@ class ShardedBatchSampler(_Sharded, Sampler):
         if filter is None:
             ranges = self._ranges(dataset.count_rows(), int(batch_size))
             return self._sample_all(dataset, batch_size, columns,
-                                    ranges[worker_id::num_workers], scan)
+                                    ranges[worker_id::num_workers], batch_readahead, scan)
         stream = self._sample_filtered(dataset, batch_size, columns, batch_readahead,
                                        filter, scan)
         return _every_nth(stream, worker_id, num_workers) if num_workers > 1 else stream

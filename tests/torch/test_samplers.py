@@ -139,3 +139,13 @@ def test_bad_ranks_and_workers_name_the_problem(uri):
         nbs.ShardedBatchSampler(3, 3)
     with pytest.raises(lancenb.errors.InvalidInputError, match="worker_id 2"):
         list(nbs.FullScanSampler()(lancenb.dataset(uri), worker_id=2, num_workers=2))
+
+
+def test_read_ahead_keeps_the_order_and_stops_when_abandoned(uri):
+    ds = lancenb.dataset(uri)
+    s = nbs.ShardedBatchSampler(0, 1, randomize=True, seed=9)
+    one = ids(s(ds, batch_size=50, columns=["id"], batch_readahead=1))
+    assert ids(s(ds, batch_size=50, columns=["id"], batch_readahead=8)) == one
+    stream = s(ds, batch_size=50, columns=["id"], batch_readahead=8)
+    assert next(stream).num_rows == 50
+    stream.close()  # the read-ahead pool shuts down, nothing left running
