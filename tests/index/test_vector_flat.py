@@ -93,6 +93,9 @@ def test_k_beyond_the_rows_and_default_k(tmp_path, writer):
     t = _same_search(ours, theirs, nearest={"column": "vec", "q": q})  # k = 10
     assert t.num_rows == 10
     _same_search(ours, theirs, nearest={"column": "vec", "q": q}, limit=4)  # k = limit
+    # index-only parameters leave a flat search alone (ef < k included)
+    _same_search(ours, theirs, nearest={"column": "vec", "q": q, "k": 5, "ef": 1,
+                                        "nprobes": 3, "refine_factor": 2})
     # a k far beyond the rows allocates for the rows, not for k
     assert ours.to_table(nearest={"column": "vec", "q": q, "k": 10**12}).num_rows == 25
 

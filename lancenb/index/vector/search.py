@@ -212,9 +212,6 @@ class Request:
             raise InvalidInputError(f"Refine factor must be 1 or more got {rf}")
         self.refine_factor = int(rf) if rf is not None else None
         self.ef = _positive("ef", n.get("ef"), "ef")
-        if self.ef is not None and self.k is not None and self.ef < self.k:
-            raise InvalidInputError(f"Invalid user input: ef({self.ef}) must be >= "
-                                    f"k({self.k})")
         self.nprobes = nprobes if nprobes is not None else (lo if lo else 1)
         self.maximum_nprobes = hi
         self.use_index = n.get("use_index", True) is not False
