@@ -63,3 +63,19 @@ def test_nan_rows_and_bad_labels():
                          np.zeros(2, np.int64)) == kk.BAD_LABEL
     assert kk.assign_from_dots(dots, np.zeros(3), np.zeros(2), kk.L2, labels,
                                dists) == kk.BAD_SHAPE
+
+
+@given(case())
+def test_assign_l2_small_matches_reference(as_input, xc):
+    x, c = xc
+    x, c = x.astype(np.float32), c.astype(np.float32)
+    labels = np.full(len(x), -5, np.int32)
+    dists = np.empty(len(x), np.float32)
+    scratch = np.empty(4 * len(c), np.float32)
+    assert kk.assign_l2_small(as_input(x), as_input(np.ascontiguousarray(c.T)), labels,
+                              dists, scratch) == kk.OK
+    lab, dd = ref_assign(x.astype(np.float64), c.astype(np.float64), kk.L2)
+    np.testing.assert_array_equal(labels, lab)  # small integers: exact, ties included
+    np.testing.assert_allclose(dists, dd)
+    assert kk.assign_l2_small(x, np.ascontiguousarray(c.T), labels, dists,
+                              scratch[:1]) == kk.BAD_SHAPE

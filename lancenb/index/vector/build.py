@@ -18,6 +18,7 @@ Steps (pylance's, see :mod:`.ivf` for the files written):
 from __future__ import annotations
 
 import json
+import os
 import time
 import uuid as uuidlib
 from datetime import datetime, timezone
@@ -38,6 +39,7 @@ from lancenb.index.vector.ivf import (
 from lancenb.index.vector.ivfpb import Ivf, encode_ivf, encode_tensor
 from lancenb.index.vector.kmeans import assign, train_kmeans
 from lancenb.io import open_reader
+from lancenb.io.pools import ThreadPool
 
 __all__ = ["build_vector_index", "BuiltIndex", "VECTOR_DETAILS_URL"]
 
@@ -48,6 +50,8 @@ _METRIC_ALIASES = {"l2": "l2", "euclidean": "l2", "cosine": "cosine", "dot": "do
 INDEX_FILE_VERSION = "2.2"  # what pylance 14 writes its index files as
 INDEX_VERSION = 1  # the manifest's index_version pylance gives IVF indices
 SCAN_BATCH = 65536
+# workers for independent pieces of a build (PQ sub-vectors): the kernels release the GIL
+_POOL = ThreadPool(lambda: os.cpu_count() or 1, "lancenb-vector-build")
 
 
 class BuiltIndex:
@@ -82,12 +86,10 @@ def _as_matrix(col: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]
     dim = arr.type.list_size
     valid = np.ones(len(arr), bool) if arr.null_count == 0 else \
         ~np.asarray(arr.is_null().to_numpy(zero_copy_only=False))
-    flat = arr.flatten() if arr.offset or arr.null_count else arr.values
-    if arr.null_count:
-        vals = np.asarray(pa.compute.fill_null(arr.values, 0).to_numpy(zero_copy_only=False))
-        vals = vals[arr.offset * dim:(arr.offset + len(arr)) * dim]
-    else:
-        vals = np.asarray(flat.to_numpy(zero_copy_only=False))
+    child = arr.values.slice(arr.offset * dim, len(arr) * dim)  # null slots included
+    if child.null_count:
+        child = pa.compute.fill_null(child, float("nan"))
+    vals = np.asarray(child.to_numpy(zero_copy_only=False))
     x = vals.astype(np.float32, copy=False).reshape(len(arr), dim)
     keep = valid & np.isfinite(x).all(axis=1)
     return x, keep
@@ -322,9 +324,12 @@ def _train_pq(train: np.ndarray, m: int, num_bits: int, max_iters: int, seed: in
                                 f"{len(train)}")
     sd = train.shape[1] // m
     cb = np.empty((m, kk, sd), np.float32)
-    for s in range(m):
-        cb[s], _ = train_kmeans(train[:, s * sd:(s + 1) * sd], kk, metric="l2",
-                                max_iters=max_iters, seed=seed + s)
+
+    def one(s):  # sub-vectors train independently: one per worker (nogil kernels)
+        cb[s], _ = train_kmeans(np.ascontiguousarray(train[:, s * sd:(s + 1) * sd]), kk,
+                                metric="l2", max_iters=max_iters, seed=seed + s)
+
+    list(_POOL.get().map(one, range(m)))
     return cb
 
 
@@ -332,9 +337,12 @@ def _pq_encode(codebook: np.ndarray, x: np.ndarray, num_bits: int) -> np.ndarray
     """Row-major codes (4-bit: two sub-vectors a byte, low nibble first)."""
     m, kk, sd = codebook.shape
     codes = np.empty((len(x), m), np.uint8)
-    for s in range(m):
-        labels, _ = assign(x[:, s * sd:(s + 1) * sd], codebook[s], "l2")
-        codes[:, s] = labels
+
+    def one(s):
+        codes[:, s] = assign(np.ascontiguousarray(x[:, s * sd:(s + 1) * sd]), codebook[s],
+                             "l2")[0]
+
+    list(_POOL.get().map(one, range(m)))
     if num_bits == 4:
         codes = (codes[:, 0::2] | (codes[:, 1::2] << 4)).astype(np.uint8)
     return codes

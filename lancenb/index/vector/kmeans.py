@@ -18,6 +18,7 @@ from lancenb.kernels import kmeans as kk
 
 __all__ = ["train_kmeans", "assign", "KMeans"]
 
+SMALL_DIM = 16  # up to this many dimensions a direct loop beats BLAS (PQ sub-vectors)
 BLOCK_ROWS = 32768  # rows per BLAS block: bounds the (rows, k) matrix to ~32 MiB at k=256
 
 
@@ -28,6 +29,10 @@ def assign(x: np.ndarray, centroids: np.ndarray, metric: str = "l2"):
     n = len(x)
     labels = np.empty(n, np.int32)
     dists = np.empty(n, np.float32)
+    if metric != "dot" and x.shape[1] <= SMALL_DIM:
+        kk.assign_l2_small(x, np.ascontiguousarray(c.T), labels, dists,
+                           np.empty(4 * len(c), np.float32))
+        return labels, dists
     cnorm = np.einsum("ij,ij->i", c, c)
     code = kk.DOT if metric == "dot" else kk.L2
     for s in range(0, n, BLOCK_ROWS):
