@@ -383,3 +383,21 @@ def test_fast_search_searches_only_indexed_rows(tmp_path):
     got = ours.scanner(nearest=nn, fast_search=True).to_table()
     _compare(got, theirs.scanner(nearest=nn, fast_search=True).to_table())
     assert got.num_rows == 0  # no index: nothing is indexed
+
+
+@pytest.mark.parametrize("metric", ["cosine", "dot"])
+def test_index_metric_is_the_default_for_the_whole_search(tmp_path, metric):
+    """No metric named: pylance searches with the index's, on the unindexed rows too."""
+    rng = np.random.default_rng(11)
+    centers = rng.standard_normal((8, 16)) * 3
+    x = (centers[rng.integers(0, 8, 2000)] + rng.standard_normal((2000, 16))).astype(np.float32)
+    pds = lance.write_dataset(_table(x), str(tmp_path / "d"))
+    pds.create_index("vec", index_type="IVF_FLAT", num_partitions=4, metric=metric)
+    more = (centers[rng.integers(0, 8, 300)] + rng.standard_normal((300, 16))).astype(np.float32)
+    lancenb.write_dataset(_table(more, start=2000), str(tmp_path / "d"), mode="append")
+    ours, theirs = _both(tmp_path / "d")
+    for name in (None, metric, "l2"):
+        for nprobes in (1, 4):
+            _same_search(ours, theirs, nearest={"column": "vec", "q": x[7] + 0.2, "k": 10,
+                                                "nprobes": nprobes, "metric": name},
+                         columns=["id"])

@@ -228,9 +228,8 @@ class Request:
             self.lower = None if rng[0] is None else float(rng[0])
             self.upper = None if rng[1] is None else float(rng[1])
         self.metric_given = n.get("metric") is not None
-        self.metric = _metric(n.get("metric"), elem)
-        self.metric_name = {kd.L2: "l2", kd.COSINE: "cosine", kd.DOT: "dot",
-                            kd.HAMMING: "hamming"}[self.metric]
+        self.elem = elem
+        self.use_metric(_metric(n.get("metric"), elem))
         # the queries: one per search (a batch gives several)
         if self.multivector:
             self.queries = [_cast_query(np.stack([np.asarray(v) for v in q]) if nested
@@ -245,6 +244,12 @@ class Request:
         for v in self.queries:
             if v.size == 0:
                 raise InvalidInputError("Query vector must have non-zero length")
+
+    def use_metric(self, code: int) -> None:
+        """Search with metric ``code`` (an index's, when the request names none)."""
+        self.metric = code
+        self.metric_name = {kd.L2: "l2", kd.COSINE: "cosine", kd.DOT: "dot",
+                            kd.HAMMING: "hamming"}[code]
 
     def flat_query(self, q: np.ndarray, k: int) -> FlatQuery:
         return FlatQuery(self.column, q, self.metric, k, self.multivector, self.lower,
@@ -267,6 +272,9 @@ def _vector_index(ds, req: Request):
             continue  # a scalar index, or a vector index lancenb cannot read: flat
         if req.metric_given and idx.metric != req.metric_name:
             continue  # pylance searches flat when the metric differs from the index's
+        if not req.metric_given and idx.metric in kd.METRICS:
+            # no metric named: the index's, for the unindexed fragments too
+            req.use_metric(_metric(idx.metric, req.elem))
         return idx
     return None
 
