@@ -32,6 +32,8 @@ import pyarrow.compute as pc
 
 from lancenb.errors import InvalidInputError
 from lancenb.expr import jsonfuncs
+from lancenb.file import jsonb as fjsonb
+from lancenb.file.extensions import public_columns, with_extension_types
 from lancenb.io.pools import module_lock
 
 __all__ = ["evaluate", "positions", "result_types", "check", "run_query", "SqlQueryBuilder",
@@ -322,7 +324,17 @@ class SqlQueryBuilder:
                                  blob_handling=self._blob_handling).to_table()
         if not cols and not (self._row_id or self._row_addr):
             table = pa.table({_POS: pa.nulls(self._ds.count_rows(), pa.int8())})
-        return SqlQuery(run_query(self._query, {self._table: table}), self._batch_size)
+        # JSON columns as stored (JSONB), where the JSON functions read them; a JSON
+        # column in the result is text again, as pylance returns it
+        for i, f in enumerate(table.schema):
+            if fjsonb.holds(f, fjsonb.ARROW_JSON):
+                table = table.set_column(i, fjsonb.jsonb_field(f),
+                                         fjsonb.jsonb_array(table.column(i), f))
+        out = run_query(self._query, {self._table: table})
+        cols = public_columns(out.schema)
+        if cols:
+            out = with_extension_types(out, cols, where="sql() result")
+        return SqlQuery(out, self._batch_size)
 
 
 class SqlQuery:

@@ -155,3 +155,17 @@ def test_many_rows_vectorised(tmp_path):
     want = theirs.to_table(filter=f, columns=["i"])["i"].to_pylist()
     assert ours.to_table(filter=f, columns=["i"])["i"].to_pylist() == want
     assert len(want) > 0
+
+
+@pytest.mark.parametrize("query", [
+    "SELECT id, json_get_string(doc, 'sku') AS sku FROM dataset WHERE json_exists(doc, '$.tags')",
+    "SELECT doc FROM dataset WHERE json_array_length(doc, '$.tags') > 1",
+    "SELECT json_get(doc, 'dims') AS d, * FROM dataset",
+])
+def test_sql_queries_read_json_as_pylance(datasets, query):
+    """``ds.sql()`` sees JSON columns as pylance's does: JSONB to the functions, text in
+    the result."""
+    for path in datasets:
+        want = lance.dataset(path).sql(query).build().to_batch_records()
+        got = lancenb.dataset(path).sql(query).build().to_batch_records()
+        assert pa.Table.from_batches(got) == pa.Table.from_batches(want)
