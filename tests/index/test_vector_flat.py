@@ -401,3 +401,14 @@ def test_index_metric_is_the_default_for_the_whole_search(tmp_path, metric):
             _same_search(ours, theirs, nearest={"column": "vec", "q": x[7] + 0.2, "k": 10,
                                                 "nprobes": nprobes, "metric": name},
                          columns=["id"])
+
+
+def test_a_dataset_moved_to_a_new_version_in_place(tmp_path):
+    lancenb.write_dataset(_table(_vectors(50, seed=1)), str(tmp_path / "d"))
+    ours = lancenb.dataset(str(tmp_path / "d"))
+    nn = {"column": "vec", "q": np.zeros(DIM), "k": 60}
+    assert ours.to_table(nearest=nn).num_rows == 50
+    ours.insert(_table(_vectors(30, seed=2), start=50))  # the same object, next version
+    ours.delete("id < 5")
+    _compare(ours.to_table(nearest=nn, with_row_id=True),
+             lance.dataset(str(tmp_path / "d")).to_table(nearest=nn, with_row_id=True))

@@ -32,6 +32,8 @@ Output columns: the projection (every column by default), ``_distance`` where
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 import pyarrow as pa
 
@@ -258,11 +260,27 @@ class Request:
 
 # -- the search -------------------------------------------------------------------------
 
+# a dataset object's index list, read once per version it is at (about 1 ms of a 4 ms
+# IVF query otherwise); keyed by the object, which some calls move to a new version
+_INDEX_LISTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _index_list(ds) -> list:
+    version = ds.version
+    try:
+        hit = _INDEX_LISTS.get(ds)
+    except TypeError:  # not weakly referable or hashable: ask every time
+        return ds.list_indices()
+    if hit is None or hit[0] != version:
+        hit = _INDEX_LISTS[ds] = (version, ds.list_indices())
+    return hit[1]
+
+
 def _vector_index(ds, req: Request):
     """The opened vector index on ``req.column`` the search may use, or None."""
     if open_vector_index is None or not req.use_index or req.multivector:
         return None
-    for entry in ds.list_indices():
+    for entry in _index_list(ds):
         fields = entry.get("fields") or []
         if [f.lower() for f in fields] != [req.column.lower()]:
             continue
@@ -423,6 +441,13 @@ class VectorSearchScanner:
             pos = cand.pos[sel].copy()
             ids = cand.row_id[sel]
             addr = ids if not stable else None
+            if not stable and (pos < 0).any() and frag.count_rows() == frag.physical_rows:
+                # a row address is fragment << 32 | offset: without deletions the offset
+                # is the live position
+                offset = (ids & np.uint64(0xFFFFFFFF)).astype(np.int64)
+                pos = np.where(pos < 0, offset, pos)
+                ok = offset < frag.physical_rows
+                sel, ids, pos, addr = sel[ok], ids[ok], pos[ok], ids[ok]
             if (pos < 0).any() or (self._with_row_address and stable):
                 live = _live_ids(frag)
                 srt = np.argsort(live, kind="stable")
