@@ -10,7 +10,6 @@ import pyarrow as pa
 import pytest
 
 import lancenb
-from lancenb.errors import NotSupportedError
 from lancenb.index.vector.ivf import open_vector_index
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -121,8 +120,6 @@ def test_lancenb_index_searched_by_pylance(tmp_path, index_type, metric):
     assert np.mean(recalls) >= 0.9
 
 
-@pytest.mark.xfail(raises=NotSupportedError, strict=False,
-                   reason="lancenb's CreateIndex commit lands with the table layer's work")
 def test_lancenb_commits_its_index(tmp_path):
     """build_vector_index commits through lancenb's CreateIndex: both libraries list it."""
     from lancenb.index.vector.build import build_vector_index

@@ -10,7 +10,6 @@ import pyarrow as pa
 import pytest
 
 import lancenb
-from lancenb.errors import NotSupportedError
 from lancenb.index.vector.api import (
     IndexNotFoundError,
     VectorIndexMethods,
@@ -101,8 +100,6 @@ def test_existing_name_and_missing_index(indexed):
         VectorIndexMethods.drop_index(lancenb.dataset(indexed), "nope")
 
 
-@pytest.mark.xfail(raises=NotSupportedError, strict=False,
-                   reason="lancenb's CreateIndex commit lands with the table layer's work")
 def test_create_and_drop_commit(tmp_path):
     uri = str(tmp_path / "ds")
     lancenb.write_dataset(_table(), uri)

@@ -41,7 +41,9 @@ from lancenb.index.vector.kmeans import assign, train_kmeans
 from lancenb.io import open_reader
 from lancenb.io.pools import ThreadPool
 
-__all__ = ["build_vector_index", "BuiltIndex", "VECTOR_DETAILS_URL"]
+__all__ = ["build_vector_index", "BuiltIndex", "VECTOR_DETAILS_URL", "sample_vectors",
+           "train_pq_codebook", "commit_create_index", "write_index", "as_matrix",
+           "encode_pq", "pq_params"]
 
 BUILD_TYPES = ("IVF_FLAT", "IVF_PQ", "IVF_SQ")
 VECTOR_DETAILS_URL = "/lance.index.pb.VectorIndexDetails"
@@ -77,7 +79,7 @@ def _normalise(x: np.ndarray) -> np.ndarray:
     return (x / n[:, None]).astype(np.float32)
 
 
-def _as_matrix(col: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:
+def as_matrix(col: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """``(vectors float32 (n, d), keep mask)``: null or non-finite rows are dropped."""
     arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
     if not pa.types.is_fixed_size_list(arr.type):
@@ -95,18 +97,29 @@ def _as_matrix(col: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]
     return x, keep
 
 
-def _sample(ds, column: str, size: int, seed: int) -> np.ndarray:
-    total = ds.count_rows()
+def sample_vectors(ds, column: str, size: int, seed: int = 42, fragment_ids=None):
+    """Up to ``size`` random non-null, finite vectors of ``column`` (float32 matrix).
+
+    Random rows are taken; when nulls leave too few, the whole column is read and the
+    valid rows sampled (pylance also samples among valid rows)."""
+    frags = ds.get_fragments()
+    if fragment_ids is not None:
+        wanted = {int(f) for f in fragment_ids}
+        frags = [f for f in frags if f.fragment_id in wanted]
+    total = sum(f.count_rows() for f in frags)
     if total == 0:
-        raise InvalidInputError("cannot build a vector index on an empty dataset")
+        raise InvalidInputError("cannot train a vector index on an empty dataset")
     rng = np.random.default_rng(seed)
-    if total <= size:
-        col = ds.to_table(columns=[column]).column(column)
-    else:
+    if total > size and fragment_ids is None:
         idx = np.sort(rng.choice(total, size, replace=False))
-        col = ds.take(idx.tolist(), columns=[column]).column(column)
-    x, keep = _as_matrix(col)
-    return x[keep]
+        x, keep = as_matrix(ds.take(idx.tolist(), columns=[column]).column(column))
+        if keep.sum() >= min(size, total) // 2:
+            return x[keep]
+    parts = [as_matrix(f.to_table(columns=[column]).column(column)) for f in frags]
+    x = np.concatenate([p[0][p[1]] for p in parts]) if parts else np.zeros((0, 0))
+    if len(x) > size:
+        x = x[np.sort(rng.choice(len(x), size, replace=False))]
+    return x
 
 
 def _details(index_type: str, metric: str, num_bits: int, m: int, params: dict) -> bytes:
@@ -145,7 +158,7 @@ def _scan(ds, column: str, fragments):
     for frag in fragments:
         for batch in frag.to_batches(columns=[column], with_row_id=True,
                                      batch_size=SCAN_BATCH):
-            x, keep = _as_matrix(batch.column(column))
+            x, keep = as_matrix(batch.column(column))
             ids = np.asarray(batch.column("_rowid").to_numpy(), dtype=np.uint64)
             yield ids, x, keep
 
@@ -220,7 +233,8 @@ def build_vector_index(ds, column: str, index_type: str, name: str | None = None
         num_partitions = len(centroids)
         loss = None
     else:
-        sample = _sample(ds, column, sample_rate * num_partitions, seed)
+        sample = sample_vectors(ds, column, sample_rate * num_partitions, seed,
+                                fragment_ids=fragment_ids)
         if metric == "cosine":
             sample = _normalise(sample)
         if len(sample) < num_partitions:
@@ -233,7 +247,8 @@ def build_vector_index(ds, column: str, index_type: str, name: str | None = None
     params: dict = {}
     codebook = None
     if index_type in ("IVF_PQ", "IVF_SQ"):
-        qsample = _sample(ds, column, sample_rate * (1 << num_bits), seed + 1)
+        qsample = sample_vectors(ds, column, sample_rate * (1 << num_bits), seed + 1,
+                                 fragment_ids=fragment_ids)
         if metric == "cosine":
             qsample = _normalise(qsample)
     if index_type == "IVF_PQ":
@@ -245,10 +260,8 @@ def build_vector_index(ds, column: str, index_type: str, name: str | None = None
             if pqmod.uses_residual(metric):
                 labels, _ = assign(qsample, centroids, "l2")
                 train = qsample - centroids[labels]
-            codebook = _train_pq(train, num_sub_vectors, num_bits, max_iters, seed)
-        params = {"codebook_position": 2, "nbits": num_bits,
-                  "num_sub_vectors": num_sub_vectors, "dimension": dim,
-                  "codebook_tensor": [], "transposed": True}
+            codebook = train_pq_codebook(train, num_sub_vectors, num_bits, max_iters, seed)
+        params = pq_params(num_bits, num_sub_vectors, dim)
     elif index_type == "IVF_SQ":
         lo, hi = (float(qsample.min()), float(qsample.max())) if len(qsample) else (0., 0.)
         params = {"dim": dim, "num_bits": num_bits, "bounds": {"start": lo, "end": hi}}
@@ -268,7 +281,7 @@ def build_vector_index(ds, column: str, index_type: str, name: str | None = None
             payload = x
         elif index_type == "IVF_PQ":
             key = x - centroids[labels] if pqmod.uses_residual(metric) else x
-            payload = _pq_encode(codebook, key, num_bits)
+            payload = encode_pq(codebook, key, num_bits)
         else:
             payload = sqmod.quantize(x, lo, hi)
         ids_l.append(ids)
@@ -280,6 +293,37 @@ def build_vector_index(ds, column: str, index_type: str, name: str | None = None
     row_ids = np.concatenate(ids_l) if ids_l else np.zeros(0, np.uint64)
     labels = np.concatenate(lab_l) if lab_l else np.zeros(0, np.int32)
     payload = np.concatenate(pay_l) if pay_l else np.zeros((0, width), pdtype)
+    build_params = {"lance.ivf.sample_rate": sample_rate, "lance.ivf.max_iters": max_iters}
+    if index_type == "IVF_PQ":
+        build_params.update({"lance.pq.sample_rate": sample_rate,
+                             "lance.pq.max_iters": max_iters})
+    built = write_index(ds, field.id(), index_type, metric, name, centroids, loss, row_ids,
+                        labels, payload, params, codebook, num_bits=num_bits,
+                        num_sub_vectors=num_sub_vectors or 0,
+                        fragment_ids=[f.fragment_id for f in frags],
+                        build_params=build_params, index_uuid=index_uuid)
+    built.build_seconds = time.time() - t0
+    if commit:
+        commit_create_index(ds, [built], existing, dataset_out=dataset_out)
+    return built
+
+
+def pq_params(num_bits: int, num_sub_vectors: int, dim: int) -> dict:
+    """The PQ storage metadata pylance writes (see :mod:`.ivf`)."""
+    return {"codebook_position": 2, "nbits": num_bits, "num_sub_vectors": num_sub_vectors,
+            "dimension": dim, "codebook_tensor": [], "transposed": True}
+
+
+def write_index(ds, field_id: int, index_type: str, metric: str, name: str, centroids,
+                loss, row_ids, labels, payload, params: dict, codebook, *, num_bits=8,
+                num_sub_vectors=0, fragment_ids=(), build_params=None,
+                index_uuid=None) -> BuiltIndex:
+    """Write the two index files from each row's id, partition (``labels``) and
+    encoded vector (``payload``: row-major codes or vectors) and describe them.
+
+    Rows are grouped by partition (stable), PQ codes transposed per partition."""
+    num_partitions = len(centroids)
+    width = payload.shape[1]
     order = np.argsort(labels, kind="stable")
     row_ids, labels, payload = row_ids[order], labels[order], payload[order]
     lengths = np.bincount(labels, minlength=num_partitions).astype(np.uint32)
@@ -290,24 +334,12 @@ def build_vector_index(ds, column: str, index_type: str, name: str | None = None
             s, n = int(offsets[p]), int(lengths[p])
             flat[s * width:(s + n) * width] = pqmod.transpose_codes(payload[s:s + n])
         payload = flat.reshape(-1, width)
-
-    # 5: files, then the commit
     uid = index_uuid or str(uuidlib.uuid4())
-    base = index_dir(ds, uid)
-    opts = storage_options_of(ds)
-    files = _write_files(base, opts, index_type, metric, centroids, loss, row_ids, payload,
-                         offsets, lengths, params, codebook, width)
-    build_params = {"lance.ivf.sample_rate": sample_rate, "lance.ivf.max_iters": max_iters}
-    if index_type == "IVF_PQ":
-        build_params.update({"lance.pq.sample_rate": sample_rate,
-                             "lance.pq.max_iters": max_iters})
-    details = _details(index_type, metric, num_bits, num_sub_vectors or 0, build_params)
-    built = BuiltIndex(uid, name, field.id(), ds.version,
-                       sorted(f.fragment_id for f in frags), files, details)
-    built.build_seconds = time.time() - t0
-    if commit:
-        commit_create_index(ds, [built], existing, dataset_out=dataset_out)
-    return built
+    files = _write_files(index_dir(ds, uid), storage_options_of(ds), index_type, metric,
+                         centroids, loss, row_ids, payload, offsets, lengths, params,
+                         codebook, width)
+    details = _details(index_type, metric, num_bits, num_sub_vectors, build_params or {})
+    return BuiltIndex(uid, name, field_id, ds.version, sorted(fragment_ids), files, details)
 
 
 def _to_numpy(obj):
@@ -317,7 +349,9 @@ def _to_numpy(obj):
     return np.asarray(obj)
 
 
-def _train_pq(train: np.ndarray, m: int, num_bits: int, max_iters: int, seed: int):
+def train_pq_codebook(train: np.ndarray, m: int, num_bits: int, max_iters: int,
+                      seed: int = 42) -> np.ndarray:
+    """PQ codebook ``(m, 2**num_bits, dim/m)``: k-means of each sub-vector."""
     kk = 1 << num_bits
     if len(train) < kk:
         raise InvalidInputError(f"PQ training needs at least {kk} rows, the dataset has "
@@ -333,7 +367,7 @@ def _train_pq(train: np.ndarray, m: int, num_bits: int, max_iters: int, seed: in
     return cb
 
 
-def _pq_encode(codebook: np.ndarray, x: np.ndarray, num_bits: int) -> np.ndarray:
+def encode_pq(codebook: np.ndarray, x: np.ndarray, num_bits: int) -> np.ndarray:
     """Row-major codes (4-bit: two sub-vectors a byte, low nibble first)."""
     m, kk, sd = codebook.shape
     codes = np.empty((len(x), m), np.uint8)
