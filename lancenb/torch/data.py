@@ -142,8 +142,12 @@ class LanceDataset(torch.utils.data.IterableDataset):
         the ``pyarrow.RecordBatch``).
     sampler : lancenb.sampler.Sampler, optional
     seed : int, optional
-        Seed of ``samples`` draws (lancenb's addition; default: one drawn here, shared by
-        every worker of this object).
+        Seed of ``samples`` draws and of ``shuffle`` (lancenb's addition; default: one
+        drawn here, shared by every worker of this object).
+    shuffle : bool
+        Without a sampler: read the runs of ``batch_size`` rows in a random order,
+        drawn with ``seed + epoch`` (lancenb's addition; a
+        :class:`~lancenb.sampler.ShardedBatchSampler` with ``randomize=True``).
 
     Examples
     --------
@@ -159,7 +163,7 @@ class LanceDataset(torch.utils.data.IterableDataset):
                  shard_granularity: Literal["fragment", "batch"] | None = None,
                  batch_readahead: int = 16, to_tensor_fn: Callable | None = to_tensor,
                  sampler: Sampler | None = None, auto_detect_rank: bool = True,
-                 seed: int | None = None, **kwargs):
+                 seed: int | None = None, shuffle: bool = False, **kwargs):
         super().__init__()
         if isinstance(dataset, (str, os.PathLike)):
             dataset = _open(dataset, dataset_options)
@@ -185,6 +189,8 @@ class LanceDataset(torch.utils.data.IterableDataset):
         self.cached_ds: CachedDataset | None = None
         self._auto_detect_rank = auto_detect_rank
         self.seed = int(np.random.SeedSequence().entropy % (2**63)) if seed is None else seed
+        self.shuffle = bool(shuffle)
+        self._iter_epoch = 0  # the epoch of the iteration under way
         self._epoch = 0
         self._told: int | None = None  # the epoch last given to the sampler
         names = list(columns) if columns else dataset.schema.names
@@ -230,8 +236,12 @@ class LanceDataset(torch.utils.data.IterableDataset):
     def _sampler(self, rank: int, world_size: int) -> Sampler:
         if self.sampler is not None:
             return self.sampler
-        if self.shard_granularity == "batch":
-            return ShardedBatchSampler(rank, world_size)
+        if self.shuffle or self.shard_granularity == "batch":
+            # ranks hold disjoint runs before the shuffle, so a seed per rank is safe
+            sampler = ShardedBatchSampler(rank, world_size, randomize=self.shuffle,
+                                          seed=self.seed)
+            sampler.set_epoch(self._iter_epoch)
+            return sampler
         if self.shard_granularity == "fragment" or world_size > 1:
             return ShardedFragmentSampler(rank, world_size)
         return FullScanSampler()
@@ -285,7 +295,7 @@ class LanceDataset(torch.utils.data.IterableDataset):
         return epoch
 
     def __iter__(self):
-        epoch = self._sync_epoch()
+        epoch = self._iter_epoch = self._sync_epoch()
         if self.cached_ds is not None:
             stream: Iterable[pa.RecordBatch] = self.cached_ds
         else:

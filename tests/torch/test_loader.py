@@ -255,3 +255,16 @@ def test_rebatch_gives_exact_batches_and_every_row(sizes):
     assert 0 < out[-1].num_rows <= 8
     assert np.concatenate([b.column(0).to_numpy() for b in out]).tolist() == \
         list(range(start))
+
+
+def test_shuffle_option_every_row_once_and_seeded(uri):
+    def epoch(rank, workers, e, seed=4):
+        ds = LanceDataset(uri, batch_size=50, columns=["id"], rank=rank, world_size=2,
+                          shuffle=True, seed=seed)
+        ds.set_epoch(e)
+        return epoch_ids(loader(ds, workers))
+
+    a = epoch(0, 2, 0) + epoch(1, 2, 0)
+    assert sorted(a) == list(range(ROWS))
+    assert epoch(0, 0, 1) == epoch(0, 0, 1) != epoch(0, 0, 2)
+    assert epoch(1, 0, 0, seed=5) != epoch(1, 0, 0, seed=6)
