@@ -80,6 +80,9 @@ def user_message(err: BaseException) -> str:
     m = re.search(r'ParserError\("(.*)"\)', text)
     if m:
         return "syntax error: " + m.group(1).replace('\\"', '"')
+    m = re.search(r"PyErr \{ type: <class '[^']+'>, value: \w+\((['\"])(.*?)\1\)", text)
+    if m:  # a Python function's error (lancenb.expr.jsonfuncs): its own message
+        return m.group(2)
     m = re.search(r"No field named ([^.\s]+(?:\.[^\s]+)?)\.", text)
     if m:
         name = m.group(1).split(".")[-1].strip('"`')
