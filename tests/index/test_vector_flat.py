@@ -324,6 +324,11 @@ def test_index_and_unindexed_fragments_merge_as_pylance(tmp_path, index_type):
                 _same_search(ours, theirs, nearest={"column": "vec", "q": q, "k": 10,
                                                     "nprobes": nprobes, "refine_factor": rf},
                              columns=["id"], with_row_id=True, **kw)
+    # fast_search: the indexed fragments only, with the index's own distances
+    for nprobes in (1, 4):
+        _same_search(ours, theirs, nearest={"column": "vec", "q": more[3], "k": 10,
+                                            "nprobes": nprobes}, fast_search=True,
+                     columns=["id"], with_row_id=True)
     # use_index=False: exact over every fragment
     _same_search(ours, theirs, nearest={"column": "vec", "q": x[5], "k": 10,
                                         "use_index": False}, columns=["id"])

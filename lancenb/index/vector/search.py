@@ -384,16 +384,17 @@ class VectorSearchScanner:
         pre = self._filter if self._prefilter else None
         req = self._req
         found = []
+        covered = []
         if idx is not None:
             covered = [f for f in frags if f.fragment_id in idx.fragment_ids]
             frags = [f for f in frags if f.fragment_id not in idx.fragment_ids]
-            if covered:
-                # with unindexed fragments pylance re-scores the index's k candidates
-                # exactly (its plan's KNNVectorDistance over the union): a refine by 1
-                exact = 1 if frags and req.refine_factor is None else req.refine_factor
-                found.append(self._index_search(idx, q, covered, pre, exact))
         if self._fast_search:
             frags = []  # only what an index holds (nothing without one), as pylance
+        if covered:
+            # with unindexed fragments pylance re-scores the index's k candidates exactly
+            # (its plan's KNNVectorDistance over the union): a refine by 1
+            exact = 1 if frags and req.refine_factor is None else req.refine_factor
+            found.append(self._index_search(idx, q, covered, pre, exact))
         found.append(flat.flat_search(frags, req.flat_query(q, self._k), req.dim,
                                       keep=self._pre, keep_columns=self._pre_columns))
         return Candidates.concat(found).best(self._k)
