@@ -171,7 +171,7 @@ def _score_part(fq: FlatQuery, batch: pa.RecordBatch, dim: int, fid: int, first:
     first row; ``keep`` (a compiled filter or None) selects the rows scored."""
     ids = np.asarray(batch.column(ROWID).to_numpy(), dtype=np.uint64)
     live = np.arange(first, first + batch.num_rows, dtype=np.int64)
-    vectors = batch.column(0)
+    vectors = batch.column(fq.column)
     if keep is not None:
         rows = keep.positions(pa.Table.from_batches([batch]))
         if len(rows) < batch.num_rows:
