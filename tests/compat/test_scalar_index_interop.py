@@ -48,7 +48,7 @@ def _create(ds, *args, **kw):
 
 
 def _rows(ds, flt) -> np.ndarray:
-    t = ds.to_table(filter=flt, with_row_address=True, columns=["x"])
+    t = ds.to_table(filter=flt, with_row_address=True, columns=[ds.schema.names[0]])
     return np.sort(t["_rowaddr"].to_numpy().astype(np.uint64))
 
 
@@ -138,3 +138,44 @@ def test_replace_and_name_rules(tmp_path):
         _create(lists, "l", "BTREE")
     with pytest.raises(NotImplementedError):
         _create(ds, "x", "FOO")
+
+
+LABEL_FILTERS = ["array_has_any(l, ['t1', 't3'])", "array_has_all(l, ['t1', 't3'])",
+                 "array_contains(l, 't5')", "array_has_any(l, ['t1']) AND i < 1500",
+                 "array_has_all(l, ['t2']) OR array_has_any(l, ['t7', 'nope'])"]
+
+
+def _lists(seed: int, n: int = 3000) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    rows = [None if rng.random() < 0.05 else
+            [None if rng.random() < 0.05 else f"t{int(k)}" for k in
+             rng.integers(0, 8, rng.integers(0, 4))] for _ in range(n)]
+    return pa.table({"l": pa.array(rows, pa.list_(pa.string())),
+                     "i": pa.array(np.arange(n), pa.int64())})
+
+
+@pytest.mark.parametrize("builder", ["pylance", "lancenb"])
+def test_label_list_both_ways(tmp_path, builder):
+    uri = str(tmp_path / "ds")
+    lancenb.write_dataset(_lists(5), uri, max_rows_per_file=1000)
+    if builder == "pylance":
+        lance.dataset(uri).create_scalar_index("l", "LABEL_LIST")
+    else:
+        _create(lancenb.dataset(uri), "l", "LABEL_LIST")
+        _create(lancenb.dataset(uri), "i", "BTREE")
+    theirs, ours = lance.dataset(uri), lancenb.dataset(uri)
+    assert [e["type"] for e in theirs.list_indices() if e["name"] == "l_idx"] == ["LabelList"]
+    for flt in LABEL_FILTERS:
+        if builder == "lancenb":
+            a = theirs.to_table(filter=flt, columns=["i"], with_row_id=True)
+            b = theirs.to_table(filter=flt, columns=["i"], with_row_id=True,
+                                use_scalar_index=False)
+            assert a.sort_by("_rowid")["_rowid"].equals(b.sort_by("_rowid")["_rowid"]), flt
+            if flt.startswith("array_has_any(l, ['t1', 't3'])"):
+                assert "ScalarIndexQuery" in theirs.scanner(filter=flt).explain_plan()
+        got = index_rows(ours, flt)
+        if "i <" in flt and builder == "pylance":
+            assert got is None  # (no index on i)
+            continue
+        assert got is not None, flt
+        assert np.array_equal(rowmap.to_ids(got[0]), _rows(ours, flt)), flt

@@ -44,6 +44,11 @@ def _btree_type_ok(t: pa.DataType) -> bool:
             or pa.types.is_fixed_size_binary(t) or pa.types.is_temporal(t))
 
 
+def _storage(t: pa.DataType) -> pa.DataType:
+    """An extension type's storage type (a uuid column is indexed as its 16 bytes)."""
+    return t.storage_type if isinstance(t, pa.BaseExtensionType) else t
+
+
 def _field(ds, column: str) -> pa.Field:
     try:
         return ds.schema.field(column)
@@ -76,6 +81,8 @@ def _column_batches(ds, column: str, frags, typ: pa.DataType):
     for b in scan.to_batches():
         if b.num_rows:
             v = b.column(0)
+            if isinstance(v, pa.ExtensionArray):
+                v = v.storage
             ids = b.column(b.schema.get_field_index("_rowid"))
             yield (v.cast(typ) if v.type != typ else v), np.asarray(ids.to_numpy(), np.uint64)
 
@@ -138,6 +145,7 @@ class ScalarIndexMethods:
                 '"BLOOMFILTER", "RTREE" or "MINHASHLSH" are supported for scalar columns.  '
                 f"Received {index_type}")
         field = _field(self, column)
+        field = field.with_type(_storage(field.type))
         if kind in ("BTREE", "BITMAP") and not _btree_type_ok(field.type):
             raise TypeError(f"BTREE/BITMAP index column {column} must be int, float, bool, "
                             f"str, large_str, binary, large_binary, decimal, fixed-size-binary, "

@@ -6,7 +6,10 @@ when every leaf (a comparison of an indexed column with a literal, ``IN``, ``IS
 three-valued logic: ``AND`` intersects, ``OR`` unites, ``NOT p`` is every indexed row
 where ``p`` is neither true nor NULL. The answer is exact for the fragments the
 indices cover (all of them cover the same ones, or the answer is refused); rows of
-other fragments are for the caller to scan, and deleted rows are removed.
+other fragments are for the caller to scan, and deleted rows are removed. With
+stable row ids the answer holds row ids: BITMAP indices (and lancenb's BTREE) hold
+row ids there, pylance 14's BTREE (index version 1) holds row addresses, which are
+translated through the fragments' row-id sequences.
 """
 
 from __future__ import annotations
@@ -23,7 +26,10 @@ from lancenb.index.scalar.btree import BTreeIndex
 from lancenb.index.scalar.common import Answer, IndexFiles, Unanswerable
 from lancenb.index.scalar.label_list import LabelListIndex, label_query
 from lancenb.io.store import ObjectStore
+from lancenb.table.commit import find_manifest
 from lancenb.table.deletion import read_deletions
+from lancenb.table.indices import index_from_pb, parse_section
+from lancenb.table.rowids import decode_row_ids, external_bytes
 
 __all__ = ["index_rows", "open_index"]
 
@@ -70,11 +76,42 @@ def open_index(ds, entries: list[dict]):
     return out
 
 
+def _index_versions(ds) -> dict[str, int]:
+    """uuid -> ``index_version`` of the indices of ``ds``'s version (read from its
+    manifest file: ``list_indices`` does not give it)."""
+    found = find_manifest(ObjectStore(ds.uri), ds.version)
+    if found is None:
+        raise Unanswerable("the manifest file of this version cannot be read by name")
+    mf = found[0]
+    return {index_from_pb(m).uuid: int(m.index_version)
+            for m in parse_section(mf.index_section_bytes(), mf.name)}
+
+
+class _AddressesAsIds:
+    """A segment holding row addresses in a dataset with stable row ids (pylance 14's
+    BTREE, index version 1): its answers translated to row ids."""
+
+    def __init__(self, seg, planner):
+        self.seg, self.planner = seg, planner
+
+    def search(self, node, column: str, with_nulls: bool) -> Answer:
+        a = self.seg.search(node, column, with_nulls)
+        ids = self.planner.addr_to_id
+        return Answer(ids(a.true), ids(a.null) if a.null is not None else None)
+
+    def all_rows(self) -> BitMap64:
+        return self.planner.addr_to_id(self.seg.all_rows())
+
+
 class _Planner:
     """Evaluates a filter tree over the indexed columns of one dataset."""
 
-    def __init__(self, ds):
+    def __init__(self, ds, frags=None, stable: bool = False):
         self.ds = ds
+        self.frags = frags if frags is not None else ds.get_fragments()
+        self.stable = stable
+        self.versions: dict[str, int] | None = None
+        self.row_ids: dict[int, np.ndarray] = {}
         self.by_column: dict[str, list[dict]] = {}
         for e in ds.list_indices():
             if len(e["fields"]) == 1 and e["type"] in _READERS:
@@ -99,8 +136,36 @@ class _Planner:
             if self.covered is not None and cover != self.covered:
                 raise Unanswerable("the indices cover different fragments")
             self.covered = cover
-            got = self.readers[key] = open_index(self.ds, entries)
+            got = open_index(self.ds, entries)
+            if self.stable:
+                if self.versions is None:
+                    self.versions = _index_versions(self.ds)
+                got = [_AddressesAsIds(g, self) if e["type"] == "BTree" and
+                       self.versions.get(e["uuid"], 0) >= 1 else g
+                       for g, e in zip(got, entries)]
+            self.readers[key] = got
         return got
+
+    def addr_to_id(self, rows: BitMap64) -> BitMap64:
+        """Row addresses as the row ids of the rows they hold now (addresses of gone
+        fragments or rows dropped)."""
+        out = BitMap64()
+        store = None
+        for f in self.frags:
+            base = f.fragment_id << 32
+            n = int(f.metadata.physical_rows)
+            part = BitMap64()
+            part.add_range(base, base + n)
+            part &= rows
+            if not len(part):
+                continue
+            ids = self.row_ids.get(f.fragment_id)
+            if ids is None:
+                store = store or ObjectStore(self.ds.uri)
+                ids = self.row_ids[f.fragment_id] = _fragment_row_ids(store, f)
+            offsets = (rowmap.to_ids(part) - np.uint64(base)).astype(np.int64)
+            out |= rowmap.from_ids(ids[offsets])
+        return out
 
     def labels(self, node, with_nulls: bool) -> Answer:
         q = label_query(node.sql)
@@ -146,34 +211,60 @@ class _Planner:
         return self.leaf(node, with_nulls)
 
 
-def _live(ds, rows: BitMap64, covered: set[int]) -> BitMap64:
-    """``rows`` restricted to existing covered fragments, deleted rows removed."""
-    store = None
+def _deleted(store, f) -> np.ndarray:
+    """Offsets of a fragment's deleted rows."""
+    meta = f.metadata
+    if meta.deletion_file is None:
+        return np.zeros(0, np.uint32)
+    return read_deletions(store, f.fragment_id, meta.deletion_file.to_pb(),
+                          int(meta.physical_rows))
+
+
+def _fragment_row_ids(store, f) -> np.ndarray:
+    """The row id of each physical row of a fragment (stable row ids)."""
+    pbf = f.metadata.to_pb()
+    where = f"fragment {f.fragment_id} row ids"
+    data = pbf.inline_row_ids if pbf.WhichOneof("row_id_sequence") == "inline_row_ids" \
+        else external_bytes(store, pbf.external_row_ids, where)
+    return decode_row_ids(data, where, expected=int(f.metadata.physical_rows))
+
+
+def _live(ds, frags, rows: BitMap64, covered: set[int], stable: bool) -> BitMap64:
+    """``rows`` restricted to the live rows of the covered fragments: by address
+    (``fragment << 32 | offset``), or with stable row ids by the fragments' row-id
+    sequences (deleted rows' ids dropped)."""
+    store = ObjectStore(ds.uri)
     out = BitMap64()
-    for f in ds.get_fragments():
+    for f in frags:
         fid = f.fragment_id
         if fid not in covered:
+            continue
+        if stable:
+            ids = _fragment_row_ids(store, f)
+            dead = _deleted(store, f)
+            if dead.size:
+                ids = np.delete(ids, dead.astype(np.int64))
+            out |= rows & rowmap.from_ids(ids)
             continue
         base = fid << 32
         part = BitMap64()
         part.add_range(base, base + (1 << 32))
         part &= rows
-        meta = f.metadata
-        if meta.deletion_file is not None and len(part):
-            store = store or ObjectStore(ds.uri)
-            dead = read_deletions(store, fid, meta.deletion_file.to_pb(),
-                                  int(meta.physical_rows))
-            part -= rowmap.from_ids(dead.astype(np.uint64) | np.uint64(base))
+        if len(part):
+            dead = _deleted(store, f)
+            if dead.size:
+                part -= rowmap.from_ids(dead.astype(np.uint64) | np.uint64(base))
         out |= part
     return out
 
 
 def index_rows(ds, filter) -> tuple[BitMap64, set[int]] | None:
     """The rows of ``ds`` where the SQL ``filter`` is true, answered from scalar
-    indices: ``(row addresses, ids of the fragments the answer covers)``, or None when
-    the indices cannot answer it exactly (no index on a column it tests, a part no
-    index evaluates, a pyarrow Expression, stable row ids). Rows of fragments outside
-    the covered set are not included (scan those); deleted rows are excluded.
+    indices: ``(row addresses, ids of the fragments the answer covers)`` (row ids
+    instead of addresses when the dataset has stable row ids), or None when the
+    indices cannot answer it exactly (no index on a column it tests, a part no index
+    evaluates, a pyarrow Expression). Rows of fragments outside the covered set are
+    not included (scan those); deleted rows are excluded.
 
     Examples
     --------
@@ -182,11 +273,10 @@ def index_rows(ds, filter) -> tuple[BitMap64, set[int]] | None:
     if not isinstance(filter, str) or not filter.strip():
         return None
     frags = ds.get_fragments()
-    if any(f.metadata.row_id_meta is not None for f in frags):
-        return None  # (stable row ids: the index holds ids, not addresses)
+    stable = any(f.metadata.row_id_meta is not None for f in frags)
     try:
         tree = Translator(filter, ds.schema, tolerant=True).term(parse_sql(filter, "filter"))
-        planner = _Planner(ds)
+        planner = _Planner(ds, frags, stable)
         if not planner.by_column:
             return None
         answer = planner.eval(tree, _has_not(tree))
@@ -194,4 +284,4 @@ def index_rows(ds, filter) -> tuple[BitMap64, set[int]] | None:
         return None
     existing = {f.fragment_id for f in frags}
     covered = (planner.covered or set()) & existing
-    return _live(ds, answer.true, covered), covered
+    return _live(ds, frags, answer.true, covered, stable), covered
