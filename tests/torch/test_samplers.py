@@ -149,3 +149,21 @@ def test_read_ahead_keeps_the_order_and_stops_when_abandoned(uri):
     stream = s(ds, batch_size=50, columns=["id"], batch_readahead=8)
     assert next(stream).num_rows == 50
     stream.close()  # the read-ahead pool shuts down, nothing left running
+
+
+@pytest.mark.parametrize("threads", [0, 1, 3])
+def test_read_ahead_threads_keep_the_order(threads):
+    import threading
+
+    items = [(i, i + 1) for i in range(50)]
+
+    def read(item):
+        return [pa.record_batch({"id": [item[0]]})]
+
+    got = ids(nbs._read_ahead(read, items, 8, threads))
+    assert got == list(range(50))
+    before = threading.active_count()
+    stream = nbs._read_ahead(read, items, 8, threads)
+    next(stream)
+    stream.close()
+    assert threading.active_count() <= before
