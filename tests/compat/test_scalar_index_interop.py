@@ -179,3 +179,24 @@ def test_label_list_both_ways(tmp_path, builder):
             continue
         assert got is not None, flt
         assert np.array_equal(rowmap.to_ids(got[0]), _rows(ours, flt)), flt
+
+
+@pytest.mark.parametrize("stable", [False, True])
+def test_index_offsets_select_the_filtered_rows(tmp_path, stable):
+    """index_offsets (what a scan restricts covered fragments to): per covered fragment,
+    the physical offsets of the live rows the filter selects."""
+    from lancenb.index.scalar.query import index_offsets
+
+    uri = str(tmp_path / "ds")
+    lancenb.write_dataset(_table(6, 2500), uri, max_rows_per_file=1000,
+                          enable_stable_row_ids=stable)
+    lance.dataset(uri).create_scalar_index("x", "BTREE")
+    lancenb.dataset(uri).delete("s = 'v3'")
+    lancenb.write_dataset(_table(7, 100), uri, mode="append")
+    ds = lancenb.dataset(uri)
+    hits = index_offsets(ds, "x < 10 OR x IS NULL")
+    assert sorted(hits) == [0, 1, 2]
+    t = ds.to_table(filter="x < 10 OR x IS NULL", with_row_address=True, columns=["x"])
+    addr = t["_rowaddr"].to_numpy()
+    for fid, offs in hits.items():
+        assert offs.tolist() == sorted((addr[addr >> 32 == fid] & 0xFFFFFFFF).tolist())

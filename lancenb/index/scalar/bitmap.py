@@ -42,26 +42,35 @@ class BitmapIndex:
 
     def __init__(self, files: IndexFiles, full_rows=None):
         self.files = files
-        table = files.reader(self.file_name).read_all().to_table()
-        self.keys = table.column("keys").combine_chunks()
-        self.bitmaps = table.column("bitmaps").combine_chunks()
+        self.keys = files.reader(self.file_name, columns=["keys"]).read_all().to_table() \
+            .column("keys").combine_chunks()
+        self._bitmaps = files.reader(self.file_name, columns=["bitmaps"])
         self.full_rows = full_rows
         self._cache: dict[int, BitMap64] = {}
 
     def bitmap(self, i: int) -> BitMap64:
         """The rows of key ``i``."""
-        got = self._cache.get(i)
-        if got is None:
-            got = rowmap.deserialize(self.bitmaps[i].as_py(), full_rows=self.full_rows,
-                                     where=f"index {self.files.uuid} key {i}")
-            self._cache[i] = got
-        return got
+        self._load([i])
+        return self._cache[i]
+
+    def _load(self, positions: list[int]) -> None:
+        """Read and decode the bitmaps of the keys at ``positions`` not decoded yet
+        (only those rows of the file's ``bitmaps`` column are read)."""
+        want = sorted({int(i) for i in positions} - set(self._cache))
+        if not want:
+            return
+        raw = self._bitmaps.take_rows(want).to_table().column("bitmaps").to_pylist()
+        for i, data in zip(want, raw):
+            self._cache[i] = rowmap.deserialize(data, full_rows=self.full_rows,
+                                                where=f"index {self.files.uuid} key {i}")
 
     def union(self, positions) -> BitMap64:
         """The rows of the keys at ``positions``."""
+        positions = [int(i) for i in positions]
+        self._load(positions)
         out = BitMap64()
         for i in positions:
-            out |= self.bitmap(int(i))
+            out |= self._cache[i]
         return out
 
     def search(self, node, column: str, with_nulls: bool) -> Answer:

@@ -61,10 +61,10 @@ class IndexFiles:
         """Whether the index has the file ``name``."""
         return self.store.exists(self.rel(name))
 
-    def reader(self, name: str) -> LanceFileReader:
-        """A reader of the index file ``name``."""
+    def reader(self, name: str, columns: list[str] | None = None) -> LanceFileReader:
+        """A reader of the index file ``name`` (of its ``columns``, default all)."""
         return LanceFileReader(self.store.uri_of(self.rel(name)),
-                               storage_options=self.store.storage_options)
+                               storage_options=self.store.storage_options, columns=columns)
 
     def write(self, name: str, table: pa.Table | None, schema: pa.Schema,
               batches=None, buffers: dict | None = None) -> int:

@@ -31,7 +31,7 @@ from lancenb.table.deletion import read_deletions
 from lancenb.table.indices import index_from_pb, parse_section
 from lancenb.table.rowids import decode_row_ids, external_bytes
 
-__all__ = ["index_rows", "open_index"]
+__all__ = ["index_rows", "index_offsets", "open_index"]
 
 _READERS = {"BTree": BTreeIndex, "Bitmap": BitmapIndex, "LabelList": LabelListIndex}
 
@@ -235,6 +235,9 @@ def _live(ds, frags, rows: BitMap64, covered: set[int], stable: bool) -> BitMap6
     sequences (deleted rows' ids dropped)."""
     store = ObjectStore(ds.uri)
     out = BitMap64()
+    addrs = rowmap.to_ids(rows)
+    present = set(np.unique(addrs >> np.uint64(32)).tolist()) if not stable else set()
+    gone: list = []
     for f in frags:
         fid = f.fragment_id
         if fid not in covered:
@@ -246,15 +249,16 @@ def _live(ds, frags, rows: BitMap64, covered: set[int], stable: bool) -> BitMap6
                 ids = np.delete(ids, dead.astype(np.int64))
             out |= rows & rowmap.from_ids(ids)
             continue
-        base = fid << 32
-        part = BitMap64()
-        part.add_range(base, base + (1 << 32))
-        part &= rows
-        if len(part):
+        if fid in present:
             dead = _deleted(store, f)
             if dead.size:
-                part -= rowmap.from_ids(dead.astype(np.uint64) | np.uint64(base))
-        out |= part
+                gone.append(dead.astype(np.uint64) | np.uint64(fid << 32))
+    if stable:
+        return out
+    ids = addrs[np.isin(addrs >> np.uint64(32), np.array(sorted(covered), np.uint64))]
+    out = rowmap.from_ids(ids)
+    if gone:
+        out -= rowmap.from_ids(np.concatenate(gone))
     return out
 
 
@@ -285,3 +289,40 @@ def index_rows(ds, filter) -> tuple[BitMap64, set[int]] | None:
     existing = {f.fragment_id for f in frags}
     covered = (planner.covered or set()) & existing
     return _live(ds, frags, answer.true, covered, stable), covered
+
+
+def index_offsets(ds, filter) -> dict[int, np.ndarray] | None:
+    """:func:`index_rows` as the scanner uses it: ``{fragment id: sorted physical
+    offsets of its live rows where the filter is true}`` for every fragment the
+    indices cover (fragments not in the dict are to be scanned), or None.
+
+    A scan restricts each covered fragment's rows to these offsets before it
+    evaluates the filter (which then holds for all of them: the answer is exact).
+
+    Examples
+    --------
+    >>> hits = index_offsets(ds, "x = 5")  # doctest: +SKIP
+    >>> hits[0][:3]  # doctest: +SKIP
+    array([ 5, 102, 199])
+    """
+    got = index_rows(ds, filter)
+    if got is None:
+        return None
+    rows, covered = got
+    frags = {f.fragment_id: f for f in ds.get_fragments()}
+    out: dict[int, np.ndarray] = {}
+    stable = any(f.metadata.row_id_meta is not None for f in frags.values())
+    store = ObjectStore(ds.uri) if stable else None
+    ids = rowmap.to_ids(rows)
+    if not stable:
+        fids = (ids >> np.uint64(32)).astype(np.int64)
+        offs = (ids & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    for fid in sorted(covered):
+        f = frags.get(fid)
+        if f is None:
+            continue
+        if stable:
+            out[fid] = np.flatnonzero(np.isin(_fragment_row_ids(store, f), ids))
+        else:
+            out[fid] = offs[fids == fid]
+    return out
