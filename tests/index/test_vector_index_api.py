@@ -109,3 +109,20 @@ def test_create_and_drop_commit(tmp_path):
     assert [e["type"] for e in lance.dataset(uri).list_indices()] == ["IVF_SQ"]
     VectorIndexMethods.drop_index(nds, "v_idx")
     assert nds.version == 3 and lance.dataset(uri).list_indices() == []
+
+
+def test_vector_index_reader_as_pylance(indexed):
+    from lance.dataset import VectorIndexReader as PReader
+
+    from lancenb.index.vector.reader import VectorIndexReader
+
+    ours = VectorIndexReader(lancenb.dataset(indexed), "v_idx")
+    theirs = PReader(lance.dataset(indexed), "v_idx")
+    assert ours.num_partitions() == theirs.num_partitions() == 4
+    for p in range(4):
+        a = ours.read_partition(p, with_vector=True)
+        b = theirs.read_partition(p, with_vector=True)
+        assert a.column_names == b.column_names == ["_rowid", "__pq_code"]
+        assert a.equals(b.cast(a.schema))
+    with pytest.raises(IndexError, match="out of range"):
+        ours.read_partition(5)

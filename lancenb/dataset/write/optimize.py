@@ -28,6 +28,13 @@ class Optimize:
         """Rewrite small fragments into fewer, larger ones (see :func:`compact_files`)."""
         return compact_files(self._ds, **kwargs)
 
+    def optimize_indices(self, **kwargs) -> None:
+        """Add new fragments to the vector indices (pylance's ``num_indices_to_merge``,
+        ``index_names``, ``retrain``; see :mod:`lancenb.index.vector.optimize`)."""
+        from lancenb.index.vector.optimize import optimize_vector_indices
+
+        optimize_vector_indices(self._ds, **kwargs)
+
     def enable_auto_cleanup(self, auto_cleanup_config, **kwargs) -> None:
         """Clean up old versions automatically from now on (a config update, hence a
         new version): every ``interval`` versions, those older than

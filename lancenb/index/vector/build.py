@@ -43,7 +43,7 @@ from lancenb.io.pools import ThreadPool
 
 __all__ = ["build_vector_index", "BuiltIndex", "VECTOR_DETAILS_URL", "sample_vectors",
            "train_pq_codebook", "commit_create_index", "write_index", "as_matrix",
-           "encode_pq", "pq_params"]
+           "encode_pq", "pq_params", "describe_existing", "encode_fragments"]
 
 BUILD_TYPES = ("IVF_FLAT", "IVF_PQ", "IVF_SQ")
 VECTOR_DETAILS_URL = "/lance.index.pb.VectorIndexDetails"
@@ -269,21 +269,10 @@ def build_vector_index(ds, column: str, index_type: str, name: str | None = None
         params = {"dim": dim}
 
     # 4: assign and encode every row
+    bounds = (lo, hi) if index_type == "IVF_SQ" else None
     ids_l, lab_l, pay_l = [], [], []
-    for ids, x, keep in _scan(ds, column, frags):
-        ids, x = ids[keep], x[keep]
-        if not len(ids):
-            continue
-        if metric == "cosine":
-            x = _normalise(x)
-        labels, _ = assign(x, centroids, ivf_metric)
-        if index_type == "IVF_FLAT":
-            payload = x
-        elif index_type == "IVF_PQ":
-            key = x - centroids[labels] if pqmod.uses_residual(metric) else x
-            payload = encode_pq(codebook, key, num_bits)
-        else:
-            payload = sqmod.quantize(x, lo, hi)
+    for ids, labels, payload in encode_fragments(ds, column, frags, index_type, metric,
+                                                 centroids, codebook, bounds, num_bits):
         ids_l.append(ids)
         lab_l.append(labels)
         pay_l.append(payload)
@@ -306,6 +295,30 @@ def build_vector_index(ds, column: str, index_type: str, name: str | None = None
     if commit:
         commit_create_index(ds, [built], existing, dataset_out=dataset_out)
     return built
+
+
+def encode_fragments(ds, column: str, frags, index_type: str, metric: str, centroids,
+                     codebook=None, bounds=None, num_bits: int = 8):
+    """``(row ids, partitions, encoded rows)`` per batch of ``frags`` (null and
+    non-finite vectors skipped), with a trained model: IVF ``centroids`` and the PQ
+    ``codebook`` or SQ ``bounds``."""
+    ivf_metric = "dot" if metric == "dot" else "l2"
+    centroids = np.ascontiguousarray(centroids, np.float32)
+    for ids, x, keep in _scan(ds, column, frags):
+        ids, x = ids[keep], x[keep]
+        if not len(ids):
+            continue
+        if metric == "cosine":
+            x = _normalise(x)
+        labels, _ = assign(x, centroids, ivf_metric)
+        if index_type == "IVF_FLAT":
+            payload = x
+        elif index_type == "IVF_PQ":
+            key = x - centroids[labels] if pqmod.uses_residual(metric) else x
+            payload = encode_pq(codebook, key, num_bits)
+        else:
+            payload = sqmod.quantize(x, bounds[0], bounds[1])
+        yield ids, labels, payload
 
 
 def pq_params(num_bits: int, num_sub_vectors: int, dim: int) -> dict:
@@ -443,6 +456,23 @@ def _index_classes():
     return Index, IndexFile
 
 
+def describe_existing(ds, entry, idx) -> BuiltIndex:
+    """A :class:`BuiltIndex` for an existing segment (``entry`` of ``list_indices()``,
+    ``idx`` its opened :class:`~lancenb.index.vector.ivf.VectorIndex`), to commit it
+    again unchanged."""
+    st = idx.storage
+    num_bits = int(st.params.get("nbits", st.params.get("num_bits", 8)))
+    details = _details(idx.index_type, idx.metric, num_bits,
+                       int(st.params.get("num_sub_vectors", 0)), {})
+    opts = storage_options_of(ds)
+    files = [(n, _size(f"{index_dir(ds, entry['uuid'])}/{n}", opts))
+             for n in (AUX_FILE, INDEX_FILE)]
+    out = BuiltIndex(entry["uuid"], entry["name"], ds.lance_schema.field(idx.column).id(),
+                     entry["version"], sorted(int(f) for f in entry["fragment_ids"]), files,
+                     details)
+    return out
+
+
 def _operations():
     """``LanceOperation``, which lives in the dataset layer above this one: looked up
     among loaded modules (a dataset object exists, so its layer is loaded) instead of
@@ -458,11 +488,14 @@ def _operations():
     return ops
 
 
-def commit_create_index(ds, built: list, removed: list, *, dataset_out=None):
+def commit_create_index(ds, built: list, removed: list, *, dataset_out=None, kept=()):
     """Commit a CreateIndex adding ``built`` (:class:`BuiltIndex` list) and removing
     ``removed`` (entries of ``ds.list_indices()``); ``dataset_out`` (a dataset object)
     moves to the new version, as pylance's methods move the dataset they are called on.
-    """
+
+    A CreateIndex drops every index named as a new one (pylance's rule), so segments
+    that must stay beside a new one of the same name are listed again: ``kept`` are
+    :class:`BuiltIndex` descriptions of them (see :func:`describe_existing`)."""
     LanceOperation = _operations()
     Index, IndexFile = _index_classes()
     now = datetime.now(timezone.utc)
@@ -470,7 +503,7 @@ def commit_create_index(ds, built: list, removed: list, *, dataset_out=None):
                  dataset_version=b.dataset_version, fragment_ids=set(b.fragment_ids),
                  index_version=INDEX_VERSION, created_at=now,
                  files=[IndexFile(n, sz) for n, sz in b.files],
-                 index_details=(VECTOR_DETAILS_URL, b.details)) for b in built]
+                 index_details=(VECTOR_DETAILS_URL, b.details)) for b in [*kept, *built]]
     ids = {f.name(): f.id() for f in ds.lance_schema.fields()}
     old = [Index(uuid=e["uuid"], name=e["name"], fields=[ids.get(f, -1) for f in e["fields"]],
                  dataset_version=e["version"], fragment_ids=set(e["fragment_ids"]),
