@@ -14,6 +14,9 @@ translated through the fragments' row-id sequences.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
+
 import numpy as np
 from pyroaring import BitMap64
 
@@ -58,21 +61,40 @@ def _has_not(node) -> bool:
     return False
 
 
+# open indices by (dataset uri, uuid): index files never change once written (a new
+# build gets a new uuid), so a reader and the lookup it loaded serve every version
+_OPEN: OrderedDict = OrderedDict()
+_OPEN_MAX = 64
+_OPEN_LOCK = threading.Lock()
+
+
 def open_index(ds, entries: list[dict]):
-    """Readers of the index segments ``entries`` (``list_indices()`` dicts)."""
-    frags = {f.fragment_id: f for f in ds.get_fragments()}
+    """Readers of the index segments ``entries`` (``list_indices()`` dicts), kept
+    open for later queries (the last 64)."""
+    frags = {f.fragment_id: int(f.metadata.physical_rows) for f in ds.get_fragments()}
 
     def full_rows(fid: int) -> int:
-        f = frags.get(fid)
-        return int(f.metadata.physical_rows) if f is not None else 0
+        # (a fragment id is never reused and keeps its row count)
+        return frags.get(fid, 0)
 
     out = []
     for e in entries:
         cls = _READERS.get(e["type"])
         if cls is None:
             raise Unanswerable(f"index type {e['type']}")
-        files = IndexFiles(ds.uri, e["uuid"])
-        out.append(cls(files) if cls is BTreeIndex else cls(files, full_rows))
+        key = (ds.uri, e["uuid"], e["type"])
+        with _OPEN_LOCK:
+            got = _OPEN.get(key)
+            if got is not None:
+                _OPEN.move_to_end(key)
+        if got is None:
+            files = IndexFiles(ds.uri, e["uuid"])
+            got = cls(files) if cls is BTreeIndex else cls(files, full_rows)
+            with _OPEN_LOCK:
+                _OPEN[key] = got
+                while len(_OPEN) > _OPEN_MAX:
+                    _OPEN.popitem(last=False)
+        out.append(got)
     return out
 
 
