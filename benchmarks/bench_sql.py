@@ -58,7 +58,7 @@ def per_batch(repeat: int) -> list:
     import duckdb
     import pyarrow.compute as pc
 
-    from lancenb.dataset import sql
+    from lancenb.expr import engine as sql
 
     con = duckdb.connect()
     rows = []
@@ -103,7 +103,7 @@ def scans(rows: int, repeat: int, tmp: str) -> dict:
     import lance
 
     import lancenb
-    from lancenb.dataset.filters import Filter, compile_filter
+    from lancenb.expr.filters import Filter, compile_filter
 
     table = make_table(rows)
     uri = os.path.join(tmp, "ds.lance")

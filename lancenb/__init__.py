@@ -35,29 +35,29 @@ _LAZY = {
     "LanceDataset": ("lancenb.dataset", "LanceDataset"),
     "LanceFragment": ("lancenb.dataset", "LanceFragment"),
     "LanceScanner": ("lancenb.dataset", "LanceScanner"),
-    "BatchUDF": ("lancenb.dataset.evolution", "BatchUDF"),
-    "batch_udf": ("lancenb.dataset.evolution", "batch_udf"),
+    "BatchUDF": ("lancenb.dataset.write.evolution", "BatchUDF"),
+    "batch_udf": ("lancenb.dataset.write.evolution", "batch_udf"),
     "LanceOperation": ("lancenb.dataset.operations", "LanceOperation"),
     "Transaction": ("lancenb.dataset.operations", "Transaction"),
-    "FragmentMetadata": ("lancenb.dataset.fragmeta", "FragmentMetadata"),
-    "MergeInsertBuilder": ("lancenb.dataset.mutation", "MergeInsertBuilder"),
-    "CleanupStats": ("lancenb.dataset.maintenance", "CleanupStats"),
+    "FragmentMetadata": ("lancenb.table.fragments", "FragmentMetadata"),
+    "MergeInsertBuilder": ("lancenb.dataset.write.merge_insert", "MergeInsertBuilder"),
+    "CleanupStats": ("lancenb.dataset.write.optimize", "CleanupStats"),
     "Session": ("lancenb.dataset.session", "Session"),
-    "DataStatistics": ("lancenb.dataset.api_types", "DataStatistics"),
-    "FieldStatistics": ("lancenb.dataset.api_types", "FieldStatistics"),
-    "DatasetBasePath": ("lancenb.dataset.api_types", "DatasetBasePath"),
-    "CleanupExplanation": ("lancenb.dataset.api_types", "CleanupExplanation"),
-    "CleanupCandidateFile": ("lancenb.dataset.api_types", "CleanupCandidateFile"),
-    "BlobFile": ("lancenb.dataset.blob", "BlobFile"),
-    "BlobColumn": ("lancenb.dataset.module_api", "BlobColumn"),
-    "schema_to_json": ("lancenb.dataset.module_api", "schema_to_json"),
-    "json_to_schema": ("lancenb.dataset.module_api", "json_to_schema"),
-    "sanitize_ts": ("lancenb.dataset.module_api", "sanitize_ts"),
+    "DataStatistics": ("lancenb.dataset.descriptions", "DataStatistics"),
+    "FieldStatistics": ("lancenb.dataset.descriptions", "FieldStatistics"),
+    "DatasetBasePath": ("lancenb.dataset.descriptions", "DatasetBasePath"),
+    "CleanupExplanation": ("lancenb.dataset.descriptions", "CleanupExplanation"),
+    "CleanupCandidateFile": ("lancenb.dataset.descriptions", "CleanupCandidateFile"),
+    "BlobFile": ("lancenb.dataset.read.blob", "BlobFile"),
+    "BlobColumn": ("lancenb.dataset.read.blob", "BlobColumn"),
+    "schema_to_json": ("lancenb.file.schema_json", "schema_to_json"),
+    "json_to_schema": ("lancenb.file.schema_json", "json_to_schema"),
+    "sanitize_ts": ("lancenb.util", "sanitize_ts"),
     "set_logger": ("lancenb.log", "set_logger"),
-    "simd_info": ("lancenb.dataset.module_api", "simd_info"),
-    "iops_counter": ("lancenb.dataset.module_api", "iops_counter"),
-    "ScanStatistics": ("lancenb.dataset.api_types", "ScanStatistics"),
-    "bytes_read_counter": ("lancenb.dataset.module_api", "bytes_read_counter"),
+    "simd_info": ("lancenb.runtime", "simd_info"),
+    "iops_counter": ("lancenb.runtime", "iops_counter"),
+    "ScanStatistics": ("lancenb.dataset.descriptions", "ScanStatistics"),
+    "bytes_read_counter": ("lancenb.runtime", "bytes_read_counter"),
     "LanceFileReader": ("lancenb.file", "LanceFileReader"),
     "LanceFileWriter": ("lancenb.file", "LanceFileWriter"),
     "inspect": ("lancenb.inspect", "inspect"),
@@ -78,35 +78,35 @@ if TYPE_CHECKING:
     from lancenb.dataset import LanceScanner as LanceScanner
     from lancenb.dataset import dataset as dataset
     from lancenb.dataset import write_dataset as write_dataset
-    from lancenb.dataset.api_types import CleanupCandidateFile as CleanupCandidateFile
-    from lancenb.dataset.api_types import CleanupExplanation as CleanupExplanation
-    from lancenb.dataset.api_types import DatasetBasePath as DatasetBasePath
-    from lancenb.dataset.api_types import DataStatistics as DataStatistics
-    from lancenb.dataset.api_types import FieldStatistics as FieldStatistics
-    from lancenb.dataset.api_types import ScanStatistics as ScanStatistics
-    from lancenb.dataset.blob import BlobFile as BlobFile
-    from lancenb.dataset.evolution import BatchUDF as BatchUDF
-    from lancenb.dataset.evolution import batch_udf as batch_udf
-    from lancenb.dataset.fragmeta import FragmentMetadata as FragmentMetadata
-    from lancenb.dataset.maintenance import CleanupStats as CleanupStats
-    from lancenb.dataset.module_api import BlobColumn as BlobColumn
-    from lancenb.dataset.module_api import bytes_read_counter as bytes_read_counter
-    from lancenb.dataset.module_api import iops_counter as iops_counter
-    from lancenb.dataset.module_api import json_to_schema as json_to_schema
-    from lancenb.dataset.module_api import sanitize_ts as sanitize_ts
-    from lancenb.dataset.module_api import schema_to_json as schema_to_json
-    from lancenb.dataset.module_api import simd_info as simd_info
-    from lancenb.dataset.mutation import MergeInsertBuilder as MergeInsertBuilder
+    from lancenb.dataset.descriptions import CleanupCandidateFile as CleanupCandidateFile
+    from lancenb.dataset.descriptions import CleanupExplanation as CleanupExplanation
+    from lancenb.dataset.descriptions import DatasetBasePath as DatasetBasePath
+    from lancenb.dataset.descriptions import DataStatistics as DataStatistics
+    from lancenb.dataset.descriptions import FieldStatistics as FieldStatistics
+    from lancenb.dataset.descriptions import ScanStatistics as ScanStatistics
     from lancenb.dataset.operations import LanceOperation as LanceOperation
     from lancenb.dataset.operations import Transaction as Transaction
+    from lancenb.dataset.read.blob import BlobColumn as BlobColumn
+    from lancenb.dataset.read.blob import BlobFile as BlobFile
     from lancenb.dataset.session import Session as Session
+    from lancenb.dataset.write.evolution import BatchUDF as BatchUDF
+    from lancenb.dataset.write.evolution import batch_udf as batch_udf
+    from lancenb.dataset.write.merge_insert import MergeInsertBuilder as MergeInsertBuilder
+    from lancenb.dataset.write.optimize import CleanupStats as CleanupStats
     from lancenb.file import LanceFileReader as LanceFileReader
     from lancenb.file import LanceFileWriter as LanceFileWriter
+    from lancenb.file.schema_json import json_to_schema as json_to_schema
+    from lancenb.file.schema_json import schema_to_json as schema_to_json
     from lancenb.inspect import explain as explain
     from lancenb.inspect import inspect as inspect
     from lancenb.inspect import validate as validate
     from lancenb.log import set_logger as set_logger
     from lancenb.progress import IndexProgress as IndexProgress
+    from lancenb.runtime import bytes_read_counter as bytes_read_counter
+    from lancenb.runtime import iops_counter as iops_counter
+    from lancenb.runtime import simd_info as simd_info
+    from lancenb.table.fragments import FragmentMetadata as FragmentMetadata
+    from lancenb.util import sanitize_ts as sanitize_ts
     from lancenb.warmup import warmup as warmup
 
 if _os.environ.get("LANCE_LOG") is not None:

@@ -70,7 +70,7 @@ def _lance_columns(ds) -> dict:
     out = {name: [0, {}] for name in ds.schema.names}
     for frag in ds.get_fragments():
         for df in frag.data_files():
-            r = LanceFileReader(ds._store.uri_of(f"data/{df.path}"))
+            r = LanceFileReader(ds.snapshot.store.uri_of(f"data/{df.path}"))
             cols = r.metadata().columns
             i = 0
             for f, k in zip(r.schema, _leaf_counts(r.schema)):
@@ -635,7 +635,10 @@ def _cmd_convert(args) -> int:
 
 def _cmd_compact(args) -> int:
     from lancenb.dataset import dataset as open_dataset  # lazy: numba, start-up
-    from lancenb.dataset.compaction import compact_files, compaction_rows  # lazy: numba, start-up
+    from lancenb.dataset.write.compaction import (  # lazy: numba, start-up
+        compact_files,
+        compaction_rows,
+    )
 
     ds = open_dataset(args.uri)
     target = args.target_rows_per_fragment

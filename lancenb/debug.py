@@ -26,8 +26,8 @@ import dataclasses
 
 import pyarrow as pa
 
-from lancenb.dataset.fragmeta import FragmentMetadata
 from lancenb.file.schema import schema_to_fields
+from lancenb.table.fragments import FragmentMetadata
 
 __all__ = ["format_schema", "format_manifest", "format_fragment", "list_transactions",
            "Struct", "Tuple", "Word", "render"]

@@ -23,15 +23,15 @@ is pylance's, byte for byte in meaning: either library commits the other's.
 from __future__ import annotations
 
 from lancenb.dataset.fragment import LanceFragment
-from lancenb.dataset.fragment_extras import FragmentSession
-from lancenb.dataset.fragmeta import (
+from lancenb.dataset.fragment_columns import FragmentSession
+from lancenb.dataset.write.insert import write_fragments as _write_fragments
+from lancenb.table.fragments import (
     DataFile,
     DeletionFile,
     FragmentMetadata,
     RowDatasetVersionMeta,
     RowIdMeta,
 )
-from lancenb.dataset.write import write_fragments as _write_fragments
 
 __all__ = ["LanceFragment", "FragmentMetadata", "DataFile", "DeletionFile", "RowIdMeta",
            "RowDatasetVersionMeta", "FragmentSession", "write_fragments"]

@@ -10,7 +10,7 @@ Examples
 
 from __future__ import annotations
 
-from lancenb.dataset.compaction import (
+from lancenb.dataset.write.compaction import (
     Compaction,
     CompactionMetrics,
     CompactionPlan,

@@ -4,7 +4,7 @@
 Distributed compaction as pylance's: ``Compaction.plan`` gives
 :class:`CompactionTask` s, each ``execute`` (in any process) gives a
 :class:`RewriteResult`, and ``Compaction.commit`` commits them
-(:mod:`lancenb.dataset.compaction`).
+(:mod:`lancenb.dataset.write.compaction`).
 
 Examples
 --------
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Literal, Optional, TypedDict
 
-from lancenb.dataset.compaction import (
+from lancenb.dataset.write.compaction import (
     Compaction,
     CompactionMetrics,
     CompactionPlan,

@@ -25,7 +25,7 @@ from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:  # (the CLI imports this module first thing: it stays light)
-    from lancenb.dataset.fragmeta import FragmentMetadata
+    from lancenb.table.fragments import FragmentMetadata
 
 __all__ = ["ProgressBar", "progress_bar", "FragmentWriteProgress",
            "NoopFragmentWriteProgress", "FileSystemFragmentWriteProgress", "IndexProgress"]

@@ -10,7 +10,7 @@ Examples
 a: int8
 """
 
-from lancenb.dataset.api_types import LanceSchema
-from lancenb.dataset.module_api import json_to_schema, schema_to_json
+from lancenb.dataset.descriptions import LanceSchema
+from lancenb.file.schema_json import json_to_schema, schema_to_json
 
 __all__ = ["LanceSchema", "schema_to_json", "json_to_schema"]

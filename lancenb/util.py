@@ -7,14 +7,35 @@ pylance's ``HNSW`` is not here.
 
 from __future__ import annotations
 
+import datetime as _dt
 from datetime import timedelta
 
 import numpy as np
-from lancenb.dataset.module_api import sanitize_ts
 
+from lancenb.errors import InvalidInputError
 from lancenb.index.vector.kmeans import KMeans
 
 __all__ = ["validate_vector_index", "sanitize_ts", "td_to_micros", "KMeans"]
+
+
+def sanitize_ts(ts) -> _dt.datetime:
+    """A ``datetime`` from a datetime, a pandas ``Timestamp`` or a string
+    (``"%Y-%m-%d %H:%M:%S"``, or anything pandas parses when it is installed)."""
+    if isinstance(ts, str):
+        try:
+            import pandas as pd  # lazy: heavy, and optional
+        except ImportError:
+            try:
+                return _dt.datetime.strptime(ts, "%Y-%m-%d %H:%M:%S")
+            except ValueError:
+                raise InvalidInputError(f"Failed to parse timestamp string {ts}. Try "
+                                        f"installing Pandas.") from None
+        return pd.to_datetime(ts).to_pydatetime()
+    if hasattr(ts, "to_pydatetime"):
+        return ts.to_pydatetime()
+    if not isinstance(ts, _dt.datetime):
+        raise TypeError(f"Unrecognized version timestamp {ts} of type {type(ts)}")
+    return ts
 
 
 def td_to_micros(td: timedelta) -> int:

@@ -152,8 +152,8 @@ WORKER = textwrap.dedent("""
     import numpy as np
     from lancenb.errors import LanceError
     from lancenb.file import LanceFileReader
-    from lancenb.dataset.manifest import parse_manifest_file
-    from lancenb.dataset.deletion import read_deletions
+    from lancenb.table.manifest import parse_manifest_file
+    from lancenb.table.deletion import read_deletions
     from lancenb.io.store import ObjectStore
     from lancenb._proto import table_pb2
 

@@ -117,7 +117,7 @@ def _value_for(fd, old, rng: np.random.Generator):
     if fd.type == fd.TYPE_BYTES:
         if rng.random() < 0.5 and old:
             return mutate(bytes(old), rng)
-        from lancenb.dataset.rowids import encode_range_row_ids
+        from lancenb.table.rowids import encode_range_row_ids
 
         lo = int(rng.choice([0, 1, 2**32]))
         return encode_range_row_ids(lo, lo + int(rng.choice(_HOSTILE_INTS[:-4])))
@@ -171,7 +171,7 @@ def _map_value(mapping):
 
 # -- dataset mutation ------------------------------------------------------------------------
 def _latest_manifest(root: str) -> str:
-    from lancenb.dataset.manifest import parse_manifest_name
+    from lancenb.table.manifest import parse_manifest_name
 
     vd = os.path.join(root, "_versions")
     names = [(parse_manifest_name(n), n) for n in os.listdir(vd)]
@@ -196,7 +196,7 @@ def mutate_dataset(seed: str, dst: str, rng: np.random.Generator) -> str:
     """Copy the dataset ``seed`` to ``dst`` and damage one of its metadata objects;
     returns a short description of the damage."""
     from lancenb._proto import transaction_pb2
-    from lancenb.dataset.manifest import frame_manifest, parse_manifest_file
+    from lancenb.table.manifest import frame_manifest, parse_manifest_file
 
     # unchanged files are hard links (fast); a damaged one is unlinked and rewritten,
     # and writers in the worker only ever create new names or replace atomically
@@ -285,7 +285,7 @@ DATASET_WORKER = PEAK_RSS_SOURCE + textwrap.dedent("""
     import lancenb
     from lancenb.errors import LanceError
     from lancenb.inspect import validate
-    import datafusion, lancenb.dataset.filters  # noqa: F401 - imported lazily otherwise,
+    import datafusion, lancenb.expr.filters  # noqa: F401 - imported lazily otherwise,
     # inside the first input's time limit (an interrupted import leaves a broken module)
 
     # the limit is CPU time (all threads), so that a loaded machine does not turn a slow

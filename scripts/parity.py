@@ -57,7 +57,9 @@ def surfaces():
     import lance.dataset  # noqa: F401  (the module: ``lance.dataset`` is a function)
 
     import lancenb
-    from lancenb.dataset import core, mutation, scanner
+    from lancenb.dataset import lance_dataset as core
+    from lancenb.dataset.read import scanner
+    from lancenb.dataset.write import merge_insert as mutation
 
     ld = sys.modules["lance.dataset"]
     return [("LanceDataset", lance.LanceDataset, lancenb.LanceDataset),

@@ -12,12 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 # layer order, lowest first: a module may import its own layer and lower ones only
-LAYERS = ["errors", "io", "kernels", "encodings", "file", "dataset", "top"]
+LAYERS = ["errors", "io", "kernels", "encodings", "file", "table", "expr", "index", "dataset",
+          "top"]
 # first component under lancenb/ -> layer (anything not named is "top": spark, inspect,
 # cli, warmup, fragment and the package root)
 LAYER_OF = {"errors": "errors", "_version": "errors", "io": "io", "_proto": "io",
             "kernels": "kernels", "encodings": "encodings", "file": "file",
-            "dataset": "dataset"}
+            "table": "table", "expr": "expr", "index": "index", "dataset": "dataset"}
 # private modules of the package root that every layer may import
 SHARED_PRIVATE = ("lancenb._version", "lancenb._proto")
 

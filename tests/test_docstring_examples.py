@@ -7,7 +7,7 @@ import pytest
 
 MODULES = ["lancenb.encodings.blocks", "lancenb.encodings.codecs", "lancenb.encodings.layouts",
            "lancenb.encodings.page", "lancenb.encodings.pb", "lancenb.io", "lancenb.cli",
-           "lancenb.dataset.filters"]
+           "lancenb.expr.filters"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -170,7 +170,7 @@ def test_render_rust_debug_notation():
 # -- lancenb.progress ----------------------------------------------------------------
 def test_fragment_write_progress(tmp_path):
     # (write_dataset calls progress; LanceFragment.create and write_fragments accept it
-    # but do not call it yet: lancenb/dataset/write.py)
+    # but do not call it yet: lancenb/dataset/write/insert.py)
     from lancenb.progress import FileSystemFragmentWriteProgress, FragmentWriteProgress
 
     class Count(FragmentWriteProgress):

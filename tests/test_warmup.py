@@ -65,10 +65,10 @@ def test_import_lancenb_loads_neither_the_dataset_layer_nor_numba():
 
 
 def test_function_names_survive_importing_their_subpackages():
-    import lancenb.dataset.core  # noqa: F401  (binds the subpackages in the parent)
+    import lancenb.dataset.lance_dataset  # noqa: F401  (binds the subpackages in the parent)
     import lancenb.inspect  # noqa: F401
     import lancenb.warmup  # noqa: F401
-    from lancenb.dataset.core import dataset
+    from lancenb.dataset.lance_dataset import dataset
 
     assert lancenb.dataset is dataset
     assert callable(lancenb.dataset) and callable(lancenb.inspect)

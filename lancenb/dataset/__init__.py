@@ -27,7 +27,7 @@ from lancenb.dataset.read.blob import BlobFile
 from lancenb.dataset.read.scanner import LanceScanner
 from lancenb.dataset.write.compaction import CompactionMetrics
 from lancenb.dataset.write.evolution import BatchUDF, batch_udf
-from lancenb.dataset.write.mutation import MergeInsertBuilder
+from lancenb.dataset.write.merge_insert import MergeInsertBuilder
 from lancenb.dataset.write.optimize import Optimize as DatasetOptimizer
 from lancenb.expr.engine import SqlQuery, SqlQueryBuilder
 from lancenb.table.indices import Index, IndexFile

@@ -35,7 +35,6 @@ from lancenb.dataset.descriptions import (
 )
 from lancenb.dataset.operations import LanceOperation, Transaction, transaction_of, update_config_pb
 from lancenb.dataset.read import blob
-from lancenb.dataset.schema_json import pydantic_to_schema
 from lancenb.dataset.write.insert import cleanup
 from lancenb.dataset.write.optimize import _mtime
 from lancenb.errors import (
@@ -45,18 +44,19 @@ from lancenb.errors import (
     InvalidInputError,
     NotSupportedError,
 )
+from lancenb.file.schema_json import pydantic_to_schema
 from lancenb.table.commit import (
-    load_transaction,
     commit,
     list_versions,
     load_manifest,
+    load_transaction,
     open_store,
 )
 from lancenb.table.deletion import deletion_path
 from lancenb.table.manifest import VERSIONS_DIR, check_feature_flags, manifest_name
 from lancenb.table.transaction import Transaction as _Txn
 
-__all__ = ["DatasetApiExtras", "transaction_of"]
+__all__ = ["DatasetAdministration", "transaction_of"]
 
 FRAG_REUSE_INDEX = "__lance_frag_reuse"  # the reference's name for that index
 _TRACKED_SCHEMA = pa.schema([
@@ -82,7 +82,7 @@ def _str_map(values, what: str) -> dict:
     return values
 
 
-class DatasetApiExtras:
+class DatasetAdministration:
     """Mixin of :class:`lancenb.LanceDataset` (see the module docstring)."""
 
     # -- configuration and metadata ---------------------------------------------
@@ -539,4 +539,4 @@ def _modified(store, rel: str) -> _dt.datetime:
 
 for _name in ("branches", "create_branch", "add_bases", "shallow_clone",
               "new_file_session"):
-    getattr(DatasetApiExtras, _name).not_supported = True  # scripts/parity.py reads it
+    getattr(DatasetAdministration, _name).not_supported = True  # scripts/parity.py reads it

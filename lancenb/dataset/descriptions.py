@@ -73,7 +73,7 @@ class LanceStats:
             for df in frag._pb.files:
                 if is_legacy_file(df):
                     continue
-                meta = ds._open_file(df.path).metadata()
+                meta = ds.snapshot.open_file(df.path).metadata()
                 for fid, col in zip(df.fields, df.column_indices):
                     if fid in total and 0 <= col < len(meta.columns):
                         total[fid] += sum(b.size for p in meta.columns[col].pages

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pyarrow as pa
 
-from lancenb.dataset.fragment_columns import FragmentApiExtras
+from lancenb.dataset.fragment_columns import FragmentColumnMethods
 from lancenb.dataset.read import blob
 from lancenb.dataset.read.field_ids import (
     conform,
@@ -27,12 +27,12 @@ from lancenb.dataset.read.field_ids import (
     struct_names_match,
 )
 from lancenb.dataset.read.nested import nested_request, prune_nested
-from lancenb.dataset.read.whole_files import SmallFile, open_small
 from lancenb.dataset.write.insert import create_fragment
 from lancenb.encodings.structural import dictarray
 from lancenb.errors import CorruptFileError, InvalidInputError, NotSupportedError
 from lancenb.file.legacy import LegacyFileReader
 from lancenb.file.reader import LanceFileReader
+from lancenb.file.same_shape import SmallFile, open_small
 from lancenb.file.schema import FieldList
 from lancenb.file.statistics import ColumnStats, read_file_stats
 from lancenb.file.version import FileVersion
@@ -87,7 +87,7 @@ def _owner_arrays(tops) -> tuple:
     return ids_a[order], np.asarray(owner, dtype=np.int64)[order], [t.name for t in tops]
 
 
-class LanceFragment(FragmentApiExtras):
+class LanceFragment(FragmentColumnMethods):
     """One fragment of a :class:`~lancenb.dataset.LanceDataset` version.
 
     ``LanceFragment(dataset, fragment_id)`` as in pylance (or with the manifest's
@@ -169,7 +169,7 @@ class LanceFragment(FragmentApiExtras):
         None when no row is left. Commit with ``LanceOperation.Delete``."""
         sc = self._ds.scanner(columns=[], filter=predicate)
         live = self.live_offsets()
-        hit = sc._expr_mask(sc._filter_table(self, live))
+        hit = sc.expr_mask(sc.filter_table(self, live))
         phys = live[hit] if live is not None else hit
         return self.delete_rows(phys)
 
@@ -186,7 +186,7 @@ class LanceFragment(FragmentApiExtras):
             return None
         pb = type(self._pb)()
         pb.CopyFrom(self._pb)
-        pb.deletion_file.CopyFrom(write_deletions(self._ds._store, self.fragment_id, rows,
+        pb.deletion_file.CopyFrom(write_deletions(self._ds.snapshot.store, self.fragment_id, rows,
                                                   self._ds.version))
         return FragmentMetadata.from_pb(pb)
 
@@ -229,7 +229,7 @@ class LanceFragment(FragmentApiExtras):
     def take(self, indices, columns=None) -> pa.Table:
         """Rows at ``indices`` among this fragment's live rows (deleted rows skipped,
         as pylance counts them), in the order given."""
-        nested = nested_request(self._ds._schema, columns)
+        nested = nested_request(self._ds.snapshot.schema, columns)
         if nested is not None:  # fields inside structs: pruned structs, as pylance
             return prune_nested(self.take(indices, nested[0]), nested[1])
         idx = np.asarray(indices, dtype=np.int64).reshape(-1)
@@ -242,11 +242,11 @@ class LanceFragment(FragmentApiExtras):
         live = self.live_offsets()
         phys = live[idx] if live is not None else idx
         uniq, inverse = np.unique(phys, return_inverse=True)
-        t = sc._project(self.take_physical(sc.columns, uniq))
-        t = t.replace_schema_metadata(sc._stored_schema().metadata)
+        t = sc.project(self.take_physical(sc.columns, uniq))
+        t = t.replace_schema_metadata(sc.stored_schema().metadata)
         if len(uniq) != len(phys) or np.any(np.diff(inverse) < 0):
             t = dictarray.take(t, pa.array(inverse.reshape(-1)))
-        return sc._public(t)
+        return sc.to_public(t)
 
     def data_files(self) -> list[DataFile]:
         """This fragment's data files (:class:`~lancenb.fragment.DataFile`)."""
@@ -263,11 +263,11 @@ class LanceFragment(FragmentApiExtras):
         if self._deleted is None:
             if self._pb.HasField("deletion_file"):
                 key = ("deletions", self.fragment_id, self._pb.deletion_file.id)
-                cached = self._ds._cache.get(key)
+                cached = self._ds.snapshot.cache.get(key)
                 if cached is None:
-                    cached = read_deletions(self._ds._store, self.fragment_id,
+                    cached = read_deletions(self._ds.snapshot.store, self.fragment_id,
                                             self._pb.deletion_file, self.verified_rows())
-                    self._ds._cache[key] = cached
+                    self._ds.snapshot.cache[key] = cached
                 self._deleted = cached
             else:
                 self._deleted = _NONE_DELETED
@@ -298,7 +298,7 @@ class LanceFragment(FragmentApiExtras):
                                    f"fragment can hold ({MAX_FRAGMENT_ROWS})")
         if len(self._pb.files):
             df = self._pb.files[0]
-            got = self._ds._open_file(df.path, is_legacy_file(df)).num_rows()
+            got = self._ds.snapshot.open_file(df.path, is_legacy_file(df)).num_rows()
             if got != n:
                 raise CorruptFileError(f"{self._where()}: physical_rows is {n} but data file "
                                        f"{df.path!r} has {got} rows")
@@ -306,7 +306,7 @@ class LanceFragment(FragmentApiExtras):
         return n
 
     def _where(self) -> str:
-        return f"manifest {self._ds._mf.name!r}, fragment {self.fragment_id}"
+        return f"manifest {self._ds.snapshot.manifest.name!r}, fragment {self.fragment_id}"
 
     def count_rows(self, filter=None) -> int:
         """Live rows, or rows matching ``filter``.
@@ -332,11 +332,12 @@ class LanceFragment(FragmentApiExtras):
         n = self.verified_rows()
         if kind is None:
             return self.row_addresses(np.arange(n, dtype=np.int64))
-        where = f"manifest {self._ds._mf.name!r}, fragment {self.fragment_id}: row id sequence"
+        where = (f"manifest {self._ds.snapshot.manifest.name!r}, fragment {self.fragment_id}: "
+                 "row id sequence")
         if kind == "inline_row_ids":
             data = p.inline_row_ids
         else:
-            data = external_bytes(self._ds._store, p.external_row_ids, where)
+            data = external_bytes(self._ds.snapshot.store, p.external_row_ids, where)
         ids = decode_row_ids(data, where, expected=n)
         if len(ids) != self.physical_rows:
             raise CorruptFileError(f"{where} has {len(ids)} ids for {self.physical_rows} rows")
@@ -351,11 +352,12 @@ class LanceFragment(FragmentApiExtras):
         n = self.verified_rows()
         if which is None:
             return np.ones(n, dtype=np.uint64)
-        where = f"manifest {self._ds._mf.name!r}, fragment {self.fragment_id}: {kind} versions"
+        where = (f"manifest {self._ds.snapshot.manifest.name!r}, fragment {self.fragment_id}: "
+                 f"{kind} versions")
         if which.startswith("inline"):
             data = getattr(p, which)
         else:
-            data = external_bytes(self._ds._store, getattr(p, which), where)
+            data = external_bytes(self._ds.snapshot.store, getattr(p, which), where)
         return decode_version_runs(data, n, where)
 
     def row_addresses(self, offsets: np.ndarray) -> np.ndarray:
@@ -370,13 +372,13 @@ class LanceFragment(FragmentApiExtras):
         if any(len(df.fields) > WIDE_PLAN_FIELDS for df in self._pb.files):
             self._plan = self._wide_plan()
             return self._plan
-        cache = self._ds._cache
+        cache = self._ds.snapshot.cache
         owner = cache.get("field_owner")
         if owner is None:  # leaf field id -> its top-level field's name (once per dataset)
-            owner = {lf.id: top.name for top in self._ds._top_fields for lf in top.walk()}
+            owner = {lf.id: top.name for top in self._ds.snapshot.top_fields for lf in top.walk()}
             cache["field_owner"] = owner
         wanted = self._wanted_columns(owner)  # (from the manifest alone)
-        readers = {fi: self._ds._open_file(self._pb.files[fi].path,
+        readers = {fi: self._ds.snapshot.open_file(self._pb.files[fi].path,
                                            is_legacy_file(self._pb.files[fi]))
                    for fi, _ in wanted}
         # fragments whose files hold the same fields, in files of the same schema (one
@@ -409,7 +411,7 @@ class LanceFragment(FragmentApiExtras):
         one column spent ~4 ms there), memoised per process by what it depends on (the
         dataset's fields, each file's field list, ids and column indices): the same
         plan, the same errors. The plan returned is shared: callers only read it."""
-        tops = self._ds._top_fields
+        tops = self._ds.snapshot.top_fields
         sorted_ids, sorted_tops, top_names = (
             tops.derived("owner_arrays", lambda: _owner_arrays(tops))
             if isinstance(tops, FieldList) else _owner_arrays(tops))
@@ -436,7 +438,7 @@ class LanceFragment(FragmentApiExtras):
             seen[owner[pos]] = True
             cols = (np.array(df.column_indices, dtype=np.int64)[pos] if len(df.column_indices)
                     else pos)
-            reader = self._ds._open_file(df.path, is_legacy_file(df))
+            reader = self._ds.snapshot.open_file(df.path, is_legacy_file(df))
             parts.append((fi, df, reader, owner[pos], cols))
         # (the file version too: it decides which column each field starts at)
         key = ("plan", id(tops)) + tuple((fi, id(r.fields), r.version, o.tobytes(),
@@ -465,12 +467,12 @@ class LanceFragment(FragmentApiExtras):
         :class:`~lancenb.dataset.read.field_ids.Resolution`; empty in the usual case."""
         if self._resolved is not None:
             return self._resolved
-        cache = self._ds._cache
+        cache = self._ds.snapshot.cache
         nested = cache.get("nested_tops")
         if nested is None:  # (once per dataset; flat schemas skip all of this)
             nested = cache["nested_tops"] = [(t, frozenset(f.id for f in t.walk()))
-                                             for t in self._ds._top_fields if t.children]
-            cache["parent_of"] = {c.id: f.id for t in self._ds._top_fields
+                                             for t in self._ds.snapshot.top_fields if t.children]
+            cache["parent_of"] = {c.id: f.id for t in self._ds.snapshot.top_fields
                                   for f in t.walk() for c in f.children}
         out: dict = {}
         if nested:
@@ -486,7 +488,7 @@ class LanceFragment(FragmentApiExtras):
                     if not any(int(x) in ids for x in df.fields):
                         continue
                     if fi not in known:
-                        reader = self._ds._open_file(df.path, is_legacy_file(df))
+                        reader = self._ds.snapshot.open_file(df.path, is_legacy_file(df))
                         known[fi] = file_fields(df, reader, parent_of)
                     files.append((fi, df, known[fi]))
                 got = resolve_column(top, files, where=where)
@@ -521,17 +523,18 @@ class LanceFragment(FragmentApiExtras):
         the data files' lancenb statistics, or None (no statistics, or files that
         disagree on the page size)."""
         key = ("stats", self.fragment_id, tuple(f.path for f in self._pb.files))
-        if key in self._ds._cache:
-            return self._ds._cache[key]
-        name_of = self._ds._cache.get("top_names")
+        if key in self._ds.snapshot.cache:
+            return self._ds.snapshot.cache[key]
+        name_of = self._ds.snapshot.cache.get("top_names")
         if name_of is None:
-            name_of = self._ds._cache["top_names"] = {t.id: t.name for t in self._ds._top_fields}
+            snap = self._ds.snapshot
+            name_of = snap.cache["top_names"] = {t.id: t.name for t in snap.top_fields}
         plan = self._column_plan()
         used = sorted({fi for fi, _ in plan.values()})
         rpp, out = None, {}
         for fi in used:
             df = self._pb.files[fi]
-            reader = self._ds._open_file(df.path, is_legacy_file(df))
+            reader = self._ds.snapshot.open_file(df.path, is_legacy_file(df))
             if reader.version is FileVersion.LEGACY:
                 got = _legacy_stats(reader)
             else:
@@ -548,7 +551,7 @@ class LanceFragment(FragmentApiExtras):
                 if name is not None and plan.get(name, (None,))[0] == fi:
                     out[name] = stats
         result = (rpp, out) if out else None
-        self._ds._cache[key] = result
+        self._ds.snapshot.cache[key] = result
         return result
 
     def _readers_for(self, columns: list[str]):
@@ -574,7 +577,7 @@ class LanceFragment(FragmentApiExtras):
 
     def small_file_for(self, columns: list[str]):
         """``(small file, [its field index of each column])`` when one small data file
-        of this fragment (:mod:`lancenb.dataset.read.whole_files`) holds every one of
+        of this fragment (:mod:`lancenb.file.same_shape`) holds every one of
         ``columns`` with the schema's type and no blobs, its rows checked against the
         manifest; else None (read through :meth:`take_physical`)."""
         if not columns:
@@ -586,11 +589,11 @@ class LanceFragment(FragmentApiExtras):
         if any(c in self._resolutions() for c in columns):
             return None
         df = self._pb.files[fi]
-        reader = self._ds._open_file(df.path, is_legacy_file(df))
+        reader = self._ds.snapshot.open_file(df.path, is_legacy_file(df))
         if not isinstance(reader, SmallFile) or reader.num_rows() != self.physical_rows:
             return None
         self.verified_rows()
-        schema = self._ds._schema
+        schema = self._ds.snapshot.schema
         idx = []
         for c in columns:
             field = schema.field(c)
@@ -611,16 +614,16 @@ class LanceFragment(FragmentApiExtras):
         ``dictionary<int32, type>`` columns (see
         :meth:`lancenb.file.LanceFileReader.read_columns`)."""
         self.verified_rows()
-        schema = self._ds._schema
+        schema = self._ds.snapshot.schema
         handling = blob.check_handling(blob_handling or "all_binary")
         # the output fields of a projection: worked out once per dataset, not per fragment
         key = ("take_fields", tuple(columns), handling)
-        got = self._ds._cache.get(key)
+        got = self._ds.snapshot.cache.get(key)
         if got is None:
             fields = [blob.output_field(schema.field(c), handling) for c in columns]
             got = (fields, {c for c in columns if blob.has_blobs(schema.field(c))},
                    pa.schema(fields))
-            self._ds._cache[key] = got
+            self._ds.snapshot.cache[key] = got
         fields, blobs, out_schema = got
         groups, missing = self._readers_for(columns)
         n = self.physical_rows if offsets is None else len(offsets)
@@ -629,7 +632,7 @@ class LanceFragment(FragmentApiExtras):
         resolved = self._resolutions()
         for fi, names in groups.items():
             df = self._pb.files[fi]
-            reader = self._ds._open_file(df.path, is_legacy_file(df))
+            reader = self._ds.snapshot.open_file(df.path, is_legacy_file(df))
             if reader.num_rows() != self.physical_rows:
                 raise CorruptFileError(f"fragment {self.fragment_id}: data file {df.path!r} has "
                                        f"{reader.num_rows()} rows, the manifest says "
@@ -689,7 +692,7 @@ class LanceFragment(FragmentApiExtras):
         cols = []
         for src in res.sources:
             df = self._pb.files[src.file_index]
-            reader = self._ds._open_file(df.path, is_legacy_file(df))
+            reader = self._ds.snapshot.open_file(df.path, is_legacy_file(df))
             if reader.num_rows() != self.physical_rows:
                 raise CorruptFileError(f"fragment {self.fragment_id}: data file {df.path!r} has "
                                        f"{reader.num_rows()} rows, the manifest says "

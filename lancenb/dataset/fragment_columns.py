@@ -31,7 +31,7 @@ from lancenb.file.version import FileVersion
 from lancenb.table.deletion import deletion_path
 from lancenb.table.fragments import FragmentMetadata, is_legacy_file
 
-__all__ = ["FragmentApiExtras", "FragmentSession"]
+__all__ = ["FragmentColumnMethods", "FragmentSession"]
 
 DEFAULT_BATCH_ROWS = 8192
 ROW_ID = "_rowid"
@@ -43,7 +43,7 @@ def _batches(table: pa.Table, step: int):
         yield from table.slice(lo, step).to_batches()
 
 
-class FragmentApiExtras:
+class FragmentColumnMethods:
     """Mixin of :class:`lancenb.LanceFragment` (see the module docstring)."""
 
     @property
@@ -67,14 +67,14 @@ class FragmentApiExtras:
         ``physical_rows``, the deletion file exists and stays within the rows.
         Raises ``CorruptFileError``."""
         for df in self._pb.files:
-            n = self._ds._open_file(df.path, is_legacy_file(df)).num_rows()
+            n = self._ds.snapshot.open_file(df.path, is_legacy_file(df)).num_rows()
             if n != self.physical_rows:
                 raise CorruptFileError(f"fragment {self.fragment_id}: data file {df.path!r} "
                                        f"holds {n} rows, the fragment says "
                                        f"{self.physical_rows}")
         if self._pb.HasField("deletion_file"):
             rel = deletion_path(self.fragment_id, self._pb.deletion_file)
-            if not self._ds._store.exists(rel):
+            if not self._ds.snapshot.store.exists(rel):
                 raise CorruptFileError(f"fragment {self.fragment_id}: deletion file {rel!r} "
                                        f"is missing")
             dead = self.deleted_offsets()
@@ -88,7 +88,7 @@ class FragmentApiExtras:
         dataset's ``data/``) whose columns are the dataset's; nothing is written or
         committed (commit with ``LanceOperation.Append``). Its columns are matched
         to the dataset's fields by name."""
-        reader = dataset._open_file(filename)
+        reader = dataset.snapshot.open_file(filename)
         version = FileVersion.resolve(dataset.data_storage_version)
         fields = schema_fields(reader.schema, list(dataset.manifest.fields))
         known = {f.id for f in dataset.manifest.fields}
@@ -100,7 +100,7 @@ class FragmentApiExtras:
         major, minor = reader.version.data_file
         df = table_pb2.DataFile(path=filename, fields=ids, column_indices=range(len(ids)),
                                 file_major_version=major, file_minor_version=minor,
-                                file_size_bytes=dataset._store.size(f"data/{filename}"))
+                                file_size_bytes=dataset.snapshot.store.size(f"data/{filename}"))
         pb = table_pb2.DataFragment(id=int(fragment_id), physical_rows=reader.num_rows())
         pb.files.append(df)
         return FragmentMetadata.from_pb(pb)
@@ -128,11 +128,11 @@ class FragmentApiExtras:
         ds = self._ds
         written: list[str] = []
         try:
-            out = write_data_files(ds._store, _batches(table, step), table.schema,
+            out = write_data_files(ds.snapshot.store, _batches(table, step), table.schema,
                                    list(fields_pb), version=_file_version(ds),
                                    max_rows_per_file=2**62, written=written)
         except BaseException:
-            cleanup(ds._store, written)
+            cleanup(ds.snapshot.store, written)
             raise
         return out[0].files[0]
 
@@ -177,7 +177,8 @@ class FragmentApiExtras:
                 raise InvalidInputError("merge_columns got no columns to add")
             out_fields, needed = [], set()
             for name, sql in value_func.items():
-                typ, used = check_expression(sql, ds._schema, what=f"merge_columns {name!r}")
+                typ, used = check_expression(sql, ds.snapshot.schema,
+                                             what=f"merge_columns {name!r}")
                 out_fields.append(pa.field(name, typ))
                 needed.update(used)
             new_schema = pa.schema(out_fields)
@@ -188,7 +189,7 @@ class FragmentApiExtras:
                 raise InvalidInputError(
                     "A checkpoint file cannot be used when applying a UDF with "
                     "LanceFragment.merge_columns: checkpoint fragment-level work yourself")
-            cols = list(columns) if columns is not None else list(ds._schema.names)
+            cols = list(columns) if columns is not None else list(ds.snapshot.schema.names)
             out_schema = udf.output_schema(value_func, [self], cols, what="merge_columns",
                                            plain=not hasattr(value_func, "output_schema"))
             new = pa.Table.from_batches(list(udf.udf_batches(
@@ -198,11 +199,11 @@ class FragmentApiExtras:
             feeder = udf.RowFeeder(rs, batches)
             new = pa.Table.from_batches(list(feeder.batches(self, step)), rs)
             feeder.finish()
-        _check_new_names(ds._schema, new.schema.names)
+        _check_new_names(ds.snapshot.schema, new.schema.names)
         fields = _new_fields(new.schema, _next_field_id(ds))
         df = self._write_file(new, fields, step)
         all_fields = list(ds.manifest.fields) + fields
-        schema = pa.schema(list(ds._schema) + list(new.schema), ds._schema.metadata)
+        schema = pa.schema(list(ds.snapshot.schema) + list(new.schema), ds.snapshot.schema.metadata)
         return self._with_file(df), LanceSchema(all_fields, schema)
 
     def merge(self, data_obj, left_on: str, right_on: str | None = None, schema=None):
@@ -214,12 +215,12 @@ class FragmentApiExtras:
         right_on = right_on or left_on
         src_schema, batches = normalize_input(data_obj, schema)
         src = pa.Table.from_batches(list(batches), schema=src_schema)
-        if ((left_on not in ds._schema.names and left_on not in _META_KEYS)
+        if ((left_on not in ds.snapshot.schema.names and left_on not in _META_KEYS)
                 or right_on not in src.column_names):
             raise InvalidInputError(f"merge: key {left_on!r} must be a dataset column and "
                                     f"{right_on!r} a column of the data")
         extra = [c for c in src.column_names if c != right_on]
-        _check_new_names(ds._schema, extra)
+        _check_new_names(ds.snapshot.schema, extra)
         keys = self._key_table(left_on, np.arange(self.physical_rows, dtype=np.int64))
         if left_on in _META_KEYS:
             src = src.set_column(src.column_names.index(right_on), right_on,
@@ -231,7 +232,7 @@ class FragmentApiExtras:
         new = joined.select(extra)
         fields = _new_fields(new.schema, _next_field_id(ds))
         df = self._write_file(new, fields, DEFAULT_BATCH_ROWS)
-        out = pa.schema(list(ds._schema) + list(new.schema), ds._schema.metadata)
+        out = pa.schema(list(ds.snapshot.schema) + list(new.schema), ds.snapshot.schema.metadata)
         return self._with_file(df), LanceSchema(list(ds.manifest.fields) + fields, out)
 
     def update_columns(self, data_obj, left_on: str = ROW_ID, right_on: str | None = None,
@@ -249,7 +250,7 @@ class FragmentApiExtras:
             if c in ("_rowid", "_rowaddr"):
                 raise InvalidInputError(f"Column {c} is a reserved metadata column and "
                                         f"cannot be updated")
-            if c not in ds._schema.names:
+            if c not in ds.snapshot.schema.names:
                 raise InvalidInputError(f"Column {c} in right side fragment does not "
                                         f"exist in left side fragment")
         if right_on not in src.column_names or not cols:
@@ -268,8 +269,8 @@ class FragmentApiExtras:
         j = keys.join(src, left_on, join_type="left outer").sort_by("__lancenb_pos")
         hit = pc.fill_null(j.column("__lancenb_hit"), False)
         new = pa.table([pc.if_else(hit, j.column(f"__lancenb_new_{c}").cast(
-            ds._schema.field(c).type), old.column(c)) for c in cols],
-            schema=pa.schema([ds._schema.field(c) for c in cols]))
+            ds.snapshot.schema.field(c).type), old.column(c)) for c in cols],
+            schema=pa.schema([ds.snapshot.schema.field(c) for c in cols]))
         by_name = {f.name: f for f in ds.manifest.fields if f.parent_id == -1}
         ids = [by_name[c].id for c in cols]
         sub = [f for f in ds.manifest.fields if _root_id(ds.manifest.fields, f) in ids]

@@ -16,6 +16,8 @@ versions. A :class:`LanceDataset` object is one version; operations that commit
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -23,13 +25,15 @@ import pyarrow.dataset as pads
 
 from lancenb._proto import transaction_pb2
 from lancenb._version import __version__
-from lancenb.dataset.administration import DatasetApiExtras
+from lancenb.dataset.administration import DatasetAdministration
 from lancenb.dataset.fragment import LanceFragment, open_data_file
 from lancenb.dataset.operations import commit_operation, commit_store
 from lancenb.dataset.read import blob, take
 from lancenb.dataset.read.scanner import LanceScanner
 from lancenb.dataset.session import Session, open_options, scan_with_defaults, with_scan_defaults
+from lancenb.dataset.snapshot import Snapshot
 from lancenb.dataset.write.cleanup import after_commit
+from lancenb.dataset.write.delete import delete_rows
 from lancenb.dataset.write.evolution import add_columns, alter_columns, drop_columns, merge_columns
 from lancenb.dataset.write.insert import (
     DEFAULT_MAX_BYTES_PER_FILE,
@@ -37,28 +41,25 @@ from lancenb.dataset.write.insert import (
     check_write_options,
     write_version,
 )
-from lancenb.dataset.write.mutation import MergeInsertBuilder, delete_rows, update
+from lancenb.dataset.write.merge_insert import MergeInsertBuilder
 from lancenb.dataset.write.optimize import Optimize, cleanup_old_versions
-from lancenb.errors import DatasetNotFoundError, InvalidInputError, NotSupportedError
+from lancenb.dataset.write.update import update
+from lancenb.errors import NotSupportedError
 from lancenb.expr.engine import SqlQueryBuilder
 from lancenb.file.extensions import public_schema
 from lancenb.file.reader import cached_fields_to_schema
 from lancenb.file.schema import FieldList
 from lancenb.table.commit import (
     commit,
-    find_manifest,
     latest_version,
-    list_versions,
-    load_latest,
     load_manifest,
     open_store,
 )
 from lancenb.table.manifest import FLAG_STABLE_ROW_IDS, check_feature_flags, parse_manifest_name
 from lancenb.table.tags import Tags
 from lancenb.table.transaction import Transaction
-from lancenb.table.versions import as_micros, listed_micros, version_list
+from lancenb.table.versions import locate_manifest, version_list
 from lancenb.table.versions import manifest_time as _manifest_time
-from lancenb.table.versions import version_ranges as _ranges
 from lancenb.table.versions import version_summary as _summary
 
 __all__ = ["LanceDataset", "dataset", "write_dataset", "Tags"]
@@ -72,7 +73,7 @@ def _writer_version() -> str:
     return __version__
 
 
-class LanceDataset(DatasetApiExtras, pads.Dataset):
+class LanceDataset(DatasetAdministration, pads.Dataset):
     """One version of a Lance dataset (pylance's ``lance.LanceDataset`` subset).
 
     Like pylance's, it is a ``pyarrow.dataset.Dataset`` to engines: DuckDB and
@@ -88,22 +89,9 @@ class LanceDataset(DatasetApiExtras, pads.Dataset):
                  commit_lock=None, manifest_store=None, session=None, _store=None, _manifest=None):
         self._store = _store or open_store(uri, storage_options, commit_lock, manifest_store)
         self._uri = self._store.uri
-        found = None
-        if _manifest is None and asof is None and type(version) is int:
-            found = find_manifest(self._store, version)  # by name, no listing
-        elif _manifest is None and asof is None and version is None:
-            mf, naming = load_latest(self._store)  # the hint, else a listing
-            found = (mf, naming) if mf is not None else None
-        if found is not None:
-            _manifest, self._v2 = found
-        elif _manifest is None:
-            versions, naming = list_versions(self._store)
-            if not versions:
-                raise DatasetNotFoundError(f"no Lance dataset at {self._uri!r} (no manifests "
-                                           f"under _versions/)")
-            self._v2 = naming
-            v = self._resolve_version(version, asof, versions)
-            _manifest = load_manifest(self._store, v, naming)
+        if _manifest is None:
+            _manifest, self._v2 = locate_manifest(
+                self._store, version, asof, Tags(self._store).get_version)
         else:
             parsed = parse_manifest_name(_manifest.name.rsplit("/", 1)[-1])
             self._v2 = parsed[1] if parsed else True
@@ -113,30 +101,12 @@ class LanceDataset(DatasetApiExtras, pads.Dataset):
         self._schema, self._top_fields = cached_fields_to_schema(m.fields, m.schema_metadata)
         self._cache: dict = {}
         self._session = session or Session()  # (its file readers, shared when given)
-        self._readers = self._session._readers_of(self._uri)
-        self._session._saw_manifest(self._uri, self.version, _manifest.size)
+        self._readers = self._session.readers_of(self._uri)
+        self._session.saw_manifest(self._uri, self.version, _manifest.size)
         self._fragments: list[LanceFragment] | None = None
-
-    def _resolve_version(self, version, asof, versions: list[int]) -> int:
-        if version is not None and asof is not None:
-            raise InvalidInputError("pass version= or asof=, not both")
-        if isinstance(version, str) and not version.isdigit():
-            return Tags(self).get_version(version)
-        if version is not None:
-            v = int(version)
-            if v not in versions:
-                raise DatasetNotFoundError(f"dataset {self._uri!r} has no version {v} (it has "
-                                           f"{_ranges(versions)})")
-            return v
-        if asof is not None:
-            # pylance's rule: the newest version listed strictly before ``asof``
-            cutoff = as_micros(asof)
-            for v in reversed(versions):
-                mf = load_manifest(self._store, v, self._v2)
-                if listed_micros(mf.manifest, mf.name) < cutoff:
-                    return v
-            raise DatasetNotFoundError(f"dataset {self._uri!r} has no version as of {asof}")
-        return versions[-1]
+        #: what the read and write modules use of this version (lancenb.dataset.snapshot)
+        self.snapshot = Snapshot(self._uri, m.version, self._store, _manifest, self._schema,
+                                 self._top_fields, self._cache, self._open_file)
 
     def __reduce__(self):
         # (uri, version, storage options): the other side reopens the same version;
@@ -145,7 +115,7 @@ class LanceDataset(DatasetApiExtras, pads.Dataset):
 
     @staticmethod
     def _write_dataset(*args, **kwargs) -> LanceDataset:
-        # write_dataset for the mixins (api_extras), which do not import this module
+        # write_dataset for the mixins (administration.py), which do not import this module
         return write_dataset(*args, **kwargs)
 
     @staticmethod
@@ -182,7 +152,7 @@ class LanceDataset(DatasetApiExtras, pads.Dataset):
         >>> ds = LanceDataset.commit(uri, LanceOperation.Append(frags),
         ...                          read_version=1)  # doctest: +SKIP
         """
-        store = base_uri._store if isinstance(base_uri, LanceDataset) else \
+        store = base_uri.snapshot.store if isinstance(base_uri, LanceDataset) else \
             commit_store(base_uri, storage_options, commit_lock)
         mf = commit_operation(store, operation, read_version,
                               enable_v2_manifest_paths=enable_v2_manifest_paths,
@@ -217,7 +187,7 @@ class LanceDataset(DatasetApiExtras, pads.Dataset):
             return self.scanner().projected_schema
         tops = self._top_fields
         if isinstance(tops, FieldList):  # (once per distinct schema)
-            return tops.derived("public_schema", lambda: public_schema(self._schema))
+            return tops.derived("public_schema", partial(public_schema, self._schema))
         return public_schema(self._schema)
 
     @property
@@ -299,7 +269,7 @@ class LanceDataset(DatasetApiExtras, pads.Dataset):
     @property
     def tags(self) -> "Tags":
         """The dataset's tags (:class:`~lancenb.table.tags.Tags`): names for versions."""
-        return Tags(self)
+        return Tags(self._store)
 
     def get_fragments(self, filter=None) -> list[LanceFragment]:
         """The fragments of this version, in order (``filter`` is not supported)."""
@@ -639,7 +609,7 @@ class LanceDataset(DatasetApiExtras, pads.Dataset):
         """Append ``data`` (``mode="overwrite"`` replaces) and move to the new version;
         keywords as for :func:`write_dataset`."""
         ds = write_dataset(data, self, mode=mode, **kwargs)
-        self._become(ds._mf)
+        self._become(ds.snapshot.manifest)
 
     # -- row changes and maintenance ----------------------------------------------
     def update(self, updates: dict, where=None, **kwargs) -> dict:

@@ -560,7 +560,7 @@ def transaction_of(pb):
                       _frags(o.new_fragments), list(o.fields_modified),
                       list(o.fields_for_preserving_frag_bitmap))
     elif kind == "merge":
-        from lancenb.dataset.descriptions import LanceSchema  # (api_types imports us)
+        from lancenb.dataset.descriptions import LanceSchema  # (descriptions.py imports us)
         op = L.Merge(_frags(o.fragments),
                      LanceSchema(list(o.schema), _schema(o.schema, o.schema_metadata)),
                      bool(o.preserves_nullability))

@@ -62,25 +62,25 @@ class _Readers(dict):
     def __setitem__(self, path, reader) -> None:
         if path in self:
             self.pop(path)
-        s = self._session
         size = _reader_size(reader)
-        with s._lock:
-            if size > s.metadata_cache_size_bytes:
-                return
-            while self and (len(self) >= _MAX_READERS
-                            or s._used + size > s.metadata_cache_size_bytes):
-                old = next(iter(self))
-                s._used -= s._sizes.pop((id(self), old), 0)
-                super().pop(old)
-            if s._used + size > s.metadata_cache_size_bytes:
-                return  # (the manifests alone fill it)
-            super().__setitem__(path, reader)
-            s._sizes[(id(self), path)] = size
-            s._used += size
+        with self._session.lock:
+            if size > self._session.metadata_cache_size_bytes:
+                return  # (never cached: nothing is dropped for it)
+            while self and len(self) >= _MAX_READERS:
+                self._drop_oldest()
+            while self and not self._session.fits(size):
+                self._drop_oldest()
+            if self._session.admit((id(self), path), size):
+                super().__setitem__(path, reader)
+
+    def _drop_oldest(self) -> None:
+        old = next(iter(self))
+        self._session.release((id(self), old))
+        super().pop(old)
 
     def pop(self, path, *default):
-        with self._session._lock:
-            self._session._used -= self._session._sizes.pop((id(self), path), 0)
+        with self._session.lock:
+            self._session.release((id(self), path))
         return super().pop(path, *default)
 
 
@@ -111,28 +111,44 @@ class Session:
             else index_cache_size_bytes
         self.metadata_cache_size_bytes = _DEFAULT_METADATA_BYTES \
             if metadata_cache_size_bytes is None else metadata_cache_size_bytes
-        self._lock = threading.Lock()
-        fork_safe_locks(self, "_lock")  # (a fresh one in a forked child)
+        #: guards the caches' accounting (held by callers of fits/admit/release)
+        self.lock = threading.Lock()
+        fork_safe_locks(self, "lock")  # (a fresh one in a forked child)
         self._readers: dict[str, _Readers] = {}
         self._manifests: dict[tuple, int] = {}
         self._sizes: dict[tuple, int] = {}
         self._used = 0
 
-    def _readers_of(self, uri: str) -> _Readers:
+    def fits(self, size: int) -> bool:
+        """Whether ``size`` more bytes fit in the metadata cache (call with :attr:`lock`)."""
+        return self._used + size <= self.metadata_cache_size_bytes
+
+    def admit(self, key: tuple, size: int) -> bool:
+        """Count ``size`` bytes under ``key`` if they fit (call with :attr:`lock`)."""
+        if not self.fits(size):
+            return False
+        self._sizes[key] = size
+        self._used += size
+        return True
+
+    def release(self, key: tuple) -> None:
+        """Stop counting what :meth:`admit` counted under ``key`` (call with :attr:`lock`)."""
+        self._used -= self._sizes.pop(key, 0)
+
+    def readers_of(self, uri: str) -> _Readers:
         """The reader cache (path -> reader) of the dataset at ``uri``."""
-        with self._lock:
+        with self.lock:
             got = self._readers.get(uri)
             if got is None:
                 got = self._readers[uri] = _Readers(self)
             return got
 
-    def _saw_manifest(self, uri: str, version: int, size: int) -> None:
-        with self._lock:
-            if (uri, version) in self._manifests or \
-                    self._used + size > self.metadata_cache_size_bytes:
-                return
-            self._manifests[(uri, version)] = size
-            self._used += size
+    def saw_manifest(self, uri: str, version: int, size: int) -> None:
+        """Count the manifest of ``uri`` at ``version`` (``size`` bytes) as cached."""
+        with self.lock:
+            if (uri, version) not in self._manifests and self.admit(("manifest", uri, version),
+                                                                     size):
+                self._manifests[(uri, version)] = size
 
     def size_bytes(self) -> int:
         """An estimate of the bytes the caches hold (see the module docs)."""

@@ -8,9 +8,9 @@ depends on the format version is behind :class:`FileBackend`:
 ============  ==========================  ===========================================
 version       backend                     pages
 ============  ==========================  ===========================================
-0.1           :mod:`lancenb.file.v0_1`    one page per field and batch, a page table
-2.0           :mod:`lancenb.file.v2_0`    ``ArrayEncoding`` trees, one column per field
-2.1, 2.2      :mod:`lancenb.file.v2_1`    ``PageLayout`` structural pages, leaf columns
+0.1           :mod:`lancenb.file.formats.v0_1`    one page per field and batch, a page table
+2.0           :mod:`lancenb.file.formats.v2_0`    ``ArrayEncoding`` trees, one column per field
+2.1, 2.2      :mod:`lancenb.file.formats.v2_1`    ``PageLayout`` structural pages, leaf columns
 ============  ==========================  ===========================================
 
 The version is read once, at open (:func:`open_backend`); nothing downstream
@@ -29,10 +29,10 @@ import pyarrow as pa
 from lancenb import io as lio
 from lancenb.errors import CorruptFileError, LanceIOError
 from lancenb.file.format import FOOTER_SIZE, Footer
+from lancenb.file.formats.v0_1 import V01Backend
+from lancenb.file.formats.v2_0 import V20Backend
+from lancenb.file.formats.v2_1 import V21Backend
 from lancenb.file.metadata import Container, LanceFileMetadata, PageRef
-from lancenb.file.v0_1 import V01Backend
-from lancenb.file.v2_0 import V20Backend
-from lancenb.file.v2_1 import V21Backend
 from lancenb.file.version import FileVersion, version_from_footer
 from lancenb.io.pools import module_lock
 

@@ -195,7 +195,7 @@ def extension_schema(schema: pa.Schema) -> pa.Schema:
 
 
 # Lance's own extensions (the 2.2 blob v2 column, ``lance.blob.v2``; ``lance.json``):
-# lancenb reads those columns itself (lancenb.dataset.blob; JSONB is decoded here), they
+# lancenb reads those columns itself (lancenb.dataset.read.blob; JSONB is decoded here), they
 # are not turned into whatever Python type another library registered under the name.
 # (lance.bfloat16 and lance.arrow.* are ordinary extension types: lancenb.arrow's.)
 _OWN_PREFIX = (b"lance.blob.", b"lance.json")

@@ -188,7 +188,7 @@ class LanceFileReader:
     def page_statistics(self, *, raw: bool = False, stats_factory=None):
         """A 0.1 file's statistics pages, ``(batch_offsets, {field id: [stats per
         batch]})``; None for 2.x files (their statistics are a global buffer) and for
-        0.1 files without any. See :meth:`lancenb.file.v0_1.V01Backend.page_statistics`."""
+        0.1 files without any. See :meth:`lancenb.file.formats.v0_1.V01Backend.page_statistics`."""
         return self._backend.page_statistics(raw=raw, stats_factory=stats_factory)
 
     # -- fields and columns --------------------------------------------------------

@@ -9,6 +9,7 @@ fixed-size types carry ``length``; the schema is ``{"fields", ["metadata"]}``.
 
 from __future__ import annotations
 
+import datetime as _dt
 import typing
 
 import pyarrow as pa

@@ -19,7 +19,7 @@ string bounds) are :func:`compute_stats`'s. Float columns' structs carry two mor
 fields, ``nan_count: int64`` (NaNs of either sign) and ``negative_nan_count: int64``
 (those with the sign bit set): the spec's min and max ignore NaN, and pylance's total
 order places -NaN below -inf and NaN above +inf, so pruning
-(:mod:`lancenb.dataset.pruning`) skips a page on a ``<`` test only when it holds no
+(:mod:`lancenb.expr.pruning`) skips a page on a ``<`` test only when it holds no
 -NaN and on a ``>`` test only when it holds no +NaN. Files written before these fields
 are never pruned on tests a NaN could pass. Readers that do not know the fields
 ignore them.

@@ -50,7 +50,7 @@ class FileVersion(enum.Enum):
     @property
     def writable(self) -> bool:
         """Whether lancenb writes files of this version (all: 0.1 with the types
-        :mod:`lancenb.file.v0_1_write` lists)."""
+        :mod:`lancenb.file.formats.v0_1_write` lists)."""
         return True
 
     @classmethod

@@ -2,9 +2,9 @@
 
 The writer is a thin facade over one :class:`WriterBackend` per version family,
 chosen from ``version`` when the schema is known:
-:class:`~lancenb.file.v0_1_write.V01Writer` for legacy 0.1 files (which end differently:
-its ``finish_file``), :class:`~lancenb.file.v2_0.V20Writer` for 2.0 and
-:class:`~lancenb.file.v2_1_write.V21Writer` for 2.1 and 2.2. The facade
+:class:`~lancenb.file.formats.v0_1_write.V01Writer` for legacy 0.1 files (which end differently:
+its ``finish_file``), :class:`~lancenb.file.formats.v2_0.V20Writer` for 2.0 and
+:class:`~lancenb.file.formats.v2_1_write.V21Writer` for 2.1 and 2.2. The facade
 checks what callers pass, owns the output stream and writes what every 2.x file ends
 with: global buffer 0 (schema and row count), the column metadata, the offset tables
 and the footer (:mod:`lancenb.file.format`).
@@ -28,10 +28,10 @@ from lancenb.encodings.structural import blob
 from lancenb.errors import InvalidInputError, LanceError, NotSupportedError, SchemaError
 from lancenb.file.extensions import extension_names, storage_batch, storage_schema
 from lancenb.file.format import FOOTER_SIZE, PAD_BYTE, PAGE_ALIGN, Footer, pack_offset_table
+from lancenb.file.formats.v0_1_write import V01Writer
+from lancenb.file.formats.v2_0 import V20Writer
+from lancenb.file.formats.v2_1_write import DEFAULT_COLUMN_BUDGET, V21Writer
 from lancenb.file.schema import has_map
-from lancenb.file.v0_1_write import V01Writer
-from lancenb.file.v2_0 import V20Writer
-from lancenb.file.v2_1_write import DEFAULT_COLUMN_BUDGET, V21Writer
 from lancenb.file.version import FileVersion
 
 __all__ = ["LanceFileWriter", "WriterBackend", "DEFAULT_COLUMN_BUDGET"]
@@ -110,7 +110,7 @@ class LanceFileWriter:
     version : str, optional
         File format version: ``"2.0"``, ``"2.1"`` or ``"2.2"`` (the default, as pylance 14; also
         ``"stable"``/``"next"``), or ``"0.1"``/``"legacy"`` (the types
-        :mod:`lancenb.file.v0_1_write` lists; no global buffers).
+        :mod:`lancenb.file.formats.v0_1_write` lists; no global buffers).
     storage_options : dict, optional
         Passed to fsspec.
     max_page_bytes : int, optional

@@ -58,7 +58,7 @@ def _fragment(store, f) -> dict:
     d["deleted_rows"] = 0
     if f.HasField("deletion_file"):
         # deferred: inspecting a file does not load the dataset layer
-        from lancenb.dataset.deletion import deletion_path
+        from lancenb.table.deletion import deletion_path
 
         dfile = f.deletion_file
         d["deleted_rows"] = int(dfile.num_deleted_rows)
@@ -74,8 +74,8 @@ def _fragment(store, f) -> dict:
 def _inspect_dataset(uri: str, *, version=None, files: bool = False, explain: bool = False,
                      storage_options=None) -> dict:
     # deferred: inspecting a file does not load the dataset layer
-    from lancenb.dataset.commit import list_versions, load_manifest
-    from lancenb.dataset.manifest import check_feature_flags
+    from lancenb.table.commit import list_versions, load_manifest
+    from lancenb.table.manifest import check_feature_flags
 
     store = ObjectStore(uri, storage_options)
     versions, v2 = list_versions(store)
@@ -151,7 +151,7 @@ def _inspect_dataset(uri: str, *, version=None, files: bool = False, explain: bo
 
 def _tags(store) -> dict:
     # deferred: inspecting a file does not load the dataset layer
-    from lancenb.dataset.tags import parse_tag
+    from lancenb.table.tags import parse_tag
 
     out = {}
     for name in sorted(store.list("_refs/tags")):

@@ -85,8 +85,8 @@ def _validate_file(path: str, problems: list, counts: dict, storage_options=None
 
 def _validate_dataset(uri: str, problems: list, counts: dict, storage_options=None) -> None:
     # deferred: inspecting a file does not load the dataset layer
-    from lancenb.dataset.commit import list_versions, load_manifest
-    from lancenb.dataset.deletion import deletion_path, read_deletions
+    from lancenb.table.commit import list_versions, load_manifest
+    from lancenb.table.deletion import deletion_path, read_deletions
 
     store = ObjectStore(uri, storage_options)
     listed = _check(problems, lambda: list_versions(store), uri)
@@ -135,9 +135,9 @@ def _check_metadata_files(store, versions: list[int], problems: list) -> None:
     """Names under ``_versions/`` that look like manifests but name no version (pylance
     ignores them; they are reported), the latest-version hint, and every tag file."""
     # deferred: inspecting a file does not load the dataset layer
-    from lancenb.dataset.hint import HINT_MAX_BYTES, parse_hint
-    from lancenb.dataset.manifest import HINT_FILE, VERSIONS_DIR, parse_manifest_name
-    from lancenb.dataset.tags import parse_tag
+    from lancenb.table.hint import HINT_MAX_BYTES, parse_hint
+    from lancenb.table.manifest import HINT_FILE, VERSIONS_DIR, parse_manifest_name
+    from lancenb.table.tags import parse_tag
 
     for name in sorted(store.list(VERSIONS_DIR)):
         if name.endswith(".manifest") and parse_manifest_name(name) is None:
@@ -145,7 +145,7 @@ def _check_metadata_files(store, versions: list[int], problems: list) -> None:
                                      "not a manifest name (no version 1..2**64-2); ignored "
                                      "when the dataset is read"))
     if store.exists(HINT_FILE):
-        # (what the readers accept as a hint: lancenb.dataset.hint)
+        # (what the readers accept as a hint: lancenb.table.hint)
         raw = store.read_bytes(HINT_FILE, max_bytes=HINT_MAX_BYTES + 1)
         if parse_hint(raw) is None:
             problems.append(_problem(store.uri_of(HINT_FILE), f"latest-version hint "
@@ -165,7 +165,7 @@ def _check_metadata_files(store, versions: list[int], problems: list) -> None:
 def _check_manifest_refs(mf, problems: list) -> None:
     """A manifest's timestamp and every path it holds (confined to the dataset)."""
     # deferred: inspecting a file does not load the dataset layer
-    from lancenb.dataset.versions import manifest_time
+    from lancenb.table.versions import manifest_time
 
     m, src = mf.manifest, f"manifest {mf.name!r}"
     _check(problems, lambda: manifest_time(m, mf.name), mf.name)
@@ -184,7 +184,7 @@ def _check_manifest_refs(mf, problems: list) -> None:
 def _check_row_ids(store, mf, f, problems: list) -> None:
     """Decode a fragment's row-id sequence (sizes checked before anything is expanded)."""
     # deferred: inspecting a file does not load the dataset layer
-    from lancenb.dataset.rowids import decode_row_ids, external_bytes
+    from lancenb.table.rowids import decode_row_ids, external_bytes
 
     kind = f.WhichOneof("row_id_sequence")
     if kind is None:

@@ -56,7 +56,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from lancenb.dataset import dataset
-from lancenb.dataset.blob import output_field
+from lancenb.dataset.read.blob import output_field
 from lancenb.errors import InvalidInputError
 from lancenb.spark.jobs import (
     WriteJob,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from lancenb.dataset import dataset
-from lancenb.dataset.blob import output_field
+from lancenb.dataset.read.blob import output_field
 from lancenb.errors import InvalidInputError
 from lancenb.spark.jobs import abort_job, commit_job, normalize_uri, plan_write, write_task
 from lancenb.spark.scan import DEFAULT_BATCH_SIZE, ScanJob, plan_tasks, read_task
@@ -41,7 +41,7 @@ def read_lance(spark, uri, *, columns=None, filter=None, version=None, asof=None
         raise InvalidInputError(f"read_lance: no column(s) {bad} in {ds.uri!r}; it has "
                                 f"{stored.names}")
     if filter is not None:
-        from lancenb.dataset.filters import compile_filter  # lazy: sqlglot
+        from lancenb.expr.filters import compile_filter  # lazy: sqlglot
 
         compile_filter(filter, stored)  # a bad filter fails here, not in a task
         if not isinstance(filter, str):

@@ -7,10 +7,10 @@ share (lance-spark's, and pylance's ``write_fragments`` + ``LanceDataset.commit`
    ``read_version``, checks the DataFrame's schema against the dataset's and builds
    the Arrow schema and Lance fields to write. Every bad input fails here.
 2. :func:`write_task` (one per Spark task) casts Spark's Arrow batches to that
-   schema and writes data files with :func:`lancenb.dataset.write.write_data_files`
+   schema and writes data files with :func:`lancenb.dataset.write.insert.write_data_files`
    (the Python API's writer), returning the fragments, serialised, ids unset.
 3. :func:`commit_job` (driver) builds **one** Append or Overwrite transaction over
-   every task's fragments and commits it with :func:`lancenb.dataset.commit.commit`:
+   every task's fragments and commits it with :func:`lancenb.table.commit.commit`:
    the same conflict check, put-if-absent and retry loop as ``write_dataset``. The
    transaction's uuid is the job's ``write_uuid``, so anyone can tell from the
    manifests whether the job reached its commit point. Once ``commit()`` returned
@@ -58,11 +58,9 @@ import pyarrow as pa
 
 from lancenb._proto import file_pb2, table_pb2
 from lancenb._version import __version__ as _lancenb_version
-from lancenb.dataset import write as pipeline
-from lancenb.dataset.cleanup import after_commit
-from lancenb.dataset.commit import DEFAULT_MAX_RETRIES, commit, list_versions, load_manifest
-from lancenb.dataset.manifest import DATA_DIR, FLAG_STABLE_ROW_IDS
-from lancenb.dataset.write import (
+from lancenb.dataset.write import insert as pipeline
+from lancenb.dataset.write.cleanup import after_commit
+from lancenb.dataset.write.insert import (
     DEFAULT_MAX_BYTES_PER_FILE,
     DEFAULT_MAX_ROWS_PER_FILE,
     cleanup,
@@ -83,6 +81,8 @@ from lancenb.file.schema import schema_to_fields
 from lancenb.file.version import FileVersion
 from lancenb.io.store import ObjectStore
 from lancenb.spark.types import spark_compatible, to_lance_batch, write_schema_from_spark
+from lancenb.table.commit import DEFAULT_MAX_RETRIES, commit, list_versions, load_manifest
+from lancenb.table.manifest import DATA_DIR, FLAG_STABLE_ROW_IDS
 
 __all__ = ["WriteJob", "plan_write", "write_task", "commit_job", "abort_job", "JOURNAL_DIR",
            "normalize_uri"]

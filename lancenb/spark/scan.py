@@ -88,7 +88,7 @@ def read_task(job: ScanJob, ranges) -> Iterator[pa.RecordBatch]:
     compiled = None
     fcols: list[str] = []
     if job.filter:
-        from lancenb.dataset.filters import compile_filter, referenced_columns  # lazy: sqlglot
+        from lancenb.expr.filters import compile_filter, referenced_columns  # lazy: sqlglot
 
         compiled = compile_filter(job.filter, stored)
         fcols = referenced_columns(compiled, stored.names)

@@ -5,7 +5,7 @@ after it has been checked against the transaction of every version committed
 after ``r``. Each check has one of three answers, as in the reference's conflict
 resolver (``rust/lance/src/io/commit/conflict_resolver.rs``), and lancenb gives the
 answer pylance 14 gives (checked pair by pair against pylance in
-``tests/dataset/test_commit_conflicts.py``):
+``tests/table/test_commit_conflicts.py``):
 
 * compatible: commit on top of the newer version (a delete over another delete of
   the same fragment is *rebased*: the two deletion sets merged);

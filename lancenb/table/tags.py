@@ -23,9 +23,8 @@ TAGS_DIR = "_refs/tags"
 class Tags:
     """Named versions, stored as ``_refs/tags/{name}.json`` (pylance's layout)."""
 
-    def __init__(self, ds):
-        self._ds = ds
-        self._store = ds._store
+    def __init__(self, store):
+        self._store = store
 
     @staticmethod
     def _check_name(tag: str) -> None:
@@ -41,7 +40,7 @@ class Tags:
         try:
             raw = self._store.read_bytes(rel)
         except LanceError:
-            raise DatasetNotFoundError(f"dataset {self._ds.uri!r} has no tag {tag!r}") from None
+            raise DatasetNotFoundError(f"dataset {self._store.uri!r} has no tag {tag!r}") from None
         return parse_tag(raw, self._store.uri_of(rel))
 
     def list(self) -> dict:
@@ -82,7 +81,7 @@ class Tags:
         versions, naming = list_versions(self._store)
         if version not in versions:
             raise DatasetNotFoundError(f"cannot tag version {version}: dataset "
-                                       f"{self._ds.uri!r} has versions {_ranges(versions)}")
+                                       f"{self._store.uri!r} has versions {_ranges(versions)}")
         size = self._store.size(f"{VERSIONS_DIR}/{manifest_name(version, naming)}")
         now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         body = {"branch": None, "version": int(version), "createdAt": created or now,
@@ -91,7 +90,7 @@ class Tags:
         rel = f"{TAGS_DIR}/{tag}.json"
         if create:
             if not put_new_object(self._store, rel, data):  # a put that fails is read back
-                raise InvalidInputError(f"tag {tag!r} already exists in {self._ds.uri!r}")
+                raise InvalidInputError(f"tag {tag!r} already exists in {self._store.uri!r}")
         else:
             self._store.write_bytes(rel, data)
 

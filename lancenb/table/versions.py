@@ -12,13 +12,18 @@ from typing import NamedTuple
 
 from lancenb._proto import table_pb2
 from lancenb.encodings import pb
-from lancenb.errors import CorruptFileError, InvalidInputError
-from lancenb.table.commit import iter_manifest_bytes, list_versions
+from lancenb.errors import CorruptFileError, DatasetNotFoundError, InvalidInputError
+from lancenb.table.commit import (
+    find_manifest,
+    iter_manifest_bytes,
+    list_versions,
+    load_latest,
+    load_manifest,
+)
 from lancenb.table.manifest import manifest_span, message_records, parse_manifest_message
 
-__all__ = ["version_ranges", "as_datetime", "as_micros", "listed_micros", "fragment_counts",
-           "version_summary",
-           "manifest_time", "version_list"]
+__all__ = ["locate_manifest", "version_ranges", "as_datetime", "as_micros", "listed_micros",
+           "fragment_counts", "version_summary", "manifest_time", "version_list"]
 
 
 def version_ranges(vs: list[int]) -> str:
@@ -219,3 +224,44 @@ def version_list(store, v2: bool, cache: dict) -> list[dict]:
         entries[v] = {**e, "version": v}  # as listed (the file name)
     cache["walked"] = prev
     return [{**entries[v], "metadata": dict(entries[v]["metadata"])} for v in versions]
+
+
+def locate_manifest(store, version=None, asof=None, tag_version=None):
+    """``(manifest, v2_names)`` of the version a dataset opens at: ``version`` (a
+    number, or a tag name looked up with ``tag_version(name)``), else the newest
+    version listed strictly before ``asof`` (pylance's rule), else the latest.
+    A numbered version is found by name and the latest through the hint, without
+    listing ``_versions/`` where possible."""
+    if asof is None and type(version) is int:
+        found = find_manifest(store, version)  # by name, no listing
+        if found is not None:
+            return found
+    elif asof is None and version is None:
+        mf, naming = load_latest(store)  # the hint, else a listing
+        if mf is not None:
+            return mf, naming
+    versions, naming = list_versions(store)
+    if not versions:
+        raise DatasetNotFoundError(f"no Lance dataset at {store.uri!r} (no manifests "
+                                   f"under _versions/)")
+    if version is not None and asof is not None:
+        raise InvalidInputError("pass version= or asof=, not both")
+    if isinstance(version, str) and not version.isdigit():
+        if tag_version is None:
+            raise InvalidInputError(f"version {version!r} is not a number")
+        v = tag_version(version)
+    elif version is not None:
+        v = int(version)
+        if v not in versions:
+            raise DatasetNotFoundError(f"dataset {store.uri!r} has no version {v} (it has "
+                                       f"{version_ranges(versions)})")
+    elif asof is not None:
+        cutoff = as_micros(asof)
+        for v in reversed(versions):
+            mf = load_manifest(store, v, naming)
+            if listed_micros(mf.manifest, mf.name) < cutoff:
+                return mf, naming
+        raise DatasetNotFoundError(f"dataset {store.uri!r} has no version as of {asof}")
+    else:
+        v = versions[-1]
+    return load_manifest(store, v, naming), naming

@@ -275,7 +275,7 @@ def test_listed_times_are_pylances(ns):
     from lance.dataset import _convert_version_timestamp
 
     from lancenb._proto import table_pb2
-    from lancenb.dataset.versions import listed_micros, manifest_time
+    from lancenb.table.versions import listed_micros, manifest_time
 
     m = table_pb2.Manifest()
     m.timestamp.seconds, m.timestamp.nanos = divmod(ns, 1_000_000_000)

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pytest
 
 import lancenb
-from lancenb.dataset.cleanup import format_duration, parse_duration
+from lancenb.dataset.write.cleanup import format_duration, parse_duration
 
 T = pa.table({"a": range(10), "b": range(10)})
 

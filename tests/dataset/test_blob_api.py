@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 import lancenb
-from lancenb.dataset.blob import BlobFile
+from lancenb.dataset.read.blob import BlobFile
 from lancenb.encodings.structural.blob import DESCRIPTION_V2
 from lancenb.errors import InvalidInputError
 

@@ -271,7 +271,7 @@ def test_corrupt_manifest(ds_uri, damage):
 
 
 def _rewrite_manifest(uri, edit):
-    from lancenb.dataset.manifest import frame_manifest, parse_manifest_file
+    from lancenb.table.manifest import frame_manifest, parse_manifest_file
 
     p = _manifest_path(uri, lancenb.dataset(uri).version)
     mf = parse_manifest_file(Path(p).read_bytes(), p)
@@ -369,8 +369,8 @@ def test_fuzzed_deletion_files_raise_corrupt_file_error(tmp_path, name):
     MemoryError (a huge claimed buffer) or NotImplementedError (odd integer width)
     instead of a LanceError."""
     from lancenb._proto import table_pb2
-    from lancenb.dataset.deletion import read_deletions
     from lancenb.io.store import ObjectStore
+    from lancenb.table.deletion import read_deletions
 
     kind, frag, ver, did = name[: -len(".arrow")].split("-")
     os.makedirs(tmp_path / "_deletions")

@@ -1,4 +1,4 @@
-"""Columns resolved by field id at every depth (lancenb.dataset.field_ids, retype).
+"""Columns resolved by field id at every depth (lancenb.dataset.read.field_ids, retype).
 
 Nested fields renamed, cast and dropped by either library, in 2.0/2.1/2.2 datasets
 written by either library, read back by both (scan, take, a nested column by path, a
@@ -197,7 +197,7 @@ def test_unmatchable_file_with_renamed_children_is_an_error_not_nulls(tmp_path):
     DataFile lists more fields than it has) and whose struct children are named
     otherwise than the schema's: an error naming the column, never a struct of nulls
     (Arrow's cast would match the children by name)."""
-    from lancenb.dataset.manifest import frame_manifest, parse_manifest_file
+    from lancenb.table.manifest import frame_manifest, parse_manifest_file
 
     uri = str(tmp_path / "ds")
     lancenb.write_dataset(pa.table({"id": [1, 2], "meta": [{"a": 1, "b": 2}, None]}), uri,

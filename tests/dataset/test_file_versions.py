@@ -75,7 +75,7 @@ def test_legacy_dataset_statistics_prune_batches(tmp_path):
 
 def test_legacy_dataset_appends_legacy_files(tmp_path):
     # as pylance 14: an append to a 0.1 dataset writes 0.1 files (more in
-    # tests/dataset/test_legacy_versions.py)
+    # tests/table/test_legacy_versions.py)
     path = str(tmp_path / "leg")
     t = _table(100).drop_columns(["txt"])
     lance.write_dataset(t, path, data_storage_version="legacy")

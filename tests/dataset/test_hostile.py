@@ -18,10 +18,10 @@ import pytest
 import zstandard
 
 import lancenb
-from lancenb.dataset.manifest import frame_manifest, parse_manifest_file
 from lancenb.encodings.physical import general
 from lancenb.errors import CorruptFileError, LanceError
 from lancenb.file import LanceFileReader, LanceFileWriter
+from lancenb.table.manifest import frame_manifest, parse_manifest_file
 
 BOMB = 64 << 20  # each chunk inflates to this
 
@@ -233,7 +233,7 @@ def test_take_with_physical_rows_past_a_fragment_is_corrupt(tmp_path, rows, dele
 
 
 def test_inline_row_id_range_of_2_pow_36_is_corrupt(tmp_path):
-    from lancenb.dataset.rowids import encode_range_row_ids
+    from lancenb.table.rowids import encode_range_row_ids
 
     ds = str(tmp_path / "ds.lance")
     lancenb.write_dataset(pa.table({"a": [1, 2, 3]}), ds, enable_stable_row_ids=True)
@@ -249,7 +249,7 @@ def test_roaring_deletion_file_of_2_pow_32_rows_is_corrupt(tmp_path):
     from pyroaring import BitMap
 
     from lancenb._proto import table_pb2
-    from lancenb.dataset.deletion import deletion_path
+    from lancenb.table.deletion import deletion_path
 
     ds, _ = _pair(tmp_path)
     bm = BitMap()

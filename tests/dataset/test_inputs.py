@@ -15,7 +15,7 @@ import pyarrow.dataset as pads
 import pytest
 
 import lancenb
-from lancenb.dataset.inputs import InputTypeError, normalize_input
+from lancenb.dataset.write.inputs import InputTypeError, normalize_input
 from lancenb.errors import InvalidInputError, SchemaError
 
 # dev extras, no lancenb dependencies (make test-oldest has neither: the module skips there)

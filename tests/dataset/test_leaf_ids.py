@@ -7,7 +7,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from lancenb.dataset.write import leaf_ids
+from lancenb.dataset.write.insert import leaf_ids
 from lancenb.file.columns import data_file_columns
 from lancenb.file.schema import fields_to_schema, schema_to_fields
 from lancenb.file.version import FileVersion

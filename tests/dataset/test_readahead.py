@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 import lancenb
-from lancenb.dataset.readahead import read_ahead
+from lancenb.dataset.read.readahead import read_ahead
 from lancenb.errors import InvalidInputError, LanceError
 
 

@@ -254,7 +254,7 @@ def test_extreme_values_write_with_statistics(tmp_path, version):
 def test_statistics_prune_extreme_pages(tmp_path):
     """Pages whose temporal bounds lie beyond year 9999 are still pruned correctly:
     rows_per_page 64Ki, one page of negative and one of positive extremes."""
-    from lancenb.dataset.stats import DEFAULT_ROWS_PER_PAGE as RPP
+    from lancenb.file.statistics import DEFAULT_ROWS_PER_PAGE as RPP
 
     ints = np.concatenate([np.full(RPP, I64[0] + 1), np.full(RPP, I64[1])])
     table = pa.table({"t": pa.array(ints).view(pa.timestamp("ns"))})

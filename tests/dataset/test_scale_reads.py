@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 import lancenb
-from lancenb.dataset import scanner as scanner_mod
+from lancenb.dataset.read import scanner as scanner_mod
 
 FILTERS = ["id % 7 = 0", "id > 45 AND id < 260", "x IS NULL", "x >= 100.5", "1 = 1"]
 

@@ -1,4 +1,4 @@
-"""Many small data files of one shape (issue 23, lancenb.dataset.smallfiles): files whose
+"""Many small data files of one shape (issue 23, lancenb.file.same_shape): files whose
 metadata bytes match share one parse and one set of page decoders, each decoding its
 own pages; results equal pylance's on the same files, and a damaged page is reported
 naming the file that holds it, not the first file of its shape."""
@@ -11,9 +11,9 @@ import pyarrow as pa
 import pytest
 
 import lancenb
-from lancenb.dataset import smallfiles, take
+from lancenb.dataset.read import take
 from lancenb.errors import LanceError
-from lancenb.file import LanceFileReader
+from lancenb.file import LanceFileReader, same_shape
 
 
 def _table(n: int) -> pa.Table:
@@ -38,7 +38,7 @@ def test_shared_shapes_read_like_pylance(tmp_path, writer):
     frags = ours.get_fragments()
     assert len(frags) == 12
     readers = [ours._open_file(f.data_files()[0].path) for f in frags]
-    assert all(isinstance(r, smallfiles.SmallFile) for r in readers)
+    assert all(isinstance(r, same_shape.SmallFile) for r in readers)
     # (most files share a shape; the flat columns decode through its decoders)
     assert len({id(r._shape) for r in readers}) < len(readers)
     assert ours.to_table().equals(theirs.to_table())
@@ -90,7 +90,7 @@ def test_files_of_one_shape_decode_together(tmp_path):
     for name in ("id", "f"):  # flat columns, with and without nulls
         idx = group[0].field_index(name)
         want = [f.read_column(name) for f in group]
-        smallfiles.decode_ahead(group, idx)
+        same_shape.decode_ahead(group, idx)
         batched = [f._ready.get(idx) for f in group]
         if name == "id":  # (plain mini-block pages: one decode for all the files)
             assert all(b is not None for b in batched)
@@ -142,7 +142,7 @@ def test_statistics_of_small_files_read_from_their_own_bytes(tmp_path):
     for frag in ds.get_fragments():
         name = frag.data_files()[0].path
         small = ds._open_file(name)
-        assert isinstance(small, smallfiles.SmallFile)
+        assert isinstance(small, same_shape.SmallFile)
         full = LanceFileReader(f"{path}/data/{name}")
         n = len(full.metadata().global_buffers)
         assert n >= 2  # the schema, then lancenb's page statistics

@@ -1,4 +1,4 @@
-"""The one dataset write pipeline (lancenb.dataset.write): every writer of new data files
+"""The one dataset write pipeline (lancenb.dataset.write.insert): every writer of new data files
 writes the same layout. Regression: 2.2 fragments written by ``write_fragments`` /
 ``LanceFragment.create`` stored blob columns as blob v1 where ``write_dataset`` writes
 pylance's 2.2 blob v2 layout (and appending them to a blob v2 dataset failed)."""
@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 import lancenb
-from lancenb.dataset.write import plan_write, stage_deletions
+from lancenb.dataset.write.insert import plan_write, stage_deletions
 from lancenb.file import LanceFileReader
 
 BLOB = {"lance-encoding:blob": "true"}

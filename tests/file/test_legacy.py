@@ -13,9 +13,9 @@ import pyarrow.compute as pc
 import pytest
 from _tables import assert_tables_equal, flat_columns
 
-from lancenb.dataset.stats import ColumnStats
 from lancenb.errors import CorruptFileError, InvalidInputError, LanceError, NotSupportedError
 from lancenb.file.legacy import LegacyFileReader, PageStats, is_legacy_footer
+from lancenb.file.statistics import ColumnStats
 from lancenb.file.version import FileVersion
 
 lance = pytest.importorskip("lance")
@@ -246,7 +246,7 @@ def test_out_of_range_rows_are_rejected(flat_ds):
 
 
 def test_large_reads_are_chunked(big_string_file, monkeypatch):
-    import lancenb.file.v0_1 as legacy
+    import lancenb.file.formats.v0_1 as legacy
 
     reader, want = big_string_file
     monkeypatch.setattr(legacy, "CHUNK_ROWS", 333)
@@ -258,7 +258,7 @@ def test_large_reads_are_chunked(big_string_file, monkeypatch):
 
 
 def test_offset_overflow_splits_chunks(big_string_file, monkeypatch):
-    import lancenb.file.v0_1 as legacy
+    import lancenb.file.formats.v0_1 as legacy
 
     reader, want = big_string_file
     monkeypatch.setattr(legacy, "_I32_MAX", 2000)  # stands in for 2 GiB of string bytes

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from lancenb.file import LanceFileReader, LanceFileWriter
-from lancenb.file import v2_1_write as file_writer
+from lancenb.file.formats import v2_1_write as file_writer
 
 
 def _table(n: int, seed: int = 3) -> pa.Table:

@@ -16,7 +16,7 @@ from lancenb.encodings.config import EncodingConfig
 from lancenb.encodings.plainpage import encode_plain, encode_plain_many
 from lancenb.encodings.strategy import encode_page
 from lancenb.file import LanceFileReader, LanceFileWriter
-from lancenb.file import v2_1_write as file_writer
+from lancenb.file.formats import v2_1_write as file_writer
 
 
 def _columns(n: int, seed: int) -> dict[str, pa.Array]:

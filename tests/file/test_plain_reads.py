@@ -1,5 +1,5 @@
 """Plain pages of wide files read without per-page decoders (issue 23,
-``lancenb.file.v2_1_plain``): pylance-written wide files of fixed-width columns, read
+``lancenb.file.formats.v2_1_plain``): pylance-written wide files of fixed-width columns, read
 and taken through the shared page templates, give what pylance reads; pages that are
 not plain or do not check go through the page decoders."""
 
@@ -13,7 +13,7 @@ import lancenb
 from lancenb._proto import file2_pb2
 from lancenb.encodings import pb
 from lancenb.file import LanceFileReader, v2_1_plain
-from lancenb.file.v2_1_plain import column_pages, template
+from lancenb.file.formats.v2_1_plain import column_pages, template
 
 ROWS = 3000
 

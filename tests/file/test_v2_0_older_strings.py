@@ -20,11 +20,11 @@ import pytest
 
 import lancenb
 from lancenb._proto import file_pb2
-from lancenb.dataset.manifest import VERSIONS_DIR, parse_manifest_file
 from lancenb.errors import CorruptFileError
 from lancenb.file import LanceFileReader, LanceFileWriter
 from lancenb.file.format import FOOTER_SIZE, Footer, pack_offset_table
 from lancenb.file.schema import schema_to_fields
+from lancenb.table.manifest import VERSIONS_DIR, parse_manifest_file
 
 UPSTREAM = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "upstream",
                         "ref", "python", "python", "tests", "historical_datasets",

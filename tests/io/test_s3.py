@@ -157,9 +157,9 @@ def test_lancenb_and_pylance_racing_on_one_dataset(s3):
 def test_latest_version_from_the_hint_on_s3(s3):
     """On S3 the newest version comes from the hint plus a few one-byte reads; a
     stale or missing hint (pylance on S3 writes none) still finds the latest."""
-    from lancenb.dataset.commit import open_store
-    from lancenb.dataset.hint import hint_bytes, probe_latest
-    from lancenb.dataset.manifest import HINT_FILE
+    from lancenb.table.commit import open_store
+    from lancenb.table.hint import hint_bytes, probe_latest
+    from lancenb.table.manifest import HINT_FILE
 
     uri, opts = s3.uri(), s3.lancenb_options
     lancenb.write_dataset(ids(0, 10), uri, storage_options=opts)
@@ -180,7 +180,7 @@ def test_latest_version_from_the_hint_on_s3(s3):
 def test_remote_latest_version_lists_unless_versions_are_many(s3, monkeypatch, listed_dirs):
     """On an object store a listing (one request per 1,000 versions) beats the hint's
     few sequential requests until a dataset has many versions."""
-    from lancenb.dataset import commit as C
+    from lancenb.table import commit as C
 
     uri, opts = s3.uri(), s3.lancenb_options
     lancenb.write_dataset(ids(0, 10), uri, storage_options=opts)

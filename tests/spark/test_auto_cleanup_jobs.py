@@ -1,5 +1,5 @@
 """A Spark write job's commit runs pylance's automatic cleanup like every other
-commit (lancenb.dataset.cleanup.after_commit, called by lancenb.spark.jobs)."""
+commit (lancenb.dataset.write.cleanup.after_commit, called by lancenb.spark.jobs)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Spark writes go through the dataset write pipeline (lancenb.dataset.write): an append
+"""Spark writes go through the dataset write pipeline (lancenb.dataset.write.insert): an append
 to a 2.2 dataset with a blob v2 column writes the files ``write_dataset`` writes
 (before, the job took the dataset's blob v2 struct type and refused binary data)."""
 

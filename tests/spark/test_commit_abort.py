@@ -2,7 +2,7 @@
 
 The driver-side protocol (:mod:`lancenb.spark.jobs`) is run as Spark runs it (plan,
 tasks, commit, and abort when anything raised) on ``faulty://`` (the local directory
-through the fault-injecting filesystem of tests/dataset/_faultfs.py), then once
+through the fault-injecting filesystem of tests/table/_faultfs.py), then once
 through a real Spark job.
 """
 
@@ -22,7 +22,7 @@ import lancenb.io.store
 from lancenb.spark.jobs import JOURNAL_DIR, abort_job, commit_job, plan_write, write_task
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                "dataset"))
+                                "table"))
 import _faultfs as F  # noqa: E402
 
 F.register()

@@ -1,4 +1,4 @@
 """Reading a dataset: the scanner (``scanner.py``, its plan in ``scanplan.py``, filters
 applied per fragment in ``scanfilter.py``), takes by row (``take.py``), columns matched
 by field id (``field_ids.py``), nested projections (``nested.py``), read-ahead, blobs
-(``blob.py``) and many small files of one shape read together (``whole_files.py``)."""
+(``blob.py``) and read-ahead of batches and small files (``readahead.py``)."""

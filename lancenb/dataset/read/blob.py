@@ -138,7 +138,7 @@ def read_column(frag, reader, data_file: str, name: str, field: pa.Field, offset
         out = output_field(field, handling).type
         if handling != "all_binary":
             return got if got.type == out else got.cast(out)
-        store = frag._ds._store
+        store = frag._ds.snapshot.store
         return pa.chunked_array([_nested_values(store, data_file, c, field.type, out)
                                  for c in got.chunks], type=out)
     desc = got
@@ -147,7 +147,7 @@ def read_column(frag, reader, data_file: str, name: str, field: pa.Field, offset
                                f"column {name!r} is stored as {desc.type}, not {DESCRIPTION_V2}")
     if handling != "all_binary":
         return desc
-    store = frag._ds._store
+    store = frag._ds.snapshot.store
     return pa.chunked_array([_v2_values(store, data_file, c) for c in desc.chunks],
                             type=pa.large_binary())
 
@@ -401,10 +401,10 @@ def _select(ds, what: str, blob_column: str, ids, addresses, indices, handling: 
                                  ("indices", indices)) if v is not None]
     if len(given) != 1:
         raise InvalidInputError(f"{what}: give exactly one of ids, addresses or indices")
-    if blob_column not in ds._schema.names:
+    if blob_column not in ds.snapshot.schema.names:
         raise InvalidInputError(f"{what}: no column {blob_column!r} in the dataset; it has "
-                                f"{ds._schema.names}")
-    kind = blob_layout(ds._schema.field(blob_column))
+                                f"{ds.snapshot.schema.names}")
+    kind = blob_layout(ds.snapshot.schema.field(blob_column))
     if kind is None:
         raise InvalidInputError(f"{what}: column {blob_column!r} is not a blob column "
                                 f"(a large_binary field with lance-encoding:blob metadata)")
@@ -463,11 +463,11 @@ def take_blobs(ds, blob_column: str, ids=None, addresses=None, indices=None, *,
             continue
         if fid not in files:
             files[fid] = ds.get_fragment(int(fid))._data_file_of(blob_column)
-        w = _where_of(ds._store, files[fid], kind, d)
+        w = _where_of(ds.snapshot.store, files[fid], kind, d)
         if w.uri == d.get("blob_uri") and w.uri:
             out.append(_open_external(w.uri, w.position, w.size, buffer_size))
             continue
-        rd = lio.open_reader(w.uri, ds._store.storage_options)
+        rd = lio.open_reader(w.uri, ds.snapshot.store.storage_options)
         out.append(BlobFile(rd, w.position, w.size, buffer_size))
     return out
 
@@ -617,3 +617,22 @@ class V2Sidecars:
         """Remove the sidecar files written so far."""
         if self._pack is not None:
             self._pack.abort()
+
+
+class BlobColumn:
+    """Iterate a binary column's values as file-like objects (``io.BytesIO``; a null
+    reads as empty, as with pylance's ``lance.BlobColumn``). For large values stored as blobs,
+    :meth:`LanceDataset.take_blobs` reads lazily instead."""
+
+    def __init__(self, blob_column):
+        if not isinstance(blob_column, (pa.Array, pa.ChunkedArray)):
+            raise InvalidInputError(f"Expected a pyarrow.Array or pyarrow.ChunkedArray, got "
+                                    f"{type(blob_column)}")
+        if not (pa.types.is_binary(blob_column.type)
+                or pa.types.is_large_binary(blob_column.type)):
+            raise InvalidInputError(f"Expected a binary array, got {blob_column.type}")
+        self.blob_column = blob_column
+
+    def __iter__(self):
+        for v in self.blob_column.to_pylist():
+            yield io.BytesIO(v or b"")

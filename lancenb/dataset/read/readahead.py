@@ -1,4 +1,4 @@
-"""Read-ahead of a scan's batches (``batch_readahead``).
+"""Read-ahead of a scan: its batches (``batch_readahead``) and its small files.
 
 :func:`read_ahead` runs a batch iterator on a background thread that stays up to
 ``depth`` batches ahead of the consumer, so reading and decoding the next fragments
@@ -11,15 +11,23 @@ reading.
 Each scan gets its own thread rather than a worker of a shared pool: a consumer may
 interleave several scans (``zip`` of two readers), and scans waiting for a free worker
 of a bounded pool could then wait on each other forever.
+
+:func:`decoded_ahead` decodes the small data files of the next fragments together, per
+shape (:mod:`lancenb.file.same_shape`), before the fragments read them.
 """
 
 from __future__ import annotations
 
 import queue
 import threading
+from itertools import islice
 from typing import Iterator, TypeVar
 
-__all__ = ["read_ahead"]
+from lancenb.errors import LanceError
+from lancenb.file.same_shape import DECODE_AHEAD_FILES, SmallFile, decode_ahead
+from lancenb.table.fragments import is_legacy_file
+
+__all__ = ["read_ahead", "decoded_ahead"]
 
 T = TypeVar("T")
 _END = object()
@@ -79,3 +87,31 @@ def read_ahead(source: Iterator[T], depth: int) -> Iterator[T]:
     finally:
         stop.set()
         worker.join()
+
+
+def decoded_ahead(frags, columns: list[str], window: int = DECODE_AHEAD_FILES):
+    """Yield ``frags`` in order; before each run of ``window`` fragments, decode their
+    small files' ``columns`` together (:func:`decode_ahead`, per shape and field), so
+    each fragment's own read then takes its columns ready-made. A fragment whose
+    plan fails is left alone here (its own read raises, in scan order)."""
+    it = iter(frags)
+    while True:
+        run = list(islice(it, window))
+        if not run:
+            return
+        groups: dict = {}
+        for frag in run:
+            try:
+                plan, _ = frag._readers_for(columns)
+                for fi, names in plan.items():
+                    df = frag._pb.files[fi]
+                    r = frag._ds.snapshot.open_file(df.path, is_legacy_file(df))
+                    if isinstance(r, SmallFile):
+                        for fname in names.values():
+                            groups.setdefault((r.shape_key, r.field_index(fname)),
+                                              []).append(r)
+            except LanceError:
+                continue
+        for (_, idx), files in groups.items():
+            decode_ahead(files, idx)
+        yield from run

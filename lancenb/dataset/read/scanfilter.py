@@ -5,7 +5,7 @@ them, and its evaluation over the fragments (:class:`FilterSteps`, the part of
 pages by statistics and finds the matching rows).
 
 The meta columns are not stored: the scanner computes them for the rows it reads
-(:meth:`LanceScanner._filter_table`), so a filter over them reads no data file for
+(:meth:`LanceScanner.filter_table`), so a filter over them reads no data file for
 them. ``_rowoffset`` is not a filter column (pylance refuses it too).
 """
 
@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from lancenb.dataset.read.nested import ROW_ADDR, ROW_ID
-from lancenb.dataset.read.whole_files import decoded_ahead
+from lancenb.dataset.read.readahead import decoded_ahead
 
 __all__ = ["META_FILTER_COLUMNS", "FilterSteps", "compiled",
            "filter_schema", "stats_can_decide"]
@@ -100,10 +100,10 @@ def stats_can_decide(filt) -> bool:
 
 class FilterSteps:
     """The filter steps of a scan, mixed into ``LanceScanner`` (which provides
-    ``_filter``, ``_filter_cols``, ``limit``, ``use_stats``, ``_plain``,
+    ``_filter``, ``filter_columns``, ``limit``, ``use_stats``, ``_plain``,
     ``_filter_batch_rows`` and ``_dictionary_filter``)."""
 
-    def _filtered(self, frags, count: bool = False):
+    def filtered(self, frags, count: bool = False):
         """``(fragment, live offsets, filter columns, matching positions)`` of each
         fragment with rows left after pruning. The filter columns of consecutive small
         fragments are evaluated together, in one call per ``_filter_batch_rows()`` rows
@@ -113,14 +113,14 @@ class FilterSteps:
         pending: list = []
         rows = 0
         if self.limit is None:
-            frags = decoded_ahead(frags, self._plain(self._filter_cols))
+            frags = decoded_ahead(frags, self._plain(self.filter_columns))
         for frag in frags:
             live = None if self.include_deleted_rows else frag.live_offsets()
             live = self._prune(frag, live)
             n_live = frag.physical_rows if live is None else len(live)
             if n_live == 0:
                 continue
-            ftable = self._filter_table(frag, live)
+            ftable = self.filter_table(frag, live)
             self.rows_scanned += ftable.num_rows
             pending.append((frag, live, ftable))
             rows += ftable.num_rows
@@ -130,16 +130,16 @@ class FilterSteps:
         if pending:
             yield from self._evaluate(pending, count)
 
-    def _filter_table(self, frag, live) -> pa.Table:
+    def filter_table(self, frag, live) -> pa.Table:
         """The filter columns of ``frag``'s rows ``live`` (all: None); ``_rowid`` and
         ``_rowaddr`` computed, not read."""
-        stored = [c for c in self._filter_cols if c not in _META]
+        stored = [c for c in self.filter_columns if c not in _META]
         table = frag.take_physical(stored, live, blob_handling=self.blob_handling,
                                    dictionaries=self._dictionary_filter())
-        if len(stored) == len(self._filter_cols):
+        if len(stored) == len(self.filter_columns):
             return table
         offs = np.arange(frag.physical_rows, dtype=np.int64) if live is None else live
-        for i, c in enumerate(self._filter_cols):
+        for i, c in enumerate(self.filter_columns):
             if c in _META:
                 v = frag.row_ids()[offs] if (c == ROW_ID and frag.has_stable_row_ids) \
                     else frag.row_addresses(offs)
@@ -154,7 +154,7 @@ class FilterSteps:
                 if count:
                     yield None, None, None, self._expr_count(ftable)
                 else:
-                    yield frag, live, ftable, self._expr_mask(ftable)
+                    yield frag, live, ftable, self.expr_mask(ftable)
             return
         tables = [p[2] for p in pending]
         if any(t.schema != tables[0].schema for t in tables):  # some kept dictionaries
@@ -162,7 +162,7 @@ class FilterSteps:
         if count:
             yield None, None, None, self._expr_count(pa.concat_tables(tables))
             return
-        pos = self._expr_mask(pa.concat_tables(tables))
+        pos = self.expr_mask(pa.concat_tables(tables))
         bounds = np.zeros(len(tables) + 1, dtype=np.int64)
         np.cumsum([t.num_rows for t in tables], out=bounds[1:])
         cuts = np.searchsorted(pos, bounds)
@@ -190,7 +190,7 @@ class FilterSteps:
             return np.flatnonzero(keep_row)
         return live[keep_row[live]]
 
-    def _expr_mask(self, table: pa.Table) -> np.ndarray:
+    def expr_mask(self, table: pa.Table) -> np.ndarray:
         """Positions of the rows where the filter is true (null counts as false): SQL
         through the engine (:mod:`lancenb.expr.engine`), Expressions through pyarrow;
         a column read as dictionaries (:meth:`_dictionary_filter`) by its values."""
@@ -202,16 +202,16 @@ class FilterSteps:
         return self._filter.positions(table)
 
     def _expr_count(self, table: pa.Table) -> int:
-        """``len(self._expr_mask(table))``, counted without the positions where the
+        """``len(self.expr_mask(table))``, counted without the positions where the
         filter allows."""
         if table.num_columns == 1 and self._kept(table.schema.field(0)):
-            return len(self._expr_mask(table))
+            return len(self.expr_mask(table))
         return self._filter.count(table)
 
     def _kept(self, field: pa.Field) -> bool:
         """A filter column read as dictionaries whose stored type is not one."""
         return pa.types.is_dictionary(field.type) and not pa.types.is_dictionary(
-            self._ds._schema.field(field.name).type)
+            self._ds.snapshot.schema.field(field.name).type)
 
     def _values(self, table: pa.Table) -> pa.Table:
         """``table`` with its kept-dictionary columns decoded to their values."""

@@ -29,9 +29,8 @@ from lancenb.dataset.descriptions import ScanStatistics
 from lancenb.dataset.read import blob, scanplan
 from lancenb.dataset.read.columnless import concat_tables, with_metadata
 from lancenb.dataset.read.nested import ROW_ADDR, ROW_ID, ROW_OFFSET, quoted, struct_path
-from lancenb.dataset.read.readahead import read_ahead
+from lancenb.dataset.read.readahead import decoded_ahead, read_ahead
 from lancenb.dataset.read.scanfilter import FilterSteps, compiled, filter_schema
-from lancenb.dataset.read.whole_files import decoded_ahead
 from lancenb.errors import InvalidInputError
 from lancenb.expr import engine as engine
 from lancenb.expr import floatorder
@@ -98,7 +97,7 @@ class LanceScanner(FilterSteps):
         # pylance's options that change results; the ones that only tune its engine
         # (prefilter, late_materialization, ...) are taken by LanceDataset.scanner
         self.use_stats = use_stats is None or bool(use_stats)
-        self.order_by = _orderings(order_by, dataset._schema)
+        self.order_by = _orderings(order_by, dataset.snapshot.schema)
         self.strict_batch_size = bool(strict_batch_size)
         self.include_deleted_rows = bool(include_deleted_rows)
         if self.include_deleted_rows and not (with_row_id or (
@@ -110,7 +109,7 @@ class LanceScanner(FilterSteps):
                                     "(as in pylance)")
         # blob columns: descriptions (pylance's default) or, "all_binary", the values
         self.blob_handling = blob.check_handling(blob_handling)
-        schema = dataset._schema
+        schema = dataset.snapshot.schema
         if columns is None:
             columns = list(schema.names)
         elif isinstance(columns, dict):
@@ -130,7 +129,7 @@ class LanceScanner(FilterSteps):
                 asked = columns
                 columns = self._set_projection(dataset, proj) + [
                     c for c in _SYSTEM if c in asked]
-                self._order = asked
+                self.output_order = asked
             elif bad:
                 raise InvalidInputError(f"no column(s) {bad} in the dataset; it has "
                                         f"{schema.names}")
@@ -140,13 +139,14 @@ class LanceScanner(FilterSteps):
             with_row_address = True
         # system columns named in the projection come where they are named (pylance);
         # with_row_id/with_row_address alone append them at the end
-        if "_order" not in self.__dict__:
-            self._order = list(columns)
-        if not any(c in _SYSTEM for c in self._order):
-            self._order = None
+        if "output_order" not in self.__dict__:
+            self.output_order = list(columns)
+        if not any(c in _SYSTEM for c in self.output_order):
+            self.output_order = None
         else:  # with_row_id / with_row_address without naming them: at the end
-            self._order += [c for c, on in ((ROW_ID, with_row_id), (ROW_ADDR, with_row_address))
-                            if on and c not in self._order]
+            self.output_order += [
+                c for c, on in ((ROW_ID, with_row_id), (ROW_ADDR, with_row_address))
+                if on and c not in self.output_order]
         self.with_row_offset = ROW_OFFSET in columns
         self.columns = [c for c in columns if c not in _SYSTEM]
         self.with_row_id = bool(with_row_id)
@@ -166,14 +166,14 @@ class LanceScanner(FilterSteps):
         self.batch_readahead = int(batch_readahead or 0)
         if self.batch_readahead < 0:
             raise InvalidInputError(f"batch_readahead must be >= 0, not {batch_readahead}")
-        if not hasattr(self, "_projection"):
-            self._projection = None
+        if not hasattr(self, "projection"):
+            self.projection = None
         self._fragments = fragments
         self._filter_arg = filter  # as given (a string or an Expression): what pickles
         self.filter_text = None
         self._expr = None
         self._filter = None
-        self._filter_cols: list[str] = []
+        self.filter_columns: list[str] = []
         self.pages_skipped = 0  # statistics pages pruned by the last scan
         self.rows_scanned = 0  # rows whose (filter) columns the scans read
         if filter is not None:
@@ -184,7 +184,7 @@ class LanceScanner(FilterSteps):
             self._filter = compiled(filter, fschema)
             self._expr = self._filter.expression
             self.filter_text = filter if isinstance(filter, str) else str(filter)
-            self._filter_cols = referenced_columns(self._filter, fschema.names)
+            self.filter_columns = referenced_columns(self._filter, fschema.names)
 
     def _set_projection(self, dataset, columns: dict) -> list:
         """``columns={alias: SQL expression}``: checked now (names, functions, types);
@@ -202,28 +202,28 @@ class LanceScanner(FilterSteps):
             if sql in (ROW_ID, ROW_ADDR):
                 raise InvalidInputError(f"columns: {sql} cannot be computed with; use "
                                         f"with_row_id / with_row_address")
-            got, used = expression_field(sql, dataset._schema, what=f"column {alias!r}",
+            got, used = expression_field(sql, dataset.snapshot.schema, what=f"column {alias!r}",
                                          bare_json=True)
             # a JSON column as the whole expression: read back as text, as pylance does
-            jf = bare_json_field(sql, dataset._schema) if used else None
+            jf = bare_json_field(sql, dataset.snapshot.schema) if used else None
             # (nullability as the engine reports it: `a IS NULL` is never null)
             fields.append(jf.with_name(alias) if jf is not None else
                           pa.field(alias, got.type, got.nullable))
             read += [c for c in used if c not in read]
-        self._projection = dict(columns)
+        self.projection = dict(columns)
         self._projection_schema = pa.schema(fields)
         return read
 
     # -- schema ----------------------------------------------------------------
     def _read_schema(self) -> pa.Schema:
-        s = self._ds._schema
+        s = self._ds.snapshot.schema
         return pa.schema([blob.output_field(s.field(c), self.blob_handling)
                           for c in self.columns])
 
     @property
     def projected_schema(self) -> pa.Schema:
         """The schema of the scan's output (projection, row id and address columns)."""
-        stored = self._stored_schema()
+        stored = self.stored_schema()
         return public_schema(stored, self._public_cols(stored))
 
     def _public_cols(self, stored: pa.Schema) -> list[int]:
@@ -232,21 +232,21 @@ class LanceScanner(FilterSteps):
         if cols is None:
             # (the dataset's public schema is its stored one unless some column reads
             # back as an extension type: then the output's columns are looked at)
-            plain = self._ds.schema is self._ds._schema
+            plain = self._ds.schema is self._ds.snapshot.schema
             cols = self._public_col_list = [] if plain else public_columns(stored)
         return cols
 
-    def _public(self, data):
+    def to_public(self, data):
         """A table or batch of the stored output schema as the scan returns it."""
         cols = self._public_cols(data.schema)
         if not cols:
             return data
         return with_extension_types(data, cols, where=f"dataset {self._ds.uri!r}")
 
-    def _stored_schema(self) -> pa.Schema:
+    def stored_schema(self) -> pa.Schema:
         """:attr:`projected_schema` with extension columns as their tagged storage."""
-        s = self._ds._schema
-        if self._projection is not None:
+        s = self._ds.snapshot.schema
+        if self.projection is not None:
             fields = list(self._projection_schema)
         else:
             fields = [blob.output_field(s.field(c), self.blob_handling) for c in self.columns]
@@ -256,37 +256,43 @@ class LanceScanner(FilterSteps):
             fields.append(pa.field(ROW_ADDR, pa.uint64()))
         if self.with_row_offset:
             fields.append(pa.field(ROW_OFFSET, pa.uint64()))
-        if self._order is not None:
+        if self.output_order is not None:
             by_name = {f.name: f for f in fields}
-            fields = [by_name[c] for c in self._order]
+            fields = [by_name[c] for c in self.output_order]
         return pa.schema(fields, metadata=s.metadata)
 
     # -- execution -------------------------------------------------------------
-    def _fragment_list(self):
+    @property
+    def dataset(self):
+        """The dataset (one version) this scan reads."""
+        return self._ds
+
+    def fragment_list(self) -> list:
+        """The fragments this scan reads (``fragments=``, or all of the dataset's)."""
         return self._fragments if self._fragments is not None else self._ds.get_fragments()
 
     scan_stats_callback = None  # set by LanceDataset.scanner(scan_stats_callback=...)
 
     def _tables_with_stats(self) -> Iterator[pa.Table]:
-        """:meth:`_tables`, then ``scan_stats_callback(ScanStatistics)`` with the
+        """:meth:`tables`, then ``scan_stats_callback(ScanStatistics)`` with the
         requests this scan made through the dataset's store and the rows it read."""
         callback, self.scan_stats_callback = self.scan_stats_callback, None
-        io = self._ds._store.io_stats
+        io = self._ds.snapshot.store.io_stats
         reads, nbytes = io.reads, io.bytes_read
         rows = 0
         try:
-            for t in self._tables():
+            for t in self.tables():
                 rows += t.num_rows
                 yield t
         finally:
             self.scan_stats_callback = callback
-        frags = sum(1 for f in self._fragment_list() if f.count_rows())
+        frags = sum(1 for f in self.fragment_list() if f.count_rows())
         callback(ScanStatistics(iops=io.reads - reads, requests=io.reads - reads,
                                 bytes_read=io.bytes_read - nbytes,
                                 all_counts={"rows_scanned": rows, "fragments_scanned": frags,
                                             "ranges_scanned": frags}))
 
-    def _tables(self) -> Iterator[pa.Table]:
+    def tables(self) -> Iterator[pa.Table]:
         """Result tables, one (or more) per fragment, limit/offset applied (after the
         sort when ``order_by`` is set: that scan is materialised whole)."""
         if self.scan_stats_callback is not None:
@@ -302,7 +308,7 @@ class LanceScanner(FilterSteps):
         finally:
             self.limit, self.offset = limit, offset
         table = (concat_tables(tables) if tables else
-                 self._stored_schema().remove_metadata().empty_table())
+                 self.stored_schema().remove_metadata().empty_table())
         table = _sort(table, self.order_by)
         stop = None if limit is None else offset + limit
         yield table.slice(offset, None if stop is None else stop - offset)
@@ -311,9 +317,9 @@ class LanceScanner(FilterSteps):
         skip = self.offset
         remaining = self.limit
         read_cols = list(self.columns)
-        frags = self._fragment_list()
+        frags = self.fragment_list()
         if self._filter is not None:
-            frags = self._filtered(frags)
+            frags = self.filtered(frags)
         elif remaining is None and not skip:  # every fragment is read whole
             frags = decoded_ahead(frags, self._plain(read_cols))
         for frag in frags:
@@ -354,7 +360,7 @@ class LanceScanner(FilterSteps):
                 if not len(keep):
                     continue
                 phys = live[keep] if live is not None else keep
-                rest = [c for c in self.columns if c not in self._filter_cols]
+                rest = [c for c in self.columns if c not in self.filter_columns]
                 ftable = ftable.drop_columns([c for c in _META if c in ftable.column_names])
                 if not self.columns:  # count_rows: no column kept, only the row count
                     ftable = ftable.select([]).slice(0, len(keep))
@@ -368,19 +374,19 @@ class LanceScanner(FilterSteps):
                     if dense and len(keep) < other.num_rows:
                         other = other.take(pa.array(keep))
                     table = pa.Table.from_arrays(
-                        [(ftable if c in self._filter_cols else other).column(c)
+                        [(ftable if c in self.filter_columns else other).column(c)
                          for c in self.columns],
                         schema=self._read_schema())
                 else:
                     table = ftable.select(self.columns)
-            yield self._ordered(self._with_ids(frag, self._project(table), phys))
+            yield self.ordered(self.with_ids(frag, self.project(table), phys))
 
     def _filter_batch_rows(self) -> int:
         return FILTER_BATCH_ROWS  # (read when used: tests change it)
 
     def _plain(self, columns: list[str]) -> list[str]:
         """The columns that are not blob columns (those read through their own path)."""
-        schema = self._ds._schema
+        schema = self._ds.snapshot.schema
         return [c for c in columns if c not in _META and not blob.has_blobs(schema.field(c))]
 
     def _dictionary_filter(self) -> bool:
@@ -392,36 +398,36 @@ class LanceScanner(FilterSteps):
         got = self.__dict__.get("_dict_filter")
         if got is None:
             f = self._filter
-            got = (f is not None and len(self._filter_cols) == 1 and f.text is not None
-                   and self._filter_cols[0] not in _META
+            got = (f is not None and len(self.filter_columns) == 1 and f.text is not None
+                   and self.filter_columns[0] not in _META
                    and f.expression is not None and _DICTIONARY_FILTERS)
             if got:
-                t = self._ds._schema.field(self._filter_cols[0]).type
+                t = self._ds.snapshot.schema.field(self.filter_columns[0]).type
                 got = (pa.types.is_string(t) or pa.types.is_large_string(t)
                        or pa.types.is_binary(t) or pa.types.is_large_binary(t))
             self._dict_filter = got
         return got
 
-    def _project(self, table: pa.Table) -> pa.Table:
+    def project(self, table: pa.Table) -> pa.Table:
         """``table`` (of :attr:`columns`) with ``columns={alias: SQL}`` evaluated: the
         output columns (the table itself without such a projection)."""
-        if self._projection is None:
+        if self.projection is None:
             return table
-        return engine.evaluate(table, self._projection, what="columns") \
+        return engine.evaluate(table, self.projection, what="columns") \
             .cast(self._projection_schema)
 
-    def _project_with_ids(self, table: pa.Table) -> pa.Table:
-        """:meth:`_project` of a table of :attr:`columns` followed by the row id and
+    def project_with_ids(self, table: pa.Table) -> pa.Table:
+        """:meth:`project` of a table of :attr:`columns` followed by the row id and
         address columns (a take's rows, gathered from all fragments: one engine call)."""
-        if self._projection is None:
+        if self.projection is None:
             return table
         n = len(self.columns)
-        out = self._project(table.select(list(range(n))))
+        out = self.project(table.select(list(range(n))))
         for i in range(n, table.num_columns):
             out = out.append_column(table.schema.field(i), table.column(i))
         return out
 
-    def _with_ids(self, frag, table: pa.Table, phys) -> pa.Table:
+    def with_ids(self, frag, table: pa.Table, phys) -> pa.Table:
         """``table`` (rows ``phys`` of ``frag``, all: None) with the row id, row
         address and row offset columns asked for appended."""
         if not (self.with_row_id or self.with_row_address or self.with_row_offset):
@@ -458,13 +464,13 @@ class LanceScanner(FilterSteps):
         local = offsets if live is None else np.searchsorted(live, offsets)
         return starts.get(frag.fragment_id, 0) + local
 
-    def _ordered(self, table: pa.Table) -> pa.Table:
+    def ordered(self, table: pa.Table) -> pa.Table:
         """``table`` (data columns, then the system columns asked for) with its columns
         in the order the projection named them."""
-        if self._order is None:
+        if self.output_order is None:
             return table
         pos = {n: i for i, n in enumerate(table.column_names)}
-        return table.select([pos[c] for c in self._order])
+        return table.select([pos[c] for c in self.output_order])
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
         """The scan's rows as record batches of at most ``batch_size`` rows (exactly
@@ -481,13 +487,13 @@ class LanceScanner(FilterSteps):
         return self._batches()
 
     def _batches(self) -> Iterator[pa.RecordBatch]:
-        schema = self._stored_schema()
+        schema = self.stored_schema()
         if self.strict_batch_size:
             for b in self._strict_batches(schema):
-                yield self._public(b)
+                yield self.to_public(b)
             return
         size = self.batch_size
-        for t in self._tables():
+        for t in self.tables():
             t = with_metadata(t, schema.metadata)
             if t.num_columns and any(c.num_chunks > 1 for c in t.columns):
                 # even batches of a fragment's rows, whatever its pages' chunks (pylance
@@ -495,19 +501,19 @@ class LanceScanner(FilterSteps):
                 for start in range(0, t.num_rows, size):
                     part = t.slice(start, size)
                     got = part.to_batches()  # (inside one chunk: no copy)
-                    yield self._public(got[0] if len(got) == 1 else
+                    yield self.to_public(got[0] if len(got) == 1 else
                                        part.combine_chunks().to_batches()[0])
                 continue
             for b in t.to_batches(max_chunksize=size):
                 if b.num_rows:
-                    yield self._public(b)
+                    yield self.to_public(b)
 
     def _strict_batches(self, schema) -> Iterator[pa.RecordBatch]:
         """Batches of exactly ``batch_size`` rows (the last one may be shorter), across
         fragment boundaries: the rows of at most one batch are held back."""
         pending: list[pa.Table] = []
         held = 0
-        for t in self._tables():
+        for t in self.tables():
             pending.append(with_metadata(t, schema.metadata))
             held += t.num_rows
             while held >= self.batch_size:
@@ -569,15 +575,15 @@ class LanceScanner(FilterSteps):
         >>> ds.scanner(filter="id < 3").to_table().num_rows  # doctest: +SKIP
         3
         """
-        schema = self._stored_schema()  # (once: it is rebuilt on every access)
-        tables = [with_metadata(t, schema.metadata) for t in self._tables()]
+        schema = self.stored_schema()  # (once: it is rebuilt on every access)
+        tables = [with_metadata(t, schema.metadata) for t in self.tables()]
         if not tables:
-            return self._public(schema.empty_table())
+            return self.to_public(schema.empty_table())
         if len(tables) == 1:
-            return self._public(tables[0])
+            return self.to_public(tables[0])
         # one chunk per fragment (as pylance returns batches): joining them into one
         # would copy every column once more and double the peak memory of a scan
-        return self._public(concat_tables(tables))
+        return self.to_public(concat_tables(tables))
 
     def count_rows(self) -> int:
         """Rows the scan returns (without a filter, counted from metadata: no data read).
@@ -587,12 +593,12 @@ class LanceScanner(FilterSteps):
             raise InvalidInputError("Cannot use limit/offset with aggregate. Apply limit to "
                                     "the result instead.")
         if self._filter is None:
-            return sum(f.count_rows() for f in self._fragment_list())
+            return sum(f.count_rows() for f in self.fragment_list())
         if self.scan_stats_callback is None:
             # only the number of matches: no positions, no rows (order, projections and
             # row ids do not change it)
-            return sum(n for *_, n in self._filtered(self._fragment_list(), count=True))
-        return sum(t.num_rows for t in self._tables())
+            return sum(n for *_, n in self.filtered(self.fragment_list(), count=True))
+        return sum(t.num_rows for t in self.tables())
 
     def __arrow_c_stream__(self, requested_schema=None):
         return self.to_reader().__arrow_c_stream__(requested_schema)
@@ -610,7 +616,7 @@ class LanceScanner(FilterSteps):
             raise InvalidInputError("scan_batches: limit, offset and order_by are not "
                                     "per-fragment; use to_batches()")
         opts = self.__reduce__()[1][1]
-        for frag in self._fragment_list():
+        for frag in self.fragment_list():
             sc = self._ds.scanner(**{**opts, "fragments": [frag]})
             for b in sc.to_batches():
                 yield TaggedRecordBatch(b, frag)
@@ -639,9 +645,9 @@ class LanceScanner(FilterSteps):
     def __reduce__(self):
         # the dataset (uri, version, storage options) and the scan options, nothing
         # process-local (open files, caches) travels; fragments go by id
-        cols = dict(self._projection) if self._projection is not None else list(self.columns)
-        if self._order is not None:
-            cols = list(self._order)
+        cols = dict(self.projection) if self.projection is not None else list(self.columns)
+        if self.output_order is not None:
+            cols = list(self.output_order)
         opts = {"columns": cols, "filter": self._filter_arg,
                 "limit": self.limit, "offset": self.offset or None,
                 "batch_size": self.batch_size, "with_row_id": self.with_row_id,

@@ -30,10 +30,10 @@ __all__ = ["explain", "analyze"]
 def _nodes(sc) -> list[tuple[str, str]]:
     """The plan's operators, outermost first: ``(kind, text)``; kind names the node a
     metric belongs to (``project``, ``sort``, ``limit``, ``take``, ``scan``)."""
-    proj = getattr(sc, "_projection", None)  # columns={alias: SQL}
-    out_names = [f.name for f in sc._stored_schema()]
+    proj = getattr(sc, "projection", None)  # columns={alias: SQL}
+    out_names = [f.name for f in sc.stored_schema()]
     filt = sc.filter_text is not None
-    filter_cols = [c for c in sc._filter_cols if c not in (ROW_ID, ROW_ADDR)]
+    filter_cols = [c for c in sc.filter_columns if c not in (ROW_ID, ROW_ADDR)]
     late = [c for c in sc.columns if c not in filter_cols] if filt else []
     scanned = list(filter_cols) if filt else list(sc.columns)
     # positions as the read produces them: scanned columns, late columns, then ids
@@ -59,7 +59,7 @@ def _nodes(sc) -> list[tuple[str, str]]:
                          f"{'ASC' if a else 'DESC'} NULLS {'FIRST' if nf else 'LAST'}"
                          for c, a, nf in sc.order_by)
         nodes.append(("sort", f"SortExec: expr=[{keys}], preserve_partitioning=[false]"))
-    uri = sc._ds.uri
+    uri = sc.dataset.uri
     if late:
         nodes.append(("take", f"LanceRead: uri={uri}, projection=[{', '.join(late)}], "
                               f"source=stream(_rowid)"))
@@ -69,7 +69,7 @@ def _nodes(sc) -> list[tuple[str, str]]:
         rng = f"Some({sc.offset}..{stop})"
     text = sc.filter_text if filt else "--"
     nodes.append(("scan", f"LanceRead: uri={uri}, projection=[{', '.join(scanned)}], "
-                          f"num_fragments={len(sc._fragment_list())}, range_before={rng}, "
+                          f"num_fragments={len(sc.fragment_list())}, range_before={rng}, "
                           f"range_after=None, row_id={_bool(sc.with_row_id or bool(late))}, "
                           f"row_addr={_bool(sc.with_row_address)}, full_filter={text}, "
                           f"refine_filter={text}"))
@@ -96,14 +96,14 @@ def analyze(sc) -> str:
     it put out; for the scan also the rows whose columns were read
     (``rows_scanned``), the fragments read, and the requests and bytes read through
     the dataset's store while the scan ran."""
-    io = sc._ds._store.io_stats
+    io = sc.dataset.snapshot.store.io_stats
     reads, nbytes = io.reads, io.bytes_read
     sc.rows_scanned = 0
     start = time.perf_counter()
-    out = sum(t.num_rows for t in sc._tables())
+    out = sum(t.num_rows for t in sc.tables())
     elapsed = time.perf_counter() - start
     scanned = sc.rows_scanned
-    frags = sum(1 for f in sc._fragment_list() if f.count_rows())
+    frags = sum(1 for f in sc.fragment_list() if f.count_rows())
     reads, nbytes = io.reads - reads, io.bytes_read - nbytes
     lines = [f"AnalyzeExec verbose=true, elapsed={_ms(elapsed)}, metrics=[]"]
     for i, (kind, text) in enumerate(_nodes(sc), start=1):

@@ -12,10 +12,10 @@ import numpy as np
 import pyarrow as pa
 
 from lancenb.dataset.fragment import MAX_FRAGMENT_ROWS, LanceFragment
-from lancenb.dataset.read import whole_files as smallfiles
 from lancenb.dataset.read.nested import nested_request, prune_nested
 from lancenb.encodings.structural import dictarray
 from lancenb.errors import CorruptFileError, InvalidInputError, LanceError
+from lancenb.file import same_shape
 from lancenb.kernels import protowire
 from lancenb.table.manifest import manifest_span
 
@@ -26,7 +26,7 @@ def take(ds, indices, columns=None, *, with_row_id=False, with_row_address=False
          blob_handling=None) -> pa.Table:
     """Rows at logical ``indices`` (deleted rows skipped), in the order given;
     blob columns as descriptions unless ``blob_handling="all_binary"``."""
-    nested = nested_request(ds._schema, columns)
+    nested = nested_request(ds.snapshot.schema, columns)
     if nested is not None:
         table = take(ds, indices, nested[0], with_row_id=with_row_id,
                      with_row_address=with_row_address, blob_handling=blob_handling)
@@ -43,7 +43,7 @@ def take(ds, indices, columns=None, *, with_row_id=False, with_row_address=False
     frag_of = np.searchsorted(starts, idx, side="right") - 1
     fast = _take_small(ds, sc, idx - starts[frag_of], frag_of)
     if fast is not None:
-        return sc._public(fast)
+        return sc.to_public(fast)
     parts, positions = [], []
     for fi in np.unique(frag_of):
         frag = _fragment(ds, int(fi))
@@ -53,34 +53,34 @@ def take(ds, indices, columns=None, *, with_row_id=False, with_row_address=False
         phys = live[local] if live is not None else local
         uniq, inverse = np.unique(phys, return_inverse=True)
         t = frag.take_physical(sc.columns, uniq, blob_handling=sc.blob_handling)
-        t = sc._with_ids(frag, t, uniq)
+        t = sc.with_ids(frag, t, uniq)
         if len(uniq) != len(phys) or np.any(np.diff(inverse) < 0):
             t = dictarray.take(t, pa.array(inverse))
         parts.append(t)
         positions.append(sel)
-    schema = sc._stored_schema()
+    schema = sc.stored_schema()
     if not parts:
-        return sc._public(schema.empty_table())
+        return sc.to_public(schema.empty_table())
     table = pa.concat_tables([p.replace_schema_metadata(schema.metadata) for p in parts])
     order = np.concatenate(positions)
     if np.any(np.diff(order) < 0):
         inv = np.empty_like(order)
         inv[order] = np.arange(len(order))
         table = dictarray.take(table, pa.array(inv))
-    return sc._public(sc._ordered(sc._project_with_ids(dictarray.combine_chunks(table))))
+    return sc.to_public(sc.ordered(sc.project_with_ids(dictarray.combine_chunks(table))))
 
 
 
 def _take_small(ds, sc, local: np.ndarray, frag_of: np.ndarray) -> pa.Table | None:
     """The take when each fragment it touches keeps the projected columns in one small
     data file (:meth:`LanceFragment.small_file_for`): the files of each shape decoded
-    together and every row gathered at once (:func:`smallfiles.take_small`), the
+    together and every row gathered at once (:func:`same_shape.take_small`), the
     result built once, in the order asked. None when that does not apply (a large or
     nested column, blobs, stable row ids, a page of another kind, or a fault, which
     the fragment-by-fragment read then names)."""
     cols = sc.columns
-    if (not len(local) or not cols or sc._projection is not None
-            or (sc.with_row_id and ds.stable_row_ids) or sc._order is not None
+    if (not len(local) or not cols or sc.projection is not None
+            or (sc.with_row_id and ds.stable_row_ids) or sc.output_order is not None
             or sc.with_row_offset):
         return None
     uniq, inverse = np.unique(frag_of, return_inverse=True)
@@ -96,7 +96,7 @@ def _take_small(ds, sc, local: np.ndarray, frag_of: np.ndarray) -> pa.Table | No
         if got is None:
             return None
         reader, fields = got
-        files, which, fields0 = shapes.setdefault(id(reader._shape), ([], [], fields))
+        files, which, fields0 = shapes.setdefault(reader.shape_key, ([], [], fields))
         if fields != fields0:
             return None
         files.append(reader)
@@ -113,7 +113,7 @@ def _take_small(ds, sc, local: np.ndarray, frag_of: np.ndarray) -> pa.Table | No
         file_pos = file_of[inverse]
         sel = np.flatnonzero(file_pos >= 0)
         try:
-            got = smallfiles.take_small(files, fields, file_pos[sel], phys[sel])
+            got = same_shape.take_small(files, fields, file_pos[sel], phys[sel])
         except LanceError:
             return None
         if got is None:
@@ -129,7 +129,7 @@ def _take_small(ds, sc, local: np.ndarray, frag_of: np.ndarray) -> pa.Table | No
     if sc.with_row_id or sc.with_row_address:
         addr = (fids[inverse].astype(np.uint64) << np.uint64(32)) | phys.astype(np.uint64)
         arrays += [pa.array(addr, pa.uint64())] * (sc.with_row_id + sc.with_row_address)
-    return pa.Table.from_arrays(arrays, schema=sc._stored_schema())
+    return pa.Table.from_arrays(arrays, schema=sc.stored_schema())
 
 
 def _fragment(ds, i: int) -> LanceFragment:
@@ -137,7 +137,7 @@ def _fragment(ds, i: int) -> LanceFragment:
     already, else one made for it alone (a take touches few of many fragments)."""
     if ds._fragments is not None:
         return ds._fragments[i]
-    return LanceFragment(ds, ds._mf.manifest.fragments[i])
+    return LanceFragment(ds, ds.snapshot.manifest.manifest.fragments[i])
 
 
 def _live_starts(ds) -> np.ndarray:
@@ -145,15 +145,15 @@ def _live_starts(ds) -> np.ndarray:
     entry than fragments: the last is the total), once per dataset object. Read from
     the manifest: a fragment without a deletion file has its physical rows; only the
     others count theirs (no fragment objects, no per-fragment lookups)."""
-    starts = ds._cache.get("live_starts")
+    starts = ds.snapshot.cache.get("live_starts")
     if starts is None:
-        pbs = ds._mf.manifest.fragments
-        counts, deleted = _fragment_rows(ds._mf)
+        pbs = ds.snapshot.manifest.manifest.fragments
+        counts, deleted = _fragment_rows(ds.snapshot.manifest)
         for i in np.flatnonzero(deleted).tolist():
             counts[i] = _fragment(ds, i).count_rows()
         starts = np.zeros(len(pbs) + 1, dtype=np.int64)
         np.cumsum(counts, out=starts[1:])
-        ds._cache["live_starts"] = starts
+        ds.snapshot.cache["live_starts"] = starts
     return starts
 
 
@@ -196,7 +196,7 @@ def _checked_rows(rows: np.ndarray, mf) -> np.ndarray:
 def take_rows(ds, row_ids, columns=None, *, by_address=False, **kwargs) -> pa.Table:
     """Rows by row id (stable row ids) or row address (``by_address``, or without
     stable row ids), in the order given."""
-    nested = nested_request(ds._schema, columns)
+    nested = nested_request(ds.snapshot.schema, columns)
     if nested is not None:
         return prune_nested(take_rows(ds, row_ids, nested[0], by_address=by_address,
                                       **kwargs), nested[1])
@@ -224,17 +224,17 @@ def take_rows(ds, row_ids, columns=None, *, by_address=False, **kwargs) -> pa.Ta
             raise InvalidInputError(f"row(s) {ids[sel][:3].tolist()} do not exist or are "
                                     f"deleted")
         uniq, inverse = np.unique(off[sel], return_inverse=True)
-        t = sc._with_ids(frag, frag.take_physical(sc.columns, uniq,
+        t = sc.with_ids(frag, frag.take_physical(sc.columns, uniq,
                                                   blob_handling=sc.blob_handling), uniq)
         parts.append(dictarray.take(t, pa.array(inverse)))
         positions.append(sel)
     if not parts:
-        return sc._public(sc._stored_schema().empty_table())
+        return sc.to_public(sc.stored_schema().empty_table())
     table = pa.concat_tables(parts)
     order = np.concatenate(positions)
     inv = np.empty_like(order)
     inv[order] = np.arange(len(order))
-    return sc._public(sc._ordered(sc._project_with_ids(
+    return sc.to_public(sc.ordered(sc.project_with_ids(
         dictarray.combine_chunks(dictarray.take(table, pa.array(inv))))))
 
 
@@ -242,7 +242,7 @@ def take_rows(ds, row_ids, columns=None, *, by_address=False, **kwargs) -> pa.Ta
 def row_id_index(ds):
     """Sorted row ids with their fragment id and offset (built once, cached)."""
     key = ("row_id_index",)
-    if key not in ds._cache:
+    if key not in ds.snapshot.cache:
         ids, fr, off = [], [], []
         for f in ds.get_fragments():  # live rows only: a moved row's old copy is
             live = f.live_offsets()        # deleted and must not shadow the new one
@@ -252,6 +252,6 @@ def row_id_index(ds):
             off.append(o)
         ids_a = np.concatenate(ids) if ids else np.zeros(0, np.uint64)
         order = np.argsort(ids_a, kind="stable")
-        ds._cache[key] = (ids_a[order], np.concatenate(fr)[order] if fr else ids_a,
+        ds.snapshot.cache[key] = (ids_a[order], np.concatenate(fr)[order] if fr else ids_a,
                             np.concatenate(off)[order] if off else ids_a)
-    return ds._cache[key]
+    return ds.snapshot.cache[key]

@@ -6,30 +6,17 @@ written anew, committed as one ``Update`` transaction (``delete``, ``update`` an
 
 from __future__ import annotations
 
-
-import re
-
 import numpy as np
 import pyarrow as pa
 
 from lancenb._proto import transaction_pb2
-from lancenb.dataset.operations import transaction_of
 from lancenb.dataset.read import blob
-from lancenb.dataset.write.insert import cleanup, normalize_input, stage_deletions, write_data_files
-from lancenb.errors import (
-    InvalidInputError,
-    MergeInsertError,
-    NotSupportedError,
-    SchemaError,
-)
-from lancenb.expr import engine as sql
-from lancenb.file import jsonb
+from lancenb.dataset.write.insert import cleanup, stage_deletions, write_data_files
 from lancenb.file.version import FileVersion
-from lancenb.table.manifest import check_feature_flags
 from lancenb.table.rowids import encode_array_row_ids, encode_version_array, set_row_ids
 from lancenb.table.transaction import Transaction
 
-__all__ = ['RowChanges', 'carry_row_ids']
+__all__ = ["RowChanges", "carry_row_ids"]
 
 
 class RowChanges:
@@ -65,16 +52,16 @@ class RowChanges:
         txn = Transaction(ds.version, "update", op)
         written: list[str] = []
         try:
-            updated, removed = stage_deletions(ds._store, ds.get_fragments(), self.deleted,
+            updated, removed = stage_deletions(ds.snapshot.store, ds.get_fragments(), self.deleted,
                                                ds.version, written)
             op.updated_fragments.extend(updated)
             op.removed_fragment_ids.extend(removed)
-            schema = blob.input_schema(ds._schema)  # (blob v2 columns: their values)
+            schema = blob.input_schema(ds.snapshot.schema)  # (blob v2 columns: their values)
             version = FileVersion.resolve(self.file_version or ds.data_storage_version)
 
             def write(tables):
                 table = pa.concat_tables([t.select(schema.names).cast(schema) for t in tables])
-                return write_data_files(ds._store, iter(table.to_batches()), schema,
+                return write_data_files(ds.snapshot.store, iter(table.to_batches()), schema,
                                         list(ds.manifest.fields), version=version,
                                         written=written)
             if self.moved:  # moved rows keep their ids: fragments of their own
@@ -86,7 +73,7 @@ class RowChanges:
                 op.new_fragments.extend(write(self.new_tables))
             txn.pb.update.CopyFrom(op)
         except BaseException:
-            cleanup(ds._store, written)
+            cleanup(ds.snapshot.store, written)
             raise
         if uncommitted:
             return txn
@@ -100,7 +87,7 @@ def carry_row_ids(frags, ids: np.ndarray, created: np.ndarray, ds, written) -> N
     new_version = ds.version + 1
     for f in frags:
         n = f.physical_rows
-        set_row_ids(f, encode_array_row_ids(ids[pos:pos + n]), ds._store, written)
+        set_row_ids(f, encode_array_row_ids(ids[pos:pos + n]), ds.snapshot.store, written)
         f.inline_created_at_versions = encode_version_array(created[pos:pos + n])
         f.inline_last_updated_at_versions = encode_version_array(
             np.full(n, new_version, np.uint64))

@@ -34,12 +34,11 @@ raised: the commit has already happened.
 
 Where the hook runs: :func:`after_commit`, called by each caller of
 :func:`lancenb.table.commit.commit` once it returns (``write_version`` in
-``write.py``, ``LanceDataset._commit`` in ``core.py``, ``commit_operation`` in
-``operations.py``, the Spark job commit). It cannot live inside ``commit()``:
-cleanup needs the tags and the manifests of every version, and ``commit.py`` sits
-below those modules (they import it), and ``maintenance.py`` (which ``core.py``
-imports) imports the compaction and write modules that call ``commit()``: this module
-imports neither, so every caller can import it.
+``write/insert.py``, ``LanceDataset._commit`` in ``lance_dataset.py``,
+``commit_operation`` in ``operations.py``, the Spark job commit). It cannot live inside
+``commit()``: cleanup is a dataset operation (tags, the manifests of every version,
+files removed), and ``lancenb.table.commit`` sits in the table layer below it; this
+module imports none of its callers, so every caller can import it.
 """
 
 from __future__ import annotations
@@ -134,7 +133,7 @@ def cleanup_old_versions(ds, older_than: _dt.timedelta | None = None,
                          error_if_tagged_old_versions: bool = True,
                          dry_run: bool = False) -> CleanupStats:
     """Remove old versions and the files only they reference (see module docs)."""
-    return cleanup_store(ds._store, older_than, retain_versions,
+    return cleanup_store(ds.snapshot.store, older_than, retain_versions,
                          delete_unverified=delete_unverified, dry_run=dry_run)
 
 
@@ -153,7 +152,7 @@ def cleanup_store(store, older_than: _dt.timedelta | None = None,
     if not versions:
         return CleanupStats()
     # a tag naming a version that no longer exists protects nothing (pylance ignores it)
-    tagged = {int(t["version"]) for t in Tags(_StoreOnly(store)).list().values()} & set(versions)
+    tagged = {int(t["version"]) for t in Tags(store).list().values()} & set(versions)
     cutoff = time.time() - older_than.total_seconds()
     manifests = {v: load_manifest(store, v, v2) for v in versions}
     keep = {versions[-1]} | tagged | (set(keep_versions) & set(versions))
@@ -223,13 +222,6 @@ def cleanup_store(store, older_than: _dt.timedelta | None = None,
         if not dry_run:
             store.delete(rel)
     return stats
-
-
-class _StoreOnly:
-    """What :class:`Tags` needs of a dataset: its store."""
-
-    def __init__(self, store):
-        self._store = store
 
 
 # -- durations (pylance's humantime syntax) --------------------------------------------

@@ -170,7 +170,7 @@ def compact_files(ds, *, progress=None, **options) -> CompactionMetrics:
             if progress is not None:
                 progress(sum(f.num_rows for f in results[-1].new_fragments))
     except BaseException:
-        cleanup(ds._store, [p for r in results for p in r.written])
+        cleanup(ds.snapshot.store, [p for r in results for p in r.written])
         raise
     return _commit(ds, results)
 
@@ -232,7 +232,7 @@ def _rewrite(ds, task: CompactionTask) -> RewriteResult:
     batch_size = opts["batch_size"]
     # the fragments as the plan saw them (their deletions then), read through ``ds``
     group = [LanceFragment(ds, as_pb(m)) for m in task.fragments]
-    schema = ds._schema
+    schema = ds.snapshot.schema
     stable = ds.stable_row_ids
     ids_parts, created_parts, updated_parts = [], [], []
 
@@ -251,7 +251,7 @@ def _rewrite(ds, task: CompactionTask) -> RewriteResult:
     kw = {} if opts["max_bytes_per_file"] is None else \
         {"max_bytes_per_file": opts["max_bytes_per_file"]}
     try:
-        new = write_data_files(ds._store, batches(), schema, list(ds.manifest.fields),
+        new = write_data_files(ds.snapshot.store, batches(), schema, list(ds.manifest.fields),
                                version=FileVersion.resolve(ds.data_storage_version),
                                max_rows_per_file=opts["target_rows_per_fragment"],
                                written=written, **kw)
@@ -262,12 +262,12 @@ def _rewrite(ds, task: CompactionTask) -> RewriteResult:
             pos = 0
             for f in new:
                 n = f.physical_rows
-                set_row_ids(f, encode_array_row_ids(ids[pos:pos + n]), ds._store, written)
+                set_row_ids(f, encode_array_row_ids(ids[pos:pos + n]), ds.snapshot.store, written)
                 f.inline_created_at_versions = encode_version_array(created[pos:pos + n])
                 f.inline_last_updated_at_versions = encode_version_array(updated[pos:pos + n])
                 pos += n
     except BaseException:
-        cleanup(ds._store, written)
+        cleanup(ds.snapshot.store, written)
         raise
     # (pylance counts a fragment's deletion file among its files)
     metrics = CompactionMetrics(
@@ -289,7 +289,7 @@ def _commit(ds, results: list) -> CompactionMetrics:
         reserve = transaction_pb2.Transaction.ReserveFragments(num_fragments=new_count)
         ds._commit(Transaction(ds.version, "reserve_fragments", reserve))
     except BaseException:
-        cleanup(ds._store, written)
+        cleanup(ds.snapshot.store, written)
         raise
     next_id = ds.manifest.max_fragment_id - new_count + 1
     op = transaction_pb2.Transaction.Rewrite()

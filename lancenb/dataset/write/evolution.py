@@ -160,7 +160,8 @@ def _write_column_files(ds, new_schema: pa.Schema, new_fields, make_batches, *,
         for frag in ds.get_fragments():
             df = checkpoint.get(frag.fragment_id) if checkpoint else None
             if df is None:
-                out = write_data_files(ds._store, make_batches(frag), new_schema, new_fields,
+                out = write_data_files(ds.snapshot.store, make_batches(frag),
+                                       new_schema, new_fields,
                                        version=version, max_rows_per_file=2**62,
                                        written=written)
                 rows = sum(f.physical_rows for f in out)
@@ -180,7 +181,7 @@ def _write_column_files(ds, new_schema: pa.Schema, new_fields, make_batches, *,
         # files a checkpoint recorded stay: a rerun picks them up
         kept = {f"{DATA_DIR}/{checkpoint.get(k).path}" for k in checkpoint.done} \
             if checkpoint else set()
-        cleanup(ds._store, [w for w in written if w not in kept])
+        cleanup(ds.snapshot.store, [w for w in written if w not in kept])
         raise
     return frags, written
 
@@ -200,7 +201,7 @@ def add_columns(ds, transforms, read_columns=None, *, batch_size=None,
     :mod:`lancenb.dataset.write.udf`), or data: any input ``write_dataset`` reads (a reader,
     a scanner, an iterator of batches with ``reader_schema`` ...), one value per live
     row in dataset order."""
-    schema = ds._schema
+    schema = ds.snapshot.schema
     step = int(batch_size or DEFAULT_BATCH_ROWS)
     if isinstance(transforms, pa.Field):
         transforms = [transforms]
@@ -208,7 +209,7 @@ def add_columns(ds, transforms, read_columns=None, *, batch_size=None,
                                              and all(isinstance(f, pa.Field)
                                                      for f in transforms)):
         new_schema = pa.schema(list(transforms))
-        tops = {t.name: t for t in ds._top_fields}
+        tops = {t.name: t for t in ds.snapshot.top_fields}
         nested = [f for f in new_schema if f.name in tops and _has_struct(f.type)
                   and _has_struct(tops[f.name].arrow.type)]
         top_level = pa.schema([f for f in new_schema if f not in nested])
@@ -378,7 +379,7 @@ def drop_columns(ds, columns) -> None:
         f = _field_by_path(fields, c)
         if f is None:
             raise InvalidInputError(f"cannot drop column {c!r}: the dataset has no such column "
-                                    f"(it has {ds._schema.names})")
+                                    f"(it has {ds.snapshot.schema.names})")
         drop |= _subtree_ids(fields, f.id)
     keep = [f for f in fields if f.id not in drop]
     if not any(f.parent_id == -1 for f in keep):
@@ -447,7 +448,7 @@ def alter_columns(ds, *alterations) -> None:
 def _retype(ds, fields, retype: dict) -> None:
     """Type changes: the changed fields' values, cast, under new field ids in one new
     data file per fragment (:mod:`lancenb.dataset.write.retype`)."""
-    tops = ds._top_fields
+    tops = ds.snapshot.top_fields
     current = {f.id: f for t in tops for f in t.walk()}
     for fid, typ in retype.items():
         old = current[fid].arrow.type
@@ -512,7 +513,7 @@ def _cast_as(col: pa.ChunkedArray, cast_type: pa.DataType, out_type: pa.DataType
 
 def _arrow_type(ds, field_id: int) -> pa.DataType:
     """The current Arrow type of the dataset field ``field_id``, at any depth."""
-    for top in ds._top_fields:
+    for top in ds.snapshot.top_fields:
         for f in top.walk():
             if f.id == field_id:
                 return f.arrow.type
@@ -556,7 +557,7 @@ def merge_columns(ds, data, left_on: str, right_on: str | None = None,
     """Add the columns of ``data`` to the rows whose ``left_on`` equals ``data``'s
     ``right_on`` (rows without a match get nulls). ``right_on`` must be unique."""
     right_on = right_on or left_on
-    if left_on not in ds._schema.names:
+    if left_on not in ds.snapshot.schema.names:
         raise InvalidInputError(f"merge: the dataset has no column {left_on!r}")
     src_schema, batches = normalize_input(data, schema, what="merge")
     src = pa.Table.from_batches(list(batches), schema=src_schema)
@@ -569,9 +570,9 @@ def merge_columns(ds, data, left_on: str, right_on: str | None = None,
     new_cols = [c for c in src.column_names if c != right_on]
     if not new_cols:
         raise InvalidInputError("merge: the new data has no columns besides the key")
-    _check_new_names(ds._schema, new_cols)
+    _check_new_names(ds.snapshot.schema, new_cols)
     new_schema = pa.schema([src.schema.field(c) for c in new_cols])
-    left_type = ds._schema.field(left_on).type
+    left_type = ds.snapshot.schema.field(left_on).type
     if keys.type != left_type:
         try:
             src = src.set_column(src.column_names.index(right_on), right_on,

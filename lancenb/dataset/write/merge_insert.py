@@ -5,7 +5,6 @@ transaction."""
 
 from __future__ import annotations
 
-
 import re
 
 import numpy as np
@@ -15,23 +14,19 @@ from lancenb._proto import transaction_pb2
 from lancenb.dataset.operations import transaction_of
 from lancenb.dataset.read import blob
 from lancenb.dataset.write import merge_plan
-from lancenb.dataset.write.insert import cleanup, normalize_input, stage_deletions, write_data_files
+from lancenb.dataset.write.changes import RowChanges
+from lancenb.dataset.write.insert import normalize_input
 from lancenb.errors import (
     InvalidInputError,
     MergeInsertError,
     NotSupportedError,
     SchemaError,
 )
-from lancenb.expr import engine as sql
 from lancenb.file import jsonb
 from lancenb.file.version import FileVersion
-from lancenb.table.manifest import check_feature_flags
-from lancenb.table.rowids import encode_array_row_ids, encode_version_array, set_row_ids
 from lancenb.table.transaction import Transaction
-from lancenb.dataset.write.changes import RowChanges, carry_row_ids
-from lancenb.dataset.write.update import evaluate_assignments
 
-__all__ = ['MergeInsertBuilder']
+__all__ = ["MergeInsertBuilder"]
 
 
 class MergeInsertBuilder:
@@ -57,7 +52,7 @@ class MergeInsertBuilder:
     def __init__(self, ds, on):
         self._ds = ds
         self._on = [on] if isinstance(on, str) else list(on)
-        missing = [c for c in self._on if c not in ds._schema.names]
+        missing = [c for c in self._on if c not in ds.snapshot.schema.names]
         if not self._on or missing:
             raise InvalidInputError(f"merge_insert: key column(s) {missing or self._on} not "
                                     f"in the dataset")
@@ -149,7 +144,7 @@ class MergeInsertBuilder:
         return merge_plan.analyze(self, data_obj, schema)
 
     def _source(self, data, schema) -> pa.Table:
-        tschema = self._ds._schema
+        tschema = self._ds.snapshot.schema
         src_schema, batches = normalize_input(data, schema, what="merge_insert")
         src = pa.Table.from_batches(list(batches), schema=src_schema)
         extra = [c for c in src.column_names if c not in tschema.names]
@@ -196,7 +191,7 @@ class MergeInsertBuilder:
 
     def _merge(self, data, schema, *, commit: bool):
         ds = self._ds
-        tschema = ds._schema
+        tschema = ds.snapshot.schema
         src = self._source(data, schema)
         if self._matched is None and not self._insert and not self._delete_unmatched:
             raise InvalidInputError(

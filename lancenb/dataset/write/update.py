@@ -3,31 +3,14 @@ again with the new values, in one ``Update`` transaction."""
 
 from __future__ import annotations
 
-
-import re
-
-import numpy as np
 import pyarrow as pa
 
-from lancenb._proto import transaction_pb2
-from lancenb.dataset.operations import transaction_of
-from lancenb.dataset.read import blob
-from lancenb.dataset.write.insert import cleanup, normalize_input, stage_deletions, write_data_files
-from lancenb.errors import (
-    InvalidInputError,
-    MergeInsertError,
-    NotSupportedError,
-    SchemaError,
-)
+from lancenb.dataset.write.changes import RowChanges
+from lancenb.errors import InvalidInputError
 from lancenb.expr import engine as sql
 from lancenb.file import jsonb
-from lancenb.file.version import FileVersion
-from lancenb.table.manifest import check_feature_flags
-from lancenb.table.rowids import encode_array_row_ids, encode_version_array, set_row_ids
-from lancenb.table.transaction import Transaction
-from lancenb.dataset.write.changes import RowChanges, carry_row_ids
 
-__all__ = ['update', 'evaluate_assignments']
+__all__ = ["update", "evaluate_assignments"]
 
 
 def evaluate_assignments(table: pa.Table, exprs: dict, schema: pa.Schema, updated=()) -> pa.Table:
@@ -72,7 +55,7 @@ def update(ds, updates: dict, where=None, *, conflict_retries: int = 10,
                                 f"{conflict_retries!r}")
     timeout = 30.0 if retry_timeout is None else getattr(
         retry_timeout, "total_seconds", lambda: float(retry_timeout))()
-    schema = ds._schema
+    schema = ds.snapshot.schema
     bad = [c for c in updates if c not in schema.names]
     if bad:
         raise InvalidInputError(f"update: no column(s) {bad} in the dataset")
@@ -90,7 +73,7 @@ def update(ds, updates: dict, where=None, *, conflict_retries: int = 10,
         live = frag.live_offsets()
         if frag.count_rows() == 0:
             continue
-        hit = sc._expr_mask(sc._filter_table(frag, live))
+        hit = sc.expr_mask(sc.filter_table(frag, live))
         if not len(hit):
             continue
         phys = live[hit] if live is not None else hit

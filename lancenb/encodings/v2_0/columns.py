@@ -3,7 +3,7 @@
 A packed struct is one column of ``packed_struct`` pages; a blob field one column of
 ``(position: u64, size: u64)`` descriptions (:data:`BLOB_TYPE`) whose values sit out
 of line. The column layout of a whole 2.0 file, and reading a field's rows out of its
-columns, is file-layer work: :mod:`lancenb.file.v2_0`.
+columns, is file-layer work: :mod:`lancenb.file.formats.v2_0`.
 """
 
 from __future__ import annotations

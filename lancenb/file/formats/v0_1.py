@@ -665,7 +665,7 @@ class V01Backend:
         None when the file has none.
 
         Each entry is ``stats_factory(num_rows=, null_count=, min=, max=)``; the
-        dataset layer passes :class:`lancenb.dataset.stats.ColumnStats` (this layer may
+        dataset layer passes :class:`lancenb.file.statistics.ColumnStats` (this layer may
         not import it); the default builds a :class:`PageStats` with the same fields.
 
         With ``raw=True`` the values are exactly what the pages hold; they describe the

@@ -2,7 +2,7 @@
 
 pylance 14 still writes 0.1 data files into datasets whose storage version is 0.1
 (``data_storage_version="legacy"``, or datasets from pylance 0.15 and older). The
-byte layout is :mod:`lancenb.file.v0_1`'s docstring; this module writes it as pylance
+byte layout is :mod:`lancenb.file.formats.v0_1`'s docstring; this module writes it as pylance
 does:
 
 * rows are cut into batches of at most :data:`GROUP_ROWS` (pylance's

@@ -32,8 +32,8 @@ from lancenb.encodings.physical import fsl
 from lancenb.encodings.structural import dictarray, repdef
 from lancenb.encodings.structural.blob import DESCRIPTION_V1
 from lancenb.errors import CorruptFileError, NotSupportedError
-from lancenb.file import v2_1_plain as plain
 from lancenb.file.columns import columns_per_field
+from lancenb.file.formats import v2_1_plain as plain
 from lancenb.file.metadata import (
     Container,
     LanceBufferDescriptor,
