@@ -151,6 +151,17 @@ def _fill_many(x, c, metric, out, table):
     elif m == 1 and metric == DOT:
         for i in range(n):
             out[i, 0] = 1 - _dot(x, i, c, 0)
+    elif m == 1 and metric == COSINE:  # one pass per row for its dot product and norm
+        qn = np.sqrt(_dot(c, 0, c, 0))
+        for i in range(n):
+            s = x.dtype.type(0)
+            xx = x.dtype.type(0)
+            for t in range(x.shape[1]):
+                v = x[i, t]
+                s += v * c[0, t]
+                xx += v * v
+            den = np.sqrt(xx) * qn
+            out[i, 0] = 1 - s / den if den != 0 else np.nan
     else:
         ct = np.ascontiguousarray(c.T)
         cn = np.empty(m, dtype=x.dtype)
