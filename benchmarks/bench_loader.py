@@ -4,12 +4,12 @@ For each table (embeddings: N x 768 float32; images: binary values of ~8 KiB; a 
 tabular set: ints, floats, strings, booleans, 16-d vectors), each written once by
 pylance, an epoch through ``torch.utils.data.DataLoader(LanceDataset(...),
 batch_size=None)`` with 0 and 2 workers, sequential (the default sampler) and shuffled
-(``ShardedBatchSampler(0, 1, randomize=True)``). Workers are persistent and spawned
-(pylance is not fork-safe), and epochs after the first are timed (the best of two), so
-worker start-up is not counted. Each row reports rows/s, MB/s (Arrow bytes of the
-columns read) and the rows the epoch delivered / distinct ids (pylance hands a user's
-sampler to every worker unchanged, so its workers repeat rows). Then random-batch
-takes (256 rows) through ``ds.take``.
+(``ShardedBatchSampler(0, 1, randomize=True)``). Workers are persistent, forked for
+lancenb and spawned for pylance (not fork-safe), and epochs after the first are timed
+(the best of two), so worker start-up is not counted. Each row reports rows/s, MB/s
+(Arrow bytes of the columns read) and the rows the epoch delivered / distinct ids
+(pylance hands a user's sampler to every worker unchanged, so its workers repeat rows).
+Then random-batch takes (256 rows) through ``ds.take``.
 
     python benchmarks/bench_loader.py [--quick] [--rows N] [--workers 0,2]
 
@@ -102,7 +102,9 @@ def epoch(lib, uri, columns, shuffled, workers):
     import torch
 
     ds = _torch_dataset(lib, uri, columns, shuffled)
-    ctx = multiprocessing.get_context("spawn") if workers else None
+    # lancenb's workers fork (it is fork-safe, and forking starts faster); pylance's spawn
+    ctx = multiprocessing.get_context("fork" if lib == "lancenb" else "spawn") \
+        if workers else None
     loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=workers,
                                          multiprocessing_context=ctx,
                                          persistent_workers=workers > 0)
