@@ -49,6 +49,8 @@ from lancenb.expr.engine import SqlQueryBuilder
 from lancenb.file.extensions import public_schema
 from lancenb.file.reader import cached_fields_to_schema
 from lancenb.file.schema import FieldList
+from lancenb.index.scalar.api import ScalarIndexMethods
+from lancenb.index.vector.api import VectorIndexMethods
 from lancenb.table.commit import (
     commit,
     latest_version,
@@ -73,7 +75,8 @@ def _writer_version() -> str:
     return __version__
 
 
-class LanceDataset(DatasetAdministration, pads.Dataset):
+class LanceDataset(VectorIndexMethods, ScalarIndexMethods, DatasetAdministration,
+                   pads.Dataset):
     """One version of a Lance dataset (pylance's ``lance.LanceDataset`` subset).
 
     Like pylance's, it is a ``pyarrow.dataset.Dataset`` to engines: DuckDB and
