@@ -126,6 +126,16 @@ class LanceFragment(FragmentColumnMethods):
         return LanceFragment, (self._ds, self.fragment_id)
 
     @property
+    def dataset(self):
+        """The dataset (one version) this fragment belongs to."""
+        return self._ds
+
+    @property
+    def protobuf(self):
+        """This fragment as the manifest lists it (a ``DataFragment`` protobuf)."""
+        return self._pb
+
+    @property
     def metadata(self) -> FragmentMetadata:
         """pylance's :class:`~lancenb.fragment.FragmentMetadata` of this fragment."""
         return FragmentMetadata.from_pb(self._pb)
@@ -554,7 +564,7 @@ class LanceFragment(FragmentColumnMethods):
         self._ds.snapshot.cache[key] = result
         return result
 
-    def _readers_for(self, columns: list[str]):
+    def readers_for(self, columns: list[str]):
         """Group the columns by data file: ``[(reader, {dataset name: file name})]``."""
         plan = self._column_plan()
         groups: dict[int, dict[str, str]] = {}
@@ -567,7 +577,7 @@ class LanceFragment(FragmentColumnMethods):
             groups.setdefault(fi, {})[c] = fname
         return groups, missing
 
-    def _data_file_of(self, column: str) -> str:
+    def data_file_of(self, column: str) -> str:
         """The path (under ``data/``) of the data file holding a top-level column."""
         plan = self._column_plan()
         if column not in plan:
@@ -582,7 +592,7 @@ class LanceFragment(FragmentColumnMethods):
         manifest; else None (read through :meth:`take_physical`)."""
         if not columns:
             return None
-        groups, missing = self._readers_for(columns)
+        groups, missing = self.readers_for(columns)
         if missing or len(groups) != 1:
             return None
         (fi, names), = groups.items()
@@ -625,7 +635,7 @@ class LanceFragment(FragmentColumnMethods):
                    pa.schema(fields))
             self._ds.snapshot.cache[key] = got
         fields, blobs, out_schema = got
-        groups, missing = self._readers_for(columns)
+        groups, missing = self.readers_for(columns)
         n = self.physical_rows if offsets is None else len(offsets)
         arrays: dict[str, pa.ChunkedArray] = {}
         tasks = []

@@ -138,7 +138,7 @@ def read_column(frag, reader, data_file: str, name: str, field: pa.Field, offset
         out = output_field(field, handling).type
         if handling != "all_binary":
             return got if got.type == out else got.cast(out)
-        store = frag._ds.snapshot.store
+        store = frag.dataset.snapshot.store
         return pa.chunked_array([_nested_values(store, data_file, c, field.type, out)
                                  for c in got.chunks], type=out)
     desc = got
@@ -147,7 +147,7 @@ def read_column(frag, reader, data_file: str, name: str, field: pa.Field, offset
                                f"column {name!r} is stored as {desc.type}, not {DESCRIPTION_V2}")
     if handling != "all_binary":
         return desc
-    store = frag._ds.snapshot.store
+    store = frag.dataset.snapshot.store
     return pa.chunked_array([_v2_values(store, data_file, c) for c in desc.chunks],
                             type=pa.large_binary())
 
@@ -462,7 +462,7 @@ def take_blobs(ds, blob_column: str, ids=None, addresses=None, indices=None, *,
             out.append(None)  # (2.0 files describe a null value as (1, 0))
             continue
         if fid not in files:
-            files[fid] = ds.get_fragment(int(fid))._data_file_of(blob_column)
+            files[fid] = ds.get_fragment(int(fid)).data_file_of(blob_column)
         w = _where_of(ds.snapshot.store, files[fid], kind, d)
         if w.uri == d.get("blob_uri") and w.uri:
             out.append(_open_external(w.uri, w.position, w.size, buffer_size))

@@ -102,10 +102,10 @@ def decoded_ahead(frags, columns: list[str], window: int = DECODE_AHEAD_FILES):
         groups: dict = {}
         for frag in run:
             try:
-                plan, _ = frag._readers_for(columns)
+                plan, _ = frag.readers_for(columns)
                 for fi, names in plan.items():
-                    df = frag._pb.files[fi]
-                    r = frag._ds.snapshot.open_file(df.path, is_legacy_file(df))
+                    df = frag.protobuf.files[fi]
+                    r = frag.dataset.snapshot.open_file(df.path, is_legacy_file(df))
                     if isinstance(r, SmallFile):
                         for fname in names.values():
                             groups.setdefault((r.shape_key, r.field_index(fname)),

@@ -102,7 +102,7 @@ def _take_small(ds, sc, local: np.ndarray, frag_of: np.ndarray) -> pa.Table | No
         files.append(reader)
         which.append(k)
         fids[k] = frag.fragment_id
-        if frag._pb.HasField("deletion_file"):
+        if frag.protobuf.HasField("deletion_file"):
             sel = inverse == k
             phys[sel] = frag.live_offsets()[local[sel]]
     arrays = None

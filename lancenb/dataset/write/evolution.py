@@ -174,7 +174,7 @@ def _write_column_files(ds, new_schema: pa.Schema, new_fields, make_batches, *,
                 if checkpoint:
                     checkpoint.put(frag.fragment_id, df)
             g = table_pb2.DataFragment()
-            g.CopyFrom(frag._pb)
+            g.CopyFrom(frag.protobuf)
             g.files.append(df)
             frags.append(g)
     except BaseException:

@@ -475,7 +475,7 @@ def stage_deletions(store, fragments, deleted: dict, version: int, written: list
         df = write_deletions(store, frag.fragment_id, allrows, version)
         written.append(deletion_path(frag.fragment_id, df))
         g = table_pb2.DataFragment()
-        g.CopyFrom(frag._pb)
+        g.CopyFrom(frag.protobuf)
         g.deletion_file.CopyFrom(df)
         updated.append(g)
     return updated, removed
