@@ -417,3 +417,68 @@ def test_a_dataset_moved_to_a_new_version_in_place(tmp_path):
     ours.delete("id < 5")
     _compare(ours.to_table(nearest=nn, with_row_id=True),
              lance.dataset(str(tmp_path / "d")).to_table(nearest=nn, with_row_id=True))
+
+
+def test_stable_row_ids_without_row_addresses(tmp_path):
+    lance.write_dataset(_table(_vectors(60, ties=True)), str(tmp_path / "d"),
+                        enable_stable_row_ids=True, max_rows_per_file=25)
+    ours, theirs = _both(tmp_path / "d")
+    for kw in ({}, {"with_row_id": True}, {"columns": ["id"]}):
+        _same_search(ours, theirs, nearest={"column": "vec", "q": np.zeros(DIM), "k": 12},
+                     **kw)
+
+
+def test_only_the_distance_or_no_column(tmp_path):
+    _write("pylance", _table(_vectors(40)), tmp_path / "d")
+    ours, theirs = _both(tmp_path / "d")
+    for cols in (["_distance"], [], ["_rowid"]):
+        _same_search(ours, theirs, nearest={"column": "vec", "q": np.zeros(DIM), "k": 6},
+                     columns=cols)
+
+
+def test_include_deleted_rows_is_refused(tmp_path):
+    _write("pylance", _table(_vectors(10)), tmp_path / "d")
+    ours, theirs = _both(tmp_path / "d")
+    kw = dict(nearest={"column": "vec", "q": np.zeros(DIM), "k": 3}, with_row_id=True,
+              include_deleted_rows=True)
+    mine, their = _errors(ours, **kw), _errors(theirs, **kw)
+    assert isinstance(mine, ValueError) and isinstance(their, ValueError)
+    assert str(their).split(", /home")[0] == str(mine)
+
+
+def test_explain_plan_names_the_probes_as_pylance(tmp_path):
+    x = _vectors(1200, dim=16)
+    pds = lance.write_dataset(_table(x), str(tmp_path / "d"))
+    pds.create_index("vec", index_type="IVF_FLAT", num_partitions=8)
+    ours, theirs = _both(tmp_path / "d")
+    for probes, want in (({"nprobes": 7}, "minimum_nprobes=7, maximum_nprobes=Some(7)"),
+                         ({"minimum_nprobes": 7}, "minimum_nprobes=7, maximum_nprobes=None"),
+                         ({"minimum_nprobes": 7, "maximum_nprobes": 8},
+                          "minimum_nprobes=7, maximum_nprobes=Some(8)"),
+                         ({}, "minimum_nprobes=1, maximum_nprobes=None")):
+        nn = {"column": "vec", "q": x[3], "k": 10, **probes}
+        mine, their = ours.scanner(nearest=nn).explain_plan(), \
+            theirs.scanner(nearest=nn).explain_plan()
+        assert want in mine and want in their
+        # only the index: no exact re-scoring, in either plan
+        assert ("KNNVectorDistance" in mine) == ("KNNVectorDistance" in their) is False
+    lancenb.write_dataset(_table(x[:10], start=1200), str(tmp_path / "d"), mode="append")
+    ours, theirs = _both(tmp_path / "d")
+    nn = {"column": "vec", "q": x[3], "k": 10}
+    assert "KNNVectorDistance" in ours.scanner(nearest=nn).explain_plan()
+    assert "KNNVectorDistance" in theirs.scanner(nearest=nn).explain_plan()
+
+
+def test_explicit_nprobes_is_not_exceeded(tmp_path):
+    """nprobes=1 with a prefilter keeping few rows: pylance searches one partition and
+    returns what it finds there (fewer than k), without probing further."""
+    rng = np.random.default_rng(3)
+    centers = rng.standard_normal((8, 16)) * 5
+    x = (centers[rng.integers(0, 8, 2000)] + rng.standard_normal((2000, 16))).astype(np.float32)
+    pds = lance.write_dataset(_table(x), str(tmp_path / "d"))
+    pds.create_index("vec", index_type="IVF_FLAT", num_partitions=8)
+    ours, theirs = _both(tmp_path / "d")
+    for probes in ({"nprobes": 1}, {"minimum_nprobes": 1}, {"minimum_nprobes": 1,
+                                                            "maximum_nprobes": 2}):
+        _same_search(ours, theirs, nearest={"column": "vec", "q": x[0], "k": 50, **probes},
+                     filter="id < 300", prefilter=True, columns=["id"])

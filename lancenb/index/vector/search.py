@@ -215,7 +215,7 @@ class Request:
         self.refine_factor = int(rf) if rf is not None else None
         self.ef = _positive("ef", n.get("ef"), "ef")
         self.nprobes = nprobes if nprobes is not None else (lo if lo else 1)
-        self.maximum_nprobes = hi
+        self.maximum_nprobes = nprobes if nprobes is not None else hi  # None: as needed
         self.use_index = n.get("use_index", True) is not False
         mode = n.get("approx_mode", "normal")
         if mode not in ("fast", "normal", "accurate"):
@@ -328,9 +328,12 @@ class VectorSearchScanner:
     def __init__(self, ds, nearest: dict, *, columns=None, filter=None, prefilter=None,
                  limit=None, offset=None, with_row_id=False, with_row_address=False,
                  fragments=None, batch_size=None, disable_scoring_autoprojection=False,
-                 fast_search=False):
+                 fast_search=False, include_deleted_rows=False):
         self._ds = ds
         self._req = Request(ds.schema, nearest)
+        if include_deleted_rows:
+            raise InvalidInputError("Invalid user input: Cannot include deleted rows in a "
+                                    "nearest neighbor search")
         if isinstance(columns, dict):
             raise NotSupportedError("nearest with a columns dict (SQL projections) is not "
                                     "supported by lancenb")
@@ -462,11 +465,16 @@ class VectorSearchScanner:
                     addr = _live_ids(frag, address=True)[pos]
                 elif not stable:
                     addr = ids
-            t = frag.take(pos.tolist(), columns=columns)
-            t = t.append_column(DISTANCE, pa.array(cand.dist[sel], pa.float32()))
-            t = t.append_column(ROWID, pa.array(ids, pa.uint64()))
-            t = t.append_column(ROWADDR, pa.array(addr, pa.uint64()))
-            tables.append(t)
+            found = pa.table({DISTANCE: pa.array(cand.dist[sel], pa.float32()),
+                              ROWID: pa.array(ids, pa.uint64()),
+                              ROWADDR: pa.array(addr, pa.uint64()) if addr is not None
+                              else pa.nulls(len(ids), pa.uint64())})  # (not asked for)
+            if columns:  # (a take of no columns has no rows to add to)
+                t = frag.take(pos.tolist(), columns=columns)
+                for name in found.column_names:
+                    t = t.append_column(name, found.column(name))
+                found = t
+            tables.append(found)
             order.append(sel)
         if not tables:
             return self._empty(columns)
@@ -537,23 +545,32 @@ class VectorSearchScanner:
         return self._ds.schema
 
     def explain_plan(self, verbose: bool = False) -> str:
-        """A description of the search in pylance's plan terms."""
+        """The search in the terms of pylance's plan: ``ANNSubIndex``/``ANNIvfPartition``
+        for an index, ``KNNVectorDistance`` for exact distances (a flat search, or the
+        re-scoring when unindexed fragments are searched as well)."""
         req = self._req
         idx = _vector_index(self._ds, req)
-        lines = [f"ProjectionExec: expr=[{', '.join(self._columns)}]",
-                 f"  SortExec: TopK(fetch={self._k}), expr=[_distance ASC NULLS LAST, "
-                 f"_rowid ASC NULLS LAST]"]
-        if idx is not None:
-            lines.append(f"    ANNSubIndex: name={idx.name}, k={self._k}, "
-                         f"deltas=1, metric={idx.metric}")
-            lines.append(f"      ANNIvfPartition: uuid={idx.uuid}, "
-                         f"minimum_nprobes={req.nprobes}, deltas=1")
-        lines.append(f"    KNNVectorDistance: metric={req.metric_name}")
-        filt = f", filter={self._filter}" if self._filter is not None else ""
-        lines.append(f"      LanceRead: uri={self._ds.uri}, projection=[{req.column}]"
-                     f"{filt if self._prefilter else ''}")
+        frags = self._fragments if self._fragments is not None else self._ds.get_fragments()
+        unindexed = [f for f in frags if idx is None or f.fragment_id not in idx.fragment_ids]
+        if self._fast_search:
+            unindexed = []
+        lines = [f"ProjectionExec: expr=[{', '.join(self._columns)}]"]
         if self._post is not None:
-            lines.insert(1, f"  FilterExec: {self._filter}")
+            lines.append(f"  FilterExec: {self._filter}")
+        lines.append(f"  SortExec: TopK(fetch={self._k}), expr=[_distance ASC NULLS LAST, "
+                     f"_rowid ASC NULLS LAST]")
+        pre = f", filter={self._filter}" if self._pre is not None else ""
+        if idx is None or unindexed:
+            lines.append(f"    KNNVectorDistance: metric={req.metric_name}")
+            lines.append(f"      LanceRead: uri={self._ds.uri}, projection=[{req.column}], "
+                         f"num_fragments={len(unindexed)}{pre}")
+        if idx is not None:
+            most = "None" if req.maximum_nprobes is None else f"Some({req.maximum_nprobes})"
+            shown = {"l2": "L2"}.get(req.metric_name, req.metric_name.capitalize())
+            lines.append(f"    ANNSubIndex: name={idx.name}, k={self._k}, deltas=1, "
+                         f"metric={shown}")
+            lines.append(f"      ANNIvfPartition: uuid={idx.uuid}, minimum_nprobes={req.nprobes}, "
+                         f"maximum_nprobes={most}, deltas=1")
         return "\n".join(lines) + "\n"
 
     def analyze_plan(self) -> str:
