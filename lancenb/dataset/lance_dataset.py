@@ -376,6 +376,7 @@ class LanceDataset(VectorIndexMethods, ScalarIndexMethods, DatasetAdministration
                                        with_row_address=with_row_address,
                                        batch_size=batch_size,
                                        fast_search=fast_search,
+                                       include_deleted_rows=include_deleted_rows,
                                        disable_scoring_autoprojection=disable_scoring_autoprojection)
         search = {"nearest": nearest, "full_text_query": full_text_query,
                   "index_segments": index_segments, "row_addr_allowlist": row_addr_allowlist,
