@@ -482,3 +482,15 @@ def test_explicit_nprobes_is_not_exceeded(tmp_path):
                                                             "maximum_nprobes": 2}):
         _same_search(ours, theirs, nearest={"column": "vec", "q": x[0], "k": 50, **probes},
                      filter="id < 300", prefilter=True, columns=["id"])
+
+
+def test_sql_projections_with_nearest(tmp_path):
+    _write("pylance", _table(_vectors(40)), tmp_path / "d")
+    ours, theirs = _both(tmp_path / "d")
+    cols = {"ident": "id", "twice": "id * 2", "cat": "upper(cat)"}
+    _same_search(ours, theirs, nearest={"column": "vec", "q": np.zeros(DIM), "k": 5},
+                 columns=cols, with_row_id=True)
+    _same_search(ours, theirs, nearest={"column": "vec", "q": np.zeros(DIM), "k": 5},
+                 columns=cols, filter="id > 3")
+    _same_search(ours, theirs, nearest={"column": "vec", "q": np.zeros(DIM), "k": 5},
+                 columns=cols, filter="id < 0", prefilter=True)  # no rows

@@ -32,12 +32,14 @@ Output columns: the projection (every column by default), ``_distance`` where
 
 from __future__ import annotations
 
+import re
 import weakref
 
 import numpy as np
 import pyarrow as pa
 
 from lancenb.errors import InputTypeError, InvalidInputError, NotSupportedError
+from lancenb.expr.engine import evaluate
 from lancenb.expr.filters import compile_filter, referenced_columns
 from lancenb.kernels import distance as kd
 
@@ -334,9 +336,9 @@ class VectorSearchScanner:
         if include_deleted_rows:
             raise InvalidInputError("Invalid user input: Cannot include deleted rows in a "
                                     "nearest neighbor search")
-        if isinstance(columns, dict):
-            raise NotSupportedError("nearest with a columns dict (SQL projections) is not "
-                                    "supported by lancenb")
+        # {alias: SQL expression}: the columns the expressions name are taken with the
+        # results and the expressions evaluated over them (lancenb.expr.engine)
+        self._exprs = dict(columns) if isinstance(columns, dict) else None
         if limit is not None and int(limit) < 0:
             raise InvalidInputError("Limit must be non-negative")
         if offset is not None and int(offset) < 0:
@@ -491,15 +493,28 @@ class VectorSearchScanner:
 
     def _run_one(self, q: np.ndarray, idx) -> pa.Table:
         special = (DISTANCE, ROWID, ROWADDR)
-        data = [c for c in self._columns if c not in special]
+        names = [f.name for f in self._ds.schema]
+        if self._exprs is not None:
+            used: list = []
+            for sql in self._exprs.values():
+                used += [n for n in names if n not in used and
+                         re.search(r"(?<![\w])" + re.escape(n) + r"(?![\w])", str(sql))]
+            data = used
+        else:
+            data = [c for c in self._columns if c not in special]
         if self._post is not None:
-            names = [f.name for f in self._ds.schema]
             data += [c for c in referenced_columns(self._post, names) if c not in data]
         t = self._fetch(self._search(q, idx), data)
         if self._post is not None:
             t = self._post.apply(t)
         stop = None if self._limit is None else self._offset + self._limit
         t = t.slice(self._offset, (stop - self._offset) if stop is not None else None)
+        if self._exprs is not None:
+            values = evaluate(t, self._exprs, what="projection")
+            for name in values.column_names:
+                t = t.append_column(pa.field(name, values.schema.field(name).type),
+                                    values.column(name)) if name not in t.column_names \
+                    else t.set_column(t.column_names.index(name), name, values.column(name))
         return t.select([c for c in self._columns])
 
     def to_table(self) -> pa.Table:
