@@ -137,3 +137,32 @@ def test_lancenb_commits_its_index(tmp_path):
     for q in queries:
         _same(idx.search(q, 5, nprobes=2, refine_factor=None, ef=None, allow=None),
               _pylance_search(ds, q, 5, 2))
+
+
+@pytest.mark.parametrize("index_type", ["IVF_HNSW_SQ", "IVF_HNSW_PQ", "IVF_HNSW_FLAT"])
+@pytest.mark.parametrize("built_by", ["lancenb", "pylance"])
+def test_hnsw_indices_both_ways(tmp_path, index_type, built_by):
+    """IVF_HNSW_*: pylance walks the graph lancenb writes; lancenb scans the probed
+    partitions of either library's index. The neighbours mostly agree (a graph walk is
+    approximate: equal sets are not guaranteed), and pylance lists and counts it."""
+    from lancenb.index.vector.api import VectorIndexMethods
+
+    table, _, queries = _data(seed=5)
+    uri = str(tmp_path / "ds")
+    lance.write_dataset(table, uri, max_rows_per_file=1000)
+    if built_by == "lancenb":
+        VectorIndexMethods.create_index(lancenb.dataset(uri), "v", index_type,
+                                        num_partitions=4, num_sub_vectors=8)
+    else:
+        lance.dataset(uri).create_index("v", index_type, num_partitions=4,
+                                        num_sub_vectors=8)
+    ds, nds = lance.dataset(uri), lancenb.dataset(uri)
+    assert ds.list_indices()[0]["type"] == nds.list_indices()[0]["type"] == index_type
+    assert ds.stats.index_stats("v_idx")["num_indexed_rows"] == N
+    idx = open_vector_index(nds, nds.list_indices()[0])
+    agree = []
+    for q in queries:
+        theirs = _pylance_search(ds, q, 10, 2, None, ef=100)[0]
+        ours = idx.search(q, 10, nprobes=2, refine_factor=None, ef=100, allow=None)[0]
+        agree.append(len(set(theirs.tolist()) & set(ours.tolist())) / 10)
+    assert np.mean(agree) >= 0.9

@@ -182,9 +182,14 @@ class VectorIndexMethods:
                         pq_codebook.shape[1] != k:
                     raise ValueError(f"PQ codebook must be 3D array: (sub_vectors, {k}, dim) "
                                      f"for num_bits={num_bits}, got {pq_codebook.shape}")
-        if kind not in ("IVF_FLAT", "IVF_PQ", "IVF_SQ"):
-            raise NotSupportedError(f"lancenb cannot build {kind} indices yet (IVF_FLAT, "
-                                    "IVF_PQ and IVF_SQ)")
+        if kind == "IVF_RQ":
+            raise NotSupportedError("lancenb cannot build IVF_RQ indices")
+        if accelerator is not None:
+            if not isinstance(accelerator, str) or accelerator not in ("cuda", "mps"):
+                raise ValueError(f"accelerator {accelerator!r} is not supported "
+                                 "(cuda or mps)")
+            raise NotSupportedError("index training on an accelerator (torch) is not "
+                                    "supported by lancenb")
         if metric.lower() == "hamming":
             raise NotSupportedError("lancenb builds vector indices for l2, cosine and dot")
         if num_partitions is None and target_partition_size:

@@ -30,6 +30,7 @@ from lancenb.errors import InvalidInputError, NotSupportedError
 from lancenb.file import LanceFileWriter
 from lancenb.index.vector import pq as pqmod
 from lancenb.index.vector import sq as sqmod
+from lancenb.index.vector.hnsw import GRAPH_SCHEMA, HNSW_KEY, build_graphs
 from lancenb.index.vector.ivf import (
     AUX_FILE,
     INDEX_FILE,
@@ -45,7 +46,7 @@ __all__ = ["build_vector_index", "BuiltIndex", "VECTOR_DETAILS_URL", "sample_vec
            "train_pq_codebook", "commit_create_index", "write_index", "as_matrix",
            "encode_pq", "pq_params", "describe_existing", "encode_fragments"]
 
-BUILD_TYPES = ("IVF_FLAT", "IVF_PQ", "IVF_SQ")
+BUILD_TYPES = ("IVF_FLAT", "IVF_PQ", "IVF_SQ", "IVF_HNSW_FLAT", "IVF_HNSW_PQ", "IVF_HNSW_SQ")
 VECTOR_DETAILS_URL = "/lance.index.pb.VectorIndexDetails"
 _METRIC_CODES = {"l2": 0, "cosine": 1, "dot": 2}
 _METRIC_ALIASES = {"l2": "l2", "euclidean": "l2", "cosine": "cosine", "dot": "dot"}
@@ -132,6 +133,13 @@ def _details(index_type: str, metric: str, num_bits: int, m: int, params: dict) 
     if code:
         _put_varint(out, 8)
         _put_varint(out, code)
+    if "HNSW" in index_type:  # hnsw {m, ef_construction, max_level}
+        h = bytearray()
+        for num, v in ((1, 20), (2, 150), (3, 7)):
+            _put_varint(h, num << 3)
+            _put_varint(h, v)
+        _put_bytes(out, 3, bytes(h))
+        index_type = index_type.replace("HNSW_", "")
     sub = bytearray()
     if index_type == "IVF_PQ":
         _put_varint(sub, 8)
@@ -188,6 +196,7 @@ def build_vector_index(ds, column: str, index_type: str, name: str | None = None
         raise NotSupportedError(f"lancenb builds {', '.join(BUILD_TYPES)} indices, not "
                                 f"{index_type}")
     metric = _norm(metric)
+    full_type, index_type = index_type, index_type.replace("HNSW_", "")
     field = ds.lance_schema.field(column) if hasattr(ds, "lance_schema") else None
     if column not in ds.schema.names or field is None:
         raise InvalidInputError(f"column {column!r} is not in the dataset "
@@ -286,7 +295,7 @@ def build_vector_index(ds, column: str, index_type: str, name: str | None = None
     if index_type == "IVF_PQ":
         build_params.update({"lance.pq.sample_rate": sample_rate,
                              "lance.pq.max_iters": max_iters})
-    built = write_index(ds, field.id(), index_type, metric, name, centroids, loss, row_ids,
+    built = write_index(ds, field.id(), full_type, metric, name, centroids, loss, row_ids,
                         labels, payload, params, codebook, num_bits=num_bits,
                         num_sub_vectors=num_sub_vectors or 0,
                         fragment_ids=[f.fragment_id for f in frags],
@@ -303,6 +312,7 @@ def encode_fragments(ds, column: str, frags, index_type: str, metric: str, centr
     non-finite vectors skipped), with a trained model: IVF ``centroids`` and the PQ
     ``codebook`` or SQ ``bounds``."""
     ivf_metric = "dot" if metric == "dot" else "l2"
+    index_type = index_type.replace("HNSW_", "")
     centroids = np.ascontiguousarray(centroids, np.float32)
     for ids, x, keep in _scan(ds, column, frags):
         ids, x = ids[keep], x[keep]
@@ -341,7 +351,12 @@ def write_index(ds, field_id: int, index_type: str, metric: str, name: str, cent
     row_ids, labels, payload = row_ids[order], labels[order], payload[order]
     lengths = np.bincount(labels, minlength=num_partitions).astype(np.uint32)
     offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.uint64)
-    if index_type == "IVF_PQ":  # stored sub-vector major within each partition
+    graph = None
+    if "HNSW" in index_type:  # the graph links the decoded vectors
+        decoded = _decode(index_type, metric, payload, labels, centroids, params, codebook,
+                          num_bits)
+        graph = build_graphs(decoded, offsets, lengths)
+    if index_type.endswith("PQ"):  # stored sub-vector major within each partition
         flat = np.empty(payload.size, np.uint8)
         for p in range(num_partitions):
             s, n = int(offsets[p]), int(lengths[p])
@@ -350,7 +365,7 @@ def write_index(ds, field_id: int, index_type: str, metric: str, name: str, cent
     uid = index_uuid or str(uuidlib.uuid4())
     files = _write_files(index_dir(ds, uid), storage_options_of(ds), index_type, metric,
                          centroids, loss, row_ids, payload, offsets, lengths, params,
-                         codebook, width)
+                         codebook, width, graph)
     details = _details(index_type, metric, num_bits, num_sub_vectors, build_params or {})
     return BuiltIndex(uid, name, field_id, ds.version, sorted(fragment_ids), files, details)
 
@@ -395,16 +410,36 @@ def encode_pq(codebook: np.ndarray, x: np.ndarray, num_bits: int) -> np.ndarray:
     return codes
 
 
+def _decode(index_type, metric, payload, labels, centroids, params, codebook, num_bits):
+    """The vectors the stored codes stand for (row-major codes in, float32 out)."""
+    if index_type.endswith("FLAT"):
+        return payload
+    if index_type.endswith("SQ"):
+        lo, hi = sqmod.bounds_of(params)
+        return (np.float32(lo) + payload.astype(np.float32) *
+                np.float32((hi - lo) / 255.0)).astype(np.float32)
+    m = codebook.shape[0]
+    codes = payload
+    if num_bits == 4:
+        codes = np.empty((len(payload), m), np.uint8)
+        codes[:, 0::2], codes[:, 1::2] = payload & 15, payload >> 4
+    out = np.concatenate([codebook[s][codes[:, s]] for s in range(m)], axis=1)
+    if pqmod.uses_residual(metric):
+        out = out + np.asarray(centroids, np.float32)[labels]
+    return out.astype(np.float32)
+
+
 def _write_files(base, opts, index_type, metric, centroids, loss, row_ids, payload,
-                 offsets, lengths, params, codebook, width) -> list:
+                 offsets, lengths, params, codebook, width, graph=None) -> list:
     nparts = len(centroids)
     # auxiliary.idx: row ids and codes by partition
+    base_type = index_type.replace("HNSW_", "")
     col_name = {"IVF_FLAT": "flat", "IVF_PQ": pqmod.CODE_COLUMN,
-                "IVF_SQ": sqmod.CODE_COLUMN}[index_type]
-    vtype = pa.float32() if index_type == "IVF_FLAT" else pa.uint8()
+                "IVF_SQ": sqmod.CODE_COLUMN}[base_type]
+    vtype = pa.float32() if base_type == "IVF_FLAT" else pa.uint8()
     schema = pa.schema([pa.field("_rowid", pa.uint64()),
                         pa.field(col_name, pa.list_(pa.field("item", vtype), width),
-                                 nullable=index_type != "IVF_FLAT")])
+                                 nullable=base_type != "IVF_FLAT")])
     values = pa.array(np.ascontiguousarray(payload).reshape(-1), type=vtype)
     table = pa.table([pa.array(row_ids, pa.uint64()),
                       pa.FixedSizeListArray.from_arrays(values, width)], schema=schema)
@@ -423,18 +458,29 @@ def _write_files(base, opts, index_type, metric, centroids, loss, row_ids, paylo
         w.add_schema_metadata("lance:ivf", str(pos))
         if len(table):
             w.write_batch(table)
-    # index.idx: the centroids, a FLAT sub-index per partition
+    # index.idx: the centroids and a sub-index per partition (FLAT: none; HNSW: graph)
     idx_path = f"{base}/{INDEX_FILE}"
-    marker = pa.schema([pa.field("__flat_marker", pa.uint64(), nullable=False)])
-    with LanceFileWriter(idx_path, marker, version=INDEX_FILE_VERSION,
+    schema = GRAPH_SCHEMA if graph is not None else \
+        pa.schema([pa.field("__flat_marker", pa.uint64(), nullable=False)])
+    with LanceFileWriter(idx_path, schema, version=INDEX_FILE_VERSION,
                          storage_options=opts) as w:
-        zeros = np.zeros(nparts, np.uint64)
-        pos = w.add_global_buffer(encode_ivf(Ivf(centroids, zeros, zeros.astype(np.uint32),
-                                                 loss)))
+        if graph is not None:
+            table, meta, g_off, g_len = graph
+            ivf = Ivf(centroids, g_off, g_len, loss)
+        else:
+            zeros = np.zeros(nparts, np.uint64)
+            ivf = Ivf(centroids, zeros, zeros.astype(np.uint32), loss)
+        pos = w.add_global_buffer(encode_ivf(ivf))
         w.add_schema_metadata("lance:index", json.dumps(
             {"type": index_type, "distance_type": metric}, separators=(",", ":")))
-        w.add_schema_metadata("lance:flat", json.dumps([""] * nparts, separators=(",", ":")))
+        if graph is not None:
+            w.add_schema_metadata(HNSW_KEY, meta)
+        else:
+            w.add_schema_metadata("lance:flat", json.dumps([""] * nparts,
+                                                           separators=(",", ":")))
         w.add_schema_metadata("lance:ivf", str(pos))
+        if graph is not None and len(table):
+            w.write_batch(table)
     return [(n, _size(f"{base}/{n}", opts)) for n in (AUX_FILE, INDEX_FILE)]
 
 

@@ -87,7 +87,9 @@ INDICES_DIR = "_indices"
 IVF_KEY = b"lance:ivf"
 INDEX_KEY = b"lance:index"
 ROW_ID = "_rowid"
-SUPPORTED_TYPES = ("IVF_FLAT", "IVF_PQ", "IVF_SQ")
+# HNSW sub-indices are searched exhaustively within the probed partitions (see hnsw.py)
+SUPPORTED_TYPES = ("IVF_FLAT", "IVF_PQ", "IVF_SQ", "IVF_HNSW_FLAT", "IVF_HNSW_PQ",
+                   "IVF_HNSW_SQ")
 METRICS = ("l2", "cosine", "dot")
 
 # opened indices by (dataset uri, index uuid): files under a uuid never change
