@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from lancenb._proto import table_pb2, transaction_pb2
 from lancenb._version import __version__
+from lancenb.dataset.branching import create_branch
 from lancenb.dataset.descriptions import (
     CleanupCandidateFile,
     CleanupExplanation,
@@ -45,6 +46,7 @@ from lancenb.errors import (
     NotSupportedError,
 )
 from lancenb.file.schema_json import pydantic_to_schema
+from lancenb.table.branches import Branches
 from lancenb.table.commit import (
     commit,
     list_versions,
@@ -508,12 +510,24 @@ class DatasetAdministration:
     def _no(self, what: str, why: str):
         raise NotSupportedError(f"{what} is not supported by lancenb: {why}")
 
-    def branches(self, *args, **kwargs):
-        self._no("branches", "lancenb datasets have one line of versions (no _refs/branches)")
+    @property
+    def branches(self) -> Branches:
+        """The dataset's branches (:class:`~lancenb.table.branches.Branches`:
+        ``list``, ``list_ordered``, ``delete``, ``replace_metadata``), as pylance 14
+        stores them (``_refs/branches/``, versions under ``tree/{name}/``)."""
+        return Branches(self._root_store)
 
-    def create_branch(self, *args, **kwargs):
-        self._no("create_branch", "lancenb datasets have one line of versions "
-                 "(no _refs/branches)")
+    def create_branch(self, branch: str, reference=None, storage_options=None):
+        """Create branch ``branch`` from ``reference`` (a version of this branch, a
+        tag, or ``(branch, version)``; default this object's version) and return the
+        dataset on the new branch. Appends to it commit on the branch.
+
+        Examples
+        --------
+        >>> exp = ds.create_branch("experiment", 2)  # doctest: +SKIP
+        >>> exp.insert(table); ds.checkout_version(("experiment", None))  # doctest: +SKIP
+        """
+        return create_branch(self, branch, reference)
 
     def add_bases(self, *args, **kwargs):
         self._no("add_bases", "lancenb reads and writes data under the dataset root only "
@@ -537,6 +551,6 @@ def _modified(store, rel: str) -> _dt.datetime:
     return _dt.datetime.fromtimestamp(t or 0, _dt.timezone.utc)
 
 
-for _name in ("branches", "create_branch", "add_bases", "shallow_clone",
+for _name in ("add_bases", "shallow_clone",
               "new_file_session"):
     getattr(DatasetAdministration, _name).not_supported = True  # scripts/parity.py reads it

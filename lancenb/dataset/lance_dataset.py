@@ -26,6 +26,7 @@ import pyarrow.dataset as pads
 from lancenb._proto import transaction_pb2
 from lancenb._version import __version__
 from lancenb.dataset.administration import DatasetAdministration
+from lancenb.dataset.branching import branch_store, resolve_reference, root_of
 from lancenb.dataset.fragment import LanceFragment, open_data_file
 from lancenb.dataset.operations import commit_operation, commit_store
 from lancenb.dataset.read import blob, take
@@ -51,6 +52,7 @@ from lancenb.file.reader import cached_fields_to_schema
 from lancenb.file.schema import FieldList
 from lancenb.index.scalar.api import ScalarIndexMethods
 from lancenb.index.vector.api import VectorIndexMethods
+from lancenb.table.bases import register_bases
 from lancenb.table.commit import (
     commit,
     latest_version,
@@ -89,17 +91,26 @@ class LanceDataset(VectorIndexMethods, ScalarIndexMethods, DatasetAdministration
     _default_scan_options = None  # dataset(default_scan_options=) (lancenb.dataset.session)
 
     def __init__(self, uri, version=None, *, asof=None, storage_options=None,
-                 commit_lock=None, manifest_store=None, session=None, _store=None, _manifest=None):
+                 commit_lock=None, manifest_store=None, session=None, _store=None, _manifest=None,
+                 _root_store=None, _branch=None):
         self._store = _store or open_store(uri, storage_options, commit_lock, manifest_store)
-        self._uri = self._store.uri
+        # the main line's store and this object's branch (lancenb.dataset.branching)
+        self._root_store, self._branch = _root_store or self._store, _branch
         if _manifest is None:
+            self._branch, version = resolve_reference(self._root_store, _branch, version)
+            if self._branch != _branch or self._branch is None:
+                self._store = branch_store(self._root_store, self._branch)
             _manifest, self._v2 = locate_manifest(
                 self._store, version, asof, Tags(self._store).get_version)
         else:
             parsed = parse_manifest_name(_manifest.name.rsplit("/", 1)[-1])
             self._v2 = parsed[1] if parsed else True
+        self._uri = self._store.uri
         self._mf = _manifest
         m = _manifest.manifest
+        if m.branch and self._branch is None:  # opened at {root}/tree/{branch}
+            self._root_store, self._branch = root_of(self._store, m.branch), m.branch
+        register_bases(self._store, m, _manifest.name, main_root=self._root_store.root)
         check_feature_flags(m, _manifest.name, write=False)
         self._schema, self._top_fields = cached_fields_to_schema(m.fields, m.schema_metadata)
         self._cache: dict = {}
@@ -165,7 +176,8 @@ class LanceDataset(VectorIndexMethods, ScalarIndexMethods, DatasetAdministration
         return LanceDataset(store.uri, _store=store, _manifest=mf)
 
     def _at(self, mf) -> "LanceDataset":
-        return LanceDataset(self._uri, _store=self._store, _manifest=mf, session=self._session)
+        return LanceDataset(self._uri, _store=self._store, _manifest=mf, session=self._session,
+                            _root_store=self._root_store, _branch=self._branch)
 
     def _become(self, mf) -> None:
         other = self._at(mf)
@@ -261,18 +273,24 @@ class LanceDataset(VectorIndexMethods, ScalarIndexMethods, DatasetAdministration
         return self.to_table(columns=columns, offset=start, limit=max(0, int(end) - start))
 
     def checkout_version(self, version) -> "LanceDataset":
-        """Another version of this dataset (a number or a tag name), as a new object.
+        """Another version of this dataset, as a new object: a number (on this
+        object's branch), a tag name, or ``(branch, version)`` (branch None or
+        ``"main"``: the main line; version None: the branch's latest).
 
         Examples
         --------
         >>> first = ds.checkout_version(1)  # doctest: +SKIP
+        >>> exp = ds.checkout_version(("experiment", None))  # doctest: +SKIP
         """
-        return LanceDataset(self._uri, version, _store=self._store, session=self._session)
+        return LanceDataset(self._uri, version, _store=self._store, session=self._session,
+                            _root_store=self._root_store, _branch=self._branch)
 
     @property
     def tags(self) -> "Tags":
-        """The dataset's tags (:class:`~lancenb.table.tags.Tags`): names for versions."""
-        return Tags(self._store)
+        """The dataset's tags (:class:`~lancenb.table.tags.Tags`): names for versions,
+        kept at the main root for every branch."""
+        return Tags(self._root_store, branch=self._branch,
+                    open_branch=partial(branch_store, self._root_store))
 
     def get_fragments(self, filter=None) -> list[LanceFragment]:
         """The fragments of this version, in order (``filter`` is not supported)."""

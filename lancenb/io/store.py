@@ -192,6 +192,10 @@ class ObjectStore:
 
         self.io_stats = IOStats()  # requests made through this store (ds.io_stats_*)
         self._made: set[str] = set()  # directories already created
+        # objects of other base paths (branches, multi-base datasets): rel -> filesystem
+        # path, filled only from base paths the table layer confined (lancenb.table.bases);
+        # read through this store, never deleted through it
+        self.redirects: dict[str, str] = {}
         # how put_if_absent is made atomic, decided once here (see the module docstring)
         self._create_only = conditional_put_of(self.fs)
         # object stores have no directories to make (a put creates the key's prefixes);
@@ -219,11 +223,13 @@ class ObjectStore:
         absolute path, scheme, ``::`` or NUL: see :mod:`lancenb.io.paths`)."""
         if rel and not is_confined(rel):
             check_relative(rel, what="object", source=f"dataset {self.uri!r}")
+        if rel in self.redirects:
+            return self.redirects[rel]
         return f"{self.root}/{rel}" if rel else self.root
 
     def uri_of(self, rel: str) -> str:
         """A URI naming ``rel`` (for messages; reads go through :meth:`open_reader`)."""
-        p = f"{self.root}/{rel}" if rel else self.root
+        p = self.redirects.get(rel) or (f"{self.root}/{rel}" if rel else self.root)
         if self.local:
             return p
         proto = self.fs.protocol[0] if isinstance(self.fs.protocol, (tuple, list)) else \
@@ -475,7 +481,10 @@ class ObjectStore:
             return False
 
     def delete(self, rel: str, *, missing_ok: bool = True) -> None:
-        """Delete object ``rel`` (a missing one is an error only with ``missing_ok=False``)."""
+        """Delete object ``rel`` (a missing one is an error only with ``missing_ok=False``).
+        An object of another base path (:attr:`redirects`) is never deleted from here."""
+        if rel in self.redirects:
+            return
         p = self.path(rel)
         try:
             if self.local:

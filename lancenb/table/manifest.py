@@ -55,8 +55,6 @@ FLAG_DISABLE_TRANSACTION_FILE = 32
 _KNOWN_READER_FLAGS = (FLAG_DELETION_FILES | FLAG_STABLE_ROW_IDS | FLAG_USE_V2_FORMAT_DEPRECATED
                        | FLAG_BASE_PATHS)
 _KNOWN_WRITER_FLAGS = _KNOWN_READER_FLAGS | FLAG_TABLE_CONFIG | FLAG_DISABLE_TRANSACTION_FILE
-# flags lancenb understands well enough to read but not to write correctly
-_READ_ONLY_FLAGS = FLAG_BASE_PATHS
 
 
 def manifest_name(version: int, v2: bool) -> str:
@@ -329,9 +327,6 @@ def check_feature_flags(manifest, name: str, *, write: bool) -> None:
             raise NotSupportedError(f"manifest {name!r} needs writer feature flag(s) "
                                     f"{_bits(unknown)} that lancenb does not know; it cannot "
                                     f"write to this dataset")
-        if writer & _READ_ONLY_FLAGS:
-            raise NotSupportedError(f"manifest {name!r} uses base paths (flag 16); lancenb reads "
-                                    f"such datasets but cannot write to them yet")
 
 
 def _bits(x: int) -> list[int]:
@@ -349,6 +344,8 @@ def feature_flags_for(manifest) -> tuple[int, int]:
             flags |= FLAG_STABLE_ROW_IDS
         if flags == both:
             break
+    if manifest.base_paths:  # (pylance sets it on both)
+        flags |= FLAG_BASE_PATHS
     writer = flags
     if manifest.config:
         writer |= FLAG_TABLE_CONFIG

@@ -23,8 +23,28 @@ TAGS_DIR = "_refs/tags"
 class Tags:
     """Named versions, stored as ``_refs/tags/{name}.json`` (pylance's layout)."""
 
-    def __init__(self, store):
+    def __init__(self, store, *, branch: str | None = None, open_branch=None):
+        # store: the main root's (tags of every branch live there); branch: the one
+        # an int reference is on; open_branch(name): a branch's store
         self._store = store
+        self._branch = branch
+        self._open_branch = open_branch
+
+    def _target(self, reference) -> tuple[str | None, int | None]:
+        """``(branch, version)`` of a reference: an int (this branch), a tag name, or
+        ``(branch, version)`` (None or ``"main"``: the main line)."""
+        if reference is None:
+            return self._branch, None
+        if hasattr(reference, "__index__") and not isinstance(reference, bool):
+            return self._branch, int(reference)
+        if isinstance(reference, tuple) and len(reference) == 2:
+            b, v = reference
+            return (None if b in (None, "main") else b), v
+        if isinstance(reference, str):
+            d = self._read(reference)
+            return d.get("branch"), d["version"]
+        raise InvalidInputError(f"a tag reference is a version, a tag name or a (branch, "
+                                f"version) tuple, not {reference!r}")
 
     @staticmethod
     def _check_name(tag: str) -> None:
@@ -76,15 +96,23 @@ class Tags:
         items = sorted(self.list().items(), key=lambda kv: kv[0])
         return sorted(items, key=lambda kv: kv[1]["version"], reverse=order != "asc")
 
-    def _write(self, tag: str, version: int, created: str | None, *, create: bool,
+    def _write(self, tag: str, version, created: str | None, *, create: bool,
                metadata: dict | None = None) -> None:
-        versions, naming = list_versions(self._store)
+        branch, version = self._target(version)
+        where = self._store
+        if branch is not None:
+            if self._open_branch is None:
+                raise InvalidInputError(f"cannot tag a version of branch {branch!r} here")
+            where = self._open_branch(branch)
+        versions, naming = list_versions(where)
+        if version is None and versions:
+            version = versions[-1]
         if version not in versions:
             raise DatasetNotFoundError(f"cannot tag version {version}: dataset "
-                                       f"{self._store.uri!r} has versions {_ranges(versions)}")
-        size = self._store.size(f"{VERSIONS_DIR}/{manifest_name(version, naming)}")
+                                       f"{where.uri!r} has versions {_ranges(versions)}")
+        size = where.size(f"{VERSIONS_DIR}/{manifest_name(version, naming)}")
         now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-        body = {"branch": None, "version": int(version), "createdAt": created or now,
+        body = {"branch": branch, "version": int(version), "createdAt": created or now,
                 "updatedAt": now, "manifestSize": size, "metadata": metadata or {}}
         data = json.dumps(body, indent=2).encode()
         rel = f"{TAGS_DIR}/{tag}.json"
@@ -94,18 +122,19 @@ class Tags:
         else:
             self._store.write_bytes(rel, data)
 
-    def create(self, tag: str, version: int) -> None:
-        """Name ``version`` ``tag`` (an existing tag is an ``InvalidInputError``)."""
+    def create(self, tag: str, reference=None) -> None:
+        """Name ``reference`` ``tag``: a version (of this dataset's branch), a tag, or
+        ``(branch, version)``. An existing tag is an ``InvalidInputError``."""
         self._check_name(tag)
-        self._write(tag, int(version), None, create=True)
+        self._write(tag, reference, None, create=True)
 
-    def update(self, tag: str, version: int) -> None:
-        """Point ``tag`` at ``version`` (its creation time and metadata kept)."""
+    def update(self, tag: str, reference=None) -> None:
+        """Point ``tag`` at ``reference`` (its creation time and metadata kept)."""
         old = self._read(tag)
         created = old.get("createdAt")  # parsed to a datetime by _read: back to text
         if isinstance(created, _dt.datetime):
             created = created.astimezone(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-        self._write(tag, int(version), created, create=False, metadata=old.get("metadata"))
+        self._write(tag, reference, created, create=False, metadata=old.get("metadata"))
 
     def replace_metadata(self, tag: str, metadata: dict) -> None:
         """Replace the ``metadata`` map of an existing tag (``{str: str}``)."""
@@ -116,7 +145,8 @@ class Tags:
         created = old.get("createdAt")
         if isinstance(created, _dt.datetime):
             created = created.astimezone(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-        self._write(tag, int(old["version"]), created, create=False, metadata=dict(metadata))
+        self._write(tag, (old.get("branch"), int(old["version"])), created, create=False,
+                    metadata=dict(metadata))
 
     def delete(self, tag: str) -> None:
         """Remove ``tag`` (the version stays)."""

@@ -49,8 +49,11 @@ import os
 import re
 import time
 from dataclasses import dataclass, field
+from functools import partial
 
+from lancenb.dataset.branching import branch_store, root_of
 from lancenb.errors import InvalidInputError
+from lancenb.table.branches import shared_refs
 from lancenb.table.commit import TRANSACTIONS_DIR, list_versions, load_manifest
 from lancenb.table.deletion import DELETIONS_DIR, deletion_path
 from lancenb.table.manifest import DATA_DIR, VERSIONS_DIR, manifest_name
@@ -151,10 +154,15 @@ def cleanup_store(store, older_than: _dt.timedelta | None = None,
     versions, v2 = list_versions(store)
     if not versions:
         return CleanupStats()
-    # a tag naming a version that no longer exists protects nothing (pylance ignores it)
-    tagged = {int(t["version"]) for t in Tags(store).list().values()} & set(versions)
-    cutoff = time.time() - older_than.total_seconds()
     manifests = {v: load_manifest(store, v, v2) for v in versions}
+    # branches (lancenb.table.branches): tags live at the main root and name their
+    # branch; files other branches reach through a base path here are kept
+    branch = manifests[versions[-1]].manifest.branch or None
+    root = root_of(store, branch) if branch else store
+    # a tag naming a version that no longer exists protects nothing (pylance ignores it)
+    tagged = {int(t["version"]) for t in Tags(root).list().values()
+              if (t.get("branch") or None) == branch} & set(versions)
+    cutoff = time.time() - older_than.total_seconds()
     keep = {versions[-1]} | tagged | (set(keep_versions) & set(versions))
     if retain_versions is not None:
         keep |= set(versions[-retain_versions:])
@@ -163,6 +171,7 @@ def cleanup_store(store, older_than: _dt.timedelta | None = None,
             keep.add(v)
     remove = [v for v in versions if v not in keep]
     kept_refs = set().union(*(_referenced(manifests[v].manifest) for v in keep))
+    kept_refs |= shared_refs(root, partial(branch_store, root), store.root.rstrip("/"), branch)
     removed_refs = set().union(*(_referenced(manifests[v].manifest) for v in remove)) \
         if remove else set()
     now = time.time()

@@ -1,0 +1,115 @@
+"""Base paths: data of one version stored under other roots (branches, multi-base).
+
+A manifest may list ``base_paths`` (``BasePath {id, name, is_dataset_root, path}``);
+a data file or deletion file whose ``base_id`` is set lives under that base instead
+of the dataset's own root: ``{path}/data/{name}`` when ``is_dataset_root`` (the
+base is a dataset root, as the main root is for a branch), else ``{path}/{name}``.
+A branch of pylance 14 is such a dataset: its first manifest is the source
+version's, with the source root added as base 0 and every inherited file given
+``base_id`` 0.
+
+The paths come from a manifest, so they are hostile input: a base is used only
+when it resolves, on the store's own filesystem, to a root the caller allowed (the
+dataset's main root, a branch under ``{root}/tree/``, or a base the user named).
+Anything else is a :class:`~lancenb.errors.CorruptFileError` naming the manifest
+and the path. Objects of other bases are read through the dataset's store
+(``ObjectStore.redirects``) and never deleted through it.
+
+Example: base 0 ``/data/ds`` (``is_dataset_root``) and a data file ``ab.lance`` with
+``base_id`` 0 read ``/data/ds/data/ab.lance``; a base ``/etc`` is refused.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+
+from lancenb.errors import CorruptFileError, NotSupportedError
+from lancenb.io.paths import check_name
+from lancenb.table.deletion import deletion_path
+
+__all__ = ["BRANCH_DIR", "normalise_root", "allowed_root", "register_bases", "base_root_of"]
+
+BRANCH_DIR = "tree"  # branches live under {root}/tree/{branch name}
+
+
+def normalise_root(fs, path: str) -> str:
+    """``path`` as a filesystem root for comparison (absolute, no trailing ``/``)."""
+    from lancenb.io import resolve
+
+    if "://" in path:
+        other_fs, path = resolve(path)
+        if _proto(other_fs) != _proto(fs):
+            raise NotSupportedError(f"base path {path!r} is on another filesystem "
+                                    f"({_proto(other_fs)}) than the dataset ({_proto(fs)})")
+    if _proto(fs) in ("file", "local") or "local" in _proto(fs):
+        path = os.path.abspath(path)
+    else:
+        path = posixpath.normpath(path) if path else path
+    return path.rstrip("/") or "/"
+
+
+def _proto(fs) -> str:
+    p = getattr(fs, "protocol", "file")
+    return p[0] if isinstance(p, (tuple, list)) else str(p)
+
+
+def allowed_root(root: str, main_root: str, extra: set[str]) -> bool:
+    """Whether ``root`` (normalised) is the main root, a branch directory under it, or
+    one of the ``extra`` roots the user gave."""
+    if root == main_root or root in extra:
+        return True
+    prefix = f"{main_root.rstrip('/')}/{BRANCH_DIR}/"
+    if not root.startswith(prefix):
+        return False
+    rest = root[len(prefix):]
+    return bool(rest) and all(s not in ("", ".", "..") for s in rest.split("/"))
+
+
+def base_root_of(store, bp, source: str, main_root: str, extra: set[str]) -> str:
+    """The confined filesystem root of base path ``bp`` (a ``BasePath`` message)."""
+    if not bp.path or "\x00" in bp.path or "::" in bp.path:
+        raise CorruptFileError(f"{source}: base path {bp.id} {bp.path!r} is not a path")
+    root = normalise_root(store.fs, bp.path)
+    if not allowed_root(root, main_root, extra):
+        raise CorruptFileError(
+            f"{source}: base path {bp.id} {bp.path!r} is outside the dataset "
+            f"{main_root!r} and its branches, and was not given as a base; lancenb "
+            f"reads data only under roots it was given")
+    return root
+
+
+def register_bases(store, manifest, source: str, *, main_root: str | None = None,
+                   extra: set[str] | frozenset = frozenset()) -> None:
+    """Point ``store`` at the objects of ``manifest``'s files that live under other
+    base paths (checked by :func:`base_root_of`)."""
+    if not manifest.base_paths:
+        return
+    main_root = main_root or store.root
+    roots = {}
+    for bp in manifest.base_paths:
+        roots[int(bp.id)] = (base_root_of(store, bp, source, main_root, set(extra)),
+                             bool(bp.is_dataset_root))
+    own = store.root.rstrip("/")
+    for f in manifest.fragments:
+        for d in f.files:
+            if not d.HasField("base_id"):
+                continue
+            root, is_root = _lookup(roots, d.base_id, source)
+            name = check_name(d.path, what="data file", source=source)
+            target = f"{root}/data/{name}" if is_root else f"{root}/{name}"
+            if root != own:
+                store.redirects[f"data/{name}"] = target
+        if f.HasField("deletion_file") and f.deletion_file.HasField("base_id"):
+            root, _ = _lookup(roots, f.deletion_file.base_id, source)
+            rel = deletion_path(int(f.id), f.deletion_file)
+            if root != own:
+                store.redirects[rel] = f"{root}/{rel}"
+
+
+def _lookup(roots: dict, base_id: int, source: str):
+    try:
+        return roots[int(base_id)]
+    except KeyError:
+        raise CorruptFileError(f"{source}: a file names base path {base_id}, which the "
+                               f"manifest does not list") from None
