@@ -45,7 +45,7 @@ from lancenb.dataset.write.insert import (
 from lancenb.dataset.write.merge_insert import MergeInsertBuilder
 from lancenb.dataset.write.optimize import Optimize, cleanup_old_versions
 from lancenb.dataset.write.update import update
-from lancenb.errors import NotSupportedError
+from lancenb.errors import InvalidInputError, NotSupportedError
 from lancenb.expr.engine import SqlQueryBuilder
 from lancenb.file.extensions import public_schema
 from lancenb.file.reader import cached_fields_to_schema
@@ -94,8 +94,7 @@ class LanceDataset(VectorIndexMethods, ScalarIndexMethods, DatasetAdministration
                  commit_lock=None, manifest_store=None, session=None, _store=None, _manifest=None,
                  _root_store=None, _branch=None):
         self._store = _store or open_store(uri, storage_options, commit_lock, manifest_store)
-        # the main line's store and this object's branch (lancenb.dataset.branching)
-        self._root_store, self._branch = _root_store or self._store, _branch
+        self._root_store, self._branch = _root_store or self._store, _branch  # (branching.py)
         if _manifest is None:
             self._branch, version = resolve_reference(self._root_store, _branch, version)
             if self._branch != _branch or self._branch is None:
@@ -273,9 +272,8 @@ class LanceDataset(VectorIndexMethods, ScalarIndexMethods, DatasetAdministration
         return self.to_table(columns=columns, offset=start, limit=max(0, int(end) - start))
 
     def checkout_version(self, version) -> "LanceDataset":
-        """Another version of this dataset, as a new object: a number (on this
-        object's branch), a tag name, or ``(branch, version)`` (branch None or
-        ``"main"``: the main line; version None: the branch's latest).
+        """Another version, as a new object: a number (on this branch), a tag name or
+        ``(branch, version)`` (None or ``"main"``: main; version None: latest).
 
         Examples
         --------
@@ -287,8 +285,7 @@ class LanceDataset(VectorIndexMethods, ScalarIndexMethods, DatasetAdministration
 
     @property
     def tags(self) -> "Tags":
-        """The dataset's tags (:class:`~lancenb.table.tags.Tags`): names for versions,
-        kept at the main root for every branch."""
+        """The dataset's tags (:class:`~lancenb.table.tags.Tags`), for every branch."""
         return Tags(self._root_store, branch=self._branch,
                     open_branch=partial(branch_store, self._root_store))
 
@@ -707,12 +704,34 @@ class LanceDataset(VectorIndexMethods, ScalarIndexMethods, DatasetAdministration
 LanceScanner._dataset_class = LanceDataset
 
 
+def _namespace_table(kwargs: dict, uri, storage_options, mode=None):
+    """``(uri, storage_options)`` of a table named by ``namespace_client=`` (older pylance:
+    ``namespace=``) and ``table_id=``, popped from ``kwargs``: a create declares it, anything
+    else describes it; the namespace's storage options go over the caller's (pylance's)."""
+    client = kwargs.pop("namespace_client", None) or kwargs.pop("namespace", None)
+    table_id, own = kwargs.pop("table_id", None), not kwargs.pop(
+        "ignore_namespace_table_storage_options", False)
+    if (uri is None) == (client is None and table_id is None) or (client is None) != (
+            table_id is None):
+        raise InvalidInputError("Give either 'uri' or both 'namespace_client' and 'table_id'.")
+    if client is None:
+        return uri, storage_options
+    import lance_namespace as spec  # the spec's models: only needed here, slow to import
+
+    response = (client.declare_table(spec.DeclareTableRequest(id=list(table_id)))
+                if mode == "create" else
+                client.describe_table(spec.DescribeTableRequest(id=list(table_id))))
+    if own and response.storage_options:
+        storage_options = {**(storage_options or {}), **response.storage_options}
+    return response.location, storage_options
+
+
 def _reopen(uri, version, storage_options) -> LanceDataset:
     """Unpickling a :class:`LanceDataset`: open the same version again."""
     return LanceDataset(uri, version, storage_options=storage_options)
 
 
-def dataset(uri, version=None, *, asof=None, storage_options=None, commit_lock=None,
+def dataset(uri=None, version=None, *, asof=None, storage_options=None, commit_lock=None,
             manifest_store=None, **kwargs) -> LanceDataset:
     """Open a dataset: its latest version, a version number, a tag name, or the version
     current ``asof`` a time.
@@ -729,18 +748,22 @@ def dataset(uri, version=None, *, asof=None, storage_options=None, commit_lock=N
         Object-store options (pylance's names are accepted).
     commit_lock, manifest_store : optional
         How commits through this object are made safe (see the README's "Commits").
+    namespace_client, table_id : optional
+        Instead of ``uri``: a table of a namespace (:mod:`lancenb.namespace`).
 
     Examples
     --------
     >>> ds = lancenb.dataset("/tmp/ds", version=2)  # doctest: +SKIP
+    >>> ds = lancenb.dataset(namespace_client=ns, table_id=["team", "t"])  # doctest: +SKIP
     """
+    uri, storage_options = _namespace_table(kwargs, uri, storage_options)
     session, defaults = open_options(kwargs)  # (and pylance's other options: read_params)
     return with_scan_defaults(LanceDataset(
         uri, version, asof=asof, storage_options=storage_options, commit_lock=commit_lock,
         manifest_store=manifest_store, session=session), defaults)
 
 
-def write_dataset(data_obj, uri, schema: pa.Schema | None = None, mode: str = "create", *,
+def write_dataset(data_obj, uri=None, schema: pa.Schema | None = None, mode: str = "create", *,
                   max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
                   max_rows_per_group: int | None = None,
                   max_bytes_per_file: int = DEFAULT_MAX_BYTES_PER_FILE,
@@ -777,6 +800,9 @@ Hugging Face Dataset or IterableDataset
     commit_message, transaction_properties, auto_cleanup_options : optional
         Stored with the transaction, as pylance stores them; automatic cleanup of a
         created dataset (:mod:`lancenb.dataset.write.cleanup`).
+    namespace_client, table_id : optional
+        Instead of ``uri``: a table of a namespace (:mod:`lancenb.namespace`); a create
+        declares the table there, an append or overwrite looks it up.
 
     Returns
     -------
@@ -788,6 +814,7 @@ Hugging Face Dataset or IterableDataset
     >>> ds = lancenb.write_dataset(pa.table({"id": [1, 2]}), "/tmp/ds")  # doctest: +SKIP
     >>> ds = lancenb.write_dataset(more, "/tmp/ds", mode="append")  # doctest: +SKIP
     """
+    uri, storage_options = _namespace_table(kwargs, uri, storage_options, mode)
     extra = ("commit_message", "transaction_properties", "auto_cleanup_options")
     check_write_options({k: v for k, v in kwargs.items() if k not in extra})
     store, mf = write_version(data_obj, uri, schema, mode=mode,
