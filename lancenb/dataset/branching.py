@@ -12,6 +12,7 @@ from __future__ import annotations
 from lancenb.errors import DatasetNotFoundError, InvalidInputError
 from lancenb.table.bases import BRANCH_DIR
 from lancenb.table.branches import (
+    BRANCH_SUBDIRS,
     MAIN,
     Branches,
     branch_file_rel,
@@ -106,9 +107,7 @@ def create_branch(ds, name: str, reference=None):
     target = branch_store(root, name)
     v, _ = latest_version(target)
     if v:  # versions no record names: a creation that died before its record
-        from lancenb.table.branches import _SUBDIRS
-
-        for sub in _SUBDIRS:
+        for sub in BRANCH_SUBDIRS:
             p = target.path(sub)
             if target.fs.exists(p):
                 target.fs.rm(p, recursive=True)

@@ -33,11 +33,12 @@ from lancenb.errors import CorruptFileError, DatasetNotFoundError, InvalidInputE
 from lancenb.table.bases import BRANCH_DIR
 
 __all__ = ["BRANCHES_DIR", "check_branch_name", "branch_rel", "branch_file_rel", "Branches",
-           "branch_manifest", "record_bytes", "parse_record", "MAIN"]
+           "branch_manifest", "record_bytes", "parse_record", "MAIN", "BRANCH_SUBDIRS",
+           "shared_refs", "new_identifier"]
 
 BRANCHES_DIR = "_refs/branches"
 MAIN = "main"
-_SUBDIRS = ("_versions", "_transactions", "data", "_deletions", "_indices")
+BRANCH_SUBDIRS = ("_versions", "_transactions", "data", "_deletions", "_indices")
 
 
 def check_branch_name(name) -> str:
@@ -163,7 +164,7 @@ class Branches:
         self._store.delete(branch_file_rel(name))
         base = branch_rel(name)
         fs = self._store.fs
-        for sub in _SUBDIRS:
+        for sub in BRANCH_SUBDIRS:
             p = self._store.path(f"{base}/{sub}")
             try:
                 if fs.exists(p):
