@@ -363,9 +363,10 @@ class LanceDataset(VectorIndexMethods, ScalarIndexMethods, DatasetAdministration
         columns first), ``fast_search``, ``use_scalar_index``, ``batch_size_bytes``,
         ``fragment_readahead``, ``scan_in_order`` (scans are always in order),
         ``io_buffer_size``, ``disable_scoring_autoprojection``, ``scan_stats_callback``.
-        Vector and full-text search (``nearest``, ``full_text_query``,
-        ``index_segments``) and row-address lists raise
-        :class:`~lancenb.errors.NotSupportedError`. Any other keyword is a ``TypeError``,
+        ``nearest`` is vector search (:mod:`lancenb.index.vector.search`: exact over
+        fragments no vector index covers, through the index over those it does);
+        full-text search (``full_text_query``), ``index_segments`` and row-address
+        lists raise :class:`~lancenb.errors.NotSupportedError`. Any other keyword is a ``TypeError``,
         except the execution hints engines pass through the ``pyarrow.dataset``
         protocol (``use_threads``, ``fragment_scan_options``, ...).
 
