@@ -366,8 +366,8 @@ class LanceDataset(VectorIndexMethods, ScalarIndexMethods, DatasetAdministration
         ``nearest`` is vector search (:mod:`lancenb.index.vector.search`: exact over
         fragments no vector index covers, through the index over those it does);
         full-text search (``full_text_query``), ``index_segments`` and row-address
-        lists raise :class:`~lancenb.errors.NotSupportedError`. Any other keyword is a ``TypeError``,
-        except the execution hints engines pass through the ``pyarrow.dataset``
+        lists raise :class:`~lancenb.errors.NotSupportedError`. Any other keyword is a
+        ``TypeError``, except the execution hints engines pass through the ``pyarrow.dataset``
         protocol (``use_threads``, ``fragment_scan_options``, ...).
 
         Examples
