@@ -148,7 +148,7 @@ class RestNamespace(LanceNamespace):
     def __repr__(self) -> str:
         return f"RestNamespace({self.namespace_id()})"
 
-    def _call(self, operation: str, path: str, request, *, method: str = "POST",
+    def _send(self, operation: str, path: str, request, *, method: str = "POST",
               body: bytes | None = None, content_type: str = "application/json",
               query: dict | None = None) -> dict:
         parts = list(request.id) if request.id is not None else None
@@ -184,60 +184,60 @@ class RestNamespace(LanceNamespace):
 
     # -- namespaces ------------------------------------------------------------
     def create_namespace(self, request):
-        d = self._call("create_namespace", "/v1/namespace/{id}/create", request)
+        d = self._send("create_namespace", "/v1/namespace/{id}/create", request)
         return spec.CreateNamespaceResponse.from_dict(d)
 
     def list_namespaces(self, request):
-        d = self._call("list_namespaces", "/v1/namespace/{id}/list", request, method="GET",
+        d = self._send("list_namespaces", "/v1/namespace/{id}/list", request, method="GET",
                        query={"page_token": request.page_token, "limit": request.limit})
         return spec.ListNamespacesResponse.from_dict(d)
 
     def describe_namespace(self, request):
-        d = self._call("describe_namespace", "/v1/namespace/{id}/describe", request)
+        d = self._send("describe_namespace", "/v1/namespace/{id}/describe", request)
         return spec.DescribeNamespaceResponse.from_dict(d)
 
     def drop_namespace(self, request):
-        d = self._call("drop_namespace", "/v1/namespace/{id}/drop", request)
+        d = self._send("drop_namespace", "/v1/namespace/{id}/drop", request)
         return spec.DropNamespaceResponse.from_dict(d)
 
     def namespace_exists(self, request):
-        self._call("namespace_exists", "/v1/namespace/{id}/exists", request)
+        self._send("namespace_exists", "/v1/namespace/{id}/exists", request)
         return spec.NamespaceExistsResponse()
 
     # -- tables ----------------------------------------------------------------
     def list_tables(self, request):
-        d = self._call("list_tables", "/v1/namespace/{id}/table/list", request, method="GET",
+        d = self._send("list_tables", "/v1/namespace/{id}/table/list", request, method="GET",
                        query={"page_token": request.page_token, "limit": request.limit})
         return spec.ListTablesResponse.from_dict(d)
 
     def describe_table(self, request):
-        d = self._call("describe_table", "/v1/table/{id}/describe", request)
+        d = self._send("describe_table", "/v1/table/{id}/describe", request)
         return spec.DescribeTableResponse.from_dict(d)
 
     def table_exists(self, request):
-        self._call("table_exists", "/v1/table/{id}/exists", request)
+        self._send("table_exists", "/v1/table/{id}/exists", request)
         return spec.TableExistsResponse()
 
     def drop_table(self, request):
-        d = self._call("drop_table", "/v1/table/{id}/drop", request)
+        d = self._send("drop_table", "/v1/table/{id}/drop", request)
         return spec.DropTableResponse.from_dict(d)
 
     def register_table(self, request):
-        d = self._call("register_table", "/v1/table/{id}/register", request)
+        d = self._send("register_table", "/v1/table/{id}/register", request)
         return spec.RegisterTableResponse.from_dict(d)
 
     def deregister_table(self, request):
-        d = self._call("deregister_table", "/v1/table/{id}/deregister", request)
+        d = self._send("deregister_table", "/v1/table/{id}/deregister", request)
         return spec.DeregisterTableResponse.from_dict(d)
 
     def create_table(self, request, request_data: bytes):
-        d = self._call("create_table", "/v1/table/{id}/create", request,
+        d = self._send("create_table", "/v1/table/{id}/create", request,
                        body=bytes(request_data), content_type=ARROW_STREAM,
                        query={"mode": request.mode})
         return spec.CreateTableResponse.from_dict(d)
 
     def declare_table(self, request):
-        d = self._call("declare_table", "/v1/table/{id}/declare", request)
+        d = self._send("declare_table", "/v1/table/{id}/declare", request)
         return spec.DeclareTableResponse.from_dict(d)
 
     def create_empty_table(self, request):
@@ -317,7 +317,7 @@ class _Handler(BaseHTTPRequestHandler):
         method, model, _ = route
         ident = _split_id(parsed[1], query.get("delimiter") or DEFAULT_DELIMITER)
         try:
-            response = self._call(method, getattr(spec, model), ident, query, body)
+            response = self._invoke(method, getattr(spec, model), ident, query, body)
         except spec.LanceNamespaceError as e:
             self._fail(int(e.code), str(e))
         except (ValueError, TypeError) as e:  # a malformed request (JSON, model fields)
@@ -327,7 +327,7 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._reply(200, response.to_json().encode())
 
-    def _call(self, method: str, model, ident: list[str], query: dict, body: bytes):
+    def _invoke(self, method: str, model, ident: list[str], query: dict, body: bytes):
         fn = getattr(self.backend, method)
         if method == "create_table":
             request = model(id=ident, mode=query.get("mode"))
