@@ -529,6 +529,11 @@ class DatasetAdministration:
         """
         return create_branch(self, branch, reference)
 
+    def checkout_branch(self, branch: str):
+        """The latest version of ``branch`` (``"main"``: the main line), as a new
+        object (pylance's older API; ``checkout_version((branch, None))``)."""
+        return self.checkout_version((branch, None))
+
     def add_bases(self, *args, **kwargs):
         self._no("add_bases", "lancenb reads and writes data under the dataset root only "
                  "(no extra base paths)")

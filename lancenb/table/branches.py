@@ -29,12 +29,18 @@ import uuid
 from urllib.parse import quote, unquote
 
 from lancenb._proto import table_pb2
-from lancenb.errors import CorruptFileError, DatasetNotFoundError, InvalidInputError, LanceError
+from lancenb.errors import (
+    CommitConflictError,
+    CorruptFileError,
+    DatasetNotFoundError,
+    InvalidInputError,
+    LanceError,
+)
 from lancenb.table.bases import BRANCH_DIR
 
 __all__ = ["BRANCHES_DIR", "check_branch_name", "branch_rel", "branch_file_rel", "Branches",
            "branch_manifest", "record_bytes", "parse_record", "MAIN", "BRANCH_SUBDIRS",
-           "shared_refs", "new_identifier"]
+           "shared_refs", "new_identifier", "referencing_versions"]
 
 BRANCHES_DIR = "_refs/branches"
 MAIN = "main"
@@ -122,8 +128,9 @@ class Branches:
     ['exp']
     """
 
-    def __init__(self, root_store):
+    def __init__(self, root_store, open_branch=None):
         self._store = root_store
+        self._open_branch = open_branch or (lambda b: _branch_store(root_store, b))
 
     def _read(self, name: str) -> tuple[bytes, dict]:
         rel = branch_file_rel(name)
@@ -161,6 +168,11 @@ class Branches:
         (never what it shares with its parent, which lives under the parent's root;
         nor a branch nested under it, ``{name}/...``)."""
         self._read(name)
+        users = referencing_versions(self._store, self._open_branch,
+                                     self._store.path(branch_rel(name)), name)
+        if users:
+            raise CommitConflictError(f"Ref conflict error: Branch {name} is referenced by "
+                                      f"{users} versions, can not delete")
         self._store.delete(branch_file_rel(name))
         base = branch_rel(name)
         fs = self._store.fs
@@ -223,18 +235,22 @@ def new_identifier(parent_record: dict | None, version: int) -> list:
     return head + [(int(version), uuid.uuid4().hex)]
 
 
-def shared_refs(root_store, open_branch, target_root: str, skip) -> set[str]:
-    """Paths (relative to ``target_root``) of the data and deletion files that the
-    versions of any line but ``skip`` (a branch name, None for main, or ``...``
-    for none) hold through a base path at ``target_root``: what a cleanup of
-    ``target_root`` must keep for the other branches."""
+def _branch_store(root_store, name: str):
+    from lancenb.table.commit import open_store
+
+    return open_store(f"{root_store.uri.rstrip('/')}/{branch_rel(name)}",
+                      root_store.storage_options, root_store.commit_lock, None)
+
+
+def _uses_of(root_store, open_branch, target_root: str, skip):
+    """``(branch, version, manifest, base ids)`` of every version of every line but
+    ``skip`` (a branch name, None for main, ``...`` for none) whose manifest has a
+    base path at ``target_root``."""
     from lancenb.table.bases import normalise_root
     from lancenb.table.commit import list_versions, load_manifest
-    from lancenb.table.deletion import deletion_path
 
-    out: set[str] = set()
-    lines = [None] + sorted(Branches(root_store).list())
-    for b in lines:
+    target_root = target_root.rstrip("/")
+    for b in [None] + sorted(Branches(root_store).list()):
         if b == skip and skip is not ...:
             continue
         st = root_store if b is None else open_branch(b)
@@ -246,13 +262,36 @@ def shared_refs(root_store, open_branch, target_root: str, skip) -> set[str]:
                 continue  # (removed by a cleanup of that branch meanwhile)
             ids = {int(bp.id) for bp in m.base_paths
                    if normalise_root(st.fs, bp.path) == target_root}
-            if not ids:
-                continue
-            for f in m.fragments:
-                for d in f.files:
-                    if d.HasField("base_id") and d.base_id in ids:
-                        out.add(f"data/{d.path}")
-                if f.HasField("deletion_file") and f.deletion_file.HasField("base_id") \
-                        and f.deletion_file.base_id in ids:
-                    out.add(deletion_path(int(f.id), f.deletion_file))
+            if ids:
+                yield b, v, m, ids
+
+
+def referencing_versions(root_store, open_branch, target_root: str, skip) -> list:
+    """``[(branch, version)]`` of the versions of other lines holding files through a
+    base path at ``target_root`` (pylance refuses to delete such a branch)."""
+    out = []
+    for b, v, m, ids in _uses_of(root_store, open_branch, target_root, skip):
+        if any(d.HasField("base_id") and d.base_id in ids for f in m.fragments for d in f.files) \
+                or any(f.HasField("deletion_file") and f.deletion_file.HasField("base_id")
+                       and f.deletion_file.base_id in ids for f in m.fragments):
+            out.append((b or MAIN, v))
+    return out
+
+
+def shared_refs(root_store, open_branch, target_root: str, skip) -> set[str]:
+    """Paths (relative to ``target_root``) of the data and deletion files that the
+    versions of any line but ``skip`` (a branch name, None for main, or ``...``
+    for none) hold through a base path at ``target_root``: what a cleanup of
+    ``target_root`` must keep for the other branches."""
+    from lancenb.table.deletion import deletion_path
+
+    out: set[str] = set()
+    for _, _, m, ids in _uses_of(root_store, open_branch, target_root, skip):
+        for f in m.fragments:
+            for d in f.files:
+                if d.HasField("base_id") and d.base_id in ids:
+                    out.add(f"data/{d.path}")
+            if f.HasField("deletion_file") and f.deletion_file.HasField("base_id") \
+                    and f.deletion_file.base_id in ids:
+                out.add(deletion_path(int(f.id), f.deletion_file))
     return out

@@ -60,7 +60,9 @@ class Tags:
         try:
             raw = self._store.read_bytes(rel)
         except LanceError:
-            raise DatasetNotFoundError(f"dataset {self._store.uri!r} has no tag {tag!r}") from None
+            raise DatasetNotFoundError(f"Ref not found error: tag {tag} does not exist "
+                                       f"(dataset {self._store.uri!r} has no tag {tag!r})") \
+                from None
         return parse_tag(raw, self._store.uri_of(rel))
 
     def list(self) -> dict:
@@ -108,8 +110,9 @@ class Tags:
         if version is None and versions:
             version = versions[-1]
         if version not in versions:
-            raise DatasetNotFoundError(f"cannot tag version {version}: dataset "
-                                       f"{where.uri!r} has versions {_ranges(versions)}")
+            raise DatasetNotFoundError(f"Version not found error: version {version} does not "
+                                       f"exist (cannot tag it: dataset {where.uri!r} has "
+                                       f"versions {_ranges(versions)})")
         size = where.size(f"{VERSIONS_DIR}/{manifest_name(version, naming)}")
         now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         body = {"branch": branch, "version": int(version), "createdAt": created or now,
@@ -122,14 +125,16 @@ class Tags:
         else:
             self._store.write_bytes(rel, data)
 
-    def create(self, tag: str, reference=None) -> None:
-        """Name ``reference`` ``tag``: a version (of this dataset's branch), a tag, or
-        ``(branch, version)``. An existing tag is an ``InvalidInputError``."""
+    def create(self, tag: str, reference=None, branch: str | None = None) -> None:
+        """Name ``reference`` ``tag``: a version (of this dataset's branch, or of
+        ``branch``, pylance's older form), a tag, or ``(branch, version)``. An
+        existing tag is an ``InvalidInputError``."""
         self._check_name(tag)
-        self._write(tag, reference, None, create=True)
+        self._write(tag, _on(reference, branch), None, create=True)
 
-    def update(self, tag: str, reference=None) -> None:
+    def update(self, tag: str, reference=None, branch: str | None = None) -> None:
         """Point ``tag`` at ``reference`` (its creation time and metadata kept)."""
+        reference = _on(reference, branch)
         old = self._read(tag)
         created = old.get("createdAt")  # parsed to a datetime by _read: back to text
         if isinstance(created, _dt.datetime):
@@ -152,6 +157,12 @@ class Tags:
         """Remove ``tag`` (the version stays)."""
         self._read(tag)
         self._store.delete(f"{TAGS_DIR}/{tag}.json")
+
+
+def _on(reference, branch):
+    """A version on ``branch`` as a ``(branch, version)`` reference."""
+    return (branch, reference) if branch is not None and not isinstance(
+        reference, (str, tuple)) else reference
 
 
 def _is_u64(x) -> bool:

@@ -10,7 +10,12 @@ import pyarrow as pa
 import pytest
 
 import lancenb
-from lancenb.errors import CorruptFileError, DatasetNotFoundError, InvalidInputError
+from lancenb.errors import (
+    CommitConflictError,
+    CorruptFileError,
+    DatasetNotFoundError,
+    InvalidInputError,
+)
 
 
 def _rows(ds) -> list:
@@ -89,6 +94,12 @@ def test_branch_of_a_branch_both_ways(uri):
     assert _rows(theirs) == [1, 2, 3]
     theirs.create_branch("a/b/c").insert(_t(4))
     assert _rows(lancenb.dataset(uri, version=("a/b/c", None))) == [1, 2, 3, 4]
+    # a branch others hold files of cannot be deleted (pylance 14 refuses it too)
+    with pytest.raises(CommitConflictError, match=r"Branch a is referenced by \[\('a/b', 2\)"):
+        lancenb.dataset(uri).branches.delete("a")
+    with pytest.raises(OSError, match="referenced by"):
+        lance.dataset(uri).branches.delete("a/b")
+    assert _rows(lance.dataset(uri).checkout_version(("a/b/c", None))) == [1, 2, 3, 4]
 
 
 def test_cleanup_keeps_what_branches_and_tags_reference(uri):
