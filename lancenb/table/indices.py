@@ -52,8 +52,23 @@ def _field_paths(fields) -> dict[int, str]:
     return out
 
 
+# index file -> its vector index type (index files never change once written; every
+# list_indices call, and so every filtered scan of an indexed dataset, asks)
+_VECTOR_TYPES: dict[str, str] = {}
+
+
 def _vector_type(store, uuid: str) -> str:
     """A vector index's type from its index file's metadata; "Vector" if unreadable."""
+    key = store.uri_of(f"{INDICES_DIR}/{uuid}/index.idx")
+    got = _VECTOR_TYPES.get(key)
+    if got is None:
+        got = _read_vector_type(store, uuid)
+        if got != "Vector" and len(_VECTOR_TYPES) < 4096:
+            _VECTOR_TYPES[key] = got
+    return got
+
+
+def _read_vector_type(store, uuid: str) -> str:
     from lancenb.file.reader import LanceFileReader  # lazy: only vector indices need it
 
     try:

@@ -29,6 +29,8 @@ predicate on their values, so the answer is exact.
 from __future__ import annotations
 
 import math
+import threading
+from collections import OrderedDict
 
 import numpy as np
 import pyarrow as pa
@@ -46,6 +48,8 @@ PAGES_FILE = "page_data.lance"
 LOOKUP_FILE = "page_lookup.lance"
 DETAILS_TYPE_URL = "/lance.table.BTreeIndexDetails"
 DEFAULT_BATCH_SIZE = 4096
+# pages of an open index kept decoded (4096 rows each: ~64 KiB for 8-byte values)
+PAGE_CACHE = 256
 
 
 def _isnan(v) -> bool:
@@ -106,6 +110,8 @@ class BTreeIndex:
         self.data = files.reader(PAGES_FILE)
         self.num_rows = self.data.num_rows()
         self.value_type = self.data.schema_full.field("values").type
+        self._pages: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
 
     # -- pages -----------------------------------------------------------------------
     def _may_hold(self, i: int, lo, hi) -> bool:
@@ -135,7 +141,31 @@ class BTreeIndex:
         return want
 
     def read_pages(self, positions: list[int]) -> pa.Table:
-        """The rows of the pages at ``positions`` (lookup rows), as one table."""
+        """The rows of the pages at ``positions`` (lookup rows), as one table (the
+        last :data:`PAGE_CACHE` pages read are kept, as pylance's index cache does)."""
+        missing = [i for i in positions if i not in self._pages]
+        if missing:
+            got = self._read_pages(missing)
+            bounds = np.cumsum([0] + [self._page_rows(i) for i in missing])
+            with self._lock:
+                for k, i in enumerate(missing):
+                    self._pages[i] = got.slice(int(bounds[k]), int(bounds[k + 1] - bounds[k]))
+                    self._pages.move_to_end(i)
+                while len(self._pages) > PAGE_CACHE:
+                    self._pages.popitem(last=False)
+        with self._lock:
+            parts = [self._pages[i] for i in positions if i in self._pages]
+        if len(parts) != len(positions):  # (evicted meanwhile by another query)
+            return self._read_pages(positions)
+        if not parts:
+            return self._read_pages([])
+        return pa.concat_tables(parts)
+
+    def _page_rows(self, i: int) -> int:
+        start = int(self.pages[i]) * self.batch_size
+        return max(0, min(start + self.batch_size, self.num_rows) - start)
+
+    def _read_pages(self, positions: list[int]) -> pa.Table:
         spans = []
         for i in positions:
             start = int(self.pages[i]) * self.batch_size

@@ -298,6 +298,8 @@ def index_rows(ds, filter) -> tuple[BitMap64, set[int]] | None:
     """
     if not isinstance(filter, str) or not filter.strip():
         return None
+    if not any(e["type"] in _READERS for e in ds.list_indices()):
+        return None  # (the common case: no scalar index, nothing parsed or read)
     frags = ds.get_fragments()
     stable = any(f.metadata.row_id_meta is not None for f in frags)
     try:
