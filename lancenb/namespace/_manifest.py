@@ -25,7 +25,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lancenb.dataset import LanceDataset, write_dataset
-from lancenb.errors import DatasetExistsError, DatasetNotFoundError
+from lancenb.dataset.operations import LanceOperation
+from lancenb.errors import CommitConflictError, DatasetExistsError, DatasetNotFoundError
 
 DELIMITER = "$"
 TABLE = "table"
@@ -66,7 +67,7 @@ class ManifestTable:
         try:
             return write_dataset(SCHEMA.empty_table(), self.uri, mode="create",
                                  storage_options=self.storage_options)
-        except DatasetExistsError:  # another writer created it first
+        except (DatasetExistsError, CommitConflictError):  # another writer created it first
             return LanceDataset(self.uri, storage_options=self.storage_options)
 
     def rows(self) -> pa.Table:
@@ -116,7 +117,22 @@ class ManifestTable:
                        schema=SCHEMA)
         ds = self._open_or_create()
         stats = ds.merge_insert("object_id").when_not_matched_insert_all().execute(row)
-        return stats["num_inserted_rows"] == 1
+        return stats["num_inserted_rows"] == 1 and self._first(ds, object_id)
+
+    def _first(self, ds: LanceDataset, object_id: str) -> bool:
+        """Whether the row just committed (as ``ds.version``) is the only one of
+        ``object_id`` in that version. A merge-insert of the same id racing this one may
+        have been committed first and this one rebased over it (lancenb rebases
+        concurrent inserts like appends): then the later commit takes its own row out
+        again and reports the id taken, so the earliest commit wins."""
+        pred = f"object_id = {_quote(object_id)}"
+        if ds.count_rows(pred) <= 1:
+            return True
+        before = {f.fragment_id for f in ds.checkout_version(ds.version - 1).get_fragments()}
+        mine = [f.fragment_id for f in ds.get_fragments() if f.fragment_id not in before]
+        LanceDataset.commit(self.uri, LanceOperation.Delete([], mine, pred),
+                            read_version=ds.version, storage_options=self.storage_options)
+        return False
 
     def delete(self, object_id: str) -> None:
         """Remove the row of ``object_id`` (none: nothing happens)."""

@@ -46,6 +46,7 @@ from lance_namespace import (
 )
 
 from lancenb.dataset import LanceDataset, write_dataset
+from lancenb.errors import DatasetExistsError
 from lancenb.io.store import ObjectStore
 from lancenb.namespace._manifest import DELIMITER, NAMESPACE, TABLE, ManifestTable
 from lancenb.namespace.errors import (
@@ -332,7 +333,11 @@ class DirectoryNamespace(LanceNamespace):
             raise InvalidInputError(f"Invalid Arrow IPC stream: {e}") from e
         loc = self._start_table(parts)
         uri = self._uri(loc)
-        ds = write_dataset(data, uri, mode="create", storage_options=self._storage_options)
+        try:
+            ds = write_dataset(data, uri, mode="create", storage_options=self._storage_options)
+        except DatasetExistsError as e:  # a racing create of the same root table won
+            raise TableAlreadyExistsError(f"Table '{DELIMITER.join(parts)}' already exists") \
+                from e
         self._register(parts, loc, undo=loc)
         return CreateTableResponse(location=uri, version=ds.version,
                                    storage_options=self._storage_options)

@@ -297,3 +297,32 @@ def test_rest_headers_and_root_id(root):
         assert ns.list_tables(ListTablesRequest(id=[])).tables == ["top"]
     assert seen == ["create_table", "list_tables"]
     assert srv.port == 0  # stopped: the port is released
+
+
+def test_racing_creates_of_one_id_have_one_winner(root):
+    """lancenb's merge-insert rebases concurrent inserts like appends; the manifest must
+    still hold one row per id (the earliest commit wins, the others report the id taken)."""
+    import threading
+
+    DirectoryNamespace(root=root).create_namespace(CreateNamespaceRequest(id=["seed"]))
+    outcomes = []
+
+    def create(name):
+        try:
+            DirectoryNamespace(root=root).create_namespace(CreateNamespaceRequest(id=[name]))
+            outcomes.append((name, "ok"))
+        except nserr.NamespaceAlreadyExistsError:
+            outcomes.append((name, "taken"))
+
+    threads = [threading.Thread(target=create, args=(n,))
+               for n in ["same"] * 5 + ["x1", "x2", "x3"]]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(o for n, o in outcomes if n == "same") == ["ok"] + ["taken"] * 4
+    assert all(o == "ok" for n, o in outcomes if n != "same")
+    ids = lance.dataset(root + "/__manifest").to_table()["object_id"].to_pylist()
+    assert sorted(ids) == ["same", "seed", "x1", "x2", "x3"]
+    assert _namespaces(pylance_ns.DirectoryNamespace(root=root), []) == \
+        ["same", "seed", "x1", "x2", "x3"]
