@@ -9,8 +9,7 @@
 The request and response models, and the ``LanceNamespace`` interface, are the spec's
 (the ``lance-namespace`` package, which does not depend on pylance); they are
 re-exported here as pylance re-exports them. ``lance_namespace.connect("dir", ...)``
-names pylance's classes; use these classes directly (or ``connect`` with the full class
-path ``"lancenb.namespace.DirectoryNamespace"``).
+names pylance's classes; :func:`connect` here names these.
 
 Everything is imported on first use: the spec package costs about a second to import.
 
@@ -24,7 +23,8 @@ Examples
 
 import importlib as _importlib
 
-__all__ = ["DirectoryNamespace", "RestNamespace", "RestAdapter", "DynamicContextProvider"]
+__all__ = ["DirectoryNamespace", "RestNamespace", "RestAdapter", "DynamicContextProvider",
+           "connect"]
 
 _OWN = {
     "DirectoryNamespace": "lancenb.namespace.directory",
@@ -39,6 +39,21 @@ if TYPE_CHECKING:
     from lancenb.namespace.rest import DynamicContextProvider as DynamicContextProvider
     from lancenb.namespace.rest import RestAdapter as RestAdapter
     from lancenb.namespace.rest import RestNamespace as RestNamespace
+
+
+def connect(impl: str, properties: dict):
+    """A namespace by implementation name: ``"dir"`` (:class:`DirectoryNamespace`),
+    ``"rest"`` (:class:`RestNamespace`), or what ``lance_namespace.connect`` knows (a
+    registered name or a full class path).
+
+    Examples
+    --------
+    >>> ns = connect("dir", {"root": "/tmp/catalog"})  # doctest: +SKIP
+    """
+    if impl in ("dir", "rest"):
+        cls = __getattr__("DirectoryNamespace" if impl == "dir" else "RestNamespace")
+        return cls(**properties)
+    return _import("lance_namespace").connect(impl, properties)
 
 
 def _import(module: str):

@@ -85,6 +85,16 @@ def _check_id(object_id, *, what: str, allow_empty: bool) -> list[str]:
     return parts
 
 
+def _mode(mode, allowed: tuple[str, ...], what: str) -> str:
+    """A request's mode in snake case (the spec accepts ``ExistOk`` and ``exist_ok``)."""
+    norm = (mode or "create").replace("_", "").lower()
+    names = {m.replace("_", ""): m for m in allowed}
+    if norm not in names:
+        raise UnsupportedOperationError(f"{what}(mode={mode!r}) is not supported "
+                                        f"(supported: {', '.join(allowed)})")
+    return names[norm]
+
+
 def _paginate(names: list[str], page_token, limit) -> tuple[list[str], str | None]:
     """Sorted names after ``page_token`` (exclusive), at most ``limit``; the token of the
     next page when some are left."""
@@ -209,15 +219,19 @@ class DirectoryNamespace(LanceNamespace):
 
     # -- namespaces ------------------------------------------------------------
     def create_namespace(self, request):
-        """Add a child namespace (its parents must exist); properties are kept."""
+        """Add a child namespace (its parents must exist); properties are kept
+        (``mode="exist_ok"``: an existing one is kept, with its properties)."""
         parts = _check_id(request.id, what="Namespace", allow_empty=True)
         if not parts:
             raise NamespaceAlreadyExistsError("Root namespace already exists and cannot be created")
         manifest = self._need_manifest("Child namespaces")
+        mode = _mode(request.mode, ("create", "exist_ok"), "create_namespace")
         self._check_parents(parts[:-1])
         props = request.properties or None
         oid = DELIMITER.join(parts)
         if not manifest.insert(oid, NAMESPACE, metadata=json.dumps(props) if props else None):
+            if mode == "exist_ok":
+                return CreateNamespaceResponse(properties=self._check_namespace(parts))
             raise NamespaceAlreadyExistsError(f"Namespace '{oid}' already exists")
         return CreateNamespaceResponse(properties=request.properties)
 
@@ -319,11 +333,10 @@ class DirectoryNamespace(LanceNamespace):
         return TableExistsResponse()
 
     def create_table(self, request, request_data: bytes):
-        """Write the Arrow IPC stream ``request_data`` as a new table."""
+        """Write the Arrow IPC stream ``request_data`` as a new table (``mode``
+        ``"exist_ok"`` keeps an existing one, ``"overwrite"`` writes a new version of it)."""
         parts = _check_id(request.id, what="Table", allow_empty=False)
-        if (request.mode or "create").lower() not in ("create",):
-            raise UnsupportedOperationError(
-                f"create_table(mode={request.mode!r}) is not supported (only 'create')")
+        mode = _mode(request.mode, ("create", "exist_ok", "overwrite"), "create_table")
         if not request_data:
             raise InvalidInputError(
                 "Request data (Arrow IPC stream) is required for create_table")
@@ -331,6 +344,14 @@ class DirectoryNamespace(LanceNamespace):
             data = pa.ipc.open_stream(io.BytesIO(request_data)).read_all()
         except (pa.ArrowInvalid, OSError) as e:
             raise InvalidInputError(f"Invalid Arrow IPC stream: {e}") from e
+        existing = self._table_location(parts) if mode != "create" else None
+        if existing is not None:  # exist_ok keeps the table, overwrite writes a new version
+            uri = self._uri(existing)
+            ds = (LanceDataset(uri, storage_options=self._storage_options) if mode == "exist_ok"
+                  else write_dataset(data, uri, mode="overwrite",
+                                     storage_options=self._storage_options))
+            return CreateTableResponse(location=uri, version=ds.version,
+                                       storage_options=self._storage_options)
         loc = self._start_table(parts)
         uri = self._uri(loc)
         try:

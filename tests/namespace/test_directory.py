@@ -326,3 +326,19 @@ def test_racing_creates_of_one_id_have_one_winner(root):
     assert sorted(ids) == ["same", "seed", "x1", "x2", "x3"]
     assert _namespaces(pylance_ns.DirectoryNamespace(root=root), []) == \
         ["same", "seed", "x1", "x2", "x3"]
+
+
+def test_create_modes_and_connect(root):
+    ns = lancenb.namespace.connect("dir", {"root": root})
+    assert isinstance(ns, DirectoryNamespace)
+    ns.create_namespace(CreateNamespaceRequest(id=["m"], properties={"a": "1"}))
+    kept = ns.create_namespace(CreateNamespaceRequest(id=["m"], mode="ExistOk"))
+    assert kept.properties == {"a": "1"}
+    first = ns.create_table(CreateTableRequest(id=["m", "t"]), _ipc(_table(3)))
+    same = ns.create_table(CreateTableRequest(id=["m", "t"], mode="exist_ok"), _ipc(_table(1)))
+    assert same.location == first.location and same.version == 1
+    over = ns.create_table(CreateTableRequest(id=["m", "t"], mode="overwrite"), _ipc(_table(1)))
+    assert over.location == first.location and over.version == 2
+    assert lance.dataset(over.location).count_rows() == 1
+    with pytest.raises(nserr.UnsupportedOperationError, match="supported: create"):
+        ns.create_table(CreateTableRequest(id=["m", "u"], mode="replace"), _ipc(_table(1)))
