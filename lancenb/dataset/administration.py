@@ -284,11 +284,10 @@ class DatasetAdministration:
         return LanceSchema(self._mf.manifest.fields, self.schema)
 
     def base_paths(self) -> dict:
-        """``{id: DatasetBasePath}`` of the manifest's base paths (lancenb writes
-        none, so this is ``{}`` for its datasets)."""
-        return {int(b.id): DatasetBasePath(int(b.id), b.path,
-                                           b.name if b.HasField("name") else None,
-                                           bool(b.is_dataset_root))
+        """``{id: DatasetBasePath}`` of this version's registered base paths."""
+        return {int(b.id): DatasetBasePath(b.path, name=b.name if b.HasField("name") else None,
+                                           is_dataset_root=bool(b.is_dataset_root),
+                                           id=int(b.id))
                 for b in self._mf.manifest.base_paths}
 
     def explain_cleanup_old_versions(self, older_than=None, retain_versions=None, *,
@@ -529,14 +528,32 @@ class DatasetAdministration:
         """
         return create_branch(self, branch, reference)
 
+    @property
+    def _ds(self):
+        """This dataset: pylance's handle to its Rust dataset, through which code
+        written for pylance calls ``base_paths()`` and the like."""
+        return self
+
     def checkout_branch(self, branch: str):
         """The latest version of ``branch`` (``"main"``: the main line), as a new
         object (pylance's older API; ``checkout_version((branch, None))``)."""
         return self.checkout_version((branch, None))
 
-    def add_bases(self, *args, **kwargs):
-        self._no("add_bases", "lancenb reads and writes data under the dataset root only "
-                 "(no extra base paths)")
+    def add_bases(self, bases, transaction_properties=None):
+        """Register more base paths (``DatasetBasePath`` objects) in a new version
+        (an ``UpdateBases`` commit); ``write_dataset(..., target_bases=[name])`` then
+        writes there. Returns this dataset, moved to the new version."""
+        from lancenb.dataset.write.bases import add_bases_txn
+        from lancenb.table.bases import trust_bases
+
+        if not bases:
+            return self  # (nothing to register: no version, as pylance)
+        txn = add_bases_txn(self.version, self._mf.manifest, bases, transaction_properties)
+        trust_bases(self._store, [b.path for b in bases])
+        mf = commit(self._store, txn, v2_names=self._v2, data_format=self.data_storage_version,
+                    writer_version=__version__, base=self._mf)
+        self._become(mf)
+        return self
 
     def shallow_clone(self, *args, **kwargs):
         self._no("shallow_clone", "a shallow clone refers to the source's files through a "
@@ -556,6 +573,6 @@ def _modified(store, rel: str) -> _dt.datetime:
     return _dt.datetime.fromtimestamp(t or 0, _dt.timezone.utc)
 
 
-for _name in ("add_bases", "shallow_clone",
+for _name in ("shallow_clone",
               "new_file_session"):
     getattr(DatasetAdministration, _name).not_supported = True  # scripts/parity.py reads it

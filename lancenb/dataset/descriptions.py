@@ -40,12 +40,21 @@ class DataStatistics:
 
 @dataclass
 class DatasetBasePath:
-    """A base path registered in a manifest (``ds.base_paths()``)."""
+    """A base path of a multi-base dataset (pylance's argument order): where data
+    files may live besides the dataset's own ``data/``. ``is_dataset_root``: files
+    go under ``{path}/data/``, else directly under ``path``; ``id`` is assigned when
+    the base is registered (``write_dataset(initial_bases=)``, ``add_bases``) and
+    set in what ``ds.base_paths()`` returns.
 
-    id: int
+    Examples
+    --------
+    >>> DatasetBasePath("s3://bucket/hot", name="hot")  # doctest: +SKIP
+    """
+
     path: str
     name: str | None = None
     is_dataset_root: bool = False
+    id: int | None = None
 
 
 class LanceStats:

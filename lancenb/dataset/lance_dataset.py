@@ -816,7 +816,8 @@ Hugging Face Dataset or IterableDataset
     >>> ds = lancenb.write_dataset(more, "/tmp/ds", mode="append")  # doctest: +SKIP
     """
     uri, storage_options = _namespace_table(kwargs, uri, storage_options, mode)
-    extra = ("commit_message", "transaction_properties", "auto_cleanup_options")
+    extra = ("commit_message", "transaction_properties", "auto_cleanup_options",
+             "initial_bases", "target_bases")  # (bases: lancenb.dataset.write.bases)
     check_write_options({k: v for k, v in kwargs.items() if k not in extra})
     store, mf = write_version(data_obj, uri, schema, mode=mode,
                               max_rows_per_file=max_rows_per_file,

@@ -28,7 +28,9 @@ from lancenb.errors import CorruptFileError, NotSupportedError
 from lancenb.io.paths import check_name
 from lancenb.table.deletion import deletion_path
 
-__all__ = ["BRANCH_DIR", "normalise_root", "allowed_root", "register_bases", "base_root_of"]
+__all__ = ["BRANCH_DIR", "normalise_root", "allowed_root", "register_bases", "base_root_of",
+           "trust_bases", "allow_bases", "trusted_roots", "new_base_paths", "apply_bases",
+           "build_stand_in"]
 
 BRANCH_DIR = "tree"  # branches live under {root}/tree/{branch name}
 
@@ -75,7 +77,8 @@ def base_root_of(store, bp, source: str, main_root: str, extra: set[str]) -> str
         raise CorruptFileError(
             f"{source}: base path {bp.id} {bp.path!r} is outside the dataset "
             f"{main_root!r} and its branches, and was not given as a base; lancenb "
-            f"reads data only under roots it was given")
+            f"reads data only under roots it was given (trust it with "
+            f"lancenb.table.bases.allow_bases([...]))")
     return root
 
 
@@ -86,6 +89,7 @@ def register_bases(store, manifest, source: str, *, main_root: str | None = None
     if not manifest.base_paths:
         return
     main_root = main_root or store.root
+    extra = set(extra) | trusted_roots(store)
     roots = {}
     for bp in manifest.base_paths:
         roots[int(bp.id)] = (base_root_of(store, bp, source, main_root, set(extra)),
@@ -113,3 +117,110 @@ def _lookup(roots: dict, base_id: int, source: str):
     except KeyError:
         raise CorruptFileError(f"{source}: a file names base path {base_id}, which the "
                                f"manifest does not list") from None
+
+
+# -- bases the user gave ------------------------------------------------------------------
+
+_TRUSTED: set[tuple[str, str]] = set()  # (filesystem protocol, normalised root)
+
+
+def trust_bases(store, paths) -> None:
+    """Allow the base roots ``paths`` for datasets on ``store``'s filesystem in this
+    process: the bases a user named to ``write_dataset(initial_bases=)`` or
+    ``add_bases``, or to :func:`lancenb.allow_bases` before opening a dataset whose
+    manifest lists them."""
+    for p in paths:
+        _TRUSTED.add((_proto(store.fs), normalise_root(store.fs, p)))
+
+
+def allow_bases(paths, storage_options=None) -> None:
+    """Trust the base paths ``paths`` (URIs or local paths) for reads in this process:
+    what a user calls before opening a multi-base dataset whose bases another process
+    registered (lancenb reads data only under roots it was given).
+
+    Examples
+    --------
+    >>> allow_bases(["/data/hot", "/data/cold"])  # doctest: +SKIP
+    """
+    from lancenb.io import resolve
+
+    for p in paths:
+        fs, _ = resolve(str(p), storage_options)
+        _TRUSTED.add((_proto(fs), normalise_root(fs, str(p))))
+
+
+def trusted_roots(store) -> set[str]:
+    """The roots trusted (:func:`trust_bases`) on ``store``'s filesystem."""
+    proto = _proto(store.fs)
+    return {root for p, root in _TRUSTED if p == proto}
+
+
+def new_base_paths(existing, given) -> list:
+    """``BasePath`` messages for ``given`` (``DatasetBasePath``-like objects with
+    ``path``, ``name``, ``is_dataset_root``, ``id``) next to the ``existing`` ones:
+    ids from the largest existing + 1 unless given; a name or path already there, or
+    twice in ``given``, is an ``InvalidInputError``."""
+    from lancenb._proto import table_pb2
+    from lancenb.errors import InvalidInputError
+
+    names = {b.name for b in existing if b.HasField("name")}
+    paths = {b.path for b in existing}
+    ids = {int(b.id) for b in existing}
+    nxt = max(ids, default=0) + 1
+    out = []
+    for g in given:
+        path = str(getattr(g, "path", g))
+        name = getattr(g, "name", None)
+        if name is not None and name in names:
+            raise InvalidInputError(f"base path name {name!r} already exists")
+        if path in paths:
+            raise InvalidInputError(f"base path {path!r} already exists")
+        bid = getattr(g, "id", None)
+        if bid is None or int(bid) in ids:
+            bid = nxt
+        nxt = max(nxt, int(bid)) + 1
+        msg = table_pb2.BasePath(id=int(bid), path=path,
+                                 is_dataset_root=bool(getattr(g, "is_dataset_root", False)))
+        if name is not None:
+            msg.name = name
+        names.add(name)
+        paths.add(path)
+        ids.add(int(bid))
+        out.append(msg)
+    return out
+
+
+def apply_bases(m, base, txn) -> None:
+    """Base paths of the manifest ``m`` that ``txn`` built on ``base``: an overwrite
+    keeps the base's and adds its ``initial_bases`` (pylance's rule), an
+    ``UpdateBases`` adds its ``new_bases``; other operations copied the base's."""
+    op = txn.op
+    if op == "overwrite":
+        del m.base_paths[:]
+        if base is not None:
+            m.base_paths.extend(base.base_paths)
+        m.base_paths.extend(new_base_paths(m.base_paths, txn.pb.overwrite.initial_bases))
+    elif op == "update_bases":
+        m.base_paths.extend(new_base_paths(m.base_paths, txn.pb.update_bases.new_bases))
+    else:
+        return
+    from lancenb.table.manifest import FLAG_BASE_PATHS
+
+    if m.base_paths:
+        m.reader_feature_flags |= FLAG_BASE_PATHS
+        m.writer_feature_flags |= FLAG_BASE_PATHS
+
+
+def build_stand_in(txn):
+    """For ``UpdateBases``, which changes nothing but the base paths: a no-op
+    ``UpdateConfig`` with the same read version and uuid, to build the manifest and
+    carry the index section as for any metadata-only commit."""
+    if txn.op != "update_bases":
+        return txn
+    from lancenb._proto import transaction_pb2
+    from lancenb.table.transaction import Transaction
+
+    stand = Transaction(txn.read_version, "update_config",
+                        transaction_pb2.Transaction.UpdateConfig())
+    stand.pb.uuid = txn.pb.uuid
+    return stand

@@ -54,6 +54,7 @@ from lancenb.errors import (
 )
 from lancenb.io.pools import ThreadPool
 from lancenb.io.store import ObjectStore
+from lancenb.table.bases import apply_bases, build_stand_in
 from lancenb.table.conflicts import check_conflict, check_gap
 from lancenb.table.deletion import deletion_path, read_deletions, write_deletions
 from lancenb.table.external import ExternalManifestStore, synchronize
@@ -626,9 +627,11 @@ def _commit_loop(store, txn: Transaction, own: list, phase: _Phase, *, v2_names,
             _merge_deletes(store, txn, latest.manifest, initial, own)
         base = latest.manifest if latest is not None else None
         new_v = txn.clone_version or latest_v + 1
-        m = build_manifest(base, txn, new_v, data_format=data_format,
+        built = build_stand_in(txn)  # (UpdateBases: lancenb.table.bases)
+        m = build_manifest(base, built, new_v, data_format=data_format,
                            writer_version=writer_version)
-        index = index_section_for(latest, txn, m)
+        apply_bases(m, base, txn)
+        index = index_section_for(latest, built, m)
         raw = frame_manifest(m, txn.pb, index)
         rel = f"{VERSIONS_DIR}/{manifest_name(new_v, v2_names)}"
         try:

@@ -37,6 +37,7 @@ from lancenb._version import __version__
 from lancenb.dataset.operations import LanceOperation
 from lancenb.dataset.operations import Transaction as WriteTransaction
 from lancenb.dataset.read import blob
+from lancenb.dataset.write.bases import prepare as prepare_bases
 from lancenb.dataset.write.cleanup import after_commit, auto_cleanup_config
 from lancenb.dataset.write.inputs import check_append_schema, fill_missing, normalize_input
 from lancenb.errors import (
@@ -275,8 +276,7 @@ def cleanup(store, paths: list[str]) -> None:
 _WRITE_TUNING = ("data_cache_bytes", "max_page_bytes", "session",
                  "blob_pack_file_size_threshold")
 # pylance's options for features lancenb does not have: refused when used
-_WRITE_UNSUPPORTED = {"initial_bases": None,
-                      "target_bases": None, "target_all_bases": None,
+_WRITE_UNSUPPORTED = {"target_all_bases": None,
                       "base_store_params": None, "external_blob_mode": "reference",
                       "allow_external_blob_outside_bases": False, "namespace_client": None,
                       "table_id": None}
@@ -488,7 +488,8 @@ def write_version(data, target, schema=None, *, mode: str = "create",
                   enable_v2_manifest_paths: bool = True, commit_lock=None, manifest_store=None,
                   enable_stable_row_ids=None, use_legacy_format=None, progress=None,
                   commit_message=None, transaction_properties=None,
-                  auto_cleanup_options=None, what: str = "write_dataset"):
+                  auto_cleanup_options=None, what: str = "write_dataset", initial_bases=None,
+                  target_bases=None):
     """``write_dataset``'s whole pipeline: plan, conform, write the files, commit an
     ``Append`` or ``Overwrite``. Returns ``(store, manifest file committed)``; nothing of
     the write stays if it fails before the commit point. ``auto_cleanup_options``
@@ -509,12 +510,18 @@ def write_version(data, target, schema=None, *, mode: str = "create",
     batches = conform_batches(plan, in_schema, batches, allow_subset=True)
     written: list[str] = []
     try:
-        frags = write_data_files(plan.store, batches, plan.schema, plan.fields,
+        # multi-base datasets (lancenb.dataset.write.bases): where the files go
+        store, targets, init = prepare_bases(plan, mode, initial_bases, target_bases)
+        frags = write_data_files(store, batches, plan.schema, plan.fields,
                                  version=plan.version, max_rows_per_file=max_rows_per_file,
                                  max_bytes_per_file=max_bytes_per_file, written=written,
                                  progress=progress)
+        if targets is not None:
+            targets.mark(frags)
         txn = plan.transaction(frags, enable_stable_row_ids=enable_stable_row_ids,
                                properties=properties)
+        if init and txn.op == "overwrite":
+            txn.pb.overwrite.initial_bases.extend(init)
         if auto_cleanup_options is not None and plan.base is None and txn.op == "overwrite":
             txn.pb.overwrite.config_upsert_values.update(
                 auto_cleanup_config(auto_cleanup_options))

@@ -1,0 +1,116 @@
+"""Multi-base datasets (``initial_bases``, ``target_bases``, ``add_bases``) both ways
+with pylance, cleanup and compaction across bases, and confinement of base paths."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+
+import lance
+import pyarrow as pa
+import pytest
+
+import lancenb
+from lancenb.errors import CorruptFileError
+from lancenb.table import bases as B
+
+
+def _t(lo, hi):
+    return pa.table({"id": pa.array(range(lo, hi), pa.int64())})
+
+
+def _ids(ds):
+    return sorted(ds.to_table()["id"].to_pylist())
+
+
+def _files(d):
+    return sorted(os.path.relpath(os.path.join(p, n), d) for p, _, ns in os.walk(d) for n in ns) \
+        if os.path.isdir(d) else []
+
+
+@pytest.fixture
+def dirs(tmp_path):
+    return {k: str(tmp_path / k) for k in ("primary", "p1", "p2", "p3")}
+
+
+@pytest.mark.parametrize("writer", ["lancenb", "pylance"])
+def test_multi_base_round_trip(dirs, writer):
+    w, r = (lancenb, lance) if writer == "lancenb" else (lance, lancenb)
+    ds = w.write_dataset(_t(0, 10), dirs["primary"], initial_bases=[
+        w.DatasetBasePath(dirs["p1"], name="p1"),
+        w.DatasetBasePath(dirs["p2"], name="p2", is_dataset_root=True)],
+        target_bases=["p1", "p2"], max_rows_per_file=3)
+    # one file per base in turn; a root base keeps them under data/
+    assert len(_files(dirs["p1"])) == 2 and len(_files(dirs["p2"])) == 2
+    assert all(f.startswith("data/") for f in _files(dirs["p2"]))
+    assert not os.path.exists(os.path.join(dirs["primary"], "data"))
+    ds.add_bases([w.DatasetBasePath(dirs["p3"], name="p3")])
+    w.write_dataset(_t(10, 12), ds, mode="append", target_bases=["p3"])
+    w.write_dataset(_t(12, 13), dirs["primary"], mode="append")  # the primary's data/
+    if r is lancenb:
+        B.allow_bases([dirs["p1"], dirs["p2"], dirs["p3"]])
+    other = r.dataset(dirs["primary"])
+    assert _ids(other) == list(range(13))
+    got = {k: (v.path, v.name, v.is_dataset_root) for k, v in other.base_paths().items()}
+    assert got == {1: (dirs["p1"], "p1", False), 2: (dirs["p2"], "p2", True),
+                   3: (dirs["p3"], "p3", False)}
+    # the reader writes on: an append to a base, and an overwrite keeps the bases
+    r.write_dataset(_t(13, 14), other, mode="append", target_bases=["p1"])
+    assert len(_files(dirs["p1"])) == 3
+    assert _ids(w.dataset(dirs["primary"])) == list(range(14))
+    r.write_dataset(_t(20, 21), dirs["primary"], mode="overwrite", target_bases=["p2"])
+    back = w.dataset(dirs["primary"])
+    assert _ids(back) == [20] and len(back.base_paths()) == 3
+
+
+def test_cleanup_and_compaction_across_bases(dirs):
+    ds = lancenb.write_dataset(_t(0, 6), dirs["primary"], initial_bases=[
+        lancenb.DatasetBasePath(dirs["p1"], name="p1")], target_bases=["p1"],
+        max_rows_per_file=2)
+    ds.delete("id = 1")
+    ds.optimize.compact_files(target_rows_per_fragment=100)
+    ds = lancenb.dataset(dirs["primary"])
+    assert _ids(ds) == [0, 2, 3, 4, 5]
+    assert _ids(lance.dataset(dirs["primary"])) == [0, 2, 3, 4, 5]
+    before = _files(dirs["p1"])
+    stats = ds.cleanup_old_versions(older_than=dt.timedelta(0))
+    assert stats.old_versions >= 1
+    # files in other bases are never deleted through the dataset (kept, still listed)
+    assert _files(dirs["p1"]) == before
+    assert _ids(lance.dataset(dirs["primary"])) == [0, 2, 3, 4, 5]
+
+
+def test_target_and_initial_base_errors(dirs):
+    base = [lancenb.DatasetBasePath(dirs["p1"], name="p1")]
+    with pytest.raises(lancenb.InvalidInputError, match="not found"):
+        lancenb.write_dataset(_t(0, 1), dirs["primary"], initial_bases=base,
+                              target_bases=["nope"])
+    ds = lancenb.write_dataset(_t(0, 1), dirs["primary"], initial_bases=base,
+                               target_bases=["p1"])
+    with pytest.raises(lancenb.InvalidInputError, match="Append mode"):
+        lancenb.write_dataset(_t(1, 2), ds, mode="append", initial_bases=[
+            lancenb.DatasetBasePath(dirs["p2"], name="p2")])
+    with pytest.raises(lancenb.InvalidInputError, match="already exists"):
+        ds.add_bases([lancenb.DatasetBasePath(dirs["p2"], name="p1")])
+    assert ds.add_bases([]) is ds and ds.version == 1
+
+
+def test_a_base_no_one_gave_is_not_read(dirs, tmp_path):
+    """A manifest naming a base path outside the dataset that this process was not
+    given (a hostile or copied manifest) is refused, not read."""
+    from lancenb.table.commit import load_manifest, open_store
+    from lancenb.table.manifest import VERSIONS_DIR, frame_manifest, manifest_name
+
+    secret = str(tmp_path / "secret")
+    lancenb.write_dataset(_t(41, 42), secret)
+    lancenb.write_dataset(_t(0, 1), dirs["primary"])
+    st = open_store(dirs["primary"])
+    m = load_manifest(st, 1, True).manifest
+    m.base_paths.add(id=7, path=secret, is_dataset_root=True)
+    m.fragments[0].files[0].path = os.listdir(os.path.join(secret, "data"))[0]
+    m.fragments[0].files[0].base_id = 7
+    st.write_bytes(f"{VERSIONS_DIR}/{manifest_name(1, True)}", frame_manifest(m))
+    with pytest.raises(CorruptFileError, match="outside the dataset"):
+        lancenb.dataset(dirs["primary"])
+    B.allow_bases([secret])  # the user vouches for it: read
+    assert _ids(lancenb.dataset(dirs["primary"])) == [41]
