@@ -44,9 +44,10 @@ from lance_namespace import (
     RegisterTableResponse,
     TableExistsResponse,
 )
+from lance_namespace_urllib3_client.models import JsonArrowSchema
 
 from lancenb.dataset import LanceDataset, write_dataset
-from lancenb.errors import DatasetExistsError
+from lancenb.errors import DatasetExistsError, DatasetNotFoundError
 from lancenb.io.store import ObjectStore
 from lancenb.namespace._manifest import DELIMITER, NAMESPACE, TABLE, ManifestTable
 from lancenb.namespace.errors import (
@@ -58,6 +59,7 @@ from lancenb.namespace.errors import (
     TableNotFoundError,
     UnsupportedOperationError,
 )
+from lancenb.namespace.schema import schema_to_spec_json
 
 __all__ = ["DirectoryNamespace"]
 
@@ -315,17 +317,25 @@ class DirectoryNamespace(LanceNamespace):
         return parts, loc
 
     def describe_table(self, request):
-        """The table's location (and, with ``load_detailed_metadata`` or a ``version``,
-        its version number)."""
+        """The table's location; with ``load_detailed_metadata`` (or a ``version``) also
+        its version, schema (the spec's JSON form) and whether it is only declared."""
         parts, loc = self._located(request)
         uri = self._uri(loc)
-        version = None
-        if request.version is not None or getattr(request, "load_detailed_metadata", None):
-            version = LanceDataset(uri, request.version,
-                                   storage_options=self._storage_options).version
-        return DescribeTableResponse(table=parts[-1], namespace=parts[:-1], location=uri,
-                                     table_uri=uri, version=version,
-                                     storage_options=self._storage_options)
+        out = DescribeTableResponse(table=parts[-1], namespace=parts[:-1], location=uri,
+                                    table_uri=uri, storage_options=self._storage_options)
+        if request.version is None and not getattr(request, "load_detailed_metadata", None):
+            return out
+        try:
+            ds = LanceDataset(uri, request.version, storage_options=self._storage_options)
+        except DatasetNotFoundError:
+            if request.version is not None or not self._store.exists(f"{loc}/{RESERVED_FILE}"):
+                raise
+            out.is_only_declared = True  # declared, no version written yet
+            return out
+        out.version = ds.version
+        out.var_schema = JsonArrowSchema.from_dict(schema_to_spec_json(ds.schema))
+        out.is_only_declared = False
+        return out
 
     def table_exists(self, request):
         """Returns if the table exists, else raises ``TableNotFoundError``."""

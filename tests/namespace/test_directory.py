@@ -342,3 +342,25 @@ def test_create_modes_and_connect(root):
     assert lance.dataset(over.location).count_rows() == 1
     with pytest.raises(nserr.UnsupportedOperationError, match="supported: create"):
         ns.create_table(CreateTableRequest(id=["m", "u"], mode="replace"), _ipc(_table(1)))
+
+
+def test_detailed_describe_equals_pylances(root):
+    tbl = pa.table({
+        "id": pa.array([1, 2], pa.int64()), "s": ["a", "b"],
+        "vec": pa.array([[1.0, 2.0]] * 2, pa.list_(pa.float32(), 2)),
+        "st": pa.array([{"x": 1, "y": "q"}] * 2),
+        "dec": pa.array([1, 2], pa.decimal128(10, 2)),
+        "ts": pa.array([1, 2], pa.timestamp("us")),
+        "ll": pa.array([[1], [2, 3]], pa.large_list(pa.int8())),
+        "b": pa.array([b"x", None], pa.large_binary()),
+    })
+    theirs, ours = pylance_ns.DirectoryNamespace(root=root), DirectoryNamespace(root=root)
+    theirs.create_namespace(CreateNamespaceRequest(id=["n"]))
+    lance.write_dataset(tbl, namespace_client=theirs, table_id=["n", "t"])
+    theirs.declare_table(DeclareTableRequest(id=["n", "later"]))
+    for tid in (["n", "t"], ["n", "later"]):
+        req = DescribeTableRequest(id=tid, load_detailed_metadata=True)
+        a, b = theirs.describe_table(req), ours.describe_table(req)
+        assert (b.version, b.var_schema, b.is_only_declared) == \
+            (a.version, a.var_schema, a.is_only_declared)
+    assert ours.describe_table(DescribeTableRequest(id=["n", "t"])).version is None  # cheap
