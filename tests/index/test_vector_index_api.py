@@ -126,3 +126,15 @@ def test_vector_index_reader_as_pylance(indexed):
         assert a.equals(b.cast(a.schema))
     with pytest.raises(IndexError, match="out of range"):
         ours.read_partition(5)
+
+
+def test_centroids_as_pylance(indexed):
+    ours = VectorIndexMethods.centroids(lancenb.dataset(indexed), index_name="v_idx")
+    theirs = lance.dataset(indexed).centroids(index_name="v_idx")
+    assert ours.type.list_size == theirs.type.list_size == 16 and len(ours) == 4
+    np.testing.assert_allclose(np.stack(ours.to_numpy(zero_copy_only=False)),
+                               np.stack(theirs.to_numpy(zero_copy_only=False)), rtol=1e-6)
+    by_column = VectorIndexMethods.centroids(lancenb.dataset(indexed), column="v")
+    assert by_column.equals(ours)
+    with pytest.raises(ValueError, match="Must provide 'index_name' or 'column'"):
+        VectorIndexMethods.centroids(lancenb.dataset(indexed))

@@ -254,6 +254,44 @@ class VectorIndexMethods:
                 d.segments.append(seg)
         return list(out.values())
 
+    def get_ivf_model(self, index_name: str):
+        """The IVF model (:class:`lancenb.indices.IvfModel`: centroids as fixed-size
+        lists, distance type) of the vector index ``index_name``, or None."""
+        from lancenb.index.vector.ivf import open_vector_index
+
+        entries = [e for e in self.list_indices() if e["name"] == index_name]
+        if not entries:
+            raise IndexNotFoundError(f"Index not found: {index_name}")
+        if not entries[0]["type"].startswith("IVF"):
+            return None
+        idx = open_vector_index(self, entries[0])
+        c = idx.centroids
+        arr = pa.FixedSizeListArray.from_arrays(pa.array(c.reshape(-1), pa.float32()),
+                                                c.shape[1])
+        from lancenb.index.vector.models import IvfModel
+
+        return IvfModel(arr, idx.metric)
+
+    def centroids(self, *, index_name: str | None = None, column: str | None = None):
+        """IVF centroids (fixed-size lists) of ``index_name``, or of the first IVF
+        index on ``column``; None when the index has none.
+
+        Examples
+        --------
+        >>> ds.centroids(index_name="vector_idx")  # doctest: +SKIP
+        """
+        if index_name is None:
+            if column is None:
+                raise ValueError("Must provide 'index_name' or 'column'.")
+            names = [e["name"] for e in self.list_indices()
+                     if [f.lower() for f in e["fields"]] == [column.lower()]
+                     and e["type"].startswith("IVF")]
+            if not names:
+                raise KeyError(f"No IVF index for column '{column}'")
+            index_name = names[0]
+        ivf = self.get_ivf_model(index_name)
+        return None if ivf is None else ivf.centroids
+
     def index_statistics(self, index_name: str) -> dict:
         """pylance's statistics of a vector index (deprecated there, as here: use
         ``ds.stats.index_stats``)."""
