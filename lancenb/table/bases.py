@@ -224,3 +224,38 @@ def build_stand_in(txn):
                         transaction_pb2.Transaction.UpdateConfig())
     stand.pb.uuid = txn.pb.uuid
     return stand
+
+
+def base_file_paths(store, manifest, main_root: str | None = None) -> set[str]:
+    """Filesystem paths of the data and deletion files ``manifest`` holds on other
+    base paths (outside ``store``'s root) whose base is confined (a base that is not
+    is left out: nothing is ever deleted there)."""
+    main_root = main_root or store.root
+    extra = trusted_roots(store)
+    own = store.root.rstrip("/")
+    roots = {}
+    for bp in manifest.base_paths:
+        try:
+            roots[int(bp.id)] = (base_root_of(store, bp, "cleanup", main_root, extra),
+                                 bool(bp.is_dataset_root))
+        except (CorruptFileError, NotSupportedError):
+            continue
+    out = set()
+    for f in manifest.fragments:
+        for d in f.files:
+            if d.HasField("base_id") and int(d.base_id) in roots:
+                root, is_root = roots[int(d.base_id)]
+                if root != own and is_confined_name(d.path):
+                    out.add(f"{root}/data/{d.path}" if is_root else f"{root}/{d.path}")
+        df = f.deletion_file if f.HasField("deletion_file") else None
+        if df is not None and df.HasField("base_id") and int(df.base_id) in roots:
+            root, _ = roots[int(df.base_id)]
+            if root != own:
+                out.add(f"{root}/{deletion_path(int(f.id), df)}")
+    return out
+
+
+def is_confined_name(name) -> bool:
+    from lancenb.io.paths import is_confined
+
+    return is_confined(name, single=True)

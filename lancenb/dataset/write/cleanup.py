@@ -53,7 +53,8 @@ from functools import partial
 
 from lancenb.dataset.branching import branch_store, root_of
 from lancenb.errors import InvalidInputError
-from lancenb.table.branches import shared_refs
+from lancenb.table.bases import base_file_paths
+from lancenb.table.branches import Branches, shared_refs
 from lancenb.table.commit import TRANSACTIONS_DIR, list_versions, load_manifest
 from lancenb.table.deletion import DELETIONS_DIR, deletion_path
 from lancenb.table.manifest import DATA_DIR, VERSIONS_DIR, manifest_name
@@ -230,7 +231,39 @@ def cleanup_store(store, older_than: _dt.timedelta | None = None,
         stats.removed.append(rel)
         if not dry_run:
             store.delete(rel)
+    _remove_on_bases(store, root, branch, manifests, keep, remove, stats, dry_run)
     return stats
+
+
+def _remove_on_bases(store, root, branch, manifests, keep, remove, stats, dry_run) -> None:
+    """Files of removed versions on other base paths (multi-base datasets): removed
+    when verified, that is named by a removed version and by no kept version of any
+    branch, on a confined base (:func:`lancenb.table.bases.base_file_paths`). Bases
+    are never listed: another dataset may share one."""
+    gone = set().union(*(base_file_paths(store, manifests[v].manifest, root.root)
+                         for v in remove)) if remove else set()
+    if not gone:
+        return
+    gone -= set().union(*(base_file_paths(store, manifests[v].manifest, root.root)
+                          for v in keep))
+    for b in [None] + sorted(Branches(root).list()):
+        if gone and b != branch:
+            st = root if b is None else branch_store(root, b)
+            vs, naming = list_versions(st)
+            for v in vs:
+                gone -= base_file_paths(st, load_manifest(st, v, naming).manifest, root.root)
+    for p in sorted(gone):
+        try:
+            size = store.fs.size(p)
+        except Exception:  # noqa: BLE001 - already gone, or unknowable: counted as 0
+            size = 0
+        stats.bytes_removed += size
+        stats.removed.append(p)
+        if not dry_run:
+            try:
+                store.fs.rm(p)
+            except FileNotFoundError:
+                pass
 
 
 # -- durations (pylance's humantime syntax) --------------------------------------------
