@@ -17,6 +17,9 @@ float32 as pylance does. E.g. m=2, n=3, codes ``[0,1,1, 2,0,2]`` -> row 1 is
 ``pq_encode``: codes (row major, ``(n, m)`` u8) of the nearest centroid by squared L2
 (first of equals).
 
+``sq_l2``: IVF_SQ's code distance, ``sum_j (codes[i, j] - qc[j])**2`` in integers
+(u8 codes of a row and of the query), e.g. ``[[1, 2]]`` against ``[3, 2]`` -> ``[4]``.
+
 Statuses: OK, or BAD_CODE when a code is >= K (a corrupt file) / BAD_SHAPE.
 """
 
@@ -106,4 +109,20 @@ def pq_encode(codebook, x, out):
                     best = acc
                     arg = c
             out[i, s] = arg
+    return OK
+
+
+@kernel
+def sq_l2(codes, qc, out):
+    """Scalar-quantised rows against the query's codes: ``out[i] = sum_j (codes[i, j] -
+    qc[j])**2`` (exact, in integers, then float32), for IVF_SQ's l2/cosine distance."""
+    n, d = codes.shape
+    if qc.shape[0] != d or out.shape[0] < n:
+        return BAD_SHAPE
+    for i in range(n):
+        acc = 0
+        for j in range(d):
+            diff = np.int32(codes[i, j]) - np.int32(qc[j])
+            acc += diff * diff
+        out[i] = np.float32(acc)
     return OK

@@ -79,3 +79,17 @@ def test_bad_shapes_and_codes_give_status():
     out = np.zeros(2, np.float32)
     assert kpq.pq_adc(table, np.array([0, 9, 1, 1], np.uint8), 0, 2, 8, out) == kpq.BAD_CODE
     assert kpq.pq_adc(table, np.zeros(3, np.uint8), 0, 2, 8, out) == kpq.BAD_SHAPE
+
+
+@given(st.integers(0, 30), st.integers(1, 40), st.integers(0, 2**31))
+def test_sq_l2_matches_reference(as_input, n, d, seed):
+    rng = np.random.default_rng(seed)
+    codes = rng.integers(0, 256, (n, d)).astype(np.uint8)
+    qc = rng.integers(0, 256, d).astype(np.uint8)
+    out = np.full(n + 1, -1, np.float32)
+    assert kpq.sq_l2(as_input(codes), as_input(qc), out) == kpq.OK
+    ref = ((codes.astype(np.int64) - qc) ** 2).sum(1)
+    np.testing.assert_array_equal(out[:n], ref.astype(np.float32))
+    assert out[-1] == -1
+    assert kpq.sq_l2(codes, qc[:0] if d > 1 else np.zeros(2, np.uint8), out) == \
+        kpq.BAD_SHAPE

@@ -1,12 +1,15 @@
 """Distances of vectors to one query, as pylance's metrics define them.
 
 ``l2``: squared Euclidean; ``cosine``: ``1 - x.q / (|x| |q|)``; ``dot``: ``1 - x.q``.
-Computed in float32 from float32 inputs (float16 vectors are widened first).
+Computed in float32 from float32 inputs (float16 vectors are widened first), by
+:mod:`lancenb.kernels.distance` (NumPy for what it refuses).
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from lancenb.kernels import distance as kd
 
 __all__ = ["exact_distances", "partition_distances"]
 
@@ -17,6 +20,12 @@ def exact_distances(x: np.ndarray, q: np.ndarray, metric: str) -> np.ndarray:
     if x.dtype != np.float32 and x.dtype != np.float64:
         x = x.astype(np.float32)
     q = np.asarray(q, dtype=x.dtype)
+    code = kd.METRICS.get(metric)
+    if code is not None and code != kd.HAMMING and x.ndim == 2 and len(x):
+        out = np.empty(len(x), np.float32)
+        if kd.distances_to_query(np.ascontiguousarray(x), np.ascontiguousarray(q), code,
+                                 out) == kd.OK:
+            return out
     if metric == "l2":
         diff = x - q
         d = np.einsum("ij,ij->i", diff, diff)

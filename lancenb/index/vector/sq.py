@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from lancenb.errors import CorruptFileError
+from lancenb.kernels import pq as kpq
 
 __all__ = ["CODE_COLUMN", "bounds_of", "quantize", "partition_distances"]
 
@@ -44,8 +45,11 @@ def partition_distances(params: dict, codes: np.ndarray, q: np.ndarray,
     if metric == "dot":  # pylance dequantizes the rows and keeps the query as is
         deq = np.float32(lo) + codes.astype(np.float32) * np.float32((hi - lo) / 255.0)
         return (np.float32(1.0) - deq @ np.asarray(q, np.float32)).astype(np.float32)
-    qc = quantize(q, lo, hi).astype(np.int64)
-    diff = codes.astype(np.int64) - qc
-    raw = np.einsum("ij,ij->i", diff, diff).astype(np.float32)
+    qc = quantize(q, lo, hi)
+    raw = np.empty(len(codes), np.float32)
+    status = kpq.sq_l2(np.ascontiguousarray(codes), qc, raw)
+    if status != kpq.OK:
+        raise CorruptFileError(f"SQ codes {codes.shape} do not fit a query of "
+                               f"{len(qc)} dimensions")
     rng = np.float32(hi - lo)
     return (raw * (rng * rng) / np.float32(255.0 * 255.0)).astype(np.float32)
