@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from lancenb.dataset.read.nested import ROW_ADDR, ROW_ID
 from lancenb.dataset.read.readahead import decoded_ahead
+from lancenb.index.scalar.query import TableView, index_offsets
 
 __all__ = ["META_FILTER_COLUMNS", "FilterSteps", "compiled",
            "filter_schema", "stats_can_decide"]
@@ -112,10 +113,17 @@ class FilterSteps:
         batch_rows = self._filter_batch_rows() if self.limit is None else 0
         pending: list = []
         rows = 0
-        if self.limit is None:
-            frags = decoded_ahead(frags, self._plain(self.filter_columns))
+        # scalar indices: the live rows of each covered fragment the filter holds for
+        # (exact; the filter is still evaluated on them), None: no index answers it
+        hits = None if self.include_deleted_rows or self._filter.text is None else \
+            self._index_hits()
+        if self.limit is None and not hits:  # (whole fragments decoded ahead: not
+            frags = decoded_ahead(frags, self._plain(self.filter_columns))  # indexed ones)
         for frag in frags:
             live = None if self.include_deleted_rows else frag.live_offsets()
+            if hits is not None and frag.fragment_id in hits:
+                got = hits[frag.fragment_id]
+                live = got if live is None else np.intersect1d(live, got, assume_unique=True)
             live = self._prune(frag, live)
             n_live = frag.physical_rows if live is None else len(live)
             if n_live == 0:
@@ -129,6 +137,17 @@ class FilterSteps:
                 pending, rows = [], 0
         if pending:
             yield from self._evaluate(pending, count)
+
+    def _index_hits(self):
+        """:func:`~lancenb.index.scalar.query.index_offsets` of this scan's filter, the
+        dataset's indices and fragments handed down (None: no scalar index answers)."""
+        ds = self._ds
+        indices = ds.list_indices()
+        if not indices:
+            return None
+        view = TableView(ds.uri, ds.version, ds.schema, indices,
+                         [f.metadata for f in ds.get_fragments()])
+        return index_offsets(view, self._filter.text)
 
     def filter_table(self, frag, live) -> pa.Table:
         """The filter columns of ``frag``'s rows ``live`` (all: None); ``_rowid`` and

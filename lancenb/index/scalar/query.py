@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
 from pyroaring import BitMap64
 
 from lancenb.errors import LanceError
@@ -34,7 +36,7 @@ from lancenb.table.deletion import read_deletions
 from lancenb.table.indices import index_from_pb, parse_section
 from lancenb.table.rowids import decode_row_ids, external_bytes
 
-__all__ = ["index_rows", "index_offsets", "open_index"]
+__all__ = ["index_rows", "index_offsets", "open_index", "TableView", "view_of"]
 
 _READERS = {"BTree": BTreeIndex, "Bitmap": BitmapIndex, "LabelList": LabelListIndex}
 
@@ -68,10 +70,10 @@ _OPEN_MAX = 64
 _OPEN_LOCK = threading.Lock()
 
 
-def open_index(ds, entries: list[dict]):
+def open_index(view: "TableView", entries: list[dict]):
     """Readers of the index segments ``entries`` (``list_indices()`` dicts), kept
     open for later queries (the last 64)."""
-    frags = {f.fragment_id: int(f.metadata.physical_rows) for f in ds.get_fragments()}
+    frags = {int(f.id): int(f.physical_rows) for f in view.fragments}
 
     def full_rows(fid: int) -> int:
         # (a fragment id is never reused and keeps its row count)
@@ -82,13 +84,13 @@ def open_index(ds, entries: list[dict]):
         cls = _READERS.get(e["type"])
         if cls is None:
             raise Unanswerable(f"index type {e['type']}")
-        key = (ds.uri, e["uuid"], e["type"])
+        key = (view.uri, e["uuid"], e["type"])
         with _OPEN_LOCK:
             got = _OPEN.get(key)
             if got is not None:
                 _OPEN.move_to_end(key)
         if got is None:
-            files = IndexFiles(ds.uri, e["uuid"])
+            files = IndexFiles(view.uri, e["uuid"])
             got = cls(files) if cls is BTreeIndex else cls(files, full_rows)
             with _OPEN_LOCK:
                 _OPEN[key] = got
@@ -98,10 +100,10 @@ def open_index(ds, entries: list[dict]):
     return out
 
 
-def _index_versions(ds) -> dict[str, int]:
+def _index_versions(view: "TableView") -> dict[str, int]:
     """uuid -> ``index_version`` of the indices of ``ds``'s version (read from its
     manifest file: ``list_indices`` does not give it)."""
-    found = find_manifest(ObjectStore(ds.uri), ds.version)
+    found = find_manifest(ObjectStore(view.uri), view.version)
     if found is None:
         raise Unanswerable("the manifest file of this version cannot be read by name")
     mf = found[0]
@@ -128,14 +130,14 @@ class _AddressesAsIds:
 class _Planner:
     """Evaluates a filter tree over the indexed columns of one dataset."""
 
-    def __init__(self, ds, frags=None, stable: bool = False):
-        self.ds = ds
-        self.frags = frags if frags is not None else ds.get_fragments()
+    def __init__(self, view: "TableView", stable: bool = False):
+        self.view = view
+        self.frags = view.fragments
         self.stable = stable
         self.versions: dict[str, int] | None = None
         self.row_ids: dict[int, np.ndarray] = {}
         self.by_column: dict[str, list[dict]] = {}
-        for e in ds.list_indices():
+        for e in view.indices:
             if len(e["fields"]) == 1 and e["type"] in _READERS:
                 self.by_column.setdefault(e["fields"][0], []).append(e)
         self.readers: dict[tuple, list] = {}
@@ -158,10 +160,10 @@ class _Planner:
             if self.covered is not None and cover != self.covered:
                 raise Unanswerable("the indices cover different fragments")
             self.covered = cover
-            got = open_index(self.ds, entries)
+            got = open_index(self.view, entries)
             if self.stable:
                 if self.versions is None:
-                    self.versions = _index_versions(self.ds)
+                    self.versions = _index_versions(self.view)
                 got = [_AddressesAsIds(g, self) if e["type"] == "BTree" and
                        self.versions.get(e["uuid"], 0) >= 1 else g
                        for g, e in zip(got, entries)]
@@ -174,17 +176,17 @@ class _Planner:
         out = BitMap64()
         store = None
         for f in self.frags:
-            base = f.fragment_id << 32
-            n = int(f.metadata.physical_rows)
+            base = int(f.id) << 32
+            n = int(f.physical_rows)
             part = BitMap64()
             part.add_range(base, base + n)
             part &= rows
             if not len(part):
                 continue
-            ids = self.row_ids.get(f.fragment_id)
+            ids = self.row_ids.get(int(f.id))
             if ids is None:
-                store = store or ObjectStore(self.ds.uri)
-                ids = self.row_ids[f.fragment_id] = _fragment_row_ids(store, f)
+                store = store or ObjectStore(self.view.uri)
+                ids = self.row_ids[int(f.id)] = _fragment_row_ids(store, f)
             offsets = (rowmap.to_ids(part) - np.uint64(base)).astype(np.int64)
             out |= rowmap.from_ids(ids[offsets])
         return out
@@ -234,34 +236,32 @@ class _Planner:
 
 
 def _deleted(store, f) -> np.ndarray:
-    """Offsets of a fragment's deleted rows."""
-    meta = f.metadata
-    if meta.deletion_file is None:
+    """Offsets of a fragment's deleted rows (``f``: its ``FragmentMetadata``)."""
+    if f.deletion_file is None:
         return np.zeros(0, np.uint32)
-    return read_deletions(store, f.fragment_id, meta.deletion_file.to_pb(),
-                          int(meta.physical_rows))
+    return read_deletions(store, int(f.id), f.deletion_file.to_pb(), int(f.physical_rows))
 
 
 def _fragment_row_ids(store, f) -> np.ndarray:
     """The row id of each physical row of a fragment (stable row ids)."""
-    pbf = f.metadata.to_pb()
-    where = f"fragment {f.fragment_id} row ids"
+    pbf = f.to_pb()
+    where = f"fragment {f.id} row ids"
     data = pbf.inline_row_ids if pbf.WhichOneof("row_id_sequence") == "inline_row_ids" \
         else external_bytes(store, pbf.external_row_ids, where)
-    return decode_row_ids(data, where, expected=int(f.metadata.physical_rows))
+    return decode_row_ids(data, where, expected=int(f.physical_rows))
 
 
-def _live(ds, frags, rows: BitMap64, covered: set[int], stable: bool) -> BitMap64:
+def _live(view: "TableView", rows: BitMap64, covered: set[int], stable: bool) -> BitMap64:
     """``rows`` restricted to the live rows of the covered fragments: by address
     (``fragment << 32 | offset``), or with stable row ids by the fragments' row-id
     sequences (deleted rows' ids dropped)."""
-    store = ObjectStore(ds.uri)
+    store = ObjectStore(view.uri)
     out = BitMap64()
     addrs = rowmap.to_ids(rows)
     present = set(np.unique(addrs >> np.uint64(32)).tolist()) if not stable else set()
     gone: list = []
-    for f in frags:
-        fid = f.fragment_id
+    for f in view.fragments:
+        fid = int(f.id)
         if fid not in covered:
             continue
         if stable:
@@ -284,13 +284,38 @@ def _live(ds, frags, rows: BitMap64, covered: set[int], stable: bool) -> BitMap6
     return out
 
 
+@dataclass(frozen=True)
+class TableView:
+    """What the index layer needs of one dataset version, gathered by the caller (a
+    scan in the dataset layer hands it down rather than have this layer call back
+    up): its URI, version number, schema, ``list_indices()`` entries and fragments
+    (:class:`~lancenb.table.fragments.FragmentMetadata`)."""
+
+    uri: str
+    version: int
+    schema: pa.Schema
+    indices: list
+    fragments: list
+
+
+def view_of(ds) -> TableView:
+    """The :class:`TableView` of a dataset object, through its public API."""
+    return TableView(ds.uri, ds.version, ds.schema, ds.list_indices(),
+                     [f.metadata for f in ds.get_fragments()])
+
+
+def _view(ds_or_view) -> TableView:
+    return ds_or_view if isinstance(ds_or_view, TableView) else view_of(ds_or_view)
+
+
 def index_rows(ds, filter) -> tuple[BitMap64, set[int]] | None:
-    """The rows of ``ds`` where the SQL ``filter`` is true, answered from scalar
-    indices: ``(row addresses, ids of the fragments the answer covers)`` (row ids
-    instead of addresses when the dataset has stable row ids), or None when the
-    indices cannot answer it exactly (no index on a column it tests, a part no index
-    evaluates, a pyarrow Expression). Rows of fragments outside the covered set are
-    not included (scan those); deleted rows are excluded.
+    """The rows of ``ds`` (a dataset or a :class:`TableView`) where the SQL ``filter``
+    is true, answered from scalar indices: ``(row addresses, ids of the fragments the
+    answer covers)`` (row ids instead of addresses when the dataset has stable row
+    ids), or None when the indices cannot answer it exactly (no index on a column it
+    tests, a part no index evaluates, a pyarrow Expression). Rows of fragments
+    outside the covered set are not included (scan those); deleted rows are
+    excluded.
 
     Examples
     --------
@@ -298,27 +323,28 @@ def index_rows(ds, filter) -> tuple[BitMap64, set[int]] | None:
     """
     if not isinstance(filter, str) or not filter.strip():
         return None
-    if not any(e["type"] in _READERS for e in ds.list_indices()):
+    view = _view(ds)
+    if not any(e["type"] in _READERS for e in view.indices):
         return None  # (the common case: no scalar index, nothing parsed or read)
-    frags = ds.get_fragments()
-    stable = any(f.metadata.row_id_meta is not None for f in frags)
+    stable = any(f.row_id_meta is not None for f in view.fragments)
     try:
-        tree = Translator(filter, ds.schema, tolerant=True).term(parse_sql(filter, "filter"))
-        planner = _Planner(ds, frags, stable)
+        tree = Translator(filter, view.schema, tolerant=True).term(parse_sql(filter, "filter"))
+        planner = _Planner(view, stable)
         if not planner.by_column:
             return None
         answer = planner.eval(tree, _has_not(tree))
     except (Unanswerable, LanceError, RecursionError, TypeError, ValueError):
         return None
-    existing = {f.fragment_id for f in frags}
+    existing = {int(f.id) for f in view.fragments}
     covered = (planner.covered or set()) & existing
-    return _live(ds, frags, answer.true, covered, stable), covered
+    return _live(view, answer.true, covered, stable), covered
 
 
 def index_offsets(ds, filter) -> dict[int, np.ndarray] | None:
-    """:func:`index_rows` as the scanner uses it: ``{fragment id: sorted physical
-    offsets of its live rows where the filter is true}`` for every fragment the
-    indices cover (fragments not in the dict are to be scanned), or None.
+    """:func:`index_rows` as a scan uses it: ``{fragment id: sorted physical offsets
+    of its live rows where the filter is true}`` for every fragment the indices cover
+    (fragments not in the dict are to be scanned), or None. ``ds``: a dataset or a
+    :class:`TableView`.
 
     A scan restricts each covered fragment's rows to these offsets before it
     evaluates the filter (which then holds for all of them: the answer is exact).
@@ -329,14 +355,15 @@ def index_offsets(ds, filter) -> dict[int, np.ndarray] | None:
     >>> hits[0][:3]  # doctest: +SKIP
     array([ 5, 102, 199])
     """
-    got = index_rows(ds, filter)
+    view = _view(ds)
+    got = index_rows(view, filter)
     if got is None:
         return None
     rows, covered = got
-    frags = {f.fragment_id: f for f in ds.get_fragments()}
+    frags = {int(f.id): f for f in view.fragments}
     out: dict[int, np.ndarray] = {}
-    stable = any(f.metadata.row_id_meta is not None for f in frags.values())
-    store = ObjectStore(ds.uri) if stable else None
+    stable = any(f.row_id_meta is not None for f in frags.values())
+    store = ObjectStore(view.uri) if stable else None
     ids = rowmap.to_ids(rows)
     if not stable:
         fids = (ids >> np.uint64(32)).astype(np.int64)
