@@ -2,7 +2,7 @@
 :func:`sanitize_ts` and :func:`td_to_micros`.
 
 ``KMeans`` is pylance's k-means model (:class:`lancenb.index.vector.kmeans.KMeans`);
-pylance's ``HNSW`` is not here.
+``HNSW`` is pylance's HNSW graph builder (:class:`lancenb.index.vector.hnsw.HNSW`).
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ from datetime import timedelta
 import numpy as np
 
 from lancenb.errors import InvalidInputError
+from lancenb.index.vector.hnsw import HNSW
 from lancenb.index.vector.kmeans import KMeans
 
-__all__ = ["validate_vector_index", "sanitize_ts", "td_to_micros", "KMeans"]
+__all__ = ["validate_vector_index", "sanitize_ts", "td_to_micros", "KMeans", "HNSW"]
 
 
 def sanitize_ts(ts) -> _dt.datetime:

@@ -25,7 +25,7 @@ import json
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["HNSW_KEY", "GRAPH_SCHEMA", "build_graphs", "DEFAULT_M", "MAX_LEVEL"]
+__all__ = ["HNSW", "HNSW_KEY", "GRAPH_SCHEMA", "build_graphs", "DEFAULT_M", "MAX_LEVEL"]
 
 HNSW_KEY = "lance:hnsw"
 DEFAULT_M = 20
@@ -117,3 +117,47 @@ def build_graphs(vectors: np.ndarray, offsets, lengths, m: int = DEFAULT_M):
                       pa.ListArray.from_arrays(list_offsets, dsv)], schema=GRAPH_SCHEMA)
     return table, json.dumps(meta, separators=(",", ":")), \
         np.asarray(g_off, np.uint64), np.asarray(g_len, np.uint32)
+
+
+class HNSW:
+    """pylance's ``lance.util.HNSW``: an HNSW graph of some vectors (lancenb's two-level
+    graph, see the module docstring), written as a Lance file of graph rows.
+
+    Examples
+    --------
+    >>> v = pa.FixedSizeListArray.from_arrays(pa.array([1.0, 2, 3, 4], pa.float32()), 2)
+    >>> len(HNSW.build(iter([v])).vectors())
+    2
+    """
+
+    def __init__(self, vectors: pa.FixedSizeListArray, graph, m: int, max_level: int):
+        self._vectors, self._graph = vectors, graph
+        self._m, self._max_level = m, max_level
+
+    @staticmethod
+    def build(vectors_array, max_level: int = MAX_LEVEL, m: int = DEFAULT_M,
+              ef_construction: int = 100) -> "HNSW":
+        """The graph of the vectors of an iterator of fixed-size-list arrays."""
+        arrays = [a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
+                  for a in vectors_array]
+        vectors = pa.concat_arrays(arrays) if arrays else \
+            pa.array([], pa.list_(pa.float32(), 1))
+        dim = vectors.type.list_size
+        x = np.asarray(vectors.flatten().to_numpy(zero_copy_only=False),
+                       np.float32).reshape(-1, dim)
+        graph = build_graphs(x, [0], [len(x)], m)
+        return HNSW(vectors, graph, m, max_level)
+
+    def to_lance_file(self, file_path) -> None:
+        """Write the graph rows with the ``lance:hnsw`` metadata of its one partition."""
+        from lancenb.file import LanceFileWriter
+
+        table, meta, _, _ = self._graph
+        with LanceFileWriter(str(file_path), GRAPH_SCHEMA) as w:
+            w.add_schema_metadata(HNSW_KEY, json.loads(meta)[0])
+            if len(table):
+                w.write_batch(table)
+
+    def vectors(self) -> pa.Array:
+        """The vectors the graph links."""
+        return self._vectors
