@@ -30,6 +30,7 @@ from lancenb.dataset.write.evolution import BatchUDF, batch_udf
 from lancenb.dataset.write.merge_insert import MergeInsertBuilder
 from lancenb.dataset.write.optimize import Optimize as DatasetOptimizer
 from lancenb.expr.engine import SqlQuery, SqlQueryBuilder
+from lancenb.index.vector.reader import VectorIndexReader
 from lancenb.table.indices import Index, IndexFile
 
 __all__ = ["LanceDataset", "LanceFragment", "LanceScanner", "Tags", "DataFile",
@@ -37,7 +38,8 @@ __all__ = ["LanceDataset", "LanceFragment", "LanceScanner", "Tags", "DataFile",
            "LANCE_COMMIT_MESSAGE_KEY", "AutoCleanupConfig", "LanceOperation", "Transaction",
            "MergeInsertBuilder", "BlobFile", "BatchUDF", "batch_udf", "CompactionMetrics",
            "DatasetOptimizer", "DataStatistics", "DatasetDelta", "FieldStatistics",
-           "LanceSchema", "LanceStats", "SqlQuery", "SqlQueryBuilder", "Index", "IndexFile"]
+           "LanceSchema", "LanceStats", "SqlQuery", "SqlQueryBuilder", "Index", "IndexFile",
+           "VectorIndexReader"]
 
 #: The transaction property under which ``commit_message=`` is stored (pylance's key).
 LANCE_COMMIT_MESSAGE_KEY = "__lance_commit_message"

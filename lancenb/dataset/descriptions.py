@@ -90,7 +90,15 @@ class LanceStats:
         return DataStatistics([FieldStatistics(i, total[i]) for i in ids])
 
     def index_stats(self, index_name: str):
-        raise NotSupportedError("index statistics: lancenb datasets have no indices")
+        """Statistics of an index, as pylance's (vector indices; others raise
+        :class:`~lancenb.errors.NotSupportedError`)."""
+        from lancenb.index.vector.api import VECTOR_INDEX_TYPES, vector_index_stats
+
+        types = {e["type"] for e in self._ds.list_indices() if e["name"] == index_name}
+        if types and not types <= set(VECTOR_INDEX_TYPES):
+            raise NotSupportedError(f"index statistics of {sorted(types)} indices are not "
+                                    "supported by lancenb")
+        return vector_index_stats(self._ds, index_name)
 
 
 class LanceSchema:
