@@ -194,8 +194,10 @@ class ObjectStore:
         self._made: set[str] = set()  # directories already created
         # objects of other base paths (branches, multi-base datasets): rel -> filesystem
         # path, filled only from base paths the table layer confined (lancenb.table.bases);
-        # read through this store, never deleted through it
+        # read through this store, never deleted through it, but for the new files this
+        # process placed on a base (``placed``: a failed write removes them)
         self.redirects: dict[str, str] = {}
+        self.placed: set[str] = set()
         # how put_if_absent is made atomic, decided once here (see the module docstring)
         self._create_only = conditional_put_of(self.fs)
         # object stores have no directories to make (a put creates the key's prefixes);
@@ -483,7 +485,7 @@ class ObjectStore:
     def delete(self, rel: str, *, missing_ok: bool = True) -> None:
         """Delete object ``rel`` (a missing one is an error only with ``missing_ok=False``).
         An object of another base path (:attr:`redirects`) is never deleted from here."""
-        if rel in self.redirects:
+        if rel in self.redirects and rel not in self.placed:
             return
         p = self.path(rel)
         try:

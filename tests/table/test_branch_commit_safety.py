@@ -197,3 +197,69 @@ def test_writers_on_two_branches_both_land(tmp_path):
     assert _ids(theirs.checkout_version(("x", None))) == list(range(5)) + list(range(100, 105))
     assert _ids(theirs.checkout_version(("y", None))) == list(range(5)) + list(range(200, 205))
     assert _ids(lancenb.dataset(uri)) == list(range(5)) == _ids(theirs)
+
+
+# -- multi-base datasets ----------------------------------------------------------------
+
+def _mb_build(path, kw):
+    u = F.uri(path / "primary")
+    lancenb.write_dataset(_t(range(6)), u, initial_bases=[
+        lancenb.DatasetBasePath(F.uri(path / "p1"), name="p1")], target_bases=["p1"],
+        max_rows_per_file=3, **kw)
+
+
+def _mb_append(path, kw):
+    lancenb.write_dataset(_t(range(50, 54)), F.uri(path / "primary"), mode="append",
+                          target_bases=["p1"], max_rows_per_file=2, **kw)
+
+
+def _mb_add_bases(path, kw):
+    lancenb.dataset(F.uri(path / "primary"), **kw).add_bases(
+        [lancenb.DatasetBasePath(F.uri(path / "p2"), name="p2")])
+
+
+def _mb_state(path, kw):
+    # (lancenb only: the bases are faulty:// URIs, which pylance cannot open)
+    ds = lancenb.dataset(F.uri(path / "primary"), **kw)
+    return ds.version, _ids(ds), sorted(b.name for b in ds.base_paths().values())
+
+
+@pytest.mark.parametrize("writer", [_mb_append, _mb_add_bases])
+def test_fault_at_every_mutating_call_of_a_multi_base_write(tmp_path, writer):
+    ref = tmp_path / "ref"
+    kw = {"commit_lock": threading.Lock()}
+    F.CONTROL.reset()
+    _mb_build(ref, kw)
+    old = _mb_state(ref, kw)
+    F.CONTROL.reset()
+    writer(ref, kw)
+    n = F.CONTROL.count
+    F.CONTROL.reset()
+    new = _mb_state(ref, kw)
+    assert n > 0 and new != old
+    for mode in ("before", "after"):
+        for k in range(1, n + 1):
+            path = tmp_path / f"{mode}{k}"
+            kw = {"commit_lock": threading.Lock()}
+            F.CONTROL.reset()
+            _mb_build(path, kw)
+            before = set(os.listdir(path / "p1"))
+            F.CONTROL.reset(fail_at=k, mode=mode)
+            try:
+                writer(path, kw)
+                err = None
+            except Exception as e:  # noqa: BLE001 - the injected fault
+                err = e
+            failed = F.CONTROL.failed
+            F.CONTROL.reset()
+            where = f"{writer.__name__}: fault {mode} call {k} of {n} ({failed}): {err!r}"
+            assert not isinstance(err, CommitOutcomeUnknownError), where
+            got = _mb_state(path, kw)
+            assert got in (old, new), where
+            if err is None:
+                assert got == new, where
+            if got == old and mode == "before":  # nothing of the failed write stays
+                assert set(os.listdir(path / "p1")) == before, where
+            _mb_append(path, kw)  # and it takes further writes
+            after = _mb_state(path, kw)[1]
+            assert len(after) == len(got[1]) + 4, where

@@ -62,6 +62,7 @@ class BaseTargets:
         if self._store.local:
             os.makedirs(os.path.dirname(target), exist_ok=True)
         self._store.redirects[f"{DATA_DIR}/{name}"] = target
+        self._store.placed.add(f"{DATA_DIR}/{name}")  # (removed if the write fails)
         self.placed[name] = int(b.id)
 
     def mark(self, frags) -> None:
