@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
+import pickle
+from pathlib import Path
 
 import lance
 import pyarrow as pa
@@ -81,6 +84,14 @@ def test_lancenb_branch_read_and_written_by_pylance(uri):
     tb.insert(_t(9))
     assert _rows(lancenb.dataset(uri, version=("feat/x", None))) == [1, 5, 6, 9]
     assert _rows(lancenb.dataset(uri)) == [1, 3]
+    # each line has its own latest-version hint; a branch object pickles as itself
+    hint = os.path.join(uri, "tree", "feat", "x", "_versions", "latest_version_hint.json")
+    main_hint = os.path.join(uri, "_versions", "latest_version_hint.json")
+    assert [json.loads(Path(p).read_text()) for p in (hint, main_hint)] == \
+        [{"version": 6}, {"version": 2}]
+    again = pickle.loads(pickle.dumps(lancenb.dataset(uri, version=("feat/x", 5))))
+    assert again.version == 5 and _rows(again) == [1, 5, 6]
+    assert _rows(again.checkout_version(("main", None))) == [1, 3]
 
 
 def test_branch_of_a_branch_both_ways(uri):
