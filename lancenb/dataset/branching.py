@@ -9,6 +9,10 @@ and version None the branch's latest. The layout is :mod:`lancenb.table.branches
 
 from __future__ import annotations
 
+import os
+
+from lancenb._proto import transaction_pb2
+from lancenb._version import __version__
 from lancenb.errors import DatasetNotFoundError, InvalidInputError
 from lancenb.table.bases import BRANCH_DIR
 from lancenb.table.branches import (
@@ -18,11 +22,13 @@ from lancenb.table.branches import (
     branch_file_rel,
     branch_manifest,
     branch_rel,
+    check_branch_name,
     new_identifier,
     record_bytes,
 )
-from lancenb.table.commit import open_store, put_new_object
+from lancenb.table.commit import commit, latest_version, open_store, put_new_object
 from lancenb.table.tags import Tags
+from lancenb.table.transaction import Transaction
 
 __all__ = ["branch_store", "root_of", "resolve_reference", "create_branch"]
 
@@ -72,8 +78,8 @@ def resolve_reference(root_store, branch, ref):
     if isinstance(ref, str):
         if ref.isdigit():
             return branch, int(ref)
-        rec = Tags(root_store)._read(ref)
-        return _branch_name(rec.get("branch")), int(rec["version"])
+        b, v = Tags(root_store).get_ref(ref)
+        return _branch_name(b), v
     raise InvalidInputError(f"a version reference is an int, a tag name or a (branch, "
                             f"version) tuple, not {type(ref).__name__}")
 
@@ -82,19 +88,12 @@ def create_branch(ds, name: str, reference=None):
     """Create branch ``name`` at ``reference`` of ``ds`` (default: ``ds``'s version on
     its branch); return the branch's dataset at its first version.
 
-    The branch's manifest is committed first (put-if-absent, so of two creators of
-    one name only one lands a manifest), then its record: a crash in between
-    leaves versions no record names, which is not a branch (``delete`` of the name
-    with ``force`` is not needed: creating it again fails on the existing version,
-    so that leftover is removed first)."""
-    from lancenb._proto import transaction_pb2
-    from lancenb._version import __version__
-    from lancenb.table.commit import commit, latest_version
-    from lancenb.table.transaction import Transaction
-
+    The branch's first manifest is committed first (put-if-absent), then its record
+    (put-if-absent): a crash in between leaves versions no record names, which is no
+    branch; creating the name again removes them first. The branch shares its
+    source's files through a base path, so nothing else is written."""
     root = ds._root_store
     branches = Branches(root)
-    from lancenb.table.branches import check_branch_name
 
     check_branch_name(name)
     if root.exists(branch_file_rel(name)):
@@ -113,8 +112,6 @@ def create_branch(ds, name: str, reference=None):
                 target.fs.rm(p, recursive=True)
     src_root = src._store.uri_of("")
     if src._store.local:
-        import os
-
         src_root = os.path.abspath(src_root)
     m = branch_manifest(src.manifest, name, src_root)
     op = transaction_pb2.Transaction.Clone(is_shallow=True, ref_version=src.version,

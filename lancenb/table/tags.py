@@ -41,8 +41,7 @@ class Tags:
             b, v = reference
             return (None if b in (None, "main") else b), v
         if isinstance(reference, str):
-            d = self._read(reference)
-            return d.get("branch"), d["version"]
+            return self.get_ref(reference)
         raise InvalidInputError(f"a tag reference is a version, a tag name or a (branch, "
                                 f"version) tuple, not {reference!r}")
 
@@ -85,6 +84,11 @@ class Tags:
                         "updated_at": d.get("updatedAt"),
                         "manifest_size": d.get("manifestSize"), "metadata": d.get("metadata", {})}
         return out
+
+    def get_ref(self, tag: str) -> tuple[str | None, int]:
+        """``(branch, version)`` that ``tag`` names (branch None: the main line)."""
+        d = self._read(tag)
+        return (d.get("branch") or None), int(d["version"])
 
     def get_version(self, tag: str) -> int:
         """The version ``tag`` names (``DatasetNotFoundError`` when there is none)."""
