@@ -84,10 +84,10 @@ def test_include_deleted_rows_needs_row_id(pair):
             ds.to_table(include_deleted_rows=True)
 
 
-def test_index_search_is_not_supported(pair):
+def test_full_text_search_is_not_supported(pair):
     _, ours = pair
-    with pytest.raises(lancenb.NotSupportedError, match="nearest"):
-        ours.scanner(nearest={"column": "c", "q": [1.0]})
+    with pytest.raises(lancenb.NotSupportedError, match="full_text_query"):
+        ours.scanner(full_text_query="hello")
 
 
 def test_explain_plan_names_the_scan(pair):
