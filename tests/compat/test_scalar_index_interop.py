@@ -217,3 +217,21 @@ def test_lancenb_scans_use_the_index(lancenb_built):
     sc = ds.scanner(filter="x = 5", columns=["x"])
     n = sc.to_table().num_rows
     assert sc.rows_scanned == n < N // 50  # (the index's rows only, not all 9000)
+
+
+def test_and_with_an_unindexed_side_scans_the_indexed_rows(tmp_path):
+    """``p AND q`` with only ``p`` indexed: a scan reads the rows ``p``'s index gives
+    and evaluates the whole filter on them (index_rows itself stays exact: None)."""
+    uri = str(tmp_path / "ds")
+    lancenb.write_dataset(_table(8), uri, max_rows_per_file=4000)
+    ds = lancenb.dataset(uri)
+    _create(ds, "x", "BTREE")
+    for flt in ["x = 5 AND f > 0.5", "f > 0.5 AND x IN (1, 2) AND s != 'v1'",
+                "(x = 5 AND f < 0.3) OR x = 6", "NOT (x = 5 AND f > 0.5)",
+                "x = 5 OR f > 0.99"]:
+        assert index_rows(ds, flt) is None, flt
+        sc = ds.scanner(filter=flt, columns=["x"], with_row_address=True)
+        got = np.sort(sc.to_table()["_rowaddr"].to_numpy().astype(np.uint64))
+        assert np.array_equal(got, _rows(ds, flt)), flt
+        if "NOT" not in flt and " OR f" not in flt:
+            assert sc.rows_scanned < N // 20, flt  # (the index's rows only)

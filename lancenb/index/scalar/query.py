@@ -219,14 +219,28 @@ class _Planner:
                 self.universe |= seg.all_rows()
         return Answer(true, null)
 
-    def eval(self, node, with_nulls: bool) -> Answer:
+    def eval(self, node, with_nulls: bool, loose: bool = False) -> Answer:
+        """The answer of ``node``; ``loose``: an ``AND`` with a side no index answers
+        is answered by its other side (a superset: the caller evaluates the filter on
+        those rows), only where no ``NOT`` is above."""
+        if isinstance(node, And) and loose and not with_nulls:
+            try:
+                a = self.eval(node.left, False, True)
+            except Unanswerable:
+                return self.eval(node.right, False, True)
+            try:
+                b = self.eval(node.right, False, True)
+            except Unanswerable:
+                return a
+            return Answer(a.true & b.true)
         if isinstance(node, And):
             a, b = self.eval(node.left, with_nulls), self.eval(node.right, with_nulls)
             t = a.true & b.true
             n = ((a.true | a.null) & (b.true | b.null)) - t if with_nulls else None
             return Answer(t, n)
         if isinstance(node, Or):
-            a, b = self.eval(node.left, with_nulls), self.eval(node.right, with_nulls)
+            a = self.eval(node.left, with_nulls, loose)
+            b = self.eval(node.right, with_nulls, loose)
             t = a.true | b.true
             return Answer(t, (a.null | b.null) - t if with_nulls else None)
         if isinstance(node, Not):
@@ -308,14 +322,15 @@ def _view(ds_or_view) -> TableView:
     return ds_or_view if isinstance(ds_or_view, TableView) else view_of(ds_or_view)
 
 
-def index_rows(ds, filter) -> tuple[BitMap64, set[int]] | None:
+def index_rows(ds, filter, *, exact: bool = True) -> tuple[BitMap64, set[int]] | None:
     """The rows of ``ds`` (a dataset or a :class:`TableView`) where the SQL ``filter``
     is true, answered from scalar indices: ``(row addresses, ids of the fragments the
     answer covers)`` (row ids instead of addresses when the dataset has stable row
     ids), or None when the indices cannot answer it exactly (no index on a column it
     tests, a part no index evaluates, a pyarrow Expression). Rows of fragments
     outside the covered set are not included (scan those); deleted rows are
-    excluded.
+    excluded. ``exact=False``: a superset is enough (the caller evaluates the filter
+    on the rows), so ``p AND q`` with ``q`` unindexed is answered by ``p``.
 
     Examples
     --------
@@ -332,7 +347,7 @@ def index_rows(ds, filter) -> tuple[BitMap64, set[int]] | None:
         planner = _Planner(view, stable)
         if not planner.by_column:
             return None
-        answer = planner.eval(tree, _has_not(tree))
+        answer = planner.eval(tree, _has_not(tree), not exact)
     except (Unanswerable, LanceError, RecursionError, TypeError, ValueError):
         return None
     existing = {int(f.id) for f in view.fragments}
@@ -342,12 +357,13 @@ def index_rows(ds, filter) -> tuple[BitMap64, set[int]] | None:
 
 def index_offsets(ds, filter) -> dict[int, np.ndarray] | None:
     """:func:`index_rows` as a scan uses it: ``{fragment id: sorted physical offsets
-    of its live rows where the filter is true}`` for every fragment the indices cover
-    (fragments not in the dict are to be scanned), or None. ``ds``: a dataset or a
-    :class:`TableView`.
+    of its live rows where the filter may be true}`` for every fragment the indices
+    cover (fragments not in the dict are to be scanned), or None. ``ds``: a dataset
+    or a :class:`TableView`.
 
-    A scan restricts each covered fragment's rows to these offsets before it
-    evaluates the filter (which then holds for all of them: the answer is exact).
+    A scan restricts each covered fragment's rows to these offsets, then evaluates
+    the filter on them: the offsets hold every matching row (exactly the matching
+    ones unless an ``AND`` has a side no index answers).
 
     Examples
     --------
@@ -356,7 +372,7 @@ def index_offsets(ds, filter) -> dict[int, np.ndarray] | None:
     array([ 5, 102, 199])
     """
     view = _view(ds)
-    got = index_rows(view, filter)
+    got = index_rows(view, filter, exact=False)
     if got is None:
         return None
     rows, covered = got
