@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from lancenb.errors import NotSupportedError
 from lancenb.file import LanceFileReader, LanceFileWriter
+from lancenb.index.config import IndexConfig
 from lancenb.index.vector import pq as pqmod
 from lancenb.index.vector.build import (
     as_matrix,
@@ -36,7 +37,7 @@ from lancenb.index.vector.build import (
 from lancenb.index.vector.kmeans import assign, train_kmeans
 from lancenb.index.vector.models import IvfModel, PqModel
 
-__all__ = ["IndicesBuilder", "IvfModel", "PqModel", "IndexFileVersion",
+__all__ = ["IndicesBuilder", "IndexConfig", "IvfModel", "PqModel", "IndexFileVersion",
            "SupportedDistributedIndices"]
 
 
