@@ -557,22 +557,33 @@ def coerce_regexp_match(ast: exp.Expression) -> exp.Expression | None:
     IS NOT NULL``; elsewhere (``IS NULL``, comparisons, ``CASE``) it is the list. The
     rewritten tree, or None when nothing changed. Example: ``regexp_match(s, 'c.+')
     AND i > 1`` is ``NOT REGEXP_MATCH(s, 'c.+') IS NULL AND i > 1``."""
-    changed = False
+    def is_match(e) -> bool:
+        return isinstance(e, exp.Anonymous) and e.name.lower() == "regexp_match"
 
-    def visit(e):
-        nonlocal changed
-        if isinstance(e, exp.Anonymous) and e.name.lower() == "regexp_match":
-            changed = True
-            return exp.Not(this=exp.Is(this=e, expression=exp.Null()))
+    def as_test(e):
+        return exp.Not(this=exp.Is(this=e, expression=exp.Null()))
+
+    if not any(is_match(e) for e in ast.find_all(exp.Anonymous)):
+        return None  # (most filters; long AND chains are walked without recursion)
+    out = ast.copy()
+    if is_match(out):
+        return as_test(out)
+    stack = [out]
+    while stack:  # explicit stack: a filter of thousands of ANDs nests that deep
+        e = stack.pop()
         if isinstance(e, (exp.And, exp.Or)):
-            e.set("this", visit(e.this))
-            e.set("expression", visit(e.expression))
+            slots = ("this", "expression")
         elif isinstance(e, (exp.Not, exp.Paren)):
-            e.set("this", visit(e.this))
-        return e
-
-    out = visit(ast.copy())
-    return out if changed else None
+            slots = ("this",)
+        else:
+            continue
+        for slot in slots:
+            child = e.args.get(slot)
+            if is_match(child):
+                e.set(slot, as_test(child))
+            elif child is not None:
+                stack.append(child)
+    return out
 
 
 def to_sql(ast: exp.Expression) -> str:
