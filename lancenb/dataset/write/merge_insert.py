@@ -123,6 +123,17 @@ class MergeInsertBuilder:
         """Accepted for pylance compatibility (lancenb joins without an index)."""
         return self
 
+    @property
+    def dataset(self):
+        """The dataset (version) this merge reads and commits onto."""
+        return self._ds
+
+    @property
+    def clauses(self) -> merge_plan.MergeClauses:
+        """What this builder was told so far (keys, matched/unmatched behaviour)."""
+        return merge_plan.MergeClauses(tuple(self._on), self._matched, self._update_cond,
+                                       self._insert, self._delete_unmatched, self._delete_cond)
+
     def explain_plan(self, schema: pa.Schema | None = None, verbose: bool = False) -> str:
         """The plan :meth:`execute` would run for a source of ``schema`` (the dataset's
         schema when None), as text; writes nothing. Layout and the differences from

@@ -37,32 +37,48 @@ committing it: the dataset keeps its version, the data files it wrote stay unref
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import pyarrow as pa
 
 from lancenb.errors import InvalidInputError, SchemaError
 
-__all__ = ["explain", "analyze", "header"]
+__all__ = ["explain", "analyze", "header", "MergeClauses"]
+
+
+@dataclass(frozen=True)
+class MergeClauses:
+    """What a ``merge_insert`` builder was told: the key columns, what happens to
+    matched rows (None: kept, ``"update"``, ``"delete"``, ``"fail"``) and under which
+    condition, whether unmatched source rows are inserted, and whether unmatched
+    target rows are deleted (under which condition)."""
+
+    on: tuple
+    matched: str | None
+    update_cond: str | None
+    insert: bool
+    delete_unmatched: bool
+    delete_cond: str | None
 
 
 def _when(b) -> tuple[str, str, str]:
-    matched = {None: "DoNothing", "delete": "Delete", "fail": "Fail"}.get(b._matched)
-    if b._matched == "update":
-        matched = "UpdateAll" if b._update_cond is None else "UpdateIf(MergeCondition)"
-    not_matched = "InsertAll" if b._insert else "DoNothing"
-    by_source = "Keep" if not b._delete_unmatched else (
-        "Delete" if b._delete_cond is None else "DeleteIf")
+    matched = {None: "DoNothing", "delete": "Delete", "fail": "Fail"}.get(b.clauses.matched)
+    if b.clauses.matched == "update":
+        matched = "UpdateAll" if b.clauses.update_cond is None else "UpdateIf(MergeCondition)"
+    not_matched = "InsertAll" if b.clauses.insert else "DoNothing"
+    by_source = "Keep" if not b.clauses.delete_unmatched else (
+        "Delete" if b.clauses.delete_cond is None else "DeleteIf")
     return matched, not_matched, by_source
 
 
 def header(b) -> str:
     """The merge node's line (without metrics)."""
-    if b._matched is None and not b._insert and not b._delete_unmatched:
+    if b.clauses.matched is None and not b.clauses.insert and not b.clauses.delete_unmatched:
         raise InvalidInputError("merge_insert: the merge insert job is not configured to "
                                 "change the data in any way")
     matched, not_matched, by_source = _when(b)
-    on = ", ".join(b._on)
-    if b._matched == "delete" and not b._insert and not b._delete_unmatched:
+    on = ", ".join(b.clauses.on)
+    if b.clauses.matched == "delete" and not b.clauses.insert and not b.clauses.delete_unmatched:
         return f"DeleteOnlyMergeInsert: on=[{on}], when_matched=Delete, when_not_matched=DoNothing"
     return (f"MergeInsert: on=[{on}], when_matched={matched}, when_not_matched={not_matched}, "
             f"when_not_matched_by_source={by_source}")
@@ -71,15 +87,15 @@ def header(b) -> str:
 def _source_names(b, schema: pa.Schema | None) -> list[str]:
     """The source's columns (the dataset's when ``schema`` is None), checked as
     ``execute`` checks a source: the dataset's columns, with their types, keys included."""
-    target = b._ds.schema
+    target = b.dataset.schema
     if schema is None:
         return list(target.names)
     extra = [f.name for f in schema if f.name not in target.names]
-    keys = [k for k in b._on if k not in schema.names]
+    keys = [k for k in b.clauses.on if k not in schema.names]
     if extra or keys:
         raise SchemaError(f"merge_insert explain_plan: the source schema has columns "
                           f"{schema.names}; they must be the dataset's {target.names} or a "
-                          f"subset holding the key(s) {b._on}")
+                          f"subset holding the key(s) {b.clauses.on}")
     wrong = [f"{f.name}: {f.type} (the dataset's is {target.field(f.name).type})"
              for f in schema if f.type != target.field(f.name).type]
     if wrong:
@@ -89,17 +105,18 @@ def _source_names(b, schema: pa.Schema | None) -> list[str]:
 
 
 def _join_type(b) -> str:
-    if b._insert and b._delete_unmatched:
+    if b.clauses.insert and b.clauses.delete_unmatched:
         return "Full"
-    return "Right" if b._insert else ("Left" if b._delete_unmatched else "Inner")
+    return "Right" if b.clauses.insert else ("Left" if b.clauses.delete_unmatched else "Inner")
 
 
 def _read_columns(b, source: list[str]) -> list[str]:
     """The target columns the merge reads: the keys, then whole rows where needed."""
-    names = list(b._ds.schema.names)
-    whole = (b._matched == "update" and (b._update_cond is not None or len(source) < len(names))
-             or b._delete_cond is not None)
-    return names if whole else list(b._on)
+    names = list(b.dataset.schema.names)
+    c = b.clauses
+    whole = (c.matched == "update" and (c.update_cond is not None or len(source) < len(names))
+             or c.delete_cond is not None)
+    return names if whole else list(b.clauses.on)
 
 
 def _lines(b, source: list[str], metrics: dict | None) -> list[str]:
@@ -108,7 +125,7 @@ def _lines(b, source: list[str], metrics: dict | None) -> list[str]:
             return ""
         return ", metrics=[" + ", ".join(f"{k}={v}" for k, v in metrics[key].items()) + "]"
 
-    on = ", ".join(f"({k}, {k})" for k in b._on)
+    on = ", ".join(f"({k}, {k})" for k in b.clauses.on)
     read = _read_columns(b, source)
     head = header(b)
     if metrics is not None:
@@ -117,8 +134,8 @@ def _lines(b, source: list[str], metrics: dict | None) -> list[str]:
     return [
         head + m("merge"),
         f"  HashJoinExec: mode=CollectLeft, join_type={_join_type(b)}, on=[{on}]" + m("join"),
-        f"    LanceRead: uri={b._ds.uri}, projection=[{', '.join(read)}], "
-        f"num_fragments={len(b._ds.get_fragments())}, range_before=None, range_after=None, "
+        f"    LanceRead: uri={b.dataset.uri}, projection=[{', '.join(read)}], "
+        f"num_fragments={len(b.dataset.get_fragments())}, range_before=None, range_after=None, "
         f"row_id=false, row_addr=true, full_filter=--, refine_filter=--" + m("read"),
         ("    DataSourceExec: partitions=1, partition_sizes=[1]" if metrics is not None else
          "    StreamingTableExec: partition_sizes=1") + f", projection=[{', '.join(source)}]"
@@ -132,8 +149,8 @@ def explain(b, schema: pa.Schema | None = None, verbose: bool = False) -> str:
     source = _source_names(b, schema)
     lines = _lines(b, source, None)
     if verbose:
-        lines.append(f"  -- conditions: when_matched={b._update_cond!r}, "
-                     f"when_not_matched_by_source={b._delete_cond!r}")
+        lines.append(f"  -- conditions: when_matched={b.clauses.update_cond!r}, "
+                     f"when_not_matched_by_source={b.clauses.delete_cond!r}")
     return "\n".join(lines) + "\n"
 
 
@@ -147,7 +164,7 @@ def analyze(b, data, schema: pa.Schema | None = None) -> str:
     elapsed = time.perf_counter() - start
     new = list(getattr(txn.operation, "new_fragments", None) or [])
     files = [f for frag in new for f in frag.files]
-    frags = [f for f in b._ds.get_fragments() if f.count_rows() > 0]
+    frags = [f for f in b.dataset.get_fragments() if f.count_rows() > 0]
     target_rows = sum(f.count_rows() for f in frags)
     metrics = {
         "elapsed": f"{elapsed * 1000:.3f}ms",
