@@ -702,7 +702,7 @@ class LanceDataset(VectorIndexMethods, ScalarIndexMethods, DatasetAdministration
         return pc.scalar(True)
 
 
-LanceScanner._dataset_class = LanceDataset
+LanceScanner.dataset_class = LanceDataset
 
 
 def _namespace_table(kwargs: dict, uri, storage_options, mode=None):

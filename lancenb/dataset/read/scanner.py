@@ -84,9 +84,9 @@ class LanceScanner(FilterSteps):
     50
     """
 
-    # core.LanceDataset sets itself here (from_batches writes one; this module does not
-    # import core, which imports it)
-    _dataset_class = None
+    #: the dataset class :meth:`from_batches` writes (``LanceDataset`` sets itself here:
+    #: this module cannot import ``lance_dataset.py``, which imports it)
+    dataset_class = None
 
     def __init__(self, dataset, *, columns=None, filter=None, limit=None, offset=None,
                  batch_size=None, with_row_id=False, with_row_address=False, fragments=None,
@@ -638,7 +638,7 @@ class LanceScanner(FilterSteps):
         lifetime, like any ``memory://`` dataset)."""
         # a fresh name only this call writes: one writer, no conditional put needed
         name = f"memory://lancenb-scan-{uuid.uuid4().hex}"
-        ds = LanceScanner._dataset_class._write_dataset(
+        ds = LanceScanner.dataset_class._write_dataset(
             source, name, schema, storage_options={"single_process_commits": True})
         return ds.scanner(**kwargs)
 
