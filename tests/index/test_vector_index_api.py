@@ -10,6 +10,7 @@ import pyarrow as pa
 import pytest
 
 import lancenb
+from lancenb.errors import NotSupportedError
 from lancenb.index.vector.api import (
     IndexNotFoundError,
     VectorIndexMethods,
@@ -138,3 +139,24 @@ def test_centroids_as_pylance(indexed):
     assert by_column.equals(ours)
     with pytest.raises(ValueError, match="Must provide 'index_name' or 'column'"):
         VectorIndexMethods.centroids(lancenb.dataset(indexed))
+
+
+def test_accelerator_and_tensor_codebook(tmp_path):
+    uri = str(tmp_path / "ds")
+    lancenb.write_dataset(_table(), uri)
+    nds = lancenb.dataset(uri)
+    with pytest.raises(ValueError, match="not supported"):
+        VectorIndexMethods.create_index(nds, "v", "IVF_PQ", num_partitions=2,
+                                        num_sub_vectors=4, accelerator="0cuda")
+    with pytest.raises(NotSupportedError, match="GPU"):
+        VectorIndexMethods.create_index(nds, "v", "IVF_PQ", num_partitions=2,
+                                        num_sub_vectors=4, accelerator="cuda")
+    cb = np.random.default_rng(0).standard_normal((4, 256, 4)).astype(np.float32)
+    VectorIndexMethods.create_index(
+        nds, "v", "IVF_PQ", num_partitions=1, num_sub_vectors=4, accelerator="cpu",
+        ivf_centroids=np.zeros((1, 16), np.float32),
+        pq_codebook=pa.FixedShapeTensorArray.from_numpy_ndarray(cb))
+    from lancenb.index.vector.ivf import open_vector_index
+
+    idx = open_vector_index(nds, nds.list_indices()[0])
+    np.testing.assert_array_equal(idx.storage.params["codebook"], cb)

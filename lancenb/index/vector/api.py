@@ -185,11 +185,14 @@ class VectorIndexMethods:
         if kind == "IVF_RQ":
             raise NotSupportedError("lancenb cannot build IVF_RQ indices")
         if accelerator is not None:
-            if not isinstance(accelerator, str) or accelerator not in ("cuda", "mps"):
+            # a torch device or its name; "cpu" trains as without one (the same model)
+            device = str(accelerator)
+            if device.split(":")[0] in ("cuda", "mps"):
+                raise NotSupportedError("index training on a GPU (torch) is not supported "
+                                        "by lancenb")
+            if device != "cpu":
                 raise ValueError(f"accelerator {accelerator!r} is not supported "
-                                 "(cuda or mps)")
-            raise NotSupportedError("index training on an accelerator (torch) is not "
-                                    "supported by lancenb")
+                                 "(cpu, cuda or mps)")
         if metric.lower() == "hamming":
             raise NotSupportedError("lancenb builds vector indices for l2, cosine and dot")
         if num_partitions is None and target_partition_size:

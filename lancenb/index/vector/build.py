@@ -371,6 +371,8 @@ def write_index(ds, field_id: int, index_type: str, metric: str, name: str, cent
 
 
 def _to_numpy(obj):
+    if isinstance(obj, pa.ExtensionArray):  # fixed-shape tensors: their storage lists
+        obj = obj.storage
     if isinstance(obj, (pa.FixedSizeListArray, pa.ChunkedArray)):
         arr = obj.combine_chunks() if isinstance(obj, pa.ChunkedArray) else obj
         return np.asarray(arr.flatten().to_numpy(zero_copy_only=False))
