@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from lancenb._proto import table_pb2, transaction_pb2
 from lancenb._version import __version__
-from lancenb.dataset.branching import create_branch
+from lancenb.dataset.branching import create_branch, shallow_clone
 from lancenb.dataset.descriptions import (
     CleanupCandidateFile,
     CleanupExplanation,
@@ -555,9 +555,16 @@ class DatasetAdministration:
         self._become(mf)
         return self
 
-    def shallow_clone(self, *args, **kwargs):
-        self._no("shallow_clone", "a shallow clone refers to the source's files through a "
-                 "base path, which lancenb does not write")
+    def shallow_clone(self, target_path, reference=None, storage_options=None, **kwargs):
+        """A new dataset at ``target_path`` holding version ``reference`` (a version,
+        a tag or ``(branch, version)``) of this one without copying data: its files
+        are named through a base path at this dataset's root (pylance's layout).
+
+        Examples
+        --------
+        >>> clone = ds.shallow_clone("/tmp/clone", 2)  # doctest: +SKIP
+        """
+        return shallow_clone(self, target_path, reference, storage_options, **kwargs)
 
     def session(self):
         """The :class:`lancenb.Session` whose caches this dataset uses (pass it to
@@ -573,6 +580,5 @@ def _modified(store, rel: str) -> _dt.datetime:
     return _dt.datetime.fromtimestamp(t or 0, _dt.timezone.utc)
 
 
-for _name in ("shallow_clone",
-              "new_file_session"):
+for _name in ("new_file_session",):
     getattr(DatasetAdministration, _name).not_supported = True  # scripts/parity.py reads it

@@ -30,7 +30,7 @@ from lancenb.table.commit import commit, latest_version, open_store, put_new_obj
 from lancenb.table.tags import Tags
 from lancenb.table.transaction import Transaction
 
-__all__ = ["branch_store", "root_of", "resolve_reference", "create_branch"]
+__all__ = ["branch_store", "root_of", "resolve_reference", "create_branch", "shallow_clone"]
 
 
 def branch_store(root_store, name: str | None):
@@ -137,3 +137,40 @@ def check_exists(root_store, name: str) -> None:
     """``DatasetNotFoundError`` unless branch ``name`` exists."""
     if not root_store.exists(branch_file_rel(name)):
         raise DatasetNotFoundError(f"dataset {root_store.uri!r} has no branch {name!r}")
+
+
+def shallow_clone(ds, target_path, reference=None, storage_options=None, **kwargs):
+    """A new dataset at ``target_path`` whose first version is ``reference`` of ``ds``
+    (pylance's ``shallow_clone``; ``version=`` is its older keyword): the source's
+    manifest, its files named through a base path at the source's root, under the
+    same version number, committed with a shallow ``Clone`` transaction. Only
+    metadata is written; the source root is trusted for reads in this process."""
+    from lancenb.table.bases import trust_bases
+
+    if reference is None:
+        reference = kwargs.pop("version", None)
+    if kwargs:
+        raise TypeError(f"shallow_clone got unexpected keyword(s) {sorted(kwargs)}")
+    if reference is None:
+        raise InvalidInputError("shallow_clone needs a reference: a version, a tag or "
+                                "(branch, version)")
+    src_branch, version = resolve_reference(ds._root_store, ds._branch, reference)
+    src = ds.checkout_version((src_branch, version))
+    opts = storage_options if storage_options is not None else ds._store.storage_options
+    target = open_store(os.fspath(target_path), opts, None, None)
+    src_root = src._store.uri_of("")
+    if src._store.local:
+        src_root = os.path.abspath(src_root)
+    m = branch_manifest(src.manifest, None, src_root)
+    op = transaction_pb2.Transaction.Clone(is_shallow=True, ref_version=src.version,
+                                           ref_path=str(src_root))
+    if src_branch is not None:
+        op.ref_name = src_branch
+    txn = Transaction(src.version, "clone", op)
+    txn.restore_manifest = m
+    txn.clone_version = src.version
+    txn.create_only = True  # never over an existing dataset
+    trust_bases(target, [src_root])
+    mf = commit(target, txn, v2_names=True, data_format=src.data_storage_version,
+                writer_version=__version__, written=[])
+    return type(ds)(target.uri, _store=target, _manifest=mf, session=ds._session)

@@ -205,13 +205,17 @@ class Branches:
         self._store.write_bytes(branch_file_rel(name), json.dumps(d, indent=2).encode())
 
 
-def branch_manifest(source, name: str, source_root_uri: str):
-    """The first manifest of branch ``name``: ``source`` (a ``Manifest``) with
-    ``branch`` set, and the files it holds under its own root renamed to a new base
-    path for ``source_root_uri`` (files already on other bases keep theirs)."""
+def branch_manifest(source, name: str | None, source_root_uri: str):
+    """The first manifest of branch ``name`` (None: of a shallow clone): ``source``
+    (a ``Manifest``) with ``branch`` set, and the files it holds under its own root
+    renamed to a new base path for ``source_root_uri`` (files already on other bases
+    keep theirs)."""
     m = table_pb2.Manifest()
     m.CopyFrom(source)
-    m.branch = name
+    if name:
+        m.branch = name
+    else:  # (a shallow clone: a new dataset on the main line)
+        m.ClearField("branch")
     own = [d for f in m.fragments for d in f.files if not d.HasField("base_id")]
     own_del = [f.deletion_file for f in m.fragments
                if f.HasField("deletion_file") and not f.deletion_file.HasField("base_id")]

@@ -174,3 +174,24 @@ def test_manifest_base_outside_the_dataset_is_refused(uri, tmp_path):
     st.write_bytes(f"{VERSIONS_DIR}/{manifest_name(1, True)}", frame_manifest(m))
     with pytest.raises(CorruptFileError, match="outside the dataset"):
         lancenb.dataset(uri, version=("x", 1))
+
+
+def test_shallow_clone_both_ways(tmp_path):
+    src = str(tmp_path / "src")
+    lancenb.write_dataset(_t(1, 2, 3), src)
+    ds = lancenb.write_dataset(_t(4, 5), src, mode="overwrite")
+    ds.delete("a = 4")
+    ds.tags.create("v1", 1)
+    c3 = ds.shallow_clone(str(tmp_path / "c3"), 3)
+    ds.shallow_clone(str(tmp_path / "c1"), version="v1")  # (pylance's older keyword)
+    assert c3.version == 3 and _rows(c3) == [5]
+    assert _rows(lance.dataset(str(tmp_path / "c3"))) == [5]
+    assert _rows(lance.dataset(str(tmp_path / "c1"))) == [1, 2, 3]
+    assert not os.path.exists(tmp_path / "c3" / "data")  # metadata only
+    c3.insert(_t(9))  # the clone's own writes stay in the clone
+    assert _rows(lance.dataset(str(tmp_path / "c3"))) == [5, 9]
+    assert _rows(lancenb.dataset(src)) == [5]
+    lance.dataset(src).shallow_clone(str(tmp_path / "pc"), ("main", 1))
+    assert _rows(lancenb.dataset(str(tmp_path / "pc"))) == [1, 2, 3]
+    with pytest.raises(lancenb.DatasetExistsError):
+        ds.shallow_clone(str(tmp_path / "c3"), 3)

@@ -1054,8 +1054,7 @@ def test_default_file_version_like_pylance(tmp_path):
 def test_base_paths_and_sessions_are_not_supported(pair):
     """Names lancenb cannot implement faithfully raise NotSupportedError saying why."""
     _, ours = pair
-    calls = [lambda: ours.shallow_clone("x", 1),
-             lambda: ours.new_file_session(),
+    calls = [lambda: ours.new_file_session(),
              lambda: ours.merge_insert("a").target_bases(["b"]),
              lambda: ours.merge_insert("a").target_all_bases()]
     for call in calls:
