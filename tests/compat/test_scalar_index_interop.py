@@ -235,3 +235,36 @@ def test_and_with_an_unindexed_side_scans_the_indexed_rows(tmp_path):
         assert np.array_equal(got, _rows(ds, flt)), flt
         if "NOT" not in flt and " OR f" not in flt:
             assert sc.rows_scanned < N // 20, flt  # (the index's rows only)
+
+
+PLAN_FILTERS = ["x = 5", "x IN (1, 50, 96)", "x > 90", "x IS NULL", "x IS NOT NULL",
+                "s = 'v1' OR x = 7", "s LIKE 'v1%'", "x >= 3 AND x <= 7", "x BETWEEN 3 AND 7",
+                "x < 7 AND x > 3", "f > 0.5", "x != 13", "d < DATE '2020-02-01'",
+                "x = 5 AND s = 'v3'", "x = 5 AND (s = 'v3' OR f < 0.5)"]
+
+
+def _index_line(plan: str) -> str | None:
+    lines = [ln.strip() for ln in plan.splitlines() if "ScalarIndexQuery" in ln]
+    return lines[0] if lines else None
+
+
+@pytest.mark.parametrize("flt", PLAN_FILTERS)
+def test_plan_names_the_index_query_as_pylance(pylance_built, flt):
+    """explain_plan's ScalarIndexQuery line is pylance's text for the same dataset
+    and filter; a filter the index answers whole has no refine filter in either."""
+    ds = lancenb.dataset(pylance_built)
+    theirs = lance.dataset(pylance_built).scanner(filter=flt, columns=["x"]).explain_plan()
+    ours = ds.scanner(filter=flt, columns=["x"]).explain_plan()
+    assert _index_line(ours) == _index_line(theirs)
+    assert _index_line(ours) is not None or flt == "s LIKE 'v1%'"  # (LIKE: BTREE only)
+    assert ("refine_filter=--" in ours) == ("refine_filter=--" in theirs)
+
+
+def test_plan_partly_indexed_and_unindexed(pylance_built):
+    """``p AND q`` with only p indexed: the index query names p and the scan still
+    filters; no index on the column or use of an expression: no index line."""
+    ds = lancenb.dataset(pylance_built)
+    plan = ds.scanner(filter="x = 5 AND x + 1 > 2", columns=["x"]).explain_plan()
+    assert "ScalarIndexQuery: query=[x = 5]@x_idx(BTree)" in plan
+    assert "refine_filter=--" not in plan
+    assert _index_line(ds.scanner(filter="x + 1 = 5").explain_plan()) is None

@@ -11,6 +11,11 @@ full_filter=...`` that scans. ``analyze_plan`` runs the scan and adds
 ``metrics=[output_rows=..., rows_scanned=..., bytes_read=..., iops=...,
 requests=...]`` to each operator. Deliberate differences: docs/parity.md.
 
+When scalar indices answer the filter (:mod:`lancenb.index.scalar.plan`), the scan
+has a ``ScalarIndexQuery: query=[x = 5]@x_idx(BTree)`` child as pylance's; answered
+whole, the scan reads the output columns directly (``refine_filter=--``), as
+pylance's plan.
+
 Example (a filter ``a < 50`` over ``a, b``, ``columns=["b"]``)::
 
     ProjectionExec: expr=[b@1 as b]
@@ -23,6 +28,7 @@ from __future__ import annotations
 import time
 
 from lancenb.dataset.read.nested import ROW_ADDR, ROW_ID
+from lancenb.index.scalar.plan import describe
 
 __all__ = ["explain", "analyze"]
 
@@ -33,6 +39,9 @@ def _nodes(sc) -> list[tuple[str, str]]:
     proj = getattr(sc, "projection", None)  # columns={alias: SQL}
     out_names = [f.name for f in sc.stored_schema()]
     filt = sc.filter_text is not None
+    indexed = _indexed(sc) if filt else None
+    if indexed is not None and indexed[1]:
+        return _answered(sc, indexed[0])
     filter_cols = [c for c in sc.filter_columns if c not in (ROW_ID, ROW_ADDR)]
     late = [c for c in sc.columns if c not in filter_cols] if filt else []
     scanned = list(filter_cols) if filt else list(sc.columns)
@@ -73,6 +82,46 @@ def _nodes(sc) -> list[tuple[str, str]]:
                           f"range_after=None, row_id={_bool(sc.with_row_id or bool(late))}, "
                           f"row_addr={_bool(sc.with_row_address)}, full_filter={text}, "
                           f"refine_filter={text}"))
+    if indexed is not None:
+        nodes.append(("index", f"ScalarIndexQuery: query={indexed[0]}"))
+    return nodes
+
+
+def _indexed(sc) -> tuple[str, bool] | None:
+    """The index query text of the scan's filter and whether it is answered whole."""
+    if sc.include_deleted_rows or not isinstance(sc.filter_text, str):
+        return None
+    ds = sc.dataset
+    try:
+        indices = ds.list_indices()
+    except Exception:  # noqa: BLE001 - a plan text never fails on an index listing
+        return None
+    return describe(indices, ds.schema, sc.filter_text)
+
+
+def _answered(sc, query: str) -> list[tuple[str, str]]:
+    """The plan of a scan whose filter the indices answer whole: the read of the
+    output columns at the rows the index query gives."""
+    nodes = []
+    limited = sc.limit is not None or sc.offset
+    if sc.order_by:
+        if limited:
+            nodes.append(("limit", f"GlobalLimitExec: skip={sc.offset}, fetch={sc.limit}"))
+        names = list(sc.columns)
+        keys = ", ".join(f"{c}@{names.index(c) if c in names else 0} "
+                         f"{'ASC' if a else 'DESC'} NULLS {'FIRST' if nf else 'LAST'}"
+                         for c, a, nf in sc.order_by)
+        nodes.append(("sort", f"SortExec: expr=[{keys}], preserve_partitioning=[false]"))
+    rng = "None"
+    if limited and not sc.order_by:
+        stop = "" if sc.limit is None else str(sc.offset + sc.limit)
+        rng = f"Some({sc.offset}..{stop})"
+    nodes.append(("scan", f"LanceRead: uri={sc.dataset.uri}, projection=[{', '.join(sc.columns)}], "
+                          f"num_fragments={len(sc.fragment_list())}, range_before=None, "
+                          f"range_after={rng}, row_id={_bool(sc.with_row_id)}, "
+                          f"row_addr={_bool(sc.with_row_address)}, "
+                          f"full_filter={sc.filter_text}, refine_filter=--"))
+    nodes.append(("index", f"ScalarIndexQuery: query={query}"))
     return nodes
 
 
