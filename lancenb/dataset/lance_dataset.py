@@ -27,9 +27,11 @@ from lancenb._proto import transaction_pb2
 from lancenb._version import __version__
 from lancenb.dataset.administration import DatasetAdministration
 from lancenb.dataset.branching import branch_store, resolve_reference, root_of
+from lancenb.dataset.catalog import namespace_table
 from lancenb.dataset.fragment import LanceFragment, open_data_file
 from lancenb.dataset.operations import commit_operation, commit_store
-from lancenb.dataset.read import blob, take
+from lancenb.dataset.read import take
+from lancenb.dataset.read.blob import BlobMethods
 from lancenb.dataset.read.scanner import LanceScanner
 from lancenb.dataset.session import Session, open_options, scan_with_defaults, with_scan_defaults
 from lancenb.dataset.snapshot import Snapshot
@@ -45,7 +47,7 @@ from lancenb.dataset.write.insert import (
 from lancenb.dataset.write.merge_insert import MergeInsertBuilder
 from lancenb.dataset.write.optimize import Optimize, cleanup_old_versions
 from lancenb.dataset.write.update import update
-from lancenb.errors import InvalidInputError, NotSupportedError
+from lancenb.errors import NotSupportedError
 from lancenb.expr.engine import SqlQueryBuilder
 from lancenb.file.extensions import public_schema
 from lancenb.file.reader import cached_fields_to_schema
@@ -77,7 +79,7 @@ def _writer_version() -> str:
     return __version__
 
 
-class LanceDataset(VectorIndexMethods, ScalarIndexMethods, DatasetAdministration,
+class LanceDataset(VectorIndexMethods, ScalarIndexMethods, BlobMethods, DatasetAdministration,
                    pads.Dataset):
     """One version of a Lance dataset (pylance's ``lance.LanceDataset`` subset).
 
@@ -553,46 +555,6 @@ class LanceDataset(VectorIndexMethods, ScalarIndexMethods, DatasetAdministration
         return take.take(self, indices, columns, with_row_id=with_row_id,
                          with_row_address=with_row_address, blob_handling=blob_handling)
 
-    def take_blobs(self, blob_column: str, ids=None, addresses=None, indices=None, *,
-                   buffer_size: int = blob.DEFAULT_BUFFER_SIZE) -> list:
-        """Open blob values as file-like objects (pylance's ``take_blobs``).
-
-        Exactly one of ``ids`` (row ids), ``addresses`` (row addresses) and
-        ``indices`` (row offsets in the dataset, deleted rows skipped) selects the
-        rows. Only descriptions are read here; each :class:`~lancenb.dataset.read.blob.BlobFile`
-        reads its bytes when asked, with range reads.
-
-        Parameters
-        ----------
-        blob_column : str
-            A blob column: ``large_binary`` with ``lance-encoding:blob`` metadata, or
-            a pylance 2.2 blob v2 column.
-        ids, addresses, indices : array-like of int
-            The rows, in the order the results come back (repeats allowed).
-        buffer_size : int, default 512 KiB
-            Read-ahead of sequential reads in bytes; 0 reads exactly what is asked.
-
-        Returns
-        -------
-        list of BlobFile or None
-            One per row: None for a null value, a zero-size file for an empty one.
-
-        Examples
-        --------
-        >>> f = ds.take_blobs("video", indices=[3])[0]  # doctest: +SKIP
-        >>> f.seek(1024); f.read(16)  # doctest: +SKIP
-        """
-        return blob.take_blobs(self, blob_column, ids, addresses, indices,
-                               buffer_size=buffer_size)
-
-    def read_blobs(self, blob_column: str, ids=None, addresses=None, indices=None, *,
-                   io_buffer_size=None, preserve_order=None) -> list:
-        """Blob values read whole (pylance's ``read_blobs``): ``[(row address, bytes or
-        None)]`` in the order asked for; select rows as in :meth:`take_blobs`.
-        ``io_buffer_size`` and ``preserve_order`` are accepted (the order is always
-        kept)."""
-        return blob.read_blobs(self, blob_column, ids, addresses, indices)
-
     # -- writes ----------------------------------------------------------------
     def _commit(self, txn: Transaction, written=(), **retries) -> None:
         # commit() removes ``written`` itself if it fails before its commit point,
@@ -705,28 +667,6 @@ class LanceDataset(VectorIndexMethods, ScalarIndexMethods, DatasetAdministration
 LanceScanner.dataset_class = LanceDataset
 
 
-def _namespace_table(kwargs: dict, uri, storage_options, mode=None):
-    """``(uri, storage_options)`` of a table named by ``namespace_client=`` (older pylance:
-    ``namespace=``) and ``table_id=``, popped from ``kwargs``: a create declares it, anything
-    else describes it; the namespace's storage options go over the caller's (pylance's)."""
-    client = kwargs.pop("namespace_client", None) or kwargs.pop("namespace", None)
-    table_id, own = kwargs.pop("table_id", None), not kwargs.pop(
-        "ignore_namespace_table_storage_options", False)
-    if (uri is None) == (client is None and table_id is None) or (client is None) != (
-            table_id is None):
-        raise InvalidInputError("Give either 'uri' or both 'namespace_client' and 'table_id'.")
-    if client is None:
-        return uri, storage_options
-    import lance_namespace as spec  # the spec's models: only needed here, slow to import
-
-    response = (client.declare_table(spec.DeclareTableRequest(id=list(table_id)))
-                if mode == "create" else
-                client.describe_table(spec.DescribeTableRequest(id=list(table_id))))
-    if own and response.storage_options:
-        storage_options = {**(storage_options or {}), **response.storage_options}
-    return response.location, storage_options
-
-
 def _reopen(uri, version, storage_options) -> LanceDataset:
     """Unpickling a :class:`LanceDataset`: open the same version again."""
     return LanceDataset(uri, version, storage_options=storage_options)
@@ -757,7 +697,7 @@ def dataset(uri=None, version=None, *, asof=None, storage_options=None, commit_l
     >>> ds = lancenb.dataset("/tmp/ds", version=2)  # doctest: +SKIP
     >>> ds = lancenb.dataset(namespace_client=ns, table_id=["team", "t"])  # doctest: +SKIP
     """
-    uri, storage_options = _namespace_table(kwargs, uri, storage_options)
+    uri, storage_options = namespace_table(kwargs, uri, storage_options)
     session, defaults = open_options(kwargs)  # (and pylance's other options: read_params)
     return with_scan_defaults(LanceDataset(
         uri, version, asof=asof, storage_options=storage_options, commit_lock=commit_lock,
@@ -815,7 +755,7 @@ Hugging Face Dataset or IterableDataset
     >>> ds = lancenb.write_dataset(pa.table({"id": [1, 2]}), "/tmp/ds")  # doctest: +SKIP
     >>> ds = lancenb.write_dataset(more, "/tmp/ds", mode="append")  # doctest: +SKIP
     """
-    uri, storage_options = _namespace_table(kwargs, uri, storage_options, mode)
+    uri, storage_options = namespace_table(kwargs, uri, storage_options, mode)
     extra = ("commit_message", "transaction_properties", "auto_cleanup_options",
              "initial_bases", "target_bases")  # (bases: lancenb.dataset.write.bases)
     check_write_options({k: v for k, v in kwargs.items() if k not in extra})

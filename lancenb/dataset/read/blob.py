@@ -40,8 +40,8 @@ from lancenb.encodings.structural.blob import DESCRIPTION_V1, DESCRIPTION_V2, WR
 from lancenb.errors import CorruptFileError, InvalidInputError, NotSupportedError
 from lancenb.kernels import slices
 
-__all__ = ["BlobFile", "BLOB_HANDLING", "DEFAULT_BLOB_HANDLING", "DEFAULT_BUFFER_SIZE",
-           "blob_layout", "output_field", "check_handling", "has_blobs"]
+__all__ = ["BlobFile", "BlobMethods", "BLOB_HANDLING", "DEFAULT_BLOB_HANDLING",
+           "DEFAULT_BUFFER_SIZE", "blob_layout", "output_field", "check_handling", "has_blobs"]
 
 BLOB_KEY = b"lance-encoding:blob"
 EXTENSION_KEY = b"ARROW:extension:name"
@@ -636,3 +636,48 @@ class BlobColumn:
     def __iter__(self):
         for v in self.blob_column.to_pylist():
             yield io.BytesIO(v or b"")
+
+
+class BlobMethods:
+    """The blob methods of :class:`~lancenb.dataset.LanceDataset` (a mixin): values of
+    blob columns opened as files or read whole."""
+
+    def take_blobs(self, blob_column: str, ids=None, addresses=None, indices=None, *,
+                   buffer_size: int = DEFAULT_BUFFER_SIZE) -> list:
+        """Open blob values as file-like objects (pylance's ``take_blobs``).
+
+        Exactly one of ``ids`` (row ids), ``addresses`` (row addresses) and
+        ``indices`` (row offsets in the dataset, deleted rows skipped) selects the
+        rows. Only descriptions are read here; each :class:`~lancenb.dataset.read.blob.BlobFile`
+        reads its bytes when asked, with range reads.
+
+        Parameters
+        ----------
+        blob_column : str
+            A blob column: ``large_binary`` with ``lance-encoding:blob`` metadata, or
+            a pylance 2.2 blob v2 column.
+        ids, addresses, indices : array-like of int
+            The rows, in the order the results come back (repeats allowed).
+        buffer_size : int, default 512 KiB
+            Read-ahead of sequential reads in bytes; 0 reads exactly what is asked.
+
+        Returns
+        -------
+        list of BlobFile or None
+            One per row: None for a null value, a zero-size file for an empty one.
+
+        Examples
+        --------
+        >>> f = ds.take_blobs("video", indices=[3])[0]  # doctest: +SKIP
+        >>> f.seek(1024); f.read(16)  # doctest: +SKIP
+        """
+        return take_blobs(self, blob_column, ids, addresses, indices,
+                               buffer_size=buffer_size)
+
+    def read_blobs(self, blob_column: str, ids=None, addresses=None, indices=None, *,
+                   io_buffer_size=None, preserve_order=None) -> list:
+        """Blob values read whole (pylance's ``read_blobs``): ``[(row address, bytes or
+        None)]`` in the order asked for; select rows as in :meth:`take_blobs`.
+        ``io_buffer_size`` and ``preserve_order`` are accepted (the order is always
+        kept)."""
+        return read_blobs(self, blob_column, ids, addresses, indices)
