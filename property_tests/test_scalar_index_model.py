@@ -180,3 +180,33 @@ def test_sorted_pairs_is_a_sort(values, run_rows, block_rows, batch):
     assert sorted(out["ids"].to_pylist()) == list(range(len(values)))
     for i, v in zip(out["ids"].to_pylist(), got):
         assert repr(values[i]) == repr(v)
+
+
+@fuzz_settings(EXAMPLES)
+@given(st.lists(st.binary(max_size=80), max_size=40))
+def test_xxh64_kernel_matches_reference(strings):
+    """The Numba XXH64 of many strings equals the plain-Python reference and the
+    ``xxhash`` package (when installed), string by string."""
+    from lancenb.index.scalar.xxh import xxh64_many, xxh64_ref
+    offsets = np.cumsum([0] + [len(b) for b in strings]).astype(np.int64)
+    data = np.frombuffer(b"".join(strings), np.uint8)
+    got = xxh64_many(data, offsets).tolist()
+    assert got == [xxh64_ref(b) for b in strings]
+    try:
+        import xxhash
+    except ImportError:
+        return
+    assert got == [xxhash.xxh64_intdigest(b) for b in strings]
+
+
+@fuzz_settings(EXAMPLES)
+@given(st.lists(st.integers(-2**63, 2**63 - 1), min_size=1, max_size=200),
+       st.integers(0, 4))
+def test_bloom_filter_has_no_false_negatives(values, log_blocks):
+    """Every inserted value's hash checks as present in a bloom filter of any size."""
+    from lancenb.index.scalar.xxh import bloom_check, bloom_insert, xxh64_many
+    raw = np.asarray(values, np.int64).view(np.uint8)
+    hashes = xxh64_many(raw, np.arange(len(values) + 1, dtype=np.int64) * 8)
+    words = np.zeros((1 << log_blocks, 8), np.uint32)
+    bloom_insert(words, hashes)
+    assert bloom_check(words, hashes).all()

@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from lancenb.errors import InvalidInputError, LanceError, NotSupportedError
-from lancenb.index.scalar import bitmap, btree, label_list
+from lancenb.index.scalar import bitmap, btree, label_list, zones
 from lancenb.index.scalar.common import IndexFiles
 from lancenb.table.indices import CreateIndex, Index, IndexFile
 
@@ -28,7 +28,13 @@ SCALAR_INDEX_TYPES = ("BTREE", "BITMAP", "NGRAM", "ZONEMAP", "LABEL_LIST", "INVE
 # a LABEL_LIST of version 0 lacks the null-list rows, and pylance warns it is "old")
 _BUILT = {"BTREE": ("BTree", btree.DETAILS_TYPE_URL, 0),
           "BITMAP": ("Bitmap", bitmap.DETAILS_TYPE_URL, 0),
-          "LABEL_LIST": ("LabelList", label_list.DETAILS_TYPE_URL, 1)}
+          "LABEL_LIST": ("LabelList", label_list.DETAILS_TYPE_URL, 1),
+          "ZONEMAP": ("ZoneMap", zones.ZONEMAP_DETAILS, 0),
+          "BLOOMFILTER": ("BloomFilter", zones.BLOOM_DETAILS, 0)}
+# the build parameters of each type (pylance's names) and their defaults
+_PARAMS = {"ZONEMAP": {"rows_per_zone": zones.ROWS_PER_ZONE},
+           "BLOOMFILTER": {"number_of_items": zones.BLOOM_ITEMS,
+                           "probability": zones.BLOOM_PROBABILITY}}
 
 
 class IndexExistsError(LanceError, RuntimeError):
@@ -87,6 +93,20 @@ def _column_batches(ds, column: str, frags, typ: pa.DataType):
             yield (v.cast(typ) if v.type != typ else v), np.asarray(ids.to_numpy(), np.uint64)
 
 
+def _address_batches(ds, column: str, frags, typ: pa.DataType):
+    """``(values, uint64 row addresses)`` of ``column`` in ``frags``, in address order."""
+    if not frags:
+        return
+    scan = ds.scanner(columns=[column], with_row_address=True, fragments=frags)
+    for b in scan.to_batches():
+        if b.num_rows:
+            v = b.column(0)
+            if isinstance(v, pa.ExtensionArray):
+                v = v.storage
+            addrs = b.column(b.schema.get_field_index("_rowaddr"))
+            yield (v.cast(typ) if v.type != typ else v), np.asarray(addrs.to_numpy(), np.uint64)
+
+
 def _index_name(existing, column: str, name: str | None, type_name: str) -> str:
     """pylance's default name: ``{column}_idx``, or ``{column}_idx_2``, ... when that
     name belongs to an index of another type or column."""
@@ -133,6 +153,9 @@ class ScalarIndexMethods:
         >>> ds.create_scalar_index("x", "BTREE")  # doctest: +SKIP
         >>> ds.to_table(filter="x = 5")  # doctest: +SKIP
         """
+        if hasattr(index_type, "index_type") and hasattr(index_type, "parameters"):
+            kwargs = {**dict(index_type.parameters or {}), **kwargs}  # (an IndexConfig)
+            index_type = index_type.index_type
         if not isinstance(index_type, str):
             raise NotSupportedError(f"index_type {index_type!r}: lancenb takes the index type "
                                     f"by name")
@@ -153,12 +176,22 @@ class ScalarIndexMethods:
         if kind == "LABEL_LIST" and not (pa.types.is_list(field.type)
                                          or pa.types.is_large_list(field.type)):
             raise TypeError(f"LABEL_LIST index column {column} must be a list or large list")
+        if kind == "BLOOMFILTER" and not zones.bloom_type_ok(field.type):
+            raise TypeError(f"Bloom filter index does not support data type: {field.type} "
+                            f"(column {column})")
+        if kind == "ZONEMAP" and not _btree_type_ok(field.type):
+            raise TypeError(f"ZONEMAP index column {column}: type {field.type} is not "
+                            f"supported")
         if kind not in _BUILT:
             raise NotSupportedError(f"lancenb cannot build {kind} indices yet (BTREE, "
-                                    f"BITMAP and LABEL_LIST only)")
+                                    f"BITMAP, LABEL_LIST, ZONEMAP and BLOOMFILTER only)")
         if fragment_ids is not None:
             raise NotSupportedError("create_scalar_index(fragment_ids=...) (distributed "
                                     "building) is not supported by lancenb")
+        params = dict(_PARAMS.get(kind, {}))
+        for k in list(kwargs):
+            if k in params:
+                params[k] = kwargs.pop(k)
         unknown = sorted(k for k in kwargs if k not in ("document_granularity",))
         if unknown:
             raise InvalidInputError(f"create_scalar_index: unknown options {unknown} for "
@@ -177,9 +210,17 @@ class ScalarIndexMethods:
         uid = str(uuidlib.UUID(index_uuid)) if index_uuid else str(uuidlib.uuid4())
         frags = self.get_fragments()
         covered = [f.fragment_id for f in frags] if train else []
-        batches = _column_batches(self, column, frags if train else [], field.type)
+        source = _address_batches if kind in _PARAMS else _column_batches
+        batches = source(self, column, frags if train else [], field.type)
         files = IndexFiles(self.uri, uid)
-        if kind == "BTREE":
+        if kind == "ZONEMAP":
+            zones.write_zonemap(files, batches, field.type,
+                                rows_per_zone=int(params["rows_per_zone"]))
+        elif kind == "BLOOMFILTER":
+            zones.write_bloomfilter(files, batches, field.type,
+                                    number_of_items=int(params["number_of_items"]),
+                                    probability=float(params["probability"]))
+        elif kind == "BTREE":
             btree.write_btree(files, batches, field.type)
         elif kind == "BITMAP":
             bitmap.write_bitmap(files, batches, field.type)

@@ -31,6 +31,7 @@ __all__ = ["describe"]
 
 # list_indices types a scan answers leaves with, and the order one is picked in
 _VALUE_TYPES = ("BTree", "Bitmap", "ZoneMap", "BloomFilter")
+_INEXACT = ("ZoneMap", "BloomFilter")  # (not under a NOT)
 _LOWER, _UPPER = (">", ">="), ("<", "<=")
 
 
@@ -69,6 +70,7 @@ def _col_lit(node: Cmp):
 class _Describer:
     def __init__(self, indices: list[dict]):
         self.value: dict[str, dict] = {}
+        self.loose = True
         self.labels: dict[str, dict] = {}
         for rank in _VALUE_TYPES:
             for e in indices:
@@ -80,8 +82,8 @@ class _Describer:
 
     def at(self, column: str, text: str, labels: bool = False) -> str:
         e = (self.labels if labels else self.value).get(column)
-        if e is None:
-            raise Unanswerable(f"no index on {column}")
+        if e is None or (e["type"] in _INEXACT and not self.loose):
+            raise Unanswerable(f"no index on {column} answers this")
         return f"[{text}]@{e['name']}({e['type']})"
 
     def range(self, node: And) -> str | None:
@@ -120,7 +122,17 @@ class _Describer:
             a, b = self.node(node.left, loose), self.node(node.right, loose)
             return f"OR({a[0]},{b[0]})", a[1] and b[1]
         if isinstance(node, Not):
-            return f"NOT({self.node(node.arg, False)[0]})", True
+            was, self.loose = self.loose, False
+            try:
+                return f"NOT({self.node(node.arg, False)[0]})", True
+            finally:
+                self.loose = was
+        if isinstance(node, Cmp) and node.op == "!=":
+            was, self.loose = self.loose, False
+            try:
+                return self.leaf(node), True
+            finally:
+                self.loose = was
         return self.leaf(node), True
 
     def leaf(self, node) -> str:

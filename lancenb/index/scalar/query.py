@@ -30,6 +30,7 @@ from lancenb.index.scalar.bitmap import BitmapIndex
 from lancenb.index.scalar.btree import BTreeIndex
 from lancenb.index.scalar.common import Answer, IndexFiles, Unanswerable
 from lancenb.index.scalar.label_list import LabelListIndex, label_query
+from lancenb.index.scalar.zones import BloomFilterIndex, ZoneMapIndex
 from lancenb.io.store import ObjectStore
 from lancenb.table.commit import find_manifest
 from lancenb.table.deletion import read_deletions
@@ -39,6 +40,8 @@ from lancenb.table.rowids import decode_row_ids, external_bytes
 __all__ = ["index_rows", "index_offsets", "open_index", "TableView", "view_of"]
 
 _READERS = {"BTree": BTreeIndex, "Bitmap": BitmapIndex, "LabelList": LabelListIndex}
+# inexact indices: they rule zones of rows out, used where a superset will do
+_ZONE_READERS = {"ZoneMap": ZoneMapIndex, "BloomFilter": BloomFilterIndex}
 
 
 def _leaf_column(node) -> str | None:
@@ -81,7 +84,7 @@ def open_index(view: "TableView", entries: list[dict]):
 
     out = []
     for e in entries:
-        cls = _READERS.get(e["type"])
+        cls = _READERS.get(e["type"]) or _ZONE_READERS.get(e["type"])
         if cls is None:
             raise Unanswerable(f"index type {e['type']}")
         key = (view.uri, e["uuid"], e["type"])
@@ -137,19 +140,22 @@ class _Planner:
         self.versions: dict[str, int] | None = None
         self.row_ids: dict[int, np.ndarray] = {}
         self.by_column: dict[str, list[dict]] = {}
+        self.zone_by_column: dict[str, list[dict]] = {}
         for e in view.indices:
             if len(e["fields"]) == 1 and e["type"] in _READERS:
                 self.by_column.setdefault(e["fields"][0], []).append(e)
+            elif len(e["fields"]) == 1 and e["type"] in _ZONE_READERS:
+                self.zone_by_column.setdefault(e["fields"][0], []).append(e)
         self.readers: dict[tuple, list] = {}
         self.covered: set[int] | None = None
         self.universe: BitMap64 | None = None
 
-    def _segments(self, column: str, labels: bool = False) -> list:
-        key = (column, labels)
+    def _segments(self, column: str, labels: bool = False, zones: bool = False) -> list:
+        key = (column, labels, zones)
         got = self.readers.get(key)
         if got is None:
-            entries = [e for e in self.by_column.get(column, ())
-                       if (e["type"] == "LabelList") == labels]
+            entries = [e for e in (self.zone_by_column if zones else self.by_column).get(
+                column, ()) if (e["type"] == "LabelList") == labels]
             if not entries:
                 raise Unanswerable(f"no scalar index on {column!r}")
             name = entries[0]["name"]  # (the segments of one index; another index ignored)
@@ -161,7 +167,7 @@ class _Planner:
                 raise Unanswerable("the indices cover different fragments")
             self.covered = cover
             got = open_index(self.view, entries)
-            if self.stable:
+            if self.stable and not zones:
                 if self.versions is None:
                     self.versions = _index_versions(self.view)
                 got = [_AddressesAsIds(g, self) if e["type"] == "BTree" and
@@ -201,12 +207,37 @@ class _Planner:
             true |= seg.search_labels(labels, mode).true
         return Answer(true)
 
-    def leaf(self, node, with_nulls: bool) -> Answer:
+    def zones(self, node, column: str) -> Answer:
+        """A superset of the rows where ``node`` is true: the zones a ZONEMAP or
+        BLOOMFILTER index cannot rule out (reaching further by the fragment's deleted
+        rows, :mod:`.zones`)."""
+        frags = {int(f.id): f for f in self.frags}
+        out = BitMap64()
+        for seg in self._segments(column, zones=True):
+            fids, starts, lengths = seg.zones(node)
+            for fid, start, length in zip(fids.tolist(), starts.tolist(), lengths.tolist()):
+                f = frags.get(fid)
+                if f is None:
+                    continue
+                n = int(f.physical_rows)
+                end = start + length
+                if f.deletion_file is not None:
+                    dead = int(f.deletion_file.num_deleted_rows or 0)
+                    end = end + dead if dead else n
+                base = fid << 32
+                out.add_range(base + min(start, n), base + min(end, n))
+        return Answer(self.addr_to_id(out) if self.stable else out)
+
+    def leaf(self, node, with_nulls: bool, loose: bool = False) -> Answer:
         if isinstance(node, Opaque):
             return self.labels(node, with_nulls)
         column = _leaf_column(node)
         if column is None:
             raise Unanswerable(f"{type(node).__name__} is not an indexed predicate")
+        if column not in self.by_column and column in self.zone_by_column:
+            if not loose or with_nulls:
+                raise Unanswerable(f"the index on {column} is inexact")
+            return self.zones(node, column)
         true, null = BitMap64(), BitMap64() if with_nulls else None
         for seg in self._segments(column):
             a = seg.search(node, column, with_nulls)
@@ -246,7 +277,7 @@ class _Planner:
         if isinstance(node, Not):
             a = self.eval(node.arg, True)
             return Answer(self.universe - a.true - a.null, a.null if with_nulls else None)
-        return self.leaf(node, with_nulls)
+        return self.leaf(node, with_nulls, loose)
 
 
 def _deleted(store, f) -> np.ndarray:
@@ -339,13 +370,13 @@ def index_rows(ds, filter, *, exact: bool = True) -> tuple[BitMap64, set[int]] |
     if not isinstance(filter, str) or not filter.strip():
         return None
     view = _view(ds)
-    if not any(e["type"] in _READERS for e in view.indices):
+    if not any(e["type"] in _READERS or e["type"] in _ZONE_READERS for e in view.indices):
         return None  # (the common case: no scalar index, nothing parsed or read)
     stable = any(f.row_id_meta is not None for f in view.fragments)
     try:
         tree = Translator(filter, view.schema, tolerant=True).term(parse_sql(filter, "filter"))
         planner = _Planner(view, stable)
-        if not planner.by_column:
+        if not planner.by_column and not planner.zone_by_column:
             return None
         answer = planner.eval(tree, _has_not(tree), not exact)
     except (Unanswerable, LanceError, RecursionError, TypeError, ValueError):
