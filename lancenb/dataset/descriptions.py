@@ -95,6 +95,9 @@ class LanceStats:
         from lancenb.index.vector.api import VECTOR_INDEX_TYPES, vector_index_stats
 
         types = {e["type"] for e in self._ds.list_indices() if e["name"] == index_name}
+        from lancenb.index.scalar.stats import SCALAR_STATS_TYPES, scalar_index_stats
+        if types and types <= set(SCALAR_STATS_TYPES):
+            return scalar_index_stats(self._ds, index_name)
         if types and not types <= set(VECTOR_INDEX_TYPES):
             raise NotSupportedError(f"index statistics of {sorted(types)} indices are not "
                                     "supported by lancenb")

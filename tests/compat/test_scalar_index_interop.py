@@ -317,3 +317,24 @@ def test_zonemap_and_bloomfilter_both_ways(tmp_path, builder):
     for flt, most in [("x = 5", 1200), ("x BETWEEN 100 AND 200", 1200), ("s = 'k7'", 8500)]:
         hits = index_offsets(ours, flt)
         assert hits is not None and sum(len(v) for v in hits.values()) <= most < live, flt
+
+
+def test_scalar_index_stats_as_pylance(tmp_path):
+    """stats.index_stats of ZONEMAP, BLOOMFILTER, BTREE and BITMAP indices pylance
+    built: pylance's dict (but the build time, which lancenb does not keep)."""
+    uri = str(tmp_path / "ds")
+    ds = lance.write_dataset(pa.table({"x": np.arange(10000), "y": np.arange(10000) % 7,
+                                       "s": [str(i) for i in range(10000)]}), uri,
+                             max_rows_per_file=6000)
+    ds.create_scalar_index("x", "ZONEMAP")
+    ds.create_scalar_index("s", "BLOOMFILTER")
+    ds.create_scalar_index("y", "BTREE")
+    ds.create_scalar_index("y", "BITMAP", name="yb")
+    lance.write_dataset(pa.table({"x": [1], "y": [2], "s": ["a"]}), uri, mode="append")
+    theirs, ours = lance.dataset(uri), lancenb.dataset(uri)
+    for name in ["x_idx", "s_idx", "y_idx", "yb"]:
+        want = theirs.stats.index_stats(name)
+        got = ours.stats.index_stats(name)
+        want.pop("updated_at_timestamp_ms")
+        got.pop("updated_at_timestamp_ms")
+        assert got == want, name
