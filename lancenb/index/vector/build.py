@@ -41,6 +41,7 @@ from lancenb.index.vector.ivfpb import Ivf, encode_ivf, encode_tensor
 from lancenb.index.vector.kmeans import assign, train_kmeans
 from lancenb.io import open_reader
 from lancenb.io.pools import ThreadPool
+from lancenb.table.indices import CreateIndex, Index, IndexFile
 
 __all__ = ["build_vector_index", "BuiltIndex", "VECTOR_DETAILS_URL", "sample_vectors",
            "train_pq_codebook", "commit_create_index", "write_index", "as_matrix",
@@ -494,16 +495,6 @@ def _size(uri: str, opts) -> int:
         r.close()
 
 
-def _index_classes():
-    """pylance's ``Index`` / ``IndexFile`` shapes, from the table layer."""
-    try:
-        from lancenb.table.indices import Index, IndexFile
-    except ImportError:
-        raise NotSupportedError("this lancenb cannot commit index metadata yet (no "
-                                "lancenb.table.indices.Index)") from None
-    return Index, IndexFile
-
-
 def describe_existing(ds, entry, idx) -> BuiltIndex:
     """A :class:`BuiltIndex` for an existing segment (``entry`` of ``list_indices()``,
     ``idx`` its opened :class:`~lancenb.index.vector.ivf.VectorIndex`), to commit it
@@ -521,21 +512,6 @@ def describe_existing(ds, entry, idx) -> BuiltIndex:
     return out
 
 
-def _operations():
-    """``LanceOperation``, which lives in the dataset layer above this one: looked up
-    among loaded modules (a dataset object exists, so its layer is loaded) instead of
-    imported, which the layering rules forbid. (The integrator may move the operation
-    classes to ``lancenb.table`` or expose them on the dataset class.)"""
-    import sys
-
-    mod = sys.modules.get("lancenb.dataset.operations")
-    ops = getattr(mod, "LanceOperation", None)
-    if ops is None:
-        raise NotSupportedError("LanceOperation is not loaded: open the dataset with "
-                                "lancenb.dataset(...) first")
-    return ops
-
-
 def commit_create_index(ds, built: list, removed: list, *, dataset_out=None, kept=()):
     """Commit a CreateIndex adding ``built`` (:class:`BuiltIndex` list) and removing
     ``removed`` (entries of ``ds.list_indices()``); ``dataset_out`` (a dataset object)
@@ -544,8 +520,6 @@ def commit_create_index(ds, built: list, removed: list, *, dataset_out=None, kep
     A CreateIndex drops every index named as a new one (pylance's rule), so segments
     that must stay beside a new one of the same name are listed again: ``kept`` are
     :class:`BuiltIndex` descriptions of them (see :func:`describe_existing`)."""
-    LanceOperation = _operations()
-    Index, IndexFile = _index_classes()
     now = datetime.now(timezone.utc)
     new = [Index(uuid=b.uuid, name=b.name, fields=[b.field_id],
                  dataset_version=b.dataset_version, fragment_ids=set(b.fragment_ids),
@@ -556,8 +530,8 @@ def commit_create_index(ds, built: list, removed: list, *, dataset_out=None, kep
     old = [Index(uuid=e["uuid"], name=e["name"], fields=[ids.get(f, -1) for f in e["fields"]],
                  dataset_version=e["version"], fragment_ids=set(e["fragment_ids"]),
                  index_version=INDEX_VERSION) for e in removed]
-    out = type(ds).commit(ds.uri, LanceOperation.CreateIndex(new_indices=new,
-                                                            removed_indices=old),
+    # (the table layer's CreateIndex is what LanceOperation.CreateIndex extends)
+    out = type(ds).commit(ds.uri, CreateIndex(new_indices=new, removed_indices=old),
                           read_version=ds.version, storage_options=storage_options_of(ds))
     if dataset_out is not None and out is not None:
         vars(dataset_out).update(vars(out))
