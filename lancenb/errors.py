@@ -26,6 +26,8 @@ __all__ = [
     "UnsafeCommitError",
     "CommitOutcomeUnknownError",
     "MergeInsertError",
+    "IndexExistsError",
+    "IndexNotFoundError",
 ]
 
 
@@ -156,6 +158,15 @@ class WriteJobAbortedError(LanceError, RuntimeError):
 class UnsafeCommitError(InvalidInputError):
     """A commit was refused: the store has no conditional write and no ``commit_lock``
     or external manifest store was given, so concurrent writers could lose commits."""
+
+
+class IndexExistsError(LanceError, RuntimeError):
+    """An index of that name exists already and ``replace`` is False (pylance's
+    ``RuntimeError``)."""
+
+
+class IndexNotFoundError(LanceError, RuntimeError):
+    """No index of that name (pylance's ``RuntimeError``)."""
 
 
 def corrupt(path: str, what: str, *, column: int | None = None, page: int | None = None,

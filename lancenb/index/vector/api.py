@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from lancenb.errors import LanceError, NotSupportedError
+from lancenb.errors import IndexExistsError, IndexNotFoundError, LanceError, NotSupportedError
 
 __all__ = ["VectorIndexMethods", "IndexDescription", "VECTOR_INDEX_TYPES",
            "IndexNotFoundError", "IndexExistsError", "vector_index_stats"]
@@ -33,14 +33,6 @@ _TYPE_URLS = {"BTree": "/lance.index.pb.BTreeIndexDetails",
               "NGram": "/lance.index.pb.NGramIndexDetails",
               "ZoneMap": "/lance.index.pb.ZoneMapIndexDetails"}
 VECTOR_TYPE_URL = "/lance.index.pb.VectorIndexDetails"
-
-
-class IndexNotFoundError(LanceError, RuntimeError):
-    """No index of that name (pylance's ``RuntimeError``)."""
-
-
-class IndexExistsError(LanceError, RuntimeError):
-    """An index of that name exists already and ``replace`` is False."""
 
 
 @dataclass
