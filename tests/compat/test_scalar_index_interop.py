@@ -338,3 +338,42 @@ def test_scalar_index_stats_as_pylance(tmp_path):
         want.pop("updated_at_timestamp_ms")
         got.pop("updated_at_timestamp_ms")
         assert got == want, name
+
+
+DIST_FILTERS = ["id = 25000", "id = 0", "id >= 9995 AND id < 10005", "id > 19999", "id < 10000",
+                "id = -1", "v = 3", "v = 3 AND id < 100"]
+
+
+@pytest.mark.parametrize("builder,committer", [("lancenb", "lancenb"), ("pylance", "pylance"),
+                                               ("pylance", "lancenb")])
+def test_distributed_segments_both_ways(tmp_path, builder, committer):
+    """pylance 14's distributed build: one uncommitted BTREE/ZONEMAP segment per
+    fragment (nothing listed yet), two BTREE segments merged, the rest committed as
+    one index of that name; built by one library, merged and committed by one, both
+    list the same segments and give the unindexed counts with the index in the plan.
+    create_scalar_index(fragment_ids=...) for BTREE is refused, as pylance 14."""
+    uri = str(tmp_path / "ds")
+    lance.write_dataset(pa.table({"id": np.arange(30000), "v": np.arange(30000) % 13}), uri,
+                        max_rows_per_file=10000)
+    b = (lancenb if builder == "lancenb" else lance).dataset(uri)
+    c = (lancenb if committer == "lancenb" else lance).dataset(uri)
+    segs = [b.create_index_uncommitted("id", "BTREE", name="bi", fragment_ids=[f.fragment_id])
+            for f in b.get_fragments()]
+    zs = [b.create_index_uncommitted("v", "ZONEMAP", fragment_ids=[f.fragment_id])
+          for f in b.get_fragments()]
+    assert lancenb.dataset(uri).list_indices() == []
+    c.commit_existing_index_segments("bi", "id", [c.merge_existing_index_segments(segs[:2]),
+                                                  segs[2]])
+    c.commit_existing_index_segments("vz", "v", [c.merge_existing_index_segments(zs)])
+    theirs, ours = lance.dataset(uri), lancenb.dataset(uri)
+    listed = [sorted((e["name"], e["type"], sorted(e["fragment_ids"])) for e in d.list_indices())
+              for d in (theirs, ours)]
+    assert listed[0] == listed[1] == [("bi", "BTree", [0, 1]), ("bi", "BTree", [2]),
+                                      ("vz", "ZoneMap", [0, 1, 2])]
+    for flt in DIST_FILTERS:
+        want = theirs.count_rows(filter=flt)
+        assert ours.count_rows(filter=flt) == want, flt
+        line = _index_line(ours.scanner(filter=flt).explain_plan())
+        assert line == _index_line(theirs.scanner(filter=flt).explain_plan()) is not None, flt
+    with pytest.raises(ValueError, match="create_index_uncommitted"):
+        ours.create_scalar_index("id", "BTREE", fragment_ids=[0])

@@ -16,7 +16,9 @@ import pyarrow as pa
 
 from lancenb.errors import InvalidInputError, LanceError, NotSupportedError
 from lancenb.index.scalar import bitmap, btree, label_list, zones
+from lancenb.index.scalar import segments as segments_mod
 from lancenb.index.scalar.common import IndexFiles
+from lancenb.index.scalar.segments import replace_fields
 from lancenb.table.indices import CreateIndex, Index, IndexFile
 
 __all__ = ["ScalarIndexMethods", "SCALAR_INDEX_TYPES"]
@@ -129,7 +131,7 @@ class ScalarIndexMethods:
     def create_scalar_index(self, column: str, index_type, name: str | None = None, *,
                             replace: bool = True, train: bool = True, fragment_ids=None,
                             index_uuid: str | None = None, progress_callback=None,
-                            format_version=None, **kwargs) -> None:
+                            format_version=None, _uncommitted: bool = False, **kwargs):
         """Build a scalar index on ``column`` and commit it as a new version (this
         dataset moves to it), in pylance's format.
 
@@ -145,6 +147,11 @@ class ScalarIndexMethods:
             taken by an index of another type, as pylance).
         replace : bool, default True
             Replace an index of the same name; else an existing name is an error.
+        fragment_ids : list of int, optional
+            Build one segment over these fragments and return its ``Index`` without
+            committing it (not for BTREE, as pylance 14: use
+            :meth:`create_index_uncommitted`); commit segments with
+            :meth:`commit_existing_index_segments`.
         train : bool, default True
             False: an empty index covering no fragment.
 
@@ -185,9 +192,9 @@ class ScalarIndexMethods:
         if kind not in _BUILT:
             raise NotSupportedError(f"lancenb cannot build {kind} indices yet (BTREE, "
                                     f"BITMAP, LABEL_LIST, ZONEMAP and BLOOMFILTER only)")
-        if fragment_ids is not None:
-            raise NotSupportedError("create_scalar_index(fragment_ids=...) (distributed "
-                                    "building) is not supported by lancenb")
+        if fragment_ids is not None and kind == "BTREE" and not _uncommitted:
+            raise InvalidInputError('BTREE distributed indexing uses create_index_uncommitted('
+                                    '..., index_type="BTREE", fragment_ids=...)')
         params = dict(_PARAMS.get(kind, {}))
         for k in list(kwargs):
             if k in params:
@@ -200,7 +207,7 @@ class ScalarIndexMethods:
         type_name, type_url, index_version = _BUILT[kind]
         existing = self.list_indices()
         name = _index_name(existing, column, name, type_name)
-        same = [e for e in existing if e["name"] == name]
+        same = [e for e in existing if e["name"] == name] if fragment_ids is None else []
         if same and not replace:
             raise IndexExistsError(f"Index name '{name}' already exists, please specify a "
                                    f"different name or use replace=True")
@@ -209,6 +216,13 @@ class ScalarIndexMethods:
                                    f"fields, please specify a different name")
         uid = str(uuidlib.UUID(index_uuid)) if index_uuid else str(uuidlib.uuid4())
         frags = self.get_fragments()
+        if fragment_ids is not None:
+            wanted = {int(f) for f in fragment_ids}
+            unknown_ids = sorted(wanted - {f.fragment_id for f in frags})
+            if unknown_ids:
+                raise InvalidInputError(f"fragment_ids {unknown_ids} are not fragments of this "
+                                        f"dataset (version {self.version})")
+            frags = [f for f in frags if f.fragment_id in wanted]
         covered = [f.fragment_id for f in frags] if train else []
         source = _address_batches if kind in _PARAMS else _column_batches
         batches = source(self, column, frags if train else [], field.type)
@@ -231,7 +245,51 @@ class ScalarIndexMethods:
                       created_at=datetime.now(timezone.utc),
                       files=[IndexFile(n, s) for n, s in files.written],
                       index_details=(type_url, b""))
+        if fragment_ids is not None:
+            return index  # (a segment: not committed, see create_index_uncommitted)
         # (the table layer's CreateIndex: LanceOperation.CreateIndex is that class)
         new = type(self).commit(self.uri, CreateIndex(new_indices=[index], removed_indices=[]),
                                 read_version=self.version)
         vars(self).update(vars(new))  # this dataset moves to the new version, as pylance's
+
+    def create_index_uncommitted(self, column, index_type, name: str | None = None, *args,
+                                 replace: bool = False, train: bool = True,
+                                 fragment_ids=None, index_uuid: str | None = None,
+                                 **kwargs) -> Index:
+        """Build one scalar index segment over ``fragment_ids`` under
+        ``_indices/<uuid>/`` and return its ``Index`` metadata, unpublished (pylance
+        14's distributed build): merge groups with
+        :meth:`merge_existing_index_segments`, publish with
+        :meth:`commit_existing_index_segments`.
+
+        Examples
+        --------
+        >>> segs = [ds.create_index_uncommitted("x", "BTREE", fragment_ids=[f.fragment_id])
+        ...         for f in ds.get_fragments()]  # doctest: +SKIP
+        >>> ds.commit_existing_index_segments("x_idx", "x", segs)  # doctest: +SKIP
+        """
+        if fragment_ids is None:
+            raise InvalidInputError("create_index_uncommitted requires fragment_ids for "
+                                    "distributed index build")
+        if args or kwargs.get("metric") not in (None, "L2"):
+            raise NotSupportedError("create_index_uncommitted: lancenb builds scalar index "
+                                    "segments only")
+        kwargs.pop("metric", None)
+        return self.create_scalar_index(column, index_type, name, replace=replace, train=train,
+                                        fragment_ids=list(fragment_ids),
+                                        index_uuid=index_uuid, _uncommitted=True, **kwargs)
+
+    def merge_existing_index_segments(self, segments) -> Index:
+        """Merge uncommitted segments of one index type into one new segment covering
+        their fragments (BTREE, ZONEMAP, BLOOMFILTER); the inputs stay on disk."""
+        return segments_mod.merge_segments(self, list(segments))
+
+    def commit_existing_index_segments(self, index_name: str, column: str, segments):
+        """Publish ``segments`` as the one index ``index_name`` on ``column`` (replacing
+        an index of that name) in a new version; this dataset moves to it."""
+        fid = _field_id(self, column)
+        new = [replace_fields(seg, name=index_name, fields=[fid]) for seg in segments]
+        done = type(self).commit(self.uri, CreateIndex(new_indices=new, removed_indices=[]),
+                                 read_version=self.version)
+        vars(self).update(vars(done))
+        return self
