@@ -210,3 +210,28 @@ def test_bloom_filter_has_no_false_negatives(values, log_blocks):
     words = np.zeros((1 << log_blocks, 8), np.uint32)
     bloom_insert(words, hashes)
     assert bloom_check(words, hashes).all()
+
+
+@fuzz_settings(EXAMPLES)
+@given(st.lists(st.one_of(st.none(), st.text(alphabet="abcAB12 -é.xyz", max_size=12)),
+                max_size=30))
+def test_ngram_trigrams_match_reference(texts):
+    """The vectorised trigram tokens of many strings equal a per-string reference
+    (lower-case, three consecutive ASCII letters/digits, pylance's token numbers)."""
+    from lancenb.index.scalar.ngram import _fold, trigram_tokens
+
+    def p(c):
+        return ord(c) - ord("0") + 1 if c.isdigit() else ord(c) - ord("a") + 11
+
+    want = set()
+    for i, s in enumerate(texts):
+        if s is None:
+            continue
+        s = s.lower()
+        s = s if s.isascii() else _fold(s)
+        for k in range(len(s) - 2):
+            w = s[k:k + 3]
+            if all(c.isascii() and c.isalnum() for c in w):
+                want.add((i, p(w[0]) * 37 * 37 + p(w[1]) * 37 + p(w[2])))
+    rows, tokens = trigram_tokens(pa.array(texts, pa.string()))
+    assert set(zip(rows.tolist(), tokens.tolist())) == want

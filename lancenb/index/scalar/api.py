@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from lancenb.errors import InvalidInputError, LanceError, NotSupportedError
-from lancenb.index.scalar import bitmap, btree, label_list, zones
+from lancenb.index.scalar import bitmap, btree, label_list, ngram, zones
 from lancenb.index.scalar import segments as segments_mod
 from lancenb.index.scalar.common import IndexFiles
 from lancenb.index.scalar.segments import replace_fields
@@ -32,7 +32,8 @@ _BUILT = {"BTREE": ("BTree", btree.DETAILS_TYPE_URL, 0),
           "BITMAP": ("Bitmap", bitmap.DETAILS_TYPE_URL, 0),
           "LABEL_LIST": ("LabelList", label_list.DETAILS_TYPE_URL, 1),
           "ZONEMAP": ("ZoneMap", zones.ZONEMAP_DETAILS, 0),
-          "BLOOMFILTER": ("BloomFilter", zones.BLOOM_DETAILS, 0)}
+          "BLOOMFILTER": ("BloomFilter", zones.BLOOM_DETAILS, 0),
+          "NGRAM": ("NGram", ngram.DETAILS_TYPE_URL, 0)}
 # the build parameters of each type (pylance's names) and their defaults
 _PARAMS = {"ZONEMAP": {"rows_per_zone": zones.ROWS_PER_ZONE},
            "BLOOMFILTER": {"number_of_items": zones.BLOOM_ITEMS,
@@ -140,7 +141,8 @@ class ScalarIndexMethods:
         column : str
             The column to index.
         index_type : str
-            ``"BTREE"``, ``"BITMAP"`` or ``"LABEL_LIST"`` (lancenb builds these;
+            ``"BTREE"``, ``"BITMAP"``, ``"LABEL_LIST"``, ``"ZONEMAP"``, ``"BLOOMFILTER"``
+            or ``"NGRAM"`` (lancenb builds these;
             pylance's other types raise :class:`~lancenb.errors.NotSupportedError`).
         name : str, optional
             Default ``"{column}_idx"`` (``"{column}_idx_2"``, ... when that name is
@@ -186,12 +188,15 @@ class ScalarIndexMethods:
         if kind == "BLOOMFILTER" and not zones.bloom_type_ok(field.type):
             raise TypeError(f"Bloom filter index does not support data type: {field.type} "
                             f"(column {column})")
+        if kind == "NGRAM" and not (pa.types.is_string(field.type)
+                                    or pa.types.is_large_string(field.type)):
+            raise TypeError(f"NGRAM index column {column} must be a string or large string")
         if kind == "ZONEMAP" and not _btree_type_ok(field.type):
             raise TypeError(f"ZONEMAP index column {column}: type {field.type} is not "
                             f"supported")
         if kind not in _BUILT:
             raise NotSupportedError(f"lancenb cannot build {kind} indices yet (BTREE, "
-                                    f"BITMAP, LABEL_LIST, ZONEMAP and BLOOMFILTER only)")
+                                    f"BITMAP, LABEL_LIST, ZONEMAP, BLOOMFILTER and NGRAM only)")
         if fragment_ids is not None and kind == "BTREE" and not _uncommitted:
             raise InvalidInputError('BTREE distributed indexing uses create_index_uncommitted('
                                     '..., index_type="BTREE", fragment_ids=...)')
@@ -234,6 +239,8 @@ class ScalarIndexMethods:
             zones.write_bloomfilter(files, batches, field.type,
                                     number_of_items=int(params["number_of_items"]),
                                     probability=float(params["probability"]))
+        elif kind == "NGRAM":
+            ngram.write_ngram(files, batches, field.type)
         elif kind == "BTREE":
             btree.write_btree(files, batches, field.type)
         elif kind == "BITMAP":

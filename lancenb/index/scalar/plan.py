@@ -26,6 +26,7 @@ from lancenb.expr.nodes import FLIP, And, Cast, Cmp, Col, In, IsNull, Like, Lit,
 from lancenb.expr.parse import Translator, parse_sql
 from lancenb.index.scalar.common import Unanswerable
 from lancenb.index.scalar.label_list import label_query
+from lancenb.index.scalar.ngram import contains_query
 
 __all__ = ["describe"]
 
@@ -76,9 +77,12 @@ class _Describer:
             for e in indices:
                 if len(e["fields"]) == 1 and e["type"] == rank:
                     self.value.setdefault(e["fields"][0], e)
+        self.ngrams: dict[str, dict] = {}
         for e in indices:
             if len(e["fields"]) == 1 and e["type"] == "LabelList":
                 self.labels.setdefault(e["fields"][0], e)
+            if len(e["fields"]) == 1 and e["type"] == "NGram":
+                self.ngrams.setdefault(e["fields"][0], e)
 
     def at(self, column: str, text: str, labels: bool = False) -> str:
         e = (self.labels if labels else self.value).get(column)
@@ -166,6 +170,12 @@ class _Describer:
         if isinstance(node, Col) and pa.types.is_boolean(node.type):
             c = ".".join(node.path)
             return self.at(c, f"{c} = true")
+        if isinstance(node, Opaque) and contains_query(node.sql) is not None:
+            column, text = contains_query(node.sql)
+            e = self.ngrams.get(column)
+            if e is None or not self.loose or len(text.encode()) < 3:
+                raise Unanswerable("no NGRAM index answers this")
+            return f'[contains({column}, Utf8("{text}"))]@{e["name"]}(NGram)'
         if isinstance(node, Opaque):
             q = label_query(node.sql)
             if q is not None:
@@ -188,7 +198,7 @@ def describe(indices: list[dict], schema: pa.Schema, filter) -> tuple[str, bool]
     if not isinstance(filter, str) or not filter.strip() or not indices:
         return None
     d = _Describer(indices)
-    if not d.value and not d.labels:
+    if not d.value and not d.labels and not d.ngrams:
         return None
     try:
         tree = Translator(filter, schema, tolerant=True).term(parse_sql(filter, "filter"))

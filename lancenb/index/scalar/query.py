@@ -30,6 +30,7 @@ from lancenb.index.scalar.bitmap import BitmapIndex
 from lancenb.index.scalar.btree import BTreeIndex
 from lancenb.index.scalar.common import Answer, IndexFiles, Unanswerable
 from lancenb.index.scalar.label_list import LabelListIndex, label_query
+from lancenb.index.scalar.ngram import NGramIndex, contains_query
 from lancenb.index.scalar.zones import BloomFilterIndex, ZoneMapIndex
 from lancenb.io.store import ObjectStore
 from lancenb.table.commit import find_manifest
@@ -41,7 +42,8 @@ __all__ = ["index_rows", "index_offsets", "open_index", "TableView", "view_of"]
 
 _READERS = {"BTree": BTreeIndex, "Bitmap": BitmapIndex, "LabelList": LabelListIndex}
 # inexact indices: they rule zones of rows out, used where a superset will do
-_ZONE_READERS = {"ZoneMap": ZoneMapIndex, "BloomFilter": BloomFilterIndex}
+_ZONE_READERS = {"ZoneMap": ZoneMapIndex, "BloomFilter": BloomFilterIndex,
+                 "NGram": NGramIndex}
 
 
 def _leaf_column(node) -> str | None:
@@ -155,7 +157,8 @@ class _Planner:
         got = self.readers.get(key)
         if got is None:
             entries = [e for e in (self.zone_by_column if zones else self.by_column).get(
-                column, ()) if (e["type"] == "LabelList") == labels]
+                column, ()) if (e["type"] == "LabelList") == labels
+                and (e["type"] == "NGram") == (zones == "ngram")]
             if not entries:
                 raise Unanswerable(f"no scalar index on {column!r}")
             name = entries[0]["name"]  # (the segments of one index; another index ignored)
@@ -228,9 +231,26 @@ class _Planner:
                 out.add_range(base + min(start, n), base + min(end, n))
         return Answer(self.addr_to_id(out) if self.stable else out)
 
+    def contains(self, node, with_nulls: bool, loose: bool) -> Answer | None:
+        """A superset of the rows of ``contains(column, 'text')`` from an NGRAM index
+        (rows ids), None when ``node`` is not such a predicate."""
+        q = contains_query(node.sql)
+        if q is None:
+            return None
+        if not loose or with_nulls:
+            raise Unanswerable("an NGRAM index gives a superset only")
+        out = BitMap64()
+        for seg in self._segments(q[0], zones="ngram"):
+            got = seg.search_contains(q[1])
+            if got is None:
+                raise Unanswerable(f"{q[1]!r} is too short for an NGRAM index")
+            out |= got
+        return Answer(out)
+
     def leaf(self, node, with_nulls: bool, loose: bool = False) -> Answer:
         if isinstance(node, Opaque):
-            return self.labels(node, with_nulls)
+            got = self.contains(node, with_nulls, loose)
+            return got if got is not None else self.labels(node, with_nulls)
         column = _leaf_column(node)
         if column is None:
             raise Unanswerable(f"{type(node).__name__} is not an indexed predicate")

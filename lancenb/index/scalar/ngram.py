@@ -1,0 +1,203 @@
+"""NGRAM index in pylance's on-disk format: which rows hold each trigram, to answer
+``contains(column, 'text')`` with a superset of its rows (the scan rechecks).
+
+Text is lower-cased and ASCII-folded (``é`` to ``e``), then cut into every run of
+three consecutive characters that are all ASCII letters or digits. A trigram
+``abc`` is the token ``37**2 * p(a) + 37 * p(b) + p(c)`` where ``p`` of ``0``..``9``
+is 1..10 and of ``a``..``z`` is 11..36 (token 0 holds the rows whose text is null).
+
+``_indices/<uuid>/ngram_postings.lance`` (index version 0)
+    One row per token, ascending: ``tokens`` (``uint32``) and ``posting_list``
+    (binary, not null): the rows holding it as a serialised 64-bit roaring treemap
+    (``u64`` count, then per high half: ``u32`` high, portable roaring bitmap of
+    the low halves). Rows are row ids (the row addresses without stable row ids).
+    Details ``lance.table.NGramIndexDetails`` (empty).
+
+A query string of fewer than three bytes tells nothing (the index is not used); one
+with a trigram no row holds matches no row; otherwise the answer is the rows holding
+all of its trigrams. Example: ``["hello", None]`` gives tokens ``0`` (row 1),
+``ell``, ``hel`` and ``llo`` (row 0).
+"""
+
+from __future__ import annotations
+
+import struct
+import unicodedata
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import sqlglot
+from pyroaring import BitMap, BitMap64
+from sqlglot import exp
+
+from lancenb.errors import CorruptFileError
+from lancenb.index.scalar import rowmap
+from lancenb.index.scalar.common import IndexFiles
+
+__all__ = ["NGramIndex", "write_ngram", "contains_query", "trigram_tokens", "POSTINGS_FILE",
+           "DETAILS_TYPE_URL"]
+
+POSTINGS_FILE = "ngram_postings.lance"
+DETAILS_TYPE_URL = "/lance.table.NGramIndexDetails"
+# byte -> position in the alphabet (0: not an ASCII letter or digit)
+_POS = np.zeros(256, np.uint32)
+_POS[ord("0"):ord("9") + 1] = np.arange(1, 11)
+_POS[ord("a"):ord("z") + 1] = np.arange(11, 37)
+
+
+def _fold(text: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFKD", text)
+                   if not unicodedata.combining(c))
+
+
+def _prepared(values: pa.Array) -> pa.Array:
+    """Lower-cased, ASCII-folded text (nulls kept)."""
+    low = pc.utf8_lower(values.cast(pa.large_string()))
+    if pc.all(pc.fill_null(pc.string_is_ascii(low), True)).as_py():
+        return low
+    return pa.array([None if s is None else (s if s.isascii() else _fold(s))
+                     for s in low.to_pylist()], pa.large_string())
+
+
+def trigram_tokens(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """``(row positions, tokens)`` of every trigram occurrence in ``values`` (a
+    string array), repeats included."""
+    v = _prepared(values)
+    bufs = v.buffers()
+    offs = np.frombuffer(bufs[1], np.int64)[v.offset:v.offset + len(v) + 1]
+    data = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None and len(bufs[2]) \
+        else np.zeros(0, np.uint8)
+    if len(data) < 3 or not len(v):
+        return np.zeros(0, np.int64), np.zeros(0, np.uint32)
+    pos = _POS[data]
+    ok = (pos[:-2] > 0) & (pos[1:-1] > 0) & (pos[2:] > 0)
+    starts = np.flatnonzero(ok)
+    rows = np.searchsorted(offs, starts, side="right") - 1
+    keep = starts + 2 < offs[rows + 1]  # (the three bytes in one row)
+    starts, rows = starts[keep], rows[keep]
+    tokens = pos[starts] * 37 * 37 + pos[starts + 1] * 37 + pos[starts + 2]
+    return rows.astype(np.int64), tokens.astype(np.uint32)
+
+
+def _treemap(ids: np.ndarray) -> bytes:
+    ids = np.unique(np.asarray(ids, np.uint64))
+    highs = (ids >> np.uint64(32)).astype(np.uint32)
+    parts = []
+    for h in np.unique(highs).tolist():
+        lows = (ids[highs == h] & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+        parts.append(struct.pack("<I", h) + BitMap(lows.tolist()).serialize())
+    return struct.pack("<Q", len(parts)) + b"".join(parts)
+
+
+def _portable_size(raw: bytes, pos: int) -> int:
+    """The length of the portable roaring bitmap at ``raw[pos:]``."""
+    (cookie,) = struct.unpack_from("<I", raw, pos)
+    p = pos + 4
+    if cookie & 0xFFFF == 12347:
+        n = (cookie >> 16) + 1
+        runs = raw[p:p + (n + 7) // 8]
+        p += (n + 7) // 8
+    elif cookie == 12346:
+        (n,) = struct.unpack_from("<I", raw, p)
+        p += 4
+        runs = b""
+    else:
+        raise CorruptFileError(f"posting list: roaring cookie {cookie:#x}")
+    cards = [struct.unpack_from("<HH", raw, p + 4 * i)[1] + 1 for i in range(n)]
+    p += 4 * n
+    if cookie == 12346 or n >= 4:
+        p += 4 * n
+    for i, card in enumerate(cards):
+        if runs and runs[i // 8] >> (i % 8) & 1:
+            (nruns,) = struct.unpack_from("<H", raw, p)
+            p += 2 + 4 * nruns
+        else:
+            p += 8192 if card > 4096 else 2 * card
+    return p - pos
+
+
+def _read_treemap(raw: bytes) -> BitMap64:
+    raw = bytes(raw)
+    (count,) = struct.unpack_from("<Q", raw, 0)
+    pos, out = 8, BitMap64()
+    for _ in range(count):
+        (high,) = struct.unpack_from("<I", raw, pos)
+        pos += 4
+        size = _portable_size(raw, pos)
+        lows = np.frombuffer(BitMap.deserialize(raw[pos:pos + size]).to_array(), np.uint32)
+        out |= rowmap.from_ids(lows.astype(np.uint64) | np.uint64(high << 32))
+        pos += size
+    return out
+
+
+def write_ngram(files: IndexFiles, batches, value_type: pa.DataType) -> None:
+    """Write an NGRAM index from ``(values, uint64 row ids)`` batches."""
+    toks, ids = [], []
+    for values, row_ids in batches:
+        if isinstance(values, pa.ChunkedArray):
+            values = values.combine_chunks()
+        rows, tokens = trigram_tokens(values)
+        nulls = np.flatnonzero(~values.is_valid().to_numpy(zero_copy_only=False))
+        toks += [tokens, np.zeros(len(nulls), np.uint32)]
+        ids += [row_ids[rows], row_ids[nulls]]
+    tok = np.concatenate(toks) if toks else np.zeros(0, np.uint32)
+    rid = np.concatenate(ids) if ids else np.zeros(0, np.uint64)
+    order = np.lexsort((rid, tok))
+    tok, rid = tok[order], rid[order]
+    cuts = np.flatnonzero(np.diff(tok)) + 1
+    starts = np.concatenate([[0], cuts]) if tok.size else np.zeros(0, np.int64)
+    ends = np.concatenate([cuts, [tok.size]]) if tok.size else np.zeros(0, np.int64)
+    schema = pa.schema([pa.field("tokens", pa.uint32()),
+                        pa.field("posting_list", pa.binary(), False)])
+    table = pa.table([pa.array(tok[starts], pa.uint32()),
+                      pa.array([_treemap(rid[a:b]) for a, b in zip(starts, ends)],
+                               pa.binary())], schema=schema)
+    files.write(POSTINGS_FILE, table, schema)
+
+
+def contains_query(sql: str) -> tuple[str, str] | None:
+    """``(column, substring)`` of a ``contains(column, 'text')`` filter part, else None."""
+    try:
+        e = sqlglot.parse_one(sql, read="postgres")
+    except sqlglot.errors.ParseError:
+        return None
+    args = None
+    if isinstance(e, exp.Anonymous) and str(e.this).upper() == "CONTAINS":
+        args = e.expressions
+    elif type(e).__name__ == "Contains":
+        args = [e.this, e.expression]
+    if not args or len(args) != 2 or not isinstance(args[0], exp.Column) or \
+            not isinstance(args[1], exp.Literal) or not args[1].is_string:
+        return None
+    return ".".join(p.name for p in args[0].parts), args[1].this
+
+
+class NGramIndex:
+    """An open NGRAM index: its token list in memory, posting lists read on demand."""
+
+    def __init__(self, files: IndexFiles, full_rows=None):
+        self.files = files
+        self.reader = files.reader(POSTINGS_FILE)
+        toks = self.reader.read_column("tokens").combine_chunks()
+        self.tokens = np.asarray(toks.to_numpy(zero_copy_only=False), np.uint32)
+
+    def search_contains(self, substr: str) -> BitMap64 | None:
+        """A superset of the rows whose text contains ``substr`` (None: the index
+        tells nothing about it)."""
+        if len(substr.encode()) < 3:
+            return None
+        rows, tokens = trigram_tokens(pa.array([substr]))
+        wanted = np.unique(tokens)
+        if not wanted.size:
+            return None
+        at = np.searchsorted(self.tokens, wanted)
+        if (at >= len(self.tokens)).any() or (self.tokens[np.minimum(
+                at, len(self.tokens) - 1)] != wanted).any():
+            return BitMap64()  # (a trigram no row holds)
+        lists = self.reader.read_column("posting_list", rows=at.astype(np.uint64))
+        out = None
+        for raw in lists.combine_chunks().to_pylist():
+            got = _read_treemap(raw)
+            out = got if out is None else out & got
+        return out
