@@ -407,3 +407,20 @@ def test_ngram_both_ways(tmp_path, builder):
             _index_line(theirs.scanner(filter=flt).explain_plan()), flt
     hits = index_offsets(ours, "contains(t, 'zzz')")
     assert hits is not None and sum(len(v) for v in hits.values()) == 0
+
+
+@pytest.mark.parametrize("builder", ["pylance", "lancenb"])
+def test_uuid_btree_with_arrow_cast_literal(tmp_path, builder):
+    """A BTREE on a uuid column answers ``uuid = arrow_cast(0x..., 'FixedSizeBinary(16)')``
+    (the index line as pylance's, the one matching row) whoever built it."""
+    uri = str(tmp_path / "ds")
+    vals = [i.to_bytes(2, "big") * 8 for i in range(300)]
+    lance.write_dataset(pa.table({"u": pa.array(vals, pa.uuid()), "i": np.arange(300)}), uri)
+    (lancenb if builder == "lancenb" else lance).dataset(uri).create_scalar_index("u", "BTREE")
+    flt = f"u = arrow_cast(0x{vals[7].hex()}, 'FixedSizeBinary(16)')"
+    theirs, ours = lance.dataset(uri), lancenb.dataset(uri)
+    assert ours.to_table(filter=flt)["i"].to_pylist() == [7] == \
+        theirs.to_table(filter=flt)["i"].to_pylist()
+    line = _index_line(ours.scanner(filter=flt).explain_plan())
+    assert line == _index_line(theirs.scanner(filter=flt).explain_plan()) is not None
+    assert {k: v.tolist() for k, v in index_offsets(ours, flt).items()} == {0: [7]}

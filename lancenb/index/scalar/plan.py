@@ -26,6 +26,7 @@ from lancenb.expr.nodes import FLIP, And, Cast, Cmp, Col, In, IsNull, Like, Lit,
 from lancenb.expr.parse import Translator, parse_sql
 from lancenb.index.scalar.common import Unanswerable
 from lancenb.index.scalar.label_list import label_query
+from lancenb.index.scalar.literals import opaque_comparison
 from lancenb.index.scalar.ngram import contains_query
 
 __all__ = ["describe"]
@@ -170,6 +171,8 @@ class _Describer:
         if isinstance(node, Col) and pa.types.is_boolean(node.type):
             c = ".".join(node.path)
             return self.at(c, f"{c} = true")
+        if isinstance(node, Opaque) and opaque_comparison(node.sql, self.schema) is not None:
+            return self.leaf(opaque_comparison(node.sql, self.schema))
         if isinstance(node, Opaque) and contains_query(node.sql) is not None:
             column, text = contains_query(node.sql)
             e = self.ngrams.get(column)
@@ -198,6 +201,7 @@ def describe(indices: list[dict], schema: pa.Schema, filter) -> tuple[str, bool]
     if not isinstance(filter, str) or not filter.strip() or not indices:
         return None
     d = _Describer(indices)
+    d.schema = schema
     if not d.value and not d.labels and not d.ngrams:
         return None
     try:

@@ -30,6 +30,7 @@ from lancenb.index.scalar.bitmap import BitmapIndex
 from lancenb.index.scalar.btree import BTreeIndex
 from lancenb.index.scalar.common import Answer, IndexFiles, Unanswerable
 from lancenb.index.scalar.label_list import LabelListIndex, label_query
+from lancenb.index.scalar.literals import opaque_comparison
 from lancenb.index.scalar.ngram import NGramIndex, contains_query
 from lancenb.index.scalar.zones import BloomFilterIndex, ZoneMapIndex
 from lancenb.io.store import ObjectStore
@@ -249,6 +250,9 @@ class _Planner:
 
     def leaf(self, node, with_nulls: bool, loose: bool = False) -> Answer:
         if isinstance(node, Opaque):
+            cmp = opaque_comparison(node.sql, self.view.schema)
+            if cmp is not None:
+                return self.leaf(cmp, with_nulls, loose)
             got = self.contains(node, with_nulls, loose)
             return got if got is not None else self.labels(node, with_nulls)
         column = _leaf_column(node)
