@@ -21,6 +21,7 @@ all of its trigrams. Example: ``["hello", None]`` gives tokens ``0`` (row 1),
 
 from __future__ import annotations
 
+import array
 import struct
 import unicodedata
 
@@ -81,12 +82,14 @@ def trigram_tokens(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _treemap(ids: np.ndarray) -> bytes:
-    ids = np.unique(np.asarray(ids, np.uint64))
+    """The serialised 64-bit roaring treemap of ``ids`` (sorted, unique)."""
     highs = (ids >> np.uint64(32)).astype(np.uint32)
-    parts = []
-    for h in np.unique(highs).tolist():
-        lows = (ids[highs == h] & np.uint64(0xFFFFFFFF)).astype(np.uint32)
-        parts.append(struct.pack("<I", h) + BitMap(lows.tolist()).serialize())
+    lows = (ids & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+    cuts = np.flatnonzero(np.diff(highs)) + 1
+    bounds = [0, *cuts.tolist(), len(ids)]
+    parts = [struct.pack("<I", int(highs[a])) +
+             BitMap(array.array("I", lows[a:b].tobytes())).serialize()
+             for a, b in zip(bounds[:-1], bounds[1:])]
     return struct.pack("<Q", len(parts)) + b"".join(parts)
 
 
@@ -145,6 +148,9 @@ def write_ngram(files: IndexFiles, batches, value_type: pa.DataType) -> None:
     rid = np.concatenate(ids) if ids else np.zeros(0, np.uint64)
     order = np.lexsort((rid, tok))
     tok, rid = tok[order], rid[order]
+    if tok.size:  # (a row holding a trigram twice is listed once)
+        first = np.concatenate([[True], (np.diff(tok) != 0) | (np.diff(rid) != 0)])
+        tok, rid = tok[first], rid[first]
     cuts = np.flatnonzero(np.diff(tok)) + 1
     starts = np.concatenate([[0], cuts]) if tok.size else np.zeros(0, np.int64)
     ends = np.concatenate([cuts, [tok.size]]) if tok.size else np.zeros(0, np.int64)
