@@ -21,7 +21,7 @@ $(VENV)/bin/python:
 # reverse: an editable install newer than the wheel forces it again), and is rebuilt when a
 # source file changes.
 DEMO_SOURCES := pyproject.toml setup.py _lancenb_build.py $(wildcard lancenb/*.py \
-	lancenb/*/*.py lancenb/*/*/*.py kernels/*.py)
+	lancenb/*/*.py lancenb/*/*/*.py kernels/*.py kernels/*/*.py)
 DEMO_REINSTALL := $(shell [ $(VENV)/.installed-dev -nt $(VENV)/.installed-wheel ] && echo FORCE)
 
 FORCE:

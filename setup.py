@@ -78,5 +78,8 @@ class _BuildPyWithKernels(build_py):
                       f"{time.perf_counter() - t0:.0f} s", level=2)
 
 
-setup(packages=find_packages(include=["lancenb", "lancenb.*"]) + ["lancenb.kernels"],
+# lancenb.kernels and its subpackages (kernels/vector, kernels/json, ...) live in kernels/
+_KERNEL_PACKAGES = ["lancenb.kernels"] + [f"lancenb.kernels.{p}" for p in find_packages("kernels")]
+
+setup(packages=find_packages(include=["lancenb", "lancenb.*"]) + _KERNEL_PACKAGES,
       distclass=_BinaryDistribution, cmdclass={"build_py": _BuildPyWithKernels})

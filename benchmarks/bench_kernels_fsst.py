@@ -40,8 +40,8 @@ import time
 
 import numpy as np
 import pyarrow as pa
-from lancenb.kernels import fsst as kf
-from lancenb.kernels import fsst_build as kfb
+from lancenb.kernels.fsst import fsst as kf
+from lancenb.kernels.fsst import fsst_build as kfb
 
 from lancenb.encodings.blocks import Variable
 from lancenb.encodings.structural import miniblock

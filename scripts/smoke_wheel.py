@@ -159,7 +159,8 @@ def _expected_modules(src: Path) -> set[str]:
     wheel builds are not the wheel's business)."""
     mods = {f"lancenb/{p.relative_to(src / 'lancenb').as_posix()}"
             for p in (src / "lancenb").rglob("*.py")}
-    mods |= {f"lancenb/kernels/{p.name}" for p in (src / "kernels").glob("*.py")}
+    mods |= {f"lancenb/kernels/{p.relative_to(src / 'kernels').as_posix()}"
+             for p in (src / "kernels").rglob("*.py")}
     return mods
 
 
@@ -179,7 +180,8 @@ def build(tmp: Path) -> tuple[Path, Path]:
     members = {n.split("/", 1)[1] for n in names if "/" in n}
     want = {f"protos/{p.name}" for p in (REPO / "protos").glob("*.proto")}
     want |= {"setup.py", "_lancenb_build.py", "pyproject.toml"}  # the build backend
-    want |= {f"kernels/{p.name}" for p in (REPO / "kernels").glob("*.py")}
+    want |= {f"kernels/{p.relative_to(REPO / 'kernels').as_posix()}"
+             for p in (REPO / "kernels").rglob("*.py") if "__pycache__" not in p.parts}
     want |= {f"lancenb/{p.relative_to(REPO / 'lancenb').as_posix()}"
              for p in (REPO / "lancenb").rglob("*.py")}
     missing = sorted(want - members)

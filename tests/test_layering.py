@@ -92,7 +92,8 @@ def test_public_docstring_coverage(mods):
         f"{COVERAGE_TARGET:.0%}); undocumented: {sorted(set(missing) - KNOWN_UNDOCUMENTED)}")
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "kernels").glob("*.py")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted((ROOT / "kernels").rglob("*.py")),
+                         ids=lambda p: p.relative_to(ROOT / "kernels").as_posix())
 def test_kernels_import_only_numpy_numba_stdlib(path, mods):
     mod = mods[lc.module_name(path, ROOT)]
     for imp in mod.imports:

@@ -53,8 +53,8 @@ from lancenb.encodings.physical import (
 )
 from lancenb.encodings.physical import dictionary as dictionary_enc
 from lancenb.encodings.structural import allnull, fullzip, miniblock, repdef
-from lancenb.kernels import fsst as kfsst
 from lancenb.kernels import stats as kstats
+from lancenb.kernels.fsst import fsst as kfsst
 
 __all__ = ["encode_page", "FULL_ZIP_MIN_BYTES", "choose_codec", "Trace"]
 

@@ -25,7 +25,7 @@ JSONB column (or another function's JSONB result) first. As pylance 14 computes 
   number 1, ``'1.0'`` the number 1.0 only).
 
 A NULL row or argument gives NULL (``json_exists`` too). The work is vectorised: the
-kernels of :mod:`lancenb.kernels.jsonpath` walk every row's JSONB at once; a key or
+kernels of :mod:`lancenb.kernels.json.jsonpath` walk every row's JSONB at once; a key or
 path given per row (not a literal) is evaluated once per distinct value.
 """
 
@@ -37,8 +37,8 @@ import pyarrow.compute as pc
 
 from lancenb.errors import InvalidInputError
 from lancenb.expr import jsonpath as jp
-from lancenb.kernels import jsonb as kj
-from lancenb.kernels import jsonpath as kp
+from lancenb.kernels.json import jsonb as kj
+from lancenb.kernels.json import jsonpath as kp
 
 __all__ = ["FUNCTIONS", "register", "json_get", "json_get_string", "json_get_int",
            "json_get_float", "json_get_bool", "json_extract", "json_exists",

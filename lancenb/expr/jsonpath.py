@@ -1,7 +1,7 @@
 """JSONPath and key lookups over JSONB columns, for the JSON SQL functions.
 
-A JSONB array (``large_binary``, :mod:`lancenb.kernels.jsonb` layout) is walked by the
-kernels of :mod:`lancenb.kernels.jsonpath` one step at a time over all its rows:
+A JSONB array (``large_binary``, :mod:`lancenb.kernels.json.jsonb` layout) is walked by the
+kernels of :mod:`lancenb.kernels.json.jsonpath` one step at a time over all its rows:
 :class:`Locations` are the values a path reaches (several a row after a wildcard), in
 row order. :func:`parse_path` reads the JSONPath dialect of pylance's ``jsonb`` crate:
 
@@ -28,8 +28,8 @@ import pyarrow.compute as pc
 
 from lancenb.errors import CorruptFileError, InvalidInputError
 from lancenb.file import jsonb as fj
-from lancenb.kernels import jsonb as kj
-from lancenb.kernels import jsonpath as kp
+from lancenb.kernels.json import jsonb as kj
+from lancenb.kernels.json import jsonpath as kp
 
 __all__ = ["Locations", "parse_path", "roots", "walk", "key_step", "index_step",
            "first_per_row", "as_jsonb", "as_text", "string_payloads", "numbers",
@@ -223,7 +223,7 @@ def string_payloads(loc: Locations) -> pa.Array:
 
 def numbers(loc: Locations, what: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(int64 values, float64 values, class)`` of number locations (classes in
-    :mod:`lancenb.kernels.jsonpath`)."""
+    :mod:`lancenb.kernels.json.jsonpath`)."""
     m = len(loc)
     ints, floats, cls = np.empty(m, _I64), np.empty(m, np.float64), np.empty(m, _I64)
     err = np.zeros(1, _I64)

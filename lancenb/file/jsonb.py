@@ -1,12 +1,12 @@
 """JSON columns: Arrow's ``arrow.json`` text <-> pylance's ``lance.json`` JSONB.
 
 pylance 14 stores a JSON column (``pa.json_()`` on input, at any depth) as
-``large_binary`` JSONB (Databend's binary JSON; layout in :mod:`lancenb.kernels.jsonb`)
+``large_binary`` JSONB (Databend's binary JSON; layout in :mod:`lancenb.kernels.json.jsonb`)
 tagged ``ARROW:extension:name = lance.json``, logical type ``json`` in the schema, in
 every file version; it returns the column as ``arrow.json`` text in serde_json's compact
 form (``'{"a": 1}'`` is read back as ``'{"a":1}'``, object keys sorted). :func:`to_text`
 and :func:`to_jsonb` do the same over whole arrays: the kernels do every per-value step
-(:mod:`lancenb.kernels.jsonb`, ``.jsontape``, ``.jsonb_encode``); here buffers are laid
+(:mod:`lancenb.kernels.json.jsonb`, ``.jsontape``, ``.jsonb_encode``); here buffers are laid
 out, outputs sized, and faults named by column and row.
 
 Text is checked against RFC 8259 on write: invalid JSON is an
@@ -31,9 +31,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lancenb.errors import CorruptFileError, InvalidInputError, NotSupportedError
-from lancenb.kernels import jsonb as kj
-from lancenb.kernels import jsonb_encode as ke
-from lancenb.kernels import jsontape as kt
+from lancenb.kernels.json import jsonb as kj
+from lancenb.kernels.json import jsonb_encode as ke
+from lancenb.kernels.json import jsontape as kt
 
 __all__ = ["to_text", "to_jsonb", "text_array", "jsonb_array", "text_field", "jsonb_field",
            "holds", "is_json", "LANCE_JSON", "ARROW_JSON", "TAPE_NODES", "MAX_TEXT_BYTES"]

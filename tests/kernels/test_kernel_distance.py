@@ -1,4 +1,4 @@
-"""Batched distances (``kernels/distance.py``) against NumPy references written from
+"""Batched distances (``kernels/vector/distance.py``) against NumPy references written from
 pylance's definitions (squared L2, ``1 - cos``, ``1 - dot``, popcount of XOR), with
 read-only and writable inputs; float32 inputs are compared within float32 rounding.
 """
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from lancenb.kernels import distance as kd
+from lancenb.kernels.vector import distance as kd
 
 # -- references ---------------------------------------------------------------------------
 

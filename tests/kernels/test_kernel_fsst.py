@@ -1,4 +1,4 @@
-"""FSST kernels (``kernels/fsst.py``) against pure-Python references written from the
+"""FSST kernels (``kernels/fsst/fsst.py``) against pure-Python references written from the
 module docstring and FORMAT_FACTS §3.5, and against pylance's own FSST pages.
 
 The table blob: u64 LE ``0x46535354 << 32 | switch << 24 | suffix_lim << 16 |
@@ -13,10 +13,10 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from lancenb.kernels import fsst as kf
-from lancenb.kernels import fsst_build as kfb
 from lancenb.kernels import miniblock as km
 from lancenb.kernels import variable as kv
+from lancenb.kernels.fsst import fsst as kf
+from lancenb.kernels.fsst import fsst_build as kfb
 
 FILL = 0x5C   # initial output bytes, so untouched bytes are visible
 UNSET = -7    # initial value of int64 outputs

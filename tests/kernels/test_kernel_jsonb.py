@@ -1,6 +1,6 @@
 """JSONB kernels against pure-Python references written from their docstrings:
-``kernels/jsonb.py`` (JSONB -> text: ``text_fill``), ``kernels/jsontape.py``
-(text -> tape: ``fill_tape``) and ``kernels/jsonb_encode.py`` (tape -> JSONB:
+``kernels/json/jsonb.py`` (JSONB -> text: ``text_fill``), ``kernels/json/jsontape.py``
+(text -> tape: ``fill_tape``) and ``kernels/json/jsonb_encode.py`` (tape -> JSONB:
 ``jsonb_sizes``, ``fill_jsonb``).
 
 The references are recursive and check in the kernels' order, so valid input gives the
@@ -20,9 +20,9 @@ import pytest
 from _jsonref import bits_of, ref_double_text
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
-from lancenb.kernels import jsonb as kj
-from lancenb.kernels import jsonb_encode as ke
-from lancenb.kernels import jsontape as kt
+from lancenb.kernels.json import jsonb as kj
+from lancenb.kernels.json import jsonb_encode as ke
+from lancenb.kernels.json import jsontape as kt
 
 FILL = 0x5C
 UNSET = -7
@@ -157,7 +157,7 @@ ESCAPES = {ord(k): v for k, v in zip('"\\/bfnrt', b'"\\/\b\f\n\r\t')}
 
 
 class RefParser:
-    """RFC 8259 JSON with pylance's choices (see kernels/jsontape.py). Nodes: ``None``,
+    """RFC 8259 JSON with pylance's choices (see kernels/json/jsontape.py). Nodes: ``None``,
     booleans, ``("s", bytes)``, ``("u", int)``, ``("i", int)``, ``("f", bits)``, lists,
     ``("o", [(key bytes, node), ...])``."""
 

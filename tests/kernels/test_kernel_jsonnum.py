@@ -1,4 +1,4 @@
-"""JSON numbers (``kernels/jsonnum.py``) against Python's own conversions: ``repr`` (the
+"""JSON numbers (``kernels/json/jsonnum.py``) against Python's own conversions: ``repr`` (the
 shortest round-trip digits, as Ryu finds them) laid out as serde_json prints an f64,
 and ``float()`` (correctly rounded) for text to doubles.
 
@@ -14,7 +14,7 @@ import pytest
 from _jsonref import bits_of, float_of, ref_double_text
 from hypothesis import example, given
 from hypothesis import strategies as st
-from lancenb.kernels import jsonnum as kn
+from lancenb.kernels.json import jsonnum as kn
 
 
 def ref_shortest(x: float) -> tuple[int, int]:

@@ -1,5 +1,5 @@
-"""``kernels/jsonpath.py`` against a pure-Python reference written from the JSONB layout
-(``kernels/jsonb.py``'s docstring): roots, key lookups, items, standalone values and
+"""``kernels/json/jsonpath.py`` against a pure-Python reference written from the JSONB layout
+(``kernels/json/jsonb.py``'s docstring): roots, key lookups, items, standalone values and
 numbers of arbitrary JSON, then truncated and flipped JSONB (a status, never a read
 outside the data), with writable and read-only inputs."""
 
@@ -11,8 +11,8 @@ import numpy as np
 import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from lancenb.kernels import jsonb as kj
-from lancenb.kernels import jsonpath as kp
+from lancenb.kernels.json import jsonb as kj
+from lancenb.kernels.json import jsonpath as kp
 
 from lancenb.file import jsonb as fj
 

@@ -1,10 +1,10 @@
-"""k-means kernels (``kernels/kmeans.py``) against NumPy references: nearest centroid
+"""k-means kernels (``kernels/vector/kmeans.py``) against NumPy references: nearest centroid
 from a dot-product matrix (l2 and dot, first of equals, NaN rows) and centroid sums."""
 
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
-from lancenb.kernels import kmeans as kk
+from lancenb.kernels.vector import kmeans as kk
 
 
 def ref_assign(x, c, metric):

@@ -1,10 +1,10 @@
-"""Product-quantisation kernels (``kernels/pq.py``) against NumPy references: lookup
+"""Product-quantisation kernels (``kernels/vector/pq.py``) against NumPy references: lookup
 tables (l2, dot), ADC sums over transposed 8-bit and 4-bit codes, and encoding."""
 
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
-from lancenb.kernels import pq as kpq
+from lancenb.kernels.vector import pq as kpq
 
 
 def ref_table(cb, q, metric):

@@ -1,10 +1,10 @@
-"""Top-k selection (``kernels/topk.py``) against a stable NumPy sort: by distance,
+"""Top-k selection (``kernels/vector/topk.py``) against a stable NumPy sort: by distance,
 then key, then position, NaN never selected; read-only and writable inputs."""
 
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
-from lancenb.kernels import topk as kt
+from lancenb.kernels.vector import topk as kt
 
 
 def ref_topk(dist: np.ndarray, k: int, keys=None) -> np.ndarray:

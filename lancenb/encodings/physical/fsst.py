@@ -5,7 +5,7 @@ page's strings are compressed as a whole with one table, then the compressed str
 (code bytes: a code ``c < 255`` stands for symbol ``c``, ``255`` escapes one literal
 byte) are chunked exactly like Variable values. Example: with symbol 0 = ``"http"``,
 ``"https"`` compresses to ``00 ff 73``. The table's byte layout and the kernels are in
-``lancenb.kernels.fsst``.
+``lancenb.kernels.fsst.fsst``.
 
 Chosen for pages with at least 32 KiB of strings whose longest value has at least 5
 bytes (or when ``lance-encoding:compression=fsst``), and only when it saves space.
@@ -20,8 +20,8 @@ from lancenb.encodings.blocks import Variable
 from lancenb.encodings.codecs import ChunkCodec, ChunkDecoder
 from lancenb.encodings.physical import variable
 from lancenb.errors import CorruptFileError
-from lancenb.kernels import fsst as kf
-from lancenb.kernels import fsst_build as kfb
+from lancenb.kernels.fsst import fsst as kf
+from lancenb.kernels.fsst import fsst_build as kfb
 
 __all__ = ["FsstValues", "FsstCodec", "worth_trying"]
 

@@ -30,7 +30,7 @@ from lancenb.encodings.blocks import FixedWidth, fixed_bits, is_variable, offset
 from lancenb.encodings.nptypes import numpy_dtype
 from lancenb.encodings.physical import general, packed_struct
 from lancenb.errors import CorruptFileError, NotSupportedError
-from lancenb.kernels import fsst as kf
+from lancenb.kernels.fsst import fsst as kf
 
 __all__ = ["Page", "decode", "take", "validity_bytes", "uint_values", "dictionary_take",
            "variable_array"]

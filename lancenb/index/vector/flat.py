@@ -30,8 +30,8 @@ import pyarrow as pa
 
 from lancenb.errors import InvalidInputError
 from lancenb.io.pools import ThreadPool
-from lancenb.kernels import distance as kd
-from lancenb.kernels import topk as kt
+from lancenb.kernels.vector import distance as kd
+from lancenb.kernels.vector import topk as kt
 
 __all__ = ["Candidates", "FlatQuery", "flat_search", "vectors_of_batch"]
 

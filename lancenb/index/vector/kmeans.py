@@ -5,7 +5,7 @@ updates until ``max_iters`` or until the mean distance changes by less than
 ``tolerance`` (relative). An emptied cluster takes a random member of the largest
 one, nudged, so all ``k`` centroids stay in use. ``metric`` is ``"l2"`` or ``"dot"``
 (cosine callers normalise the data and use l2, as pylance does). Assignment goes
-through BLAS (``x @ c.T``) in blocks, then :mod:`lancenb.kernels.kmeans`.
+through BLAS (``x @ c.T``) in blocks, then :mod:`lancenb.kernels.vector.kmeans`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from lancenb.errors import InvalidInputError
-from lancenb.kernels import kmeans as kk
+from lancenb.kernels.vector import kmeans as kk
 
 __all__ = ["train_kmeans", "assign", "KMeans"]
 

@@ -2,14 +2,14 @@
 
 ``l2``: squared Euclidean; ``cosine``: ``1 - x.q / (|x| |q|)``; ``dot``: ``1 - x.q``.
 Computed in float32 from float32 inputs (float16 vectors are widened first), by
-:mod:`lancenb.kernels.distance` (NumPy for what it refuses).
+:mod:`lancenb.kernels.vector.distance` (NumPy for what it refuses).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from lancenb.kernels import distance as kd
+from lancenb.kernels.vector import distance as kd
 
 __all__ = ["exact_distances", "partition_distances"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from lancenb.errors import CorruptFileError
-from lancenb.kernels import pq as kpq
+from lancenb.kernels.vector import pq as kpq
 
 __all__ = ["CODE_COLUMN", "parse_codebook", "partition_distances", "uses_residual"]
 

@@ -41,7 +41,7 @@ import pyarrow as pa
 from lancenb.errors import InputTypeError, InvalidInputError, NotSupportedError
 from lancenb.expr.engine import evaluate
 from lancenb.expr.filters import compile_filter, referenced_columns
-from lancenb.kernels import distance as kd
+from lancenb.kernels.vector import distance as kd
 
 from . import flat
 from .flat import Candidates, FlatQuery

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from lancenb.errors import CorruptFileError
-from lancenb.kernels import pq as kpq
+from lancenb.kernels.vector import pq as kpq
 
 __all__ = ["CODE_COLUMN", "bounds_of", "quantize", "partition_distances"]
 

@@ -25,7 +25,7 @@ Statuses: OK, or BAD_CODE when a code is >= K (a corrupt file) / BAD_SHAPE.
 
 import numpy as np
 
-from ._jit import kernel
+from .._jit import kernel
 
 OK = 0
 BAD_CODE = -1

@@ -18,8 +18,8 @@ Example: the tape of ``{"b": 2, "a": [true]}`` (see :mod:`.jsontape`) sorts to t
 
 import numpy as np
 
-from ._jit import kernel
-from .bytes_util import offsets_ok
+from .._jit import kernel
+from ..bytes_util import offsets_ok
 from .jsonb import (
     ARRAY,
     E_CONTAINER,

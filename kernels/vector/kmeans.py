@@ -20,7 +20,7 @@ is BAD_LABEL.
 
 import numpy as np
 
-from ._jit import kernel
+from .._jit import kernel
 
 OK = 0
 BAD_SHAPE = -1

@@ -33,7 +33,7 @@ position, in the table builder and in :func:`compress` alike.
 
 import numpy as np
 
-from ._jit import kernel
+from .._jit import kernel
 
 OK = 0
 BAD_TABLE_SIZE = -1    # the serialised table is not TABLE_BYTES long

@@ -35,7 +35,7 @@ loop being bound by memory at 128 dimensions).
 
 import numpy as np
 
-from ._jit import kernel
+from .._jit import kernel
 
 OK = 0
 BAD_SHAPE = -1   # dimensions of x, q/c and out disagree, or d == 0

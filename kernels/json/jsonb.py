@@ -43,8 +43,8 @@ does not fit, to be called again from there with room to spare.
 
 import numpy as np
 
-from ._jit import kernel
-from .bytes_util import offsets_ok
+from .._jit import kernel
+from ..bytes_util import offsets_ok
 from .jsonnum import U0, U1, double_text, int_text, uint_text
 
 OK = 0

@@ -26,7 +26,7 @@ without numpy's overflow warnings.
 
 import numpy as np
 
-from ._jit import kernel
+from .._jit import kernel
 
 U0 = np.uint64(0)
 U1 = np.uint64(1)

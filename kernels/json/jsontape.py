@@ -25,8 +25,8 @@ Nesting deeper than ``MAX_DEPTH`` is refused; the parser keeps its own stack.
 
 import numpy as np
 
-from ._jit import kernel
-from .bytes_util import offsets_ok
+from .._jit import kernel
+from ..bytes_util import offsets_ok
 from .jsonb import LENGTH_MASK, utf8_length
 from .jsonnum import SIGN, U0, U1, decimal_to_double
 

@@ -30,8 +30,8 @@ of the offending location (row for :func:`roots`).
 
 import numpy as np
 
-from ._jit import kernel
-from .bytes_util import offsets_ok
+from .._jit import kernel
+from ..bytes_util import offsets_ok
 from .jsonb import (
     ARRAY,
     BAD_ENTRY,

@@ -23,7 +23,7 @@ heap's top costs one comparison, so ``k << n`` is close to one pass over ``dist`
 
 import numpy as np
 
-from ._jit import kernel
+from .._jit import kernel
 
 BAD_SIZE = -1  # k < 0, an output shorter than k, or keys not as long as dist
 

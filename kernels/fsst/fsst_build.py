@@ -1,5 +1,5 @@
 """FSST symbol tables built from a sample of the values (:func:`build_table`, over a
-sample from :func:`sample_strings`), for :func:`lancenb.kernels.fsst.compress`.
+sample from :func:`sample_strings`), for :func:`lancenb.kernels.fsst.fsst.compress`.
 
 The builder follows the FSST paper: compress the sample greedily with the current
 table, count how often each symbol and each pair of consecutive symbols occurs, keep
@@ -10,7 +10,7 @@ the most bytes. The table layout and the matching rules are :mod:`.fsst`'s.
 
 import numpy as np
 
-from ._jit import kernel
+from .._jit import kernel
 from .fsst import (
     BAD_OFFSETS,
     BAD_SYMBOL,
