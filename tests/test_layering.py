@@ -37,6 +37,14 @@ KNOWN_PRIVATE_ATTRIBUTES = {
 KNOWN_UNDOCUMENTED: set[str] = set()
 COVERAGE_TARGET = 0.90
 MAX_LINES = 800
+# package folders holding more than MAX_MODULES modules (a newcomer finds a module by
+# name in one step when a folder stays small)
+MAX_MODULES = 16
+KNOWN_BIG_FOLDERS = {
+    "lancenb": "pylance's public module names (arrow, commit, debug, fragment, indices, lance, "
+               "log, optimize, progress, query, sampler, schema, util, vector, _datagen) "
+               "sit at the root, where `import lancenb as lance` code finds them",
+}
 
 
 @pytest.fixture(scope="module")
@@ -67,6 +75,34 @@ def test_no_cycles_through_deferred_imports(mods):
 def test_no_upward_imports(mods):
     _check(_strip_lines(lc.upward_imports(mods)), KNOWN_UPWARD,
            "imports of a higher layer or of the package root")
+
+
+def _big_folders(root: Path, limit: int) -> set[str]:
+    """Package folders (lancenb/, kernels/ and below) with more than ``limit`` modules."""
+    out = set()
+    for top in ("lancenb", "kernels"):
+        for init in (root / top).rglob("__init__.py"):
+            folder = init.parent
+            if "_proto" in folder.parts or len(list(folder.glob("*.py"))) <= limit:
+                continue
+            out.add(folder.relative_to(root).as_posix())
+    return out
+
+
+def test_no_folder_over_16_modules():
+    _check(_big_folders(ROOT, MAX_MODULES), KNOWN_BIG_FOLDERS,
+           f"package folders over {MAX_MODULES} modules")
+
+
+def test_folder_check_counts_modules(tmp_path):
+    (tmp_path / "lancenb" / "big").mkdir(parents=True)
+    (tmp_path / "kernels").mkdir()
+    for i in range(17):
+        (tmp_path / "lancenb" / "big" / f"m{i}.py").write_text("")
+    for d in ("lancenb", "lancenb/big", "kernels"):
+        (tmp_path / d / "__init__.py").write_text("")
+    assert _big_folders(tmp_path, 16) == {"lancenb/big"}
+    assert _big_folders(tmp_path, 18) == set()
 
 
 def test_no_module_over_800_lines(mods):
