@@ -92,16 +92,16 @@ def create_branch(ds, name: str, reference=None):
     (put-if-absent): a crash in between leaves versions no record names, which is no
     branch; creating the name again removes them first. The branch shares its
     source's files through a base path, so nothing else is written."""
-    root = ds._root_store
+    root = ds.snapshot.root_store
     branches = Branches(root)
 
     check_branch_name(name)
     if root.exists(branch_file_rel(name)):
         raise InvalidInputError(f"branch {name!r} already exists in {root.uri!r}")
     if reference is None:
-        src_branch, version = ds._branch, ds.version
+        src_branch, version = ds.snapshot.branch, ds.version
     else:
-        src_branch, version = resolve_reference(root, ds._branch, reference)
+        src_branch, version = resolve_reference(root, ds.snapshot.branch, reference)
     src = ds.checkout_version((src_branch, version))
     target = branch_store(root, name)
     v, _ = latest_version(target)
@@ -110,8 +110,8 @@ def create_branch(ds, name: str, reference=None):
             p = target.path(sub)
             if target.fs.exists(p):
                 target.fs.rm(p, recursive=True)
-    src_root = src._store.uri_of("")
-    if src._store.local:
+    src_root = src.snapshot.store.uri_of("")
+    if src.snapshot.store.local:
         src_root = os.path.abspath(src_root)
     m = branch_manifest(src.manifest, name, src_root)
     op = transaction_pb2.Transaction.Clone(is_shallow=True, ref_version=src.version,
@@ -125,11 +125,11 @@ def create_branch(ds, name: str, reference=None):
     mf = commit(target, txn, v2_names=True, data_format=src.data_storage_version,
                 writer_version=__version__, written=[])
     parent = branches.get(src_branch) if src_branch is not None else None
-    rec = record_bytes(src_branch, src.version, src._mf.size,
+    rec = record_bytes(src_branch, src.version, src.snapshot.manifest.size,
                        new_identifier(parent, src.version))
     if not put_new_object(root, branch_file_rel(name), rec):
         raise InvalidInputError(f"branch {name!r} was created concurrently in {root.uri!r}")
-    return type(ds)(target.uri, _store=target, _manifest=mf, session=ds._session,
+    return type(ds)(target.uri, _store=target, _manifest=mf, session=ds.session(),
                     _root_store=root, _branch=name)
 
 
@@ -154,12 +154,12 @@ def shallow_clone(ds, target_path, reference=None, storage_options=None, **kwarg
     if reference is None:
         raise InvalidInputError("shallow_clone needs a reference: a version, a tag or "
                                 "(branch, version)")
-    src_branch, version = resolve_reference(ds._root_store, ds._branch, reference)
+    src_branch, version = resolve_reference(ds.snapshot.root_store, ds.snapshot.branch, reference)
     src = ds.checkout_version((src_branch, version))
-    opts = storage_options if storage_options is not None else ds._store.storage_options
+    opts = storage_options if storage_options is not None else ds.snapshot.store.storage_options
     target = open_store(os.fspath(target_path), opts, None, None)
-    src_root = src._store.uri_of("")
-    if src._store.local:
+    src_root = src.snapshot.store.uri_of("")
+    if src.snapshot.store.local:
         src_root = os.path.abspath(src_root)
     m = branch_manifest(src.manifest, None, src_root)
     op = transaction_pb2.Transaction.Clone(is_shallow=True, ref_version=src.version,
@@ -173,4 +173,4 @@ def shallow_clone(ds, target_path, reference=None, storage_options=None, **kwarg
     trust_bases(target, [src_root])
     mf = commit(target, txn, v2_names=True, data_format=src.data_storage_version,
                 writer_version=__version__, written=[])
-    return type(ds)(target.uri, _store=target, _manifest=mf, session=ds._session)
+    return type(ds)(target.uri, _store=target, _manifest=mf, session=ds.session())

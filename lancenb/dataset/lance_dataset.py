@@ -121,7 +121,8 @@ class LanceDataset(VectorIndexMethods, ScalarIndexMethods, BlobMethods, DatasetA
         self._fragments: list[LanceFragment] | None = None
         #: what the read and write modules use of this version (lancenb.dataset.snapshot)
         self.snapshot = Snapshot(self._uri, m.version, self._store, _manifest, self._schema,
-                                 self._top_fields, self._cache, self._open_file)
+                                 self._top_fields, self._cache, self._open_file,
+                                 self._branch, self._root_store)
 
     def __reduce__(self):
         # (uri, version, storage options): the other side reopens the same version;

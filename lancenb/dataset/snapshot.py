@@ -29,7 +29,8 @@ class Snapshot:
     columns as their descriptions); ``top_fields`` the top-level field protobufs with
     their subtrees; ``cache`` per-version memo tables (fragment lists, deletion vectors,
     row-id sequences); ``open_file(path, legacy=False)`` the shared reader of a data
-    file of this version.
+    file of this version; ``branch`` the branch it is on (None: main) and
+    ``root_store`` the store of the dataset's root (``store`` itself on main).
     """
 
     uri: str
@@ -40,3 +41,5 @@ class Snapshot:
     top_fields: Any
     cache: dict
     open_file: Callable[..., Any]
+    branch: str | None = None
+    root_store: ObjectStore | None = None
