@@ -140,9 +140,7 @@ def open_small(store, rel: str, uri: str):
             if len(_SHAPES) >= _SHAPES_SIZE:
                 _SHAPES.pop(next(iter(_SHAPES)), None)
             _SHAPES[key] = shape
-    sf = SmallFile(shape, uri, whole, store.storage_options)
-    sf._data = data
-    return sf
+    return SmallFile(shape, uri, whole, store.storage_options, data)
 
 
 class SmallFile:
@@ -154,13 +152,16 @@ class SmallFile:
     the bytes already in memory.
     """
 
-    def __init__(self, shape: _Shape, path: str, io: WholeFile, storage_options):
-        self._shape = shape
+    def __init__(self, shape: _Shape, path: str, io: WholeFile, storage_options,
+                 data: bytes = b""):
+        #: the shape this file shares (metadata, page decoders) with files like it
+        self.shape = shape
         self.path = path
         self._io = io
         self._options = storage_options
         self._full: LanceFileReader | None = None
-        self._data = b""
+        #: the whole file's bytes
+        self.data = data
         # whole columns decoded ahead together with other files' (decode_ahead), by
         # field index; taken (and dropped) by the next read of the field
         self._ready: dict[int, pa.ChunkedArray] = {}
@@ -169,10 +170,15 @@ class SmallFile:
         self.schema_full = r.schema_full
         self.schema = r.schema
 
+    def offer_decoded(self, field_idx: int, column: pa.ChunkedArray) -> None:
+        """Keep ``column``, field ``field_idx`` decoded ahead with other files', for the
+        next read of that field (which takes it)."""
+        self._ready[field_idx] = column
+
     @property
     def shape_key(self) -> int:
         """Equal for files of one shape (their decoders are shared)."""
-        return id(self._shape)
+        return id(self.shape)
 
     def _reader(self) -> LanceFileReader:
         if self._full is None:
@@ -190,29 +196,29 @@ class SmallFile:
     @property
     def fields(self) -> list:
         """The file's top-level fields (those of its shape)."""
-        return self._shape.reader.fields
+        return self.shape.reader.fields
 
     def num_rows(self) -> int:
         """Rows in the file."""
-        return self._shape.rows
+        return self.shape.rows
 
     def field_index(self, field) -> int:
         """See :meth:`lancenb.file.LanceFileReader.field_index`."""
-        return self._shape.reader.field_index(field)
+        return self.shape.reader.field_index(field)
 
     def field_at_column(self, column: int) -> int | None:
         """See :meth:`lancenb.file.LanceFileReader.field_at_column`."""
-        return self._shape.reader.field_at_column(column)
+        return self.shape.reader.field_at_column(column)
 
     def fields_at_columns(self, columns):
         """See :meth:`lancenb.file.LanceFileReader.fields_at_columns`."""
-        return self._shape.reader.fields_at_columns(columns)
+        return self.shape.reader.fields_at_columns(columns)
 
     def read_global_buffer(self, index: int) -> bytes:
         """See :meth:`lancenb.file.LanceFileReader.read_global_buffer`: from this file's
         own bytes, at the position its offset table gives (a page-statistics read needs
         no full reader of each small file)."""
-        data = self._data
+        data = self.data
         size = len(data)
         if size >= FOOTER_SIZE:
             _, _, gbo, ngb, *_ = _FOOTER.unpack_from(data, size - FOOTER_SIZE)
@@ -230,7 +236,7 @@ class SmallFile:
         else through the full reader."""
         if rows is not None and range is None:
             rows = np.asarray(rows, dtype=np.int64).reshape(-1)
-            if not rows.size or (rows.min() >= 0 and rows.max() < self._shape.rows):
+            if not rows.size or (rows.min() >= 0 and rows.max() < self.shape.rows):
                 whole = self._whole(field)
                 if whole is not None:
                     return whole.take(pa.array(rows))
@@ -243,11 +249,11 @@ class SmallFile:
     def _whole(self, field) -> pa.ChunkedArray | None:
         """Every row of a flat field, through the shape's decoders; None for a field
         they do not cover or a page they cannot decode."""
-        idx = self._shape.reader.field_index(field)
+        idx = self.shape.reader.field_index(field)
         hit = self._ready.pop(idx, None)
         if hit is not None:
             return hit
-        decs = self._shape.decoders(idx)
+        decs = self.shape.decoders(idx)
         if decs is None:
             return None
         try:
@@ -277,13 +283,13 @@ def decode_ahead(files: list, field_idx: int) -> None:
     Parameters
     ----------
     files : list of SmallFile
-        Files of one shape (``file._shape`` the same object).
+        Files of one shape (``file.shape`` the same object).
     field_idx : int
         The top-level field, by position in the shape's fields.
     """
     if len(files) < 2:
         return
-    shape = files[0]._shape
+    shape = files[0].shape
     decs = shape.decoders(field_idx)
     if not decs:
         return
@@ -297,7 +303,7 @@ def decode_ahead(files: list, field_idx: int) -> None:
             return
         key = k
     size = shape.size
-    data = np.frombuffer(b"".join(f._data for f in files), dtype=np.uint8)
+    data = np.frombuffer(b"".join(f.data for f in files), dtype=np.uint8)
     if len(data) != size * len(files):
         return
     base = np.repeat(np.arange(len(files), dtype=np.int64) * size, len(decs))
@@ -312,9 +318,9 @@ def decode_ahead(files: list, field_idx: int) -> None:
     typ = shape.reader.fields[field_idx].arrow.type
     n = len(decs)
     for i, f in enumerate(files):
-        f._ready[field_idx] = pa.chunked_array(
+        f.offer_decoded(field_idx, pa.chunked_array(
             [d.impl.values.array(b, None) for d, b in zip(decs, blocks[i * n:(i + 1) * n])],
-            type=typ)
+            type=typ))
 
 
 def take_small(files: list, fields: list[int], file_of: np.ndarray,
@@ -328,7 +334,7 @@ def take_small(files: list, fields: list[int], file_of: np.ndarray,
     Parameters
     ----------
     files : list of SmallFile
-        Distinct files of one shape (``file._shape`` the same object).
+        Distinct files of one shape (``file.shape`` the same object).
     fields : list of int
         Top-level fields, by position in the shape's fields.
     file_of, rows : numpy.ndarray of int64
@@ -349,11 +355,11 @@ def take_small(files: list, fields: list[int], file_of: np.ndarray,
     >>> take_small([a, b], [0], np.array([1, 0]), np.array([7, 0]))  # doctest: +SKIP
     [<pyarrow.lib.Int64Array ...> [row 7 of b, row 0 of a]]
     """
-    shape = files[0]._shape
-    if any(f._shape is not shape for f in files):
+    shape = files[0].shape
+    if any(f.shape is not shape for f in files):
         return None
     size, nf = shape.size, len(files)
-    data = np.frombuffer(b"".join(f._data for f in files), dtype=np.uint8)
+    data = np.frombuffer(b"".join(f.data for f in files), dtype=np.uint8)
     if len(data) != size * nf:
         return None
     # page instances (field j, file i, page p) in that order, grouped by what decodes
