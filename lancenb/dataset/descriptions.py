@@ -79,7 +79,7 @@ class LanceStats:
         ids = [f.id for f in ds.manifest.fields]
         total = dict.fromkeys(ids, 0)
         for frag in ds.get_fragments():
-            for df in frag._pb.files:
+            for df in frag.protobuf.files:
                 if is_legacy_file(df):
                     continue
                 meta = ds.snapshot.open_file(df.path).metadata()
@@ -129,6 +129,10 @@ class LanceSchema:
         # imported from there, which imports this module for LanceSchema)
         return LanceSchema(schema_to_fields(storage_schema(schema) or schema)[0], schema)
 
+    def serialized_fields(self) -> list[bytes]:
+        """Every field (pre-order) as its serialised protobuf."""
+        return [f.SerializeToString() for f in self._fields]
+
     def fields(self) -> list["LanceField"]:
         """The top-level fields, in order (their children through
         :meth:`LanceField.children`)."""
@@ -163,19 +167,17 @@ class LanceSchema:
         return self._keyed("unenforced_clustering_key_position")
 
     def _keyed(self, attr: str) -> list["LanceField"]:
-        every = [f for top in self.fields() for f in top._walk()]
-        return sorted((f for f in every if getattr(f._pb, attr)),
-                      key=lambda f: getattr(f._pb, attr))
+        every = [f for top in self.fields() for f in top.walk()]
+        return sorted((f for f in every if getattr(f.protobuf, attr)),
+                      key=lambda f: getattr(f.protobuf, attr))
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, LanceSchema) and self._arrow == other._arrow and \
-            [f.SerializeToString() for f in self._fields] == \
-            [f.SerializeToString() for f in other._fields]
+        return isinstance(other, LanceSchema) and self.to_pyarrow() == other.to_pyarrow() \
+            and self.serialized_fields() == other.serialized_fields()
 
     def __reduce__(self):
         # (the field protobufs pickle as their bytes)
-        return _schema_from_bytes, ([f.SerializeToString() for f in self._fields],
-                                    self._arrow)
+        return _schema_from_bytes, (self.serialized_fields(), self._arrow)
 
     def __repr__(self) -> str:
         meta = _debug_map(self._arrow.metadata or {})
@@ -241,10 +243,16 @@ class LanceField:
         return [LanceField(c, self._all, _arrow_child(self._arrow, c.name))
                 for c in self._all if c.parent_id == self._pb.id]
 
-    def _walk(self):
+    @property
+    def protobuf(self):
+        """The field as the manifest stores it (a ``lance.file.Field`` protobuf)."""
+        return self._pb
+
+    def walk(self):
+        """This field, then every field below it (depth first)."""
         yield self
         for c in self.children():
-            yield from c._walk()
+            yield from c.walk()
 
     def unenforced_primary_key_position(self) -> int | None:
         """The field's 1-based position in the unenforced primary key (None: not in it)."""
