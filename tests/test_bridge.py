@@ -237,3 +237,46 @@ def test_activate_is_idempotent_and_switchable(monkeypatch):
         assert sum(type(f).__name__ == "_LanceAliasFinder" for f in sys.meta_path) == 1
     finally:
         sys.meta_path[:] = before
+
+
+_ECOSYSTEM = {
+    # library -> code run in the fresh venv on a 10-row dataset at sys.argv[1] (a 0..9,
+    # b its string), printing what the assertion compares
+    "polars": """
+        import lance, polars as pl
+        uri = sys.argv[1]
+        total = pl.scan_lance(uri).filter(pl.col("a") > 4).select(pl.col("a").sum())
+        print(total.collect().item(), pl.scan_lance(lance.dataset(uri)).collect().height)
+        """,
+    "duckdb": """
+        import lance, duckdb
+        ds = lance.dataset(sys.argv[1])
+        print(*duckdb.sql("select sum(a), count(*) from ds where a > 4").fetchall()[0])
+        """,
+    "datasets": """
+        import datasets
+        d = datasets.load_dataset("lance", data_files={"train": sys.argv[1] + "/**"},
+                                  split="train", cache_dir=sys.argv[2])
+        print(sum(d["a"][5:]), d[5]["b"])
+        """,
+}
+_EXPECTED = {"polars": ["35", "10"], "duckdb": ["35", "5"], "datasets": ["35", "5"]}
+
+
+@pytest.mark.parametrize("library", sorted(_ECOSYSTEM))
+def test_ecosystem_reads_through_bridge(installed, tmp_path, library):
+    pytest.importorskip(library)
+    python, _ = installed
+    uri = tmp_path / "t.lance"
+    made = _run(python, """
+        import sys, lance, pyarrow as pa
+        lance.write_dataset(pa.table({"a": list(range(10)),
+                                      "b": [str(i) for i in range(10)]}), sys.argv[1])
+        """, uri)
+    assert made.returncode == 0, made.stderr
+    out = _run(python, "import sys\n" + textwrap.dedent(_ECOSYSTEM[library]), uri,
+               tmp_path / "cache", cwd=tmp_path,
+               env_extra={"HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1",
+                          "HF_HOME": str(tmp_path / "hf")})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[-2:] == _EXPECTED[library]
