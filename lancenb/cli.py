@@ -9,233 +9,16 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import time
 
-from lancenb.errors import InvalidInputError, LanceError
+from lancenb._cli_demo import DEMO_JVM_OPTIONS, demo
+from lancenb._version import __version__
+from lancenb.errors import InvalidInputError, LanceError, LanceFileNotFoundError
 from lancenb.progress import progress_bar
 
-__all__ = ["main"]
+__all__ = ["main", "demo"]
 
-
-CATEGORIES = ["books", "games", "music", "garden", "toys", "tools", "kitchen", "sports"]
-WORDS = ["lance", "numba", "arrow", "column", "page", "chunk", "fast", "file", "spark",
-         "vector", "fragment", "version", "random", "access", "scan", "table"]
-EMBEDDING_DIM = 16
-
-
-def _sample_table(n: int, *, start: int = 0, seed: int = 42):
-    """Realistic-looking orders: ids, timestamps, categories, text, prices with nulls,
-    a 16-dim float32 embedding (a vector column) and a list of tags."""
-    import numpy as np  # lazy: CLI start-up
-    import pyarrow as pa  # lazy: CLI start-up
-
-    rng = np.random.default_rng(seed + start)
-    cats = np.array(CATEGORIES)
-    words = np.array(WORDS)
-    nwords = rng.integers(2, 12, n)
-    flat = words[rng.integers(0, len(words), int(nwords.sum()))]
-    bounds = np.concatenate([[0], np.cumsum(nwords)])
-    text = [" ".join(flat[bounds[i]:bounds[i + 1]]) for i in range(n)]
-    ntags = rng.integers(0, 4, n)
-    tag_vals = cats[rng.integers(0, len(cats), int(ntags.sum()))]
-    tags = pa.ListArray.from_arrays(pa.array(np.concatenate([[0], np.cumsum(ntags)]),
-                                             pa.int32()), pa.array(tag_vals))
-    emb = rng.standard_normal((n, EMBEDDING_DIM)).astype(np.float32)
-    return pa.table({
-        "id": pa.array(np.arange(start, start + n, dtype=np.int64)),
-        "user_id": pa.array(rng.zipf(1.5, n) % 50_000, pa.int32()),
-        "ts": pa.array(1_700_000_000_000_000 + (start + np.arange(n)) * 1_000_000 // 3
-                       + rng.integers(0, 300_000, n), pa.timestamp("us", "UTC")),
-        "category": pa.array(cats[rng.integers(0, len(cats), n)]),
-        "text": pa.array(text),
-        "price": pa.array(np.round(rng.gamma(2.0, 20.0, n), 2), mask=rng.random(n) < 0.05),
-        "in_stock": pa.array(rng.random(n) < 0.8),
-        "embedding": pa.FixedSizeListArray.from_arrays(pa.array(emb.reshape(-1)),
-                                                       EMBEDDING_DIM),
-        "tags": tags,
-    })
-
-
-def _leaf_counts(schema) -> list[int]:
-    from lancenb.encodings.structural.repdef import leaf_paths  # lazy: numba, start-up
-
-    return [len(leaf_paths(f.type)) for f in schema]
-
-
-def _lance_columns(ds) -> dict:
-    """Per top-level column: bytes on disk and the encodings of its pages."""
-    from lancenb.file import LanceFileReader  # lazy: numba, start-up
-
-    out = {name: [0, {}] for name in ds.schema.names}
-    for frag in ds.get_fragments():
-        for df in frag.data_files():
-            r = LanceFileReader(ds.snapshot.store.uri_of(f"data/{df.path}"))
-            cols = r.metadata().columns
-            i = 0
-            for f, k in zip(r.schema, _leaf_counts(r.schema)):
-                for c in cols[i:i + k]:
-                    for p in c.pages:
-                        out[f.name][0] += sum(b.size for b in p.buffers)
-                        out[f.name][1][p.encoding] = out[f.name][1].get(p.encoding, 0) + 1
-                i += k
-    return out
-
-
-def _parquet_columns(path: str) -> dict:
-    import pyarrow.parquet as pq  # lazy: CLI start-up
-
-    out: dict[str, int] = {}
-    for root, _, files in os.walk(path):
-        for name in files:
-            if not name.endswith(".parquet"):
-                continue
-            md = pq.ParquetFile(os.path.join(root, name)).metadata
-            for g in range(md.num_row_groups):
-                rg = md.row_group(g)
-                for j in range(rg.num_columns):
-                    col = rg.column(j)
-                    top = col.path_in_schema.split(".")[0]
-                    out[top] = out.get(top, 0) + col.total_compressed_size
-    return out
-
-
-def _dir_size(path: str, sub: str = "") -> int:
-    total = 0
-    for root, _, files in os.walk(os.path.join(path, sub)):
-        total += sum(os.path.getsize(os.path.join(root, f)) for f in files)
-    return total
-
-
-# the demo's JVM: a short job on a small machine, where the optimising JIT compiler (C2)
-# spends more CPU compiling than its code saves; the client compiler alone halves the CPU
-# of starting Spark (measured in benchmarks/RESULTS.md). Only here, never in
-# local_session's defaults: long jobs want C2.
-DEMO_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
-
-
-def demo(rows: int = 200_000, out_dir: str | None = None, *,
-         jvm_options: str = DEMO_JVM_OPTIONS) -> int:
-    """The main job: Spark writes a Lance dataset, appends, lancenb deletes, Spark and
-    the Python API read it back; prints rows, versions, encodings and sizes.
-
-    ``jvm_options`` go to the driver JVM (and to Spark's launcher JVM through
-    ``SPARK_LAUNCHER_OPTS``, unless that is set); ``""`` for the JVM's defaults."""
-    import numpy as np  # lazy: CLI start-up
-
-    import lancenb.spark as ls  # lazy: pyspark
-    from lancenb.dataset import dataset as open_dataset  # lazy: numba, start-up
-
-    with tempfile.TemporaryDirectory() as tmp:
-        base = out_dir or tmp
-        uri = os.path.join(base, "orders.lance")
-        pq_path = os.path.join(base, "orders.parquet")
-        clock = time.perf_counter()
-
-        def step(msg):
-            nonlocal clock
-            now = time.perf_counter()
-            print(f"  {msg:<58} {now - clock:7.2f} s")
-            clock = now
-
-        print(f"lancenb demo: {rows:,} + {rows // 4:,} generated orders through embedded Spark")
-        conf = {}
-        if jvm_options:
-            conf["spark.driver.extraJavaOptions"] = jvm_options
-            os.environ.setdefault("SPARK_LAUNCHER_OPTS", jvm_options)
-        spark = ls.local_session("local[2]", app_name="lancenb-demo", conf=conf)
-        step(f"started Spark {spark.version} (local[2]" +
-             (f", JVM {jvm_options})" if jvm_options else ")"))
-        from pyspark.sql import functions as F  # lazy: pyspark
-
-        def frame(n, start):
-            df = spark.createDataFrame(_sample_table(n, start=start))
-            # Spark has no fixed-size lists: lance-spark's metadata key keeps the vector
-            return df.withColumn("embedding", F.col("embedding").alias(
-                "embedding", metadata={"arrow.fixed-size-list.size": EMBEDDING_DIM}))
-
-        first, second = frame(rows, 0), frame(rows // 4, rows)
-        t_first = time.perf_counter()
-        first.write.format("lancenb").mode("append").option("write_mode", "create") \
-            .option("max_rows_per_file", 100_000).save(uri)
-        t_first = time.perf_counter() - t_first
-        step("version 1: Spark wrote the first batch")
-        second.write.format("lancenb").mode("append").save(uri)
-        step("version 2: Spark appended a second batch")
-        ds = open_dataset(uri)
-        ds.delete("category = 'toys' AND price > 80")
-        step("version 3: lancenb deleted toys above 80")
-        # Spark's own first write of the same rows, for comparison with version 1
-        t_pq = time.perf_counter()
-        first.write.mode("overwrite").parquet(pq_path)
-        t_pq = time.perf_counter() - t_pq
-        step("Spark wrote the first batch as Parquet")
-        second.write.mode("append").parquet(pq_path)
-        step("Spark appended the second batch as Parquet (for sizes)")
-
-        df = spark.read.format("lancenb").load(uri)
-        n_spark = df.count()
-        by_cat = (df.filter(F.col("price").isNotNull()).groupBy("category")
-                  .agg(F.count("*").alias("orders"), F.round(F.avg("price"), 2)
-                       .alias("avg_price")).orderBy("category").collect())
-        recent = df.filter("ts >= TIMESTAMP'1970-01-01' AND category = 'books' "
-                           "AND in_stock").count()
-        step("Spark read it back (count, group by, pushed-down filter)")
-        ds = open_dataset(uri)
-        n_py = ds.count_rows()
-        table = ds.to_table(columns=["id", "category", "price"])
-        step("the Python API read it back")
-        idx = np.sort(np.random.default_rng(7).choice(n_py, 5, replace=False))
-        taken = ds.take(idx, columns=["id", "ts", "category", "text", "price", "tags"])
-        step("took 5 random rows")
-        v1_spark = spark.read.format("lancenb").option("version", 1).load(uri).count()
-        deleted = ds.checkout_version(2).count_rows() - n_py
-
-        ok = n_spark == n_py == table.num_rows and v1_spark == rows
-        print(f"\nfirst write of {rows:,} rows: lancenb {t_first:.2f} s, Spark's Parquet "
-              f"{t_pq:.2f} s ({t_first / max(t_pq, 1e-9):.2f}x)")
-        print(f"rows: Spark {n_spark:,}, Python API {n_py:,} (deleted {deleted:,}); "
-              f"version 1 through Spark: {v1_spark:,}; books in stock: {recent:,}")
-        print("\nversions:")
-        for v in ds.versions():
-            md = v["metadata"]
-            print(f"  {v['version']:>2}  {v['timestamp']:%Y-%m-%d %H:%M:%S}  "
-                  f"rows {int(md['total_rows']):>9,}  fragments {md['total_fragments']:>3}  "
-                  f"deleted {int(md['total_deletion_file_rows']):>7,}")
-        print("\norders by category (Spark):")
-        for r in by_cat:
-            print(f"  {r['category']:<8} {r['orders']:>8,}  avg price {r['avg_price']:>7}")
-        print("\n5 random rows (LanceDataset.take):")
-        if _has_pandas():
-            import pandas as pd  # lazy: pandas is optional and heavy
-
-            with pd.option_context("display.width", 120, "display.max_colwidth", 40):
-                print(taken.to_pandas().to_string(index=False))
-        else:
-            print(taken)
-        lance_cols = _lance_columns(ds)
-        pq_cols = _parquet_columns(pq_path)
-        print("\nper column: Lance bytes (encodings chosen, pages) vs Parquet (Spark, snappy)")
-        for name, (size, encs) in lance_cols.items():
-            enc = ", ".join(f"{e} x{k}" for e, k in sorted(encs.items(), key=lambda x: -x[1]))
-            enc = enc if len(enc) <= 70 else enc[:67] + "..."
-            print(f"  {name:<10} {size:>12,}  {pq_cols.get(name, 0):>12,}  {enc}")
-        lance_total = _dir_size(uri, "data")
-        pq_total = _dir_size(pq_path)
-        print(f"  {'total':<10} {lance_total:>12,}  {pq_total:>12,}  (data files; Lance/Parquet "
-              f"= {lance_total / max(1, pq_total):.2f})")
-        print(f"\ndataset: {uri}" + ("" if out_dir else " (temporary)"))
-        print("demo " + ("OK" if ok else "FAILED: Spark and the Python API disagree"))
-        spark.stop()
-        return 0 if ok else 1
-
-
-def _has_pandas() -> bool:
-    try:
-        import pandas  # noqa: F401
-    except ImportError:
-        return False
-    return True
+DEBUG_ENV = "LANCENB_DEBUG"  # set to 1: errors end in their traceback, as Python prints it
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -265,77 +48,109 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
 
-def _main(argv: list[str] | None) -> int:
+def _positive(text: str) -> int:
+    """argparse type: an integer of at least 1 (a usage error otherwise)."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, not {text!r}")
+    return n
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lancenb", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"lancenb {__version__}")
+    parser.add_argument("--debug", action="store_true",
+                        help=f"on an error, print its traceback (or set {DEBUG_ENV}=1)")
+    common = argparse.ArgumentParser(add_help=False)  # --debug after the command too
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help=argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", required=True)
-    p_ins = sub.add_parser("inspect", help="what a Lance file or dataset holds: versions, "
-                                           "fragments, columns, pages, encodings and why")
+
+    def command(name, **kw):
+        return sub.add_parser(name, parents=[common], **kw)
+
+    p_ins = command("inspect", help="what a Lance file or dataset holds: versions, "
+                                    "fragments, columns, pages, encodings and why")
     p_ins.add_argument("path", help="a .lance file or a dataset directory/URI")
     p_ins.add_argument("--json", action="store_true", help="print the full report as JSON")
-    p_ins.add_argument("--version", type=int, default=None, help="dataset version to detail")
+    p_ins.add_argument("--version", type=_positive, default=None,
+                       help="dataset version to detail")
     p_ins.add_argument("--files", action="store_true",
                        help="datasets: also inspect every data file")
     p_ins.add_argument("--no-explain", action="store_true",
                        help="files: do not decode pages to explain the encodings")
-    p_val = sub.add_parser("validate", help="decode every page and deletion file; report "
-                                            "every problem (exit status 1 if any)")
-    p_val.add_argument("uri")
-    p_val.add_argument("--json", action="store_true")
-    p_conv = sub.add_parser("convert", help="Parquet, CSV, Arrow IPC or Lance in; a Lance "
-                                            "dataset (or .parquet) out, streamed")
-    p_conv.add_argument("src")
-    p_conv.add_argument("dst")
+    p_val = command("validate", help="decode every page and deletion file; report every "
+                                     "problem (exit status 1 if any)")
+    p_val.add_argument("uri", help="a .lance file or a dataset directory/URI")
+    p_val.add_argument("--json", action="store_true", help="print the full report as JSON")
+    p_conv = command("convert", help="Parquet, CSV, Arrow IPC or Lance in; a Lance dataset "
+                                     "(or .parquet) out, streamed")
+    p_conv.add_argument("src", help="a file, a directory of Parquet files or a dataset")
+    p_conv.add_argument("dst", help="a dataset directory/URI, or a .parquet file")
     p_conv.add_argument("--mode", choices=["create", "append", "overwrite"], default="create")
-    p_conv.add_argument("--max-rows-per-file", type=int, default=None)
+    p_conv.add_argument("--max-rows-per-file", type=_positive, default=None)
     p_conv.add_argument("--data-storage-version", default=None,
                         help="file format of the data files: 2.2 (default, as pylance "
                              "14), 2.1 or 2.0")
-    p_conv.add_argument("--batch-rows", type=int, default=65536,
+    p_conv.add_argument("--batch-rows", type=_positive, default=65536,
                         help="rows read from the source at a time")
     p_conv.add_argument("--format", choices=["parquet", "csv", "ipc", "lance"], default=None,
                         help="source format (default: from the name)")
     p_conv.add_argument("--quiet", action="store_true", help="no progress lines")
-    p_comp = sub.add_parser("compact", help="merge small fragments and drop deleted rows "
-                                            "(ds.optimize.compact_files), with a progress bar")
+    p_comp = command("compact", help="merge small fragments and drop deleted rows "
+                                     "(ds.optimize.compact_files), with a progress bar")
     p_comp.add_argument("uri")
-    p_comp.add_argument("--target-rows-per-fragment", type=int, default=1024 * 1024)
+    p_comp.add_argument("--target-rows-per-fragment", type=_positive, default=1024 * 1024)
     p_comp.add_argument("--quiet", action="store_true", help="no progress bar or summary")
-    p_demo = sub.add_parser("demo", help="Spark writes, appends and reads a generated dataset; "
-                                         "lancenb deletes, takes and shows encodings")
-    p_demo.add_argument("--rows", type=int, default=200_000)
+    p_demo = command("demo", help="Spark writes, appends and reads a generated dataset; "
+                                  "lancenb deletes, takes and shows encodings")
+    p_demo.add_argument("--rows", type=_positive, default=200_000)
     p_demo.add_argument("--out-dir", default=None, help="keep the dataset in this directory")
     p_demo.add_argument("--jvm-options", default=DEMO_JVM_OPTIONS,
                         help="Java options of the demo's Spark driver ('' for the JVM's "
                              f"defaults; default {DEMO_JVM_OPTIONS})")
-    p_warm = sub.add_parser("warmup", help="compile every kernel into the Numba cache now "
-                                           "(once per machine or image), in parallel")
-    p_warm.add_argument("--processes", type=int, default=None,
+    p_warm = command("warmup", help="compile every kernel into the Numba cache now (once "
+                                    "per machine or image), in parallel")
+    p_warm.add_argument("--processes", type=_positive, default=None,
                         help="worker processes (default: the number of CPUs)")
     p_warm.add_argument("--quiet", action="store_true", help="no progress line")
-    args = parser.parse_args(argv)
-    if args.command == "demo":
-        return demo(args.rows, args.out_dir, jvm_options=args.jvm_options)
+    return parser
+
+
+_COMMANDS = {"inspect": lambda a: _cmd_inspect(a), "validate": lambda a: _cmd_validate(a),
+             "convert": lambda a: _cmd_convert(a), "compact": lambda a: _cmd_compact(a),
+             "warmup": lambda a: _cmd_warmup(a),
+             "demo": lambda a: demo(a.rows, a.out_dir, jvm_options=a.jvm_options)}
+
+
+def _main(argv: list[str] | None) -> int:
+    args = _parser().parse_args(argv)
+    debug = args.debug or os.environ.get(DEBUG_ENV, "") not in ("", "0")
+    where = f"lancenb {args.command}"
     try:
-        if args.command == "inspect":
-            return _cmd_inspect(args)
-        if args.command == "validate":
-            return _cmd_validate(args)
-        if args.command == "convert":
-            return _cmd_convert(args)
-        if args.command == "warmup":
-            return _cmd_warmup(args)
-        if args.command == "compact":
-            return _cmd_compact(args)
-    except LanceError as e:
-        print(f"lancenb {args.command}: {type(e).__name__}: {_one_line(e)}", file=sys.stderr)
-        return 1
-    except Exception as e:  # inspect/validate read anything: one line, never a traceback
-        if args.command not in ("inspect", "validate"):
+        return _COMMANDS[args.command](args)
+    except KeyboardInterrupt:
+        if debug:
             raise
-        print(f"lancenb {args.command}: unexpected {type(e).__name__}: {_one_line(e)}",
-              file=sys.stderr)
+        print(f"{where}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        raise
+    except LanceError as e:
+        if debug:
+            raise
+        print(f"{where}: {type(e).__name__}: {_one_line(e)}", file=sys.stderr)
         return 1
-    return 2
+    except Exception as e:  # one line, never a traceback (unless --debug)
+        if debug:
+            raise
+        kind = "" if isinstance(e, (OSError, ImportError)) else "unexpected "
+        print(f"{where}: {kind}{type(e).__name__}: {_one_line(e)} ({DEBUG_ENV}=1 or "
+              f"--debug for the traceback)", file=sys.stderr)
+        return 1
 
 
 def _one_line(e: BaseException, limit: int = 400) -> str:
@@ -521,22 +336,10 @@ def _cmd_validate(args) -> int:
 
 
 # -- convert ---------------------------------------------------------------------------
-def _source(src: str, fmt: str | None, batch_rows: int):
+def _source(src: str, fmt: str, batch_rows: int):
     """``(RecordBatchReader, total rows or None)`` streaming the source."""
     import pyarrow as pa  # lazy: CLI start-up
 
-    if fmt is None:
-        low = src.rstrip("/").lower()
-        if os.path.isdir(os.path.join(src, "_versions")) or low.endswith(".lance"):
-            fmt = "lance"
-        elif low.endswith((".parquet", ".pq")) or os.path.isdir(src):
-            fmt = "parquet"
-        elif low.endswith((".csv", ".csv.gz", ".tsv")):
-            fmt = "csv"
-        elif low.endswith((".arrow", ".ipc", ".feather", ".arrows")):
-            fmt = "ipc"
-        else:
-            raise InvalidInputError(f"cannot tell the format of {src!r}; pass --format")
     if fmt == "lance":
         from lancenb.dataset import dataset as open_dataset  # lazy: numba, start-up
 
@@ -573,6 +376,34 @@ def _source(src: str, fmt: str | None, batch_rows: int):
         return ipc.open_stream(src), None
 
 
+def _check_paths(src: str, dst: str) -> None:
+    """Local paths: the source exists (an empty directory is no input) and the
+    destination is not a file, unless a .parquet one."""
+    if "://" not in src and not os.path.exists(src):
+        raise LanceFileNotFoundError(f"no such file or directory: {src!r}")
+    if "://" not in src and os.path.isdir(src) \
+            and not any(not n.startswith((".", "_")) or n == "_versions"
+                        for n in os.listdir(src)):
+        raise InvalidInputError(f"{src!r} is an empty directory: neither a Lance dataset (no "
+                                f"_versions/ in it) nor a directory of Parquet files")
+    if "://" not in dst and os.path.isfile(dst) and not dst.lower().endswith(".parquet"):
+        raise InvalidInputError(f"{dst!r} is a file: the destination is a dataset directory "
+                                f"(or a .parquet file)")
+
+
+def _format_of(src: str) -> str:
+    low = src.rstrip("/").lower()
+    if os.path.isdir(os.path.join(src, "_versions")) or low.endswith(".lance"):
+        return "lance"
+    if low.endswith((".parquet", ".pq")) or os.path.isdir(src):
+        return "parquet"
+    if low.endswith((".csv", ".csv.gz", ".tsv")):
+        return "csv"
+    if low.endswith((".arrow", ".ipc", ".feather", ".arrows")):
+        return "ipc"
+    raise InvalidInputError(f"cannot tell the format of {src!r}; pass --format")
+
+
 class _Progress:
     """Counts batches going by: a progress bar when stderr is a terminal
     (:mod:`lancenb.progress`), else a line to stderr every ``every`` seconds."""
@@ -584,11 +415,25 @@ class _Progress:
         self.tty = sys.stderr.isatty()
         self.bar = progress_bar("converting", total, enabled=self.tty and not quiet)
 
-    def wrap(self, reader):
+    def wrap(self, reader, name: str):
+        """``reader``'s batches, counted; a read failure names the source and the rows
+        read before it."""
         import pyarrow as pa  # lazy: CLI start-up
 
+        def batches():
+            it = iter(reader)
+            while True:
+                try:
+                    b = next(it)
+                except StopIteration:
+                    return
+                except (pa.ArrowException, OSError) as e:
+                    raise InvalidInputError(f"reading {name!r} failed after {self.rows:,} "
+                                            f"rows: {type(e).__name__}: {e}") from e
+                yield b
+
         def gen():
-            for b in reader:
+            for b in batches():
                 self.rows += b.num_rows
                 self.bytes += b.nbytes
                 self.bar.update(b.num_rows)
@@ -613,15 +458,30 @@ class _Progress:
 
 
 def _cmd_convert(args) -> int:
-    src, total = _source(args.src, args.format, args.batch_rows)
+    import pyarrow as pa  # lazy: CLI start-up
+
+    _check_paths(args.src, args.dst)
+    fmt = args.format or _format_of(args.src)
+    try:
+        src, total = _source(args.src, fmt, args.batch_rows)
+    except pa.ArrowException as e:  # not the format it was taken for
+        raise InvalidInputError(f"cannot read {args.src!r} as {fmt}"
+                                f"{'' if args.format else ' (from its name; or pass --format)'}"
+                                f": {e}") from e
     prog = _Progress(total, args.quiet)
-    reader = prog.wrap(src)
+    reader = prog.wrap(src, args.src)
     if args.dst.lower().endswith(".parquet"):
         import pyarrow.parquet as pq  # lazy: CLI start-up
 
-        with pq.ParquetWriter(args.dst, reader.schema) as w:
-            for b in reader:
-                w.write_batch(b)
+        existed = os.path.exists(args.dst)
+        try:
+            with pq.ParquetWriter(args.dst, reader.schema) as w:
+                for b in reader:
+                    w.write_batch(b)
+        except BaseException:
+            if not existed and os.path.isfile(args.dst):  # no half-written file left
+                os.remove(args.dst)
+            raise
     else:
         from lancenb.dataset import write_dataset  # lazy: numba, start-up
 

@@ -163,3 +163,182 @@ def test_progress_bar_module():
     off = progress_bar("work", 10, enabled=False)  # (not a terminal: nothing drawn)
     off.update(5)
     off.close()
+
+
+# -- bad input: one line naming what is wrong, a non-zero status, never a traceback ------
+def _refused(*args, status=1, env=None):
+    """Run a command that must fail: its status, stderr without a traceback and (for a
+    refused input, status 1) a single line; returns stderr."""
+    p = subprocess.run([sys.executable, "-m", "lancenb.cli", *args], capture_output=True,
+                       text=True, timeout=120, env=env)
+    assert p.returncode == status, (p.returncode, p.stdout, p.stderr)
+    assert "Traceback" not in p.stderr + p.stdout
+    if status == 1:
+        assert len(p.stderr.strip().splitlines()) == 1, p.stderr
+        assert p.stdout == ""
+    return p.stderr
+
+
+@pytest.fixture
+def junk(tmp_path):
+    """A missing path, an empty directory, a directory of text, a short text file, a
+    3 kB file of random bytes and a Lance file whose footer offsets are damaged."""
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "a.txt").write_text("hello")
+    (tmp_path / "short.lance").write_text("hello,world\n")
+    (tmp_path / "random.lance").write_bytes(np.random.default_rng(3).bytes(3000))
+    damaged = tmp_path / "damaged.lance"
+    with lancenb.LanceFileWriter(str(damaged)) as w:
+        w.write_batch(pa.table({"x": np.arange(1000)}))
+    raw = bytearray(damaged.read_bytes())
+    raw[-40:-8] = b"\xff" * 32  # every offset and count of the footer
+    damaged.write_bytes(bytes(raw))
+    return {k: str(tmp_path / k) for k in
+            ("missing", "empty", "notes", "short.lance", "random.lance", "damaged.lance")}
+
+
+def test_version_flag():
+    p = _run("--version")
+    assert p.stdout.strip() == f"lancenb {lancenb.__version__}"
+
+
+def test_no_command_is_a_usage_error():
+    assert "required: command" in _refused(status=2)
+
+
+@pytest.mark.parametrize("cmd", ["inspect", "validate"])
+def test_missing_path(cmd, junk):
+    err = _refused(cmd, junk["missing"])
+    assert f"lancenb {cmd}: LanceFileNotFoundError: no such file or directory: " \
+           f"{junk['missing']!r}" in err
+
+
+@pytest.mark.parametrize("cmd", ["inspect", "validate"])
+@pytest.mark.parametrize("what", ["empty", "notes"])
+def test_directory_that_is_not_a_dataset(cmd, what, junk):
+    err = _refused(cmd, junk[what])
+    assert f"{junk[what]!r} is a directory, but not a Lance dataset (no _versions/ in it) " \
+           f"nor a Lance file" in err
+    assert "Errno" not in err
+
+
+@pytest.mark.parametrize("cmd", ["inspect", "validate"])
+def test_file_too_small_for_lance(cmd, junk):
+    err = _refused(cmd, junk["short.lance"])
+    assert f"file {junk['short.lance']!r}: 12 bytes is too small to be a Lance file" in err
+
+
+@pytest.mark.parametrize("cmd", ["inspect", "validate"])
+def test_file_that_is_not_lance(cmd, junk):
+    err = _refused(cmd, junk["random.lance"])
+    assert f"file {junk['random.lance']!r}: not a Lance file (magic" in err
+    assert "0 manifests" not in err
+
+
+def test_inspect_damaged_footer(junk):
+    err = _refused("inspect", junk["damaged.lance"])
+    assert "CorruptFileError" in err and junk["damaged.lance"] in err
+
+
+def test_validate_damaged_footer_reports_the_problem(junk):
+    p = _run("validate", junk["damaged.lance"], ok=False)
+    assert p.returncode == 1 and "Traceback" not in p.stderr + p.stdout
+    assert f"PROBLEM {junk['damaged.lance']}" in p.stdout and "1 problem(s)" in p.stdout
+
+
+def test_convert_missing_source(junk, tmp_path):
+    err = _refused("convert", junk["missing"] + ".parquet", str(tmp_path / "out"))
+    assert f"no such file or directory: {junk['missing'] + '.parquet'!r}" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_convert_empty_directory(junk, tmp_path):
+    err = _refused("convert", junk["empty"], str(tmp_path / "out"))
+    assert f"{junk['empty']!r} is an empty directory: neither a Lance dataset" in err
+
+
+@pytest.mark.parametrize("name,fmt", [("x.parquet", "parquet"), ("x.arrow", "ipc"),
+                                      ("x.feather", "ipc")])
+def test_convert_source_not_in_its_format(name, fmt, tmp_path):
+    (tmp_path / name).write_bytes(b"not a table at all")
+    err = _refused("convert", str(tmp_path / name), str(tmp_path / "out"))
+    assert f"cannot read {str(tmp_path / name)!r} as {fmt} (from its name; or pass " \
+           f"--format)" in err
+
+
+def test_convert_unknown_extension(tmp_path):
+    (tmp_path / "x.bin").write_bytes(b"1,2\n")
+    err = _refused("convert", str(tmp_path / "x.bin"), str(tmp_path / "out"))
+    assert "cannot tell the format of" in err and "pass --format" in err
+
+
+def test_convert_lance_file_is_not_a_dataset(junk, tmp_path):
+    err = _refused("convert", junk["short.lance"], str(tmp_path / "out"))
+    assert f"DatasetNotFoundError: no Lance dataset at {junk['short.lance']!r}" in err
+
+
+def test_convert_damaged_parquet_leaves_no_output(tmp_path):
+    src = tmp_path / "d.parquet"
+    pq.write_table(pa.table({"x": np.arange(100_000)}), src)
+    raw = bytearray(src.read_bytes())
+    raw[4:60] = b"\xff" * 56  # the first page header
+    src.write_bytes(bytes(raw))
+    for dst in ("out.parquet", "out.lance"):
+        err = _refused("convert", str(src), str(tmp_path / dst), "--quiet")
+        assert f"reading {str(src)!r} failed after 0 rows" in err
+    assert not (tmp_path / "out.parquet").exists()  # no half-written file
+    assert not (tmp_path / "out.lance" / "_versions").exists()  # nothing committed
+
+
+def test_convert_destination_is_a_file(tmp_path, table):
+    pq.write_table(table, tmp_path / "in.parquet")
+    (tmp_path / "dst").write_text("keep me")
+    err = _refused("convert", str(tmp_path / "in.parquet"), str(tmp_path / "dst"))
+    assert f"{str(tmp_path / 'dst')!r} is a file: the destination is a dataset directory" in err
+    assert (tmp_path / "dst").read_text() == "keep me"
+
+
+def test_convert_unknown_storage_version(tmp_path, table):
+    pq.write_table(table, tmp_path / "in.parquet")
+    err = _refused("convert", str(tmp_path / "in.parquet"), str(tmp_path / "o"),
+                   "--data-storage-version", "9.9")
+    assert "unknown file version '9.9'" in err
+
+
+@pytest.mark.parametrize("cmd", ["compact"])
+@pytest.mark.parametrize("what", ["missing", "empty", "short.lance"])
+def test_compact_not_a_dataset(cmd, what, junk):
+    err = _refused(cmd, junk[what])
+    assert f"DatasetNotFoundError: no Lance dataset at {junk[what]!r}" in err
+
+
+@pytest.mark.parametrize("args,needle", [
+    (("convert", "a.csv", "b", "--batch-rows", "0"), "--batch-rows: expected a positive"),
+    (("convert", "a.csv", "b", "--max-rows-per-file", "-3"), "--max-rows-per-file: expected"),
+    (("convert", "a.csv", "b", "--mode", "bogus"), "invalid choice: 'bogus'"),
+    (("convert", "a.csv"), "required: dst"),
+    (("inspect", "x", "--version", "0"), "--version: expected a positive integer, not '0'"),
+    (("compact", "x", "--target-rows-per-fragment", "x"), "expected a positive integer"),
+    (("warmup", "--processes", "0"), "--processes: expected a positive integer"),
+    (("demo", "--rows", "-1"), "--rows: expected a positive integer"),
+    (("frobnicate",), "invalid choice: 'frobnicate'"),
+])
+def test_bad_options_are_usage_errors(args, needle):
+    assert needle in _refused(*args, status=2)
+
+
+@pytest.mark.parametrize("how", ["env", "flag before", "flag after"])
+def test_debug_shows_the_traceback(how, junk):
+    env = dict(os.environ)
+    args = ["inspect", junk["empty"]]
+    if how == "env":
+        env["LANCENB_DEBUG"] = "1"
+    elif how == "flag before":
+        args.insert(0, "--debug")
+    else:
+        args.append("--debug")
+    p = subprocess.run([sys.executable, "-m", "lancenb.cli", *args], capture_output=True,
+                       text=True, timeout=120, env=env)
+    assert p.returncode == 1
+    assert "Traceback" in p.stderr and "InvalidInputError" in p.stderr

@@ -30,7 +30,7 @@ Modules: :mod:`~lancenb.inspect.files` (one file's container),
 from __future__ import annotations
 
 from lancenb.inspect._format import FEATURE_FLAGS, PYLANCE14_FILE_VERSIONS
-from lancenb.inspect.datasets import _inspect_dataset, _is_dataset
+from lancenb.inspect.datasets import _inspect_dataset, _target_kind
 from lancenb.inspect.explain import explain
 from lancenb.inspect.files import _inspect_file
 from lancenb.inspect.validate import validate
@@ -74,7 +74,7 @@ def inspect(path_or_uri, *, version=None, files: bool = False, explain: bool = T
     ('file', '2.1', 3, 1)
     """
     uri = str(path_or_uri)
-    if _is_dataset(uri, storage_options):
+    if _target_kind(uri, storage_options) == "dataset":
         return _inspect_dataset(uri, version=version, files=files,
                                 explain=explain and files, storage_options=storage_options)
     return _inspect_file(uri, explain=explain, storage_options=storage_options)

@@ -7,7 +7,12 @@ import json
 
 from lancenb import io as lio
 from lancenb._proto import table_pb2
-from lancenb.errors import CorruptFileError, LanceError
+from lancenb.errors import (
+    CorruptFileError,
+    InvalidInputError,
+    LanceError,
+    LanceFileNotFoundError,
+)
 from lancenb.file.version import version_from_footer
 from lancenb.inspect._format import (
     FEATURE_FLAGS,
@@ -22,9 +27,18 @@ from lancenb.io.store import ObjectStore
 
 
 # -- datasets ---------------------------------------------------------------------------
-def _is_dataset(uri: str, storage_options=None) -> bool:
+def _target_kind(uri: str, storage_options=None) -> str:
+    """``"dataset"`` (a directory holding ``_versions/``) or ``"file"``; a path that
+    does not exist, or a directory that is not a dataset, is refused naming which."""
     fs, p = lio.resolve(uri, storage_options)
-    return bool(fs.isdir(p)) and bool(fs.exists(p.rstrip("/") + "/_versions"))
+    if fs.isdir(p):
+        if fs.exists(p.rstrip("/") + "/_versions"):
+            return "dataset"
+        raise InvalidInputError(f"{uri!r} is a directory, but not a Lance dataset (no "
+                                f"_versions/ in it) nor a Lance file")
+    if not fs.exists(p):
+        raise LanceFileNotFoundError(f"no such file or directory: {uri!r}")
+    return "file"
 
 
 def _flags(x: int) -> list[str]:

@@ -117,13 +117,20 @@ def _column_names(fields, version: str, ncols: int) -> list[tuple[str, int | Non
     return out
 
 
-def _inspect_file(path: str, *, explain: bool, storage_options=None) -> dict:
+def _open_lance_file(path: str, storage_options=None):
+    """``(reader, size, tail start, tail)`` of a file ending in Lance's magic; anything
+    else (too small, another magic) is refused as not a Lance file."""
     rr = lio.open_reader(path, storage_options)
     size, tail_start, tail = _read_tail(rr, path)
     magic = bytes(tail[-4:])
     if magic != b"LANC":
         raise CorruptFileError(f"file {path!r}: not a Lance file (magic {magic!r} at offset "
                                f"{size - 4}, expected b'LANC')")
+    return rr, size, tail_start, tail
+
+
+def _inspect_file(path: str, *, explain: bool, storage_options=None) -> dict:
+    rr, size, tail_start, tail = _open_lance_file(path, storage_options)
     major, minor = struct.unpack("<HH", bytes(tail[-8:-4]))
     version = version_from_footer(major, minor, path).label
     out: dict = {"kind": "file", "path": path, "size_bytes": size, "version": version,

@@ -10,8 +10,8 @@ import re
 from lancenb.errors import CorruptFileError, LanceError, NotSupportedError
 from lancenb.file.reader import LanceFileReader
 from lancenb.file.version import FileVersion
-from lancenb.inspect.datasets import _is_dataset
-from lancenb.inspect.files import _inspect_file
+from lancenb.inspect.datasets import _target_kind
+from lancenb.inspect.files import _inspect_file, _open_lance_file
 from lancenb.io.paths import check_name, check_relative
 from lancenb.io.store import ObjectStore
 
@@ -208,6 +208,9 @@ def validate(path_or_uri, *, storage_options: dict | None = None) -> dict:
     "not_decoded", "problems": [{"file",
     "column", "page", "offset", "message", "unexpected"}]}``; ``unexpected`` marks
     errors that are not a :class:`~lancenb.errors.LanceError` (a bug or undetected damage).
+    A path that does not exist, a directory that is not a dataset and a file that is
+    not a Lance file (no ``LANC`` magic at its end) raise a
+    :class:`~lancenb.errors.LanceError` instead: there is nothing to check.
 
     Examples
     --------
@@ -223,10 +226,13 @@ def validate(path_or_uri, *, storage_options: dict | None = None) -> dict:
     uri = str(path_or_uri)
     problems: list = []
     counts = {"manifests": 0, "files": 0, "pages": 0, "deletion_files": 0, "not_decoded": []}
-    is_ds = _check(problems, lambda: _is_dataset(uri, storage_options), uri)
+    # nothing to check (raised): no such path, a directory that is not a dataset, a
+    # file that does not end in Lance's magic
+    is_ds = _target_kind(uri, storage_options) == "dataset"
     if is_ds:
         _validate_dataset(uri, problems, counts, storage_options)
-    elif is_ds is not None:
+    else:
+        _open_lance_file(uri, storage_options)
         _validate_file(uri, problems, counts, storage_options)
     skipped = counts.pop("not_decoded")
     return {"uri": uri, "kind": "dataset" if is_ds else "file", "ok": not problems,
