@@ -10,8 +10,9 @@ the span to its last, and reads every zone as reaching further by the fragment's
 deleted-row count (clipped to its rows), so zones of either library stay supersets.
 
 ``_indices/<uuid>/zonemap.lance`` (ZONEMAP, index version 0)
-    One row per zone: ``min``, ``max`` (the column's type; NaN and nulls left out,
-    null when the zone has no other value), ``null_count`` and ``nan_count``
+    One row per zone: ``min`` and ``max`` (the column's type; nulls and NaN left
+    out, null when nothing is left, but ``max`` is NaN in a zone holding a NaN, as
+    pylance writes it), ``null_count`` and ``nan_count``
     (``uint32``), ``fragment_id``, ``zone_start``, ``zone_length`` (``uint64``).
     Schema metadata ``rows_per_zone`` (default ``"8192"``) and ``null_bitmap``: the
     index of a global buffer holding the row set (:mod:`.rowmap`) of the addresses
@@ -108,6 +109,23 @@ def _null_addresses(fid: int, offs: np.ndarray, v: pa.Array) -> np.ndarray:
     return offs[nulls].astype(np.uint64) | np.uint64(fid << 32)
 
 
+def _min_max(v: pa.Array) -> dict:
+    """``{"min", "max"}`` scalars of ``v`` (no NaN in it); floats in total order, so
+    -0.0 is below 0.0 (as pylance)."""
+    mm = pc.min_max(v)
+    out = {"min": mm["min"], "max": mm["max"]}
+    if pa.types.is_floating(v.type) and mm["min"].is_valid:
+        x = np.asarray(pc.drop_null(v).to_numpy(zero_copy_only=False), np.float64)
+        zero = x == 0
+        if zero.any():
+            neg = np.signbit(x[zero])
+            if out["min"].as_py() == 0 and neg.any():
+                out["min"] = pa.scalar(-0.0, v.type)
+            if out["max"].as_py() == 0 and (~neg).any():
+                out["max"] = pa.scalar(0.0, v.type)
+    return out
+
+
 def _float_parts(v: pa.Array):
     if pa.types.is_floating(v.type):
         nan = pc.fill_null(pc.is_nan(v), False)
@@ -122,9 +140,12 @@ def write_zonemap(files: IndexFiles, batches, value_type: pa.DataType, *,
     for fid, offs, v in _zones(batches, rows_per_zone):
         null_rows.append(_null_addresses(fid, offs, v))
         plain, nan = _float_parts(v)
-        mm = pc.min_max(plain)
+        mm = _min_max(plain)
         mins.append(mm["min"].cast(value_type) if mm["min"].is_valid else None)
-        maxs.append(mm["max"].cast(value_type) if mm["max"].is_valid else None)
+        if nan:  # (pylance: NaN is the greatest value of a zone holding one)
+            maxs.append(pa.scalar(float("nan"), value_type))
+        else:
+            maxs.append(mm["max"].cast(value_type) if mm["max"].is_valid else None)
         nulls.append(v.null_count)
         nans.append(nan)
         fids.append(fid)
