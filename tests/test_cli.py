@@ -342,3 +342,21 @@ def test_debug_shows_the_traceback(how, junk):
                        text=True, timeout=120, env=env)
     assert p.returncode == 1
     assert "Traceback" in p.stderr and "InvalidInputError" in p.stderr
+
+
+def test_inspect_version_the_dataset_does_not_have(tmp_path):
+    uri = str(tmp_path / "ds")
+    lance.write_dataset(pa.table({"x": [1, 2]}), uri)
+    lance.write_dataset(pa.table({"x": [3]}), uri, mode="append")
+    err = _refused("inspect", uri, "--version", "9")
+    assert f"DatasetNotFoundError: dataset {uri!r} has no version 9 (versions: 1-2)" in err
+
+
+def test_inspect_unreadable_manifest_names_why(tmp_path):
+    uri = str(tmp_path / "ds")
+    lance.write_dataset(pa.table({"x": [1, 2]}), uri)
+    (manifest,) = (tmp_path / "ds" / "_versions").glob("*.manifest")
+    manifest.write_bytes(b"garbage")
+    err = _refused("inspect", uri)
+    assert f"dataset {uri!r}: version 1 cannot be read: manifest" in err
+    assert "does not end with the 'LANC' magic" in err

@@ -9,6 +9,7 @@ from lancenb import io as lio
 from lancenb._proto import table_pb2
 from lancenb.errors import (
     CorruptFileError,
+    DatasetNotFoundError,
     InvalidInputError,
     LanceError,
     LanceFileNotFoundError,
@@ -39,6 +40,17 @@ def _target_kind(uri: str, storage_options=None) -> str:
     if not fs.exists(p):
         raise LanceFileNotFoundError(f"no such file or directory: {uri!r}")
     return "file"
+
+
+def _spans(versions: list[int]) -> str:
+    """Sorted version numbers as runs: ``1-4, 7``."""
+    runs: list[list[int]] = []
+    for v in versions:
+        if runs and v == runs[-1][1] + 1:
+            runs[-1][1] = v
+        else:
+            runs.append([v, v])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 
 def _flags(x: int) -> list[str]:
@@ -123,7 +135,12 @@ def _inspect_dataset(uri: str, *, version=None, files: bool = False, explain: bo
         if v == (versions[-1] if version is None else int(version)):
             chosen = mf
     if chosen is None:
-        raise CorruptFileError(f"dataset {uri!r}: version {version} cannot be read")
+        want = versions[-1] if version is None else int(version)
+        if want not in versions:
+            raise DatasetNotFoundError(f"dataset {uri!r} has no version {want} (versions: "
+                                       f"{_spans(versions)})")
+        error = next(x["error"] for x in out["versions"] if x["version"] == want)
+        raise CorruptFileError(f"dataset {uri!r}: version {want} cannot be read: {error}")
     m = chosen.manifest
     file_versions = sorted({_label(df.file_major_version, df.file_minor_version)
                             for f in m.fragments for df in f.files})
