@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 import numpy as np
 import pyarrow as pa
 
-from lancenb.errors import InvalidInputError, LanceError, NotSupportedError
+from lancenb.errors import IndexExistsError, InvalidInputError, NotSupportedError
 from lancenb.index.scalar import bitmap, btree, label_list, ngram, zones
 from lancenb.index.scalar import segments as segments_mod
 from lancenb.index.scalar.common import IndexFiles
@@ -38,11 +38,6 @@ _BUILT = {"BTREE": ("BTree", btree.DETAILS_TYPE_URL, 0),
 _PARAMS = {"ZONEMAP": {"rows_per_zone": zones.ROWS_PER_ZONE},
            "BLOOMFILTER": {"number_of_items": zones.BLOOM_ITEMS,
                            "probability": zones.BLOOM_PROBABILITY}}
-
-
-class IndexExistsError(LanceError, RuntimeError):
-    """An index of that name exists already (``replace=False``), as pylance's
-    ``RuntimeError``."""
 
 
 def _btree_type_ok(t: pa.DataType) -> bool:
