@@ -360,3 +360,15 @@ def test_inspect_unreadable_manifest_names_why(tmp_path):
     err = _refused("inspect", uri)
     assert f"dataset {uri!r}: version 1 cannot be read: manifest" in err
     assert "does not end with the 'LANC' magic" in err
+
+
+def test_convert_damaged_lance_dataset(tmp_path):
+    uri = str(tmp_path / "ds")
+    lance.write_dataset(pa.table({"x": np.arange(1000)}), uri)
+    (data,) = (tmp_path / "ds" / "data").glob("*.lance")
+    raw = bytearray(data.read_bytes())
+    raw[:-40] = b"\xff" * (len(raw) - 40)  # everything but the footer
+    data.write_bytes(bytes(raw))
+    err = _refused("convert", uri, str(tmp_path / "out.parquet"), "--quiet")
+    assert "lancenb convert: CorruptFileError: file " in err and data.name in err
+    assert not (tmp_path / "out.parquet").exists()
