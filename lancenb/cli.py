@@ -114,7 +114,8 @@ def _parser() -> argparse.ArgumentParser:
                              f"defaults; default {DEMO_JVM_OPTIONS})")
     p_warm = command("warmup", help="compile every kernel into the Numba cache now (once "
                                     "per machine or image), in parallel")
-    p_warm.add_argument("--processes", type=_positive, default=None,
+    # (int: warmup() refuses a count under 1 itself, in one line, exit status 1)
+    p_warm.add_argument("--processes", type=int, default=None,
                         help="worker processes (default: the number of CPUs)")
     p_warm.add_argument("--quiet", action="store_true", help="no progress line")
     return parser

@@ -198,6 +198,11 @@ def junk(tmp_path):
             ("missing", "empty", "notes", "short.lance", "random.lance", "damaged.lance")}
 
 
+def test_warmup_process_count_under_one():
+    assert "InvalidInputError: processes must be at least 1, not 0" in \
+        _refused("warmup", "--processes", "0")
+
+
 def test_version_flag():
     p = _run("--version")
     assert p.stdout.strip() == f"lancenb {lancenb.__version__}"
@@ -320,7 +325,7 @@ def test_compact_not_a_dataset(cmd, what, junk):
     (("convert", "a.csv"), "required: dst"),
     (("inspect", "x", "--version", "0"), "--version: expected a positive integer, not '0'"),
     (("compact", "x", "--target-rows-per-fragment", "x"), "expected a positive integer"),
-    (("warmup", "--processes", "0"), "--processes: expected a positive integer"),
+    (("warmup", "--processes", "x"), "--processes: invalid int value: 'x'"),
     (("demo", "--rows", "-1"), "--rows: expected a positive integer"),
     (("frobnicate",), "invalid choice: 'frobnicate'"),
 ])
