@@ -25,14 +25,15 @@ def main(argv: list[str] | None = None) -> int:
     """Run the ``lancenb`` command line with ``argv`` (default ``sys.argv[1:]``).
 
     Commands: ``inspect``, ``validate``, ``convert``, ``compact``, ``demo``, ``warmup``
-    (``lancenb --help``). A refused input or a problem found prints one line, never a
-    traceback.
+    (``lancenb --help``), and ``lancenb --version``. A refused input or a failure
+    prints one line naming what is wrong, never a traceback (unless ``--debug`` or
+    ``LANCENB_DEBUG=1``).
 
     Returns
     -------
     int
         The exit status: 0 on success, 1 when an input is refused or ``validate`` finds a
-        problem (argparse exits with 2 on a usage error).
+        problem, 130 when interrupted (argparse exits with 2 on a usage error).
 
     Examples
     --------
