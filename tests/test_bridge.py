@@ -100,6 +100,8 @@ def test_write_and_read_through_import_lance(installed, tmp_path):
         assert callable(lance.dataset)  # pylance's function, not the subpackage
         assert lancenb.dataset.__class__ is not type(sys)  # still the function
         assert sys.modules["lancenb.dataset"].__spec__.name == "lancenb.dataset"
+        assert lance.__spec__.name == "lancenb"  # the real spec is put back
+        assert not hasattr(lancenb.vector, "__path__")  # a module stays one
         uri = sys.argv[1]
         tbl = vec_to_table({i: [float(i), 1.0] for i in range(5)})
         lance.write_dataset(tbl, uri)
@@ -222,6 +224,26 @@ def test_in_process_api_refuses_in_dev_venv(tmp_path):
     assert st.lance_source == "pylance"
     with pytest.raises(InvalidInputError, match="does not exist"):
         bridge.install(site_dir=tmp_path / "nope")
+
+
+def test_install_status_uninstall_in_a_site_dir(tmp_path):
+    from lancenb import bridge
+
+    site = tmp_path / "site-packages"
+    site.mkdir()
+    pth = bridge.install(site_dir=site)
+    assert pth == site / "lancenb-bridge.pth"
+    assert pth.read_text().startswith("import _lancenb_bridge; _lancenb_bridge.activate()")
+    hook = site / "_lancenb_bridge.py"
+    assert hook.read_text() == Path(bridge.__file__).read_text()
+    st = bridge.status(site_dir=site)
+    assert st.installed and st.up_to_date and st.pylance is None
+    hook.write_text(hook.read_text() + "# an older copy\n")
+    st = bridge.status(site_dir=site)
+    assert st.installed and not st.up_to_date and "stale" in st.describe()
+    assert bridge.uninstall(site_dir=site) is True
+    assert list(site.iterdir()) == []
+    assert bridge.uninstall(site_dir=site) is False
 
 
 def test_activate_is_idempotent_and_switchable(monkeypatch):
