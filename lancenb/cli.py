@@ -1,4 +1,4 @@
-"""The ``lancenb`` command line: inspect, validate, convert, demo.
+"""The ``lancenb`` command line: inspect, validate, convert, compact, demo, warmup.
 
 ``lancenb demo`` is what ``make demo`` runs. See docs/cli.md for real output.
 """
@@ -61,7 +61,9 @@ def _positive(text: str) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="lancenb", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="lancenb", description="See inside, check, convert and compact Lance files "
+                                    "and datasets (docs/cli.md).")
     parser.add_argument("--version", action="version", version=f"lancenb {__version__}")
     parser.add_argument("--debug", action="store_true",
                         help=f"on an error, print its traceback (or set {DEBUG_ENV}=1)")
