@@ -88,17 +88,7 @@ def _overlap(ours, other) -> str:
 def _index_overlap(ours, other) -> str:
     """A rewrite against an index creation: retryable when a new index covers a
     fragment being rewritten (or does not say which fragments it covers)."""
-    mine = _modified(ours.pb)
-    for idx in other.create_index.new_indices:
-        if not idx.fragment_bitmap:
-            return RETRY
-        try:
-            covered = BitMap.deserialize(bytes(idx.fragment_bitmap))
-        except Exception:  # noqa: BLE001 - pyroaring raises plain ValueError etc.
-            return RETRY
-        if any(i in covered for i in mine):
-            return RETRY
-    return OK
+    return _indices_touch(other.create_index.new_indices, _modified(ours.pb))
 
 
 def _config_changes(pb) -> tuple[set, set, bool, set]:
@@ -327,15 +317,20 @@ def _index_fields_replaced(ours, other) -> str:
 def _index_rewritten(ours, other) -> str:
     """Our index creation against a rewrite: retryable when the rewrite moved rows of
     a fragment a new index covers (or a new index does not say which it covers)."""
-    moved = _modified(other)
-    for idx in ours.pb.create_index.new_indices:
+    return _indices_touch(ours.pb.create_index.new_indices, _modified(other))
+
+
+def _indices_touch(new_indices, fragment_ids) -> str:
+    """RETRY when one of ``new_indices`` covers a fragment of ``fragment_ids`` (or does
+    not say which fragments it covers, or says it unreadably), else OK."""
+    for idx in new_indices:
         if not idx.fragment_bitmap:
             return RETRY
         try:
             covered = BitMap.deserialize(bytes(idx.fragment_bitmap))
         except Exception:  # noqa: BLE001 - pyroaring raises plain ValueError etc.
             return RETRY
-        if any(i in covered for i in moved):
+        if any(i in covered for i in fragment_ids):
             return RETRY
     return OK
 

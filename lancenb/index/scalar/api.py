@@ -79,30 +79,28 @@ def _field_id(ds, column: str) -> int:
 def _column_batches(ds, column: str, frags, typ: pa.DataType):
     """``(values, uint64 row ids)`` of ``column`` in ``frags``, batch by batch
     (deleted rows skipped)."""
-    if not frags:
-        return
-    scan = ds.scanner(columns=[column], with_row_id=True, fragments=frags)
-    for b in scan.to_batches():
-        if b.num_rows:
-            v = b.column(0)
-            if isinstance(v, pa.ExtensionArray):
-                v = v.storage
-            ids = b.column(b.schema.get_field_index("_rowid"))
-            yield (v.cast(typ) if v.type != typ else v), np.asarray(ids.to_numpy(), np.uint64)
+    return _keyed_batches(ds, column, frags, typ, "_rowid")
 
 
 def _address_batches(ds, column: str, frags, typ: pa.DataType):
     """``(values, uint64 row addresses)`` of ``column`` in ``frags``, in address order."""
+    return _keyed_batches(ds, column, frags, typ, "_rowaddr")
+
+
+def _keyed_batches(ds, column: str, frags, typ: pa.DataType, key: str):
+    """``(values cast to typ, uint64 key)`` batches of ``column`` over ``frags``; ``key``
+    is ``_rowid`` or ``_rowaddr`` (extension columns give their storage values)."""
     if not frags:
         return
-    scan = ds.scanner(columns=[column], with_row_address=True, fragments=frags)
+    scan = ds.scanner(columns=[column], with_row_id=key == "_rowid",
+                      with_row_address=key == "_rowaddr", fragments=frags)
     for b in scan.to_batches():
         if b.num_rows:
             v = b.column(0)
             if isinstance(v, pa.ExtensionArray):
                 v = v.storage
-            addrs = b.column(b.schema.get_field_index("_rowaddr"))
-            yield (v.cast(typ) if v.type != typ else v), np.asarray(addrs.to_numpy(), np.uint64)
+            keys = b.column(b.schema.get_field_index(key))
+            yield (v.cast(typ) if v.type != typ else v), np.asarray(keys.to_numpy(), np.uint64)
 
 
 def _index_name(existing, column: str, name: str | None, type_name: str) -> str:
