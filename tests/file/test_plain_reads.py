@@ -12,7 +12,8 @@ from _tables import assert_tables_equal
 import lancenb
 from lancenb._proto import file2_pb2
 from lancenb.encodings import pb
-from lancenb.file import LanceFileReader, v2_1_plain
+from lancenb.file import LanceFileReader
+from lancenb.file.formats import v2_1_plain
 from lancenb.file.formats.v2_1_plain import column_pages, template
 
 ROWS = 3000
