@@ -41,6 +41,7 @@ from lancenb.expr.nodes import FLIP, Cmp, Col, In, IsNull, Like, Lit
 from lancenb.index.scalar import rowmap
 from lancenb.index.scalar.common import Answer, IndexFiles, Unanswerable, ids_at, leaf_mask
 from lancenb.index.scalar.sorting import RUN_ROWS, sorted_pairs
+from lancenb.io.pools import fork_safe_locks
 
 __all__ = ["BTreeIndex", "write_btree", "PAGES_FILE", "LOOKUP_FILE", "DETAILS_TYPE_URL"]
 
@@ -112,6 +113,7 @@ class BTreeIndex:
         self.value_type = self.data.schema_full.field("values").type
         self._pages: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
+        fork_safe_locks(self, "_lock")  # (a fresh one in a forked child)
 
     # -- pages -----------------------------------------------------------------------
     def _may_hold(self, i: int, lo, hi) -> bool:

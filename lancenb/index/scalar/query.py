@@ -14,7 +14,6 @@ translated through the fragments' row-id sequences.
 
 from __future__ import annotations
 
-import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -33,6 +32,7 @@ from lancenb.index.scalar.label_list import LabelListIndex, label_query
 from lancenb.index.scalar.literals import opaque_comparison
 from lancenb.index.scalar.ngram import NGramIndex, contains_query
 from lancenb.index.scalar.zones import BloomFilterIndex, ZoneMapIndex
+from lancenb.io.pools import module_lock
 from lancenb.io.store import ObjectStore
 from lancenb.table.commit import find_manifest
 from lancenb.table.deletion import read_deletions
@@ -73,7 +73,7 @@ def _has_not(node) -> bool:
 # build gets a new uuid), so a reader and the lookup it loaded serve every version
 _OPEN: OrderedDict = OrderedDict()
 _OPEN_MAX = 64
-_OPEN_LOCK = threading.Lock()
+_OPEN_LOCK = module_lock(globals(), "_OPEN_LOCK")  # (a fresh one in a forked child)
 
 
 def open_index(view: "TableView", entries: list[dict]):

@@ -67,7 +67,6 @@ with ``refine_factor`` re-rank them by the exact distance to the original vector
 from __future__ import annotations
 
 import json
-import threading
 from collections import OrderedDict
 
 import numpy as np
@@ -78,6 +77,7 @@ from lancenb.index.vector import pq as pqmod
 from lancenb.index.vector import sq as sqmod
 from lancenb.index.vector.ivfpb import decode_ivf, decode_tensor
 from lancenb.index.vector.metrics import exact_distances, partition_distances
+from lancenb.io.pools import module_lock
 
 __all__ = ["VectorIndex", "open_vector_index", "INDEX_FILE", "AUX_FILE", "SUPPORTED_TYPES"]
 
@@ -95,7 +95,7 @@ METRICS = ("l2", "cosine", "dot")
 # opened indices by (dataset uri, index uuid): files under a uuid never change
 _CACHE_SIZE = 16
 _cache: OrderedDict = OrderedDict()
-_cache_lock = threading.Lock()
+_cache_lock = module_lock(globals(), "_cache_lock")  # (a fresh one in a forked child)
 
 
 def index_dir(ds, uuid: str) -> str:
