@@ -21,6 +21,7 @@ from enum import Enum
 import numpy as np
 import pyarrow as pa
 
+from lancenb.encodings.nptypes import numpy_dtype
 from lancenb.errors import NotSupportedError
 from lancenb.file import LanceFileReader, LanceFileWriter
 from lancenb.index.config import IndexConfig
@@ -77,7 +78,7 @@ class SupportedDistributedIndices(str, Enum):
 
 def _fsl(matrix: np.ndarray, value_type: pa.DataType) -> pa.FixedSizeListArray:
     flat = pa.array(np.ascontiguousarray(matrix).reshape(-1).astype(
-        value_type.to_pandas_dtype()), value_type)
+        numpy_dtype(value_type)), value_type)
     return pa.FixedSizeListArray.from_arrays(flat, matrix.shape[-1])
 
 

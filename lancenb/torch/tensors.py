@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 import torch
 
+from lancenb.encodings.nptypes import numpy_dtype
 from lancenb.errors import InvalidInputError
 
 __all__ = ["to_tensor", "array_to_tensor"]
@@ -64,7 +65,7 @@ def _flat_values(arr: pa.Array, start: int, count: int, uint64_as_int64: bool
         values = arr.slice(start, count).to_numpy(zero_copy_only=False)
         tensor = _from_numpy(np.ascontiguousarray(values))
     else:
-        dtype = np.dtype(t.to_pandas_dtype())
+        dtype = numpy_dtype(t)
         tensor = _from_numpy(np.frombuffer(arr.buffers()[1], dtype=dtype, count=count,
                                            offset=(arr.offset + start) * dtype.itemsize))
     if uint64_as_int64 and tensor.dtype == torch.uint64:
