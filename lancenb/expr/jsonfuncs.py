@@ -86,7 +86,21 @@ def _per_key(fn, arr: pa.Array, keys: pa.Array, out_type: pa.DataType, *more) ->
 
 
 def _at_key(arr: pa.Array, key: str) -> jp.Locations:
-    return jp.walk(jp.roots(arr, _WHAT), jp.key_or_index(key), _WHAT)
+    """Where ``key`` leads in each row: an object's member of that name; when the key is
+    digits, in an array the item at that index (pylance reads ``'0'`` both ways)."""
+    roots = jp.roots(arr, _WHAT)
+    steps = jp.key_or_index(key)
+    loc = jp.walk(roots, steps, _WHAT)
+    if steps[0][0] == "key":
+        return loc
+    by_key = jp.walk(roots, [("key", key)], _WHAT)
+    if not len(by_key):
+        return loc
+    # a row's root is an object or an array, so the two never hold the same row
+    order = np.argsort(np.concatenate([loc.row, by_key.row]), kind="stable")
+    return jp.Locations(loc.data, *(np.concatenate([a, b])[order] for a, b in (
+        (loc.row, by_key.row), (loc.start, by_key.start), (loc.length, by_key.length),
+        (loc.kind, by_key.kind))))
 
 
 def _scatter(n: int, rows: np.ndarray, values: pa.Array, out_type: pa.DataType) -> pa.Array:

@@ -204,3 +204,19 @@ def test_random_documents_as_pylance(tmp_path, docs, key, path, typed):
                 f"json_array_contains(doc, '{path}', '{key}')"):
         want, got = _run(lance, uri, columns={"v": sql}), _run(lancenb, uri, columns={"v": sql})
         _same(want, got)
+
+
+def test_digit_keys_name_object_members_and_array_items(tmp_path):
+    """A key of digits is an object's member of that name and an array's item at that
+    index, as pylance reads it (lancenb read only the index: None for {"0": 1})."""
+    uri = str(tmp_path / "digits")
+    docs = [{"0": None}, {"0": 1}, {"a": 2}, [5, 6], {"1": "x"}, None]
+    table = pa.table({"doc": pa.array([None if d is None else json.dumps(d) for d in docs],
+                                      pa.json_())})
+    lancenb.write_dataset(table, uri)
+    for sql in ("json_get(doc, '0')", "json_get_int(doc, '0')", "json_get_string(doc, '1')"):
+        want = _run(lance, uri, columns={"v": sql})
+        got = _run(lancenb, uri, columns={"v": sql})
+        _same(want, got)
+    got = lancenb.dataset(uri).to_table(columns={"v": "json_get_int(doc, '0')"})
+    assert got.column("v").to_pylist() == [None, 1, None, 5, None, None]
