@@ -189,7 +189,7 @@ class SmallFile:
     def __getattr__(self, name):
         # (only called for what this class does not define: the full reader has it;
         # not for dunder names, nor before __init__ ran, e.g. inside copy or pickle)
-        if name.startswith("__") or "_shape" not in self.__dict__:
+        if name.startswith("__") or "shape" not in self.__dict__:
             raise AttributeError(name)
         return getattr(self._reader(), name)
 
