@@ -26,9 +26,15 @@ SCRIPT = textwrap.dedent(r'''
     import numpy as np, pyarrow as pa
     import lancenb
     SKIP = ("lancenb.spark",)   # imports pyspark; its locks are pyspark's
-    for m in pkgutil.walk_packages(lancenb.__path__, "lancenb."):
+    OPTIONAL = {"torch", "lance_namespace", "ray"}   # extras a module may need
+    for m in pkgutil.walk_packages(lancenb.__path__, "lancenb.",
+                                   onerror=lambda name: None):
         if not m.name.startswith(SKIP):
-            importlib.import_module(m.name)
+            try:
+                importlib.import_module(m.name)
+            except ModuleNotFoundError as e:
+                if (e.name or "").split(".")[0] not in OPTIONAL:
+                    raise
     lock_types = (type(threading.Lock()), type(threading.RLock()))
     held = []   # (description, getter)
     for name, mod in sorted(sys.modules.items()):
