@@ -354,6 +354,9 @@ class LanceDataset(VectorIndexMethods, ScalarIndexMethods, BlobMethods, DatasetA
             False: no pruning by statistics.
         include_deleted_rows : bool, optional
             With ``with_row_id``: deleted rows too, their id null.
+        use_scalar_index : bool, optional
+            False: filters are evaluated by scanning, without the scalar indices
+            (default: indices answer what they can).
 
         Returns
         -------
@@ -363,7 +366,7 @@ class LanceDataset(VectorIndexMethods, ScalarIndexMethods, BlobMethods, DatasetA
         -----
         Accepted and without effect, as they only tune pylance's engine:
         ``prefilter``, ``late_materialization`` (lancenb always reads the filter
-        columns first), ``fast_search``, ``use_scalar_index``, ``batch_size_bytes``,
+        columns first), ``fast_search``, ``batch_size_bytes``,
         ``fragment_readahead``, ``scan_in_order`` (scans are always in order),
         ``io_buffer_size``, ``disable_scoring_autoprojection``, ``scan_stats_callback``.
         ``nearest`` is vector search (:mod:`lancenb.index.vector.search`: exact over
@@ -412,6 +415,8 @@ class LanceDataset(VectorIndexMethods, ScalarIndexMethods, BlobMethods, DatasetA
                           include_deleted_rows=include_deleted_rows,
                           batch_readahead=batch_readahead)
         sc.scan_stats_callback = scan_stats_callback
+        if use_scalar_index is not None and not use_scalar_index:
+            sc.use_scalar_index = False  # (filters scan: no scalar index is used)
         return sc
 
     def sql(self, sql: str):

@@ -104,6 +104,9 @@ class FilterSteps:
     ``_filter``, ``filter_columns``, ``limit``, ``use_stats``, ``_plain``,
     ``_filter_batch_rows`` and ``_dictionary_filter``)."""
 
+    #: False (``scanner(use_scalar_index=False)``): no scalar index answers the filter
+    use_scalar_index = True
+
     def filtered(self, frags, count: bool = False):
         """``(fragment, live offsets, filter columns, matching positions)`` of each
         fragment with rows left after pruning. The filter columns of consecutive small
@@ -115,8 +118,8 @@ class FilterSteps:
         rows = 0
         # scalar indices: the live rows of each covered fragment the filter holds for
         # (exact; the filter is still evaluated on them), None: no index answers it
-        hits = None if self.include_deleted_rows or self._filter.text is None else \
-            self._index_hits()
+        hits = None if self.include_deleted_rows or self._filter.text is None or \
+            not self.use_scalar_index else self._index_hits()
         if self.limit is None and not hits:  # (whole fragments decoded ahead: not
             frags = decoded_ahead(frags, self._plain(self.filter_columns))  # indexed ones)
         for frag in frags:

@@ -654,6 +654,8 @@ class LanceScanner(FilterSteps):
                 "with_row_address": self.with_row_address}
         if not self.use_stats:
             opts["use_stats"] = False
+        if not self.use_scalar_index:
+            opts["use_scalar_index"] = False
         if self.order_by:
             opts["order_by"] = [(c, a, nf) for c, a, nf in self.order_by]
         if self.strict_batch_size:

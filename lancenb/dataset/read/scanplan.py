@@ -89,7 +89,8 @@ def _nodes(sc) -> list[tuple[str, str]]:
 
 def _indexed(sc) -> tuple[str, bool] | None:
     """The index query text of the scan's filter and whether it is answered whole."""
-    if sc.include_deleted_rows or not isinstance(sc.filter_text, str):
+    if sc.include_deleted_rows or not isinstance(sc.filter_text, str) or \
+            not sc.use_scalar_index:
         return None
     ds = sc.dataset
     try:
