@@ -8,6 +8,10 @@
     df.write.format("lancenb").mode("append").save(uri)          # or "overwrite"
     df.write.format("lancenb").mode("append").option("write_mode", "create").save(uri)
 
+    # a table named in a catalog (lancenb.namespace) instead of a path
+    df = (spark.read.format("lancenb").option("namespace", "dir")
+          .option("namespace.root", "/data/catalog").option("table", "team.events").load())
+
 Reads: one Spark partition per fragment (see :mod:`lancenb.spark.scan` for the
 knobs), the version pinned when the reader is created (a DataFrame is a snapshot),
 Arrow batches out, deletions applied. Spark's Python Data Source API has no column
@@ -37,7 +41,19 @@ Options (case-insensitive; unknown ones are rejected):
 ``max_bytes_per_file``     bytes of input per data file
 ``data_storage_version``   2.0, 2.1 or 2.2 for new datasets (``file_format_version``)
 ``commit_retries``         commit attempts after losing a race (``max_retries``)
+``namespace``              catalog implementation: ``dir``, ``rest`` or a class path
+``namespace.<property>``   one property of that catalog (``namespace.root``, ``.uri``)
+``table``                  the table's id in the catalog, parts joined by dots
+                           (``table_id``); replaces the path
 =========================  ==========================================================
+
+A table named through a catalog is resolved on the driver: the catalog gives its
+location and storage options (which go over the ``storage_options.*`` ones), and the
+tasks read and write that location. A read or an append describes the table (an append to
+a table the catalog does not know declares it, as a save to a new path creates a dataset);
+``write_mode=create`` declares it; an overwrite describes it, or declares it if missing.
+Spark SQL catalogs (``spark.sql.catalog.*``) are JVM classes, which a Python package
+cannot provide: see docs/spark.md.
 """
 
 from __future__ import annotations
@@ -76,25 +92,33 @@ FORMAT = "lancenb"
 
 _ALIASES = {"versionasof": "version", "timestampasof": "asof", "timestamp": "asof",
             "max_row_per_file": "max_rows_per_file", "file_format_version":
-            "data_storage_version", "max_retries": "commit_retries"}
+            "data_storage_version", "max_retries": "commit_retries",
+            "table_id": "table", "namespace_impl": "namespace"}
 _READ = {"version", "asof", "columns", "pushdown", "batch_size", "fragments_per_partition",
          "rows_per_partition"}
 _WRITE = {"write_mode", "max_rows_per_file", "max_bytes_per_file", "data_storage_version",
           "commit_retries"}
 # fault injection used by lancenb's own tests
 _TESTING = {"_test_fail_partition", "_test_fail_commit", "_test_fail_after_commit"}
-_KNOWN = _READ | _WRITE | _TESTING | {"path"}
+_KNOWN = _READ | _WRITE | _TESTING | {"path", "namespace", "table"}
 # ``.option("storage_options.aws_endpoint", url)``: one storage option each (pylance's
 # or fsspec's names; see lancenb.io.options); the driver and every task get them all
 STORAGE_PREFIX = "storage_options."
+# ``.option("namespace.root", "/data/catalog")``: one property of the catalog each
+NAMESPACE_PREFIX = "namespace."
 
 
 def _options(raw) -> dict:
     opts = {}
     storage = {}
+    catalog = {}
     for k, v in dict(raw).items():
         if k.lower().startswith(STORAGE_PREFIX):
             storage[k[len(STORAGE_PREFIX):].lower()] = v
+            continue
+        if k.lower().startswith(NAMESPACE_PREFIX):
+            # property names are the catalog's own (case kept: Spark lower-cases them)
+            catalog[k[len(NAMESPACE_PREFIX):]] = v
             continue
         key = _ALIASES.get(k.lower(), k.lower())
         if key not in _KNOWN:
@@ -102,6 +126,7 @@ def _options(raw) -> dict:
                                     f"{sorted(_KNOWN - _TESTING)}")
         opts[key] = v
     opts["storage_options"] = storage or None
+    opts["namespace_properties"] = catalog
     return opts
 
 
@@ -129,9 +154,60 @@ def _bool(opts, key, default):
 def _path(opts) -> str:
     p = opts.get("path")
     if not p:
-        raise InvalidInputError("no dataset path: use .load(uri) / .save(uri) or "
-                                ".option('path', uri)")
+        raise InvalidInputError("no dataset path: use .load(uri) / .save(uri), "
+                                ".option('path', uri), or the namespace and table options")
     return normalize_uri(p)
+
+
+def _table_id(opts) -> list[str]:
+    parts = [p.strip() for p in str(opts["table"]).split(".")]
+    if not all(parts):
+        raise InvalidInputError(f"table option {opts['table']!r}: give the table's id in "
+                                "the catalog, its parts joined by dots (team.events)")
+    return parts
+
+
+def _resolve(opts, mode: str | None = None) -> None:
+    """Replace a (namespace, table) pair by the table's location and storage options,
+    in place, asking the catalog once on the driver. ``mode`` is the write mode (None
+    for a read)."""
+    if "table" not in opts and "namespace" not in opts:
+        if opts["namespace_properties"]:
+            raise InvalidInputError("namespace.* options need the namespace option (dir, "
+                                    "rest or a class path) and the table option")
+        return
+    if "table" not in opts or "namespace" not in opts:
+        raise InvalidInputError("a table in a catalog needs both the namespace option "
+                                "(dir, rest or a class path) and the table option")
+    if opts.get("path"):
+        raise InvalidInputError("give a path or a catalog table (namespace and table "
+                                "options), not both")
+    from lancenb.dataset.catalog import namespace_table
+    from lancenb.namespace import connect
+
+    client = connect(str(opts["namespace"]), dict(opts["namespace_properties"]))
+    table_id = _table_id(opts)
+    kwargs = {"namespace_client": client, "table_id": table_id}
+    if mode in ("create", None):
+        location, storage = namespace_table(kwargs, None, opts["storage_options"], mode)
+    else:
+        try:
+            location, storage = namespace_table(dict(kwargs), None, opts["storage_options"])
+        except _table_not_found():
+            # append / overwrite to a table the catalog does not know: declare it, as a
+            # save to a new path creates a dataset
+            location, storage = namespace_table(kwargs, None, opts["storage_options"],
+                                                "create")
+    opts["path"], opts["storage_options"] = location, storage or None
+    del opts["table"], opts["namespace"]
+    opts["namespace_properties"] = {}
+
+
+def _table_not_found() -> type[Exception]:
+    # the spec's class: what any catalog implementation raises for an unknown table
+    from lance_namespace import TableNotFoundError
+
+    return TableNotFoundError
 
 
 class LanceNbDataSource(DataSource):
@@ -155,6 +231,7 @@ class LanceNbDataSource(DataSource):
         o = self.opts
         if "version" in o and "asof" in o:
             raise InvalidInputError("pass the version option or asof, not both")
+        _resolve(o)
         v = o.get("version")
         v = int(v) if v is not None and str(v).isdigit() else v
         return dataset(_path(o), v, asof=o.get("asof"), storage_options=o["storage_options"])
@@ -210,6 +287,7 @@ class LanceNbDataSource(DataSource):
                 raise InvalidInputError(f"option {k!r} is for reads, not writes")
         o = self.opts
         mode = "overwrite" if overwrite else str(o.get("write_mode", "append")).lower()
+        _resolve(o, mode)
         job = plan_write(_path(o), schema, mode=mode,
                          max_rows_per_file=_int(o, "max_rows_per_file"),
                          max_bytes_per_file=_int(o, "max_bytes_per_file"),
