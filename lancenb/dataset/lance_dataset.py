@@ -122,7 +122,7 @@ class LanceDataset(VectorIndexMethods, ScalarIndexMethods, BlobMethods, DatasetA
         #: what the read and write modules use of this version (lancenb.dataset.snapshot)
         self.snapshot = Snapshot(self._uri, m.version, self._store, _manifest, self._schema,
                                  self._top_fields, self._cache, self._open_file,
-                                 self._branch, self._root_store)
+                                 self._branch, self._root_store, self._commit)
 
     def __reduce__(self):
         # (uri, version, storage options): the other side reopens the same version;
@@ -400,6 +400,15 @@ class LanceDataset(VectorIndexMethods, ScalarIndexMethods, BlobMethods, DatasetA
                                        fast_search=fast_search,
                                        include_deleted_rows=include_deleted_rows,
                                        disable_scoring_autoprojection=disable_scoring_autoprojection)
+        if full_text_query is not None and nearest is None and index_segments is None:
+            from lancenb.index.fts.search import FtsScanner
+
+            return FtsScanner(self, full_text_query, columns=columns, filter=filter,
+                              prefilter=prefilter, limit=limit, offset=offset,
+                              with_row_id=with_row_id, with_row_address=with_row_address,
+                              fragments=fragments, batch_size=batch_size,
+                              fast_search=fast_search,
+                              disable_scoring_autoprojection=disable_scoring_autoprojection)
         search = {"nearest": nearest, "full_text_query": full_text_query,
                   "index_segments": index_segments, "row_addr_allowlist": row_addr_allowlist,
                   "row_addr_blocklist": row_addr_blocklist}

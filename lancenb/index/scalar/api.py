@@ -33,7 +33,8 @@ _BUILT = {"BTREE": ("BTree", btree.DETAILS_TYPE_URL, 0),
           "LABEL_LIST": ("LabelList", label_list.DETAILS_TYPE_URL, 1),
           "ZONEMAP": ("ZoneMap", zones.ZONEMAP_DETAILS, 0),
           "BLOOMFILTER": ("BloomFilter", zones.BLOOM_DETAILS, 0),
-          "NGRAM": ("NGram", ngram.DETAILS_TYPE_URL, 0)}
+          "NGRAM": ("NGram", ngram.DETAILS_TYPE_URL, 0),
+          "INVERTED": ("Inverted", "/lance.table.InvertedIndexDetails", 0)}
 # the build parameters of each type (pylance's names) and their defaults
 _PARAMS = {"ZONEMAP": {"rows_per_zone": zones.ROWS_PER_ZONE},
            "BLOOMFILTER": {"number_of_items": zones.BLOOM_ITEMS,
@@ -187,6 +188,12 @@ class ScalarIndexMethods:
         if kind == "ZONEMAP" and not _btree_type_ok(field.type):
             raise TypeError(f"ZONEMAP index column {column}: type {field.type} is not "
                             f"supported")
+        if kind == "INVERTED":
+            from lancenb.index.fts import build as fts_build  # (full-text: its own package)
+
+            fts_build.check_column_type(field.type, column)
+            fts_params = fts_build.params_from(kwargs)
+            kwargs = {}
         if kind not in _BUILT:
             raise NotSupportedError(f"lancenb cannot build {kind} indices yet (BTREE, "
                                     f"BITMAP, LABEL_LIST, ZONEMAP, BLOOMFILTER and NGRAM only)")
@@ -238,13 +245,16 @@ class ScalarIndexMethods:
             btree.write_btree(files, batches, field.type)
         elif kind == "BITMAP":
             bitmap.write_bitmap(files, batches, field.type)
+        elif kind == "INVERTED":
+            fts_build.write_inverted(files, fts_params, batches)
         else:
             label_list.write_label_list(files, batches, field.type)
         index = Index(uuid=uid, name=name, fields=[fid], dataset_version=self.version,
                       fragment_ids=set(covered), index_version=index_version,
                       created_at=datetime.now(timezone.utc),
                       files=[IndexFile(n, s) for n, s in files.written],
-                      index_details=(type_url, b""))
+                      index_details=(type_url, fts_build.details_bytes(fts_params)
+                                     if kind == "INVERTED" else b""))
         if fragment_ids is not None:
             return index  # (a segment: not committed, see create_index_uncommitted)
         # (the table layer's CreateIndex: LanceOperation.CreateIndex is that class)

@@ -1,0 +1,330 @@
+"""The files of an INVERTED index partition, in pylance's layout.
+
+``metadata.lance``: no rows of interest; schema metadata ``params`` (the tokenizer,
+JSON), ``partitions`` (JSON list of ids) and ``token_set_format``. Partition ``p`` has:
+
+- ``part_p_tokens.lance``: the vocabulary, ``_token`` (utf8, byte order) and
+  ``_token_id`` (uint32) (``token_set_format="arrow"``, what lancenb writes), or one
+  row of ``_token_fst_bytes`` (an FST map, ``"fst"``, what pylance 14 writes);
+- ``part_p_invert.lance``: one row per token id: ``_posting`` (list of blocks),
+  ``_max_score`` (float32), ``_length`` (documents), and positions: ``_position``
+  (list per document of blocks) in the layout lancenb writes;
+- ``part_p_docs.lance``: ``_rowid`` (uint64) and ``_num_tokens`` (uint32) per document
+  id, schema metadata ``total_tokens``.
+
+A posting block starts with its float32 maximum BM25 score; a full block (128 documents)
+then holds the first document id (uint32), its bit width and the bit-packed document
+id deltas (:mod:`.bitpack`), the bit width and bit-packed frequencies. The last, partial
+block holds the ids then the frequencies as raw uint32 (lancenb, pylance's format 1) or
+as LEB128 varints, ids delta-coded (pylance's format 2, ``posting_tail_codec=
+varint_delta_v1``). A document's positions: a block holding their count (uint32), full
+128-position blocks as posting ids, then the rest as raw uint32.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+from pyroaring import BitMap
+
+from lancenb.errors import NotSupportedError
+from lancenb.index.fts import bitpack
+from lancenb.index.fts.tokenize import TokenizerParams
+
+__all__ = ["Partition", "write_partition", "write_metadata", "read_metadata",
+           "read_partition", "K1", "B", "idf"]
+
+K1 = 1.2
+B = 0.75
+BLOCK = bitpack.BLOCK
+
+
+def idf(token_docs, num_docs):
+    """pylance's BM25 inverse document frequency (float32)."""
+    nd = np.float32(num_docs)
+    td = np.asarray(token_docs, np.float32)
+    return np.log((nd - td + np.float32(0.5)) / (td + np.float32(0.5)) + np.float32(1.0),
+                  dtype=np.float32)
+
+
+@dataclass
+class Partition:
+    """One partition in memory: the vocabulary, documents and CSR posting lists (per
+    token id: ascending document ids with frequencies, and positions per posting)."""
+
+    tokens: list
+    row_ids: np.ndarray
+    num_tokens: np.ndarray
+    offsets: np.ndarray
+    doc_ids: np.ndarray
+    freqs: np.ndarray
+    pos_offsets: np.ndarray | None = None
+    positions: np.ndarray | None = None
+    fst: bool = False
+
+    @property
+    def total_tokens(self) -> int:
+        return int(self.num_tokens.sum(dtype=np.uint64))
+
+    def lookup(self) -> dict:
+        d = getattr(self, "_lookup", None)
+        if d is None:
+            d = self._lookup = {t: i for i, t in enumerate(self.tokens)}
+        return d
+
+
+# -- writing ------------------------------------------------------------------------------
+def _binary(chunks: list[bytes]) -> pa.Array:
+    return pa.array(chunks, pa.large_binary())
+
+
+def _block_scores(part: Partition) -> np.ndarray:
+    """The maximum BM25 score of each posting block (per block, in token order)."""
+    n = len(part.row_ids)
+    avgdl = np.float32(part.total_tokens) / np.float32(max(n, 1))
+    lengths = np.diff(part.offsets)
+    dl = part.num_tokens[part.doc_ids].astype(np.float32)
+    f = part.freqs.astype(np.float32)
+    norm = np.float32(K1) * (np.float32(1 - B) + np.float32(B) * dl / avgdl)
+    s = f / (f + norm)
+    tok = np.repeat(np.arange(len(lengths)), lengths)
+    within = np.arange(len(s)) - np.repeat(part.offsets[:-1], lengths)
+    nblocks = (lengths + BLOCK - 1) // BLOCK
+    first_block = np.concatenate([[0], np.cumsum(nblocks)])[:-1]
+    block = first_block[tok] + within // BLOCK
+    out = np.full(int(nblocks.sum()), -np.inf, np.float32)
+    np.maximum.at(out, block, s.astype(np.float32))
+    w = idf(lengths, n) * np.float32(K1 + 1)
+    return (out * np.repeat(w, nblocks)).astype(np.float32)
+
+
+def _posting_column(part: Partition, scores: np.ndarray) -> pa.Array:
+    lengths = np.diff(part.offsets)
+    blocks: list[bytes] = []
+    per_token = np.zeros(len(lengths), np.int64)
+    b = 0
+    for t in range(len(lengths)):
+        lo, hi = int(part.offsets[t]), int(part.offsets[t + 1])
+        start = lo
+        while start < hi:
+            end = min(start + BLOCK, hi)
+            sc = scores[b].tobytes()
+            docs, freqs = part.doc_ids[start:end], part.freqs[start:end]
+            if end - start == BLOCK:
+                d = docs.astype(np.uint32).reshape(1, BLOCK)
+                deltas = np.diff(d, prepend=d[:, :1])
+                db = int(bitpack.num_bits(deltas)[0])
+                fb = int(bitpack.num_bits(freqs.reshape(1, BLOCK))[0])
+                blocks.append(sc + d[0, 0].astype("<u4").tobytes() + bytes([db])
+                              + bitpack.pack(deltas, db)[0] + bytes([fb])
+                              + bitpack.pack(freqs.reshape(1, BLOCK), fb)[0])
+            else:
+                blocks.append(sc + docs.astype("<u4").tobytes() + freqs.astype("<u4").tobytes())
+            per_token[t] += 1
+            b += 1
+            start = end
+    offs = np.concatenate([[0], np.cumsum(per_token)]).astype(np.int32)
+    return pa.ListArray.from_arrays(pa.array(offs), _binary(blocks))
+
+
+def _positions_column(part: Partition) -> pa.Array:
+    counts = np.diff(part.pos_offsets)
+    inner: list[bytes] = []
+    per_posting = np.zeros(len(counts), np.int32)
+    for e in range(len(counts)):
+        lo, hi = int(part.pos_offsets[e]), int(part.pos_offsets[e + 1])
+        pos = part.positions[lo:hi].astype(np.uint32)
+        inner.append(np.uint32(hi - lo).astype("<u4").tobytes())
+        full = (hi - lo) // BLOCK
+        for k in range(full):
+            blk = pos[k * BLOCK:(k + 1) * BLOCK].reshape(1, BLOCK)
+            deltas = np.diff(blk, prepend=blk[:, :1])
+            nb = int(bitpack.num_bits(deltas)[0])
+            inner.append(blk[0, 0].astype("<u4").tobytes() + bytes([nb])
+                         + bitpack.pack(deltas, nb)[0])
+        if (hi - lo) % BLOCK:
+            inner.append(pos[full * BLOCK:].astype("<u4").tobytes())
+        per_posting[e] = 1 + full + (1 if (hi - lo) % BLOCK else 0)
+    mid = pa.ListArray.from_arrays(pa.array(np.concatenate([[0], np.cumsum(per_posting)])
+                                            .astype(np.int32)), _binary(inner))
+    return pa.ListArray.from_arrays(pa.array(part.offsets.astype(np.int32)), mid)
+
+
+def write_partition(files, pid: int, part: Partition) -> None:
+    """Write partition ``pid``'s three files with ``files`` (an ``IndexFiles``)."""
+    order = sorted(range(len(part.tokens)), key=lambda i: part.tokens[i].encode())
+    toks = pa.table({"_token": pa.array([part.tokens[i] for i in order], pa.string()),
+                     "_token_id": pa.array(np.asarray(order, np.uint32), pa.uint32())})
+    files.write(f"part_{pid}_tokens.lance", toks, toks.schema)
+    scores = _block_scores(part)
+    lengths = np.diff(part.offsets)
+    nblocks = (lengths + BLOCK - 1) // BLOCK
+    bounds = np.concatenate([[0], np.cumsum(nblocks)])
+    max_score = np.array([scores[bounds[i]:bounds[i + 1]].max() if nblocks[i] else 0.0
+                          for i in range(len(lengths))], np.float32)
+    cols = {"_posting": _posting_column(part, scores),
+            "_max_score": pa.array(max_score, pa.float32()),
+            "_length": pa.array(lengths.astype(np.uint32), pa.uint32())}
+    if part.positions is not None:
+        cols["_position"] = _positions_column(part)
+    fields = [pa.field(k, v.type, nullable=False) for k, v in cols.items()]
+    inv = pa.table(cols, schema=pa.schema(fields))
+    files.write(f"part_{pid}_invert.lance", inv, inv.schema)
+    docs = pa.table({"_rowid": pa.array(part.row_ids, pa.uint64()),
+                     "_num_tokens": pa.array(part.num_tokens, pa.uint32())},
+                    schema=pa.schema([pa.field("_rowid", pa.uint64(), False),
+                                      pa.field("_num_tokens", pa.uint32(), False)],
+                                     metadata={"total_tokens": str(part.total_tokens)}))
+    files.write(f"part_{pid}_docs.lance", docs, docs.schema)
+
+
+def write_metadata(files, params: TokenizerParams, partitions: list[int]) -> None:
+    """The index's ``metadata.lance``."""
+    schema = pa.schema([pa.field("deleted_fragments", pa.binary(), False)],
+                       metadata={"params": params.to_json(),
+                                 "partitions": json.dumps(partitions),
+                                 "token_set_format": "arrow"})
+    t = pa.table({"deleted_fragments": pa.array([BitMap().serialize()], pa.binary())},
+                 schema=schema)
+    files.write("metadata.lance", t, schema)
+
+
+# -- reading ------------------------------------------------------------------------------
+def read_metadata(files) -> tuple[TokenizerParams, list[int], dict]:
+    """``(params, partition ids, all schema metadata)`` of an index."""
+    if not files.exists("metadata.lance"):
+        raise NotSupportedError(f"INVERTED index {files.uuid}: the legacy layout without "
+                                f"metadata.lance is not read by lancenb")
+    r = files.reader("metadata.lance")
+    meta = {(k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes)
+                                                         else v)
+            for k, v in (r.schema_full.metadata or {}).items()}
+    return TokenizerParams.from_json(meta.get("params")), json.loads(meta.get("partitions",
+                                                                               "[]")), meta
+
+
+def _meta(reader) -> dict:
+    return {(k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes)
+                                                        else v)
+            for k, v in (reader.schema_full.metadata or {}).items()}
+
+
+def _varints(data: np.ndarray) -> np.ndarray:
+    """Decode a run of LEB128 varints (uint8 array) to uint64."""
+    if data.size == 0:
+        return np.zeros(0, np.uint64)
+    ends = np.flatnonzero(data < 0x80)
+    starts = np.concatenate([[0], ends[:-1] + 1])
+    idx = np.arange(len(data))
+    which = np.repeat(np.arange(len(ends)), ends - starts + 1)
+    shift = (idx - starts[which]).astype(np.uint64) * np.uint64(7)
+    vals = (data.astype(np.uint64) & np.uint64(0x7F)) << shift
+    out = np.zeros(len(ends), np.uint64)
+    np.add.at(out, which, vals)
+    return out
+
+
+def _decode_postings(column: pa.Array, lengths: np.ndarray, varint: bool):
+    """CSR ``(offsets, doc ids, freqs)`` from the ``_posting`` column."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    blocks = column.values.to_pylist() if len(column) else []
+    lengths = lengths.astype(np.int64)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    docs = np.zeros(int(offsets[-1]), np.uint32)
+    freqs = np.zeros(int(offsets[-1]), np.uint32)
+    list_offs = np.asarray(column.offsets.to_numpy(), np.int64)
+    for t in range(len(lengths)):
+        at = int(offsets[t])
+        n = int(lengths[t])
+        for blk in blocks[list_offs[t]:list_offs[t + 1]]:
+            k = min(BLOCK, n - (at - int(offsets[t])))
+            if k == BLOCK:
+                first = int.from_bytes(blk[4:8], "little")
+                db = blk[8]
+                end = 9 + 16 * db
+                d = bitpack.unpack([blk[9:end]], db)[0]
+                d[0] = first
+                docs[at:at + k] = np.cumsum(d, dtype=np.uint64).astype(np.uint32)
+                fb = blk[end]
+                freqs[at:at + k] = bitpack.unpack([blk[end + 1:end + 1 + 16 * fb]], fb)[0]
+            elif varint:
+                v = _varints(np.frombuffer(blk, np.uint8, offset=4))
+                docs[at:at + k] = np.cumsum(v[:k]).astype(np.uint32)
+                freqs[at:at + k] = v[k:2 * k].astype(np.uint32)
+            else:
+                v = np.frombuffer(blk, "<u4", offset=4)
+                docs[at:at + k] = v[:k]
+                freqs[at:at + k] = v[k:2 * k]
+            at += k
+    return offsets, docs, freqs
+
+
+def _decode_positions(column: pa.Array, freqs: np.ndarray):
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    per_doc = column.values  # list<large_binary>, one per posting
+    blocks = per_doc.values.to_pylist()
+    offs = np.asarray(per_doc.offsets.to_numpy(), np.int64)
+    pos_offsets = np.concatenate([[0], np.cumsum(freqs.astype(np.int64))])
+    out = np.zeros(int(pos_offsets[-1]), np.uint32)
+    for e in range(len(per_doc)):
+        bl = blocks[offs[e]:offs[e + 1]]
+        count = int.from_bytes(bl[0], "little")
+        at = int(pos_offsets[e])
+        for blk in bl[1:]:
+            if len(blk) >= 5 and count - (at - int(pos_offsets[e])) >= BLOCK:
+                nb = blk[4]
+                d = bitpack.unpack([blk[5:5 + 16 * nb]], nb)[0]
+                d[0] = int.from_bytes(blk[:4], "little")
+                out[at:at + BLOCK] = np.cumsum(d, dtype=np.uint64).astype(np.uint32)
+                at += BLOCK
+            else:
+                v = np.frombuffer(blk, "<u4")
+                out[at:at + len(v)] = v
+                at += len(v)
+    return pos_offsets, out
+
+
+def read_partition(files, pid: int, meta: dict, with_positions: bool) -> Partition:
+    """Partition ``pid`` of an index (positions only when asked for and stored in
+    lancenb's layout)."""
+    from lancenb.index.fts.fst import fst_keys
+
+    tr = files.reader(f"part_{pid}_tokens.lance")
+    tt = tr.read_all().to_table() if tr.num_rows else None
+    names = [f.name for f in tr.schema_full] if hasattr(tr, "schema_full") else []
+    fst = "_token_fst_bytes" in names
+    if fst:
+        keys, ids = fst_keys(tt.column("_token_fst_bytes")[0].as_py()) if tt is not None \
+            else ([], [])
+        n = int(tt.column("_token_next_id")[0].as_py()) if tt is not None else 0
+    else:
+        keys = tt.column("_token").to_pylist() if tt is not None else []
+        ids = tt.column("_token_id").to_pylist() if tt is not None else []
+        n = (max(ids) + 1) if ids else 0
+    tokens = [""] * n
+    for k, i in zip(keys, ids):
+        tokens[int(i)] = k
+    dr = files.reader(f"part_{pid}_docs.lance")
+    dt = dr.read_all().to_table()
+    ir = files.reader(f"part_{pid}_invert.lance")
+    imeta = _meta(ir)
+    varint = imeta.get("posting_tail_codec") == "varint_delta_v1"
+    inames = [f.name for f in ir.schema_full]
+    if ir.num_rows:
+        lengths = np.asarray(ir.read_column("_length").to_numpy(), np.int64)
+        offsets, docs, freqs = _decode_postings(ir.read_column("_posting"), lengths, varint)
+    else:
+        offsets, docs, freqs = np.zeros(1, np.int64), np.zeros(0, np.uint32), \
+            np.zeros(0, np.uint32)
+    part = Partition(tokens, np.asarray(dt.column("_rowid").to_numpy(), np.uint64),
+                     np.asarray(dt.column("_num_tokens").to_numpy(), np.uint32),
+                     offsets, docs, freqs, fst=fst)
+    if with_positions and "_position" in inames and ir.num_rows:
+        part.pos_offsets, part.positions = _decode_positions(ir.read_column("_position"),
+                                                             freqs)
+    return part

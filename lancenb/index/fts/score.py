@@ -1,0 +1,226 @@
+"""BM25 over an opened INVERTED index, as pylance scores: per query token
+``idf(n_t, N) * (K1 + 1) * f / (f + K1 * (1 - B + B * len / avgdl))`` with ``N``,
+``avgdl`` and ``n_t`` over every partition, float32; and pylance's flat scoring of rows
+no index covers (statistics seeded from the index, updated row by row in scan order),
+vectorised with cumulative sums.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from lancenb.errors import InvalidInputError
+from lancenb.index.fts import format as fmt
+from lancenb.index.fts.tokenize import TokenizerParams, tokenize
+
+__all__ = ["OpenIndex", "open_inverted", "match", "phrase", "flat_match"]
+
+K1, B = np.float32(fmt.K1), np.float32(fmt.B)
+_CACHE: dict = {}
+_LOCK = threading.Lock()
+
+
+@dataclass
+class OpenIndex:
+    """An INVERTED index in memory: its tokenizer parameters and partitions."""
+
+    uuid: str
+    params: TokenizerParams
+    parts: list
+    fragment_ids: set
+    has_positions: bool
+
+    @property
+    def num_docs(self) -> int:
+        return sum(len(p.row_ids) for p in self.parts)
+
+    @property
+    def total_tokens(self) -> int:
+        return sum(p.total_tokens for p in self.parts)
+
+    def avgdl(self) -> np.float32:
+        return np.float32(self.total_tokens) / np.float32(max(self.num_docs, 1))
+
+    def token_docs(self, token: str) -> int:
+        n = 0
+        for p in self.parts:
+            i = p.lookup().get(token)
+            if i is not None:
+                n += int(p.offsets[i + 1] - p.offsets[i])
+        return n
+
+
+def open_inverted(files, fragment_ids, *, positions: bool = False) -> OpenIndex:
+    """Read (once, cached by uuid) the index in ``files``."""
+    key = (files.store.uri_of(files.rel("")), positions)
+    with _LOCK:
+        got = _CACHE.get(key)
+    if got is not None:
+        return got
+    params, pids, meta = fmt.read_metadata(files)
+    if meta.get("positions_layout") is not None or (
+            positions and meta.get("format_version") == "2"):
+        pass
+    parts = [fmt.read_partition(files, p, meta, positions) for p in pids]
+    has_pos = bool(params.with_position)
+    idx = OpenIndex(files.uuid, params, parts, set(fragment_ids), has_pos)
+    with _LOCK:
+        if len(_CACHE) > 32:
+            _CACHE.clear()
+        _CACHE[key] = idx
+    return idx
+
+
+def _doc_scores(idx: OpenIndex, tokens: list[str], boost: float):
+    """Per partition ``(doc ids, per-token matched count, score)`` of documents holding
+    any of ``tokens``."""
+    n_docs = idx.num_docs
+    avgdl = idx.avgdl()
+    weights = {t: fmt.idf(idx.token_docs(t), n_docs) for t in tokens}
+    out = []
+    for p in idx.parts:
+        look = p.lookup()
+        nd = len(p.row_ids)
+        score = np.zeros(nd, np.float32)
+        hits = np.zeros(nd, np.int32)
+        any_hit = False
+        norm = K1 * (np.float32(1) - B + B * p.num_tokens.astype(np.float32) / avgdl)
+        for t in tokens:
+            i = look.get(t)
+            if i is None:
+                continue
+            lo, hi = int(p.offsets[i]), int(p.offsets[i + 1])
+            d = p.doc_ids[lo:hi].astype(np.int64)
+            f = p.freqs[lo:hi].astype(np.float32)
+            s = weights[t] * ((K1 + np.float32(1)) * f / (f + norm[d]))
+            score[d] += s.astype(np.float32)
+            hits[d] += 1
+            any_hit = True
+        out.append((p, score * np.float32(boost), hits, any_hit))
+    return out
+
+
+def match(idx: OpenIndex, text: str, *, operator: str = "OR", boost: float = 1.0,
+          fuzzy=None) -> tuple[np.ndarray, np.ndarray]:
+    """``(row ids, scores)`` of a match query over the index."""
+    toks = list(dict.fromkeys(tokenize_text(idx.params, text)))
+    if fuzzy is not None:
+        toks = fuzzy(idx, toks)
+    if not toks:
+        return np.zeros(0, np.uint64), np.zeros(0, np.float32)
+    rows, scores = [], []
+    for p, score, hits, any_hit in _doc_scores(idx, toks, boost):
+        if not any_hit:
+            continue
+        keep = hits >= (len(toks) if operator == "AND" else 1)
+        rows.append(p.row_ids[keep])
+        scores.append(score[keep])
+    return _cat(rows, scores)
+
+
+def _cat(rows, scores):
+    if not rows:
+        return np.zeros(0, np.uint64), np.zeros(0, np.float32)
+    return np.concatenate(rows).astype(np.uint64), np.concatenate(scores).astype(np.float32)
+
+
+def tokenize_text(params: TokenizerParams, text: str) -> list[str]:
+    t = tokenize(params, pa.array([text], pa.string()))
+    return [t.vocab[i] for i in t.token_ids.tolist()]
+
+
+def _query_positions(params: TokenizerParams, text: str) -> tuple[list[str], list[int]]:
+    t = tokenize(params, pa.array([text], pa.string()))
+    return [t.vocab[i] for i in t.token_ids.tolist()], t.position.tolist()
+
+
+def phrase(idx: OpenIndex, text: str, slop: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """``(row ids, scores)`` of the documents holding the phrase (terms in order, gaps
+    as in the query plus at most ``slop``)."""
+    if not idx.has_positions:
+        raise InvalidInputError("position is not found but required for phrase queries, "
+                                "try recreating the index with position")
+    toks, qpos = _query_positions(idx.params, text)
+    if not toks:
+        return np.zeros(0, np.uint64), np.zeros(0, np.float32)
+    distinct = list(dict.fromkeys(toks))
+    rows, scores = [], []
+    for p, score, hits, any_hit in _doc_scores(idx, distinct, 1.0):
+        if not any_hit:
+            continue
+        if p.positions is None:
+            raise InvalidInputError("lancenb cannot read this index's positions (pylance "
+                                    "format 2): phrase queries need an index lancenb built")
+        cand = np.flatnonzero(hits >= len(distinct))
+        look = p.lookup()
+        ok = np.zeros(len(cand), bool)
+        for k, d in enumerate(cand.tolist()):
+            ok[k] = _has_phrase(p, look, toks, qpos, d, slop)
+        rows.append(p.row_ids[cand[ok]])
+        scores.append(score[cand[ok]])
+    return _cat(rows, scores)
+
+
+def _positions_of(p, tid: int, doc: int) -> np.ndarray:
+    lo, hi = int(p.offsets[tid]), int(p.offsets[tid + 1])
+    j = lo + int(np.searchsorted(p.doc_ids[lo:hi], doc))
+    return p.positions[int(p.pos_offsets[j]):int(p.pos_offsets[j + 1])].astype(np.int64)
+
+
+def _has_phrase(p, look, toks, qpos, doc, slop) -> bool:
+    lists = [_positions_of(p, look[t], doc) for t in toks]
+    starts = lists[0]
+    for s in starts.tolist():
+        prev = s
+        good = True
+        for i in range(1, len(toks)):
+            want = prev + (qpos[i] - qpos[i - 1])
+            cand = lists[i][(lists[i] >= want - slop) & (lists[i] <= want + slop)
+                            & (lists[i] != prev)]
+            if cand.size == 0:
+                good = False
+                break
+            prev = int(cand[np.argmin(np.abs(cand - want))])
+        if good:
+            return True
+    return False
+
+
+def flat_match(params: TokenizerParams | None, idx: OpenIndex | None, text: str,
+               texts: pa.Array, row_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """pylance's flat BM25 of ``texts`` (rows no index covers), in scan order."""
+    if params is None:  # (no index: pylance splits like 'simple' and nothing else)
+        params = TokenizerParams(lower_case=False, stem=False, remove_stop_words=False,
+                                 ascii_folding=False, max_token_length=None)
+    qt = tokenize_text(params, text)
+    valid = np.asarray(texts.is_valid().to_numpy(zero_copy_only=False), bool)
+    vocab: dict = {t: i for i, t in enumerate(dict.fromkeys(qt))}
+    nq = len(vocab)
+    tk = tokenize(params, texts, vocab=dict(vocab))
+    n = len(texts)
+    if nq == 0 or n == 0:
+        return np.zeros(0, np.uint64), np.zeros(0, np.float32)
+    n0, t0, nq0 = 0, 0, np.zeros(nq, np.int64)
+    if idx is not None and idx.num_docs:
+        n0 = idx.num_docs
+        t0 = int(float(idx.avgdl())) * n0
+        nq0 = np.array([max(idx.token_docs(t), 1) for t in vocab], np.int64)
+    docs_so_far = n0 + np.cumsum(valid)
+    total = t0 + np.cumsum(np.where(valid, tk.num_tokens.astype(np.int64), 0))
+    avgdl = (total // np.maximum(docs_so_far, 1)).astype(np.float32)
+    inq = tk.token_ids < nq
+    d, t = tk.doc[inq], tk.token_ids[inq]
+    freq = np.zeros((n, nq), np.float32)
+    np.add.at(freq, (d, t), 1)
+    matched = freq.sum(axis=1)
+    has = np.cumsum(freq > 0, axis=0) + nq0
+    norm = K1 * (np.float32(1) - B + B * matched / np.where(avgdl > 0, avgdl, 1))
+    w = fmt.idf(has, docs_so_far[:, None])
+    s = (w * (freq * (K1 + np.float32(1)) / (freq + norm[:, None]))).sum(axis=1,
+                                                                          dtype=np.float32)
+    keep = (s > 0) & valid
+    return np.asarray(row_ids, np.uint64)[keep], s[keep].astype(np.float32)

@@ -1,0 +1,327 @@
+"""``full_text_query`` scans: a query (a string, a dict ``{"query", "columns"}`` or a
+:mod:`lancenb.query` object) evaluated over INVERTED indices (:mod:`.score`), rows no
+index covers scored flat as pylance does, deleted rows dropped, an optional filter
+applied before (``prefilter=True``) or after the search, best scores first, with a
+``_score`` column (float32).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from lancenb.errors import InvalidInputError
+from lancenb.index.fts import score as sc
+from lancenb.index.scalar.common import IndexFiles
+from lancenb.query import (
+    BooleanQuery,
+    BoostQuery,
+    FullTextOperator,
+    FullTextQuery,
+    MatchQuery,
+    MultiMatchQuery,
+    Occur,
+    PhraseQuery,
+)
+
+__all__ = ["FtsScanner"]
+
+SCORE = "_score"
+ROWID = "_rowid"
+
+
+def _normalize(query, ds) -> FullTextQuery:
+    if isinstance(query, FullTextQuery):
+        return query
+    columns = None
+    if isinstance(query, dict):
+        columns = query.get("columns")
+        query = query.get("query")
+    if not isinstance(query, str):
+        raise InvalidInputError(f"full_text_query must be a string, a dict or a "
+                                f"FullTextQuery, not {type(query).__name__}")
+    if not columns:
+        columns = [e["fields"][0] for e in ds.list_indices() if e["type"] == "Inverted"]
+        columns = list(dict.fromkeys(columns))
+        if not columns:
+            columns = [f.name for f in ds.schema if pa.types.is_string(f.type)
+                       or pa.types.is_large_string(f.type)]
+    if isinstance(columns, str):
+        columns = [columns]
+    q = query.strip()
+    if len(q) >= 2 and q.startswith('"') and q.endswith('"'):
+        parts = [PhraseQuery(q[1:-1], c) for c in columns]
+    else:
+        parts = [MatchQuery(query, c) for c in columns]
+    if len(parts) == 1:
+        return parts[0]
+    return BooleanQuery([(Occur.SHOULD, p) for p in parts])
+
+
+class _Searcher:
+    """Evaluates a query to ``{row id: score}`` arrays over the dataset's indices."""
+
+    def __init__(self, ds, fragments, allow, fast_search: bool):
+        self.ds = ds
+        self.frags = fragments
+        self.allow = allow  # sorted uint64 row ids allowed by a prefilter, or None
+        self.fast = fast_search
+        self.stable = bool(getattr(ds, "has_stable_row_ids", False))
+
+    def _index(self, column: str, positions: bool):
+        entries = [e for e in self.ds.list_indices()
+                   if e["type"] == "Inverted" and e["fields"] == [column]]
+        if not entries:
+            return None, []
+        e = entries[0]
+        entries = [x for x in entries if x["name"] == e["name"]]  # (its segments)
+        files = IndexFiles(self.ds.uri, e["uuid"])
+        idx = sc.open_inverted(files, e.get("fragment_ids") or [], positions=positions)
+        for extra in entries[1:]:  # (segments of one index built apart)
+            more = sc.open_inverted(IndexFiles(self.ds.uri, extra["uuid"]),
+                                    extra.get("fragment_ids") or [], positions=positions)
+            idx = sc.OpenIndex(idx.uuid, idx.params, idx.parts + more.parts,
+                               idx.fragment_ids | more.fragment_ids, idx.has_positions)
+        return idx, sorted(idx.fragment_ids)
+
+    def _flat(self, column: str, idx, text: str):
+        covered = idx.fragment_ids if idx is not None else set()
+        todo = [f for f in self.frags if f.fragment_id not in covered]
+        if self.fast or not todo:
+            return np.zeros(0, np.uint64), np.zeros(0, np.float32)
+        from lancenb.index.fts.build import text_column
+
+        scan = self.ds.scanner(columns=[column], with_row_id=True, fragments=todo)
+        t = scan.to_table()
+        texts = text_column(t.column(0))
+        ids = np.asarray(t.column(ROWID).to_numpy(), np.uint64)
+        return sc.flat_match(idx.params if idx is not None else None, idx, text, texts, ids)
+
+    def _leaf(self, column: str, fn, text: str, flat: bool = True,
+              positions: bool = False):
+        self._check_column(column)
+        idx, _ = self._index(column, positions=positions)
+        parts = []
+        if idx is not None:
+            parts.append(fn(idx))
+        if flat:
+            parts.append(self._flat(column, idx, text))
+        rows = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.uint64)
+        scores = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.float32)
+        return self._live(rows, scores, idx)
+
+    def _check_column(self, column: str) -> None:
+        if column not in self.ds.schema.names and "." not in column:
+            raise InvalidInputError(f"Column {column} not found in the dataset schema")
+
+    def _live(self, rows, scores, idx):
+        if rows.size and idx is not None:
+            from pyroaring import BitMap64
+
+            from lancenb.index.scalar import rowmap
+            from lancenb.index.scalar.query import _live, view_of
+
+            frag_ids = {f.fragment_id for f in self.frags}
+            live = _live(view_of(self.ds), rowmap.from_ids(rows),
+                         (idx.fragment_ids & frag_ids) | (set() if self.stable else
+                                                          {f.fragment_id for f in self.frags
+                                                           if f.fragment_id not in
+                                                           idx.fragment_ids}),
+                         self.stable)
+            keep = np.isin(rows, rowmap.to_ids(live)) if isinstance(live, BitMap64) else \
+                np.ones(len(rows), bool)
+            rows, scores = rows[keep], scores[keep]
+        if self.allow is not None and rows.size:
+            keep = np.isin(rows, self.allow)
+            rows, scores = rows[keep], scores[keep]
+        return rows, scores
+
+    def run(self, q: FullTextQuery):
+        if isinstance(q, MatchQuery):
+            op = q.operator.value if isinstance(q.operator, FullTextOperator) else q.operator
+            fuzzy = None
+            if q.fuzziness is None or int(q.fuzziness) > 0:
+                from lancenb.index.fts.fuzzy import expander
+
+                fuzzy = expander(q.fuzziness, q.max_expansions, q.prefix_length)
+            return self._leaf(q.column, lambda idx: sc.match(idx, q.query, operator=op,
+                                                             boost=q.boost, fuzzy=fuzzy),
+                              q.query, flat=fuzzy is None and op == "OR")
+        if isinstance(q, PhraseQuery):
+            return self._leaf(q.column, lambda idx: sc.phrase(idx, q.query, q.slop),
+                              q.query, flat=False, positions=True)
+        if isinstance(q, MultiMatchQuery):
+            boosts = q.boosts or [1.0] * len(q.columns)
+            parts = [(Occur.SHOULD, MatchQuery(q.query, c, boost=b, operator=q.operator))
+                     for c, b in zip(q.columns, boosts)]
+            return self.run(BooleanQuery(parts))
+        if isinstance(q, BoostQuery):
+            pr, ps = self.run(q.positive)
+            nr, ns = self.run(q.negative)
+            if nr.size:
+                _, ip, ineg = np.intersect1d(pr, nr, return_indices=True)
+                ps = ps.copy()
+                ps[ip] -= np.float32(q.negative_boost) * ns[ineg]
+            return pr, ps
+        if isinstance(q, BooleanQuery):
+            return self._boolean(q)
+        raise InvalidInputError(f"unknown full-text query {q!r}")
+
+    def _boolean(self, q: BooleanQuery):
+        must = [self.run(c) for o, c in q.queries if o == Occur.MUST]
+        should = [self.run(c) for o, c in q.queries if o == Occur.SHOULD]
+        must_not = [self.run(c) for o, c in q.queries if o == Occur.MUST_NOT]
+        if must:
+            rows, scores = _sum_union(must)
+            for r, _ in must:
+                keep = np.isin(rows, r)
+                rows, scores = rows[keep], scores[keep]
+            if should:
+                sr, ss = _sum_union(should)
+                _, a, b = np.intersect1d(rows, sr, return_indices=True)
+                scores = scores.copy()
+                scores[a] += ss[b]
+        else:
+            rows, scores = _sum_union(should)
+        for r, _ in must_not:
+            keep = ~np.isin(rows, r)
+            rows, scores = rows[keep], scores[keep]
+        return rows, scores
+
+
+def _sum_union(results):
+    if not results:
+        return np.zeros(0, np.uint64), np.zeros(0, np.float32)
+    rows = np.concatenate([r for r, _ in results])
+    scores = np.concatenate([s for _, s in results])
+    u, inv = np.unique(rows, return_inverse=True)
+    out = np.zeros(len(u), np.float32)
+    np.add.at(out, inv, scores)
+    return u.astype(np.uint64), out
+
+
+class FtsScanner:
+    """A full-text search with pylance's scanner options; rows are computed when first
+    asked for (:meth:`to_table`, :meth:`to_batches`, :meth:`count_rows`, ...)."""
+
+    def __init__(self, ds, query, *, columns=None, filter=None, prefilter=None, limit=None,
+                 offset=None, with_row_id=False, with_row_address=False, fragments=None,
+                 batch_size=None, fast_search=False, disable_scoring_autoprojection=False):
+        self._ds = ds
+        self._query = _normalize(query, ds)
+        self._columns = list(columns) if columns is not None else None
+        self._filter = filter
+        self._prefilter = bool(prefilter)
+        if limit is not None and int(limit) < 0:
+            raise InvalidInputError("Limit must be non-negative")
+        self._limit = None if limit is None else int(limit)
+        self._offset = int(offset or 0)
+        self._with_row_id = bool(with_row_id)
+        self._with_row_address = bool(with_row_address)
+        self._fragments = list(fragments) if fragments is not None else None
+        self._batch_size = batch_size
+        self._fast = bool(fast_search)
+        self._no_auto = bool(disable_scoring_autoprojection)
+        self._result = None
+
+    def _allowed(self, frags):
+        if self._filter is None or not self._prefilter:
+            return None
+        t = self._ds.scanner(columns=[], filter=self._filter, with_row_id=True,
+                             fragments=frags).to_table()
+        return np.sort(np.asarray(t.column(ROWID).to_numpy(), np.uint64))
+
+    def _names(self) -> list[str]:
+        names = [f.name for f in self._ds.schema] if self._columns is None \
+            else list(self._columns)
+        if SCORE not in names and (self._columns is None or not self._no_auto):
+            names.append(SCORE)
+        if self._with_row_id and ROWID not in names:
+            names.append(ROWID)
+        if self._with_row_address and "_rowaddr" not in names:
+            names.append("_rowaddr")
+        return names
+
+    def to_table(self) -> pa.Table:
+        """The matching rows, best score first."""
+        if self._result is not None:
+            return self._result
+        frags = self._fragments if self._fragments is not None else self._ds.get_fragments()
+        search = _Searcher(self._ds, frags, self._allowed(frags), self._fast)
+        rows, scores = search.run(self._query)
+        order = np.lexsort((rows, -scores.astype(np.float64)))
+        rows, scores = rows[order], scores[order]
+        names = self._names()
+        data = [c for c in names if c not in (SCORE, ROWID, "_rowaddr")]
+        post = self._filter if (self._filter is not None and not self._prefilter) else None
+        if post is None and self._limit is not None:
+            stop = self._offset + self._limit
+            rows, scores = rows[:stop], scores[:stop]
+        t = self._fetch(rows, scores, data, post)
+        if post is not None:
+            stop = None if self._limit is None else self._offset + self._limit
+            t = t.slice(0, stop)
+        t = t.slice(self._offset)
+        self._result = t.select(names).combine_chunks()
+        return self._result
+
+    def _fetch(self, rows, scores, data, post) -> pa.Table:
+        from lancenb.expr.filters import compile_filter, referenced_columns
+
+        cols = list(data)
+        flt = None
+        if post is not None:
+            schema = pa.schema(list(self._ds.schema) + [pa.field(SCORE, pa.float32()),
+                                                        pa.field(ROWID, pa.uint64())])
+            flt = compile_filter(post, schema)
+            cols += [c for c in referenced_columns(flt, [f.name for f in self._ds.schema])
+                     if c not in cols]
+        if cols:
+            t = self._ds._take_rows(rows, cols)
+        else:
+            t = pa.table({ROWID: pa.array(rows, pa.uint64())})
+        if "_rowaddr" in self._names():
+            addr = self._ds._take_rows(rows, [self._ds.schema.names[0]], with_row_address=True)
+            t = t.append_column("_rowaddr", addr.column("_rowaddr"))
+        t = t.append_column(pa.field(SCORE, pa.float32()), pa.array(scores, pa.float32()))
+        if ROWID not in t.column_names:
+            t = t.append_column(pa.field(ROWID, pa.uint64()), pa.array(rows, pa.uint64()))
+        if flt is not None:
+            t = flt.apply(t)
+        return t
+
+    def to_batches(self):
+        return iter(self.to_table().to_batches(max_chunksize=self._batch_size))
+
+    def to_reader(self) -> pa.RecordBatchReader:
+        t = self.to_table()
+        return pa.RecordBatchReader.from_batches(t.schema, t.to_batches())
+
+    def __arrow_c_stream__(self, requested_schema=None):
+        return self.to_reader().__arrow_c_stream__(requested_schema)
+
+    def to_pandas(self, **kwargs):
+        return self.to_table().to_pandas(**kwargs)
+
+    def count_rows(self) -> int:
+        return self.to_table().num_rows
+
+    def head(self, num_rows: int) -> pa.Table:
+        return self.to_table().slice(0, num_rows)
+
+    @property
+    def projected_schema(self) -> pa.Schema:
+        return self.to_table().schema
+
+    @property
+    def dataset_schema(self) -> pa.Schema:
+        return self._ds.schema
+
+    def explain_plan(self, verbose: bool = False) -> str:
+        q = self._query
+        return (f"ProjectionExec: expr=[{', '.join(self._names())}]\n"
+                f"  FullTextSearch: {type(q).__name__}: {q.inner}\n")
+
+    def analyze_plan(self) -> str:
+        self.to_table()
+        return self.explain_plan(True)

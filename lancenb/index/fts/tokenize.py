@@ -1,0 +1,258 @@
+"""Tokenizers of the INVERTED index, as pylance builds them on tantivy: a base tokenizer
+(``simple``: runs of letters and digits; ``whitespace``; ``raw``: the whole text;
+``ngram``), then, in this order, tokens of ``max_token_length`` bytes or more dropped,
+lower case, English Snowball stemming, stop words removed and ASCII folding.
+
+A token's position is its place among the base tokenizer's tokens (dropped tokens keep
+their places), as phrase queries need.
+
+Splitting and lower-casing run in Arrow over whole columns; the filters run once per
+distinct token (:func:`analyze`), so per-token work is proportional to the vocabulary.
+
+Examples
+--------
+>>> p = TokenizerParams()
+>>> toks = tokenize_query(p, "The lazy dogs were running")
+>>> toks
+['lazi', 'dog', 'run']
+"""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lancenb.errors import InvalidInputError
+from lancenb.index.fts.stem import stem
+
+__all__ = ["TokenizerParams", "Tokenized", "tokenize", "tokenize_query", "ENGLISH_STOP_WORDS"]
+
+# the Snowball English stop list (tantivy's StopWordFilter for Language::English)
+ENGLISH_STOP_WORDS = frozenset("""
+i me my myself we our ours ourselves you your yours yourself yourselves he him his himself
+she her hers herself it its itself they them their theirs themselves what which who whom
+this that these those am is are was were be been being have has had having do does did
+doing would should could ought i'm you're he's she's it's we're they're i've you've we've
+they've i'd you'd he'd she'd we'd they'd i'll you'll he'll she'll we'll they'll isn't
+aren't wasn't weren't hasn't haven't hadn't doesn't don't didn't won't wouldn't shan't
+shouldn't can't cannot couldn't mustn't let's that's who's what's here's there's when's
+where's why's how's a an the and but if or because as until while of at by for with about
+against between into through during before after above below to from up down in out on
+off over under again further then once here there when where why how all any both each
+few more most other some such no nor not only own same so than too very""".split())
+
+# letters that do not decompose into an ASCII letter and a mark
+_FOLD = str.maketrans({"ß": "ss", "æ": "ae", "Æ": "AE", "ø": "o", "Ø": "O", "œ": "oe",
+                       "Œ": "OE", "đ": "d", "Đ": "D", "ł": "l", "Ł": "L", "þ": "th",
+                       "Þ": "TH", "ð": "d", "Ð": "D", "ı": "i", "ŀ": "l", "ĸ": "q",
+                       "ŉ": "n", "ſ": "s", "ĳ": "ij", "Ĳ": "IJ"})
+
+_BASES = ("simple", "whitespace", "raw", "ngram")
+_SIMPLE_SPLIT = r"[^\p{L}\p{N}]+"
+_SPACE_SPLIT = r"\s+"
+
+
+@dataclass
+class TokenizerParams:
+    """pylance's tokenizer parameters (``InvertedIndexParams``), as JSON in the index's
+    ``metadata.lance`` under ``params``."""
+
+    lance_tokenizer: str = "text"
+    base_tokenizer: str = "simple"
+    language: str = "English"
+    with_position: bool = False
+    max_token_length: int | None = 40
+    lower_case: bool = True
+    stem: bool = True
+    remove_stop_words: bool = True
+    custom_stop_words: list | None = None
+    ascii_folding: bool = True
+    min_ngram_length: int = 3
+    max_ngram_length: int = 3
+    prefix_only: bool = False
+    extra: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_kwargs(cls, kwargs: dict) -> "TokenizerParams":
+        """From ``create_scalar_index`` keywords (unknown ones are an error)."""
+        p = cls()
+        names = set(vars(p)) - {"extra"}
+        for k, v in kwargs.items():
+            if k not in names:
+                raise InvalidInputError(f"create_scalar_index: unknown option {k!r} for "
+                                        f"INVERTED")
+            setattr(p, k, v)
+        p.check()
+        return p
+
+    def check(self) -> None:
+        base = self.base_tokenizer
+        if base not in _BASES:
+            raise InvalidInputError(f"unknown base tokenizer {base}: lancenb has "
+                                    f"{', '.join(_BASES)}")
+        if self.language != "English" and (self.stem or (self.remove_stop_words
+                                                         and self.custom_stop_words is None)):
+            raise InvalidInputError(f"language {self.language}: lancenb stems and removes "
+                                    f"stop words for English only")
+        if base == "ngram" and not (0 < self.min_ngram_length <= self.max_ngram_length):
+            raise InvalidInputError("ngram lengths must be 0 < min_ngram_length <= "
+                                    "max_ngram_length")
+
+    def to_json(self) -> str:
+        d = asdict(self)
+        extra = d.pop("extra")
+        d["block_size"] = 128
+        d.update(extra)
+        return json.dumps(d, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str | None) -> "TokenizerParams":
+        p = cls()
+        if not text:
+            return p
+        d = json.loads(text)
+        names = set(vars(p)) - {"extra"}
+        for k, v in d.items():
+            if k in names:
+                setattr(p, k, v)
+            else:
+                p.extra[k] = v
+        return p
+
+    def stop_words(self) -> frozenset:
+        if not self.remove_stop_words:
+            return frozenset()
+        if self.custom_stop_words is not None:
+            return frozenset(self.custom_stop_words)
+        return ENGLISH_STOP_WORDS
+
+
+def _fold(token: str) -> str:
+    if token.isascii():
+        return token
+    t = unicodedata.normalize("NFKD", token.translate(_FOLD))
+    return "".join(c for c in t if not unicodedata.combining(c))
+
+
+def analyze(params: TokenizerParams, words: list[str]) -> list[str | None]:
+    """The filters after the base tokenizer, on distinct ``words``: each one's token, or
+    None when it is dropped (too long, or a stop word)."""
+    limit = params.max_token_length
+    stops = params.stop_words()
+    out: list[str | None] = []
+    for w in words:
+        if limit is not None and len(w.encode()) >= limit:
+            out.append(None)
+            continue
+        if params.lower_case:
+            w = w.lower()
+        if params.stem:
+            w = stem(w)
+        if w in stops:
+            out.append(None)
+            continue
+        if params.ascii_folding:
+            w = _fold(w)
+        out.append(w)
+    return out
+
+
+@dataclass
+class Tokenized:
+    """The tokens of a column: token ``i`` of the flat arrays is ``vocab[token_ids[i]]``
+    in document ``doc[i]`` at ``position[i]``; ``num_tokens`` per document."""
+
+    vocab: list
+    token_ids: np.ndarray
+    doc: np.ndarray
+    position: np.ndarray
+    num_tokens: np.ndarray
+
+
+def _ngrams(params: TokenizerParams, texts: pa.Array) -> tuple[list, np.ndarray, np.ndarray]:
+    lo, hi = int(params.min_ngram_length), int(params.max_ngram_length)
+    words, parents, positions = [], [], []
+    for i, t in enumerate(texts.to_pylist()):
+        if t is None:
+            continue
+        k = 0
+        for start in range(len(t)):
+            for n in range(lo, hi + 1):
+                if start + n > len(t):
+                    break
+                words.append(t[start:start + n])
+                parents.append(i)
+                positions.append(k)
+                k += 1
+            if params.prefix_only:
+                break
+    return words, np.asarray(parents, np.int64), np.asarray(positions, np.int64)
+
+
+def _split(params: TokenizerParams, texts: pa.Array):
+    """The base tokenizer: ``(words array, parent document, position)``."""
+    base = params.base_tokenizer
+    if base == "ngram":
+        words, parents, pos = _ngrams(params, texts)
+        return pa.array(words, pa.string()), parents, pos
+    if base == "raw":
+        valid = np.flatnonzero(texts.is_valid().to_numpy(zero_copy_only=False))
+        return texts.filter(texts.is_valid()), valid, np.zeros(len(valid), np.int64)
+    pattern = _SIMPLE_SPLIT if base == "simple" else _SPACE_SPLIT
+    lists = pc.split_pattern_regex(texts, pattern)
+    flat = pc.list_flatten(lists)
+    parents = np.asarray(pc.list_parent_indices(lists).to_numpy(), np.int64)
+    keep = np.asarray(pc.not_equal(pc.binary_length(flat), 0).to_numpy(zero_copy_only=False))
+    flat = flat.filter(pa.array(keep))
+    parents = parents[keep]
+    n = len(parents)
+    if n == 0:
+        return flat, parents, np.zeros(0, np.int64)
+    starts = np.flatnonzero(np.r_[True, parents[1:] != parents[:-1]])
+    first = np.repeat(starts, np.diff(np.r_[starts, n]))
+    return flat, parents, np.arange(n, dtype=np.int64) - first
+
+
+def tokenize(params: TokenizerParams, texts, vocab: dict | None = None) -> Tokenized:
+    """Tokenize a string column (nulls are documents without tokens). ``vocab``: a
+    ``{token: id}`` to extend (ids of new tokens follow); default a new one."""
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks()
+    if pa.types.is_large_string(texts.type) or pa.types.is_string_view(texts.type):
+        texts = texts.cast(pa.string())
+    words, parents, pos = _split(params, texts)
+    ndocs = len(texts)
+    vocab = {} if vocab is None else vocab
+    if len(words) == 0:
+        return Tokenized(list(vocab), np.zeros(0, np.int64), parents, pos,
+                         np.zeros(ndocs, np.uint32))
+    enc = pc.dictionary_encode(words).combine_chunks() if isinstance(words, pa.ChunkedArray) \
+        else pc.dictionary_encode(words)
+    distinct = enc.dictionary.to_pylist()
+    codes = np.asarray(enc.indices.to_numpy(zero_copy_only=False), np.int64)
+    mapped = analyze(params, distinct)
+    ids = np.empty(len(distinct), np.int64)
+    for i, tok in enumerate(mapped):
+        if tok is None:
+            ids[i] = -1
+        else:
+            got = vocab.get(tok)
+            if got is None:
+                got = vocab[tok] = len(vocab)
+            ids[i] = got
+    tid = ids[codes]
+    keep = tid >= 0
+    doc = parents[keep]
+    num = np.bincount(doc, minlength=ndocs).astype(np.uint32)
+    return Tokenized(list(vocab), tid[keep], doc, pos[keep], num)
+
+
+def tokenize_query(params: TokenizerParams, text: str) -> list[str]:
+    """The tokens of a query string, in order (repeats kept)."""
+    t = tokenize(params, pa.array([text], pa.string()))
+    return [t.vocab[i] for i in t.token_ids.tolist()]
