@@ -8,15 +8,21 @@ A branch of pylance 14 is such a dataset: its first manifest is the source
 version's, with the source root added as base 0 and every inherited file given
 ``base_id`` 0.
 
-The paths come from a manifest, so they are hostile input: a base is used only
-when it resolves, on the store's own filesystem, to a root the caller allowed (the
-dataset's main root, a branch under ``{root}/tree/``, or a base the user named).
-Anything else is a :class:`~lancenb.errors.CorruptFileError` naming the manifest
-and the path. Objects of other bases are read through the dataset's store
-(``ObjectStore.redirects``) and never deleted through it.
+The paths come from a manifest. As pylance does, lancenb reads every base a manifest
+lists (a dataset made elsewhere, a shallow clone, a branch), with these checks: a base
+is a path (no NUL, no ``::``), on the store's own filesystem, and a file of a base is
+one object name inside it (no ``/``, no ``..``), so a manifest cannot name anything but
+the direct contents of its bases. A service that opens datasets it does not trust can
+confine reads further with :func:`confine_bases` (or ``LANCENB_CONFINE_BASES=1``): then
+a base is used only when it resolves to a root the caller allowed (the dataset's main
+root, a branch under ``{root}/tree/``, a base this process wrote, or one named to
+:func:`allow_bases`), and anything else is a :class:`~lancenb.errors.CorruptFileError`
+naming the manifest and the path. Objects of other bases are read through the dataset's
+store (``ObjectStore.redirects``) and never deleted through it.
 
 Example: base 0 ``/data/ds`` (``is_dataset_root``) and a data file ``ab.lance`` with
-``base_id`` 0 read ``/data/ds/data/ab.lance``; a base ``/etc`` is refused.
+``base_id`` 0 read ``/data/ds/data/ab.lance``; under :func:`confine_bases`, a base
+``/etc`` nobody allowed is refused.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from lancenb.io.paths import check_name
 from lancenb.table.deletion import deletion_path
 
 __all__ = ["BRANCH_DIR", "normalise_root", "allowed_root", "register_bases", "base_root_of",
-           "trust_bases", "allow_bases", "trusted_roots", "new_base_paths", "apply_bases",
+           "trust_bases", "allow_bases", "confine_bases", "trusted_roots", "new_base_paths", "apply_bases",
            "build_stand_in"]
 
 BRANCH_DIR = "tree"  # branches live under {root}/tree/{branch name}
@@ -73,13 +79,38 @@ def base_root_of(store, bp, source: str, main_root: str, extra: set[str]) -> str
     if not bp.path or "\x00" in bp.path or "::" in bp.path:
         raise CorruptFileError(f"{source}: base path {bp.id} {bp.path!r} is not a path")
     root = normalise_root(store.fs, bp.path)
-    if not allowed_root(root, main_root, extra):
+    if _confined() and not allowed_root(root, main_root, extra):
         raise CorruptFileError(
             f"{source}: base path {bp.id} {bp.path!r} is outside the dataset "
-            f"{main_root!r} and its branches, and was not given as a base; lancenb "
-            f"reads data only under roots it was given (trust it with "
-            f"lancenb.table.bases.allow_bases([...]))")
+            f"{main_root!r} and its branches, and was not given as a base; with "
+            f"confine_bases on, lancenb reads data only under roots it was given (trust "
+            f"it with lancenb.table.bases.allow_bases([...]))")
     return root
+
+
+_CONFINE: list[bool | None] = [None]  # None: as LANCENB_CONFINE_BASES says
+
+
+def _confined() -> bool:
+    if _CONFINE[0] is not None:
+        return _CONFINE[0]
+    return os.environ.get("LANCENB_CONFINE_BASES", "").strip().lower() not in (
+        "", "0", "false", "no")
+
+
+def confine_bases(on: bool | None = True) -> None:
+    """Read base paths only under roots this process allowed (``on=True``), or every base
+    a manifest lists, as pylance does (``False``, the default); ``None`` goes back to
+    the ``LANCENB_CONFINE_BASES`` environment variable. For services that open datasets
+    they do not trust: a manifest can then not make lancenb read outside the dataset,
+    its branches and the bases named to :func:`allow_bases`.
+
+    Examples
+    --------
+    >>> confine_bases(True)  # doctest: +SKIP
+    >>> allow_bases(["/data/cold"])  # doctest: +SKIP
+    """
+    _CONFINE[0] = None if on is None else bool(on)
 
 
 def register_bases(store, manifest, source: str, *, main_root: str | None = None,
@@ -135,8 +166,8 @@ def trust_bases(store, paths) -> None:
 
 def allow_bases(paths, storage_options=None) -> None:
     """Trust the base paths ``paths`` (URIs or local paths) for reads in this process:
-    what a user calls before opening a multi-base dataset whose bases another process
-    registered (lancenb reads data only under roots it was given).
+    what a user of :func:`confine_bases` calls before opening a multi-base dataset whose
+    bases another process registered.
 
     Examples
     --------

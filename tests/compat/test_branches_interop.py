@@ -156,8 +156,10 @@ def test_delete_branch_and_names(uri):
 
 
 def test_manifest_base_outside_the_dataset_is_refused(uri, tmp_path):
-    """A branch manifest naming a base path outside the dataset and its branches must
-    not make lancenb read there."""
+    """Under confine_bases, a branch manifest naming a base path outside the dataset and
+    its branches must not make lancenb read there."""
+    from lancenb.table.bases import confine_bases
+
     from lancenb.table.commit import load_manifest, open_store
     from lancenb.table.manifest import VERSIONS_DIR, frame_manifest, manifest_name
 
@@ -172,8 +174,15 @@ def test_manifest_base_outside_the_dataset_is_refused(uri, tmp_path):
     outside_name = os.listdir(outside / "data")[0]
     m.fragments[0].files[0].path = outside_name
     st.write_bytes(f"{VERSIONS_DIR}/{manifest_name(1, True)}", frame_manifest(m))
-    with pytest.raises(CorruptFileError, match="outside the dataset"):
-        lancenb.dataset(uri, version=("x", 1))
+    confine_bases(True)
+    try:
+        with pytest.raises(CorruptFileError, match="outside the dataset"):
+            lancenb.dataset(uri, version=("x", 1))
+    finally:
+        confine_bases(None)
+    # by default it is read, as pylance reads it
+    assert lancenb.dataset(uri, version=("x", 1)).to_table() == \
+        lance.dataset(uri).checkout_version(("x", 1)).to_table()
 
 
 def test_shallow_clone_both_ways(tmp_path):

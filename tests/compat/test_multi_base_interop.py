@@ -47,9 +47,7 @@ def test_multi_base_round_trip(dirs, writer):
     ds.add_bases([w.DatasetBasePath(dirs["p3"], name="p3")])
     w.write_dataset(_t(10, 12), ds, mode="append", target_bases=["p3"])
     w.write_dataset(_t(12, 13), dirs["primary"], mode="append")  # the primary's data/
-    if r is lancenb:
-        B.allow_bases([dirs["p1"], dirs["p2"], dirs["p3"]])
-    other = r.dataset(dirs["primary"])
+    other = r.dataset(dirs["primary"])   # a reader that was given no bases, as pylance
     assert _ids(other) == list(range(13))
     got = {k: (v.path, v.name, v.is_dataset_root) for k, v in other.base_paths().items()}
     assert got == {1: (dirs["p1"], "p1", False), 2: (dirs["p2"], "p2", True),
@@ -109,22 +107,67 @@ def test_target_and_initial_base_errors(dirs):
     assert ds.add_bases([]) is ds and ds.version == 1
 
 
-def test_a_base_no_one_gave_is_not_read(dirs, tmp_path):
-    """A manifest naming a base path outside the dataset that this process was not
-    given (a hostile or copied manifest) is refused, not read."""
+@pytest.fixture
+def confined():
+    B.confine_bases(True)
+    yield
+    B.confine_bases(None)
+
+
+def _manifest_naming(dirs, tmp_path) -> str:
+    """A dataset whose manifest names a base outside it that this process never wrote
+    (a hostile or copied manifest); the base's path."""
     from lancenb.table.commit import load_manifest, open_store
     from lancenb.table.manifest import VERSIONS_DIR, frame_manifest, manifest_name
 
     secret = str(tmp_path / "secret")
-    lancenb.write_dataset(_t(41, 42), secret)
+    lance.write_dataset(_t(41, 42), secret)
     lancenb.write_dataset(_t(0, 1), dirs["primary"])
     st = open_store(dirs["primary"])
     m = load_manifest(st, 1, True).manifest
     m.base_paths.add(id=7, path=secret, is_dataset_root=True)
-    m.fragments[0].files[0].path = os.listdir(os.path.join(secret, "data"))[0]
+    theirs = load_manifest(open_store(secret), 1, True).manifest
+    m.fragments[0].files[0].CopyFrom(theirs.fragments[0].files[0])  # path, sizes, fields
     m.fragments[0].files[0].base_id = 7
     st.write_bytes(f"{VERSIONS_DIR}/{manifest_name(1, True)}", frame_manifest(m))
+    return secret
+
+
+def test_a_base_another_process_listed_is_read_as_pylance_reads_it(dirs, tmp_path):
+    """By default every base a manifest lists is read, as pylance reads it."""
+    _manifest_naming(dirs, tmp_path)
+    assert _ids(lancenb.dataset(dirs["primary"])) == [41] == _ids(lance.dataset(
+        dirs["primary"]))
+
+
+def test_confined_reads_refuse_a_base_no_one_gave(dirs, tmp_path, confined):
+    """With confine_bases on, a base outside the dataset that this process was not given
+    is refused, not read, until the user vouches for it."""
+    secret = _manifest_naming(dirs, tmp_path)
     with pytest.raises(CorruptFileError, match="outside the dataset"):
         lancenb.dataset(dirs["primary"])
     B.allow_bases([secret])  # the user vouches for it: read
     assert _ids(lancenb.dataset(dirs["primary"])) == [41]
+
+
+def test_confinement_from_the_environment(dirs, tmp_path, monkeypatch):
+    _manifest_naming(dirs, tmp_path)
+    monkeypatch.setenv("LANCENB_CONFINE_BASES", "1")
+    with pytest.raises(CorruptFileError, match="outside the dataset"):
+        lancenb.dataset(dirs["primary"])
+    monkeypatch.setenv("LANCENB_CONFINE_BASES", "0")
+    assert _ids(lancenb.dataset(dirs["primary"])) == [41]
+
+
+def test_a_file_name_cannot_leave_its_base(dirs, tmp_path):
+    """Whatever the base, a file of it is one name inside it."""
+    from lancenb.table.commit import load_manifest, open_store
+    from lancenb.table.manifest import VERSIONS_DIR, frame_manifest, manifest_name
+
+    secret = _manifest_naming(dirs, tmp_path)
+    st = open_store(dirs["primary"])
+    m = load_manifest(st, 1, True).manifest
+    m.fragments[0].files[0].path = "../" + os.listdir(os.path.join(secret, "data"))[0]
+    st.write_bytes(f"{VERSIONS_DIR}/{manifest_name(1, True)}", frame_manifest(m))
+    with pytest.raises(CorruptFileError, match="data file path"):
+        lancenb.dataset(dirs["primary"]).to_table()
