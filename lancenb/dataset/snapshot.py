@@ -31,6 +31,11 @@ class Snapshot:
     row-id sequences); ``open_file(path, legacy=False)`` the shared reader of a data
     file of this version; ``branch`` the branch it is on (None: main) and
     ``root_store`` the store of the dataset's root (``store`` itself on main).
+    ``commit(txn, written=(), **retries)`` commits a
+    :class:`~lancenb.table.transaction.Transaction` built on this version through the
+    store's commit handler (``written``: the files it staged; ``retries``:
+    ``max_retries``, ``retry_timeout``) and moves the dataset to the new version: the
+    one way the write modules commit.
     """
 
     uri: str
@@ -43,3 +48,4 @@ class Snapshot:
     open_file: Callable[..., Any]
     branch: str | None = None
     root_store: ObjectStore | None = None
+    commit: Callable[..., None] | None = None
