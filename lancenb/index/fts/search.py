@@ -55,6 +55,8 @@ def _normalize(query, ds) -> FullTextQuery:
         parts = [MatchQuery(query, c) for c in columns]
     if len(parts) == 1:
         return parts[0]
+    if isinstance(parts[0], MatchQuery):
+        return MultiMatchQuery(query, list(columns))
     return BooleanQuery([(Occur.SHOULD, p) for p in parts])
 
 
@@ -152,9 +154,9 @@ class _Searcher:
                               q.query, flat=False, positions=True)
         if isinstance(q, MultiMatchQuery):
             boosts = q.boosts or [1.0] * len(q.columns)
-            parts = [(Occur.SHOULD, MatchQuery(q.query, c, boost=b, operator=q.operator))
-                     for c, b in zip(q.columns, boosts)]
-            return self.run(BooleanQuery(parts))
+            # (pylance: the union of the columns' matches, each row's best score)
+            return _max_union([self.run(MatchQuery(q.query, c, boost=b, operator=q.operator))
+                               for c, b in zip(q.columns, boosts)])
         if isinstance(q, BoostQuery):
             pr, ps = self.run(q.positive)
             nr, ns = self.run(q.negative)
@@ -187,6 +189,17 @@ class _Searcher:
             keep = ~np.isin(rows, r)
             rows, scores = rows[keep], scores[keep]
         return rows, scores
+
+
+def _max_union(results):
+    if not results:
+        return np.zeros(0, np.uint64), np.zeros(0, np.float32)
+    rows = np.concatenate([r for r, _ in results])
+    scores = np.concatenate([s for _, s in results])
+    u, inv = np.unique(rows, return_inverse=True)
+    out = np.full(len(u), -np.inf, np.float32)
+    np.maximum.at(out, inv, scores)
+    return u.astype(np.uint64), out
 
 
 def _sum_union(results):
