@@ -78,6 +78,9 @@ from lancenb.index.vector import sq as sqmod
 from lancenb.index.vector.ivfpb import decode_ivf, decode_tensor
 from lancenb.index.vector.metrics import exact_distances, partition_distances
 from lancenb.io.pools import module_lock
+from lancenb.kernels.vector import distance as kd
+from lancenb.kernels.vector import ivfscan as kscan
+from lancenb.kernels.vector import topk as kt
 
 __all__ = ["VectorIndex", "open_vector_index", "INDEX_FILE", "AUX_FILE", "SUPPORTED_TYPES"]
 
@@ -125,15 +128,65 @@ def _ivf_of(reader: LanceFileReader, path: str):
 
 
 class _Storage:
-    """One quantizer's rows: ``row_ids`` grouped by partition and what scores them."""
+    """One quantizer's rows: ``row_ids`` grouped by partition and what scores them.
+
+    FLAT vectors are kept transposed per partition (``xt``, the layout
+    :func:`lancenb.kernels.vector.ivfscan.flat_scan` scores), not row-major:
+    :attr:`data` rebuilds the row-major ``(n, d)`` array when asked (index
+    maintenance), :meth:`rows` one partition's rows."""
 
     def __init__(self, kind, row_ids, offsets, lengths, data, params):
         self.kind = kind              # "FLAT", "PQ" or "SQ"
         self.row_ids = row_ids        # (n,) uint64
         self.offsets = offsets        # (P,) int64
         self.lengths = lengths        # (P,) int64
-        self.data = data              # FLAT: (n, d) f32; PQ: codes as stored; SQ: (n, d) u8
         self.params = params          # quantizer parameters (codebook, bounds, ...)
+        self.dim = data.shape[1] if kind == "FLAT" else None
+        # FLAT: (n * d,) f32, transposed per partition; PQ: codes as stored;
+        # SQ: (n, d) u8
+        transpose = kind == "FLAT" and data.dtype == np.float32
+        self.xt = _transpose_blocks(data, offsets, lengths) if transpose else None
+        self._data = None if transpose else data
+
+    @property
+    def data(self) -> np.ndarray:
+        """FLAT: the ``(n, d)`` vectors; PQ: the codes as stored; SQ: ``(n, d)`` codes."""
+        if self.xt is None:
+            return self._data
+        out = np.empty((len(self.row_ids), self.dim), np.float32)
+        for p in range(len(self.offsets)):
+            start, n = int(self.offsets[p]), int(self.lengths[p])
+            out[start:start + n] = self.rows(p)
+        return out
+
+    def rows(self, p: int) -> np.ndarray:
+        """Partition ``p``'s stored rows, row-major (FLAT vectors or SQ codes)."""
+        start, n = int(self.offsets[p]), int(self.lengths[p])
+        if self.xt is None:
+            return self._data[start:start + n]
+        d = self.dim
+        return self.xt[start * d:(start + n) * d].reshape(d, n).T
+
+    def nbytes(self) -> int:
+        """Bytes this storage holds (what the index cache counts)."""
+        held = [self.row_ids, self.offsets, self.lengths,
+                self.xt if self.xt is not None else self._data]
+        cb = self.params.get("codebook")
+        if isinstance(cb, np.ndarray):
+            held.append(cb)
+        return int(sum(a.nbytes for a in held))
+
+
+def _transpose_blocks(data: np.ndarray, offsets: np.ndarray, lengths: np.ndarray):
+    """Row-major ``(n, d)`` rows as one ``(n * d,)`` float32 array holding each
+    partition's block dimension-major (see :mod:`lancenb.kernels.vector.ivfscan`)."""
+    n, d = data.shape
+    out = np.zeros(n * d, np.float32)
+    for p in range(len(offsets)):
+        start, m = int(offsets[p]), int(lengths[p])
+        if m:
+            out[start * d:(start + m) * d] = data[start:start + m].T.reshape(-1)
+    return out
 
 
 def _read_storage(path: str, storage_options, num_partitions: int) -> _Storage:
@@ -262,34 +315,26 @@ class VectorIndex:
         return ids, dists
 
     def _scan_partitions(self, q, parts, inner, want, allow):
+        """The best ``want`` rows of partitions ``parts`` (ties by row id): every row
+        scored by one kernel call, disallowed rows dropped, one top-k."""
         st = self.storage
-        all_ids, all_d = [], []
-        for p in parts:
-            start, n = int(st.offsets[p]), int(st.lengths[p])
-            if n == 0:
-                continue
-            rows = st.row_ids[start:start + n]
-            if st.kind == "FLAT":
-                # a flat cosine index reports the cosine distance (the others: L2)
-                d = exact_distances(st.data[start:start + n], q, self.metric)
-            elif st.kind == "PQ":
-                d = pqmod.partition_distances(st.params, st.data, start, n, q,
-                                              self.centroids[p], inner)
-            else:
-                d = sqmod.partition_distances(st.params, st.data[start:start + n], q, inner)
-            if allow is not None:
-                keep = _allowed(rows, allow)
-                rows, d = rows[keep], d[keep]
-            if len(rows) > want:  # this partition's best (pylance keeps k per partition)
-                sel = _smallest(d, rows, want)
-                rows, d = rows[sel], d[sel]
-            all_ids.append(rows)
-            all_d.append(d)
-        if not all_ids:
+        parts = np.ascontiguousarray(parts, dtype=np.int64)
+        lens = st.lengths[parts]
+        total = int(lens.sum())
+        if total == 0:
             return np.zeros(0, np.uint64), np.zeros(0, np.float32)
-        ids = np.concatenate(all_ids)
-        d = np.concatenate(all_d).astype(np.float32, copy=False)
-        sel = _smallest(d, ids, want)
+        # the probed rows' positions in the storage, partition after partition
+        starts = np.repeat(st.offsets[parts] - (np.cumsum(lens) - lens), lens)
+        where = starts + np.arange(total, dtype=np.int64)
+        ids = st.row_ids[where]
+        d = _score(self, st, q, parts, where, inner, total)
+        if allow is not None:
+            d[~_allowed(ids, allow)] = np.nan  # (NaN: never selected)
+        sel = np.empty(min(want, total), np.int64)
+        got = kt.topk_by_key(d, ids, len(sel), sel)
+        if got < 0:
+            raise InvalidInputError(f"top-k of {total} rows: bad size (k={want})")
+        sel = sel[:got]
         return ids[sel], d[sel]
 
     def _refine(self, query, ids, k):
@@ -304,6 +349,35 @@ class VectorIndex:
         d = exact_distances(vecs, q, self.metric)
         sel = _smallest(d, ids, k)
         return ids[sel], d[sel].astype(np.float32, copy=False)
+
+
+def _score(idx, st: _Storage, q, parts, where, inner, total) -> np.ndarray:
+    """float32 distances of the probed rows (``where``: their storage positions)."""
+    out = np.empty(total, np.float32)
+    if st.kind == "FLAT":
+        # a flat cosine index reports the cosine distance (the others: L2)
+        if st.xt is None:
+            return exact_distances(st.data[where], q, idx.metric)
+        status = kscan.flat_scan(st.xt, st.offsets, st.lengths, parts, q,
+                                 kd.METRICS[idx.metric], out)
+    elif st.kind == "PQ":
+        tables = pqmod.query_tables(st.params, q, idx.centroids, parts, inner)
+        status = kscan.pq_scan(tables, st.data, st.offsets, st.lengths, parts,
+                               int(st.params["nbits"]), out)
+        if inner == "dot":
+            out -= np.float32(tables.shape[1] - 1)
+    elif inner == "dot":  # SQ dot: dequantized rows (numpy, as before)
+        return sqmod.partition_distances(st.params, st.data[where], q, inner)
+    else:
+        lo, hi = sqmod.bounds_of(st.params)
+        status = kscan.sq_scan(st.data, st.offsets, st.lengths, parts,
+                               sqmod.quantize(q, lo, hi), out)
+        sqmod.scale_l2(out, lo, hi)
+    if status != kscan.OK:
+        raise CorruptFileError(f"vector index {idx.name!r}: its {st.kind} storage does not "
+                               f"fit its partitions or a query of {len(q)} dimensions "
+                               f"(status {status})")
+    return out
 
 
 def _allowed(rows: np.ndarray, allow: np.ndarray) -> np.ndarray:

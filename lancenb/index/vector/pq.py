@@ -14,7 +14,7 @@ import numpy as np
 from lancenb.errors import CorruptFileError
 from lancenb.kernels.vector import pq as kpq
 
-__all__ = ["CODE_COLUMN", "parse_codebook", "partition_distances", "uses_residual"]
+__all__ = ["CODE_COLUMN", "parse_codebook", "query_tables", "uses_residual"]
 
 CODE_COLUMN = "__pq_code"
 
@@ -50,25 +50,20 @@ def query_table(codebook: np.ndarray, q: np.ndarray, metric: str) -> np.ndarray:
     return out
 
 
-def partition_distances(params: dict, codes: np.ndarray, start: int, n: int, q, centroid,
-                        metric: str) -> np.ndarray:
-    """Distances of the ``n`` rows of one partition (rows ``start..`` of the file)."""
+def query_tables(params: dict, q: np.ndarray, centroids: np.ndarray, parts: np.ndarray,
+                 metric: str) -> np.ndarray:
+    """The lookup tables ``(len(parts), m, K)`` of the probed partitions: of the residual
+    ``q - centroid`` for l2/cosine (one per partition), of ``q`` itself for dot (the same
+    table for each)."""
     cb = params["codebook"]
-    m = cb.shape[0]
-    nbits = int(params["nbits"])
-    mb = m if nbits == 8 else m // 2
-    block = codes[start * mb:(start + n) * mb]
-    if not params.get("transposed", True):
-        block = np.ascontiguousarray(block.reshape(n, mb).T).reshape(-1)
-    key = q - centroid if uses_residual(metric) else q
-    table = query_table(cb, key, metric)
-    out = np.empty(n, np.float32)
-    status = kpq.pq_adc(table, block, 0, n, nbits, out)
-    if status != kpq.OK:
-        raise CorruptFileError(f"PQ codes of a partition of {n} rows are malformed "
-                               f"(status {status})")
-    if metric == "dot":
-        out -= np.float32(m - 1)
+    m, kk, _ = cb.shape
+    out = np.empty((len(parts), m, kk), np.float32)
+    if not uses_residual(metric):
+        if len(parts):
+            out[:] = query_table(cb, q, metric)
+        return out
+    for j, p in enumerate(parts.tolist()):  # (one kernel call per probed partition)
+        out[j] = query_table(cb, q - centroids[p], metric)
     return out
 
 

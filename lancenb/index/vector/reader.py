@@ -59,7 +59,7 @@ class VectorIndexReader:
                 cols[pqmod.CODE_COLUMN] = pa.FixedSizeListArray.from_arrays(
                     pa.array(block, pa.uint8()), width)
             else:
-                data = st.data[start:start + n]
+                data = st.rows(partition_id)
                 name = sqmod.CODE_COLUMN if st.kind == "SQ" else "flat"
                 vtype = pa.uint8() if st.kind == "SQ" else pa.float32()
                 cols[name] = pa.FixedSizeListArray.from_arrays(

@@ -304,6 +304,60 @@ def _live_ids(frag, *, address=False) -> np.ndarray:
     return np.asarray(t.column(ROWADDR if address else ROWID).to_numpy(), dtype=np.uint64)
 
 
+def _existing(ds, addr: np.ndarray) -> np.ndarray:
+    """Which row addresses name a live row of ``ds`` (its fragment still there, the
+    offset within it, not deleted)."""
+    frags = {f.fragment_id: f for f in ds.get_fragments()}
+    fid = (addr >> np.uint64(32)).astype(np.int64)
+    off = (addr & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    ok = np.zeros(len(addr), bool)
+    for f in np.unique(fid).tolist():
+        frag = frags.get(f)
+        if frag is None:
+            continue
+        sel = fid == f
+        good = off < frag.physical_rows
+        dead = frag.deleted_offsets()
+        if len(dead):
+            good &= ~np.isin(off, dead)
+        ok |= sel & good
+    return ok
+
+
+def _take_results(ds, cand: Candidates, columns: list[str], with_address: bool):
+    """The result table of ``cand`` by one ``ds._take_rows`` (rows in ``cand``'s
+    order, those that no longer exist dropped), or None when the stable row ids of
+    some candidate no longer exist (the caller's slower path drops them)."""
+    stable = bool(ds.has_stable_row_ids)
+    ids = cand.row_id
+    dist = cand.dist
+    if not stable:
+        ok = _existing(ds, ids)
+        if not ok.all():
+            ids, dist = ids[ok], dist[ok]
+        addr = ids
+    data = None
+    if columns or (stable and with_address):
+        kw = {"with_row_address": True} if stable and with_address else {}
+        try:
+            data = ds._take_rows(ids, columns, **kw)
+        except InvalidInputError:
+            return None  # (a stable row id no longer there)
+        if stable and with_address:
+            addr = data.column(ROWADDR).combine_chunks()
+            data = data.drop_columns([ROWADDR])
+    elif stable:
+        return None  # which stable ids are still there is the slow path's lookup
+    cols = {DISTANCE: pa.array(dist, pa.float32()), ROWID: pa.array(ids, pa.uint64()),
+            ROWADDR: pa.array(addr, pa.uint64()) if not stable or with_address
+            else pa.nulls(len(ids), pa.uint64())}  # (not asked for)
+    if data is None:
+        return pa.table(cols)
+    for name, arr in cols.items():
+        data = data.append_column(name, arr)
+    return data
+
+
 def _allowed_ids(frags: list, filter) -> np.ndarray | None:
     """Sorted row ids of the live rows of ``frags`` the prefilter keeps; None when
     every row of them is allowed (no filter, no deletion)."""
@@ -424,7 +478,13 @@ class VectorSearchScanner:
 
     def _fetch(self, cand: Candidates, columns: list[str]) -> pa.Table:
         """The rows of ``cand`` (in its order, rows that no longer exist dropped) with
-        ``columns``, ``_distance``, ``_rowid`` and ``_rowaddr``."""
+        ``columns``, ``_distance``, ``_rowid`` and ``_rowaddr``: one batched take by row
+        address (or stable row id) of every result row (:func:`_take_results`), the
+        row-by-fragment lookups of :meth:`_fetch_slow` when that cannot serve."""
+        got = _take_results(self._ds, cand, columns, self._with_row_address)
+        return got if got is not None else self._fetch_slow(cand, columns)
+
+    def _fetch_slow(self, cand: Candidates, columns: list[str]) -> pa.Table:
         stable = bool(self._ds.has_stable_row_ids)
         frag_of = cand.frag.copy()
         if not stable:

@@ -15,7 +15,7 @@ import numpy as np
 from lancenb.errors import CorruptFileError
 from lancenb.kernels.vector import pq as kpq
 
-__all__ = ["CODE_COLUMN", "bounds_of", "quantize", "partition_distances"]
+__all__ = ["CODE_COLUMN", "bounds_of", "quantize", "partition_distances", "scale_l2"]
 
 CODE_COLUMN = "__sq_code"
 
@@ -51,5 +51,13 @@ def partition_distances(params: dict, codes: np.ndarray, q: np.ndarray,
     if status != kpq.OK:
         raise CorruptFileError(f"SQ codes {codes.shape} do not fit a query of "
                                f"{len(qc)} dimensions")
+    return scale_l2(raw, lo, hi)
+
+
+def scale_l2(raw: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """Squared code distances ``raw`` (float32) as squared L2 in the data's units, in
+    place: ``raw * (hi - lo)**2 / 255**2`` (float32, as pylance)."""
     rng = np.float32(hi - lo)
-    return (raw * (rng * rng) / np.float32(255.0 * 255.0)).astype(np.float32)
+    raw *= rng * rng
+    raw /= np.float32(255.0 * 255.0)
+    return raw
