@@ -16,6 +16,7 @@ versions. A :class:`LanceDataset` object is one version; operations that commit
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 
 import numpy as np
@@ -184,6 +185,7 @@ class LanceDataset(VectorIndexMethods, ScalarIndexMethods, BlobMethods, DatasetA
     def _become(self, mf) -> None:
         other = self._at(mf)
         self.__dict__.update(other.__dict__)
+        self.snapshot = replace(self.snapshot, commit=self._commit)  # (commits move self)
 
     # -- metadata --------------------------------------------------------------
     def __repr__(self) -> str:
@@ -408,7 +410,8 @@ class LanceDataset(VectorIndexMethods, ScalarIndexMethods, BlobMethods, DatasetA
                               with_row_id=with_row_id, with_row_address=with_row_address,
                               fragments=fragments, batch_size=batch_size,
                               fast_search=fast_search,
-                              disable_scoring_autoprojection=disable_scoring_autoprojection)
+                              disable_scoring_autoprojection=disable_scoring_autoprojection,
+                              include_deleted_rows=include_deleted_rows)
         search = {"nearest": nearest, "full_text_query": full_text_query,
                   "index_segments": index_segments, "row_addr_allowlist": row_addr_allowlist,
                   "row_addr_blocklist": row_addr_blocklist}

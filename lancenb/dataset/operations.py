@@ -50,7 +50,10 @@ from lancenb.table.commit import (
 from lancenb.table.fragments import DataFile, FragmentMetadata, as_pb
 from lancenb.table.indices import CreateIndex as _CreateIndex
 from lancenb.table.indices import index_from_pb
+from lancenb.table.transaction import Op, new_fragments
 from lancenb.table.transaction import Transaction as _Txn
+
+_T = transaction_pb2.Transaction
 
 __all__ = ["LanceOperation", "Transaction", "to_transaction", "file_version_of"]
 
@@ -301,88 +304,123 @@ def _schema_metadata(schema) -> dict:
             for k, v in (schema.metadata or {}).items()}
 
 
+def _append(op, base_fields, base) -> _Txn:
+    return _Txn(0, Op.APPEND, _T.Append(fragments=_pbs(op.fragments, "fragments")))
+
+
+def _overwrite(op, base_fields, base) -> _Txn:
+    if op.initial_bases:
+        raise NotSupportedError("Overwrite(initial_bases=...) is not supported by lancenb")
+    frags = _pbs(op.fragments, "fragments")
+    bad = [f.id for f in frags if f.HasField("deletion_file")]
+    if bad:
+        raise InvalidInputError(f"Overwrite fragments must not have deletion files "
+                                f"(fragment ids {bad}); commit deletions with Delete")
+    msg = _T.Overwrite(fragments=frags, schema=schema_fields(op.new_schema))
+    for k, v in _schema_metadata(op.new_schema).items():
+        msg.schema_metadata[k] = v
+    return _Txn(0, Op.OVERWRITE, msg)
+
+
+def _delete(op, base_fields, base) -> _Txn:
+    upd = _pbs(op.updated_fragments, "updated_fragments")
+    txn = _Txn(0, Op.DELETE,
+               _T.Delete(updated_fragments=upd,
+                         deleted_fragment_ids=[int(i) for i in op.deleted_fragment_ids],
+                         predicate=str(op.predicate or "")))
+    txn.rows_known = False  # (as pylance: rebased over nothing that touched its fragments)
+    return txn
+
+
+def _update(op, base_fields, base) -> _Txn:
+    if op.updated_fragment_offsets:
+        raise NotSupportedError("Update(updated_fragment_offsets=...) is not supported")
+    msg = _T.Update(removed_fragment_ids=[int(i) for i in op.removed_fragment_ids],
+                    updated_fragments=_pbs(op.updated_fragments, "updated_fragments"),
+                    new_fragments=_pbs(op.new_fragments, "new_fragments"),
+                    fields_modified=[int(i) for i in op.fields_modified],
+                    fields_for_preserving_frag_bitmap=[
+                        int(i) for i in op.fields_for_preserving_frag_bitmap])
+    txn = _Txn(0, Op.UPDATE, msg)
+    txn.rows_known = False  # (as a Delete operation: pylance does not rebase it)
+    return txn
+
+
+def _merge(op, base_fields, base) -> _Txn:
+    msg = _T.Merge(fragments=_pbs(op.fragments, "fragments"),
+                   schema=schema_fields(op.schema, base_fields),
+                   preserves_nullability=bool(op.preserves_nullability))
+    meta = _schema_metadata(op.schema) if isinstance(op.schema, pa.Schema) else \
+        dict(base.schema_metadata)
+    for k, v in meta.items():
+        msg.schema_metadata[k] = v
+    return _Txn(0, Op.MERGE, msg)
+
+
+def _project(op, base_fields, base) -> _Txn:
+    return _Txn(0, Op.PROJECT, _T.Project(schema=schema_fields(op.schema, base_fields),
+                                          preserves_nullability=bool(op.preserves_nullability)))
+
+
+def _rewrite(op, base_fields, base) -> _Txn:
+    if op.rewritten_indices:
+        raise NotSupportedError("Rewrite(rewritten_indices=...) is not supported: lancenb "
+                                "datasets carry no indices it can remap")
+    groups = [_T.Rewrite.RewriteGroup(old_fragments=_pbs(g.old_fragments, "old_fragments"),
+                                      new_fragments=_pbs(g.new_fragments, "new_fragments"))
+              for g in op.groups]
+    return _Txn(0, Op.REWRITE, _T.Rewrite(groups=groups))
+
+
+def _restore(op, base_fields, base) -> _Txn:
+    return _Txn(0, Op.RESTORE, _T.Restore(version=int(op.version)))
+
+
+def _update_config(op, base_fields, base) -> _Txn:
+    return _Txn(0, Op.UPDATE_CONFIG, update_config_pb(op, base_fields))
+
+
+def _create_index(op, base_fields, base) -> _Txn:
+    return _Txn(0, Op.CREATE_INDEX, op.to_pb())
+
+
+def _data_replacement(op, base_fields, base) -> _Txn:
+    groups = [_T.DataReplacementGroup(fragment_id=int(g.fragment_id),
+                                      new_file=_data_file_pb(g.new_file))
+              for g in op.replacements]
+    return _Txn(0, Op.DATA_REPLACEMENT, _T.DataReplacement(replacements=groups))
+
+
+_L = LanceOperation
+# each public operation class -> the table-layer transaction it stands for
+_TO_TABLE = {_L.Append: _append, _L.Overwrite: _overwrite, _L.Delete: _delete,
+             _L.Update: _update, _L.Merge: _merge, _L.Project: _project,
+             _L.Rewrite: _rewrite, _L.Restore: _restore, _L.UpdateConfig: _update_config,
+             _CreateIndex: _create_index,  # (also the table layer's own class)
+             _L.DataReplacement: _data_replacement}
+_NEED_NO_DATASET = (_L.Append, _L.Overwrite, _L.Restore)
+
+
 def to_transaction(op, read_version: int, *, store=None, base=None) -> _Txn:
-    """The commit protocol's transaction for a :class:`LanceOperation` operation.
+    """The commit protocol's transaction (:class:`lancenb.table.transaction.Transaction`)
+    for a :class:`LanceOperation` operation.
 
     ``base`` is the manifest (protobuf) at ``read_version`` (None: no dataset yet);
     ``store`` the dataset's object store (kept for callers; no operation needs it now).
     """
-    T = transaction_pb2.Transaction
-    L = LanceOperation
-    base_fields = list(base.fields) if base is not None else []
-    if isinstance(op, L.Append):
-        return _Txn(read_version, "append", T.Append(fragments=_pbs(op.fragments, "fragments")))
-    if isinstance(op, L.Overwrite):
-        if op.initial_bases:
-            raise NotSupportedError("Overwrite(initial_bases=...) is not supported by lancenb")
-        frags = _pbs(op.fragments, "fragments")
-        bad = [f.id for f in frags if f.HasField("deletion_file")]
-        if bad:
-            raise InvalidInputError(f"Overwrite fragments must not have deletion files "
-                                    f"(fragment ids {bad}); commit deletions with Delete")
-        msg = T.Overwrite(fragments=frags, schema=schema_fields(op.new_schema))
-        for k, v in _schema_metadata(op.new_schema).items():
-            msg.schema_metadata[k] = v
-        return _Txn(read_version, "overwrite", msg)
-    if base is None and not isinstance(op, L.Restore):
+    if base is None and not isinstance(op, _NEED_NO_DATASET):
         raise InvalidInputError(f"{type(op).__name__} needs an existing dataset at "
                                 f"read_version {read_version}")
-    if isinstance(op, L.Delete):
-        upd = _pbs(op.updated_fragments, "updated_fragments")
-        txn = _Txn(read_version, "delete",
-                   T.Delete(updated_fragments=upd,
-                            deleted_fragment_ids=[int(i) for i in op.deleted_fragment_ids],
-                            predicate=str(op.predicate or "")))
-        txn.rows_known = False  # (as pylance: rebased over nothing that touched its fragments)
-        return txn
-    if isinstance(op, L.Update):
-        if op.updated_fragment_offsets:
-            raise NotSupportedError("Update(updated_fragment_offsets=...) is not supported")
-        msg = T.Update(removed_fragment_ids=[int(i) for i in op.removed_fragment_ids],
-                       updated_fragments=_pbs(op.updated_fragments, "updated_fragments"),
-                       new_fragments=_pbs(op.new_fragments, "new_fragments"),
-                       fields_modified=[int(i) for i in op.fields_modified],
-                       fields_for_preserving_frag_bitmap=[
-                           int(i) for i in op.fields_for_preserving_frag_bitmap])
-        txn = _Txn(read_version, "update", msg)
-        txn.rows_known = False  # (as a Delete operation: pylance does not rebase it)
-        return txn
-    if isinstance(op, L.Merge):
-        msg = T.Merge(fragments=_pbs(op.fragments, "fragments"),
-                      schema=schema_fields(op.schema, base_fields),
-                      preserves_nullability=bool(op.preserves_nullability))
-        meta = _schema_metadata(op.schema) if isinstance(op.schema, pa.Schema) else \
-            dict(base.schema_metadata)
-        for k, v in meta.items():
-            msg.schema_metadata[k] = v
-        return _Txn(read_version, "merge", msg)
-    if isinstance(op, L.Project):
-        return _Txn(read_version, "project", T.Project(
-            schema=schema_fields(op.schema, base_fields),
-            preserves_nullability=bool(op.preserves_nullability)))
-    if isinstance(op, L.Rewrite):
-        if op.rewritten_indices:
-            raise NotSupportedError("Rewrite(rewritten_indices=...) is not supported: lancenb "
-                                    "datasets carry no indices it can remap")
-        groups = [T.Rewrite.RewriteGroup(old_fragments=_pbs(g.old_fragments, "old_fragments"),
-                                         new_fragments=_pbs(g.new_fragments, "new_fragments"))
-                  for g in op.groups]
-        return _Txn(read_version, "rewrite", T.Rewrite(groups=groups))
-    if isinstance(op, L.Restore):
-        return _Txn(read_version, "restore", T.Restore(version=int(op.version)))
-    if isinstance(op, L.UpdateConfig):
-        return _Txn(read_version, "update_config", update_config_pb(op, base_fields))
-    if isinstance(op, _CreateIndex):  # (also the table layer's own class)
-        return _Txn(read_version, "create_index", op.to_pb())
-    if isinstance(op, L.DataReplacement):
-        groups = [T.DataReplacementGroup(fragment_id=int(g.fragment_id),
-                                         new_file=_data_file_pb(g.new_file))
-                  for g in op.replacements]
-        return _Txn(read_version, "data_replacement", T.DataReplacement(replacements=groups))
-    if isinstance(op, L.BaseOperation):
-        raise NotSupportedError(f"lancenb cannot commit LanceOperation.{type(op).__name__}")
-    raise InvalidInputError(f"operation must be a LanceOperation operation or a Transaction, "
-                            f"not {type(op).__name__}")
+    build = next((fn for cls, fn in _TO_TABLE.items() if isinstance(op, cls)), None)
+    if build is None:
+        if isinstance(op, _L.BaseOperation):
+            raise NotSupportedError(f"lancenb cannot commit LanceOperation."
+                                    f"{type(op).__name__}")
+        raise InvalidInputError(f"operation must be a LanceOperation operation or a "
+                                f"Transaction, not {type(op).__name__}")
+    txn = build(op, list(base.fields) if base is not None else [], base)
+    txn.pb.read_version = int(read_version)
+    return txn
 
 
 def _data_file_pb(df):
@@ -461,8 +499,7 @@ def commit_operation(store, operation, read_version=None, *, enable_v2_manifest_
         op = operation
     if commit_message is not None:
         properties["__lance_commit_message"] = str(commit_message)  # pylance's key
-    L = LanceOperation
-    if read_version is None and not isinstance(op, (L.Overwrite, L.Restore)):
+    if read_version is None and not isinstance(op, (_L.Overwrite, _L.Restore)):
         raise InvalidInputError("read_version is required for all operations except "
                                 "Overwrite and Restore")
     versions, naming = list_versions(store)
@@ -488,14 +525,14 @@ def commit_operation(store, operation, read_version=None, *, enable_v2_manifest_
                          base=base.manifest if base is not None else None)
     for k, v in properties.items():
         txn.pb.transaction_properties[k] = v
-    if txn.op == "overwrite" and enable_stable_row_ids is not None:
+    if txn.op is Op.OVERWRITE and enable_stable_row_ids is not None:
         txn.enable_stable_row_ids = bool(enable_stable_row_ids)
-    if txn.op == "restore":
+    if txn.op is Op.RESTORE:
         target = load_manifest(store, int(op.version), v2)
         txn.restore_manifest = target.manifest
         txn.restore_index_section = target.index_section_bytes()
-    new = file_version_of(_new_fragments(txn))
-    if base is not None and txn.op != "overwrite":
+    new = file_version_of(new_fragments(txn.pb))
+    if base is not None and txn.op is not Op.OVERWRITE:
         fmt = base.manifest.data_format.version or "2.0"
         if new is not None and new is not FileVersion.resolve(fmt):
             raise InvalidInputError(f"cannot commit {new.label} data files to a dataset of "
@@ -510,17 +547,6 @@ def commit_operation(store, operation, read_version=None, *, enable_v2_manifest_
                 max_retries=retries, base=base)
     after_commit(store, mf)
     return mf
-
-
-def _new_fragments(txn) -> list:
-    p = txn.pb
-    if txn.op in ("append", "overwrite", "merge"):
-        return list(getattr(p, txn.op).fragments)
-    if txn.op == "update":
-        return list(p.update.new_fragments)
-    if txn.op == "rewrite":
-        return [f for g in p.rewrite.groups for f in g.new_fragments]
-    return []
 
 
 def fragment_metadata(frags_pb) -> list[FragmentMetadata]:
@@ -543,48 +569,54 @@ def _schema(fields, metadata) -> pa.Schema:
     return cached_fields_to_schema(list(fields), dict(metadata))[0]
 
 
+def _clone_of(o):
+    return _L.Clone(bool(o.is_shallow), o.ref_name if o.HasField("ref_name") else None,
+                    int(o.ref_version), o.ref_path,
+                    o.branch_name if o.HasField("branch_name") else None)
+
+
+def _merge_of(o):
+    from lancenb.dataset.descriptions import LanceSchema  # (descriptions.py imports us)
+    return _L.Merge(_frags(o.fragments),
+                    LanceSchema(list(o.schema), _schema(o.schema, o.schema_metadata)),
+                    bool(o.preserves_nullability))
+
+
+def _update_config_of(o):
+    return _L.UpdateConfig(
+        _map(o.config_updates) if o.HasField("config_updates") else None,
+        _map(o.table_metadata_updates) if o.HasField("table_metadata_updates") else None,
+        _map(o.schema_metadata_updates) if o.HasField("schema_metadata_updates") else None,
+        {int(k): _map(v) for k, v in o.field_metadata_updates.items()} or None)
+
+
+# each table-layer operation kind -> its public operation (from its protobuf message)
+_FROM_TABLE = {
+    Op.APPEND: lambda o: _L.Append(_frags(o.fragments)),
+    Op.DELETE: lambda o: _L.Delete(_frags(o.updated_fragments), list(o.deleted_fragment_ids),
+                                   o.predicate),
+    Op.OVERWRITE: lambda o: _L.Overwrite(_schema(o.schema, o.schema_metadata),
+                                         _frags(o.fragments)),
+    Op.UPDATE: lambda o: _L.Update(list(o.removed_fragment_ids), _frags(o.updated_fragments),
+                                   _frags(o.new_fragments), list(o.fields_modified),
+                                   list(o.fields_for_preserving_frag_bitmap)),
+    Op.MERGE: _merge_of,
+    Op.PROJECT: lambda o: _L.Project(_schema(o.schema, {}), bool(o.preserves_nullability)),
+    Op.RESTORE: lambda o: _L.Restore(int(o.version)),
+    Op.REWRITE: lambda o: _L.Rewrite([_L.RewriteGroup(_frags(g.old_fragments),
+                                                      _frags(g.new_fragments))
+                                      for g in o.groups]),
+    Op.UPDATE_CONFIG: _update_config_of,
+    Op.CREATE_INDEX: lambda o: _L.CreateIndex([index_from_pb(i) for i in o.new_indices],
+                                              [index_from_pb(i) for i in o.removed_indices]),
+    Op.CLONE: _clone_of,
+}
+
+
 def transaction_of(pb):
     """A ``lance.table.Transaction`` protobuf as a :class:`lancenb.Transaction` with
     the :class:`lancenb.LanceOperation` operation (as pylance's ``read_transaction``)."""
-    L = LanceOperation
-    kind = pb.WhichOneof("operation")
-    o = getattr(pb, kind) if kind else None
-    if kind == "append":
-        op = L.Append(_frags(o.fragments))
-    elif kind == "delete":
-        op = L.Delete(_frags(o.updated_fragments), list(o.deleted_fragment_ids), o.predicate)
-    elif kind == "overwrite":
-        op = L.Overwrite(_schema(o.schema, o.schema_metadata), _frags(o.fragments))
-    elif kind == "update":
-        op = L.Update(list(o.removed_fragment_ids), _frags(o.updated_fragments),
-                      _frags(o.new_fragments), list(o.fields_modified),
-                      list(o.fields_for_preserving_frag_bitmap))
-    elif kind == "merge":
-        from lancenb.dataset.descriptions import LanceSchema  # (descriptions.py imports us)
-        op = L.Merge(_frags(o.fragments),
-                     LanceSchema(list(o.schema), _schema(o.schema, o.schema_metadata)),
-                     bool(o.preserves_nullability))
-    elif kind == "project":
-        op = L.Project(_schema(o.schema, {}), bool(o.preserves_nullability))
-    elif kind == "restore":
-        op = L.Restore(int(o.version))
-    elif kind == "rewrite":
-        op = L.Rewrite([L.RewriteGroup(_frags(g.old_fragments), _frags(g.new_fragments))
-                        for g in o.groups])
-    elif kind == "update_config":
-        op = L.UpdateConfig(
-            _map(o.config_updates) if o.HasField("config_updates") else None,
-            _map(o.table_metadata_updates) if o.HasField("table_metadata_updates") else None,
-            _map(o.schema_metadata_updates) if o.HasField("schema_metadata_updates")
-            else None,
-            {int(k): _map(v) for k, v in o.field_metadata_updates.items()} or None)
-    elif kind == "create_index":
-        op = L.CreateIndex([index_from_pb(i) for i in o.new_indices],
-                           [index_from_pb(i) for i in o.removed_indices])
-    elif kind == "clone":
-        op = L.Clone(bool(o.is_shallow), o.ref_name if o.HasField("ref_name") else None,
-                     int(o.ref_version), o.ref_path,
-                     o.branch_name if o.HasField("branch_name") else None)
-    else:
-        op = L.BaseOperation()
+    kind = Op.of(pb)
+    read = _FROM_TABLE.get(kind)
+    op = read(kind.message(pb)) if read is not None else _L.BaseOperation()
     return Transaction(int(pb.read_version), op, pb.uuid, dict(pb.transaction_properties))

@@ -22,7 +22,9 @@ makes that true is chosen once, when it is opened (:attr:`ObjectStore.conditiona
 
 A store with none of these (and no external manifest store, which makes the commit
 point itself) refuses to commit with :class:`UnsafeCommitError` instead of silently
-losing concurrent commits.
+losing concurrent commits. Which of the two commits a version (this atomic create or
+an external manifest store) is the table layer's commit handler
+(:mod:`lancenb.table.handlers`), chosen once when the store is opened.
 """
 
 from __future__ import annotations
@@ -187,7 +189,10 @@ class ObjectStore:
                                     "committed and returning a context manager (as in pylance), "
                                     "or a context manager")
         self.commit_lock = commit_lock
-        self.manifest_store = None  # an ExternalManifestStore, set by the dataset layer
+        self.manifest_store = None  # an ExternalManifestStore, set by the table layer
+        # how versions are committed (lancenb.table.handlers), chosen when the table
+        # layer opens the store: put_if_absent below, or the external manifest store
+        self.commit_handler = None
         from lancenb.io import IOStats
 
         self.io_stats = IOStats()  # requests made through this store (ds.io_stats_*)

@@ -225,13 +225,15 @@ def apply_bases(m, base, txn) -> None:
     """Base paths of the manifest ``m`` that ``txn`` built on ``base``: an overwrite
     keeps the base's and adds its ``initial_bases`` (pylance's rule), an
     ``UpdateBases`` adds its ``new_bases``; other operations copied the base's."""
+    from lancenb.table.transaction import Op
+
     op = txn.op
-    if op == "overwrite":
+    if op is Op.OVERWRITE:
         del m.base_paths[:]
         if base is not None:
             m.base_paths.extend(base.base_paths)
         m.base_paths.extend(new_base_paths(m.base_paths, txn.pb.overwrite.initial_bases))
-    elif op == "update_bases":
+    elif op is Op.UPDATE_BASES:
         m.base_paths.extend(new_base_paths(m.base_paths, txn.pb.update_bases.new_bases))
     else:
         return
@@ -246,12 +248,13 @@ def build_stand_in(txn):
     """For ``UpdateBases``, which changes nothing but the base paths: a no-op
     ``UpdateConfig`` with the same read version and uuid, to build the manifest and
     carry the index section as for any metadata-only commit."""
-    if txn.op != "update_bases":
+    from lancenb.table.transaction import Op, Transaction
+
+    if txn.op is not Op.UPDATE_BASES:
         return txn
     from lancenb._proto import transaction_pb2
-    from lancenb.table.transaction import Transaction
 
-    stand = Transaction(txn.read_version, "update_config",
+    stand = Transaction(txn.read_version, Op.UPDATE_CONFIG,
                         transaction_pb2.Transaction.UpdateConfig())
     stand.pb.uuid = txn.pb.uuid
     return stand

@@ -33,7 +33,6 @@ import logging
 import os
 import random
 import time
-import uuid
 from collections import deque
 
 import numpy as np
@@ -42,7 +41,6 @@ from lancenb._proto import transaction_pb2
 from lancenb.encodings import pb
 from lancenb.errors import (
     CommitConflictError,
-    CommitLockError,
     CommitOutcomeUnknownError,
     CorruptFileError,
     DatasetExistsError,
@@ -57,7 +55,14 @@ from lancenb.io.store import ObjectStore
 from lancenb.table.bases import apply_bases, build_stand_in
 from lancenb.table.conflicts import check_conflict, check_gap
 from lancenb.table.deletion import deletion_path, read_deletions, write_deletions
-from lancenb.table.external import ExternalManifestStore, synchronize
+from lancenb.table.external import ExternalManifestStore
+from lancenb.table.handlers import (
+    Phase,
+    commit_handler_for,
+    handler_of,
+    put_new_object,
+    remove_files,
+)
 from lancenb.table.hint import hint_bytes, probe_latest
 from lancenb.table.manifest import (
     HINT_FILE,
@@ -67,10 +72,16 @@ from lancenb.table.manifest import (
     frame_manifest,
     manifest_name,
     parse_manifest_file,
-    parse_manifest_name,
     parse_manifest_names,
 )
-from lancenb.table.transaction import Transaction, build_manifest, index_section_for
+from lancenb.table.transaction import (
+    Op,
+    Transaction,
+    build_manifest,
+    index_section_for,
+    new_fragments,
+    removed_fragment_ids,
+)
 
 __all__ = ["commit", "list_versions", "latest_version", "load_latest", "load_manifest",
            "iter_manifest_bytes", "find_manifest", "open_store", "put_new_object",
@@ -78,7 +89,6 @@ __all__ = ["commit", "list_versions", "latest_version", "load_latest", "load_man
 
 DEFAULT_MAX_RETRIES = 40
 TRANSACTIONS_DIR = "_transactions"
-FINISH_ATTEMPTS = 3  # tries of each idempotent step after the commit point
 
 _log = logging.getLogger("lancenb.commit")
 
@@ -86,9 +96,7 @@ _log = logging.getLogger("lancenb.commit")
 def list_versions(store) -> tuple[list[int], bool | None]:
     """All committed versions (ascending) and whether they use V2 names (None: no
     versions). A dataset mixing both naming schemes is refused."""
-    ext = getattr(store, "manifest_store", None)
-    if ext is not None:
-        _sync_external(store, ext)
+    handler_of(store).synchronize(store)
     v1, v2 = parse_manifest_names(store.list(VERSIONS_DIR))
     if v1 and v2:
         raise CorruptFileError(f"dataset {store.uri!r} mixes V1 and V2 manifest names "
@@ -143,160 +151,8 @@ def open_store(uri, storage_options=None, commit_lock=None, manifest_store=None)
         raise InvalidInputError("manifest_store must be an "
                                 "lancenb.table.external.ExternalManifestStore")
     store.manifest_store = manifest_store
+    store.commit_handler = commit_handler_for(store, manifest_store)  # (chosen once, here)
     return store
-
-
-def _sync_external(store, ext) -> None:
-    """Finish the latest commit if its writer died between steps 2 and 4."""
-    latest = ext.get_latest(store.uri_of(""))
-    if latest is None:
-        return
-    version, path = latest
-    if path.endswith(".manifest"):
-        return
-    names = store.list(VERSIONS_DIR)
-    v2 = not any((p := parse_manifest_name(n)) and not p[1] for n in names)
-    synchronize(store, ext, store.uri_of(""), version, path,
-                f"{VERSIONS_DIR}/{manifest_name(version, v2)}")
-
-
-def remove_files(store, paths) -> None:
-    """Best-effort removal of files an attempt wrote before failing short of its
-    commit point (the error being raised matters more than a leftover file)."""
-    for p in paths:
-        try:
-            store.delete(p)
-        except Exception as e:  # noqa: BLE001 - an orphan is harmless, cleanup finds it
-            _log.debug("could not remove %r after a failed commit: %s", p, e)
-
-
-def _read_back(store, rel: str, raw: bytes) -> bool | None:
-    """After a failed put of ``raw`` at ``rel``: True if the object is ours, False
-    if it is absent or someone else's, None if the store cannot tell us."""
-    try:
-        return store.read_bytes(rel) == raw
-    except LanceFileNotFoundError:
-        return False
-    except Exception:  # noqa: BLE001 - any other failure leaves us unable to tell
-        return None
-
-
-def put_new_object(store, rel: str, raw: bytes, version: int | None = None) -> bool:
-    """Create ``rel`` with ``raw`` unless it exists; True if this call created it.
-
-    A put that raises is resolved by reading the object back: our bytes there mean
-    it landed (True); absent means it did not (the error is raised); someone
-    else's bytes mean we lost the race (False). If the read-back fails too, the
-    outcome is unknown: :class:`CommitOutcomeUnknownError`.
-    """
-    try:
-        return store.put_if_absent(rel, raw, version)
-    except CommitLockError:
-        raise  # (it says whether the put happened)
-    except BaseException as e:
-        mine = _read_back(store, rel, raw)
-        if mine is None:
-            raise CommitOutcomeUnknownError(
-                f"dataset {store.uri!r}: writing {rel!r} failed ({e}) and reading it back "
-                f"failed too: cannot tell whether version {version} was committed; nothing "
-                f"was removed", version=version) from e
-        if mine:
-            return True
-        if store.exists(rel):
-            return False
-        raise
-
-
-def _retry(what: str, fn) -> bool:
-    """Run an idempotent post-commit step up to FINISH_ATTEMPTS times; False (logged)
-    if it never succeeded."""
-    for attempt in range(FINISH_ATTEMPTS):
-        try:
-            fn()
-            return True
-        except Exception as e:  # noqa: BLE001 - after the commit point errors are logged
-            err = e
-            time.sleep(0.001 * (attempt + 1))
-    _log.warning("committed, but %s failed %d times (last error: %s); readers finish it",
-                 what, FINISH_ATTEMPTS, err)
-    return False
-
-
-class _Phase:
-    """Where an attempt is: ``publishing`` while a put at the commit point has not been
-    resolved either way (an interrupt then must not remove anything), ``committed``
-    once it is known to have landed."""
-
-    publishing = False
-    committed = False
-    version = None  # the version being published
-
-
-def _publish(store, rel: str, raw: bytes, version: int, phase: _Phase):
-    """The commit point: make ``raw`` version ``version`` unless that version exists.
-
-    Returns None if the version was taken (nothing of this attempt stays), else the
-    idempotent finishing steps to run (they log their errors, never raise them).
-    Raises before the commit point (the caller removes its files) or
-    :class:`CommitOutcomeUnknownError`.
-    """
-    phase.version = version
-    ext = getattr(store, "manifest_store", None)
-    if ext is None:
-        phase.publishing = True
-        try:
-            won = put_new_object(store, rel, raw, version)
-        except CommitOutcomeUnknownError:
-            raise
-        except CommitLockError as e:
-            # the lock failed: before the put nothing is committed; after it the
-            # version is (if the put won) and nothing may be removed, but the error
-            # is the caller's to see
-            phase.publishing, phase.committed = False, bool(e.committed)
-            raise
-        except Exception:
-            phase.publishing = False  # the read-back found it absent: not committed
-            raise
-        phase.publishing, phase.committed = False, won
-        return (lambda: None) if won else None
-    base_uri = store.uri_of("")
-    staged = f"{rel}-{uuid.uuid4()}"
-    try:
-        store.write_bytes(staged, raw)  # 1. stage
-    except BaseException:
-        remove_files(store, [staged])
-        raise
-    phase.publishing = True
-    try:
-        won = ext.put_if_not_exists(base_uri, version, staged)  # 2. the commit point
-    except BaseException as e:
-        try:
-            now = ext.get(base_uri, version)
-        except Exception:  # noqa: BLE001 - neither the put nor the read answered
-            raise CommitOutcomeUnknownError(
-                f"dataset {store.uri!r}: recording version {version} in the manifest store "
-                f"failed ({e}) and the store cannot be read back: cannot tell whether it was "
-                f"committed; nothing was removed", version=version) from e
-        if now is None:
-            phase.publishing = False
-            remove_files(store, [staged])
-            raise
-        won = now == staged
-    phase.publishing, phase.committed = False, won
-    if not won:
-        remove_files(store, [staged])
-        return None
-
-    def final():  # 3. the manifest under its final name (readers would do it too)
-        if not (store.exists(rel) and store.read_bytes(rel) == raw):
-            store.write_bytes(rel, raw)
-
-    def finish():
-        if _retry(f"copying the manifest of version {version} to {rel!r}", final) and \
-                _retry(f"pointing the manifest store at {rel!r}",
-                       lambda: ext.put_if_exists(base_uri, version, rel)):  # 4.
-            _retry(f"removing the staged manifest {staged!r}", lambda: store.delete(staged))
-    return finish
 
 
 def load_manifest(store, version: int, v2: bool):
@@ -315,10 +171,11 @@ def find_manifest(store, version: int):
     """``(parsed manifest, uses V2 names)`` of version ``version`` read by its name, the
     V2 one then the V1 one, without listing ``_versions/`` (as pylance opens a given
     version: one read however many versions there are); None when neither file
-    exists, the number names no version, or the store has an external manifest store
-    (a listing synchronises that first). Unlike :func:`list_versions` it does not
+    exists, the number names no version, or the store's commit handler does not take a
+    manifest's name as proof (an external manifest store: a listing synchronises that
+    first). Unlike :func:`list_versions` it does not
     notice a dataset that mixes both naming schemes."""
-    if getattr(store, "manifest_store", None) is not None:
+    if not handler_of(store).names_are_authoritative:
         return None
     if is_detached(version):
         try:
@@ -396,11 +253,11 @@ def _merge_deletes(store, txn: Transaction, latest, initial, own: list) -> None:
     delete with the rows deleted there now. An update whose moved rows were deleted
     or moved concurrently is a retryable conflict (its new copies of them would bring
     them back)."""
-    msg = getattr(txn.pb, txn.op)
+    msg = txn.message
     frags = {f.id: f for f in latest.fragments}
     before = {f.id: f for f in initial.fragments} if initial is not None else {}
     keep = []
-    gone = list(msg.deleted_fragment_ids if txn.op == "delete" else msg.removed_fragment_ids)
+    gone = list(removed_fragment_ids(txn.pb))
     for f in msg.updated_fragments:
         if f.id not in txn.needs_merge:
             keep.append(f)
@@ -414,7 +271,7 @@ def _merge_deletes(store, txn: Transaction, latest, initial, own: list) -> None:
                     f"Retryable commit conflict for version {latest.version}: this "
                     f"{txn.op} cannot be rebased (version {txn.read_version} it read is gone)")
             mine = np.setdiff1d(_rows_of(store, f), _rows_of(store, before[f.id]))
-        if txn.op == "update" and np.intersect1d(mine, theirs).size:
+        if txn.op is Op.UPDATE and np.intersect1d(mine, theirs).size:
             raise RetryableCommitConflictError(
                 f"Retryable commit conflict for version {latest.version}: rows of fragment "
                 f"{f.id} this update changes were deleted or updated concurrently; run the "
@@ -430,7 +287,7 @@ def _merge_deletes(store, txn: Transaction, latest, initial, own: list) -> None:
         keep.append(g)
     del msg.updated_fragments[:]
     msg.updated_fragments.extend(keep)
-    ids = msg.deleted_fragment_ids if txn.op == "delete" else msg.removed_fragment_ids
+    ids = msg.deleted_fragment_ids if txn.op is Op.DELETE else msg.removed_fragment_ids
     del ids[:]
     ids.extend(sorted(set(gone)))
     txn.needs_merge = set()
@@ -439,14 +296,9 @@ def _merge_deletes(store, txn: Transaction, latest, initial, own: list) -> None:
 def _count_data_writes(store, txn: Transaction, staged) -> None:
     """Add the data files this commit staged to the store's write counters (the file
     writer writes them through its own handle, so the store did not see them)."""
-    op = txn.op
-    msg = getattr(txn.pb, op) if op else None
-    groups = [msg] if op in ("append", "overwrite", "merge") else \
-        list(msg.groups) if op == "rewrite" else []
-    frags = [f for g in groups if hasattr(g, "fragments") for f in g.fragments] + \
-        [f for g in groups if op == "rewrite" for f in g.new_fragments]
-    if op == "update":
-        frags = list(msg.new_fragments) + list(msg.updated_fragments)
+    frags = new_fragments(txn.pb)
+    if txn.op is Op.UPDATE:
+        frags += list(txn.pb.update.updated_fragments)
     sizes = {f"data/{d.path}": d.file_size_bytes for f in frags for d in f.files}
     for rel in staged:
         if rel in sizes:
@@ -471,7 +323,7 @@ def commit(store, txn: Transaction, *, v2_names: bool, data_format: str, writer_
     """
     own = list(written)  # what a failure before the commit point removes
     txn_rel = f"{TRANSACTIONS_DIR}/{txn.file_name()}"
-    phase = _Phase()
+    phase = Phase()
     try:
         own.append(txn_rel)
         store.write_bytes(txn_rel, txn.pb.SerializeToString(),
@@ -571,12 +423,17 @@ def _read_version_manifest(store, txn: Transaction, v2_names: bool):
         return None
 
 
-def _commit_loop(store, txn: Transaction, own: list, phase: _Phase, *, v2_names, data_format,
+_RESTORES = frozenset({Op.RESTORE, Op.CLONE})  # a whole manifest, from another version
+_REPLACES = _RESTORES | {Op.OVERWRITE}  # (need no dataset to commit onto)
+
+
+def _commit_loop(store, txn: Transaction, own: list, phase: Phase, *, v2_names, data_format,
                  writer_version, max_retries, base, deadline=None):
     checked_upto = txn.read_version
+    handler = handler_of(store)
     # an overwrite with max_retries=0 is pylance's "strict overwrite": version
     # read_version + 1 or nothing, whatever was committed since
-    strict = txn.op == "overwrite" and max_retries == 0
+    strict = txn.op is Op.OVERWRITE and max_retries == 0
     initial = base.manifest if base is not None and base.version == txn.read_version else None
     for attempt in range(max_retries + 1):
         # (always looked up, never assumed to be the version read: cleanup_old_versions
@@ -601,15 +458,15 @@ def _commit_loop(store, txn: Transaction, own: list, phase: _Phase, *, v2_names,
         if txn.create_only and latest is not None:
             raise DatasetExistsError(f"dataset {store.uri!r} was created concurrently (version "
                                      f"{latest_v} exists)")
-        if txn.op not in ("overwrite", "restore", "clone") and latest is None:
+        if txn.op not in _REPLACES and latest is None:
             raise DatasetNotFoundError(f"dataset {store.uri!r} does not exist")
         for v in range(checked_upto + 1, latest_v + 1):
-            if txn.op in ("restore", "clone"):
+            if txn.op in _RESTORES:
                 break  # (they conflict with nothing lancenb commits)
             try:
                 mf = latest if v == latest_v else load_manifest(store, v, v2_names)
             except DatasetNotFoundError:
-                if txn.op == "overwrite":
+                if txn.op is Op.OVERWRITE:
                     # (replaces whatever was there: pylance checks it only against the
                     # versions that still exist, for another overwrite or a config key)
                     continue
@@ -635,7 +492,7 @@ def _commit_loop(store, txn: Transaction, own: list, phase: _Phase, *, v2_names,
         raw = frame_manifest(m, txn.pb, index)
         rel = f"{VERSIONS_DIR}/{manifest_name(new_v, v2_names)}"
         try:
-            finish = _publish(store, rel, raw, new_v, phase)
+            finish = handler.publish(store, rel, raw, new_v, phase)
         except CommitOutcomeUnknownError as e:
             e.transaction_uuid = txn.uuid
             raise

@@ -53,49 +53,35 @@ from __future__ import annotations
 from pyroaring import BitMap
 
 from lancenb.errors import CommitConflictError, RetryableCommitConflictError
+from lancenb.table.transaction import (
+    FRAG_REUSE_INDEX,
+    Op,
+    modified_fragment_ids,
+    removed_fragment_ids,
+)
 
 __all__ = ["check_conflict", "check_gap"]
 
 OK, RETRY, INCOMPATIBLE = "ok", "retry", "incompatible"
 
 # operations that never touch existing fragments, schema or config keys
-_QUIET = frozenset({"reserve_fragments", "clone", "update_bases"})
-
-def _modified(txn_pb) -> set[int]:
-    """Fragment ids a transaction changes or removes (its own ones, not new ones)."""
-    op = txn_pb.WhichOneof("operation")
-    if op == "delete":
-        d = txn_pb.delete
-        return {f.id for f in d.updated_fragments} | set(d.deleted_fragment_ids)
-    if op == "update":
-        u = txn_pb.update
-        return {f.id for f in u.updated_fragments} | set(u.removed_fragment_ids)
-    if op == "rewrite":
-        r = txn_pb.rewrite
-        ids = {f.id for f in r.old_fragments}
-        for g in r.groups:
-            ids |= {f.id for f in g.old_fragments}
-        return ids
-    if op == "data_replacement":
-        return {g.fragment_id for g in txn_pb.data_replacement.replacements}
-    return set()
+_QUIET = frozenset({Op.RESERVE_FRAGMENTS, Op.CLONE, Op.UPDATE_BASES})
 
 
 def _overlap(ours, other) -> str:
-    return RETRY if _modified(ours.pb) & _modified(other) else OK
+    return RETRY if modified_fragment_ids(ours.pb) & modified_fragment_ids(other) else OK
 
 
 def _index_overlap(ours, other) -> str:
     """A rewrite against an index creation: retryable when a new index covers a
     fragment being rewritten (or does not say which fragments it covers)."""
-    return _indices_touch(other.create_index.new_indices, _modified(ours.pb))
+    return _indices_touch(other.create_index.new_indices, modified_fragment_ids(ours.pb))
 
 
 def _config_changes(pb) -> tuple[set, set, bool, set]:
     """(config keys set, config keys removed, schema metadata changed, field ids whose
     metadata changed) of an overwrite or config update."""
-    op = pb.WhichOneof("operation")
-    if op == "overwrite":
+    if Op.of(pb) is Op.OVERWRITE:
         return set(pb.overwrite.config_upsert_values), set(), False, set()
     uc = pb.update_config
     entries = list(uc.config_updates.update_entries) if uc.HasField("config_updates") else []
@@ -116,7 +102,7 @@ def _config_keys(ours, other, *, overwrite: bool = False) -> str:
         return INCOMPATIBLE
     if overwrite and (schema_meta or fields):
         return INCOMPATIBLE
-    if other.WhichOneof("operation") == "update_config" and (
+    if Op.of(other) is Op.UPDATE_CONFIG and (
             (schema_meta and o_schema_meta) or fields & o_fields):
         return INCOMPATIBLE
     return OK
@@ -129,21 +115,20 @@ def _rows_rebase(ours, other) -> str:
     is rebased over another change of the same fragments' deletion files (the commit
     merges the two sets; an update whose rows the other removed is refused then);
     else retryable."""
-    mine = _modified(ours.pb)
-    theirs_op = other.WhichOneof("operation")
-    o = getattr(other, theirs_op)
-    removed = set(o.deleted_fragment_ids if theirs_op == "delete" else o.removed_fragment_ids)
+    mine = modified_fragment_ids(ours.pb)
+    o = Op.of(other).message(other)
+    removed = removed_fragment_ids(other)
     touched = {f.id for f in o.updated_fragments} | removed
     overlap = mine & touched
     if not overlap:
         return OK
-    msg = getattr(ours.pb, ours.op)
+    msg = ours.message
     if not ours.rows_known or not msg.updated_fragments:
         return RETRY  # (pylance rebases only a change that knows the rows it changed)
     if overlap & removed:
         return RETRY  # they removed a fragment we change
     mine_by_id = {f.id: f for f in msg.updated_fragments}
-    if ours.op == "update" and overlap - set(mine_by_id):
+    if ours.op is Op.UPDATE and overlap - set(mine_by_id):
         return RETRY  # we moved all rows of a fragment they changed: ours would revive theirs
     for f in o.updated_fragments:
         if f.id in mine_by_id and list(f.files) != list(mine_by_id[f.id].files):
@@ -155,8 +140,7 @@ def _rows_rebase(ours, other) -> str:
 def _schema_grew(ours, other) -> str:
     """New fragments against a schema change: retryable unless the change says it
     adds no column those fragments could not omit (``preserves_nullability``)."""
-    op = other.WhichOneof("operation")
-    return OK if getattr(other, op).preserves_nullability else RETRY
+    return OK if Op.of(other).message(other).preserves_nullability else RETRY
 
 
 def _keeps_nullability(ours, other) -> str:
@@ -180,27 +164,26 @@ def check_gap(ours, initial, latest, missing: int, uri: str) -> None:
     Anything else is a retryable conflict naming the missing version."""
     mine = ours.op
     why = None
-    if mine == "update_config":
+    if mine is Op.UPDATE_CONFIG:
         return
-    if mine not in ("append", "delete", "update"):
+    if mine not in (Op.APPEND, Op.DELETE, Op.UPDATE):
         why = f"lancenb cannot tell whether it conflicts with this {mine}"
     elif initial is None:
         why = f"so was version {ours.read_version} this {mine} read"
-    elif mine != "delete" and list(initial.fields) != list(latest.fields):
+    elif mine is not Op.DELETE and list(initial.fields) != list(latest.fields):
         why = "the schema changed since"
     else:
         then = {f.id: f for f in initial.fragments}
         now = {f.id: f for f in latest.fragments}
-        updated = set() if mine == "append" else {
-            f.id for f in getattr(ours.pb, mine).updated_fragments}
-        for fid in sorted(_modified(ours.pb)):
+        updated = set() if mine is Op.APPEND else {f.id for f in ours.message.updated_fragments}
+        for fid in sorted(modified_fragment_ids(ours.pb)):
             a, b = then.get(fid), now.get(fid)
             if a is None or b is None or list(a.files) != list(b.files):
                 why = f"fragment {fid}, which this {mine} changes, was removed or rewritten since"
                 break
             same = a.HasField("deletion_file") == b.HasField("deletion_file") and (
                 not a.HasField("deletion_file") or a.deletion_file == b.deletion_file)
-            if same or (fid not in updated and mine == "delete"):
+            if same or (fid not in updated and mine is Op.DELETE):
                 continue  # (a fragment deleted whole stays removed whatever was deleted)
             if fid in updated and ours.rows_known:
                 ours.needs_merge.add(fid)  # (an update's rows are checked at the merge)
@@ -214,8 +197,8 @@ def check_gap(ours, initial, latest, missing: int, uri: str) -> None:
             f"by cleanup_old_versions and {why}; open the dataset again and retry")
 
 
-def _name(op: str | None) -> str:
-    return op or "unknown"
+def _name(op: Op | None) -> str:
+    return op.value if op is not None else "unknown"
 
 
 def check_conflict(ours, other, other_version: int) -> None:
@@ -223,7 +206,7 @@ def check_conflict(ours, other, other_version: int) -> None:
     be committed after ``other`` (a transaction protobuf committed as version
     ``other_version``, None when it cannot be read); mark what to rebase in place."""
     mine = ours.op
-    theirs = other.WhichOneof("operation") if other is not None else None
+    theirs = Op.of(other)
     if theirs is None:
         raise CommitConflictError(
             f"Commit conflict for version {other_version}: the transaction of version "
@@ -243,9 +226,9 @@ def check_conflict(ours, other, other_version: int) -> None:
             f"(read version {ours.read_version}) was preempted by the concurrent "
             f"{_name(theirs)} transaction committed as version {other_version}; run the "
             f"{mine} again on the new version")
-    why = (f"the dataset was replaced (by the {theirs})" if theirs in ("overwrite", "restore")
+    why = (f"the dataset was replaced (by the {theirs})" if theirs in (Op.OVERWRITE, Op.RESTORE)
            else f"lancenb does not know the {theirs} operation" if answer is None
-           else "both change the same configuration or metadata" if "update_config" in (
+           else "both change the same configuration or metadata" if Op.UPDATE_CONFIG in (
                mine, theirs) else f"lancenb cannot commit over a {theirs}")
     raise CommitConflictError(
         f"Commit conflict for version {other_version}: this {mine} transaction (read "
@@ -254,54 +237,52 @@ def check_conflict(ours, other, other_version: int) -> None:
 
 
 # every operation the rules above know (others are conflicts: unknown to lancenb)
-_KNOWN = frozenset({"append", "delete", "update", "overwrite", "restore", "merge", "project",
-                    "rewrite", "update_config", "create_index", "data_replacement",
-                    "update_mem_wal_state"}) | _QUIET
+_KNOWN = frozenset(Op)
 
 
 # ours -> theirs -> answer (callables decide from both transactions); absent: OK
-_RULES: dict[str, dict] = {}
+_RULES: dict[Op, dict] = {}
 
 
-def _row_change(mine: str) -> dict:
+def _row_change(mine: Op) -> dict:
     """delete / update: conflicts with changes to the fragments they change."""
     return {
-        "overwrite": INCOMPATIBLE, "restore": INCOMPATIBLE, "update_mem_wal_state": INCOMPATIBLE,
-        "merge": RETRY,
-        "project": _schema_grew if mine == "update" else OK,  # (new fragments)
-        "rewrite": lambda ours, other: _overlap(ours, other),
-        "data_replacement": lambda ours, other: _overlap(ours, other),
-        "delete": _rows_rebase, "update": _rows_rebase,
+        Op.OVERWRITE: INCOMPATIBLE, Op.RESTORE: INCOMPATIBLE, Op.UPDATE_MEM_WAL_STATE: INCOMPATIBLE,
+        Op.MERGE: RETRY,
+        Op.PROJECT: _schema_grew if mine is Op.UPDATE else OK,  # (new fragments)
+        Op.REWRITE: lambda ours, other: _overlap(ours, other),
+        Op.DATA_REPLACEMENT: lambda ours, other: _overlap(ours, other),
+        Op.DELETE: _rows_rebase, Op.UPDATE: _rows_rebase,
     }
 
 
-_RULES["append"] = {"overwrite": INCOMPATIBLE, "restore": INCOMPATIBLE,
-                    "update_mem_wal_state": INCOMPATIBLE, "merge": _schema_grew,
-                    "project": _schema_grew}
-_RULES["delete"] = _row_change("delete")
-_RULES["update"] = _row_change("update")
-_RULES["overwrite"] = {"overwrite": RETRY, "update_mem_wal_state": INCOMPATIBLE,
-                       "update_config": lambda ours, other: _config_keys(ours, other)}
-_RULES["restore"] = {"update_mem_wal_state": INCOMPATIBLE}
-_RULES["clone"] = {}
+_RULES[Op.APPEND] = {Op.OVERWRITE: INCOMPATIBLE, Op.RESTORE: INCOMPATIBLE,
+                    Op.UPDATE_MEM_WAL_STATE: INCOMPATIBLE, Op.MERGE: _schema_grew,
+                    Op.PROJECT: _schema_grew}
+_RULES[Op.DELETE] = _row_change(Op.DELETE)
+_RULES[Op.UPDATE] = _row_change(Op.UPDATE)
+_RULES[Op.OVERWRITE] = {Op.OVERWRITE: RETRY, Op.UPDATE_MEM_WAL_STATE: INCOMPATIBLE,
+                       Op.UPDATE_CONFIG: lambda ours, other: _config_keys(ours, other)}
+_RULES[Op.RESTORE] = {Op.UPDATE_MEM_WAL_STATE: INCOMPATIBLE}
+_RULES[Op.CLONE] = {}
 # compaction's first step takes fragment ids above whatever was committed since
-_RULES["reserve_fragments"] = {"overwrite": INCOMPATIBLE, "restore": INCOMPATIBLE}
-_RULES["merge"] = {
-    **{op: RETRY for op in ("append", "delete", "update", "rewrite", "merge",
-                            "data_replacement")},
-    **{op: INCOMPATIBLE for op in ("overwrite", "restore", "project", "update_mem_wal_state")}}
-_RULES["project"] = {
-    "append": _keeps_nullability, "update": _keeps_nullability, "merge": RETRY,
-    "project": RETRY,
-    "overwrite": INCOMPATIBLE, "restore": INCOMPATIBLE, "update_mem_wal_state": INCOMPATIBLE}
-_RULES["rewrite"] = {
-    "overwrite": INCOMPATIBLE, "restore": INCOMPATIBLE, "merge": RETRY,
+_RULES[Op.RESERVE_FRAGMENTS] = {Op.OVERWRITE: INCOMPATIBLE, Op.RESTORE: INCOMPATIBLE}
+_RULES[Op.MERGE] = {
+    **{op: RETRY for op in (Op.APPEND, Op.DELETE, Op.UPDATE, Op.REWRITE, Op.MERGE,
+                            Op.DATA_REPLACEMENT)},
+    **{op: INCOMPATIBLE for op in (Op.OVERWRITE, Op.RESTORE, Op.PROJECT, Op.UPDATE_MEM_WAL_STATE)}}
+_RULES[Op.PROJECT] = {
+    Op.APPEND: _keeps_nullability, Op.UPDATE: _keeps_nullability, Op.MERGE: RETRY,
+    Op.PROJECT: RETRY,
+    Op.OVERWRITE: INCOMPATIBLE, Op.RESTORE: INCOMPATIBLE, Op.UPDATE_MEM_WAL_STATE: INCOMPATIBLE}
+_RULES[Op.REWRITE] = {
+    Op.OVERWRITE: INCOMPATIBLE, Op.RESTORE: INCOMPATIBLE, Op.MERGE: RETRY,
     **{op: (lambda ours, other: _overlap(ours, other))
-       for op in ("delete", "update", "rewrite", "data_replacement")},
-    "create_index": lambda ours, other: _index_overlap(ours, other)}
-_RULES["update_config"] = {
-    "overwrite": lambda ours, other: _config_keys(ours, other, overwrite=True),
-    "update_config": lambda ours, other: _config_keys(ours, other)}
+       for op in (Op.DELETE, Op.UPDATE, Op.REWRITE, Op.DATA_REPLACEMENT)},
+    Op.CREATE_INDEX: lambda ours, other: _index_overlap(ours, other)}
+_RULES[Op.UPDATE_CONFIG] = {
+    Op.OVERWRITE: lambda ours, other: _config_keys(ours, other, overwrite=True),
+    Op.UPDATE_CONFIG: lambda ours, other: _config_keys(ours, other)}
 
 
 def _index_fields_replaced(ours, other) -> str:
@@ -317,7 +298,7 @@ def _index_fields_replaced(ours, other) -> str:
 def _index_rewritten(ours, other) -> str:
     """Our index creation against a rewrite: retryable when the rewrite moved rows of
     a fragment a new index covers (or a new index does not say which it covers)."""
-    return _indices_touch(ours.pb.create_index.new_indices, _modified(other))
+    return _indices_touch(ours.pb.create_index.new_indices, modified_fragment_ids(other))
 
 
 def _indices_touch(new_indices, fragment_ids) -> str:
@@ -337,7 +318,7 @@ def _indices_touch(new_indices, fragment_ids) -> str:
 
 def _frag_reuse_both(ours, other) -> str:
     """Two index creations conflict only when both rewrite the fragment-reuse index."""
-    name = "__lance_frag_reuse"
+    name = FRAG_REUSE_INDEX
     mine = any(i.name == name for i in ours.pb.create_index.new_indices)
     theirs = any(i.name == name for i in other.create_index.new_indices)
     return RETRY if mine and theirs else OK
@@ -345,7 +326,7 @@ def _frag_reuse_both(ours, other) -> str:
 
 # (pylance: indices are found by uuid, and the rows they indexed keep their ids through
 # deletes, updates, merges and projects)
-_RULES["create_index"] = {
-    "overwrite": INCOMPATIBLE, "restore": INCOMPATIBLE, "update_mem_wal_state": INCOMPATIBLE,
-    "rewrite": _index_rewritten, "data_replacement": _index_fields_replaced,
-    "create_index": _frag_reuse_both}
+_RULES[Op.CREATE_INDEX] = {
+    Op.OVERWRITE: INCOMPATIBLE, Op.RESTORE: INCOMPATIBLE, Op.UPDATE_MEM_WAL_STATE: INCOMPATIBLE,
+    Op.REWRITE: _index_rewritten, Op.DATA_REPLACEMENT: _index_fields_replaced,
+    Op.CREATE_INDEX: _frag_reuse_both}

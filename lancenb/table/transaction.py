@@ -1,9 +1,17 @@
 """Transactions: what a commit changes, how it turns a manifest into the next one,
 and which concurrent transactions it can be rebased over.
 
-A :class:`Transaction` wraps the ``lance.table.Transaction`` protobuf (written to
-``_transactions/{read_version}-{uuid}.txn`` and inline in the manifest) plus what
-rebasing needs but the protobuf does not carry (the rows a delete removed).
+This is lancenb's one model of a transaction. Its kind is an :class:`Op` (the
+name of the ``operation`` field set in the ``lance.table.Transaction`` protobuf);
+a :class:`Transaction` wraps that protobuf (written to
+``_transactions/{read_version}-{uuid}.txn`` and inline in the manifest,
+:meth:`Transaction.to_pb` / :meth:`Transaction.from_pb`) plus what rebasing needs
+but the protobuf does not carry (the rows a delete removed). Which fragments an
+operation adds (:func:`new_fragments`) and which existing ones it changes or
+removes (:func:`modified_fragment_ids`) are answered here once, for the conflict
+rules, the commit's write counters and ``LanceDataset.commit``'s checks.
+pylance's public ``LanceOperation`` classes (:mod:`lancenb.dataset.operations`)
+are thin wrappers that convert to and from this model.
 
 Which concurrent transactions a transaction can be committed over is decided in
 :mod:`lancenb.table.conflicts` (pylance's rules); this module builds manifests.
@@ -13,6 +21,7 @@ from __future__ import annotations
 
 import time
 import uuid as uuidlib
+from enum import Enum
 
 import numpy as np
 from pyroaring import BitMap
@@ -23,21 +32,108 @@ from lancenb.table.indices import parse_section, section_bytes
 from lancenb.table.manifest import FLAG_STABLE_ROW_IDS, feature_flags_for
 from lancenb.table.rowids import encode_range_row_ids, encode_version_runs
 
-__all__ = ["Transaction", "build_manifest", "next_indices", "index_section_for"]
+__all__ = ["Op", "Transaction", "build_manifest", "next_indices", "index_section_for",
+           "new_fragments", "modified_fragment_ids", "removed_fragment_ids"]
 
 WRITER_LIBRARY = "lancenb"
 
 
-class Transaction:
-    """One operation on a dataset, as a ``lance.table.Transaction`` plus rebase state."""
+class Op(str, Enum):
+    """The kind of a transaction's operation: the name of the ``operation`` field set
+    in its ``lance.table.Transaction`` protobuf (``Op.APPEND.value == "append"``)."""
 
-    def __init__(self, read_version: int, op_name: str, op, *, tag: str = "",
+    APPEND = "append"
+    DELETE = "delete"
+    OVERWRITE = "overwrite"
+    CREATE_INDEX = "create_index"
+    REWRITE = "rewrite"
+    MERGE = "merge"
+    RESTORE = "restore"
+    RESERVE_FRAGMENTS = "reserve_fragments"
+    UPDATE = "update"
+    PROJECT = "project"
+    UPDATE_CONFIG = "update_config"
+    DATA_REPLACEMENT = "data_replacement"
+    UPDATE_MEM_WAL_STATE = "update_mem_wal_state"
+    CLONE = "clone"
+    UPDATE_BASES = "update_bases"
+
+    def __str__(self) -> str:  # (messages name the operation as the protobuf does)
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+    @classmethod
+    def of(cls, txn_pb) -> Op | None:
+        """The kind of a transaction protobuf (None: no protobuf, or no operation set)."""
+        name = txn_pb.WhichOneof("operation") if txn_pb is not None else None
+        return cls(name) if name else None
+
+    def message(self, txn_pb):
+        """This operation's message inside the transaction protobuf ``txn_pb``."""
+        return getattr(txn_pb, self.value)
+
+
+#: operations whose message holds ``fragments``: all the fragments they add
+_ADDS_FRAGMENTS = frozenset({Op.APPEND, Op.OVERWRITE, Op.MERGE})
+
+
+def new_fragments(txn_pb) -> list:
+    """The fragment protobufs an operation adds to the dataset (for a merge: all of
+    its fragments, which replace the old ones); ids are assigned at commit."""
+    op = Op.of(txn_pb)
+    if op in _ADDS_FRAGMENTS:
+        return list(op.message(txn_pb).fragments)
+    if op is Op.UPDATE:
+        return list(txn_pb.update.new_fragments)
+    if op is Op.REWRITE:
+        return [f for g in txn_pb.rewrite.groups for f in g.new_fragments]
+    return []
+
+
+def removed_fragment_ids(txn_pb) -> set[int]:
+    """Ids of the existing fragments an operation removes whole."""
+    op = Op.of(txn_pb)
+    if op is Op.DELETE:
+        return set(txn_pb.delete.deleted_fragment_ids)
+    if op is Op.UPDATE:
+        return set(txn_pb.update.removed_fragment_ids)
+    return set()
+
+
+def modified_fragment_ids(txn_pb) -> set[int]:
+    """Ids of the existing fragments an operation changes or removes (not the ones it
+    adds): what two concurrent transactions must not both touch."""
+    op = Op.of(txn_pb)
+    if op in (Op.DELETE, Op.UPDATE):
+        return {f.id for f in op.message(txn_pb).updated_fragments} | \
+            removed_fragment_ids(txn_pb)
+    if op is Op.REWRITE:
+        r = txn_pb.rewrite
+        ids = {f.id for f in r.old_fragments}
+        for g in r.groups:
+            ids |= {f.id for f in g.old_fragments}
+        return ids
+    if op is Op.DATA_REPLACEMENT:
+        return {g.fragment_id for g in txn_pb.data_replacement.replacements}
+    return set()
+
+
+class Transaction:
+    """One operation on a dataset, as a ``lance.table.Transaction`` plus rebase state.
+
+    ``op`` is its :class:`Op` (a plain string naming one is accepted too) and ``msg``
+    that operation's protobuf message."""
+
+    def __init__(self, read_version: int, op: Op | str, msg, *, tag: str = "",
                  properties: dict | None = None):
         self.pb = transaction_pb2.Transaction(read_version=read_version,
                                               uuid=str(uuidlib.uuid4()), tag=tag)
         for k, v in (properties or {}).items():
             self.pb.transaction_properties[k] = v
-        getattr(self.pb, op_name).CopyFrom(op)
+        self._op = Op(op)
+        self._op.message(self.pb).CopyFrom(msg)
         # delete: fragment id -> the row offsets *this* delete removed (for rebasing)
         self.deleted_rows: dict[int, np.ndarray] = {}
         self.restore_manifest = None  # restore: the manifest being restored
@@ -53,10 +149,32 @@ class Transaction:
         # (False for operations given to LanceDataset.commit: pylance does not rebase those)
         self.rows_known = True
 
+    @classmethod
+    def from_pb(cls, txn_pb) -> Transaction:
+        """The transaction of a ``lance.table.Transaction`` protobuf (a copy of it; its
+        rows are not known, so it is not rebased as a delete/update of our own is)."""
+        op = Op.of(txn_pb)
+        if op is None:
+            raise CorruptFileError("a transaction protobuf without an operation")
+        txn = cls(txn_pb.read_version, op, op.message(txn_pb), tag=txn_pb.tag,
+                  properties=dict(txn_pb.transaction_properties))
+        txn.pb.uuid = txn_pb.uuid
+        txn.rows_known = False
+        return txn
+
+    def to_pb(self):
+        """The ``lance.table.Transaction`` protobuf (the one this object holds)."""
+        return self.pb
+
     @property
-    def op(self) -> str:
-        """The operation's name: ``"append"``, ``"overwrite"``, ``"delete"``, ..."""
-        return self.pb.WhichOneof("operation")
+    def op(self) -> Op:
+        """The operation's kind: ``Op.APPEND``, ``Op.OVERWRITE``, ``Op.DELETE``, ..."""
+        return self._op
+
+    @property
+    def message(self):
+        """The operation's protobuf message (``pb.append``, ``pb.delete``, ...)."""
+        return self._op.message(self.pb)
 
     @property
     def uuid(self) -> str:
@@ -94,7 +212,7 @@ def _apply_replacements(m, base, txn) -> None:
     """Update (rows moved: deletion files on old fragments + new fragments) and
     Rewrite (old fragments replaced by new ones in place, e.g. compaction)."""
     next_id = base.max_fragment_id + 1 if base.HasField("max_fragment_id") else 0
-    if txn.op == "update":
+    if txn.op is Op.UPDATE:
         u = txn.pb.update
         gone = set(u.removed_fragment_ids)
         upd = {f.id: f for f in u.updated_fragments}
@@ -218,14 +336,14 @@ def build_manifest(base, txn: Transaction, version: int, *, data_format: str,
     """
     m = table_pb2.Manifest()
     op = txn.op
-    if op in ("restore", "clone"):  # clone: the source manifest, in a new place
+    if op in (Op.RESTORE, Op.CLONE):  # clone: the source manifest, in a new place
         m.CopyFrom(txn.restore_manifest)
         m.ClearField("index_section")
         m.ClearField("transaction_section")
         m.ClearField("transaction_section_deprecated")
         if base is not None and base.HasField("max_fragment_id"):
             m.max_fragment_id = max(base.max_fragment_id, m.max_fragment_id)
-    elif op == "overwrite":
+    elif op is Op.OVERWRITE:
         o = txn.pb.overwrite
         if base is not None:
             m.config.update(base.config)
@@ -248,13 +366,13 @@ def build_manifest(base, txn: Transaction, version: int, *, data_format: str,
         m.ClearField("index_section")
         m.ClearField("transaction_section")
         m.ClearField("transaction_section_deprecated")
-        if op == "append":
+        if op is Op.APPEND:
             next_id = base.max_fragment_id + 1 if base.HasField("max_fragment_id") else 0
             frags, next_id = _assign_ids(txn.pb.append.fragments, next_id)
             m.fragments.extend(frags)
             if frags:
                 m.max_fragment_id = next_id - 1
-        elif op == "delete":
+        elif op is Op.DELETE:
             d = txn.pb.delete
             gone = set(d.deleted_fragment_ids)
             upd = {f.id: f for f in d.updated_fragments}
@@ -265,7 +383,7 @@ def build_manifest(base, txn: Transaction, version: int, *, data_format: str,
                 keep.append(upd.get(f.id, f))
             del m.fragments[:]
             m.fragments.extend(keep)
-        elif op == "merge":
+        elif op is Op.MERGE:
             mg = txn.pb.merge
             del m.fields[:]
             m.fields.extend(mg.schema)
@@ -274,7 +392,7 @@ def build_manifest(base, txn: Transaction, version: int, *, data_format: str,
                 m.schema_metadata[k] = v
             del m.fragments[:]
             m.fragments.extend(mg.fragments)
-        elif op == "project":
+        elif op is Op.PROJECT:
             del m.fields[:]
             m.fields.extend(txn.pb.project.schema)
             # data files that hold only dropped fields leave their fragments (pylance)
@@ -284,17 +402,17 @@ def build_manifest(base, txn: Transaction, version: int, *, data_format: str,
                 if len(files) != len(frag.files):
                     del frag.files[:]
                     frag.files.extend(files)
-        elif op in ("update", "rewrite"):
+        elif op in (Op.UPDATE, Op.REWRITE):
             _apply_replacements(m, base, txn)
-        elif op == "data_replacement":
+        elif op is Op.DATA_REPLACEMENT:
             _apply_data_replacement(m, base, txn.pb.data_replacement)
-        elif op == "reserve_fragments":  # ids for a later commit (pylance's compaction)
+        elif op is Op.RESERVE_FRAGMENTS:  # ids for a later commit (pylance's compaction)
             top = base.max_fragment_id if base.HasField("max_fragment_id") else 0
             _assign_ids([None] * txn.pb.reserve_fragments.num_fragments, top + 1, check_only=True)
             m.max_fragment_id = top + txn.pb.reserve_fragments.num_fragments
-        elif op == "update_config":
+        elif op is Op.UPDATE_CONFIG:
             _apply_update_config(m, txn.pb.update_config)
-        elif op == "create_index":
+        elif op is Op.CREATE_INDEX:
             pass  # (fragments and schema unchanged: the index section is next_indices')
         else:
             raise CommitConflictError(f"lancenb cannot commit a {op} transaction")
@@ -306,15 +424,15 @@ def build_manifest(base, txn: Transaction, version: int, *, data_format: str,
     m.writer_version.Clear()
     m.writer_version.library = WRITER_LIBRARY
     m.writer_version.version = writer_version
-    if op not in ("restore", "clone"):
+    if op not in (Op.RESTORE, Op.CLONE):
         m.data_format.file_format = "lance"
         m.data_format.version = data_format
     m.transaction_file = txn.file_name()
     base_stable = base is not None and bool(base.reader_feature_flags & FLAG_STABLE_ROW_IDS)
-    if txn.enable_stable_row_ids is not None and op in ("overwrite",):
+    if txn.enable_stable_row_ids is not None and op is Op.OVERWRITE:
         stable = txn.enable_stable_row_ids
     else:
-        stable = base_stable or (op in ("restore", "clone") and bool(
+        stable = base_stable or (op in (Op.RESTORE, Op.CLONE) and bool(
             m.reader_feature_flags & FLAG_STABLE_ROW_IDS))
     if stable:
         _assign_row_ids(m, base, version)
@@ -465,26 +583,26 @@ def next_indices(base_indices: list, txn: Transaction, m) -> list:
     its fragments out of their bitmaps; a rewrite moves the bitmaps of the indices
     it remapped (all of them with stable row ids) to the new fragments."""
     op = txn.op
-    if op == "overwrite":
+    if op is Op.OVERWRITE:
         return []
     out = []
     for i in base_indices:
         c = table_pb2.IndexMetadata()
         c.CopyFrom(i)
         out.append(c)
-    if op == "create_index":
+    if op is Op.CREATE_INDEX:
         ci = txn.pb.create_index
         names = {i.name for i in ci.new_indices}
         gone = {bytes(i.uuid.uuid) for i in ci.removed_indices}
         out = [i for i in out if i.name not in names and bytes(i.uuid.uuid) not in gone]
         return out + list(ci.new_indices)
-    if op == "rewrite":
+    if op is Op.REWRITE:
         _rewrite_indices(out, txn.pb.rewrite,
                          bool(m.reader_feature_flags & FLAG_STABLE_ROW_IDS))
         return out
-    if op == "update":
+    if op is Op.UPDATE:
         _prune_updated_fields(out, txn.pb.update)
-    if op in ("delete", "update", "merge", "project"):
+    if op in (Op.DELETE, Op.UPDATE, Op.MERGE, Op.PROJECT):
         return _retain_relevant(out, m)
     return out
 
@@ -494,13 +612,13 @@ def index_section_for(base_mf, txn: Transaction, m) -> bytes | None:
     (the :class:`~lancenb.table.manifest.ManifestFile` it is committed over, None
     when creating): :func:`next_indices` of the base's indices, the base's bytes
     themselves when nothing changed; a restore takes the restored version's section."""
-    if txn.op == "restore":
+    if txn.op is Op.RESTORE:
         return txn.restore_index_section
-    if base_mf is None or txn.op == "clone":
+    if base_mf is None or txn.op is Op.CLONE:
         return None
     raw = base_mf.index_section_bytes()
     base = parse_section(raw, f"manifest {base_mf.name!r}")
-    if not base and txn.op != "create_index":
+    if not base and txn.op is not Op.CREATE_INDEX:
         return None
     new = next_indices(base, txn, m)
     if raw is not None and len(new) == len(base) and all(

@@ -94,14 +94,14 @@ class PlacingStore:
 
 def add_bases_txn(read_version: int, manifest, bases, properties=None):
     """The ``UpdateBases`` transaction adding ``bases`` (``DatasetBasePath`` objects)."""
-    from lancenb.table.transaction import Transaction
+    from lancenb.table.transaction import Op, Transaction
 
     if not bases:
         raise InvalidInputError("add_bases needs at least one DatasetBasePath")
     new = base_path_pbs(manifest.base_paths, bases)
     op = transaction_pb2.Transaction.UpdateBases()
     op.new_bases.extend(new)
-    return Transaction(read_version, "update_bases", op, properties=properties)
+    return Transaction(read_version, Op.UPDATE_BASES, op, properties=properties)
 
 
 def initial_bases_pbs(base_manifest, initial_bases) -> list[table_pb2.BasePath]:

@@ -14,7 +14,7 @@ from lancenb.dataset.read import blob
 from lancenb.dataset.write.insert import cleanup, stage_deletions, write_data_files
 from lancenb.file.version import FileVersion
 from lancenb.table.rowids import encode_array_row_ids, encode_version_array, set_row_ids
-from lancenb.table.transaction import Transaction
+from lancenb.table.transaction import Op, Transaction
 
 __all__ = ["RowChanges", "carry_row_ids"]
 
@@ -49,7 +49,7 @@ class RowChanges:
         if not self.deleted and not self.new_tables and not self.moved:
             return None
         op = transaction_pb2.Transaction.Update()
-        txn = Transaction(ds.version, "update", op)
+        txn = Transaction(ds.version, Op.UPDATE, op)
         written: list[str] = []
         try:
             updated, removed = stage_deletions(ds.snapshot.store, ds.get_fragments(), self.deleted,
@@ -77,7 +77,7 @@ class RowChanges:
             raise
         if uncommitted:
             return txn
-        ds._commit(txn, written, **retries)
+        ds.snapshot.commit(txn, written, **retries)
         return None
 
 

@@ -287,7 +287,7 @@ def _commit(ds, results: list) -> CompactionMetrics:
     read_version = min(r.read_version for r in results)
     try:
         reserve = transaction_pb2.Transaction.ReserveFragments(num_fragments=new_count)
-        ds._commit(Transaction(ds.version, "reserve_fragments", reserve))
+        ds.snapshot.commit(Transaction(ds.version, "reserve_fragments", reserve))
     except BaseException:
         cleanup(ds.snapshot.store, written)
         raise
@@ -303,5 +303,5 @@ def _commit(ds, results: list) -> CompactionMetrics:
             g.new_fragments.append(pb)
         for k in ("fragments_removed", "fragments_added", "files_removed", "files_added"):
             setattr(metrics, k, getattr(metrics, k) + getattr(r.metrics, k))
-    ds._commit(Transaction(read_version, "rewrite", op), written)
+    ds.snapshot.commit(Transaction(read_version, "rewrite", op), written)
     return metrics

@@ -8,7 +8,7 @@ import numpy as np
 from lancenb._proto import transaction_pb2
 from lancenb.dataset.write.insert import cleanup, stage_deletions
 from lancenb.table.manifest import check_feature_flags
-from lancenb.table.transaction import Transaction
+from lancenb.table.transaction import Op, Transaction
 
 __all__ = ["delete_rows"]
 
@@ -20,7 +20,7 @@ def delete_rows(ds, predicate) -> dict:
     check_feature_flags(ds.manifest, ds.snapshot.manifest.name, write=True)
     op = transaction_pb2.Transaction.Delete(
         predicate=predicate if isinstance(predicate, str) else str(predicate))
-    txn = Transaction(ds.version, "delete", op)
+    txn = Transaction(ds.version, Op.DELETE, op)
     written: list[str] = []
     try:
         sc = ds.scanner(columns=[], filter=predicate)  # parsed once
@@ -40,5 +40,5 @@ def delete_rows(ds, predicate) -> dict:
         cleanup(ds.snapshot.store, written)
         raise
     n = sum(len(rows) for rows in txn.deleted_rows.values())
-    ds._commit(txn, written)
+    ds.snapshot.commit(txn, written)
     return {"num_deleted_rows": n}

@@ -36,7 +36,7 @@ from lancenb.expr import engine as engine
 from lancenb.file.schema import schema_to_fields
 from lancenb.file.version import FileVersion
 from lancenb.table.manifest import DATA_DIR
-from lancenb.table.transaction import Transaction
+from lancenb.table.transaction import Op, Transaction
 
 __all__ = ["add_columns", "drop_columns", "alter_columns", "merge_columns", "BatchUDF",
            "batch_udf"]
@@ -100,11 +100,7 @@ def _merge_txn(ds, frags, fields_pb) -> Transaction:
     op = transaction_pb2.Transaction.Merge(fragments=frags, schema=fields_pb)
     for k, v in ds.manifest.schema_metadata.items():
         op.schema_metadata[k] = v
-    return Transaction(ds.version, "merge", op)
-
-
-def _commit(ds, txn, written) -> None:
-    ds._commit(txn, written)
+    return Transaction(ds.version, Op.MERGE, op)
 
 
 class _Checkpoint:
@@ -227,7 +223,7 @@ def add_columns(ds, transforms, read_columns=None, *, batch_size=None,
             fields += added
             next_id += len(added)
         frags = list(ds.manifest.fragments)
-        _commit(ds, _merge_txn(ds, frags, fields), [])
+        ds.snapshot.commit(_merge_txn(ds, frags, fields), [])
         return
     if isinstance(transforms, dict) and not is_hugging_face(transforms):
         from lancenb.expr.filters import check_expression  # lazy: it loads sqlglot
@@ -246,7 +242,7 @@ def add_columns(ds, transforms, read_columns=None, *, batch_size=None,
             # all null: a schema change only, as pylance makes it (no data files)
             fields = list(ds.manifest.fields) + _new_fields(
                 pa.schema([f.with_nullable(True) for f in new_schema]), _next_field_id(ds))
-            _commit(ds, _merge_txn(ds, list(ds.manifest.fragments), fields), [])
+            ds.snapshot.commit(_merge_txn(ds, list(ds.manifest.fragments), fields), [])
             return
         needed = sorted(needed)
 
@@ -295,7 +291,7 @@ def add_columns(ds, transforms, read_columns=None, *, batch_size=None,
     if ckpt is not None:  # a failed commit keeps what the checkpoint names for a rerun
         kept = {f"{DATA_DIR}/{ckpt.get(k).path}" for k in ckpt.done}
         written = [w for w in written if w not in kept]
-    _commit(ds, _merge_txn(ds, frags, list(ds.manifest.fields) + new_fields), written)
+    ds.snapshot.commit(_merge_txn(ds, frags, list(ds.manifest.fields) + new_fields), written)
     if ckpt is not None:
         ckpt.clear()
 
@@ -389,7 +385,7 @@ def drop_columns(ds, columns) -> None:
 
 def _project(ds, fields) -> None:
     op = transaction_pb2.Transaction.Project(schema=fields)
-    ds._commit(Transaction(ds.version, "project", op))
+    ds.snapshot.commit(Transaction(ds.version, Op.PROJECT, op))
 
 
 def alter_columns(ds, *alterations) -> None:
@@ -472,7 +468,7 @@ def _retype(ds, fields, retype: dict) -> None:
                                             f"{_cast_failure(t.column(n), old_t, e)}") from e
             yield from pa.Table.from_arrays(cols, schema=plan.schema).to_batches()
     frags, written = _write_column_files(ds, plan.schema, plan.fields, make_batches)
-    _commit(ds, _merge_txn(ds, frags, plan.dataset_fields), written)
+    ds.snapshot.commit(_merge_txn(ds, frags, plan.dataset_fields), written)
 
 
 def _cast_failure(col: pa.ChunkedArray, cast_type: pa.DataType, err: Exception) -> str:
@@ -592,4 +588,4 @@ def merge_columns(ds, data, left_on: str, right_on: str | None = None,
             yield from joined.select(new_cols).cast(new_schema).to_batches()
     new_fields = _new_fields(new_schema, _next_field_id(ds))
     frags, written = _write_column_files(ds, new_schema, new_fields, make_batches)
-    _commit(ds, _merge_txn(ds, frags, list(ds.manifest.fields) + new_fields), written)
+    ds.snapshot.commit(_merge_txn(ds, frags, list(ds.manifest.fields) + new_fields), written)

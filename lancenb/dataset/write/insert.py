@@ -58,7 +58,7 @@ from lancenb.table.commit import commit, load_latest, open_store
 from lancenb.table.deletion import deletion_path, write_deletions
 from lancenb.table.fragments import DataFile, FragmentMetadata
 from lancenb.table.manifest import DATA_DIR, check_feature_flags
-from lancenb.table.transaction import Transaction
+from lancenb.table.transaction import Op, Transaction
 
 __all__ = ["WritePlan", "plan_write", "conform_batches", "write_data_files",
            "write_transaction", "stage_deletions", "write_version", "open_target",
@@ -439,12 +439,12 @@ def write_transaction(mode: str, read_version: int, frags, fields, schema_metada
     ``Overwrite`` with the schema ``fields`` and ``schema_metadata``."""
     T = transaction_pb2.Transaction
     if mode == "append":
-        txn = Transaction(read_version, "append", T.Append(fragments=frags))
+        txn = Transaction(read_version, Op.APPEND, T.Append(fragments=frags))
     else:
         op = T.Overwrite(fragments=frags, schema=fields)
         for k, v in (schema_metadata or {}).items():
             op.schema_metadata[k.decode() if isinstance(k, bytes) else k] = v
-        txn = Transaction(read_version, "overwrite", op)
+        txn = Transaction(read_version, Op.OVERWRITE, op)
         txn.create_only = create_only
         if enable_stable_row_ids is not None:
             txn.enable_stable_row_ids = bool(enable_stable_row_ids)
@@ -520,9 +520,9 @@ def write_version(data, target, schema=None, *, mode: str = "create",
             targets.mark(frags)
         txn = plan.transaction(frags, enable_stable_row_ids=enable_stable_row_ids,
                                properties=properties)
-        if init and txn.op == "overwrite":
+        if init and txn.op is Op.OVERWRITE:
             txn.pb.overwrite.initial_bases.extend(init)
-        if auto_cleanup_options is not None and plan.base is None and txn.op == "overwrite":
+        if auto_cleanup_options is not None and plan.base is None and txn.op is Op.OVERWRITE:
             txn.pb.overwrite.config_upsert_values.update(
                 auto_cleanup_config(auto_cleanup_options))
     except BaseException:  # before the commit point: nothing of this write stays

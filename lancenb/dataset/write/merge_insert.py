@@ -24,7 +24,7 @@ from lancenb.errors import (
 )
 from lancenb.file import jsonb
 from lancenb.file.version import FileVersion
-from lancenb.table.transaction import Transaction
+from lancenb.table.transaction import Op, Transaction
 
 __all__ = ["MergeInsertBuilder"]
 
@@ -289,7 +289,7 @@ class MergeInsertBuilder:
             return counts
         txn = ch.commit(uncommitted=True)
         if txn is None:  # nothing changed: an empty update, as pylance returns
-            txn = Transaction(ds.version, "update", transaction_pb2.Transaction.Update())
+            txn = Transaction(ds.version, Op.UPDATE, transaction_pb2.Transaction.Update())
         return transaction_of(txn.pb), counts
 
 
