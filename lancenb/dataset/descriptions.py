@@ -98,6 +98,10 @@ class LanceStats:
         from lancenb.index.scalar.stats import SCALAR_STATS_TYPES, scalar_index_stats
         if types and types <= set(SCALAR_STATS_TYPES):
             return scalar_index_stats(self._ds, index_name)
+        if types == {"Inverted"}:
+            from lancenb.index.fts.stats import inverted_index_stats
+
+            return inverted_index_stats(self._ds, index_name)
         if types and not types <= set(VECTOR_INDEX_TYPES):
             raise NotSupportedError(f"index statistics of {sorted(types)} indices are not "
                                     "supported by lancenb")

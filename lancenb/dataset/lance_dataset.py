@@ -410,7 +410,8 @@ class LanceDataset(VectorIndexMethods, ScalarIndexMethods, BlobMethods, DatasetA
                               with_row_id=with_row_id, with_row_address=with_row_address,
                               fragments=fragments, batch_size=batch_size,
                               fast_search=fast_search,
-                              disable_scoring_autoprojection=disable_scoring_autoprojection)
+                              disable_scoring_autoprojection=disable_scoring_autoprojection,
+                              include_deleted_rows=include_deleted_rows)
         search = {"nearest": nearest, "full_text_query": full_text_query,
                   "index_segments": index_segments, "row_addr_allowlist": row_addr_allowlist,
                   "row_addr_blocklist": row_addr_blocklist}

@@ -70,9 +70,12 @@ def build_partition(params: TokenizerParams, texts: pa.Array,
     return part
 
 
-def write_inverted(files, params: TokenizerParams, batches) -> fmt.Partition:
+def write_inverted(files, params: TokenizerParams, batches,
+                   fragment_ids=None) -> fmt.Partition:
     """Build over ``(values, row ids)`` batches and write the index; returns the
-    partition."""
+    partition. With ``fragment_ids`` (a distributed build), one partition numbered
+    after the first fragment and its ``part_<id>_metadata.lance``, for
+    :func:`merge_index_metadata` to gather."""
     texts, ids = [], []
     for values, keys in batches:
         texts.append(text_column(values))
@@ -80,9 +83,29 @@ def write_inverted(files, params: TokenizerParams, batches) -> fmt.Partition:
     arr = pa.concat_arrays(texts) if texts else pa.array([], pa.string())
     rid = np.concatenate(ids) if ids else np.zeros(0, np.uint64)
     part = build_partition(params, arr, rid)
-    fmt.write_partition(files, 0, part)
-    fmt.write_metadata(files, params, [0])
+    if fragment_ids is None:
+        fmt.write_partition(files, 0, part)
+        fmt.write_metadata(files, params, [0])
+        return part
+    pid = min(int(f) for f in fragment_ids) if len(fragment_ids) else 0
+    fmt.write_partition(files, pid, part)
+    fmt.write_metadata(files, params, [pid], name=f"part_{pid}_metadata.lance")
     return part
+
+
+def merge_index_metadata(files) -> None:
+    """Gather the partitions of a distributed build (their ``part_<id>_metadata.lance``
+    files) into the index's ``metadata.lance``."""
+    pids, params = [], None
+    for name in files.store.list(files.rel("").rstrip("/")):
+        base = name.rstrip("/").rsplit("/", 1)[-1]
+        if base.startswith("part_") and base.endswith("_metadata.lance"):
+            p, ids, _ = fmt.read_metadata(files, base)
+            params = params or p
+            pids.extend(ids)
+    if params is None:
+        raise InvalidInputError(f"index {files.uuid}: no partition metadata to merge")
+    fmt.write_metadata(files, params, sorted(set(pids)))
 
 
 def _varint(n: int) -> bytes:

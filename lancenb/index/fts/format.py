@@ -181,24 +181,26 @@ def write_partition(files, pid: int, part: Partition) -> None:
     files.write(f"part_{pid}_docs.lance", docs, docs.schema)
 
 
-def write_metadata(files, params: TokenizerParams, partitions: list[int]) -> None:
-    """The index's ``metadata.lance``."""
+def write_metadata(files, params: TokenizerParams, partitions: list[int],
+                   name: str = "metadata.lance") -> None:
+    """The index's ``metadata.lance`` (or a distributed build's partition metadata)."""
     schema = pa.schema([pa.field("deleted_fragments", pa.binary(), False)],
                        metadata={"params": params.to_json(),
                                  "partitions": json.dumps(partitions),
                                  "token_set_format": "arrow"})
     t = pa.table({"deleted_fragments": pa.array([BitMap().serialize()], pa.binary())},
                  schema=schema)
-    files.write("metadata.lance", t, schema)
+    files.write(name, t, schema)
 
 
 # -- reading ------------------------------------------------------------------------------
-def read_metadata(files) -> tuple[TokenizerParams, list[int], dict]:
+def read_metadata(files, name: str = "metadata.lance") -> tuple[TokenizerParams, list[int],
+                                                                dict]:
     """``(params, partition ids, all schema metadata)`` of an index."""
-    if not files.exists("metadata.lance"):
+    if not files.exists(name):
         raise NotSupportedError(f"INVERTED index {files.uuid}: the legacy layout without "
                                 f"metadata.lance is not read by lancenb")
-    r = files.reader("metadata.lance")
+    r = files.reader(name)
     meta = {(k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes)
                                                          else v)
             for k, v in (r.schema_full.metadata or {}).items()}
@@ -295,7 +297,7 @@ def read_partition(files, pid: int, meta: dict, with_positions: bool) -> Partiti
     from lancenb.index.fts.fst import fst_keys
 
     tr = files.reader(f"part_{pid}_tokens.lance")
-    tt = tr.read_all().to_table() if tr.num_rows else None
+    tt = tr.read_all().to_table() if tr.num_rows() else None
     names = [f.name for f in tr.schema_full] if hasattr(tr, "schema_full") else []
     fst = "_token_fst_bytes" in names
     if fst:
@@ -315,7 +317,7 @@ def read_partition(files, pid: int, meta: dict, with_positions: bool) -> Partiti
     imeta = _meta(ir)
     varint = imeta.get("posting_tail_codec") == "varint_delta_v1"
     inames = [f.name for f in ir.schema_full]
-    if ir.num_rows:
+    if ir.num_rows():
         lengths = np.asarray(ir.read_column("_length").to_numpy(), np.int64)
         offsets, docs, freqs = _decode_postings(ir.read_column("_posting"), lengths, varint)
     else:
@@ -324,7 +326,7 @@ def read_partition(files, pid: int, meta: dict, with_positions: bool) -> Partiti
     part = Partition(tokens, np.asarray(dt.column("_rowid").to_numpy(), np.uint64),
                      np.asarray(dt.column("_num_tokens").to_numpy(), np.uint32),
                      offsets, docs, freqs, fst=fst)
-    if with_positions and "_position" in inames and ir.num_rows:
+    if with_positions and "_position" in inames and ir.num_rows():
         part.pos_offsets, part.positions = _decode_positions(ir.read_column("_position"),
                                                              freqs)
     return part

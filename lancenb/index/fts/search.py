@@ -71,8 +71,9 @@ class _Searcher:
         self.stable = bool(getattr(ds, "has_stable_row_ids", False))
 
     def _index(self, column: str, positions: bool):
-        entries = [e for e in self.ds.list_indices()
-                   if e["type"] == "Inverted" and e["fields"] == [column]]
+        entries = [e for e in self.ds.list_indices() if e["fields"] == [column] and (
+            e["type"] == "Inverted" or (e["type"] == "Unknown" and IndexFiles(
+                self.ds.uri, e["uuid"]).exists("metadata.lance")))]  # (no details kept)
         if not entries:
             return None, []
         e = entries[0]
@@ -219,7 +220,11 @@ class FtsScanner:
 
     def __init__(self, ds, query, *, columns=None, filter=None, prefilter=None, limit=None,
                  offset=None, with_row_id=False, with_row_address=False, fragments=None,
-                 batch_size=None, fast_search=False, disable_scoring_autoprojection=False):
+                 batch_size=None, fast_search=False, disable_scoring_autoprojection=False,
+                 include_deleted_rows=False):
+        if include_deleted_rows:
+            raise InvalidInputError("Invalid user input: Cannot include deleted rows in a "
+                                    "full text search")
         self._ds = ds
         self._query = _normalize(query, ds)
         self._columns = list(columns) if columns is not None else None

@@ -103,10 +103,15 @@ class TokenizerParams:
             raise InvalidInputError("ngram lengths must be 0 < min_ngram_length <= "
                                     "max_ngram_length")
 
+    def to_dict(self) -> dict:
+        """The parameters as pylance reports them (``index_stats``)."""
+        return __import__("json").loads(self.to_json())
+
     def to_json(self) -> str:
         d = asdict(self)
         extra = d.pop("extra")
-        d["block_size"] = 128
+        d.update({"block_size": 128, "split_identifiers": False, "split_on_numerics": False,
+                  "preserve_original": False, "index_operators": False})
         d.update(extra)
         return json.dumps(d, separators=(",", ":"))
 

@@ -246,7 +246,7 @@ class ScalarIndexMethods:
         elif kind == "BITMAP":
             bitmap.write_bitmap(files, batches, field.type)
         elif kind == "INVERTED":
-            fts_build.write_inverted(files, fts_params, batches)
+            fts_build.write_inverted(files, fts_params, batches, fragment_ids=fragment_ids)
         else:
             label_list.write_label_list(files, batches, field.type)
         index = Index(uuid=uid, name=name, fields=[fid], dataset_version=self.version,
@@ -288,6 +288,18 @@ class ScalarIndexMethods:
         return self.create_scalar_index(column, index_type, name, replace=replace, train=train,
                                         fragment_ids=list(fragment_ids),
                                         index_uuid=index_uuid, _uncommitted=True, **kwargs)
+
+    def merge_index_metadata(self, index_uuid: str, index_type: str = "INVERTED",
+                             batch_readhead=None) -> None:
+        """Gather the partitions a distributed INVERTED build wrote under
+        ``_indices/<index_uuid>/`` (``create_scalar_index(..., fragment_ids=...,
+        index_uuid=...)`` per worker) into one index, to commit with a CreateIndex."""
+        if str(index_type).upper() not in ("INVERTED", "FTS"):
+            raise NotSupportedError(f"merge_index_metadata: lancenb merges INVERTED "
+                                    f"partitions only, not {index_type}")
+        from lancenb.index.fts import build as fts_build
+
+        fts_build.merge_index_metadata(IndexFiles(self.uri, str(index_uuid)))
 
     def merge_existing_index_segments(self, segments) -> Index:
         """Merge uncommitted segments of one index type into one new segment covering

@@ -148,3 +148,46 @@ def test_tokenizer_options_match_pylance(tmp_path):
             b = lance.dataset(uri).to_table(full_text_query=q, columns=["id"])
             _same(a, b)
         lancenb.dataset(uri).drop_index(f"ln{i}")
+
+
+def test_distributed_build_and_stats(tmp_path):
+    import uuid
+
+    from lancenb.dataset.operations import LanceOperation
+    from lancenb.table.indices import Index
+
+    uri = str(tmp_path / "ds")
+    lancenb.write_dataset(_docs(900), uri, max_rows_per_file=300)
+    ds = lancenb.dataset(uri)
+    uid = str(uuid.uuid4())
+    for f in ds.get_fragments():
+        ds.create_scalar_index("text", "INVERTED", name="d_idx", replace=False,
+                               index_uuid=uid, fragment_ids=[f.fragment_id])
+    ds.merge_index_metadata(uid, index_type="INVERTED")
+    idx = Index(uuid=uid, name="d_idx", fields=[1], dataset_version=ds.version,
+                fragment_ids={0, 1, 2}, index_version=0)
+    op = LanceOperation.CreateIndex(new_indices=[idx], removed_indices=[])
+    lancenb.LanceDataset.commit(uri, op, read_version=ds.version)
+    for q in ["lazy dogs", "fox"]:
+        _same(lancenb.dataset(uri).to_table(full_text_query=q, columns=["id"]),
+              lance.dataset(uri).to_table(full_text_query=q, columns=["id"]))
+    one = str(tmp_path / "one")
+    lancenb.write_dataset(_docs(900), one, max_rows_per_file=300)
+    lancenb.dataset(one).create_scalar_index("text", "INVERTED")
+    # one partition or three: the same statistics, the same scores
+    _same(lancenb.dataset(uri).to_table(full_text_query="lazy dogs", columns=["id"]),
+          lancenb.dataset(one).to_table(full_text_query="lazy dogs", columns=["id"]))
+    ours = lancenb.dataset(one).stats.index_stats("text_idx")
+    theirs = lance.dataset(one).stats.index_stats("text_idx")
+    for k in ("index_type", "num_indexed_rows", "num_unindexed_rows"):
+        assert ours[k] == theirs[k]
+    assert ours["indices"][0] == theirs["indices"][0]
+
+
+def test_include_deleted_rows_refused(tmp_path):
+    uri = str(tmp_path / "ds")
+    lancenb.write_dataset(_docs(50), uri)
+    ds = lancenb.dataset(uri)
+    ds.create_scalar_index("text", "INVERTED")
+    with pytest.raises(ValueError, match="Cannot include deleted rows"):
+        ds.to_table(with_row_id=True, full_text_query="fox", include_deleted_rows=True)
