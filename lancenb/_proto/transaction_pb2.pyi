@@ -76,16 +76,18 @@ class Transaction(_message.Message):
     class Rewrite(_message.Message):
         __slots__ = ("old_fragments", "new_fragments", "groups", "rewritten_indices")
         class RewrittenIndex(_message.Message):
-            __slots__ = ("old_id", "new_id", "new_index_details", "new_index_version")
+            __slots__ = ("old_id", "new_id", "new_index_details", "new_index_version", "new_index_files")
             OLD_ID_FIELD_NUMBER: _ClassVar[int]
             NEW_ID_FIELD_NUMBER: _ClassVar[int]
             NEW_INDEX_DETAILS_FIELD_NUMBER: _ClassVar[int]
             NEW_INDEX_VERSION_FIELD_NUMBER: _ClassVar[int]
+            NEW_INDEX_FILES_FIELD_NUMBER: _ClassVar[int]
             old_id: _table_pb2.UUID
             new_id: _table_pb2.UUID
             new_index_details: _any_pb2.Any
             new_index_version: int
-            def __init__(self, old_id: _Optional[_Union[_table_pb2.UUID, _Mapping]] = ..., new_id: _Optional[_Union[_table_pb2.UUID, _Mapping]] = ..., new_index_details: _Optional[_Union[_any_pb2.Any, _Mapping]] = ..., new_index_version: _Optional[int] = ...) -> None: ...
+            new_index_files: _containers.RepeatedCompositeFieldContainer[_table_pb2.IndexFile]
+            def __init__(self, old_id: _Optional[_Union[_table_pb2.UUID, _Mapping]] = ..., new_id: _Optional[_Union[_table_pb2.UUID, _Mapping]] = ..., new_index_details: _Optional[_Union[_any_pb2.Any, _Mapping]] = ..., new_index_version: _Optional[int] = ..., new_index_files: _Optional[_Iterable[_Union[_table_pb2.IndexFile, _Mapping]]] = ...) -> None: ...
         class RewriteGroup(_message.Message):
             __slots__ = ("old_fragments", "new_fragments")
             OLD_FRAGMENTS_FIELD_NUMBER: _ClassVar[int]

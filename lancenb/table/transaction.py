@@ -528,18 +528,28 @@ def _recalculate(bm: BitMap, groups) -> BitMap:
             if not all(inside):
                 raise InvalidInputError("The compaction plan included a rewrite group that was "
                                         "a split of indexed and non-indexed data")
-            out.difference_update(olds)
+            out.difference_update(BitMap(olds))
             out.update(f.id for f in g.new_fragments)
     return out
 
 
+# index types (details) built over row addresses that a compaction cannot remap
+_UNREMAPPABLE = ("ZoneMapIndexDetails", "BloomFilterIndexDetails")
+
+
 def _rewrite_indices(indices: list, rw, stable: bool) -> None:
-    if stable:  # (row ids survive a rewrite: every index follows its fragments)
+    if stable:  # (row ids survive a rewrite: every index follows its fragments but
+        # those of row addresses pylance 14 cannot remap: they lose them)
         for i in indices:
             bm = _bitmap(i)
-            if bm is not None:
+            if bm is None:
+                continue
+            if i.index_details.type_url.endswith(_UNREMAPPABLE):
+                bm.difference_update(BitMap([f.id for g in rw.groups
+                                             for f in g.old_fragments]))
+                _set_bitmap(i, bm)
+            else:
                 _set_bitmap(i, _recalculate(bm, rw.groups))
-        return
     seen = set()
     for r in rw.rewritten_indices:
         old = bytes(r.old_id.uuid)
@@ -555,8 +565,12 @@ def _rewrite_indices(indices: list, rw, stable: bool) -> None:
         if bm is None:
             raise InvalidInputError(f"Cannot rewrite index {target.name!r} which did not "
                                     f"store fragment bitmap")
-        _set_bitmap(target, _recalculate(bm, rw.groups))
+        if not stable:  # (moved above with stable row ids)
+            _set_bitmap(target, _recalculate(bm, rw.groups))
         target.uuid.uuid = bytes(r.new_id.uuid)
+        # the replacement's files (sizes of the old ones would be wrong): as pylance 14
+        del target.files[:]
+        target.files.extend(r.new_index_files)
 
 
 def _prune_updated_fields(indices: list, u) -> None:

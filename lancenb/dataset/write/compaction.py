@@ -18,7 +18,12 @@ A compaction is planned, executed and committed:
   ids never collide with its fragments'.
 
 With stable row ids the moved rows keep their ids: the new fragments carry the old ids
-as explicit sequences. ``compact_files`` (``ds.optimize.compact_files``) does all three.
+as explicit sequences, and the commit moves every index's fragment bitmap to them.
+Without them the indices covering rewritten fragments are remapped at commit, as
+pylance's (:mod:`lancenb.index.remap`: written again under new uuids, listed as the
+``Rewrite``'s rewritten indices); as pylance's, a group never mixes fragments covered by
+different sets of indices. ``compact_files`` (``ds.optimize.compact_files``) does all
+three.
 
 Example: ten fragments of 100 rows with ``target_rows_per_fragment=1000`` are one task;
 its result replaces them with one fragment, and the dataset gains two versions.
@@ -26,6 +31,7 @@ its result replaces them with one fragment, and the dataset gains two versions.
 
 from __future__ import annotations
 
+import uuid as uuidlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -35,7 +41,9 @@ from lancenb.dataset.fragment import LanceFragment
 from lancenb.dataset.write.insert import cleanup, write_data_files
 from lancenb.errors import InvalidInputError, NotSupportedError
 from lancenb.file.version import FileVersion
+from lancenb.index import remap
 from lancenb.table.fragments import FragmentMetadata, as_pb
+from lancenb.table.indices import index_from_pb, parse_section
 from lancenb.table.rowids import encode_array_row_ids, encode_version_array, set_row_ids
 from lancenb.table.transaction import Transaction
 
@@ -43,7 +51,7 @@ __all__ = ["Compaction", "CompactionPlan", "CompactionTask", "RewriteResult",
            "CompactionMetrics", "compact_files", "compaction_rows"]
 
 # pylance's CompactionOptions: these are honoured; the others are accepted (they tune
-# pylance's Rust reader and writer or its index remapping, which lancenb does not have)
+# pylance's Rust reader and writer; defer_index_remap: lancenb remaps at once)
 _DEFAULTS = {"target_rows_per_fragment": 1024 * 1024, "max_rows_per_group": 1024,
              "max_bytes_per_file": None, "materialize_deletions": True,
              "materialize_deletions_threshold": 0.1, "num_threads": None,
@@ -126,10 +134,10 @@ class Compaction:
         """The tasks compacting ``dataset`` with ``options`` (pylance's
         ``CompactionOptions``) would run."""
         opts = _options(options)
-        _check_indices(dataset)
         bins = _plan_bins(dataset.get_fragments(), opts["target_rows_per_fragment"],
                           opts["materialize_deletions"],
-                          opts["materialize_deletions_threshold"])
+                          opts["materialize_deletions_threshold"], _index_sets(dataset))
+        _check_indices(dataset, bins)
         tasks = [CompactionTask(dataset.version, [f.metadata for f in group], opts)
                  for group in bins]
         return CompactionPlan(dataset.version, tasks)
@@ -152,7 +160,7 @@ def compaction_rows(ds, *, target_rows_per_fragment: int = 1024 * 1024,
     """Rows :func:`compact_files` with these options would rewrite (for a progress
     total)."""
     bins = _plan_bins(ds.get_fragments(), target_rows_per_fragment, materialize_deletions,
-                      materialize_deletions_threshold)
+                      materialize_deletions_threshold, _index_sets(ds))
     return sum(f.count_rows() for group in bins for f in group)
 
 
@@ -175,26 +183,48 @@ def compact_files(ds, *, progress=None, **options) -> CompactionMetrics:
     return _commit(ds, results)
 
 
-def _check_indices(ds) -> None:
-    if ds.manifest.HasField("index_section"):
-        raise NotSupportedError("compacting a dataset with indices is not supported yet "
-                                "(lancenb cannot remap index fragment bitmaps)")
+def _index_sets(ds):
+    """fragment id -> the indices (positions in ``list_indices()``) covering it."""
+    if not ds.manifest.HasField("index_section"):
+        return None
+    out: dict = {}
+    for k, e in enumerate(ds.list_indices()):
+        for f in e["fragment_ids"]:
+            out.setdefault(int(f), set()).add(k)
+    return {f: frozenset(v) for f, v in out.items()}
 
 
-def _plan_bins(frags, target: int, materialize: bool, threshold: float):
+def _check_indices(ds, bins) -> None:
+    """Refuse (before writing anything) to rewrite fragments an index lancenb cannot
+    remap covers."""
+    if ds.stable_row_ids or not bins:
+        return
+    bad = remap.unremappable(ds, {f.fragment_id for group in bins for f in group})
+    if bad:
+        raise NotSupportedError(f"compaction: lancenb cannot remap the {bad[0]['type']} "
+                                f"index {bad[0]['name']!r} covering the fragments to rewrite")
+
+
+def _plan_bins(frags, target: int, materialize: bool, threshold: float, index_sets=None):
     """The groups of fragments to rewrite, by pylance's rules.
 
     A fragment is a candidate to rewrite on its own when more than ``threshold`` of
     its rows are deleted (and deletions are materialised), or together with
     neighbours when it holds fewer than ``target`` rows. Runs of consecutive
-    candidates form bins; a bin of one fragment that is only a candidate with
+    candidates covered by the same indices (``index_sets``: fragment id -> a set of
+    indices) form bins; a bin of one fragment that is only a candidate with
     neighbours is dropped (nothing to gain); a bin is cut into groups of at least
     ``target`` live rows each, the last group taking whatever would not make another
     such group."""
-    runs, cur = [], []
+    runs, cur, key = [], [], None
     for f in frags:
         itself = _dirty(f, materialize, threshold)
         if itself or f.physical_rows < target:
+            k = index_sets.get(f.fragment_id, frozenset()) if index_sets else None
+            if cur and k != key:
+                runs.append(cur)
+                cur = []
+            key = k
             cur.append((f, itself))
         elif cur:
             runs.append(cur)
@@ -303,5 +333,40 @@ def _commit(ds, results: list) -> CompactionMetrics:
             g.new_fragments.append(pb)
         for k in ("fragments_removed", "fragments_added", "files_removed", "files_added"):
             setattr(metrics, k, getattr(metrics, k) + getattr(r.metrics, k))
-    ds.snapshot.commit(Transaction(read_version, "rewrite", op), written)
+    remapped: list = []
+    try:
+        if ds.manifest.HasField("index_section"):
+            remapped = _remap(ds, op)
+        ds.snapshot.commit(Transaction(read_version, "rewrite", op), written)
+    except BaseException:
+        remap.remove_written(ds, remapped)
+        raise
     return metrics
+
+
+def _remap(ds, op) -> list:
+    """The indices covering the rewritten fragments written again for their rows'
+    new addresses (:mod:`lancenb.index.remap`), listed in the ``Rewrite`` ``op``."""
+    groups, moved, new_objs = [], {}, []
+    for g in op.groups:
+        old = [(m.id, LanceFragment(ds, m).live_offsets(), m.physical_rows)
+               for m in g.old_fragments]
+        groups.append((old, [(m.id, m.physical_rows) for m in g.new_fragments]))
+        for m in g.old_fragments:
+            moved[m.id] = [n.id for n in g.new_fragments]
+        new_objs.extend(LanceFragment(ds, n) for n in g.new_fragments)
+    stable = ds.stable_row_ids
+    amap = None if stable else remap.AddressMap.from_groups(groups)
+    versions = {index_from_pb(m).uuid: int(m.index_version)
+                for m in parse_section(ds._mf.index_section_bytes(), "index section")}
+    done = remap.remap_indices(ds, amap, new_objs, moved, stable=stable, versions=versions)
+    for r in done:
+        ri = op.rewritten_indices.add()
+        ri.old_id.uuid = uuidlib.UUID(r.old_uuid).bytes
+        ri.new_id.uuid = uuidlib.UUID(r.new_uuid).bytes
+        ri.new_index_details.type_url = r.details_type_url
+        ri.new_index_details.value = r.details
+        ri.new_index_version = r.index_version
+        for name, size in r.files:
+            ri.new_index_files.add(path=name, size_bytes=size)
+    return done
