@@ -101,36 +101,87 @@ def _block_scores(part: Partition) -> np.ndarray:
     return (out * np.repeat(w, nblocks)).astype(np.float32)
 
 
+def _full_block(score: np.ndarray, docs: np.ndarray, freqs: np.ndarray) -> bytes:
+    d = docs.astype(np.uint32).reshape(1, BLOCK)
+    deltas = np.diff(d, prepend=d[:, :1])
+    db = int(bitpack.num_bits(deltas)[0])
+    f = freqs.astype(np.uint32).reshape(1, BLOCK)
+    fb = int(bitpack.num_bits(f)[0])
+    return (score.tobytes() + d[0, 0].astype("<u4").tobytes() + bytes([db])
+            + bitpack.pack(deltas, db)[0] + bytes([fb]) + bitpack.pack(f, fb)[0])
+
+
+def _runs_buffer(heads: np.ndarray, starts: np.ndarray, counts: np.ndarray,
+                 body: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """One uint32 buffer of runs ``[head, body_0[run], body_1[run], ...]`` (each body
+    run ``counts`` long from ``starts``): ``(buffer, word offset of each run)``."""
+    n = len(counts)
+    width = 1 + len(body) * counts
+    at = np.concatenate([[0], np.cumsum(width)]).astype(np.int64)
+    buf = np.empty(int(at[-1]), np.uint32)
+    buf[at[:-1]] = heads
+    total = int(counts.sum())
+    run = np.repeat(np.arange(n), counts)
+    within = np.arange(total) - np.repeat(np.concatenate([[0], np.cumsum(counts)])[:-1], counts)
+    src = np.repeat(starts, counts) + within
+    for k, b in enumerate(body):
+        buf[at[:-1][run] + 1 + k * counts[run] + within] = b[src]
+    return buf, at
+
+
 def _posting_column(part: Partition, scores: np.ndarray) -> pa.Array:
+    """``_posting``: full blocks bit-packed (per block, for the frequent tokens), the
+    last partial block of every token as raw uint32 (vectorised)."""
     lengths = np.diff(part.offsets)
-    blocks: list[bytes] = []
-    per_token = np.zeros(len(lengths), np.int64)
-    b = 0
-    for t in range(len(lengths)):
-        lo, hi = int(part.offsets[t]), int(part.offsets[t + 1])
-        start = lo
-        while start < hi:
-            end = min(start + BLOCK, hi)
-            sc = scores[b].tobytes()
-            docs, freqs = part.doc_ids[start:end], part.freqs[start:end]
-            if end - start == BLOCK:
-                d = docs.astype(np.uint32).reshape(1, BLOCK)
-                deltas = np.diff(d, prepend=d[:, :1])
-                db = int(bitpack.num_bits(deltas)[0])
-                fb = int(bitpack.num_bits(freqs.reshape(1, BLOCK))[0])
-                blocks.append(sc + d[0, 0].astype("<u4").tobytes() + bytes([db])
-                              + bitpack.pack(deltas, db)[0] + bytes([fb])
-                              + bitpack.pack(freqs.reshape(1, BLOCK), fb)[0])
-            else:
-                blocks.append(sc + docs.astype("<u4").tobytes() + freqs.astype("<u4").tobytes())
-            per_token[t] += 1
-            b += 1
-            start = end
-    offs = np.concatenate([[0], np.cumsum(per_token)]).astype(np.int32)
+    nfull = lengths // BLOCK
+    tail = lengths % BLOCK
+    nblocks = nfull + (tail > 0)
+    first_block = np.concatenate([[0], np.cumsum(nblocks)])[:-1]
+    has_tail = np.flatnonzero(tail > 0)
+    tail_scores = scores[first_block[has_tail] + nfull[has_tail]].view(np.uint32)
+    tail_start = part.offsets[:-1][has_tail] + nfull[has_tail] * BLOCK
+    buf, at = _runs_buffer(tail_scores, tail_start, tail[has_tail],
+                           [part.doc_ids.astype(np.uint32), part.freqs.astype(np.uint32)])
+    raw = buf.astype("<u4").tobytes()
+    tails: dict = {}
+    for j, t in enumerate(has_tail.tolist()):
+        tails[t] = raw[int(at[j]) * 4:int(at[j + 1]) * 4]
+    if not nfull.any():
+        blocks = [tails[t] for t in range(len(lengths)) if t in tails]
+    else:
+        blocks = []
+        for t in range(len(lengths)):
+            lo = int(part.offsets[t])
+            for k in range(int(nfull[t])):
+                a = lo + k * BLOCK
+                blocks.append(_full_block(scores[first_block[t] + k:first_block[t] + k + 1],
+                                          part.doc_ids[a:a + BLOCK], part.freqs[a:a + BLOCK]))
+            if t in tails:
+                blocks.append(tails[t])
+    offs = np.concatenate([[0], np.cumsum(nblocks)]).astype(np.int32)
     return pa.ListArray.from_arrays(pa.array(offs), _binary(blocks))
 
 
 def _positions_column(part: Partition) -> pa.Array:
+    """``_position``: per posting a count block, then full 128-position blocks and the
+    rest raw (vectorised when no document holds a token 128 times or more)."""
+    counts = np.diff(part.pos_offsets)
+    if counts.size and counts.max() >= BLOCK:
+        return _positions_column_blocks(part)
+    n = len(counts)
+    buf, at = _runs_buffer(counts.astype(np.uint32), part.pos_offsets[:-1], counts,
+                           [part.positions.astype(np.uint32)])
+    offsets = np.empty(2 * n + 1, np.int64)
+    offsets[0:2 * n:2] = at[:-1] * 4
+    offsets[1:2 * n:2] = at[:-1] * 4 + 4
+    offsets[2 * n] = at[-1] * 4
+    inner = pa.Array.from_buffers(pa.large_binary(), 2 * n,
+                                  [None, pa.py_buffer(offsets), pa.py_buffer(buf.astype("<u4"))])
+    mid = pa.ListArray.from_arrays(pa.array(np.arange(0, 2 * n + 1, 2, dtype=np.int32)), inner)
+    return pa.ListArray.from_arrays(pa.array(part.offsets.astype(np.int32)), mid)
+
+
+def _positions_column_blocks(part: Partition) -> pa.Array:
     counts = np.diff(part.pos_offsets)
     inner: list[bytes] = []
     per_posting = np.zeros(len(counts), np.int32)
@@ -289,6 +340,35 @@ def _decode_positions(column: pa.Array, freqs: np.ndarray):
                 out[at:at + len(v)] = v
                 at += len(v)
     return pos_offsets, out
+
+
+def read_legacy(files) -> tuple[TokenizerParams, Partition]:
+    """An index in the layout before partitions (pylance < 0.28): ``tokens.lance``
+    (``_token``, ``_token_id``; the tokenizer in its schema metadata), ``invert.lance``
+    (one row per posting: ``_rowid``, ``_frequency``; schema metadata ``offsets`` per
+    token id) and ``docs.lance`` (``_rowid``, ``_num_tokens``)."""
+    tr = files.reader("tokens.lance")
+    params = TokenizerParams.from_json(_meta(tr).get("tokenizer"))
+    tt = tr.read_all().to_table()
+    ids = tt.column("_token_id").to_pylist()
+    tokens = [""] * ((max(ids) + 1) if ids else 0)
+    for k, i in zip(tt.column("_token").to_pylist(), ids):
+        tokens[int(i)] = k
+    dt = files.reader("docs.lance").read_all().to_table()
+    rows = np.asarray(dt.column("_rowid").to_numpy(), np.uint64)
+    order = np.argsort(rows, kind="stable")
+    rows, num = rows[order], np.asarray(dt.column("_num_tokens").to_numpy(), np.uint32)[order]
+    ir = files.reader("invert.lance")
+    offs = json.loads(_meta(ir).get("offsets", "[]"))
+    it = ir.read_all().to_table()
+    prow = np.asarray(it.column("_rowid").to_numpy(), np.uint64)
+    freqs = np.asarray(it.column("_frequency").to_numpy(), np.float64).astype(np.uint32)
+    offsets = np.asarray(list(offs) + [len(prow)], np.int64)[:len(tokens) + 1]
+    docs = np.searchsorted(rows, prow).astype(np.uint32)
+    # (postings of one token sorted by document)
+    key = np.repeat(np.arange(len(tokens)), np.diff(offsets)).astype(np.int64)
+    o = np.lexsort((docs, key))
+    return params, Partition(tokens, rows, num, offsets, docs[o], freqs[o])
 
 
 def read_partition(files, pid: int, meta: dict, with_positions: bool) -> Partition:

@@ -60,11 +60,12 @@ def open_inverted(files, fragment_ids, *, positions: bool = False) -> OpenIndex:
         got = _CACHE.get(key)
     if got is not None:
         return got
-    params, pids, meta = fmt.read_metadata(files)
-    if meta.get("positions_layout") is not None or (
-            positions and meta.get("format_version") == "2"):
-        pass
-    parts = [fmt.read_partition(files, p, meta, positions) for p in pids]
+    if not files.exists("metadata.lance") and files.exists("tokens.lance"):
+        params, legacy = fmt.read_legacy(files)
+        parts = [legacy]
+    else:
+        params, pids, meta = fmt.read_metadata(files)
+        parts = [fmt.read_partition(files, p, meta, positions) for p in pids]
     has_pos = bool(params.with_position)
     idx = OpenIndex(files.uuid, params, parts, set(fragment_ids), has_pos)
     with _LOCK:
@@ -75,8 +76,13 @@ def open_inverted(files, fragment_ids, *, positions: bool = False) -> OpenIndex:
 
 
 def _doc_scores(idx: OpenIndex, tokens: list[str], boost: float):
-    """Per partition ``(doc ids, per-token matched count, score)`` of documents holding
-    any of ``tokens``."""
+    """Per partition ``(partition, score, distinct tokens held, any hit)`` of documents
+    holding any of ``tokens`` (a token repeated in the query counts as often, as in
+    pylance)."""
+    repeats: dict = {}
+    for t in tokens:
+        repeats[t] = repeats.get(t, 0) + 1
+    tokens = list(repeats)
     n_docs = idx.num_docs
     avgdl = idx.avgdl()
     weights = {t: fmt.idf(idx.token_docs(t), n_docs) for t in tokens}
@@ -96,7 +102,7 @@ def _doc_scores(idx: OpenIndex, tokens: list[str], boost: float):
             d = p.doc_ids[lo:hi].astype(np.int64)
             f = p.freqs[lo:hi].astype(np.float32)
             s = weights[t] * ((K1 + np.float32(1)) * f / (f + norm[d]))
-            score[d] += s.astype(np.float32)
+            score[d] += s.astype(np.float32) * np.float32(repeats[t])
             hits[d] += 1
             any_hit = True
         out.append((p, score * np.float32(boost), hits, any_hit))
@@ -106,16 +112,16 @@ def _doc_scores(idx: OpenIndex, tokens: list[str], boost: float):
 def match(idx: OpenIndex, text: str, *, operator: str = "OR", boost: float = 1.0,
           fuzzy=None) -> tuple[np.ndarray, np.ndarray]:
     """``(row ids, scores)`` of a match query over the index."""
-    toks = list(dict.fromkeys(tokenize_text(idx.params, text)))
+    toks = tokenize_text(idx.params, text)
     if fuzzy is not None:
-        toks = fuzzy(idx, toks)
+        toks = fuzzy(idx, list(dict.fromkeys(toks)))
     if not toks:
         return np.zeros(0, np.uint64), np.zeros(0, np.float32)
     rows, scores = [], []
     for p, score, hits, any_hit in _doc_scores(idx, toks, boost):
         if not any_hit:
             continue
-        keep = hits >= (len(toks) if operator == "AND" else 1)
+        keep = hits >= (len(set(toks)) if operator == "AND" else 1)
         rows.append(p.row_ids[keep])
         scores.append(score[keep])
     return _cat(rows, scores)
@@ -148,7 +154,7 @@ def phrase(idx: OpenIndex, text: str, slop: int = 0) -> tuple[np.ndarray, np.nda
         return np.zeros(0, np.uint64), np.zeros(0, np.float32)
     distinct = list(dict.fromkeys(toks))
     rows, scores = [], []
-    for p, score, hits, any_hit in _doc_scores(idx, distinct, 1.0):
+    for p, score, hits, any_hit in _doc_scores(idx, toks, 1.0):
         if not any_hit:
             continue
         if p.positions is None:

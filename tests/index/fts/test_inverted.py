@@ -191,3 +191,20 @@ def test_include_deleted_rows_refused(tmp_path):
     ds.create_scalar_index("text", "INVERTED")
     with pytest.raises(ValueError, match="Cannot include deleted rows"):
         ds.to_table(with_row_id=True, full_text_query="fox", include_deleted_rows=True)
+
+
+def test_long_documents_positions_blocks(tmp_path):
+    # a token 300 times in one document: full 128-position blocks; 1500 documents:
+    # full 128-document posting blocks
+    t = _docs(1500, seed=11)
+    text = t.column("text").to_pylist()
+    text[10] = " ".join(["quick brown"] * 150 + ["lazy dogs"] * 140)
+    text[11] = " ".join(["fox"] * 300)
+    t = t.set_column(1, "text", pa.array(text))
+    uri = str(tmp_path / "ds")
+    lancenb.write_dataset(t, uri)
+    lancenb.dataset(uri).create_scalar_index("text", "INVERTED", with_position=True)
+    ln, pl = lancenb.dataset(uri), lance.dataset(uri)
+    for q in ['"brown lazy"', '"quick brown"', "fox", '"dogs quick"', '"fox fox fox"', "fox fox"]:
+        _same(ln.to_table(full_text_query=q, columns=["id"]),
+              pl.to_table(full_text_query=q, columns=["id"]))
