@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from lancenb.errors import InvalidInputError
 from lancenb.index.fts import format as fmt
-from lancenb.index.fts.tokenize import TokenizerParams, tokenize
+from lancenb.index.fts.tokenize import TokenizerParams, query_words, tokenize, tokenize_query
 
 __all__ = ["OpenIndex", "open_inverted", "match", "phrase", "flat_match"]
 
@@ -134,13 +134,12 @@ def _cat(rows, scores):
 
 
 def tokenize_text(params: TokenizerParams, text: str) -> list[str]:
-    t = tokenize(params, pa.array([text], pa.string()))
-    return [t.vocab[i] for i in t.token_ids.tolist()]
+    """The tokens of one query text."""
+    return tokenize_query(params, text)
 
 
 def _query_positions(params: TokenizerParams, text: str) -> tuple[list[str], list[int]]:
-    t = tokenize(params, pa.array([text], pa.string()))
-    return [t.vocab[i] for i in t.token_ids.tolist()], t.position.tolist()
+    return query_words(params, text)
 
 
 def phrase(idx: OpenIndex, text: str, slop: int = 0) -> tuple[np.ndarray, np.ndarray]:

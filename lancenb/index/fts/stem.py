@@ -32,16 +32,30 @@ _STEP2 = {"tional": "tion", "enci": "ence", "anci": "ance", "abli": "able", "ent
           "ogi": "og", "fulli": "ful", "lessli": "less", "li": ""}
 _STEP3 = {"tional": "tion", "ational": "ate", "alize": "al", "icate": "ic", "iciti": "ic",
           "ical": "ic", "ful": "", "ness": "", "ative": ""}
+_STEP0 = ("'s'", "'s", "'")
+_STEP1A = ("sses", "ied", "ies", "s", "us", "ss")
+_STEP1B = ("eed", "eedly", "ed", "edly", "ing", "ingly")
 _STEP4 = ("al", "ance", "ence", "er", "ic", "able", "ible", "ant", "ement", "ment", "ent",
           "ism", "ate", "iti", "ous", "ive", "ize", "ion")
 
 
+_BY_LENGTH: dict = {}
+
+
 def _longest(word: str, suffixes) -> str:
-    best = ""
-    for s in suffixes:
-        if len(s) > len(best) and word.endswith(s):
-            best = s
-    return best
+    """The longest of ``suffixes`` that ``word`` ends with, or ""."""
+    key = id(suffixes)
+    table = _BY_LENGTH.get(key)
+    if table is None:
+        lens: dict = {}
+        for suffix in suffixes:
+            lens.setdefault(len(suffix), set()).add(suffix)
+        table = _BY_LENGTH[key] = sorted(lens.items(), reverse=True)
+    n = len(word)
+    for length, group in table:
+        if length <= n and word[n - length:] in group:
+            return word[n - length:]
+    return ""
 
 
 def _vowel(c: str) -> bool:
@@ -90,11 +104,11 @@ def stem(word: str) -> str:
         r1 = _region(w, 0)
     r2 = _region(w, r1) if r1 < len(w) else len(w)
     # step 0
-    s = _longest(w, ("'s'", "'s", "'"))
+    s = _longest(w, _STEP0)
     if s:
         w = w[:-len(s)]
     # step 1a
-    s = _longest(w, ("sses", "ied", "ies", "s", "us", "ss"))
+    s = _longest(w, _STEP1A)
     if s == "sses":
         w = w[:-2]
     elif s in ("ied", "ies"):
@@ -104,7 +118,7 @@ def stem(word: str) -> str:
     if w in _AFTER_1A:
         return w
     # step 1b
-    s = _longest(w, ("eed", "eedly", "ed", "edly", "ing", "ingly"))
+    s = _longest(w, _STEP1B)
     if s in ("eed", "eedly"):
         if len(w) - len(s) >= r1:
             w = w[:-len(s)] + "ee"

@@ -20,6 +20,7 @@ Examples
 from __future__ import annotations
 
 import json
+import re
 import unicodedata
 from dataclasses import asdict, dataclass, field
 
@@ -257,7 +258,25 @@ def tokenize(params: TokenizerParams, texts, vocab: dict | None = None) -> Token
     return Tokenized(list(vocab), tid[keep], doc, pos[keep], num)
 
 
+_PY_SPLIT = {"simple": re.compile(r"[^\W_]+"), "whitespace": re.compile(r"\S+")}
+
+
+def query_words(params: TokenizerParams, text: str) -> tuple[list[str], list[int]]:
+    """The base tokenizer on one short text (a query) in Python: ``(words, positions)``
+    (the column path, :func:`tokenize`, splits in Arrow)."""
+    pat = _PY_SPLIT.get(params.base_tokenizer)
+    if pat is None:
+        t = tokenize(params, pa.array([text], pa.string()))
+        return [t.vocab[i] for i in t.token_ids.tolist()], t.position.tolist()
+    words = pat.findall(text)
+    out, pos = [], []
+    for i, tok in enumerate(analyze(params, words)):
+        if tok is not None:
+            out.append(tok)
+            pos.append(i)
+    return out, pos
+
+
 def tokenize_query(params: TokenizerParams, text: str) -> list[str]:
     """The tokens of a query string, in order (repeats kept)."""
-    t = tokenize(params, pa.array([text], pa.string()))
-    return [t.vocab[i] for i in t.token_ids.tolist()]
+    return query_words(params, text)[0]

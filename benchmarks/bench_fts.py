@@ -1,0 +1,75 @@
+"""Full-text search, lancenb vs pylance in one run: INVERTED index build time and
+query latency (top 10 by BM25) on a synthetic corpus, each library on its own index
+and on the other's.
+
+    .venv/bin/python benchmarks/bench_fts.py [num_docs]   # default 200_000
+
+The corpus: documents of 10-60 words drawn from a Zipf(1.1) vocabulary of 50,000 words.
+"""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+
+import numpy as np
+import pyarrow as pa
+
+
+def corpus(n: int, seed: int = 0) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    vocab = np.array([f"w{i}x" for i in range(50_000)])
+    lengths = rng.integers(10, 61, n)
+    ranks = np.minimum(rng.zipf(1.1, int(lengths.sum())) - 1, len(vocab) - 1)
+    words = vocab[ranks]
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    lists = pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), pa.array(words))
+    import pyarrow.compute as pc
+    return pa.table({"id": np.arange(n), "text": pc.binary_join(lists, " ")})
+
+
+def timed(fn, repeat=1):
+    out = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t)
+    return min(out) if repeat == 1 else statistics.median(out)
+
+
+def main(n: int) -> None:
+    import lance
+
+    import lancenb
+
+    root = tempfile.mkdtemp(prefix="bench_fts_")
+    try:
+        t = corpus(n)
+        for lib in ("lancenb", "pylance"):
+            lancenb.write_dataset(t, f"{root}/{lib}", max_rows_per_file=1 << 20)
+        queries = ["w5x", "w50x w60x", "w500x", "w3x w4000x w20000x", "w1x w2x"]
+        build = {
+            "lancenb": timed(lambda: lancenb.dataset(f"{root}/lancenb").create_scalar_index(
+                "text", "INVERTED")),
+            "pylance": timed(lambda: lance.dataset(f"{root}/pylance").create_scalar_index(
+                "text", "INVERTED")),
+        }
+        print(f"docs={n} build_s lancenb={build['lancenb']:.2f} pylance={build['pylance']:.2f}")
+        for index_by in ("lancenb", "pylance"):
+            uri = f"{root}/{index_by}"
+            for reader, ds in (("lancenb", lancenb.dataset(uri)), ("pylance", lance.dataset(uri))):
+                ds.to_table(full_text_query=queries[0], limit=10)  # (open the index)
+                lat = [timed(lambda q=q: ds.to_table(full_text_query=q, limit=10,
+                                                     columns=["id"]), repeat=5)
+                       for q in queries]
+                print(f"index={index_by} query={reader} top10_ms median_of_queries="
+                      f"{1000 * statistics.median(lat):.2f} max={1000 * max(lat):.2f}")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 200_000)
