@@ -6,7 +6,7 @@ wheel; the Numba kernels live in ``kernels/`` at the top of the repository and i
 
 Building a wheel also compiles every kernel specialisation ``lancenb warmup`` knows for a
 portable CPU target (x86-64-v3 on x86-64, LLVM's generic CPU elsewhere) into
-``lancenb/kernels/_jitcache`` (``lancenb.warmup.build_shipped``, run on the copied sources
+``lancenb/kernels/_jitcache`` (``lancenb.tools.warmup.build_shipped``, run on the copied sources
 in the build directory), so that first use on a machine with that CPU level loads machine
 code instead of compiling it (see ``kernels/_jit.py``). That makes the wheel specific to
 the Python version and platform, and it is tagged so (``cp311-cp311-linux_x86_64``).
@@ -53,7 +53,7 @@ class _BuildPyWithKernels(build_py):
                    os.environ.get("LANCENB_BUILD_KERNEL_TARGETS", "").split(",") if t.strip()]
         procs = os.environ.get("LANCENB_BUILD_KERNEL_PROCESSES")
         code = ("import json, sys\n"
-                "from lancenb.warmup import build_shipped\n"
+                "from lancenb.tools.warmup import build_shipped\n"
                 "m = build_shipped(sys.argv[1], targets=json.loads(sys.argv[2]) or None,\n"
                 "                  processes=json.loads(sys.argv[3]))\n"
                 "print(m['files'], 'files for', [t['name'] for t in m['targets']])\n")

@@ -7,7 +7,7 @@ Run from the repository root::
 
 It writes a Parquet file (snappy, row groups of 1M rows: ids, zipf user ids,
 timestamps, a low-cardinality category, random text of 10-60 bytes, prices with
-nulls) until the file reaches ``--gb`` GB, then runs ``python -m lancenb.cli convert
+nulls) until the file reaches ``--gb`` GB, then runs ``python -m lancenb.tools.cli convert
 SRC DST`` in a fresh subprocess and reports its wall time, peak RSS (the child's
 ``ru_maxrss``) and the progress lines it printed; then checks the row count of the
 result. Figures go between the bench_convert markers at the end of RESULTS.md.
@@ -85,7 +85,7 @@ def main() -> int:
     gen_s = time.perf_counter() - t0
     print(f"generated {rows:,} rows, {src_bytes / 1e9:.2f} GB of Parquet in {gen_s:.0f} s")
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "lancenb.cli", "convert", src, dst,
+    proc = subprocess.run([sys.executable, "-m", "lancenb.tools.cli", "convert", src, dst,
                            "--mode", "overwrite"], capture_output=True, text=True)
     wall = time.perf_counter() - t0
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024  # Linux: KiB

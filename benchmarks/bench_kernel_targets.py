@@ -5,7 +5,7 @@ Run from the repository root::
 
     python benchmarks/bench_kernel_targets.py [--rounds R] [--targets x86-64-v3,x86-64-v2]
 
-The wheel ships kernels compiled for a portable target (``lancenb.warmup.build_shipped``,
+The wheel ships kernels compiled for a portable target (``lancenb.tools.warmup.build_shipped``,
 ``NUMBA_CPU_NAME``/``NUMBA_CPU_FEATURES``); this measures what that costs against the code
 numba compiles for the host. It runs ``bench_kernels_bitpack.py`` and
 ``bench_kernels_misc.py`` once per configuration per round, rounds interleaved (host,
@@ -31,7 +31,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 
-from lancenb.warmup import PORTABLE_TARGETS, _target_env  # noqa: E402
+from lancenb.tools.warmup import PORTABLE_TARGETS, _target_env  # noqa: E402
 
 BENCHES = {
     "bitpack": ["bench_kernels_bitpack.py", "--values", str(1 << 19), "--repeat", "7"],

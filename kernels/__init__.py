@@ -7,5 +7,5 @@ NumPy/Python reference in ``tests/kernels`` and a property test comparing the tw
 """
 
 # the file next to a kernel module's numba cache files that says which parameters each
-# of its kernels writes (see ``_jit.py``); ``lancenb.warmup`` ships it with the cache
+# of its kernels writes (see ``_jit.py``); ``lancenb.tools.warmup`` ships it with the cache
 WRITTEN_SUFFIX = ".lancenb-written.json"

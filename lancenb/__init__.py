@@ -54,16 +54,16 @@ _LAZY = {
     "json_to_schema": ("lancenb.file.schema_json", "json_to_schema"),
     "sanitize_ts": ("lancenb.util", "sanitize_ts"),
     "set_logger": ("lancenb.log", "set_logger"),
-    "simd_info": ("lancenb.runtime", "simd_info"),
-    "iops_counter": ("lancenb.runtime", "iops_counter"),
+    "simd_info": ("lancenb.tools.runtime", "simd_info"),
+    "iops_counter": ("lancenb.tools.runtime", "iops_counter"),
     "ScanStatistics": ("lancenb.dataset.descriptions", "ScanStatistics"),
-    "bytes_read_counter": ("lancenb.runtime", "bytes_read_counter"),
+    "bytes_read_counter": ("lancenb.tools.runtime", "bytes_read_counter"),
     "LanceFileReader": ("lancenb.file", "LanceFileReader"),
     "LanceFileWriter": ("lancenb.file", "LanceFileWriter"),
     "inspect": ("lancenb.inspect", "inspect"),
     "explain": ("lancenb.inspect", "explain"),
     "validate": ("lancenb.inspect", "validate"),
-    "warmup": ("lancenb.warmup", "warmup"),
+    "warmup": ("lancenb.tools.warmup", "warmup"),
     "IndexProgress": ("lancenb.progress", "IndexProgress"),
 }
 
@@ -102,12 +102,12 @@ if TYPE_CHECKING:
     from lancenb.inspect import validate as validate
     from lancenb.log import set_logger as set_logger
     from lancenb.progress import IndexProgress as IndexProgress
-    from lancenb.runtime import bytes_read_counter as bytes_read_counter
-    from lancenb.runtime import iops_counter as iops_counter
-    from lancenb.runtime import simd_info as simd_info
     from lancenb.table.fragments import FragmentMetadata as FragmentMetadata
+    from lancenb.tools.runtime import bytes_read_counter as bytes_read_counter
+    from lancenb.tools.runtime import iops_counter as iops_counter
+    from lancenb.tools.runtime import simd_info as simd_info
+    from lancenb.tools.warmup import warmup as warmup
     from lancenb.util import sanitize_ts as sanitize_ts
-    from lancenb.warmup import warmup as warmup
 
 if _os.environ.get("LANCE_LOG") is not None:
     # pylance turns its core's logging on at import when LANCE_LOG is set; so does

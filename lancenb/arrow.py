@@ -406,7 +406,7 @@ else:
 
 
 # -- images ----------------------------------------------------------------------------
-from lancenb._arrow_images import (  # noqa: E402 (the bfloat16 part first)
+from lancenb._arrow.images import (  # noqa: E402 (the bfloat16 part first)
     EncodedImageArray,
     EncodedImageType,
     FixedShapeImageTensorArray,

@@ -15,7 +15,7 @@ from pathlib import Path
 LAYERS = ["errors", "io", "kernels", "encodings", "file", "table", "expr", "index", "dataset",
           "top"]
 # first component under lancenb/ -> layer (anything not named is "top": spark, inspect,
-# cli, warmup, fragment and the package root)
+# tools, fragment and the package root)
 LAYER_OF = {"errors": "errors", "_version": "errors", "io": "io", "_proto": "io",
             "kernels": "kernels", "encodings": "encodings", "file": "file",
             "table": "table", "expr": "expr", "index": "index", "dataset": "dataset"}

@@ -1,4 +1,4 @@
-"""The ``import lance`` bridge (lancenb/bridge.py), installed into a fresh environment.
+"""The ``import lance`` bridge (lancenb/tools/bridge.py), installed into a fresh environment.
 
 Never into the dev venv: pylance is there (the oracle). Each module run makes a plain
 venv in a temp dir (no system site-packages) whose dependencies are the dev venv's
@@ -71,7 +71,7 @@ def _run(python, code, *args, cwd=None, env_extra=None):
 
 
 def _bridge(python, *args):
-    return subprocess.run([str(python), "-m", "lancenb.bridge", *args],
+    return subprocess.run([str(python), "-m", "lancenb.tools.bridge", *args],
                           capture_output=True, text=True, timeout=600,
                           env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
 
@@ -213,7 +213,7 @@ def test_install_refuses_to_shadow_pylance(env):
 
 def test_in_process_api_refuses_in_dev_venv(tmp_path):
     # the dev venv has pylance: install() refuses, and writes nothing
-    from lancenb import bridge
+    from lancenb.tools import bridge
     from lancenb.errors import InvalidInputError
 
     with pytest.raises(InvalidInputError, match="pylance 14.0.2 is installed"):
@@ -227,7 +227,7 @@ def test_in_process_api_refuses_in_dev_venv(tmp_path):
 
 
 def test_install_status_uninstall_in_a_site_dir(tmp_path):
-    from lancenb import bridge
+    from lancenb.tools import bridge
 
     site = tmp_path / "site-packages"
     site.mkdir()
@@ -247,7 +247,7 @@ def test_install_status_uninstall_in_a_site_dir(tmp_path):
 
 
 def test_activate_is_idempotent_and_switchable(monkeypatch):
-    from lancenb import bridge
+    from lancenb.tools import bridge
 
     before = list(sys.meta_path)
     try:

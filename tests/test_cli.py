@@ -18,7 +18,7 @@ import lancenb
 
 
 def _run(*args, ok=True):
-    p = subprocess.run([sys.executable, "-m", "lancenb.cli", *args], capture_output=True,
+    p = subprocess.run([sys.executable, "-m", "lancenb.tools.cli", *args], capture_output=True,
                        text=True, timeout=120)
     if ok:
         assert p.returncode == 0, p.stderr
@@ -120,7 +120,7 @@ def _run_on_terminal(*args, monkeypatch) -> str:
 
     err = Terminal()
     monkeypatch.setattr(sys, "stderr", err)
-    from lancenb.cli import main
+    from lancenb.tools.cli import main
 
     assert main(list(args)) == 0
     return err.getvalue()
@@ -169,7 +169,7 @@ def test_progress_bar_module():
 def _refused(*args, status=1, env=None):
     """Run a command that must fail: its status, stderr without a traceback and (for a
     refused input, status 1) a single line; returns stderr."""
-    p = subprocess.run([sys.executable, "-m", "lancenb.cli", *args], capture_output=True,
+    p = subprocess.run([sys.executable, "-m", "lancenb.tools.cli", *args], capture_output=True,
                        text=True, timeout=120, env=env)
     assert p.returncode == status, (p.returncode, p.stdout, p.stderr)
     assert "Traceback" not in p.stderr + p.stdout
@@ -343,7 +343,7 @@ def test_debug_shows_the_traceback(how, junk):
         args.insert(0, "--debug")
     else:
         args.append("--debug")
-    p = subprocess.run([sys.executable, "-m", "lancenb.cli", *args], capture_output=True,
+    p = subprocess.run([sys.executable, "-m", "lancenb.tools.cli", *args], capture_output=True,
                        text=True, timeout=120, env=env)
     assert p.returncode == 1
     assert "Traceback" in p.stderr and "InvalidInputError" in p.stderr

@@ -6,7 +6,7 @@ import importlib
 import pytest
 
 MODULES = ["lancenb.encodings.blocks", "lancenb.encodings.codecs", "lancenb.encodings.layouts",
-           "lancenb.encodings.page", "lancenb.encodings.pb", "lancenb.io", "lancenb.cli",
+           "lancenb.encodings.page", "lancenb.encodings.pb", "lancenb.io", "lancenb.tools.cli",
            "lancenb.expr.filters"]
 
 

@@ -1,7 +1,7 @@
 """The package's structure rules (docs/architecture.md), checked on the source.
 
 Layers, lowest first: errors (and ``_version``) < io (and ``_proto``) < kernels <
-encodings < file < dataset < the top (spark, inspect, cli, warmup, fragment, the package
+encodings < file < dataset < the top (spark, inspect, tools, fragment, the package
 root). A module imports its own layer and lower ones only, never the package root
 ``lancenb`` (whose lazy attributes reach every layer). Also: no import cycles, no
 module over 800 lines, no use of another layer's private names, public docstring
@@ -40,11 +40,7 @@ MAX_LINES = 800
 # package folders holding more than MAX_MODULES modules (a newcomer finds a module by
 # name in one step when a folder stays small)
 MAX_MODULES = 16
-KNOWN_BIG_FOLDERS = {
-    "lancenb": "pylance's public module names (arrow, commit, debug, fragment, indices, lance, "
-               "log, optimize, progress, query, sampler, schema, util, vector, _datagen) "
-               "sit at the root, where `import lancenb as lance` code finds them",
-}
+KNOWN_BIG_FOLDERS: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module")

@@ -623,7 +623,7 @@ def test_modules_reachable_as_attributes(module):
 
 
 @pytest.mark.parametrize("name", ["lancenb.log", "lancenb.debug", "lancenb.progress",
-                                  "lancenb.arrow", "lancenb._arrow_images", "lancenb.util",
+                                  "lancenb.arrow", "lancenb._arrow.images", "lancenb.util",
                                   "lancenb.vector", "lancenb.optimize", "lancenb.commit",
                                   "lancenb.schema", "lancenb.file.session", "lancenb._datagen"])
 def test_docstring_examples(name):

@@ -1,5 +1,5 @@
 """Compiled kernels shipped with the package (issue 18): a numba cache built for a portable
-CPU target (``lancenb.warmup.build_shipped``, which the wheel build runs) is used by a new
+CPU target (``lancenb.tools.warmup.build_shipped``, which the wheel build runs) is used by a new
 process whose own cache is empty, and only when it is valid for this machine.
 
 Every check runs real processes: one builds the shipped cache for one kernel
@@ -17,7 +17,7 @@ import sys
 import pytest
 from lancenb.kernels._jit import host_cpu_features
 
-from lancenb.warmup import PORTABLE_TARGETS, build_shipped
+from lancenb.tools.warmup import PORTABLE_TARGETS, build_shipped
 
 # calls concat_slices once and reports the result and how many compilations it took
 _USE = """

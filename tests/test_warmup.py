@@ -18,7 +18,7 @@ import pytest
 from lancenb.kernels import bitpack, rle, slices
 from lancenb.kernels._jit import _WRITTEN_TABLES, _written, _written_path, _written_stored
 
-from lancenb.cli import main
+from lancenb.tools.cli import main
 
 # compiles concat_slices for one dtype, called with a writable and a read-only source,
 # checks the result and reports the kernel's specialisations and cache statistics
@@ -67,7 +67,7 @@ def test_import_lancenb_loads_neither_the_dataset_layer_nor_numba():
 def test_function_names_survive_importing_their_subpackages():
     import lancenb.dataset.lance_dataset  # noqa: F401  (binds the subpackages in the parent)
     import lancenb.inspect  # noqa: F401
-    import lancenb.warmup  # noqa: F401
+    import lancenb.tools.warmup  # noqa: F401
     from lancenb.dataset.lance_dataset import dataset
 
     assert lancenb.dataset is dataset
@@ -297,7 +297,7 @@ def test_warmup_fills_the_cache_for_the_next_process():
     # load everything from the cache. The default cache, which the rest of the suite has
     # filled, keeps this short; with an empty one it compiles the whole float path.
     code = ("import json\n"
-            "from lancenb.warmup import _warm\n"
+            "from lancenb.tools.warmup import _warm\n"
             "r = _warm(('floats/2.1/default',), processes=1, progress=False, check=True)\n"
             "print(json.dumps([r.tasks, r.compiled, r.filled, r.cache_dir]))")
     env = dict(os.environ)

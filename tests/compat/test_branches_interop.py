@@ -159,7 +159,6 @@ def test_manifest_base_outside_the_dataset_is_refused(uri, tmp_path):
     """Under confine_bases, a branch manifest naming a base path outside the dataset and
     its branches must not make lancenb read there."""
     from lancenb.table.bases import confine_bases
-
     from lancenb.table.commit import load_manifest, open_store
     from lancenb.table.manifest import VERSIONS_DIR, frame_manifest, manifest_name
 

@@ -402,8 +402,8 @@ def test_cli_reports_junk_in_one_line_each(ten):
         f.write(b"[]")
 
     def run(*args):
-        return subprocess.run([sys.executable, "-m", "lancenb.cli", *args], capture_output=True,
-                              text=True, timeout=120)
+        return subprocess.run([sys.executable, "-m", "lancenb.tools.cli", *args],
+                              capture_output=True, text=True, timeout=120)
 
     v = run("validate", ten)
     assert v.returncode == 1 and "Traceback" not in v.stderr

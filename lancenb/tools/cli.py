@@ -11,10 +11,10 @@ import os
 import sys
 import time
 
-from lancenb._cli_demo import DEMO_JVM_OPTIONS, demo
 from lancenb._version import __version__
 from lancenb.errors import InvalidInputError, LanceError, LanceFileNotFoundError
 from lancenb.progress import progress_bar
+from lancenb.tools.demo import DEMO_JVM_OPTIONS, demo
 
 __all__ = ["main", "demo"]
 
@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
 
     Examples
     --------
-    >>> from lancenb.cli import main
+    >>> from lancenb.tools.cli import main
     >>> main(["validate", "orders.lance"])  # doctest: +SKIP
     validated dataset orders.lance: 2 manifests, 2 data files, 8 pages, 0 deletion files
     0
@@ -164,7 +164,7 @@ def _one_line(e: BaseException, limit: int = 400) -> str:
 
 # -- inspect ---------------------------------------------------------------------------
 def _cmd_warmup(args) -> int:
-    from lancenb.warmup import warmup  # lazy: numba, CLI start-up
+    from lancenb.tools.warmup import warmup  # lazy: numba, CLI start-up
 
     r = warmup(processes=args.processes, progress=False if args.quiet else None)
     where = r.cache_dir or "nowhere (no writable cache directory: set NUMBA_CACHE_DIR)"

@@ -5,9 +5,9 @@ libraries (Ray Data's ``read_lance``, Polars' ``scan_lance``, ...), worker proce
 started by a DataLoader, Spark or Ray, and every ``from lance.vector import ...``. One
 opt-in step makes the name ``lance`` mean lancenb in a whole Python environment::
 
-    python -m lancenb.bridge install     # refuses if pylance is installed (see --force)
-    python -m lancenb.bridge status      # which ``lance`` an import gives, and why
-    python -m lancenb.bridge uninstall   # back to what was there before
+    python -m lancenb.tools.bridge install     # refuses if pylance is installed (see --force)
+    python -m lancenb.tools.bridge status      # which ``lance`` an import gives, and why
+    python -m lancenb.tools.bridge uninstall   # back to what was there before
 
 ``install`` writes two files into the environment's site-packages (nothing else is
 touched, so an installed pylance stays intact):
@@ -61,7 +61,7 @@ PTH_FILE = "lancenb-bridge.pth"
 PYLANCE_DIST = "pylance"
 _ENV_SWITCH = "LANCENB_BRIDGE"
 _PTH_LINE = (f"import {HOOK_MODULE}; {HOOK_MODULE}.activate()  "
-             "# lancenb's `import lance` bridge: python -m lancenb.bridge status\n")
+             "# lancenb's `import lance` bridge: python -m lancenb.tools.bridge status\n")
 
 
 # --- the finder (runs in every process of the environment: standard library only) ----
@@ -116,7 +116,7 @@ def activate() -> bool:
     Examples
     --------
     >>> import os
-    >>> from lancenb.bridge import activate
+    >>> from lancenb.tools.bridge import activate
     >>> os.environ.get("LANCENB_BRIDGE") == "0" or activate()  # doctest: +SKIP
     True
     """
@@ -160,10 +160,10 @@ class BridgeStatus:
     lance_origin: str | None
 
     def describe(self) -> str:
-        """The report ``python -m lancenb.bridge status`` prints."""
+        """The report ``python -m lancenb.tools.bridge status`` prints."""
         if self.installed:
             state = "installed" + ("" if self.up_to_date else
-                                   " (stale: run `python -m lancenb.bridge install`)")
+                                   " (stale: run `python -m lancenb.tools.bridge install`)")
         else:
             state = "not installed"
         lines = [f"bridge: {state} in {self.site_dir}",
@@ -173,7 +173,7 @@ class BridgeStatus:
                  + (f" ({self.lance_origin})" if self.lance_origin else "")]
         if self.installed and self.pylance:
             lines.append("note: the bridge shadows pylance; LANCENB_BRIDGE=0 gives pylance "
-                         "to one process, `python -m lancenb.bridge uninstall` to all")
+                         "to one process, `python -m lancenb.tools.bridge uninstall` to all")
         return "\n".join(lines)
 
 
@@ -219,7 +219,7 @@ def install(*, force: bool = False, site_dir: str | os.PathLike | None = None) -
 
     Examples
     --------
-    >>> from lancenb.bridge import install
+    >>> from lancenb.tools.bridge import install
     >>> install()  # doctest: +SKIP
     PosixPath('.../site-packages/lancenb-bridge.pth')
     """
@@ -247,7 +247,7 @@ def uninstall(*, site_dir: str | os.PathLike | None = None) -> bool:
 
     Examples
     --------
-    >>> from lancenb.bridge import uninstall
+    >>> from lancenb.tools.bridge import uninstall
     >>> uninstall()  # doctest: +SKIP
     True
     """
@@ -284,7 +284,7 @@ def status(*, site_dir: str | os.PathLike | None = None,
 
     Examples
     --------
-    >>> from lancenb.bridge import status
+    >>> from lancenb.tools.bridge import status
     >>> print(status().describe())  # doctest: +SKIP
     bridge: installed in /venv/lib/python3.11/site-packages
     pylance: not installed
@@ -314,9 +314,9 @@ def status(*, site_dir: str | os.PathLike | None = None,
 
 
 def main(argv=None) -> int:
-    """``python -m lancenb.bridge {install,uninstall,status}``; returns the exit code."""
+    """``python -m lancenb.tools.bridge {install,uninstall,status}``; returns the exit code."""
     parser = argparse.ArgumentParser(
-        prog="python -m lancenb.bridge",
+        prog="python -m lancenb.tools.bridge",
         description="Make `import lance` give lancenb in this Python environment.")
     sub = parser.add_subparsers(dest="command", required=True)
     p_install = sub.add_parser("install", help="install the bridge")
@@ -334,7 +334,7 @@ def main(argv=None) -> int:
         try:
             pth = install(force=args.force, site_dir=args.site_dir)
         except LanceError as exc:
-            print(f"lancenb.bridge: {exc}", file=sys.stderr)
+            print(f"lancenb.tools.bridge: {exc}", file=sys.stderr)
             return 1
         print(f"installed: {pth} (`import lance` now gives lancenb in this environment)")
         return 0

@@ -76,7 +76,7 @@ def cache_dir() -> str | None:
 
     Examples
     --------
-    >>> from lancenb.warmup import cache_dir
+    >>> from lancenb.tools.warmup import cache_dir
     >>> cache_dir()  # doctest: +SKIP
     '/home/me/.cache/numba/lancenb/kernels'
     """
@@ -405,7 +405,7 @@ def build_shipped(dest: str, *, targets=None, processes: int | None = None,
         raise InvalidInputError(f"unknown portable CPU target(s) {unknown}; "
                                 f"known: {sorted(PORTABLE_TARGETS)}")
     if script is None:
-        script = ("from lancenb.warmup import _warm, _TASKS\n"
+        script = ("from lancenb.tools.warmup import _warm, _TASKS\n"
                   f"_warm(_TASKS, processes={processes!r}, progress=False, check=False)\n")
     os.makedirs(dest, exist_ok=True)
     entries = []
