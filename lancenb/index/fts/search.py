@@ -106,38 +106,46 @@ class _Searcher:
         idx, _ = self._index(column, positions=positions)
         parts = []
         if idx is not None:
-            parts.append(fn(idx))
-        if flat:
-            parts.append(self._flat(column, idx, text))
+            parts.append(self._live(*fn(idx), idx))
+        if flat:  # (a scan of live rows)
+            parts.append(self._live(*self._flat(column, idx, text), None))
         rows = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.uint64)
         scores = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.float32)
-        return self._live(rows, scores, idx)
+        return rows, scores
 
     def _check_column(self, column: str) -> None:
         if column not in self.ds.schema.names and "." not in column:
             raise InvalidInputError(f"Column {column} not found in the dataset schema")
 
     def _live(self, rows, scores, idx):
+        """Drop rows of fragments not scanned or gone, and deleted rows (by address:
+        the fragments' deletion vectors; stable row ids: the fragments' row ids)."""
         if rows.size and idx is not None:
-            from pyroaring import BitMap64
-
-            from lancenb.index.scalar import rowmap
-            from lancenb.index.scalar.query import _live, view_of
-
-            frag_ids = {f.fragment_id for f in self.frags}
-            live = _live(view_of(self.ds), rowmap.from_ids(rows),
-                         (idx.fragment_ids & frag_ids) | (set() if self.stable else
-                                                          {f.fragment_id for f in self.frags
-                                                           if f.fragment_id not in
-                                                           idx.fragment_ids}),
-                         self.stable)
-            keep = np.isin(rows, rowmap.to_ids(live)) if isinstance(live, BitMap64) else \
-                np.ones(len(rows), bool)
-            rows, scores = rows[keep], scores[keep]
+            if self.stable:
+                rows, scores = self._live_stable(rows, scores, idx)
+            else:
+                fids = rows >> np.uint64(32)
+                keep = np.isin(fids, np.fromiter((f.fragment_id for f in self.frags),
+                                                 np.uint64))
+                dead = [f.deleted_offsets().astype(np.uint64) | np.uint64(f.fragment_id << 32)
+                        for f in self.frags if f.fragment_id in idx.fragment_ids]
+                dead = [d for d in dead if d.size]
+                if dead:
+                    keep &= ~np.isin(rows, np.concatenate(dead))
+                rows, scores = rows[keep], scores[keep]
         if self.allow is not None and rows.size:
             keep = np.isin(rows, self.allow)
             rows, scores = rows[keep], scores[keep]
         return rows, scores
+
+    def _live_stable(self, rows, scores, idx):
+        from lancenb.index.scalar import rowmap
+        from lancenb.index.scalar.query import _live, view_of
+
+        covered = idx.fragment_ids & {f.fragment_id for f in self.frags}
+        live = _live(view_of(self.ds), rowmap.from_ids(rows), covered, True)
+        keep = np.isin(rows, rowmap.to_ids(live))
+        return rows[keep], scores[keep]
 
     def run(self, q: FullTextQuery):
         if isinstance(q, MatchQuery):

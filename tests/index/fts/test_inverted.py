@@ -107,9 +107,10 @@ def test_query_objects(tmp_path, builder):
               pl.to_table(full_text_query=theirs, columns=["id"]))
 
 
-def test_unindexed_rows_deletions_and_filters(tmp_path):
+@pytest.mark.parametrize("stable", [False, True])
+def test_unindexed_rows_deletions_and_filters(tmp_path, stable):
     uri = str(tmp_path / "ds")
-    lancenb.write_dataset(_docs(600), uri)
+    lancenb.write_dataset(_docs(600), uri, enable_stable_row_ids=stable)
     lancenb.dataset(uri).create_scalar_index("text", "INVERTED")
     t2 = _docs(200, seed=9, nulls=False)
     t2 = t2.set_column(0, "id", pa.array(np.arange(600, 800, dtype=np.int64)))
