@@ -17,7 +17,7 @@ import pyarrow as pa
 from lancenb.errors import IndexExistsError, InvalidInputError, NotSupportedError
 from lancenb.index.scalar import bitmap, btree, label_list, ngram, zones
 from lancenb.index.scalar import segments as segments_mod
-from lancenb.index.scalar.common import IndexFiles
+from lancenb.index.scalar.common import IndexFiles, become
 from lancenb.index.scalar.segments import replace_fields
 from lancenb.table.indices import CreateIndex, Index, IndexFile
 
@@ -260,7 +260,7 @@ class ScalarIndexMethods:
         # (the table layer's CreateIndex: LanceOperation.CreateIndex is that class)
         new = type(self).commit(self.uri, CreateIndex(new_indices=[index], removed_indices=[]),
                                 read_version=self.version)
-        vars(self).update(vars(new))  # this dataset moves to the new version, as pylance's
+        become(self, new)  # this dataset moves to the new version, as pylance's
 
     def create_index_uncommitted(self, column, index_type, name: str | None = None, *args,
                                  replace: bool = False, train: bool = True,
@@ -313,5 +313,5 @@ class ScalarIndexMethods:
         new = [replace_fields(seg, name=index_name, fields=[fid]) for seg in segments]
         done = type(self).commit(self.uri, CreateIndex(new_indices=new, removed_indices=[]),
                                  read_version=self.version)
-        vars(self).update(vars(done))
+        become(self, done)
         return self

@@ -9,6 +9,8 @@ files (format 2.2, as pylance 14 writes them) listed in the manifest's
 
 from __future__ import annotations
 
+import dataclasses
+import types
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,7 +25,7 @@ from lancenb.file.writer import LanceFileWriter
 from lancenb.index.scalar import rowmap
 from lancenb.io.store import ObjectStore
 
-__all__ = ["INDICES_DIR", "INDEX_FILE_VERSION", "Answer", "IndexFiles", "Unanswerable",
+__all__ = ["become", "INDICES_DIR", "INDEX_FILE_VERSION", "Answer", "IndexFiles", "Unanswerable",
            "leaf_mask", "sort_order", "ids_at"]
 
 INDICES_DIR = "_indices"
@@ -128,3 +130,15 @@ def sort_order(values: pa.Array) -> np.ndarray:
 def ids_at(ids: np.ndarray, positions: np.ndarray) -> BitMap64:
     """The ``BitMap64`` of ``ids[positions]``."""
     return rowmap.from_ids(ids[positions]) if positions.size else BitMap64()
+
+
+def become(ds, new) -> None:
+    """Move the dataset object ``ds`` to ``new`` (the dataset a commit of ``ds``'s
+    returned), in place, as pylance's index methods move the dataset they are called
+    on: ``new``'s state, with the snapshot's commit rebound to ``ds`` so that ``ds``'s
+    later commits move ``ds`` (not ``new``)."""
+    vars(ds).update(vars(new))
+    snap = getattr(ds, "snapshot", None)
+    bound = getattr(snap, "commit", None)
+    if getattr(bound, "__self__", None) is new:
+        ds.snapshot = dataclasses.replace(snap, commit=types.MethodType(bound.__func__, ds))

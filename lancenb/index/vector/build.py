@@ -28,6 +28,7 @@ import pyarrow as pa
 
 from lancenb.errors import InvalidInputError, NotSupportedError
 from lancenb.file import LanceFileWriter
+from lancenb.index.scalar.common import become
 from lancenb.index.vector import pq as pqmod
 from lancenb.index.vector import sq as sqmod
 from lancenb.index.vector.hnsw import GRAPH_SCHEMA, HNSW_KEY, build_graphs
@@ -534,5 +535,5 @@ def commit_create_index(ds, built: list, removed: list, *, dataset_out=None, kep
     out = type(ds).commit(ds.uri, CreateIndex(new_indices=new, removed_indices=old),
                           read_version=ds.version, storage_options=storage_options_of(ds))
     if dataset_out is not None and out is not None:
-        vars(dataset_out).update(vars(out))
+        become(dataset_out, out)  # (its later commits move dataset_out)
     return out
