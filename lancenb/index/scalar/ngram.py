@@ -37,7 +37,7 @@ from lancenb.index.scalar import rowmap
 from lancenb.index.scalar.common import IndexFiles
 
 __all__ = ["NGramIndex", "write_ngram", "contains_query", "trigram_tokens", "POSTINGS_FILE",
-           "DETAILS_TYPE_URL"]
+           "DETAILS_TYPE_URL", "like_runs", "like_regex"]
 
 POSTINGS_FILE = "ngram_postings.lance"
 DETAILS_TYPE_URL = "/lance.table.NGramIndexDetails"
@@ -179,6 +179,37 @@ def contains_query(sql: str) -> tuple[str, str] | None:
     return ".".join(p.name for p in args[0].parts), args[1].this
 
 
+# the characters a regular expression escapes (Rust's regex::escape, which pylance's
+# LIKE-to-regex conversion uses): they cut a pattern's literal runs
+_REGEX_META = set("\\.+*?()|[]{}^$#&-~")
+
+
+def like_regex(pattern: str) -> str:
+    """The regular expression pylance 14 turns ``LIKE pattern`` into for an NGRAM
+    index (its plan text): ``%`` is ``.*``, ``_`` is ``.``, the rest escaped."""
+    return "".join(".*" if c == "%" else "." if c == "_" else
+                   ("\\" + c if c in _REGEX_META else c) for c in pattern)
+
+
+def like_runs(pattern: str) -> list[str] | None:
+    """The literal runs of at least three characters an NGRAM index narrows
+    ``LIKE pattern`` by (every matching text contains each), or None when pylance 14
+    does not use the index for it: a pattern without wildcards (an equality), with
+    an escape, or without such a run (runs are cut by wildcards and by characters a
+    regular expression escapes, e.g. ``%1x.y%`` has none)."""
+    if "\\" in pattern or ("%" not in pattern and "_" not in pattern):
+        return None
+    runs, cur = [], []
+    for c in pattern + "%":
+        if c in "%_" or c in _REGEX_META:
+            if len(cur) >= 3:
+                runs.append("".join(cur))
+            cur = []
+        else:
+            cur.append(c)
+    return runs or None
+
+
 class NGramIndex:
     """An open NGRAM index: its token list in memory, posting lists read on demand."""
 
@@ -206,4 +237,14 @@ class NGramIndex:
         for raw in lists.combine_chunks().to_pylist():
             got = _read_treemap(raw)
             out = got if out is None else out & got
+        return out
+
+    def search_like(self, pattern: str) -> BitMap64 | None:
+        """A superset of the rows whose text matches ``LIKE pattern``: those holding
+        every trigram of each of its literal runs (None: the index tells nothing)."""
+        out = None
+        for run in like_runs(pattern) or ():
+            got = self.search_contains(run)
+            if got is not None:
+                out = got if out is None else out & got
         return out

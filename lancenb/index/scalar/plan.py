@@ -27,7 +27,7 @@ from lancenb.expr.parse import Translator, parse_sql
 from lancenb.index.scalar.common import Unanswerable
 from lancenb.index.scalar.label_list import label_query
 from lancenb.index.scalar.literals import opaque_comparison
-from lancenb.index.scalar.ngram import contains_query
+from lancenb.index.scalar.ngram import contains_query, like_regex, like_runs
 
 __all__ = ["describe"]
 
@@ -125,6 +125,8 @@ class _Describer:
             return f"AND({a[0]},{b[0]})", a[1] and b[1]
         if isinstance(node, Or):
             a, b = self.node(node.left, loose), self.node(node.right, loose)
+            if _REGEX in a[0] or _REGEX in b[0]:  # (pylance 14: no OR of a LIKE's NGRAM)
+                raise Unanswerable("an OR with a LIKE answered by an NGRAM index")
             return f"OR({a[0]},{b[0]})", a[1] and b[1]
         if isinstance(node, Not):
             was, self.loose = self.loose, False
@@ -138,7 +140,8 @@ class _Describer:
                 return self.leaf(node), True
             finally:
                 self.loose = was
-        return self.leaf(node), True
+        text = self.leaf(node)
+        return text, _REGEX not in text  # (LIKE by an NGRAM index: a superset)
 
     def leaf(self, node) -> str:
         if isinstance(node, Cmp):
@@ -164,8 +167,13 @@ class _Describer:
             return f"NOT({text})" if node.negated else text
         if isinstance(node, Like) and isinstance(node.arg, Col) and not node.ignore_case:
             c = ".".join(node.arg.path)
-            if self.value.get(c, {}).get("type") != "BTree":  # (pylance: BTREE only)
-                raise Unanswerable("LIKE is answered by a BTREE index only")
+            e = self.ngrams.get(c)
+            if self.value.get(c, {}).get("type") != "BTree" and e is not None and \
+                    self.loose and like_runs(node.pattern):
+                regex = like_regex(node.pattern).replace('"', '\\"')
+                return f'[{_REGEX}{c}, Utf8("{regex}"))]@{e["name"]}(NGram)'
+            if self.value.get(c, {}).get("type") != "BTree":  # (pylance: BTREE, NGRAM)
+                raise Unanswerable("LIKE is answered by a BTREE or NGRAM index only")
             pattern = node.pattern.replace("'", "''")
             return self.at(c, f"{c} LIKE '{pattern}'")
         if isinstance(node, Col) and pa.types.is_boolean(node.type):
@@ -186,6 +194,9 @@ class _Describer:
                 items = ", ".join(str(v) for v in labels)
                 return self.at(column, f"array_has_{mode}({column}, List([{items}]))", True)
         raise Unanswerable(f"{type(node).__name__} is not an indexed predicate")
+
+
+_REGEX = "regexp_like("
 
 
 def describe(indices: list[dict], schema: pa.Schema, filter) -> tuple[str, bool] | None:

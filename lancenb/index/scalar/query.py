@@ -248,7 +248,25 @@ class _Planner:
             out |= got
         return Answer(out)
 
+    def like(self, node, column: str, with_nulls: bool, loose: bool) -> Answer:
+        """A superset of the rows of ``column LIKE pattern`` from an NGRAM index (the
+        scan rechecks them), as pylance 14 uses one: case-sensitive LIKE, no NOT above."""
+        if not loose or with_nulls or node.ignore_case:
+            raise Unanswerable("an NGRAM index gives a superset only")
+        out = BitMap64()
+        for seg in self._segments(column, zones="ngram"):
+            got = seg.search_like(node.pattern)
+            if got is None:
+                raise Unanswerable(f"LIKE {node.pattern!r}: no run an NGRAM index narrows")
+            out |= got
+        return Answer(out)
+
     def leaf(self, node, with_nulls: bool, loose: bool = False) -> Answer:
+        if isinstance(node, Like) and isinstance(node.arg, Col) and \
+                ".".join(node.arg.path) not in self.by_column and \
+                any(e["type"] == "NGram" for e in self.zone_by_column.get(
+                    ".".join(node.arg.path), ())):
+            return self.like(node, ".".join(node.arg.path), with_nulls, loose)
         if isinstance(node, Opaque):
             cmp = opaque_comparison(node.sql, self.view.schema)
             if cmp is not None:
