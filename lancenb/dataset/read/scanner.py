@@ -102,11 +102,8 @@ class LanceScanner(FilterSteps):
         self.include_deleted_rows = bool(include_deleted_rows)
         if self.include_deleted_rows and not (with_row_id or (
                 columns is not None and not isinstance(columns, dict) and ROW_ID in columns)):
-            raise InvalidInputError("include_deleted_rows=True needs with_row_id=True (deleted "
-                                    "rows come back with a null _rowid)")
-        if self.include_deleted_rows and filter is not None:
-            raise InvalidInputError("include_deleted_rows=True cannot be combined with a filter "
-                                    "(as in pylance)")
+            raise InvalidInputError("include_deleted_rows=True but with_row_id is false: "
+                                    "deleted rows come back with a null _rowid")
         # blob columns: descriptions (pylance's default) or, "all_binary", the values
         self.blob_handling = blob.check_handling(blob_handling)
         schema = dataset.snapshot.schema

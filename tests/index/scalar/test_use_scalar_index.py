@@ -53,3 +53,21 @@ def test_off_reads_every_row_and_survives_pickling(indexed):
     assert not again.use_scalar_index
     assert again.to_table() == off.to_table()
     assert pickle.loads(pickle.dumps(on)).use_scalar_index
+
+
+@pytest.mark.parametrize("lib", ["lancenb", "pylance"])
+@pytest.mark.parametrize("flt", ["a < 32", "b < 30", "b >= 20 AND a < 40", "b = 27"])
+def test_include_deleted_rows_with_a_filter(tmp_path, lib, flt):
+    """Deleted rows of the fragments left pass the filter too (a null _rowid), with or
+    without an index on the column, as pylance 14 (lancenb refused the filter)."""
+    uri = str(tmp_path / "d")
+    t = pa.table({"a": np.arange(100), "b": np.arange(100)})
+    lance.write_dataset(t, uri, max_rows_per_file=25)
+    (lancenb if lib == "lancenb" else lance).dataset(uri).create_scalar_index("b", "BTREE")
+    lance.dataset(uri).delete("a < 30")
+    kw = {"with_row_id": True, "include_deleted_rows": True, "filter": flt}
+    want = lance.dataset(uri).to_table(**kw)
+    got = lancenb.dataset(uri).to_table(**kw)
+    assert got == want
+    with pytest.raises(ValueError, match="with_row_id is false"):
+        lancenb.dataset(uri).to_table(include_deleted_rows=True, filter=flt)
