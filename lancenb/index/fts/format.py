@@ -342,6 +342,49 @@ def _decode_positions(column: pa.Array, freqs: np.ndarray):
     return pos_offsets, out
 
 
+def _segmented_cumsum(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Cumulative sums restarting at each run of ``counts`` values."""
+    cs = np.cumsum(values.astype(np.int64))
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+    base = np.repeat(cs[starts] - values[starts].astype(np.int64), counts)
+    return (cs - base).astype(np.uint32)
+
+
+def _decode_positions_v2(streams: pa.Array, block_offsets: pa.Array, offsets: np.ndarray,
+                         freqs: np.ndarray):
+    """Positions in pylance's format 2 (``positions_layout=shared_stream_v2``,
+    ``positions_codec=packed_delta_v1``): per token one byte stream, per posting block
+    of 128 documents a run starting at its ``_position_block_offset``: the block's
+    positions (each document's delta-coded, its first absolute) in full 128-value
+    blocks (a bit width byte and ``BitPacker4x`` words), the rest as LEB128 varints."""
+    streams = streams.to_pylist()
+    block_offsets = block_offsets.to_pylist()
+    pos_offsets = np.concatenate([[0], np.cumsum(freqs.astype(np.int64))])
+    out = np.zeros(int(pos_offsets[-1]), np.uint32)
+    for t, data in enumerate(streams):
+        lo, hi = int(offsets[t]), int(offsets[t + 1])
+        starts = list(block_offsets[t]) + [len(data)]
+        for b in range(len(starts) - 1):
+            a, z = lo + b * BLOCK, min(lo + (b + 1) * BLOCK, hi)
+            if a >= z:
+                break
+            counts = freqs[a:z].astype(np.int64)
+            total = int(counts.sum())
+            at = starts[b]
+            vals = []
+            for _ in range(total // BLOCK):
+                nb = data[at]
+                vals.append(bitpack.unpack([data[at + 1:at + 1 + 16 * nb]], nb)[0])
+                at += 1 + 16 * nb
+            rest = total % BLOCK
+            if rest:
+                v = _varints(np.frombuffer(data[at:starts[b + 1]], np.uint8))[:rest]
+                vals.append(v.astype(np.uint32))
+            flat = np.concatenate(vals) if vals else np.zeros(0, np.uint32)
+            out[int(pos_offsets[a]):int(pos_offsets[z])] = _segmented_cumsum(flat, counts)
+    return pos_offsets, out
+
+
 def read_legacy(files) -> tuple[TokenizerParams, Partition]:
     """An index in the layout before partitions (pylance < 0.28): ``tokens.lance``
     (``_token``, ``_token_id``; the tokenizer in its schema metadata), ``invert.lance``
@@ -409,4 +452,11 @@ def read_partition(files, pid: int, meta: dict, with_positions: bool) -> Partiti
     if with_positions and "_position" in inames and ir.num_rows():
         part.pos_offsets, part.positions = _decode_positions(ir.read_column("_position"),
                                                              freqs)
+    elif with_positions and "_compressed_position" in inames and ir.num_rows():
+        if imeta.get("positions_codec", "packed_delta_v1") != "packed_delta_v1":
+            raise NotSupportedError(f"INVERTED index {files.uuid}: positions codec "
+                                    f"{imeta.get('positions_codec')} is not read by lancenb")
+        part.pos_offsets, part.positions = _decode_positions_v2(
+            ir.read_column("_compressed_position").combine_chunks(),
+            ir.read_column("_position_block_offset").combine_chunks(), offsets, freqs)
     return part

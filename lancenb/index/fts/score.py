@@ -157,8 +157,8 @@ def phrase(idx: OpenIndex, text: str, slop: int = 0) -> tuple[np.ndarray, np.nda
         if not any_hit:
             continue
         if p.positions is None:
-            raise InvalidInputError("lancenb cannot read this index's positions (pylance "
-                                    "format 2): phrase queries need an index lancenb built")
+            raise InvalidInputError("position is not found but required for phrase queries, "
+                                    "try recreating the index with position")
         cand = np.flatnonzero(hits >= len(distinct))
         look = p.lookup()
         ok = np.zeros(len(cand), bool)
