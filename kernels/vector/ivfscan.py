@@ -21,6 +21,11 @@ An IVF index keeps its rows grouped by partition: partition ``p`` is rows
   the lookup table of each probed partition in probe order; a row's distance is the
   sum over sub-vectors of its code's table entry, in sub-vector order (as
   ``pq.pq_adc``).
+* ``pq_tables_l2(cbt, q, centroids, parts, out)``: the l2 lookup tables of the
+  residual ``q - centroids[p]`` of each probed partition, ``out`` ``(len(parts), m,
+  K)``; ``cbt`` is the codebook ``(m, K, d/m)`` transposed to ``(m, d/m, K)`` so the
+  inner loop runs over the ``K`` centroids. Each entry sums its ``d/m`` squared
+  differences in order, bit-identical to ``pq.pq_table_l2`` of the residual.
 * ``sq_scan(codes, offsets, lengths, parts, qc, out)``: 8-bit scalar-quantised rows
   ``(n, d)`` against the query's codes ``qc``: ``sum((codes[i] - qc) ** 2)`` exactly
   (integers), as float32 (as ``pq.sq_l2``).
@@ -153,6 +158,33 @@ def pq_scan(tables, codes, offsets, lengths, parts, nbits, out):
                     acc[i] += tables[j, 2 * s, b & 15]
                     acc[i] += tables[j, 2 * s + 1, b >> 4]
         at += n
+    return OK
+
+
+@kernel
+def pq_tables_l2(cbt, q, centroids, parts, out):
+    """Residual l2 lookup tables of the probed partitions (see the module docs)."""
+    m, sd, kk = cbt.shape
+    d = q.shape[0]
+    if d != m * sd or centroids.shape[1] != d or out.shape[0] != parts.shape[0] or \
+            out.shape[1] != m or out.shape[2] != kk:
+        return BAD_SHAPE
+    r = np.empty(d, np.float32)
+    for j in range(parts.shape[0]):
+        p = parts[j]
+        if p < 0 or p >= centroids.shape[0]:
+            return BAD_SHAPE
+        for t in range(d):
+            r[t] = q[t] - centroids[p, t]
+        for s in range(m):
+            row = out[j, s]
+            for c in range(kk):
+                row[c] = np.float32(0)
+            for u in range(sd):
+                v = r[s * sd + u]
+                for c in range(kk):
+                    diff = v - cbt[s, u, c]
+                    row[c] += diff * diff
     return OK
 
 

@@ -126,3 +126,27 @@ def test_malformed_inputs_are_refused():
                       out) == ks.BAD_SHAPE
     assert ks.pq_scan(tables[:1], np.zeros(10, np.uint8), offsets, lengths, parts, 8,
                       out) == ks.BAD_SHAPE
+
+
+@given(st.integers(0, 2**31), st.sampled_from([1, 2, 4]), st.integers(1, 3),
+       st.sampled_from([4, 16]))
+def test_pq_tables_l2_match_pq_table_l2_of_the_residual(as_input, seed, m, sd, kk):
+    from lancenb.kernels.vector import pq as kpq
+
+    rng = np.random.default_rng(seed)
+    cb = rng.standard_normal((m, kk, sd)).astype(np.float32)
+    cents = rng.standard_normal((5, m * sd)).astype(np.float32)
+    q = rng.standard_normal(m * sd).astype(np.float32)
+    parts = rng.permutation(5)[:rng.integers(0, 6)].astype(np.int64)
+    out = np.empty((len(parts), m, kk), np.float32)
+    cbt = np.ascontiguousarray(cb.transpose(0, 2, 1))
+    assert ks.pq_tables_l2(as_input(cbt), as_input(q), as_input(cents), as_input(parts),
+                           out) == ks.OK
+    for j, p in enumerate(parts.tolist()):
+        want = np.empty((m, kk), np.float32)
+        assert kpq.pq_table_l2(cb, q - cents[p], want) == kpq.OK
+        np.testing.assert_array_equal(out[j], want)  # the same bits
+        ref = ((cb - (q - cents[p]).reshape(m, 1, sd)) ** 2).sum(-1)
+        np.testing.assert_allclose(out[j], ref, rtol=1e-5, atol=1e-5)
+    assert ks.pq_tables_l2(cbt, q, cents, np.array([5], np.int64),
+                           np.empty((1, m, kk), np.float32)) == ks.BAD_SHAPE

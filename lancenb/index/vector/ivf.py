@@ -82,7 +82,8 @@ from lancenb.kernels.vector import distance as kd
 from lancenb.kernels.vector import ivfscan as kscan
 from lancenb.kernels.vector import topk as kt
 
-__all__ = ["VectorIndex", "open_vector_index", "INDEX_FILE", "AUX_FILE", "SUPPORTED_TYPES"]
+__all__ = ["VectorIndex", "open_vector_index", "cached_indices", "INDEX_FILE", "AUX_FILE",
+           "SUPPORTED_TYPES"]
 
 INDEX_FILE = "index.idx"
 AUX_FILE = "auxiliary.idx"
@@ -95,8 +96,14 @@ SUPPORTED_TYPES = ("IVF_FLAT", "IVF_PQ", "IVF_SQ", "IVF_HNSW_FLAT", "IVF_HNSW_PQ
                    "IVF_HNSW_SQ")
 METRICS = ("l2", "cosine", "dot")
 
-# opened indices by (dataset uri, index uuid): files under a uuid never change
+# opened (decoded) indices by (dataset uri, index uuid), shared by every dataset object
+# of the process: the files under a uuid never change, and a new index, an optimised
+# or dropped one is a new uuid or no entry in the version's index list, so nothing is
+# ever stale. Bounded: at most _CACHE_SIZE indices and _CACHE_BYTES of their storage,
+# oldest used dropped first; an index larger than that is opened for each search. A
+# dataset whose session has ``index_cache_size_bytes=0`` neither reads nor fills it.
 _CACHE_SIZE = 16
+_CACHE_BYTES = 2 << 30
 _cache: OrderedDict = OrderedDict()
 _cache_lock = module_lock(globals(), "_cache_lock")  # (a fresh one in a forked child)
 
@@ -428,20 +435,43 @@ def open_vector_index(ds, index) -> VectorIndex:
     entry = _index_entry(ds, index)
     uuid = entry["uuid"]
     key = (ds.uri, uuid)
-    with _cache_lock:
-        hit = _cache.get(key)
-        if hit is not None:
-            _cache.move_to_end(key)
+    use_cache = _caches(ds)
+    hit = None
+    if use_cache:
+        with _cache_lock:
+            hit = _cache.get(key)
+            if hit is not None:
+                _cache.move_to_end(key)
     if hit is None:
         hit = _load(ds, entry)
-        with _cache_lock:
-            _cache[key] = hit
-            while len(_cache) > _CACHE_SIZE:
-                _cache.popitem(last=False)
+        size = hit.storage.nbytes() + hit.centroids.nbytes
+        if use_cache and size <= _CACHE_BYTES:
+            with _cache_lock:
+                _cache[key] = hit
+                while len(_cache) > _CACHE_SIZE or \
+                        sum(v.storage.nbytes() + v.centroids.nbytes
+                            for v in _cache.values()) > _CACHE_BYTES:
+                    _cache.popitem(last=False)
     out = hit.bind(ds)
     out.name = entry.get("name", hit.name)
     out.fragment_ids = set(int(f) for f in entry.get("fragment_ids") or ())
     return out
+
+
+def _caches(ds) -> bool:
+    """Whether ``ds`` may use the index cache (its session's index cache is not 0)."""
+    session = getattr(ds, "session", None)
+    try:
+        session = session() if callable(session) else session
+        return int(getattr(session, "index_cache_size_bytes", 1)) > 0
+    except Exception:  # noqa: BLE001 - a dataset-like object without sessions
+        return True
+
+
+def cached_indices() -> list[tuple[str, str]]:
+    """The ``(dataset uri, index uuid)`` of the opened indices kept, oldest first."""
+    with _cache_lock:
+        return list(_cache)
 
 
 def _load(ds, entry) -> VectorIndex:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from lancenb.errors import CorruptFileError
+from lancenb.kernels.vector import ivfscan as kscan
 from lancenb.kernels.vector import pq as kpq
 
 __all__ = ["CODE_COLUMN", "parse_codebook", "query_tables", "uses_residual"]
@@ -62,8 +63,14 @@ def query_tables(params: dict, q: np.ndarray, centroids: np.ndarray, parts: np.n
         if len(parts):
             out[:] = query_table(cb, q, metric)
         return out
-    for j, p in enumerate(parts.tolist()):  # (one kernel call per probed partition)
-        out[j] = query_table(cb, q - centroids[p], metric)
+    cbt = params.get("codebook_t")
+    if cbt is None:  # (m, d/m, K): what the kernel's inner loop runs over
+        cbt = params["codebook_t"] = np.ascontiguousarray(cb.transpose(0, 2, 1))
+    status = kscan.pq_tables_l2(cbt, np.ascontiguousarray(q, np.float32), centroids,
+                                np.ascontiguousarray(parts, np.int64), out)
+    if status != kscan.OK:
+        raise CorruptFileError(f"PQ codebook {cb.shape} does not fit a query of "
+                               f"{q.shape[0]} dimensions and centroids {centroids.shape}")
     return out
 
 

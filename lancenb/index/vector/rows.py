@@ -1,68 +1,141 @@
-"""Original vectors of rows named by row address (or stable row id), through the
-dataset's public API: a refine step re-ranks an index's candidates with them.
+"""Rows of a dataset named by row address (or stable row id), through the dataset's
+public fragment API: the original vectors a refine re-ranks an index's candidates
+with (:func:`vectors_of`), and the rows of a search's results (:func:`take_results`).
 
-Without stable row ids a row address is ``fragment id << 32 | offset``; the offset
-counts deleted rows too, while ``LanceFragment.take`` counts live rows only, so each
-fragment's live addresses (``with_row_address``, no column read) give the position;
-a fragment without deletions needs no lookup (the offset is the position).
-With stable row ids each fragment's live row ids are read the same way.
+:func:`locate` turns ids into ``(fragment id, physical offset)``: a row address is
+``fragment << 32 | offset``; stable row ids are looked up in a sorted index of every
+live row's id, built once per dataset version (kept in its snapshot's memo table).
+Ids whose row no longer exists (deleted after the index was built, its fragment gone)
+are dropped. Each fragment's rows are then read at once: ``take_physical`` at the
+sorted offsets for the vectors, ``LanceFragment.take`` at the live positions for the
+result columns (it gives them as a scan would: blobs, extension types).
 """
 
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 
-__all__ = ["vectors_of"]
+from .flat import Candidates
+
+__all__ = ["vectors_of", "locate", "take_results", "DISTANCE", "ROWID", "ROWADDR"]
+
+DISTANCE = "_distance"
+ROWID = "_rowid"
+ROWADDR = "_rowaddr"
+_ROW_ID_INDEX = "vector_row_id_index"
+_LOW = np.uint64(0xFFFFFFFF)
 
 
-def _ids_of(frag, stable: bool) -> np.ndarray:
-    col = "_rowid" if stable else "_rowaddr"
-    t = frag.to_table(columns=[], with_row_id=stable, with_row_address=not stable)
-    return np.asarray(t.column(col).to_numpy(), dtype=np.uint64)
+def _row_id_index(ds, frags: dict):
+    """``(sorted stable row ids, their fragment ids, their offsets)`` of the live rows."""
+    memo = getattr(getattr(ds, "snapshot", None), "cache", None)
+    hit = memo.get(_ROW_ID_INDEX) if isinstance(memo, dict) else None
+    if hit is not None:
+        return hit
+    ids, fr, off = [], [], []
+    for f in frags.values():
+        live = f.live_offsets()
+        o = np.arange(f.physical_rows, dtype=np.int64) if live is None else live
+        ids.append(np.asarray(f.row_ids(), np.uint64)[o])
+        fr.append(np.full(len(o), f.fragment_id, np.int64))
+        off.append(o)
+    if ids:
+        all_ids = np.concatenate(ids)
+        order = np.argsort(all_ids, kind="stable")
+        hit = (all_ids[order], np.concatenate(fr)[order], np.concatenate(off)[order])
+    else:
+        hit = (np.zeros(0, np.uint64), np.zeros(0, np.int64), np.zeros(0, np.int64))
+    if isinstance(memo, dict):
+        memo[_ROW_ID_INDEX] = hit
+    return hit
+
+
+def locate(ds, ids: np.ndarray):
+    """``(fragment ids, offsets, found)`` of row ids ``ids`` (addresses unless the
+    dataset has stable row ids); ``found`` masks the ids of rows that still exist,
+    the other two hold only those."""
+    ids = np.asarray(ids, dtype=np.uint64)
+    frags = {f.fragment_id: f for f in ds.get_fragments()}
+    if bool(ds.has_stable_row_ids):
+        sorted_ids, frag_of, off_of = _row_id_index(ds, frags)
+        if not len(sorted_ids):
+            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(len(ids), bool)
+        pos = np.minimum(np.searchsorted(sorted_ids, ids), len(sorted_ids) - 1)
+        found = sorted_ids[pos] == ids
+        return frag_of[pos[found]], off_of[pos[found]], found
+    fid = (ids >> np.uint64(32)).astype(np.int64)
+    off = (ids & _LOW).astype(np.int64)
+    found = np.zeros(len(ids), bool)
+    for f in np.unique(fid).tolist():
+        frag = frags.get(f)
+        if frag is None:
+            continue  # (a fragment deleted whole)
+        sel = fid == f
+        good = off < frag.physical_rows
+        dead = frag.deleted_offsets()
+        if len(dead):
+            good &= ~np.isin(off, dead)
+        found |= sel & good
+    return fid[found], off[found], found
+
+
+def _by_fragment(fid: np.ndarray):
+    """``(fragment id, positions in fid)`` for each fragment named."""
+    if len(fid) and (fid == fid[0]).all():
+        return [(int(fid[0]), np.arange(len(fid)))]
+    return [(f, np.flatnonzero(fid == f)) for f in np.unique(fid).tolist()]
+
+
+def _matrix(col) -> np.ndarray:
+    col = col.combine_chunks()
+    dim = col.type.list_size
+    return np.asarray(col.flatten().to_numpy(zero_copy_only=False)).reshape(-1, dim)
 
 
 def vectors_of(ds, column: str, ids: np.ndarray):
     """``(vectors, found)``: the vectors of the rows in ``ids`` that still exist
     (``found``, a mask over ``ids``), in the order of ``ids[found]``."""
-    ids = np.asarray(ids, dtype=np.uint64)
-    stable = bool(getattr(ds, "stable_row_ids", False))
-    found = np.zeros(len(ids), bool)
-    parts: list = [None] * len(ids)
-    frags = ds.get_fragments()
-    if not stable:
-        by_frag = {}
-        for i, fid in enumerate((ids >> np.uint64(32)).tolist()):
-            by_frag.setdefault(fid, []).append(i)
-        frags = [f for f in frags if f.fragment_id in by_frag]
-    for frag in frags:
-        if not stable and frag.count_rows() == frag.physical_rows:
-            # no deletions: an address's offset is the row's position among live rows
-            hit = ((ids >> np.uint64(32)) == np.uint64(frag.fragment_id)) & ~found
-            offs = (ids & np.uint64(0xFFFFFFFF)).astype(np.int64)
-            hit &= offs < frag.physical_rows
-            where = np.nonzero(hit)[0]
-            if not len(where):
-                continue
-            pos_sel = offs[where]
-        else:
-            live = _ids_of(frag, stable)
-            if not len(live):
-                continue
-            pos = np.searchsorted(live, ids)
-            pos_c = np.minimum(pos, len(live) - 1)
-            hit = (live[pos_c] == ids) & ~found
-            if not hit.any():
-                continue
-            where = np.nonzero(hit)[0]
-            pos_sel = pos_c[where]
-        t = frag.take(pos_sel.tolist(), columns=[column])
-        vec = t.column(column).combine_chunks()
-        dim = vec.type.list_size
-        arr = np.asarray(vec.flatten().to_numpy(zero_copy_only=False)).reshape(-1, dim)
-        for j, i in enumerate(where.tolist()):
-            parts[i] = arr[j]
-        found |= hit
-    keep = np.nonzero(found)[0]
-    if not len(keep):
+    fid, off, found = locate(ds, ids)
+    if not len(fid):
         return np.zeros((0, 0), np.float32), found
-    return np.stack([parts[i] for i in keep.tolist()]), found
+    frags = {f.fragment_id: f for f in ds.get_fragments()}
+    out = None
+    for f, sel in _by_fragment(fid):
+        uniq, inverse = np.unique(off[sel], return_inverse=True)
+        got = _matrix(frags[f].take_physical([column], uniq).column(column))
+        got = got[inverse.reshape(-1)]
+        if out is None:
+            out = np.empty((len(fid), got.shape[1]), got.dtype)
+        out[sel] = got
+    return out, found
+
+
+def take_results(ds, cand: Candidates, columns: list[str]) -> pa.Table | None:
+    """The result table of ``cand``: ``columns``, ``_distance``, ``_rowid``, ``_rowaddr``,
+    in ``cand``'s order, rows that no longer exist dropped; None when none remains."""
+    fid, off, found = locate(ds, cand.row_id)
+    if not len(fid):
+        return None
+    ids, dist = cand.row_id[found], cand.dist[found]
+    addr = (fid.astype(np.uint64) << np.uint64(32)) | off.astype(np.uint64)
+    cols = {DISTANCE: pa.array(dist, pa.float32()), ROWID: pa.array(ids, pa.uint64()),
+            ROWADDR: pa.array(addr, pa.uint64())}
+    if not columns:
+        return pa.table(cols)
+    frags = {f.fragment_id: f for f in ds.get_fragments()}
+    parts, order = [], []
+    for f, sel in _by_fragment(fid):
+        frag = frags[f]
+        live = frag.live_offsets()
+        pos = off[sel] if live is None else np.searchsorted(live, off[sel])
+        parts.append(frag.take(pos, columns=columns))
+        order.append(sel)
+    if len(parts) == 1:
+        data = parts[0]
+    else:
+        data = pa.concat_tables(parts)
+        data = data.take(pa.array(np.argsort(np.concatenate(order), kind="stable")))
+    for name, arr in cols.items():
+        data = data.append_column(name, arr)
+    return data

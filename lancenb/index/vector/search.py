@@ -34,17 +34,21 @@ from __future__ import annotations
 
 import re
 import weakref
+from collections import OrderedDict
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lancenb.errors import InputTypeError, InvalidInputError, NotSupportedError
 from lancenb.expr.engine import evaluate
 from lancenb.expr.filters import compile_filter, referenced_columns
+from lancenb.io.pools import module_lock
 from lancenb.kernels.vector import distance as kd
 
-from . import flat
+from . import flat, rows
 from .flat import Candidates, FlatQuery
+from .rows import DISTANCE, ROWADDR, ROWID
 
 try:  # the IVF reader lands separately: search flat without it
     from .ivf import open_vector_index
@@ -57,9 +61,6 @@ NEAREST_KEYS = ("column", "q", "k", "metric", "nprobes", "minimum_nprobes",
                 "maximum_nprobes", "refine_factor", "use_index", "ef", "query_parallelism",
                 "approx_mode", "distance_range", "search_effort")
 DEFAULT_K = 10
-DISTANCE = "_distance"
-ROWID = "_rowid"
-ROWADDR = "_rowaddr"
 QUERY_INDEX = "query_index"
 _ARROW_NAMES = {pa.float16(): "Float16", pa.float32(): "Float32", pa.float64(): "Float64",
                 pa.uint8(): "UInt8", pa.int8(): "Int8", pa.int16(): "Int16",
@@ -299,74 +300,49 @@ def _vector_index(ds, req: Request):
     return None
 
 
-def _live_ids(frag, *, address=False) -> np.ndarray:
-    t = frag.to_table(columns=[], with_row_id=not address, with_row_address=address)
-    return np.asarray(t.column(ROWADDR if address else ROWID).to_numpy(), dtype=np.uint64)
+# prefilter results kept per dataset version (its snapshot's memo table): the most
+# entries and bytes of row ids kept, oldest dropped first
+_PREFILTER_KEY = "vector_prefilter_ids"
+_PREFILTER_ENTRIES = 8
+_PREFILTER_BYTES = 64 << 20
+_prefilter_lock = module_lock(globals(), "_prefilter_lock")  # (a fresh one in a forked child)
 
 
-def _existing(ds, addr: np.ndarray) -> np.ndarray:
-    """Which row addresses name a live row of ``ds`` (its fragment still there, the
-    offset within it, not deleted)."""
-    frags = {f.fragment_id: f for f in ds.get_fragments()}
-    fid = (addr >> np.uint64(32)).astype(np.int64)
-    off = (addr & np.uint64(0xFFFFFFFF)).astype(np.int64)
-    ok = np.zeros(len(addr), bool)
-    for f in np.unique(fid).tolist():
-        frag = frags.get(f)
-        if frag is None:
-            continue
-        sel = fid == f
-        good = off < frag.physical_rows
-        dead = frag.deleted_offsets()
-        if len(dead):
-            good &= ~np.isin(off, dead)
-        ok |= sel & good
-    return ok
-
-
-def _take_results(ds, cand: Candidates, columns: list[str], with_address: bool):
-    """The result table of ``cand`` by one ``ds._take_rows`` (rows in ``cand``'s
-    order, those that no longer exist dropped), or None when the stable row ids of
-    some candidate no longer exist (the caller's slower path drops them)."""
-    stable = bool(ds.has_stable_row_ids)
-    ids = cand.row_id
-    dist = cand.dist
-    if not stable:
-        ok = _existing(ds, ids)
-        if not ok.all():
-            ids, dist = ids[ok], dist[ok]
-        addr = ids
-    data = None
-    if columns or (stable and with_address):
-        kw = {"with_row_address": True} if stable and with_address else {}
-        try:
-            data = ds._take_rows(ids, columns, **kw)
-        except InvalidInputError:
-            return None  # (a stable row id no longer there)
-        if stable and with_address:
-            addr = data.column(ROWADDR).combine_chunks()
-            data = data.drop_columns([ROWADDR])
-    elif stable:
-        return None  # which stable ids are still there is the slow path's lookup
-    cols = {DISTANCE: pa.array(dist, pa.float32()), ROWID: pa.array(ids, pa.uint64()),
-            ROWADDR: pa.array(addr, pa.uint64()) if not stable or with_address
-            else pa.nulls(len(ids), pa.uint64())}  # (not asked for)
-    if data is None:
-        return pa.table(cols)
-    for name, arr in cols.items():
-        data = data.append_column(name, arr)
-    return data
-
-
-def _allowed_ids(frags: list, filter) -> np.ndarray | None:
+def _allowed_ids(frags: list, filter, ds=None) -> np.ndarray | None:
     """Sorted row ids of the live rows of ``frags`` the prefilter keeps; None when
-    every row of them is allowed (no filter, no deletion)."""
+    every row of them is allowed (no filter, no deletion).
+
+    A version's rows never change, so the ids a filter (SQL text or an Arrow
+    expression) keeps among the same fragments are kept with ``ds``'s version (its
+    snapshot's memo table, see :mod:`lancenb.dataset.snapshot`) and reused by the next
+    search with that filter: a prefiltered search otherwise spends most of its time
+    evaluating the filter over every row."""
     if filter is None and all(f.count_rows() == f.physical_rows for f in frags):
         return None
+    memo = getattr(getattr(ds, "snapshot", None), "cache", None)
+    key = None
+    if isinstance(memo, dict) and (filter is None or isinstance(filter, (str, pc.Expression))):
+        key = (None if filter is None else str(filter),
+               type(filter).__name__, tuple(f.fragment_id for f in frags))
+        with _prefilter_lock:
+            kept = memo.get(_PREFILTER_KEY)
+            hit = kept.get(key) if kept is not None else None
+            if hit is not None:
+                kept.move_to_end(key)
+                return hit
     parts = [np.asarray(f.to_table(columns=[], filter=filter, with_row_id=True)
                         .column(ROWID).to_numpy(), dtype=np.uint64) for f in frags]
     ids = np.concatenate(parts) if parts else np.zeros(0, np.uint64)
-    return np.sort(ids)
+    ids = np.sort(ids)
+    if key is not None and ids.nbytes <= _PREFILTER_BYTES:
+        ids.flags.writeable = False
+        with _prefilter_lock:
+            kept = memo.setdefault(_PREFILTER_KEY, OrderedDict())
+            kept[key] = ids
+            while len(kept) > _PREFILTER_ENTRIES or \
+                    sum(a.nbytes for a in kept.values()) > _PREFILTER_BYTES:
+                kept.popitem(last=False)
+    return ids
 
 
 class VectorSearchScanner:
@@ -460,7 +436,7 @@ class VectorSearchScanner:
 
     def _index_search(self, idx, q, covered, pre, refine_factor) -> Candidates:
         req, k = self._req, self._k
-        allow = _allowed_ids(covered, pre)
+        allow = _allowed_ids(covered, pre, self._ds)
         query = q.astype(np.float32)
         nprobes = req.nprobes
         while True:
@@ -478,71 +454,10 @@ class VectorSearchScanner:
 
     def _fetch(self, cand: Candidates, columns: list[str]) -> pa.Table:
         """The rows of ``cand`` (in its order, rows that no longer exist dropped) with
-        ``columns``, ``_distance``, ``_rowid`` and ``_rowaddr``: one batched take by row
-        address (or stable row id) of every result row (:func:`_take_results`), the
-        row-by-fragment lookups of :meth:`_fetch_slow` when that cannot serve."""
-        got = _take_results(self._ds, cand, columns, self._with_row_address)
-        return got if got is not None else self._fetch_slow(cand, columns)
-
-    def _fetch_slow(self, cand: Candidates, columns: list[str]) -> pa.Table:
-        stable = bool(self._ds.has_stable_row_ids)
-        frag_of = cand.frag.copy()
-        if not stable:
-            frag_of[frag_of < 0] = (cand.row_id[frag_of < 0] >> np.uint64(32)).astype(np.int64)
-        frags = {f.fragment_id: f for f in self._ds.get_fragments()}
-        if stable and (frag_of < 0).any():
-            for fid, frag in frags.items():  # which fragment holds each stable row id
-                todo = frag_of < 0
-                if not todo.any():
-                    break
-                live = np.sort(_live_ids(frag))
-                hit = np.isin(cand.row_id, live) & todo
-                frag_of[hit] = fid
-        tables, order = [], []
-        for fid in np.unique(frag_of[frag_of >= 0]).tolist():
-            sel = np.nonzero(frag_of == fid)[0]
-            frag = frags.get(fid)
-            if frag is None:
-                continue
-            pos = cand.pos[sel].copy()
-            ids = cand.row_id[sel]
-            addr = ids if not stable else None
-            if not stable and (pos < 0).any() and frag.count_rows() == frag.physical_rows:
-                # a row address is fragment << 32 | offset: without deletions the offset
-                # is the live position
-                offset = (ids & np.uint64(0xFFFFFFFF)).astype(np.int64)
-                pos = np.where(pos < 0, offset, pos)
-                ok = offset < frag.physical_rows
-                sel, ids, pos, addr = sel[ok], ids[ok], pos[ok], ids[ok]
-            if (pos < 0).any() or (self._with_row_address and stable):
-                live = _live_ids(frag)
-                srt = np.argsort(live, kind="stable")
-                at = np.searchsorted(live[srt], ids)
-                at_c = np.minimum(at, max(len(live) - 1, 0))
-                ok = (at < len(live)) & (live[srt][at_c] == ids) if len(live) else \
-                    np.zeros(len(ids), bool)
-                pos = np.where(ok, srt[at_c], -1)
-                sel, ids, pos = sel[ok], ids[ok], pos[ok]
-                if stable and self._with_row_address:
-                    addr = _live_ids(frag, address=True)[pos]
-                elif not stable:
-                    addr = ids
-            found = pa.table({DISTANCE: pa.array(cand.dist[sel], pa.float32()),
-                              ROWID: pa.array(ids, pa.uint64()),
-                              ROWADDR: pa.array(addr, pa.uint64()) if addr is not None
-                              else pa.nulls(len(ids), pa.uint64())})  # (not asked for)
-            if columns:  # (a take of no columns has no rows to add to)
-                t = frag.take(pos.tolist(), columns=columns)
-                for name in found.column_names:
-                    t = t.append_column(name, found.column(name))
-                found = t
-            tables.append(found)
-            order.append(sel)
-        if not tables:
-            return self._empty(columns)
-        out = pa.concat_tables(tables)
-        order = np.concatenate(order)
-        return out.take(pa.array(np.argsort(order, kind="stable")))
+        ``columns``, ``_distance``, ``_rowid`` and ``_rowaddr`` (:func:`.rows.take_results`:
+        each fragment's result rows taken at once)."""
+        got = rows.take_results(self._ds, cand, columns)
+        return got if got is not None else self._empty(columns)
 
     def _empty(self, columns: list[str]) -> pa.Table:
         base = self._ds.scanner(columns=columns, limit=0).projected_schema

@@ -1,0 +1,156 @@
+"""What indexed vector searches keep between queries, and that nothing kept goes stale
+(``lancenb/index/vector/ivf.py``'s opened-index cache, ``search.py``'s prefilter ids per
+dataset version): answers always equal pylance's on the same dataset version after a
+new index replaces the old one, ``optimize_indices``, ``drop_index``, a delete, and
+another process's commit; ``index_cache_size_bytes=0`` keeps nothing; the byte bound
+drops the oldest index."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import lance
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import lancenb
+from lancenb.index.vector import ivf, search
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+DIM = 16
+
+
+def _table(n, seed=0, start=0):
+    rng = np.random.default_rng(seed)
+    v = rng.standard_normal((n, DIM)).astype(np.float32)
+    return pa.table({"id": np.arange(start, start + n),
+                     "v": pa.FixedSizeListArray.from_arrays(pa.array(v.ravel()), DIM)})
+
+
+def _nearest(q, **kw):
+    return {"column": "v", "q": q, "k": 10, "nprobes": 4, **kw}
+
+
+def _same(ours, theirs, q, **kw):
+    """lancenb's and pylance's answers for the same query: the same ids, distances
+    equal to float32 rounding."""
+    a = ours.to_table(nearest=_nearest(q), columns=["id"], **kw)
+    b = theirs.to_table(nearest=_nearest(q), columns=["id"], **kw)
+    assert a["id"].to_pylist() == b["id"].to_pylist()
+    np.testing.assert_allclose(a["_distance"].to_numpy(), b["_distance"].to_numpy(),
+                               rtol=1e-4, atol=1e-5)
+    return a
+
+
+def _uuid(ds):
+    (entry,) = [e for e in ds.list_indices() if e["name"] == "v_idx"]
+    return entry["uuid"]
+
+
+@pytest.fixture
+def uri(tmp_path):
+    u = str(tmp_path / "ds")
+    lance.write_dataset(_table(2000), u, max_rows_per_file=1000)
+    return u
+
+
+def test_a_replaced_index_is_searched_not_the_cached_one(uri):
+    ours = lancenb.dataset(uri)
+    q = np.full(DIM, 0.1, np.float32)
+    ours.create_index("v", "IVF_PQ", num_partitions=4, num_sub_vectors=4)
+    first = _uuid(ours)
+    _same(ours, lance.dataset(uri), q)
+    assert (ours.uri, first) in ivf.cached_indices()
+    # the same object, a new index under the same name: exact (flat) distances now
+    ours.create_index("v", "IVF_FLAT", num_partitions=4, replace=True)
+    assert _uuid(ours) != first
+    got = _same(ours, lance.dataset(uri), q)
+    x = np.stack(ours.to_table(columns=["v"])["v"].to_numpy(zero_copy_only=False))
+    ids = got["id"].to_numpy()
+    np.testing.assert_allclose(got["_distance"].to_numpy(), ((x[ids] - q) ** 2).sum(1),
+                               rtol=1e-5)
+
+
+def test_optimize_and_drop_index_are_seen(uri):
+    ours = lancenb.dataset(uri)
+    ours.create_index("v", "IVF_FLAT", num_partitions=4)
+    q = np.full(DIM, -0.2, np.float32)
+    _same(ours, lance.dataset(uri), q)
+    ours.insert(_table(500, seed=3, start=2000))
+    before = {e["uuid"] for e in ours.list_indices()}
+    _same(ours, lance.dataset(uri), q)  # the new rows searched flat
+    ours.optimize.optimize_indices()
+    assert {e["uuid"] for e in ours.list_indices()} != before
+    _same(ours, lance.dataset(uri), q)
+    ours.drop_index("v_idx")
+    assert "ANNSubIndex" not in ours.scanner(nearest=_nearest(q)).explain_plan()
+    _same(ours, lance.dataset(uri), q)
+
+
+def test_prefilter_ids_are_kept_per_version(uri):
+    ours = lancenb.dataset(uri)
+    ours.create_index("v", "IVF_FLAT", num_partitions=4)
+    q = np.full(DIM, 0.3, np.float32)
+    for _ in range(2):  # the second search reuses the version's filtered ids
+        _same(ours, lance.dataset(uri), q, filter="id % 3 = 0", prefilter=True)
+    assert len(ours.snapshot.cache[search._PREFILTER_KEY]) == 1
+    first = ours.to_table(nearest=_nearest(q), columns=["id"], filter="id % 3 = 0",
+                          prefilter=True)["id"].to_pylist()
+    lancenb.dataset(uri).delete(f"id = {first[0]}")
+    ours.checkout_latest()  # the same object, moved to the new version
+    got = _same(ours, lance.dataset(uri), q, filter="id % 3 = 0", prefilter=True)
+    assert first[0] not in got["id"].to_pylist()
+    assert all(i % 3 == 0 for i in got["id"].to_pylist())
+
+
+def test_another_process_commit_is_seen(uri):
+    ours = lancenb.dataset(uri)
+    ours.create_index("v", "IVF_PQ", num_partitions=4, num_sub_vectors=4)
+    q = np.full(DIM, 0.05, np.float32)
+    _same(ours, lance.dataset(uri), q)
+    script = textwrap.dedent(f"""
+        import lance
+        ds = lance.dataset({uri!r})
+        ds.create_index("v", "IVF_FLAT", num_partitions=8, replace=True)
+        ds.delete("id < 100")
+    """)
+    subprocess.run([sys.executable, "-c", script], check=True, capture_output=True)
+    old = ours.to_table(nearest=_nearest(q), columns=["id"])  # its own version still
+    assert old.num_rows == 10
+    fresh = lancenb.dataset(uri)
+    got = _same(fresh, lance.dataset(uri), q)
+    assert min(got["id"].to_pylist()) >= 100
+    ours.checkout_latest()
+    _same(ours, lance.dataset(uri), q)
+
+
+def test_no_index_cache_when_the_session_has_none(uri):
+    lance.dataset(uri).create_index("v", "IVF_PQ", num_partitions=4, num_sub_vectors=4)
+    ours = lancenb.dataset(uri, index_cache_size_bytes=0)
+    key = (ours.uri, _uuid(ours))
+    q = np.full(DIM, 0.1, np.float32)
+    _same(ours, lance.dataset(uri), q)
+    assert key not in ivf.cached_indices()
+    _same(lancenb.dataset(uri), lance.dataset(uri), q)
+    assert key in ivf.cached_indices()
+
+
+def test_the_byte_bound_drops_the_oldest_index(uri, tmp_path, monkeypatch):
+    other = str(tmp_path / "other")
+    lance.write_dataset(_table(1000, seed=5), other)
+    for u in (uri, other):
+        lance.dataset(u).create_index("v", "IVF_FLAT", num_partitions=4)
+    a, b = lancenb.dataset(uri), lancenb.dataset(other)
+    q = np.zeros(DIM, np.float32)
+    a.to_table(nearest=_nearest(q))
+    ka = (a.uri, _uuid(a))
+    size = ivf.open_vector_index(a, "v_idx").storage.nbytes()
+    monkeypatch.setattr(ivf, "_CACHE_BYTES", size + 40_000)  # room for one of them
+    b.to_table(nearest=_nearest(q))
+    assert (b.uri, _uuid(b)) in ivf.cached_indices()
+    assert ka not in ivf.cached_indices()
+    _same(a, lance.dataset(uri), q)  # opened again, the same answers
