@@ -56,6 +56,7 @@ from lancenb.table.commit import (
 )
 from lancenb.table.deletion import deletion_path
 from lancenb.table.manifest import VERSIONS_DIR, check_feature_flags, manifest_name
+from lancenb.table.transaction import Op
 from lancenb.table.transaction import Transaction as _Txn
 
 __all__ = ["DatasetAdministration", "transaction_of"]
@@ -92,7 +93,7 @@ class DatasetAdministration:
         check_feature_flags(self._mf.manifest, self._mf.name, write=True)
         op = LanceOperation.UpdateConfig(**maps)
         pb = update_config_pb(op, list(self._mf.manifest.fields))
-        self._commit(_Txn(self.version, "update_config", pb))
+        self._commit(_Txn(self.version, Op.UPDATE_CONFIG, pb))
 
     def update_config(self, values: dict, *, replace: bool = False) -> dict:
         """Set (or, with value None, remove) dataset config keys; ``replace=True``
@@ -338,7 +339,7 @@ class DatasetAdministration:
         check_feature_flags(self._mf.manifest, self._mf.name, write=True)
         op = transaction_pb2.Transaction.Delete(
             deleted_fragment_ids=[f.id for f in self._mf.manifest.fragments], predicate="true")
-        self._commit(_Txn(self.version, "delete", op))
+        self._commit(_Txn(self.version, Op.DELETE, op))
 
     @staticmethod
     def drop(base_uri, storage_options=None, ignore_not_found=None) -> None:
@@ -489,7 +490,7 @@ class DatasetAdministration:
         op = transaction_pb2.Transaction.Clone(is_shallow=False, ref_version=version,
                                                ref_path=str(self.uri))
         # (pylance records the version a tag names, not the tag: ref_name stays unset)
-        txn = _Txn(version, "clone", op)
+        txn = _Txn(version, Op.CLONE, op)
         txn.restore_manifest = src.manifest
         txn.clone_version = version
         txn.create_only = True  # never over an existing dataset

@@ -28,7 +28,7 @@ from lancenb.table.branches import (
 )
 from lancenb.table.commit import commit, latest_version, open_store, put_new_object
 from lancenb.table.tags import Tags
-from lancenb.table.transaction import Transaction
+from lancenb.table.transaction import Op, Transaction
 
 __all__ = ["branch_store", "root_of", "resolve_reference", "create_branch", "shallow_clone"]
 
@@ -118,7 +118,7 @@ def create_branch(ds, name: str, reference=None):
                                            ref_path=str(src_root), branch_name=name)
     if src_branch is not None:
         op.ref_name = src_branch
-    txn = Transaction(src.version, "clone", op)
+    txn = Transaction(src.version, Op.CLONE, op)
     txn.restore_manifest = m
     txn.clone_version = src.version
     txn.create_only = True
@@ -166,7 +166,7 @@ def shallow_clone(ds, target_path, reference=None, storage_options=None, **kwarg
                                            ref_path=str(src_root))
     if src_branch is not None:
         op.ref_name = src_branch
-    txn = Transaction(src.version, "clone", op)
+    txn = Transaction(src.version, Op.CLONE, op)
     txn.restore_manifest = m
     txn.clone_version = src.version
     txn.create_only = True  # never over an existing dataset

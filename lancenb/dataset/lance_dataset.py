@@ -64,7 +64,7 @@ from lancenb.table.commit import (
 )
 from lancenb.table.manifest import FLAG_STABLE_ROW_IDS, check_feature_flags, parse_manifest_name
 from lancenb.table.tags import Tags
-from lancenb.table.transaction import Transaction
+from lancenb.table.transaction import Op, Transaction
 from lancenb.table.versions import locate_manifest, version_list
 from lancenb.table.versions import manifest_time as _manifest_time
 from lancenb.table.versions import version_summary as _summary
@@ -599,7 +599,7 @@ class LanceDataset(VectorIndexMethods, ScalarIndexMethods, BlobMethods, DatasetA
     def restore(self) -> None:
         """Make this (older) version the latest, as a new version."""
         check_feature_flags(self._mf.manifest, self._mf.name, write=True)
-        txn = Transaction(self.version, "restore",
+        txn = Transaction(self.version, Op.RESTORE,
                           transaction_pb2.Transaction.Restore(version=self.version))
         txn.restore_manifest = self._mf.manifest
         txn.restore_index_section = self._mf.index_section_bytes()

@@ -45,7 +45,7 @@ from lancenb.index import remap
 from lancenb.table.fragments import FragmentMetadata, as_pb
 from lancenb.table.indices import index_from_pb, parse_section
 from lancenb.table.rowids import encode_array_row_ids, encode_version_array, set_row_ids
-from lancenb.table.transaction import Transaction
+from lancenb.table.transaction import Op, Transaction
 
 __all__ = ["Compaction", "CompactionPlan", "CompactionTask", "RewriteResult",
            "CompactionMetrics", "compact_files", "compaction_rows"]
@@ -317,7 +317,7 @@ def _commit(ds, results: list) -> CompactionMetrics:
     read_version = min(r.read_version for r in results)
     try:
         reserve = transaction_pb2.Transaction.ReserveFragments(num_fragments=new_count)
-        ds.snapshot.commit(Transaction(ds.version, "reserve_fragments", reserve))
+        ds.snapshot.commit(Transaction(ds.version, Op.RESERVE_FRAGMENTS, reserve))
     except BaseException:
         cleanup(ds.snapshot.store, written)
         raise
@@ -337,7 +337,7 @@ def _commit(ds, results: list) -> CompactionMetrics:
     try:
         if ds.manifest.HasField("index_section"):
             remapped = _remap(ds, op)
-        ds.snapshot.commit(Transaction(read_version, "rewrite", op), written)
+        ds.snapshot.commit(Transaction(read_version, Op.REWRITE, op), written)
     except BaseException:
         remap.remove_written(ds, remapped)
         raise
