@@ -28,6 +28,7 @@ __all__ = [
     "MergeInsertError",
     "IndexExistsError",
     "IndexNotFoundError",
+    "IndexStatsNotFoundError",
 ]
 
 
@@ -167,6 +168,10 @@ class IndexExistsError(LanceError, RuntimeError):
 
 class IndexNotFoundError(LanceError, RuntimeError):
     """No index of that name (pylance's ``RuntimeError``)."""
+
+
+class IndexStatsNotFoundError(IndexNotFoundError, KeyError):
+    """``stats.index_stats`` of a name no index has (pylance's ``KeyError``)."""
 
 
 def corrupt(path: str, what: str, *, column: int | None = None, page: int | None = None,

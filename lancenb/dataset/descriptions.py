@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from lancenb._proto import file_pb2
-from lancenb.errors import NotSupportedError
+from lancenb.errors import IndexStatsNotFoundError, NotSupportedError
 from lancenb.file.extensions import storage_schema
 from lancenb.file.schema import schema_to_fields
 from lancenb.table.fragments import is_legacy_file
@@ -95,6 +95,8 @@ class LanceStats:
         from lancenb.index.vector.api import VECTOR_INDEX_TYPES, vector_index_stats
 
         types = {e["type"] for e in self._ds.list_indices() if e["name"] == index_name}
+        if not types:
+            raise IndexStatsNotFoundError(f'Index "{index_name}" not found')
         from lancenb.index.scalar.stats import SCALAR_STATS_TYPES, scalar_index_stats
         if types and types <= set(SCALAR_STATS_TYPES):
             return scalar_index_stats(self._ds, index_name)

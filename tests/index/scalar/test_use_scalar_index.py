@@ -71,3 +71,17 @@ def test_include_deleted_rows_with_a_filter(tmp_path, lib, flt):
     assert got == want
     with pytest.raises(ValueError, match="with_row_id is false"):
         lancenb.dataset(uri).to_table(include_deleted_rows=True, filter=flt)
+
+
+@pytest.mark.parametrize("lib", ["lancenb", "pylance"])
+def test_index_stats_of_a_missing_name_is_a_key_error(tmp_path, lib):
+    uri = str(tmp_path / "d")
+    lance.write_dataset(pa.table({"a": np.arange(10)}), uri)
+    ds = (lancenb if lib == "lancenb" else lance).dataset(uri)
+    with pytest.raises(KeyError, match='Index "a_idx" not found'):
+        ds.stats.index_stats("a_idx")
+    ds.create_scalar_index("a", "BTREE")
+    with pytest.raises(KeyError, match='Index "nope" not found'):
+        lancenb.dataset(uri).stats.index_stats("nope")
+    got = lancenb.dataset(uri).stats.index_stats("a_idx")
+    assert got["num_indexed_rows"] == 10 and got["index_type"] == "BTree"
