@@ -119,6 +119,8 @@ def list_indices(mf, store) -> list[dict]:
         except Exception as e:  # noqa: BLE001 - pyroaring raises plain ValueError etc.
             raise CorruptFileError(f"manifest {mf.name!r}: index {m.name!r} has a fragment "
                                    f"bitmap that is not a roaring bitmap: {e}") from e
+        if not kind and uuid and store.exists(f"{INDICES_DIR}/{uuid}/metadata.lance"):
+            kind = "Inverted"  # (committed without details: a full-text index's files)
         out.append({"name": m.name, "type": kind or "Unknown", "uuid": uuid,
                     "fields": [paths.get(int(f), str(f)) for f in m.fields],
                     "version": int(m.dataset_version), "fragment_ids": frags,

@@ -208,10 +208,18 @@ def _assign_ids(frags, next_id: int, *, check_only: bool = False) -> tuple[list,
     return out, next_id
 
 
+def _next_fragment_id(base) -> int:
+    """The first free fragment id: after ``max_fragment_id``, or (a manifest written
+    before that field, e.g. pylance 0.27) after the largest fragment id."""
+    if base.HasField("max_fragment_id"):
+        return base.max_fragment_id + 1
+    return max((f.id for f in base.fragments), default=-1) + 1
+
+
 def _apply_replacements(m, base, txn) -> None:
     """Update (rows moved: deletion files on old fragments + new fragments) and
     Rewrite (old fragments replaced by new ones in place, e.g. compaction)."""
-    next_id = base.max_fragment_id + 1 if base.HasField("max_fragment_id") else 0
+    next_id = _next_fragment_id(base)
     if txn.op is Op.UPDATE:
         u = txn.pb.update
         gone = set(u.removed_fragment_ids)
@@ -243,7 +251,7 @@ def _apply_replacements(m, base, txn) -> None:
                 [f for f in frags[pos:] if f.id not in old_ids]
     del m.fragments[:]
     m.fragments.extend(frags)
-    if next_id > (base.max_fragment_id + 1 if base.HasField("max_fragment_id") else 0):
+    if next_id > _next_fragment_id(base):
         m.max_fragment_id = next_id - 1
 
 
@@ -367,7 +375,7 @@ def build_manifest(base, txn: Transaction, version: int, *, data_format: str,
         m.ClearField("transaction_section")
         m.ClearField("transaction_section_deprecated")
         if op is Op.APPEND:
-            next_id = base.max_fragment_id + 1 if base.HasField("max_fragment_id") else 0
+            next_id = _next_fragment_id(base)
             frags, next_id = _assign_ids(txn.pb.append.fragments, next_id)
             m.fragments.extend(frags)
             if frags:

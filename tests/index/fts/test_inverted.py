@@ -168,6 +168,8 @@ def test_distributed_build_and_stats(tmp_path):
                 fragment_ids={0, 1, 2}, index_version=0)
     op = LanceOperation.CreateIndex(new_indices=[idx], removed_indices=[])
     lancenb.LanceDataset.commit(uri, op, read_version=ds.version)
+    # committed without index details: recognised by its files, as pylance lists it
+    assert [e["type"] for e in lancenb.dataset(uri).list_indices()] == ["Inverted"]
     for q in ["lazy dogs", "fox"]:
         _same(lancenb.dataset(uri).to_table(full_text_query=q, columns=["id"]),
               lance.dataset(uri).to_table(full_text_query=q, columns=["id"]))
@@ -210,3 +212,38 @@ def test_long_documents_positions_blocks(tmp_path, builder):
     for q in ['"brown lazy"', '"quick brown"', "fox", '"dogs quick"', '"fox fox fox"', "fox fox"]:
         _same(ln.to_table(full_text_query=q, columns=["id"]),
               pl.to_table(full_text_query=q, columns=["id"]))
+
+
+LEGACY = "/work/shared/upstream/ref/test_data/0.27.0/legacy_fts_index"
+
+
+@pytest.mark.skipif(not __import__("os").path.isdir(LEGACY), reason="no 0.27 test data")
+def test_legacy_index_and_append_to_old_manifest(tmp_path):
+    # pylance 0.27's layout (tokens/invert/docs.lance, no metadata.lance) and a manifest
+    # without max_fragment_id: an append took fragment id 0 again before
+    import shutil
+
+    for lib in ("lancenb", "pylance"):
+        shutil.copytree(LEGACY, tmp_path / lib)
+    q = BoostQuery(MatchQuery("puppy", "text"), MatchQuery("happy", "text"), negative_boost=0.5)
+    import lance.query as lq
+    pq = lq.BoostQuery(lq.MatchQuery("puppy", "text"), lq.MatchQuery("happy", "text"),
+                       negative_boost=0.5)
+    ln = lancenb.dataset(str(tmp_path / "lancenb"))
+    _same_text(ln.to_table(full_text_query=q), lance.dataset(str(tmp_path / "pylance"))
+               .to_table(full_text_query=pq))
+    new = pa.table({"text": ["new data"]})
+    ln = lancenb.write_dataset(new, str(tmp_path / "lancenb"), mode="append")
+    pl = lance.write_dataset(new, str(tmp_path / "pylance"), mode="append")
+    assert [f.fragment_id for f in ln.get_fragments()] == \
+        [f.fragment_id for f in pl.get_fragments()] == [0, 1]
+    _same_text(ln.to_table(full_text_query=q), pl.to_table(full_text_query=pq))
+    assert ln.to_table(full_text_query="new").num_rows == 1
+
+
+def _same_text(a, b):
+    ra = dict(zip(a.column("text").to_pylist(), a.column("_score").to_pylist()))
+    rb = dict(zip(b.column("text").to_pylist(), b.column("_score").to_pylist()))
+    assert set(ra) == set(rb)
+    for k in ra:
+        assert ra[k] == pytest.approx(rb[k], rel=1e-5)
