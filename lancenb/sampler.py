@@ -53,6 +53,11 @@ RESERVOIR_BATCHES = 256
 # at most this many threads read row runs ahead (each read already decodes its columns
 # on lancenb's own pool; more threads only add contention)
 READ_THREADS = 4
+# ShardedBatchSampler reads runs of batch_size rows together (one take) when a run is
+# small: as many as make about GROUP_BYTES of Arrow data, at most GROUP_RUNS, and only
+# when that is at least 4 (a larger run's cost is its bytes, not the read's fixed costs)
+GROUP_BYTES = 8 << 20
+GROUP_RUNS = 32
 
 
 def _open(data):
@@ -122,6 +127,31 @@ def _read_ahead(read, items: list, depth: int, threads: int) -> Iterator[pa.Reco
             yield from batches
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _read_runs(dataset, runs: list[tuple[int, int]], columns, scan
+               ) -> list[pa.RecordBatch]:
+    """Each run ``[start, stop)`` of rows as one batch, in the order given, read with
+    one take of them all in row order (the fixed costs of a read, per column and
+    page, paid once for the group, not per run)."""
+    lo = np.array([a for a, _ in runs], np.int64)
+    n = np.array([b - a for a, b in runs], np.int64)
+    order = np.argsort(lo, kind="stable")
+    ends = np.cumsum(n[order])
+    # the rows of the runs in row order: a run's rows are its start plus 0, 1, ...
+    idx = np.arange(int(ends[-1]), dtype=np.int64)
+    idx += np.repeat(lo[order] - (ends - n[order]), n[order])
+    table = dataset.take(idx, columns=columns, **scan).combine_chunks()
+    at = np.empty(len(runs), np.int64)
+    at[order] = ends - n[order]
+    return [_one_batch(table.slice(int(a), int(m))) for a, m in zip(at, n)]
+
+
+def _one_batch(table: pa.Table) -> pa.RecordBatch:
+    batches = table.to_batches()
+    if len(batches) == 1:
+        return batches[0]
+    return _concat(batches) if batches else pa.RecordBatch.from_pylist([], table.schema)
 
 
 def _concat(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
@@ -455,13 +485,24 @@ class ShardedBatchSampler(_Sharded, Sampler):
         return ranges
 
     def _sample_all(self, dataset, batch_size, columns, ranges, readahead, scan):
-        def read(bounds):
-            start, stop = bounds
-            table = dataset.to_table(columns=columns, offset=start, limit=stop - start,
-                                     **scan)
-            return table.combine_chunks().to_batches()
+        def read(group):
+            if len(group) == 1:
+                start, stop = group[0]
+                table = dataset.to_table(columns=columns, offset=start, limit=stop - start,
+                                         **scan)
+                return table.combine_chunks().to_batches()
+            return _read_runs(dataset, group, columns, scan)
 
-        yield from _read_ahead(read, ranges, readahead, _read_threads(readahead))
+        if not ranges:
+            return
+        first = read(ranges[:1])  # its size sets how many runs a read takes together
+        yield from first
+        per_run = max(sum(b.nbytes for b in first), 1)
+        k = min(GROUP_RUNS, GROUP_BYTES // per_run)
+        k = k if k >= 4 else 1  # large runs: read alone (their costs are bytes)
+        groups = [ranges[i:i + k] for i in range(1, len(ranges), k)]
+        depth = max(1, int(readahead or 1) // k)  # about readahead runs in flight
+        yield from _read_ahead(read, groups, depth, _read_threads(depth))
 
     def __call__(self, dataset, *args, batch_size: int = 128, columns=None, filter=None,
                  batch_readahead: int = 16, with_row_id: bool | None = None,

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections import deque
 from typing import Any, Callable, Iterable, Iterator, Literal
 
 import numpy as np
@@ -75,9 +76,18 @@ def concat_batches(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
     return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
 
 
-def _rebatch(stream: Iterable[pa.RecordBatch], size: int) -> Iterator[pa.RecordBatch]:
+def _rebatch(stream: Iterable[pa.RecordBatch], size: int, *, ordered: bool = True
+             ) -> Iterator[pa.RecordBatch]:
     """Batches of exactly ``size`` rows (the last may be short); zero-copy slices where
-    a batch holds them, one concatenation where a batch straddles two."""
+    a batch holds them, one concatenation where a batch straddles two.
+
+    ``ordered=False`` (a shuffled stream, whose order is random anyway): a batch of
+    exactly ``size`` rows passes through even while short ones wait, and the short
+    ones are joined among themselves. A shuffle's one short run of rows then costs one
+    concatenation, not a copy of every batch after it (each straddling two runs)."""
+    if not ordered:
+        yield from _rebatch_unordered(stream, size)
+        return
     pending: list[pa.RecordBatch] = []
     buffered = 0
     for batch in stream:
@@ -103,6 +113,36 @@ def _rebatch(stream: Iterable[pa.RecordBatch], size: int) -> Iterator[pa.RecordB
         buffered = batch.num_rows - start
     if buffered:
         yield concat_batches(pending)
+
+
+def _rebatch_unordered(stream: Iterable[pa.RecordBatch], size: int
+                       ) -> Iterator[pa.RecordBatch]:
+    # batches of other sizes go through an ordered rebatch of their own, fed as they
+    # come, so at most one short batch's rows wait at any time
+    short: deque = deque()
+    joined = _rebatch(_drain(short), size)
+    waiting = 0
+    for batch in stream:
+        if batch.num_rows == size:
+            yield batch
+        elif batch.num_rows:
+            short.append(batch)
+            waiting += batch.num_rows
+            while waiting >= size:
+                out = next(joined)
+                waiting -= out.num_rows
+                yield out
+    short.append(None)  # the end: what still waits comes out
+    yield from joined
+
+
+def _drain(queue: deque) -> Iterator[pa.RecordBatch]:
+    """The batches put in ``queue`` until a None (read only while it is not empty)."""
+    while True:
+        batch = queue.popleft()
+        if batch is None:
+            return
+        yield batch
 
 
 def _every_nth(stream, start: int, step: int):
@@ -278,6 +318,16 @@ class LanceDataset(torch.utils.data.IterableDataset):
             stream = _every_nth(stream, worker_id, num_workers)
         return stream
 
+    def _shuffled(self) -> bool:
+        """Whether this epoch's batches come in a random order (a shuffle, or a
+        sharded sampler's ``randomize``)."""
+        if self.samples:
+            return False
+        sampler = self.sampler
+        if sampler is None:
+            return self.shuffle
+        return bool(getattr(sampler, "_randomize", False))
+
     def _sync_epoch(self) -> int:
         # the epoch of this iteration, told to the sampler; an epoch the user set on the
         # sampler directly since the last iteration wins
@@ -299,7 +349,8 @@ class LanceDataset(torch.utils.data.IterableDataset):
         if self.cached_ds is not None:
             stream: Iterable[pa.RecordBatch] = self.cached_ds
         else:
-            stream = _rebatch(self._raw_stream(epoch), self.batch_size)
+            stream = _rebatch(self._raw_stream(epoch), self.batch_size,
+                              ordered=not self._shuffled())
             if self.cache:
                 self.cached_ds = CachedDataset(stream, cache=self.cache)
                 stream = self.cached_ds

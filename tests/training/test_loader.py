@@ -257,6 +257,28 @@ def test_rebatch_gives_exact_batches_and_every_row(sizes):
         list(range(start))
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_unordered_rebatch_passes_full_batches_and_every_row_once(seed):
+    # a shuffled stream: batches of the size pass through untouched (no copy), the
+    # others are joined among themselves, at most one short batch's rows waiting
+    from lancenb.torch.data import _rebatch
+
+    rng = np.random.default_rng(seed)
+    size = int(rng.integers(1, 9))
+    start, batches = 0, []
+    for n in rng.choice([0, 1, size - 1, size, size, size, size + 1, 3 * size + 2],
+                        int(rng.integers(0, 30))):
+        batches.append(pa.record_batch({"id": np.arange(start, start + int(n))}))
+        start += int(n)
+    out = list(_rebatch(iter(batches), size, ordered=False))
+    assert all(b.num_rows == size for b in out[:-1])
+    assert not out or 0 < out[-1].num_rows <= size
+    got = np.concatenate([b.column(0).to_numpy() for b in out]) if out else []
+    assert sorted(got) == list(range(start))
+    full = [b for b in batches if b.num_rows == size]
+    assert [b for b in out if any(b is f for f in full)] == full  # in order, uncopied
+
+
 def test_shuffle_option_every_row_once_and_seeded(uri):
     def epoch(rank, workers, e, seed=4):
         ds = LanceDataset(uri, batch_size=50, columns=["id"], rank=rank, world_size=2,
