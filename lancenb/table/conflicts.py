@@ -44,12 +44,21 @@ changed, so it cannot rebase it (retryable); ``LanceDataset.delete``, ``update``
 ``merge_insert`` know, and rebase. An update rebased over a change that removed rows
 it updated is refused (pylance drops its new copies of those rows).
 
+A merge on the schema's unenforced primary key (``lance-schema:unenforced-primary-key``
+field metadata) records the keys it inserted (``Update.inserted_rows``, a bloom filter
+of the keys). Such an update is retryable against a concurrent update that inserted a
+key it may share (the two filters overlap, or their key columns differ), against an
+update that recorded no keys, and against an append: either may have inserted the same
+key, and committing both would duplicate it. ``merge_insert`` then runs again on the
+new version, where the key is found.
+
 A transaction that cannot be read, or an operation lancenb does not know, is a
 conflict: lancenb cannot prove the two compatible.
 """
 
 from __future__ import annotations
 
+import numpy as np
 from pyroaring import BitMap
 
 from lancenb.errors import CommitConflictError, RetryableCommitConflictError
@@ -60,7 +69,7 @@ from lancenb.table.transaction import (
     removed_fragment_ids,
 )
 
-__all__ = ["check_conflict", "check_gap"]
+__all__ = ["check_conflict", "check_gap", "key_sets_may_overlap"]
 
 OK, RETRY, INCOMPATIBLE = "ok", "retry", "incompatible"
 
@@ -218,6 +227,8 @@ def check_conflict(ours, other, other_version: int) -> None:
                                   f"cannot commit a {mine} transaction concurrently")
     rule = rules.get(theirs, OK if theirs in _QUIET or theirs in _KNOWN else None)
     answer = rule(ours, other) if callable(rule) else rule
+    if answer == OK and mine is Op.UPDATE and _same_keys_maybe(ours, other, theirs):
+        answer = RETRY
     if answer == OK:
         return
     if answer == RETRY:
@@ -234,6 +245,43 @@ def check_conflict(ours, other, other_version: int) -> None:
         f"Commit conflict for version {other_version}: this {mine} transaction (read "
         f"version {ours.read_version}) is incompatible with the concurrent {_name(theirs)} "
         f"transaction committed as version {other_version}: {why}")
+
+
+def _same_keys_maybe(ours, other, theirs: Op | None) -> bool:
+    """Whether our primary-key merge may insert a key the concurrent ``other`` inserted
+    too (always False for an update that recorded no keys)."""
+    mine = ours.pb.update
+    if not mine.HasField("inserted_rows"):
+        return False
+    if theirs is Op.APPEND:
+        return True
+    if theirs is not Op.UPDATE:
+        return False
+    if not other.update.HasField("inserted_rows"):
+        return True
+    return key_sets_may_overlap(mine.inserted_rows, other.update.inserted_rows)
+
+
+def key_sets_may_overlap(a, b) -> bool:
+    """Whether two ``KeyExistenceFilter`` messages may share a key. Exact hash sets are
+    compared exactly; two bloom filters of one configuration share a key only if some
+    block has, in each of its eight words, a bit set in both (a shared key sets one bit
+    per word of one block in each). Anything else (other key columns, other sizes,
+    one exact and one bloom) may overlap."""
+    if list(a.field_ids) != list(b.field_ids):
+        return True
+    # a filter without data is an empty set of exact hashes (pylance's reading)
+    kinds = (a.WhichOneof("data") or "exact", b.WhichOneof("data") or "exact")
+    if kinds == ("exact", "exact"):
+        return bool(set(a.exact.key_hashes) & set(b.exact.key_hashes))
+    if kinds != ("bloom", "bloom"):
+        return True  # hashes of different schemes cannot be compared
+    x, y = a.bloom, b.bloom
+    if (x.number_of_items, x.probability, len(x.bitmap)) != (
+            y.number_of_items, y.probability, len(y.bitmap)) or len(x.bitmap) % 32:
+        return True
+    both = np.frombuffer(x.bitmap, "<u4") & np.frombuffer(y.bitmap, "<u4")
+    return bool(np.any(np.all(both.reshape(-1, 8) != 0, axis=1)))
 
 
 # every operation the rules above know (others are conflicts: unknown to lancenb)

@@ -28,6 +28,8 @@ class RowChanges:
         self.new_tables: list[pa.Table] = []
         self.moved: list[tuple] = []  # (table, row ids, created versions)
         self.file_version = None  # new data files' version (None: the dataset's)
+        # merge on the primary key: the KeyExistenceFilter of the inserted keys
+        self.inserted_keys = None
 
     def delete(self, frag, phys: np.ndarray) -> None:
         if len(phys):
@@ -71,6 +73,8 @@ class RowChanges:
                 op.new_fragments.extend(new)
             if self.new_tables:  # fresh rows get fresh ids at commit
                 op.new_fragments.extend(write(self.new_tables))
+            if self.inserted_keys is not None:
+                op.inserted_rows.CopyFrom(self.inserted_keys)
             txn.pb.update.CopyFrom(op)
         except BaseException:
             cleanup(ds.snapshot.store, written)

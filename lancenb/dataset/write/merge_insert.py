@@ -5,7 +5,9 @@ transaction."""
 
 from __future__ import annotations
 
+import datetime
 import re
+import time
 
 import numpy as np
 import pyarrow as pa
@@ -16,10 +18,12 @@ from lancenb.dataset.read import blob
 from lancenb.dataset.write import merge_plan
 from lancenb.dataset.write.changes import RowChanges
 from lancenb.dataset.write.insert import normalize_input
+from lancenb.dataset.write.merge_keys import inserted_keys_filter
 from lancenb.errors import (
     InvalidInputError,
     MergeInsertError,
     NotSupportedError,
+    RetryableCommitConflictError,
     SchemaError,
 )
 from lancenb.file import jsonb
@@ -62,6 +66,8 @@ class MergeInsertBuilder:
         self._delete_unmatched = False
         self._delete_cond = None
         self._file_version = None
+        self._retries = DEFAULT_CONFLICT_RETRIES
+        self._timeout = DEFAULT_RETRY_TIMEOUT
         self._use_index = True
 
     def when_matched_update_all(self, condition: str | None = None) -> "MergeInsertBuilder":
@@ -90,11 +96,22 @@ class MergeInsertBuilder:
         return self
 
     def conflict_retries(self, max_retries: int) -> "MergeInsertBuilder":
-        """Accepted for pylance compatibility (commits retry in the commit protocol)."""
+        """Run the merge again, on the newest version, up to ``max_retries`` times (10)
+        when a concurrent commit makes it a retryable conflict (for example another
+        merge that inserted one of its keys, when the key is the table's unenforced
+        primary key); 0 fails at the first conflict."""
+        if int(max_retries) < 0:
+            raise InvalidInputError(f"conflict_retries must be >= 0, not {max_retries!r}")
+        self._retries = int(max_retries)
         return self
 
     def retry_timeout(self, timeout) -> "MergeInsertBuilder":
-        """Accepted for pylance compatibility."""
+        """Stop retrying after ``timeout`` (a ``datetime.timedelta`` or seconds; 30 s)."""
+        seconds = timeout.total_seconds() if isinstance(timeout, datetime.timedelta) \
+            else float(timeout)
+        if seconds < 0:
+            raise InvalidInputError(f"retry_timeout must be >= 0, not {timeout!r}")
+        self._timeout = seconds
         return self
 
     def data_storage_version(self, version: str) -> "MergeInsertBuilder":
@@ -211,8 +228,6 @@ class MergeInsertBuilder:
         return self._merge(new_data, None, commit=False)
 
     def _merge(self, data, schema, *, commit: bool):
-        ds = self._ds
-        tschema = ds.snapshot.schema
         src = self._source(data, schema)
         if self._matched is None and not self._insert and not self._delete_unmatched:
             raise InvalidInputError(
@@ -220,6 +235,24 @@ class MergeInsertBuilder:
                 "any way: call when_matched_update_all(), when_matched_delete(), "
                 "when_not_matched_insert_all() or when_not_matched_by_source_delete() "
                 "before execute()")
+        if not commit:
+            return self._merge_once(src, commit=False)
+        deadline = time.monotonic() + self._timeout
+        attempt = 0
+        while True:
+            try:
+                return self._merge_once(src, commit=True)
+            except RetryableCommitConflictError:
+                attempt += 1
+                if attempt > self._retries or time.monotonic() > deadline:
+                    raise
+                # a concurrent commit changed what the merge finds: run it again on the
+                # newest version (the source rows are already read)
+                self._ds.checkout_latest()
+
+    def _merge_once(self, src: pa.Table, *, commit: bool):
+        ds = self._ds
+        tschema = ds.snapshot.schema
         src_cols = src.column_names
         src = src.append_column("__lancenb_src", pa.array(np.arange(src.num_rows)))
         ch = RowChanges(ds)
@@ -292,6 +325,8 @@ class MergeInsertBuilder:
                                 for c in tschema.names], schema=full)
             ch.insert(new)
             n_ins = new.num_rows
+            # on the unenforced primary key: record the inserted keys (merge_keys.py)
+            ch.inserted_keys = inserted_keys_filter(new, self._on, ds.snapshot.top_fields)
         counts = {"num_inserted_rows": n_ins, "num_updated_rows": n_upd,
                   "num_deleted_rows": n_del}
         if commit:
@@ -303,6 +338,8 @@ class MergeInsertBuilder:
         return transaction_of(txn.pb), counts
 
 
+DEFAULT_CONFLICT_RETRIES = 10  # pylance's defaults
+DEFAULT_RETRY_TIMEOUT = 30.0
 _SRC = "__lancenb_source_{}"
 _QUALIFIED = re.compile(r"""'(?:[^']|'')*'"""  # a string literal, left alone
                         r"""|\b(source|target)\s*\.\s*(?:"([^"]+)"|`([^`]+)`|(\w+))""",
