@@ -154,3 +154,31 @@ def test_the_byte_bound_drops_the_oldest_index(uri, tmp_path, monkeypatch):
     assert (b.uri, _uuid(b)) in ivf.cached_indices()
     assert ka not in ivf.cached_indices()
     _same(a, lance.dataset(uri), q)  # opened again, the same answers
+
+
+def test_flat_storage_kept_transposed_reads_back_as_pylance(uri):
+    """IVF_FLAT vectors are kept transposed per partition for the scan: the partition
+    reader and index remapping after compaction still see the stored rows."""
+    from lance.dataset import VectorIndexReader as PReader
+
+    from lancenb.index.vector.reader import VectorIndexReader
+
+    lance.dataset(uri).create_index("v", "IVF_FLAT", num_partitions=4)
+    ours, theirs = VectorIndexReader(lancenb.dataset(uri), "v_idx"), PReader(
+        lance.dataset(uri), "v_idx")
+    for p in range(4):
+        a, b = ours.read_partition(p, with_vector=True), theirs.read_partition(p, with_vector=True)
+        assert a.column_names == b.column_names == ["_rowid", "flat"]
+        assert a.equals(b.cast(a.schema))
+    idx = ivf.open_vector_index(lancenb.dataset(uri), "v_idx")
+    x = np.stack(lancenb.dataset(uri).to_table(columns=["v"])["v"].to_numpy(
+        zero_copy_only=False))
+    rows = idx.storage.row_ids  # addresses of a single-version dataset: fragment, offset
+    pos = (rows >> np.uint64(32)).astype(np.int64) * 1000 + (rows & np.uint64(0xFFFFFFFF))
+    np.testing.assert_array_equal(idx.storage.data, x[pos.astype(np.int64)])
+    ours = lancenb.dataset(uri)
+    ours.delete("id % 7 = 0")
+    ours = lancenb.dataset(uri)
+    ours.optimize.compact_files()
+    q = np.full(DIM, 0.2, np.float32)
+    _same(lancenb.dataset(uri), lance.dataset(uri), q)
