@@ -26,9 +26,11 @@ def corpus(n: int, seed: int = 0) -> pa.Table:
     ranks = np.minimum(rng.zipf(1.1, int(lengths.sum())) - 1, len(vocab) - 1)
     words = vocab[ranks]
     offsets = np.concatenate([[0], np.cumsum(lengths)])
-    lists = pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), pa.array(words))
+    w = pa.array(words.tolist(), pa.large_string())
+    w = w.combine_chunks() if isinstance(w, pa.ChunkedArray) else w
+    lists = pa.LargeListArray.from_arrays(pa.array(offsets.astype(np.int64)), w)
     import pyarrow.compute as pc
-    return pa.table({"id": np.arange(n), "text": pc.binary_join(lists, " ")})
+    return pa.table({"id": np.arange(n), "text": pc.binary_join(lists, " ").cast(pa.string())})
 
 
 def timed(fn, repeat=1):

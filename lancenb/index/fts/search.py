@@ -12,8 +12,7 @@ import pyarrow as pa
 
 from lancenb.errors import InvalidInputError
 from lancenb.index.fts import score as sc
-from lancenb.index.scalar.common import IndexFiles
-from lancenb.query import (
+from lancenb.index.fts.query import (
     BooleanQuery,
     BoostQuery,
     FullTextOperator,
@@ -23,6 +22,7 @@ from lancenb.query import (
     Occur,
     PhraseQuery,
 )
+from lancenb.index.scalar.common import IndexFiles
 
 __all__ = ["FtsScanner"]
 
@@ -293,6 +293,8 @@ class FtsScanner:
 
     def _fetch(self, rows, scores, data, post) -> pa.Table:
         from lancenb.expr.filters import compile_filter, referenced_columns
+        from lancenb.index.vector import rows as vrows
+        from lancenb.index.vector.flat import Candidates
 
         cols = list(data)
         flt = None
@@ -302,16 +304,17 @@ class FtsScanner:
             flt = compile_filter(post, schema)
             cols += [c for c in referenced_columns(flt, [f.name for f in self._ds.schema])
                      if c not in cols]
-        if cols:
-            t = self._ds._take_rows(rows, cols)
-        else:
-            t = pa.table({ROWID: pa.array(rows, pa.uint64())})
-        if "_rowaddr" in self._names():
-            addr = self._ds._take_rows(rows, [self._ds.schema.names[0]], with_row_address=True)
-            t = t.append_column("_rowaddr", addr.column("_rowaddr"))
-        t = t.append_column(pa.field(SCORE, pa.float32()), pa.array(scores, pa.float32()))
-        if ROWID not in t.column_names:
-            t = t.append_column(pa.field(ROWID, pa.uint64()), pa.array(rows, pa.uint64()))
+        n = len(rows)
+        cand = Candidates(scores.astype(np.float32), rows.astype(np.uint64),
+                          np.full(n, -1, np.int64), np.full(n, -1, np.int64))
+        t = vrows.take_results(self._ds, cand, cols)
+        if t is None:
+            base = self._ds.scanner(columns=cols, limit=0).projected_schema if cols else \
+                pa.schema([])
+            t = pa.schema(list(base) + [pa.field("_distance", pa.float32()),
+                                        pa.field(ROWID, pa.uint64()),
+                                        pa.field("_rowaddr", pa.uint64())]).empty_table()
+        t = t.rename_columns([SCORE if c == "_distance" else c for c in t.column_names])
         if flt is not None:
             t = flt.apply(t)
         return t
