@@ -43,7 +43,7 @@ __all__ = ["AddressMap", "RemappedIndex", "remap_indices", "unremappable", "REMA
 # list_indices types pylance remaps, and those it leaves unremapped (can_remap false)
 _SCALAR = {"BTree": "BTREE", "Bitmap": "BITMAP", "LabelList": "LABEL_LIST", "NGram": "NGRAM"}
 _VECTOR = ("IVF_FLAT", "IVF_PQ", "IVF_SQ", "IVF_HNSW_FLAT", "IVF_HNSW_PQ", "IVF_HNSW_SQ")
-REMAP_TYPES = tuple(_SCALAR) + _VECTOR
+REMAP_TYPES = tuple(_SCALAR) + _VECTOR + ("Inverted",)
 KEPT_TYPES = ("ZoneMap", "BloomFilter")
 _FRAG_REUSE = "__lance_frag_reuse"
 
@@ -145,6 +145,13 @@ def remap_indices(ds, amap: AddressMap, new_fragments: list, moved: dict, *,
                 done.append(_rebuild_scalar(ds, e, after, new_fragments))
             elif e["type"] in _VECTOR:
                 done.append(_remap_vector(ds, e, amap, after))
+            elif e["type"] == "Inverted":  # (built again over the new row addresses)
+                from lancenb.index.fts.build import rebuild_inverted
+
+                frags = [f for f in ds.get_fragments() if f.fragment_id in after] + \
+                    [f for f in new_fragments if f.fragment_id in after]
+                uid, url, details, version, written = rebuild_inverted(ds, e, frags)
+                done.append(RemappedIndex(e["uuid"], uid, url, details, version, written))
             elif e["type"] not in KEPT_TYPES:
                 raise NotSupportedError(f"compaction: lancenb cannot remap the {e['type']} "
                                         f"index {e['name']!r} over the rewritten fragments")

@@ -247,3 +247,21 @@ def _same_text(a, b):
     assert set(ra) == set(rb)
     for k in ra:
         assert ra[k] == pytest.approx(rb[k], rel=1e-5)
+
+
+@pytest.mark.parametrize("builder,compactor", [("lancenb", "lancenb"), ("pylance", "lancenb"),
+                                               ("lancenb", "pylance")])
+def test_compaction_remaps_the_index(tmp_path, builder, compactor):
+    uri = str(tmp_path / "ds")
+    lancenb.write_dataset(_docs(1000), uri, max_rows_per_file=100)
+    lib = {"lancenb": lancenb, "pylance": lance}
+    lib[builder].dataset(uri).create_scalar_index("text", "INVERTED", with_position=True)
+    lancenb.dataset(uri).delete("id % 7 = 0")
+    lib[compactor].dataset(uri).optimize.compact_files(target_rows_per_fragment=500)
+    ln, pl = lancenb.dataset(uri), lance.dataset(uri)
+    assert set(ln.list_indices()[0]["fragment_ids"]) == {f.fragment_id for f in
+                                                         ln.get_fragments()}
+    for q in ["lazy", '"quick brown"', "fox dogs"]:
+        _same(ln.to_table(full_text_query=q, columns=["id"]),
+              pl.to_table(full_text_query=q, columns=["id"]))
+        assert 0 not in ln.to_table(full_text_query=q, columns=["id"])["id"].to_pylist()
