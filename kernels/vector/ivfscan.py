@@ -26,9 +26,10 @@ An IVF index keeps its rows grouped by partition: partition ``p`` is rows
   K)``; ``cbt`` is the codebook ``(m, K, d/m)`` transposed to ``(m, d/m, K)`` so the
   inner loop runs over the ``K`` centroids. Each entry sums its ``d/m`` squared
   differences in order, bit-identical to ``pq.pq_table_l2`` of the residual.
-* ``sq_scan(codes, offsets, lengths, parts, qc, out)``: 8-bit scalar-quantised rows
-  ``(n, d)`` against the query's codes ``qc``: ``sum((codes[i] - qc) ** 2)`` exactly
-  (integers), as float32 (as ``pq.sq_l2``).
+* ``sq_scan(ct, offsets, lengths, parts, qc, out)``: 8-bit scalar-quantised rows,
+  transposed per partition as ``flat_scan``'s vectors (u8), against the query's codes
+  ``qc``: ``sum((codes[i] - qc) ** 2)`` exactly (in int32: at most ``_SQ_MAX_DIM``
+  dimensions), as float32 (as ``pq.sq_l2``); about 5x faster than row by row.
 
 Every kernel returns ``OK`` (0) or ``BAD_SHAPE`` (a partition runs past the data,
 ``out`` is too short, a size does not fit) / ``BAD_CODE`` (a PQ code past the table).
@@ -48,6 +49,7 @@ BAD_CODE = -2
 L2 = 0
 COSINE = 1
 DOT = 2
+_SQ_MAX_DIM = 33025  # d * 255**2 stays within int32
 
 
 @kernel(inline=True)
@@ -189,26 +191,33 @@ def pq_tables_l2(cbt, q, centroids, parts, out):
 
 
 @kernel
-def sq_scan(codes, offsets, lengths, parts, qc, out):
-    """Squared code distances of the rows of the probed partitions (u8 ``(n, d)``)."""
-    n_all, d = codes.shape
-    if qc.shape[0] != d or lengths.shape[0] != offsets.shape[0]:
+def sq_scan(ct, offsets, lengths, parts, qc, out):
+    """Squared code distances of the rows of the probed partitions (transposed u8)."""
+    d = qc.shape[0]
+    if d == 0 or d > _SQ_MAX_DIM or ct.shape[0] % d != 0 or \
+            lengths.shape[0] != offsets.shape[0]:
         return BAD_SHAPE
-    total = _total(offsets, lengths, parts, n_all)
+    total = _total(offsets, lengths, parts, ct.shape[0] // d)
     if total < 0 or out.shape[0] < total:
         return BAD_SHAPE
-    q32 = np.empty(d, np.int32)
-    for t in range(d):
-        q32[t] = np.int32(qc[t])
+    most = 0
+    for j in range(parts.shape[0]):
+        most = max(most, lengths[parts[j]])
+    acc = np.empty(most, np.int32)
     at = 0
     for j in range(parts.shape[0]):
         p = parts[j]
-        first = offsets[p]
-        for i in range(lengths[p]):
-            s = np.int32(0)
-            for t in range(d):
-                a = np.int32(codes[first + i, t]) - q32[t]
-                s += a * a
-            out[at + i] = np.float32(s)
-        at += lengths[p]
+        n = lengths[p]
+        base = offsets[p] * d
+        for i in range(n):
+            acc[i] = 0
+        for t in range(d):
+            qt = np.int32(qc[t])
+            row = base + t * n
+            for i in range(n):
+                a = np.int32(ct[row + i]) - qt
+                acc[i] += a * a
+        for i in range(n):
+            out[at + i] = np.float32(acc[i])
+        at += n
     return OK

@@ -1,6 +1,6 @@
 """IVF partition-scan kernels (``kernels/vector/ivfscan.py``) against NumPy references:
 flat (transposed blocks; bit-identical to ``distance.distances_to_query`` on the
-row-major rows), PQ (codes as pylance stores them) and SQ, over random partitions
+row-major rows), PQ (codes as pylance stores them) and SQ (transposed), over random partitions
 probed in random order, and their refusals of malformed inputs."""
 
 import numpy as np
@@ -28,7 +28,7 @@ def probed(offsets, lengths, parts):
 
 
 def transposed(x, offsets, lengths):
-    out = np.zeros(x.size, np.float32)
+    out = np.zeros(x.size, x.dtype)
     d = x.shape[1]
     for o, n in zip(offsets.tolist(), lengths.tolist()):
         out[o * d:(o + n) * d] = x[o:o + n].T.reshape(-1)
@@ -97,8 +97,8 @@ def test_sq_scan_is_the_exact_squared_code_distance(as_input, lay, d):
     qc = rng.integers(0, 256, d).astype(np.uint8)
     rows = probed(offsets, lengths, parts)
     out = np.full(len(rows) + 1, -7, np.float32)
-    assert ks.sq_scan(as_input(codes), as_input(offsets), as_input(lengths), as_input(parts),
-                      as_input(qc), out) == ks.OK
+    assert ks.sq_scan(as_input(transposed(codes, offsets, lengths)), as_input(offsets),
+                      as_input(lengths), as_input(parts), as_input(qc), out) == ks.OK
     ref = ((codes[rows].astype(np.int64) - qc) ** 2).sum(1).astype(np.float32)
     np.testing.assert_array_equal(out[:len(rows)], ref)
     assert out[-1] == -7
@@ -116,8 +116,11 @@ def test_malformed_inputs_are_refused():
                         out) == ks.BAD_SHAPE
     assert ks.flat_scan(x, offsets, lengths, parts, q, kd.L2, out[:4]) == ks.BAD_SHAPE
     assert ks.flat_scan(x, offsets, lengths, parts, q, kd.HAMMING, out) == ks.BAD_SHAPE
-    codes = np.zeros((5, 2), np.uint8)
+    codes = np.zeros(10, np.uint8)
+    assert ks.sq_scan(codes, offsets, lengths, parts, np.zeros(2, np.uint8), out) == ks.OK
     assert ks.sq_scan(codes, offsets, lengths, parts, np.zeros(3, np.uint8),
+                      out) == ks.BAD_SHAPE
+    assert ks.sq_scan(codes[:8], offsets, lengths, parts, np.zeros(2, np.uint8),
                       out) == ks.BAD_SHAPE
     tables = np.zeros((2, 2, 16), np.float32)
     assert ks.pq_scan(tables, np.full(10, 200, np.uint8), offsets, lengths, parts, 8,

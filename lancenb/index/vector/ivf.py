@@ -137,10 +137,10 @@ def _ivf_of(reader: LanceFileReader, path: str):
 class _Storage:
     """One quantizer's rows: ``row_ids`` grouped by partition and what scores them.
 
-    FLAT vectors are kept transposed per partition (``xt``, the layout
-    :func:`lancenb.kernels.vector.ivfscan.flat_scan` scores), not row-major:
-    :attr:`data` rebuilds the row-major ``(n, d)`` array when asked (index
-    maintenance), :meth:`rows` one partition's rows."""
+    FLAT float32 vectors and SQ codes are kept transposed per partition (``xt``, the
+    layout :mod:`lancenb.kernels.vector.ivfscan` scores), not row-major: :attr:`data`
+    rebuilds the row-major ``(n, d)`` array when asked (index maintenance),
+    :meth:`rows` one partition's rows."""
 
     def __init__(self, kind, row_ids, offsets, lengths, data, params):
         self.kind = kind              # "FLAT", "PQ" or "SQ"
@@ -148,10 +148,9 @@ class _Storage:
         self.offsets = offsets        # (P,) int64
         self.lengths = lengths        # (P,) int64
         self.params = params          # quantizer parameters (codebook, bounds, ...)
-        self.dim = data.shape[1] if kind == "FLAT" else None
-        # FLAT: (n * d,) f32, transposed per partition; PQ: codes as stored;
-        # SQ: (n, d) u8
-        transpose = kind == "FLAT" and data.dtype == np.float32
+        self.dim = data.shape[1] if kind in ("FLAT", "SQ") else None
+        # FLAT f32 and SQ: (n * d,) transposed per partition; PQ: codes as stored
+        transpose = (kind == "FLAT" and data.dtype == np.float32) or kind == "SQ"
         self.xt = _transpose_blocks(data, offsets, lengths) if transpose else None
         self._data = None if transpose else data
 
@@ -160,7 +159,7 @@ class _Storage:
         """FLAT: the ``(n, d)`` vectors; PQ: the codes as stored; SQ: ``(n, d)`` codes."""
         if self.xt is None:
             return self._data
-        out = np.empty((len(self.row_ids), self.dim), np.float32)
+        out = np.empty((len(self.row_ids), self.dim), self.xt.dtype)
         for p in range(len(self.offsets)):
             start, n = int(self.offsets[p]), int(self.lengths[p])
             out[start:start + n] = self.rows(p)
@@ -185,10 +184,10 @@ class _Storage:
 
 
 def _transpose_blocks(data: np.ndarray, offsets: np.ndarray, lengths: np.ndarray):
-    """Row-major ``(n, d)`` rows as one ``(n * d,)`` float32 array holding each
-    partition's block dimension-major (see :mod:`lancenb.kernels.vector.ivfscan`)."""
+    """Row-major ``(n, d)`` rows as one ``(n * d,)`` array holding each partition's
+    block dimension-major (see :mod:`lancenb.kernels.vector.ivfscan`)."""
     n, d = data.shape
-    out = np.zeros(n * d, np.float32)
+    out = np.zeros(n * d, data.dtype)
     for p in range(len(offsets)):
         start, m = int(offsets[p]), int(lengths[p])
         if m:
@@ -374,10 +373,11 @@ def _score(idx, st: _Storage, q, parts, where, inner, total) -> np.ndarray:
         if inner == "dot":
             out -= np.float32(tables.shape[1] - 1)
     elif inner == "dot":  # SQ dot: dequantized rows (numpy, as before)
-        return sqmod.partition_distances(st.params, st.data[where], q, inner)
+        codes = np.concatenate([st.rows(p) for p in parts.tolist()])
+        return sqmod.partition_distances(st.params, codes, q, inner)
     else:
         lo, hi = sqmod.bounds_of(st.params)
-        status = kscan.sq_scan(st.data, st.offsets, st.lengths, parts,
+        status = kscan.sq_scan(st.xt, st.offsets, st.lengths, parts,
                                sqmod.quantize(q, lo, hi), out)
         sqmod.scale_l2(out, lo, hi)
     if status != kscan.OK:
