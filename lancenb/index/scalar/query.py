@@ -343,31 +343,33 @@ def _live(view: "TableView", rows: BitMap64, covered: set[int], stable: bool) ->
     (``fragment << 32 | offset``), or with stable row ids by the fragments' row-id
     sequences (deleted rows' ids dropped)."""
     store = ObjectStore(view.uri)
-    out = BitMap64()
-    addrs = rowmap.to_ids(rows)
-    present = set(np.unique(addrs >> np.uint64(32)).tolist()) if not stable else set()
-    gone: list = []
-    for f in view.fragments:
-        fid = int(f.id)
-        if fid not in covered:
-            continue
-        if stable:
+    if stable:
+        out = BitMap64()
+        for f in view.fragments:
+            if int(f.id) not in covered:
+                continue
             ids = _fragment_row_ids(store, f)
             dead = _deleted(store, f)
             if dead.size:
                 ids = np.delete(ids, dead.astype(np.int64))
             out |= rows & rowmap.from_ids(ids)
-            continue
-        if fid in present:
+        return out
+    addrs = rowmap.to_ids(rows)  # (sorted: the fragments present are its runs)
+    high = addrs >> np.uint64(32)
+    present = high[np.r_[True, high[1:] != high[:-1]]].tolist() if addrs.size else []
+    out = rows
+    if any(int(p) not in covered for p in present):
+        out = rowmap.from_ids(addrs[np.isin(high, np.array(sorted(covered), np.uint64))])
+    by_id = {int(f.id): f for f in view.fragments}
+    gone = []
+    for fid in present:
+        f = by_id.get(int(fid))
+        if f is not None and int(fid) in covered and f.deletion_file is not None:
             dead = _deleted(store, f)
             if dead.size:
-                gone.append(dead.astype(np.uint64) | np.uint64(fid << 32))
-    if stable:
-        return out
-    ids = addrs[np.isin(addrs >> np.uint64(32), np.array(sorted(covered), np.uint64))]
-    out = rowmap.from_ids(ids)
+                gone.append(dead.astype(np.uint64) | np.uint64(int(fid) << 32))
     if gone:
-        out -= rowmap.from_ids(np.concatenate(gone))
+        out = out - rowmap.from_ids(np.concatenate(gone))
     return out
 
 
@@ -395,6 +397,24 @@ def _view(ds_or_view) -> TableView:
     return ds_or_view if isinstance(ds_or_view, TableView) else view_of(ds_or_view)
 
 
+# parsed filters by (text, schema object), the schema held so its id stays its own: a
+# scan asks the indices on every execution, and parsing costs more than the lookup
+_TREES: dict = {}
+_TREES_SIZE = 256
+
+
+def _tree(filter: str, schema: pa.Schema):
+    key = (filter, id(schema))
+    hit = _TREES.get(key)
+    if hit is not None and hit[0] is schema:
+        return hit[1]
+    tree = Translator(filter, schema, tolerant=True).term(parse_sql(filter, "filter"))
+    if len(_TREES) >= _TREES_SIZE:
+        _TREES.clear()
+    _TREES[key] = (schema, tree)
+    return tree
+
+
 def index_rows(ds, filter, *, exact: bool = True) -> tuple[BitMap64, set[int]] | None:
     """The rows of ``ds`` (a dataset or a :class:`TableView`) where the SQL ``filter``
     is true, answered from scalar indices: ``(row addresses, ids of the fragments the
@@ -416,7 +436,7 @@ def index_rows(ds, filter, *, exact: bool = True) -> tuple[BitMap64, set[int]] |
         return None  # (the common case: no scalar index, nothing parsed or read)
     stable = any(f.row_id_meta is not None for f in view.fragments)
     try:
-        tree = Translator(filter, view.schema, tolerant=True).term(parse_sql(filter, "filter"))
+        tree = _tree(filter, view.schema)
         planner = _Planner(view, stable)
         if not planner.by_column and not planner.zone_by_column:
             return None

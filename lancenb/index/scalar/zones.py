@@ -282,6 +282,19 @@ class ZoneMapIndex(_Zones):
         self._load(t)
         self.mins = t.column("min").to_pylist()
         self.maxs = t.column("max").to_pylist()
+        # numeric bounds as arrays too (NaN where a zone has none): ranges are tested
+        # over every zone at once, not zone by zone
+        self._num = None
+        typ = t.schema.field("min").type
+        if pa.types.is_integer(typ) or pa.types.is_floating(typ):
+            self._num = tuple(np.asarray(t.column(c).cast(pa.float64()).to_numpy(
+                zero_copy_only=False), np.float64) for c in ("min", "max")) + (
+                np.asarray(pc.and_(pc.is_valid(t.column("min")),
+                                   pc.is_valid(t.column("max"))).to_numpy(
+                    zero_copy_only=False), bool),)
+            if pa.types.is_integer(typ) and any(abs(v) > 2 ** 53 for v in (
+                    pc.min(t.column("min")).as_py() or 0, pc.max(t.column("max")).as_py() or 0)):
+                self._num = None  # (float64 would round such integers)
         self.null_counts = np.asarray(t.column("null_count").to_numpy(), np.int64)
         self.nan_counts = np.asarray(t.column("nan_count").to_numpy(), np.int64)
         meta = r.schema_full.metadata or {}
@@ -298,6 +311,10 @@ class ZoneMapIndex(_Zones):
         has_value = self.lengths > self.null_counts  # (a zone may have values)
         if ranges is None:
             return has_value | (self.nan_counts > 0)
+        if self._num is not None and all(
+                isinstance(v, (int, float)) and not isinstance(v, bool)
+                for r in ranges for v in r if v is not None):
+            return self._numeric_match(ranges)
         out = np.zeros(n, bool)
         for i in range(n):
             mn, mx = self.mins[i], self.maxs[i]
@@ -314,6 +331,24 @@ class ZoneMapIndex(_Zones):
                     break
             if not out[i] and self.nan_counts[i] > 0 and _nan_possible(ranges):
                 out[i] = True
+        return out
+
+
+    def _numeric_match(self, ranges) -> np.ndarray:
+        """:meth:`may_match` of numeric ranges over every zone at once (the loop's
+        rules: a zone without bounds may hold NaN; a range meets ``[min, max]``)."""
+        mins, maxs, bounded = self._num  # (a NaN bound compares false: the zone may match)
+        out = np.zeros(len(mins), bool)
+        with np.errstate(invalid="ignore"):
+            for lo, hi in ranges:
+                m = bounded.copy()
+                if lo is not None:
+                    m &= ~(maxs < lo)
+                if hi is not None:
+                    m &= ~(hi < mins)
+                out |= m
+        if _nan_possible(ranges):
+            out |= self.nan_counts > 0
         return out
 
 
