@@ -13,7 +13,7 @@ where each item begins, plus the end.
 import numpy as np
 
 from ._jit import kernel
-from .bytes_util import read_uint, write_uint
+from .bytes_util import copy_bytes, read_uint, write_uint
 
 OK = 0
 TRUNCATED = -1       # an item runs past the end of the buffer
@@ -95,7 +95,7 @@ def unzip_variable_fill(data, num_items, ctrl_width, len_width, def_mask, out_of
         if d == 0:
             ln = np.int64(read_uint(data, pos, len_width))
             pos += len_width
-            out_data[q:q + ln] = data[pos:pos + ln]
+            copy_bytes(out_data, q, data, pos, ln)
             pos += ln
             q += ln
         out_offsets[i + 1] = q

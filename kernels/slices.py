@@ -17,6 +17,7 @@ It returns the number of indices, or -1 when a range is reversed, leaves
 import numpy as np
 
 from ._jit import kernel
+from .bytes_util import copy_bytes
 
 OK = 0
 OUT_OF_BOUNDS = -1
@@ -40,7 +41,7 @@ def concat_slices(src, starts, sizes, out):
     for i in range(starts.shape[0]):
         s = starts[i]
         n = sizes[i]
-        out[pos:pos + n] = src[s:s + n]
+        copy_bytes(out, pos, src, s, n)
         pos += n
     return OK
 
