@@ -106,6 +106,7 @@ class V21Backend:
         self._initialised: set[int] = set()
         self._init_lock = threading.Lock()
         fork_safe_locks(self, "_init_lock")
+        self._plain_key = plain.new_cache_key()  # this file's pages in plain.take's cache
 
     # -- columns and pages -----------------------------------------------------
     def _leaf_columns(self, num_columns: int) -> list[int]:
@@ -400,8 +401,8 @@ class V21Backend:
     def _read_rows_many(self, field_idxs, rows: np.ndarray) -> list[pa.ChunkedArray]:
         at, fields = self._split_plain(field_idxs)
         out: list = [None] * len(field_idxs)
-        for k, (t, _), arrs in zip(at, fields, plain.take(self.io, fields, rows, self.num_rows)
-                                   if at else ()):
+        got = plain.take(self.io, fields, rows, self.num_rows, self._plain_key) if at else ()
+        for k, (t, _), arrs in zip(at, fields, got):
             if arrs is not None:
                 out[k] = pa.chunked_array(arrs, type=t)
         rest = [k for k, a in enumerate(out) if a is None]

@@ -22,6 +22,8 @@ the precise error a one-column read raises.
 
 from __future__ import annotations
 
+import itertools
+from collections import OrderedDict
 from typing import NamedTuple
 
 import numpy as np
@@ -220,32 +222,21 @@ def scan(io, fields: list[tuple[pa.DataType, list[PlainPage]]], batch_bytes: int
 
 
 def take(io, fields: list[tuple[pa.DataType, list[PlainPage]]], rows: np.ndarray,
-         num_rows: int) -> list[list[pa.Array] | None]:
+         num_rows: int, cache_key=None) -> list[list[pa.Array] | None]:
     """Rows ``rows`` (sorted, duplicates allowed) of many plain columns: per column the
     arrays of its pages' rows, or None for a column to read through its decoders (a
     page the rows touch is larger than ``TAKE_WHOLE_PAGE_BYTES``, or does not check).
     Columns cut into pages at the same rows share the row-to-page lookup; the touched
-    pages are read in one request, and each kind's rows gathered in one call."""
-    out: list = [None] * len(fields)
-    need: list = []  # (column, page, page-relative rows)
-    split: dict = {}
-    for f, (_, pages) in enumerate(fields):
-        if len(pages) == 1:
-            pieces = [(pages[0], rows)]
-        else:
-            k = tuple(p.first_row for p in pages)
-            pieces = split.get(k)
-            if pieces is None:
-                firsts = np.array(k + (num_rows,), np.int64)
-                page_of = np.searchsorted(firsts, rows, side="right") - 1
-                pieces = split[k] = [(int(i), rows[page_of == i] - firsts[i])
-                                     for i in np.unique(page_of).tolist()]
-            pieces = [(pages[i], sel) for i, sel in pieces]
-        if max([p.meta_size + p.chunk_size for p, _ in pieces], default=0) > \
-                TAKE_WHOLE_PAGE_BYTES:
-            continue
-        out[f] = []
-        need.extend((f, p, sel) for p, sel in pieces)
+    pages are read in one request, and each kind's rows gathered in one call.
+
+    With ``cache_key`` (one per open file, never reused: see :func:`new_cache_key`)
+    the touched pages are decoded whole and kept in a process-wide cache of about
+    :data:`PAGE_CACHE_BYTES` (least recently used out first), so later takes of the
+    same pages only pick their rows (random takes and shuffled reads come back to the
+    same small pages over and over)."""
+    if cache_key is not None:
+        return _take_cached(io, fields, rows, num_rows, cache_key)
+    out, need = _pieces(fields, rows, num_rows)
     if not need:
         return out
     pages = [p for _, p, _ in need]
@@ -275,4 +266,96 @@ def take(io, fields: list[tuple[pa.DataType, list[PlainPage]]], rows: np.ndarray
             out[f] = None
         elif out[f] is not None:
             out[f].append(arr)
+    return out
+
+
+def _pieces(fields, rows: np.ndarray, num_rows: int):
+    """``(out, need)``: per column ``[]`` when its touched pages are small enough to
+    read whole (else None), and the ``(column, page, page-relative rows)`` to read."""
+    out: list = [None] * len(fields)
+    need: list = []  # (column, page, page-relative rows)
+    split: dict = {}
+    for f, (_, pages) in enumerate(fields):
+        if len(pages) == 1:
+            pieces = [(pages[0], rows)]
+        else:
+            k = tuple(p.first_row for p in pages)
+            pieces = split.get(k)
+            if pieces is None:
+                firsts = np.array(k + (num_rows,), np.int64)
+                page_of = np.searchsorted(firsts, rows, side="right") - 1
+                pieces = split[k] = [(int(i), rows[page_of == i] - firsts[i])
+                                     for i in np.unique(page_of).tolist()]
+            pieces = [(pages[i], sel) for i, sel in pieces]
+        if max([p.meta_size + p.chunk_size for p, _ in pieces], default=0) > \
+                TAKE_WHOLE_PAGE_BYTES:
+            continue
+        out[f] = []
+        need.extend((f, p, sel) for p, sel in pieces)
+    return out, need
+
+
+# decoded plain pages kept for takes: (cache key, chunk offset) -> Arrow array
+PAGE_CACHE_BYTES = 32 << 20
+_PAGES: OrderedDict = OrderedDict()
+_PAGES_HELD = [0]
+_PAGES_LOCK = module_lock(globals(), "_PAGES_LOCK")
+_KEYS = itertools.count()
+
+
+def new_cache_key() -> int:
+    """A key for :func:`take`'s page cache, unique in this process (one per open
+    file: a file written again at the same path gets a new one when reopened)."""
+    return next(_KEYS)
+
+
+def _cached(key):
+    with _PAGES_LOCK:
+        hit = _PAGES.get(key)
+        if hit is not None:
+            _PAGES.move_to_end(key)
+        return hit
+
+
+def _keep(key, arr: pa.Array) -> None:
+    n = arr.nbytes
+    if n > PAGE_CACHE_BYTES // 8:
+        return
+    with _PAGES_LOCK:
+        if key in _PAGES:
+            return
+        _PAGES[key] = arr
+        _PAGES_HELD[0] += n
+        while _PAGES_HELD[0] > PAGE_CACHE_BYTES and _PAGES:
+            _, old = _PAGES.popitem(last=False)
+            _PAGES_HELD[0] -= old.nbytes
+
+
+def _take_cached(io, fields, rows: np.ndarray, num_rows: int, cache_key
+                 ) -> list[list[pa.Array] | None]:
+    out, need = _pieces(fields, rows, num_rows)
+    if not need:
+        return out
+    whole = [_cached((cache_key, p.chunk_off)) for _, p, _ in need]
+    missing = [j for j, a in enumerate(whole) if a is None]
+    if missing:
+        pages = list({need[j][1].chunk_off: need[j][1] for j in missing}.values())
+        data, pos = _read(io, pages)
+        type_of = {p.chunk_off: fields[f][0] for f, p, _ in need}
+        decoded = {}
+        for k, p in enumerate(pages):  # page by page: each block is its page alone
+            got = _decode([p], data, pos[2 * k:2 * k + 2])
+            if got[0] is not None:
+                block, first = got[0]
+                arr = blocks.to_arrow(type_of[p.chunk_off], block, None).slice(
+                    first, p.tmpl.num_items)
+                decoded[p.chunk_off] = arr
+                _keep((cache_key, p.chunk_off), arr)
+        for j in missing:
+            whole[j] = decoded.get(need[j][1].chunk_off)
+    for (f, _, sel), arr in zip(need, whole):
+        if arr is None:
+            out[f] = None
+        elif out[f] is not None:
+            out[f].append(arr.take(pa.array(sel)))
     return out
