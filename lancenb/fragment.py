@@ -67,6 +67,9 @@ def write_fragments(data, dataset_uri, schema=None, *, return_transaction: bool 
     storage_options : dict, optional
         Object-store options (pylance's or fsspec's names).
 
+    target_bases, target_all_bases : optional
+        Registered base paths the data files go to in turn (as for ``write_dataset``).
+
     Other pylance options (``max_rows_per_group``, ``progress``,
     ``enable_stable_row_ids``: row ids are assigned at commit) are accepted and have
     no effect.

@@ -213,8 +213,8 @@ def test_install_refuses_to_shadow_pylance(env):
 
 def test_in_process_api_refuses_in_dev_venv(tmp_path):
     # the dev venv has pylance: install() refuses, and writes nothing
-    from lancenb.tools import bridge
     from lancenb.errors import InvalidInputError
+    from lancenb.tools import bridge
 
     with pytest.raises(InvalidInputError, match="pylance 14.0.2 is installed"):
         bridge.install()

@@ -762,6 +762,11 @@ Hugging Face Dataset or IterableDataset
     namespace_client, table_id : optional
         Instead of ``uri``: a table of a namespace (:mod:`lancenb.namespace`); a create
         declares the table there, an append or overwrite looks it up.
+    initial_bases, target_bases, target_all_bases : optional
+        Multi-base datasets (:mod:`lancenb.dataset.write.bases`): ``DatasetBasePath`` s to
+        register (create/overwrite), names or paths of the bases new data files go to in
+        turn (the dataset's URI names its own storage), or every base (after the own
+        storage unless ``False``).
 
     Returns
     -------
@@ -775,7 +780,7 @@ Hugging Face Dataset or IterableDataset
     """
     uri, storage_options = namespace_table(kwargs, uri, storage_options, mode)
     extra = ("commit_message", "transaction_properties", "auto_cleanup_options",
-             "initial_bases", "target_bases")  # (bases: lancenb.dataset.write.bases)
+             "initial_bases", "target_bases", "target_all_bases")  # (write/bases.py)
     check_write_options({k: v for k, v in kwargs.items() if k not in extra})
     store, mf = write_version(data_obj, uri, schema, mode=mode,
                               max_rows_per_file=max_rows_per_file,

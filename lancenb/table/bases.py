@@ -35,8 +35,8 @@ from lancenb.io.paths import check_name
 from lancenb.table.deletion import deletion_path
 
 __all__ = ["BRANCH_DIR", "normalise_root", "allowed_root", "register_bases", "base_root_of",
-           "trust_bases", "allow_bases", "confine_bases", "trusted_roots", "new_base_paths", "apply_bases",
-           "build_stand_in"]
+           "trust_bases", "allow_bases", "confine_bases", "trusted_roots", "new_base_paths",
+           "apply_bases", "build_stand_in"]
 
 BRANCH_DIR = "tree"  # branches live under {root}/tree/{branch name}
 

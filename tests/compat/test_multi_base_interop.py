@@ -171,3 +171,78 @@ def test_a_file_name_cannot_leave_its_base(dirs, tmp_path):
     st.write_bytes(f"{VERSIONS_DIR}/{manifest_name(1, True)}", frame_manifest(m))
     with pytest.raises(CorruptFileError, match="data file path"):
         lancenb.dataset(dirs["primary"]).to_table()
+
+
+def _layout(dirs) -> dict:
+    """Data files per location: the primary's data/ and each base."""
+    return {k: len([f for f in _files(d) if f.endswith(".lance") and "_versions" not in f
+                    and "_transactions" not in f and "_deletions" not in f])
+            for k, d in dirs.items()}
+
+
+def _three_bases(lib, dirs):
+    return lib.write_dataset(_t(0, 2), dirs["primary"], initial_bases=[
+        lib.DatasetBasePath(dirs["p1"], name="p1"),
+        lib.DatasetBasePath(dirs["p2"], name="p2", is_dataset_root=True),
+        lib.DatasetBasePath(dirs["p3"], name="p3")])
+
+
+@pytest.mark.parametrize("include_primary", [True, False])
+def test_target_all_bases_spreads_files_as_pylance(tmp_path, include_primary):
+    layouts = {}
+    for lib in (lancenb, lance):
+        dirs = {k: str(tmp_path / lib.__name__ / k) for k in ("primary", "p1", "p2", "p3")}
+        _three_bases(lib, dirs)
+        before = _layout(dirs)
+        lib.write_dataset(_t(2, 10), dirs["primary"], mode="append", max_rows_per_file=1,
+                          target_all_bases=include_primary)
+        after = _layout(dirs)
+        layouts[lib.__name__] = {k: after[k] - before[k] for k in after}
+        other = lance if lib is lancenb else lancenb
+        assert _ids(other.dataset(dirs["primary"])) == list(range(10))
+    assert layouts["lancenb"] == layouts["lance"]
+    assert layouts["lancenb"]["primary"] == (2 if include_primary else 0)
+
+
+def test_target_bases_may_name_the_dataset_itself(dirs):
+    ds = _three_bases(lancenb, dirs)
+    before = _layout(dirs)
+    lancenb.write_dataset(_t(2, 6), ds, mode="append", max_rows_per_file=1,
+                          target_bases=[dirs["primary"], "p1"])
+    after = _layout(dirs)
+    assert {k: after[k] - before[k] for k in after} == {"primary": 2, "p1": 2, "p2": 0,
+                                                         "p3": 0}
+    assert _ids(lance.dataset(dirs["primary"])) == list(range(6))
+    with pytest.raises(lancenb.InvalidInputError, match="cannot be combined"):
+        lancenb.write_dataset(_t(6, 7), ds, mode="append", target_bases=["p1"],
+                              target_all_bases=True)
+
+
+@pytest.mark.parametrize("writer", ["lancenb", "pylance"])
+def test_merge_insert_writes_new_files_to_target_bases(tmp_path, writer):
+    w, r = (lancenb, lance) if writer == "lancenb" else (lance, lancenb)
+    dirs = {k: str(tmp_path / k) for k in ("primary", "p1", "p2", "p3")}
+    ds = _three_bases(w, dirs)
+    before = _layout(dirs)
+    new = pa.table({"id": pa.array([1, 5, 6], pa.int64())})
+    w.dataset(dirs["primary"]).merge_insert("id").when_matched_update_all() \
+        .when_not_matched_insert_all().target_bases(["p3"]).execute(new)
+    after = _layout(dirs)
+    assert {k: after[k] - before[k] for k in after} == {"primary": 0, "p1": 0, "p2": 0,
+                                                         "p3": 1}
+    assert _ids(r.dataset(dirs["primary"])) == [0, 1, 5, 6]
+    del ds
+    # the deletion file of the updated row stays in the primary's storage
+    assert any("_deletions" in f for f in _files(dirs["primary"]))
+    r.dataset(dirs["primary"]).merge_insert("id").when_not_matched_insert_all() \
+        .target_all_bases(False).execute(pa.table({"id": pa.array([7], pa.int64())}))
+    assert _ids(w.dataset(dirs["primary"])) == [0, 1, 5, 6, 7]
+
+
+def test_write_fragments_to_a_base_then_commit(dirs):
+    _three_bases(lancenb, dirs)
+    frags = lancenb.fragment.write_fragments(_t(2, 4), dirs["primary"], target_bases=["p2"])
+    assert len(_files(dirs["p2"])) == 1
+    op = lancenb.LanceOperation.Append(frags)
+    lancenb.LanceDataset.commit(dirs["primary"], op, read_version=1)
+    assert _ids(lance.dataset(dirs["primary"])) == list(range(4))

@@ -22,8 +22,9 @@ from lancenb.errors import RetryableCommitConflictError
 PK = {b"lance-schema:unenforced-primary-key": b"true"}
 
 
-def _schema(pk: bool = True, key=pa.int64()):
-    return pa.schema([pa.field("id", key, nullable=False, metadata=PK if pk else None),
+def _schema(pk: bool = True, key=None):
+    return pa.schema([pa.field("id", key or pa.int64(), nullable=False,
+                               metadata=PK if pk else None),
                       pa.field("v", pa.string())])
 
 

@@ -1051,15 +1051,12 @@ def test_default_file_version_like_pylance(tmp_path):
         assert r.metadata().minor_version == 2 and r.read_all().to_table() == TABLE
 
 
-def test_base_paths_and_sessions_are_not_supported(pair):
-    """Names lancenb cannot implement faithfully raise NotSupportedError saying why."""
+def test_file_sessions_are_not_supported(pair):
+    """Names lancenb cannot implement faithfully raise NotSupportedError saying why
+    (merge_insert's target_bases/target_all_bases: tests/compat/test_multi_base_interop)."""
     _, ours = pair
-    calls = [lambda: ours.new_file_session(),
-             lambda: ours.merge_insert("a").target_bases(["b"]),
-             lambda: ours.merge_insert("a").target_all_bases()]
-    for call in calls:
-        with pytest.raises(lancenb.NotSupportedError, match="lancenb"):
-            call()
+    with pytest.raises(lancenb.NotSupportedError, match="lancenb"):
+        ours.new_file_session()
 
 
 def test_validate_names_the_dataset_and_the_broken_fragment(tmp_path):

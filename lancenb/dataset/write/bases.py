@@ -5,9 +5,12 @@ and ``add_bases`` (pylance 14's API; the layout is :mod:`lancenb.table.bases`).
 dataset (an overwrite keeps the existing ones); ``target_bases`` (names or paths of
 registered bases) says where the new data files go, one file per base in turn, as
 pylance places them: ``{path}/{name}`` for a base that is not a dataset root,
-``{path}/data/{name}`` for one that is. Without ``target_bases`` data goes to the
-dataset's own ``data/``. Every base the user names here is trusted for reads in
-this process (:func:`lancenb.table.bases.trust_bases`).
+``{path}/data/{name}`` for one that is. An entry naming the dataset's own root (its
+URI) puts the primary storage in the rotation; ``target_all_bases`` rotates over every
+registered base, after the primary storage unless it is ``False``. Without either, data
+goes to the dataset's own ``data/``; deletion files always do. Every base the user
+names here is trusted for reads in this process
+(:func:`lancenb.table.bases.trust_bases`).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from lancenb.errors import InvalidInputError
 from lancenb.table.bases import new_base_paths, normalise_root, trust_bases
 from lancenb.table.manifest import DATA_DIR
 
-__all__ = ["BaseTargets", "base_path_pbs", "add_bases_txn"]
+__all__ = ["BaseTargets", "PlacingStore", "base_path_pbs", "add_bases_txn", "placing"]
 
 
 def base_path_pbs(existing, given) -> list:
@@ -37,26 +40,42 @@ class BaseTargets:
     path (``data/{name}``) and points the store there; :meth:`mark` sets the
     ``base_id`` of the written ``DataFile`` messages."""
 
-    def __init__(self, store, bases, target_bases):
+    def __init__(self, store, bases, target_bases=None, *, all_bases: bool | None = None):
+        if target_bases and all_bases is not None:
+            raise InvalidInputError("target_bases and target_all_bases cannot be combined")
         self._store = store
         by_name = {b.name: b for b in bases if b.HasField("name")}
         by_root = {normalise_root(store.fs, b.path): b for b in bases}
-        self._targets = []
-        for t in target_bases:
-            b = by_name.get(t) or by_root.get(normalise_root(store.fs, str(t)))
+        own = normalise_root(store.fs, store.root)
+        # a base message, or None for the dataset's own storage
+        self._targets: list = []
+        if all_bases is not None:
+            self._targets = ([None] if all_bases else []) + sorted(bases, key=lambda b: b.id)
+            if not self._targets:
+                raise InvalidInputError("target_all_bases(include_primary=False): the "
+                                        "dataset has no base paths")
+        for t in target_bases or ():
+            root = normalise_root(store.fs, str(t))
+            b = by_name.get(t) or by_root.get(root)
+            if b is None and root == own:
+                self._targets.append(None)
+                continue
             if b is None:
                 known = sorted(by_name) or sorted(b.path for b in bases)
                 raise InvalidInputError(f"target base {t!r} not found among the dataset's "
                                         f"base paths (it has {known})")
             self._targets.append(b)
-        trust_bases(store, [b.path for b in self._targets])
+        trust_bases(store, [b.path for b in self._targets if b is not None])
         self._next = 0
-        self.placed: dict[str, int] = {}
+        self.placed: dict[str, int | None] = {}
 
     def place(self, name: str) -> None:
         """Send the data file ``name`` to the next target base."""
         b = self._targets[self._next % len(self._targets)]
         self._next += 1
+        if b is None:  # the dataset's own data/
+            self.placed[name] = None
+            return
         root = normalise_root(self._store.fs, b.path)
         target = f"{root}/{DATA_DIR}/{name}" if b.is_dataset_root else f"{root}/{name}"
         if self._store.local:
@@ -69,7 +88,7 @@ class BaseTargets:
         """Set ``base_id`` on the written files that went to a base."""
         for f in frags:
             for d in f.files:
-                if d.path in self.placed:
+                if self.placed.get(d.path) is not None:
                     d.base_id = self.placed[d.path]
 
 
@@ -110,9 +129,19 @@ def initial_bases_pbs(base_manifest, initial_bases) -> list[table_pb2.BasePath]:
     return base_path_pbs(existing, initial_bases)
 
 
-def prepare(plan, mode: str, initial_bases, target_bases):
+def placing(store, bases, target_bases=None, all_bases: bool | None = None):
+    """``(store to write new data files through, BaseTargets or None)`` for the base
+    paths ``bases`` and the targets given (none: the store itself)."""
+    if not target_bases and all_bases is None:
+        return store, None
+    targets = BaseTargets(store, list(bases), target_bases, all_bases=all_bases)
+    return PlacingStore(store, targets), targets
+
+
+def prepare(plan, mode: str, initial_bases, target_bases, target_all_bases=None):
     """``(store to write through, BaseTargets or None, initial BasePath messages)``
-    for a write with ``initial_bases``/``target_bases`` (``plan``: the write plan)."""
+    for a write with ``initial_bases``/``target_bases``/``target_all_bases`` (``plan``:
+    the write plan)."""
     base = plan.base.manifest if plan.base is not None else None
     init = []
     if initial_bases:
@@ -122,8 +151,6 @@ def prepare(plan, mode: str, initial_bases, target_bases):
                                     "add_bases to register bases of an existing dataset")
         init = initial_bases_pbs(base if mode != "create" else None, initial_bases)
         trust_bases(plan.store, [b.path for b in init])
-    if not target_bases:
-        return plan.store, None, init
     known = (list(base.base_paths) if base is not None else []) + init
-    targets = BaseTargets(plan.store, known, list(target_bases))
-    return PlacingStore(plan.store, targets), targets, init
+    store, targets = placing(plan.store, known, list(target_bases or ()), target_all_bases)
+    return store, targets, init

@@ -11,6 +11,7 @@ import pyarrow as pa
 
 from lancenb._proto import transaction_pb2
 from lancenb.dataset.read import blob
+from lancenb.dataset.write.bases import placing
 from lancenb.dataset.write.insert import cleanup, stage_deletions, write_data_files
 from lancenb.file.version import FileVersion
 from lancenb.table.rowids import encode_array_row_ids, encode_version_array, set_row_ids
@@ -30,6 +31,9 @@ class RowChanges:
         self.file_version = None  # new data files' version (None: the dataset's)
         # merge on the primary key: the KeyExistenceFilter of the inserted keys
         self.inserted_keys = None
+        # where new data files go: target_bases names, or target_all_bases' flag
+        self.target_bases: list | None = None
+        self.target_all_bases: bool | None = None
 
     def delete(self, frag, phys: np.ndarray) -> None:
         if len(phys):
@@ -60,12 +64,18 @@ class RowChanges:
             op.removed_fragment_ids.extend(removed)
             schema = blob.input_schema(ds.snapshot.schema)  # (blob v2 columns: their values)
             version = FileVersion.resolve(self.file_version or ds.data_storage_version)
+            # new data files may go to other bases; deletion files stay in the dataset's
+            store, targets = placing(ds.snapshot.store, ds.manifest.base_paths,
+                                     self.target_bases, self.target_all_bases)
 
             def write(tables):
                 table = pa.concat_tables([t.select(schema.names).cast(schema) for t in tables])
-                return write_data_files(ds.snapshot.store, iter(table.to_batches()), schema,
-                                        list(ds.manifest.fields), version=version,
-                                        written=written)
+                frags = write_data_files(store, iter(table.to_batches()), schema,
+                                         list(ds.manifest.fields), version=version,
+                                         written=written)
+                if targets is not None:
+                    targets.mark(frags)
+                return frags
             if self.moved:  # moved rows keep their ids: fragments of their own
                 new = write([t for t, _, _ in self.moved])
                 carry_row_ids(new, np.concatenate([i for _, i, _ in self.moved]),

@@ -37,6 +37,7 @@ from lancenb._version import __version__
 from lancenb.dataset.operations import LanceOperation
 from lancenb.dataset.operations import Transaction as WriteTransaction
 from lancenb.dataset.read import blob
+from lancenb.dataset.write.bases import placing as placing_bases
 from lancenb.dataset.write.bases import prepare as prepare_bases
 from lancenb.dataset.write.cleanup import after_commit, auto_cleanup_config
 from lancenb.dataset.write.inputs import check_append_schema, fill_missing, normalize_input
@@ -276,8 +277,7 @@ def cleanup(store, paths: list[str]) -> None:
 _WRITE_TUNING = ("data_cache_bytes", "max_page_bytes", "session",
                  "blob_pack_file_size_threshold")
 # pylance's options for features lancenb does not have: refused when used
-_WRITE_UNSUPPORTED = {"target_all_bases": None,
-                      "base_store_params": None, "external_blob_mode": "reference",
+_WRITE_UNSUPPORTED = {"base_store_params": None, "external_blob_mode": "reference",
                       "allow_external_blob_outside_bases": False, "namespace_client": None,
                       "table_id": None}
 
@@ -489,7 +489,7 @@ def write_version(data, target, schema=None, *, mode: str = "create",
                   enable_stable_row_ids=None, use_legacy_format=None, progress=None,
                   commit_message=None, transaction_properties=None,
                   auto_cleanup_options=None, what: str = "write_dataset", initial_bases=None,
-                  target_bases=None):
+                  target_bases=None, target_all_bases=None):
     """``write_dataset``'s whole pipeline: plan, conform, write the files, commit an
     ``Append`` or ``Overwrite``. Returns ``(store, manifest file committed)``; nothing of
     the write stays if it fails before the commit point. ``auto_cleanup_options``
@@ -511,7 +511,8 @@ def write_version(data, target, schema=None, *, mode: str = "create",
     written: list[str] = []
     try:
         # multi-base datasets (lancenb.dataset.write.bases): where the files go
-        store, targets, init = prepare_bases(plan, mode, initial_bases, target_bases)
+        store, targets, init = prepare_bases(plan, mode, initial_bases, target_bases,
+                                             target_all_bases)
         frags = write_data_files(store, batches, plan.schema, plan.fields,
                                  version=plan.version, max_rows_per_file=max_rows_per_file,
                                  max_bytes_per_file=max_bytes_per_file, written=written,
@@ -541,7 +542,8 @@ def write_fragment_files(data, dataset_uri, schema=None, *, mode: str = "append"
                          max_bytes_per_file: int | None = None,
                          data_storage_version: str | None = None, storage_options=None,
                          what: str = "write_fragments", columns_required: bool = False,
-                         progress=None, progress_names_file: bool = False):
+                         progress=None, progress_names_file: bool = False,
+                         target_bases=None, target_all_bases=None):
     """Write ``data`` as data files of new fragments (nothing committed).
 
     Returns ``(fragment protobufs, write plan)``. In ``"append"`` mode against an
@@ -562,12 +564,16 @@ def write_fragment_files(data, dataset_uri, schema=None, *, mode: str = "append"
     batches = conform_batches(plan, in_schema, batches)
     written: list[str] = []
     try:
-        frags = write_data_files(plan.store, batches, plan.schema, plan.fields,
+        bases = plan.base.manifest.base_paths if plan.base is not None else []
+        store, targets = placing_bases(plan.store, bases, target_bases, target_all_bases)
+        frags = write_data_files(store, batches, plan.schema, plan.fields,
                                  version=plan.version,
                                  max_rows_per_file=max_rows_per_file or DEFAULT_MAX_ROWS_PER_FILE,
                                  max_bytes_per_file=max_bytes_per_file
                                  or DEFAULT_MAX_BYTES_PER_FILE, written=written,
                                  progress=progress, progress_names_file=progress_names_file)
+        if targets is not None:
+            targets.mark(frags)
     except BaseException:
         cleanup(plan.store, written)
         raise
@@ -595,7 +601,8 @@ def write_fragments(data, dataset_uri, schema=None, *, return_transaction: bool 
                     max_rows_per_group: int | None = 1024, max_bytes_per_file: int | None = None,
                     progress=None, data_storage_version: str | None = None,
                     use_legacy_format=None, storage_options=None,
-                    enable_stable_row_ids: bool = False, **kwargs):
+                    enable_stable_row_ids: bool = False, target_bases=None,
+                    target_all_bases=None, **kwargs):
     """See :func:`lancenb.fragment.write_fragments`."""
     unknown = sorted(k for k in kwargs if k not in ("data_cache_bytes", "max_page_bytes",
                                                     "session"))
@@ -606,7 +613,8 @@ def write_fragments(data, dataset_uri, schema=None, *, return_transaction: bool 
     frags, plan = write_fragment_files(
         data, dataset_uri, schema, mode=mode, max_rows_per_file=max_rows_per_file,
         max_bytes_per_file=max_bytes_per_file, data_storage_version=data_storage_version,
-        storage_options=storage_options, progress=progress)
+        storage_options=storage_options, progress=progress, target_bases=target_bases,
+        target_all_bases=target_all_bases)
     metas = [FragmentMetadata.from_pb(f) for f in frags]
     if not return_transaction:
         return metas

@@ -67,6 +67,8 @@ class MergeInsertBuilder:
         self._delete_cond = None
         self._file_version = None
         self._retries = DEFAULT_CONFLICT_RETRIES
+        self._bases: list[str] = []
+        self._all_bases: bool | None = None
         self._timeout = DEFAULT_RETRY_TIMEOUT
         self._use_index = True
 
@@ -128,14 +130,21 @@ class MergeInsertBuilder:
         return self
 
     def target_bases(self, bases) -> "MergeInsertBuilder":
-        raise NotSupportedError("merge_insert target_bases: lancenb writes under the "
-                                "dataset root only (no extra base paths)")
+        """Write the merge's new data files to these registered bases (names or paths;
+        the dataset's URI names its own storage), one file per base in turn. Deletion
+        files stay in the dataset's own storage."""
+        if self._all_bases is not None:
+            raise InvalidInputError("target_bases and target_all_bases cannot be combined")
+        self._bases = [str(b) for b in bases]
+        return self
 
-    def target_all_bases(self) -> "MergeInsertBuilder":
-        raise NotSupportedError("merge_insert target_all_bases: lancenb writes under the "
-                                "dataset root only (no extra base paths)")
-
-    target_bases.not_supported = target_all_bases.not_supported = True  # (scripts/parity.py)
+    def target_all_bases(self, include_primary: bool = True) -> "MergeInsertBuilder":
+        """Write the merge's new data files to every base registered when it runs, in
+        turn, the dataset's own storage first unless ``include_primary`` is False."""
+        if self._bases:
+            raise InvalidInputError("target_bases and target_all_bases cannot be combined")
+        self._all_bases = bool(include_primary)
+        return self
 
     def use_index(self, use_index: bool) -> "MergeInsertBuilder":
         """Whether pylance may join through a scalar index on the key (lancenb always
@@ -257,6 +266,7 @@ class MergeInsertBuilder:
         src = src.append_column("__lancenb_src", pa.array(np.arange(src.num_rows)))
         ch = RowChanges(ds)
         ch.file_version = self._file_version
+        ch.target_bases, ch.target_all_bases = self._bases, self._all_bases
         matched_src = np.zeros(src.num_rows, dtype=bool)
         n_upd = n_del = 0
         for frag in ds.get_fragments():
