@@ -75,6 +75,15 @@ def open_inverted(files, fragment_ids, *, positions: bool = False) -> OpenIndex:
     return idx
 
 
+def _norms(p, avgdl: np.float32) -> np.ndarray:
+    """``K1 * (1 - B + B * len / avgdl)`` of each document (kept with the partition)."""
+    got = getattr(p, "_norms", None)
+    if got is None or got[0] != avgdl:
+        got = (avgdl, K1 * (np.float32(1) - B + B * p.num_tokens.astype(np.float32) / avgdl))
+        p._norms = got
+    return got[1]
+
+
 def _doc_scores(idx: OpenIndex, tokens: list[str], boost: float):
     """Per partition ``(partition, score, distinct tokens held, any hit)`` of documents
     holding any of ``tokens`` (a token repeated in the query counts as often, as in
@@ -93,7 +102,7 @@ def _doc_scores(idx: OpenIndex, tokens: list[str], boost: float):
         score = np.zeros(nd, np.float32)
         hits = np.zeros(nd, np.int32)
         any_hit = False
-        norm = K1 * (np.float32(1) - B + B * p.num_tokens.astype(np.float32) / avgdl)
+        norm = _norms(p, avgdl)
         for t in tokens:
             i = look.get(t)
             if i is None:

@@ -124,9 +124,10 @@ class _Searcher:
             if self.stable:
                 rows, scores = self._live_stable(rows, scores, idx)
             else:
-                fids = rows >> np.uint64(32)
-                keep = np.isin(fids, np.fromiter((f.fragment_id for f in self.frags),
-                                                 np.uint64))
+                scanned = {f.fragment_id for f in self.frags}
+                keep = np.ones(len(rows), bool)
+                if not idx.fragment_ids <= scanned:  # (fragments gone, or not scanned)
+                    keep = np.isin(rows >> np.uint64(32), np.fromiter(scanned, np.uint64))
                 dead = [f.deleted_offsets().astype(np.uint64) | np.uint64(f.fragment_id << 32)
                         for f in self.frags if f.fragment_id in idx.fragment_ids]
                 dead = [d for d in dead if d.size]
@@ -198,6 +199,18 @@ class _Searcher:
             keep = ~np.isin(rows, r)
             rows, scores = rows[keep], scores[keep]
         return rows, scores
+
+
+def _top(rows: np.ndarray, scores: np.ndarray, k: int):
+    """The ``k`` best (score descending, then row id), without sorting every match."""
+    if k < len(rows):
+        if k <= 0:
+            return rows[:0], scores[:0]
+        thr = np.partition(scores, len(scores) - k)[len(scores) - k]
+        keep = scores >= thr
+        rows, scores = rows[keep], scores[keep]
+    order = np.lexsort((rows, -scores.astype(np.float64)))[:k]
+    return rows[order], scores[order]
 
 
 def _max_union(results):
@@ -275,14 +288,14 @@ class FtsScanner:
         frags = self._fragments if self._fragments is not None else self._ds.get_fragments()
         search = _Searcher(self._ds, frags, self._allowed(frags), self._fast)
         rows, scores = search.run(self._query)
-        order = np.lexsort((rows, -scores.astype(np.float64)))
-        rows, scores = rows[order], scores[order]
         names = self._names()
         data = [c for c in names if c not in (SCORE, ROWID, "_rowaddr")]
         post = self._filter if (self._filter is not None and not self._prefilter) else None
         if post is None and self._limit is not None:
-            stop = self._offset + self._limit
-            rows, scores = rows[:stop], scores[:stop]
+            rows, scores = _top(rows, scores, self._offset + self._limit)
+        else:
+            order = np.lexsort((rows, -scores.astype(np.float64)))
+            rows, scores = rows[order], scores[order]
         t = self._fetch(rows, scores, data, post)
         if post is not None:
             stop = None if self._limit is None else self._offset + self._limit

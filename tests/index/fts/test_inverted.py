@@ -130,6 +130,9 @@ def test_unindexed_rows_deletions_and_filters(tmp_path, stable):
         a = ln.to_table(full_text_query=q, columns=["id"], limit=7)
         b = pl.to_table(full_text_query=q, columns=["id"], limit=7)
         assert np.allclose(a.column("_score").to_numpy(), b.column("_score").to_numpy())
+        full = ln.to_table(full_text_query=q, columns=["id"])
+        page = ln.to_table(full_text_query=q, columns=["id"], limit=5, offset=3)
+        assert page.equals(full.slice(3, 5))
     assert ln.to_table(full_text_query="lazy", fast_search=True).num_rows == \
         pl.to_table(full_text_query="lazy", fast_search=True).num_rows
 
