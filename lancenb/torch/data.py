@@ -32,6 +32,7 @@ import torch.utils.data
 
 from lancenb.errors import InvalidInputError, NotSupportedError
 from lancenb.sampler import (
+    FragmentSampler,
     FullScanSampler,
     Sampler,
     ShardedBatchSampler,
@@ -46,6 +47,10 @@ __all__ = ["LanceDataset", "SafeLanceDataset", "TensorDataset", "get_safe_loader
            "concat_batches"]
 
 _to_tensor = to_tensor  # pylance's name
+
+# a fragment sampler's scan is asked for batches of this many times batch_size rows
+# (slices of the decoded fragment: no more memory), which _rebatch cuts to size
+SCAN_BATCHES = 16
 
 
 def _open(uri, options: dict | None):
@@ -308,6 +313,11 @@ class LanceDataset(torch.utils.data.IterableDataset):
                                        batch_readahead=self.batch_readahead)
         if isinstance(sampler, ShardedBatchSampler) and not self.with_row_id:
             options["with_row_id"] = None  # it does not give row ids (and says so if asked)
+        if isinstance(sampler, FragmentSampler):
+            # its batches are slices of a fragment's decoded rows: larger ones, which
+            # _rebatch cuts without copies, leave a batch straddling two (and copied)
+            # once every SCAN_BATCHES batches, not at every batch after a fragment's end
+            options["batch_size"] = self.batch_size * SCAN_BATCHES
         splits = getattr(sampler, "splits_workers", False)
         if splits:
             options.update(worker_id=worker_id, num_workers=num_workers)
