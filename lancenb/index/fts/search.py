@@ -30,7 +30,7 @@ SCORE = "_score"
 ROWID = "_rowid"
 
 
-def _normalize(query, ds) -> FullTextQuery:
+def _normalize(query, ds, indices: list) -> FullTextQuery:
     if isinstance(query, FullTextQuery):
         return query
     columns = None
@@ -41,7 +41,7 @@ def _normalize(query, ds) -> FullTextQuery:
         raise InvalidInputError(f"full_text_query must be a string, a dict or a "
                                 f"FullTextQuery, not {type(query).__name__}")
     if not columns:
-        columns = [e["fields"][0] for e in ds.list_indices() if e["type"] == "Inverted"]
+        columns = [e["fields"][0] for e in indices if e["type"] == "Inverted"]
         columns = list(dict.fromkeys(columns))
         if not columns:
             columns = [f.name for f in ds.schema if pa.types.is_string(f.type)
@@ -63,15 +63,16 @@ def _normalize(query, ds) -> FullTextQuery:
 class _Searcher:
     """Evaluates a query to ``{row id: score}`` arrays over the dataset's indices."""
 
-    def __init__(self, ds, fragments, allow, fast_search: bool):
+    def __init__(self, ds, fragments, allow, fast_search: bool, indices: list):
         self.ds = ds
+        self.indices = indices
         self.frags = fragments
         self.allow = allow  # sorted uint64 row ids allowed by a prefilter, or None
         self.fast = fast_search
         self.stable = bool(getattr(ds, "has_stable_row_ids", False))
 
     def _index(self, column: str, positions: bool):
-        entries = [e for e in self.ds.list_indices() if e["fields"] == [column] and (
+        entries = [e for e in self.indices if e["fields"] == [column] and (
             e["type"] == "Inverted" or (e["type"] == "Unknown" and IndexFiles(
                 self.ds.uri, e["uuid"]).exists("metadata.lance")))]  # (no details kept)
         if not entries:
@@ -247,7 +248,8 @@ class FtsScanner:
             raise InvalidInputError("Invalid user input: Cannot include deleted rows in a "
                                     "full text search")
         self._ds = ds
-        self._query = _normalize(query, ds)
+        self._indices = ds.list_indices()
+        self._query = _normalize(query, ds, self._indices)
         self._columns = list(columns) if columns is not None else None
         self._filter = filter
         self._prefilter = bool(prefilter)
@@ -286,7 +288,7 @@ class FtsScanner:
         if self._result is not None:
             return self._result
         frags = self._fragments if self._fragments is not None else self._ds.get_fragments()
-        search = _Searcher(self._ds, frags, self._allowed(frags), self._fast)
+        search = _Searcher(self._ds, frags, self._allowed(frags), self._fast, self._indices)
         rows, scores = search.run(self._query)
         names = self._names()
         data = [c for c in names if c not in (SCORE, ROWID, "_rowaddr")]
