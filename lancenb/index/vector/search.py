@@ -26,6 +26,11 @@ only tune its engine). As pylance:
   ``fast_search=True`` searches only what an index holds.
 * ``fragments=`` needs ``prefilter=True`` (pylance's "not supported for fragment scan").
 
+What a search keeps for the next: the opened index (:func:`.ivf.open_vector_index`, by
+dataset URI and index uuid, bounded), the dataset object's index list per version, and
+per dataset version the row ids a prefilter keeps (:func:`_allowed_ids`). The result
+rows are taken once per fragment they lie in (:func:`.rows.take_results`).
+
 Output columns: the projection (every column by default), ``_distance`` where
 ``columns`` names it, else after them, then ``_rowid`` and ``_rowaddr`` when asked.
 """
