@@ -23,6 +23,7 @@ import numpy as np
 __all__ = ["BLOCK", "num_bits", "pack", "unpack"]
 
 BLOCK = 128
+_CHUNK = 4096
 
 
 def num_bits(values: np.ndarray) -> np.ndarray:
@@ -43,6 +44,11 @@ def pack(values: np.ndarray, bits: int) -> list[bytes]:
     n = len(values)
     if bits == 0:
         return [b""] * n
+    if n > _CHUNK:  # (bounded memory: 4 KiB of bits per block while packing)
+        out: list[bytes] = []
+        for a in range(0, n, _CHUNK):
+            out.extend(pack(values[a:a + _CHUNK], bits))
+        return out
     lanes = np.ascontiguousarray(values.astype("<u4").reshape(n, 32, 4).transpose(0, 2, 1))
     b = np.unpackbits(lanes.view(np.uint8).reshape(n, 4, 32, 4), axis=-1,
                       bitorder="little").reshape(n, 4, 32, 32)[..., :bits]

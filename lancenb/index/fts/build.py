@@ -49,7 +49,9 @@ def build_partition(params: TokenizerParams, texts: pa.Array,
         row_ids = row_ids[valid]
     tk = tokenize(params, texts)
     ntok = len(tk.vocab)
-    order = np.lexsort((tk.position, tk.doc, tk.token_ids))
+    # tokens come in document then position order: a stable sort by (token, document)
+    key = tk.token_ids.astype(np.int64) * max(len(texts), 1) + tk.doc
+    order = np.argsort(key, kind="stable")
     tid, doc, pos = tk.token_ids[order], tk.doc[order], tk.position[order]
     if len(tid):
         new = np.r_[True, (tid[1:] != tid[:-1]) | (doc[1:] != doc[:-1])]

@@ -101,14 +101,29 @@ def _block_scores(part: Partition) -> np.ndarray:
     return (out * np.repeat(w, nblocks)).astype(np.float32)
 
 
-def _full_block(score: np.ndarray, docs: np.ndarray, freqs: np.ndarray) -> bytes:
-    d = docs.astype(np.uint32).reshape(1, BLOCK)
-    deltas = np.diff(d, prepend=d[:, :1])
-    db = int(bitpack.num_bits(deltas)[0])
-    f = freqs.astype(np.uint32).reshape(1, BLOCK)
-    fb = int(bitpack.num_bits(f)[0])
-    return (score.tobytes() + d[0, 0].astype("<u4").tobytes() + bytes([db])
-            + bitpack.pack(deltas, db)[0] + bytes([fb]) + bitpack.pack(f, fb)[0])
+def _full_blocks(scores: np.ndarray, docs: np.ndarray, freqs: np.ndarray) -> list[bytes]:
+    """Full posting blocks, ``(n, 128)`` document ids and frequencies: each the block's
+    score, first id, bit width and packed id deltas, bit width and packed frequencies
+    (packed together per bit width)."""
+    d = docs.astype(np.uint32)
+    deltas = np.diff(d, axis=1, prepend=d[:, :1])
+    f = freqs.astype(np.uint32)
+    db, fb = bitpack.num_bits(deltas), bitpack.num_bits(f)
+    packed_d: list = [b""] * len(d)
+    packed_f: list = [b""] * len(d)
+    for bits in np.unique(db).tolist():
+        sel = np.flatnonzero(db == bits)
+        for i, raw in zip(sel.tolist(), bitpack.pack(deltas[sel], bits)):
+            packed_d[i] = raw
+    for bits in np.unique(fb).tolist():
+        sel = np.flatnonzero(fb == bits)
+        for i, raw in zip(sel.tolist(), bitpack.pack(f[sel], bits)):
+            packed_f[i] = raw
+    heads = np.zeros(len(d), dtype=[("s", "<f4"), ("first", "<u4"), ("bits", "u1")])
+    heads["s"], heads["first"], heads["bits"] = scores, d[:, 0], db
+    hb = heads.tobytes()
+    return [hb[9 * i:9 * i + 9] + packed_d[i] + bytes([int(fb[i])]) + packed_f[i]
+            for i in range(len(d))]
 
 
 def _runs_buffer(heads: np.ndarray, starts: np.ndarray, counts: np.ndarray,
@@ -149,13 +164,21 @@ def _posting_column(part: Partition, scores: np.ndarray) -> pa.Array:
     if not nfull.any():
         blocks = [tails[t] for t in range(len(lengths)) if t in tails]
     else:
+        # every full block at once: its token, place in the token and first posting
+        tok = np.repeat(np.arange(len(lengths)), nfull)
+        k = np.arange(len(tok)) - np.repeat(np.concatenate([[0], np.cumsum(nfull)])[:-1],
+                                              nfull)
+        start = part.offsets[:-1][tok] + k * BLOCK
+        idx = start[:, None] + np.arange(BLOCK)[None, :]
+        full = _full_blocks(scores[first_block[tok] + k], part.doc_ids[idx],
+                            part.freqs[idx])
         blocks = []
+        at = 0
         for t in range(len(lengths)):
-            lo = int(part.offsets[t])
-            for k in range(int(nfull[t])):
-                a = lo + k * BLOCK
-                blocks.append(_full_block(scores[first_block[t] + k:first_block[t] + k + 1],
-                                          part.doc_ids[a:a + BLOCK], part.freqs[a:a + BLOCK]))
+            n = int(nfull[t])
+            if n:
+                blocks.extend(full[at:at + n])
+                at += n
             if t in tails:
                 blocks.append(tails[t])
     offs = np.concatenate([[0], np.cumsum(nblocks)]).astype(np.int32)
