@@ -219,7 +219,9 @@ def _remap_vector(ds, entry: dict, amap: AddressMap, after: set) -> RemappedInde
     else:
         payload = np.asarray(st.data)
     keep, ids = amap.remap(st.row_ids)
-    params = {k: v for k, v in st.params.items() if k != "codebook"}
+    # (the stored metadata only: readers may cache arrays in params, e.g. the codebook)
+    params = {k: v for k, v in st.params.items() if k != "codebook"
+              and isinstance(v, (int, float, str, bool, list, dict, type(None)))}
     codebook = st.params.get("codebook") if st.kind == "PQ" else None
     field_id = ds.lance_schema.field(idx.column).id()
     built = write_index(ds, field_id, idx.index_type, idx.metric, entry["name"],
