@@ -8,6 +8,7 @@ import pyarrow as pa
 import pytest
 from _tables import assert_tables_equal
 
+import lancenb
 from lancenb.file import LanceFileReader
 from lancenb.file.formats import v2_1_plain
 
@@ -73,3 +74,27 @@ def test_cache_keeps_to_its_budget(tmp_path, monkeypatch):
             held = sum(a.nbytes for a in v2_1_plain._PAGES.values())
             assert held == v2_1_plain._PAGES_HELD[0]
             assert 0 < held <= 64 * 1024
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_pages_decoded_whole_on_the_second_take_match_pylance(tmp_path, seed):
+    # flat pages of other kinds (strings, dictionary strings, booleans, nullable
+    # floats, vectors) are decoded whole and kept once a take comes back to them
+    rng = np.random.default_rng(seed)
+    n = 4000
+    words = np.array(["alpha", "beta", "gamma", None], dtype=object)
+    t = pa.table({
+        "s": pa.array([f"row {i}" * int(rng.integers(0, 4)) for i in range(n)]),
+        "d": pa.array(words[rng.integers(0, 4, n)].tolist()),
+        "b": pa.array(rng.random(n) < 0.5),
+        "x": pa.array([None if v < 0.1 else v for v in rng.random(n)]),
+        "v": pa.FixedSizeListArray.from_arrays(pa.array(rng.random(n * 8, dtype=np.float32)),
+                                               8),
+    })
+    path = tmp_path / "ds"
+    lance.write_dataset(t, path, max_rows_per_file=1500)
+    ours = lancenb.dataset(str(path))
+    theirs = lance.dataset(str(path))
+    for _ in range(4):  # cold, second touch (decoded whole), warm
+        idx = rng.choice(n, int(rng.integers(1, 200)), replace=True)
+        assert_tables_equal(ours.take(idx), theirs.take(idx))

@@ -56,6 +56,10 @@ BATCH_READ_BYTES = 16 << 20
 # the layouts whose pages decode whole from buffer_ranges() (flat columns)
 _WHOLE_PAGE_KINDS = frozenset({"mini_block_layout", "full_zip_layout"})
 
+# a take decodes a flat page whole (and keeps it for the next takes: see
+# V21Backend._page_for_take) when it touches it again and its buffers hold at most this
+CACHED_PAGE_BYTES = 1 << 20
+
 # read_range scans a page (and slices it) when the range covers at least this
 # fraction of its rows, (numerator, denominator) for flat and for nested pages;
 # below it, rows are read by position.
@@ -435,6 +439,10 @@ class V21Backend:
                               for p in np.unique(page_of)]
                 out = []
                 for dec, sel in pieces:
+                    whole = self._page_for_take(dec)
+                    if whole is not None:  # decoded before: pick the rows
+                        out.append(whole.take(pa.array(sel)))
+                        continue
                     plan = dec.plan_rows(self.io, sel, memo)
                     if plan is None:
                         out.append(dec.read_rows(self.io, sel))
@@ -457,6 +465,30 @@ class V21Backend:
             per_field = [[[done[x] if isinstance(x, int) else x for x in leaf]
                           for leaf in leaves] for leaves in per_field]
         return [self._merge(i, leaves) for i, leaves in zip(field_idxs, per_field)]
+
+    def _page_for_take(self, dec) -> pa.Array | None:
+        """A flat page's rows decoded whole, from the take cache (shared with
+        :func:`v2_1_plain.take`), when a take touches it a second time and it holds at
+        most ``CACHED_PAGE_BYTES``; None: read its rows by position. Random takes and
+        shuffled reads come back to the same pages; a one-off take decodes nothing more
+        than it needs."""
+        if dec.chain is not None or dec.kind not in _WHOLE_PAGE_KINDS:
+            return None
+        key = (self._plain_key, id(dec))  # (the decoders live as long as this backend)
+        hit = plain.cached_page(key)
+        if hit is not None or not plain.touched_again(key):
+            return hit
+        rs = dec.buffer_ranges()
+        if sum(z for _, z in rs) > CACHED_PAGE_BYTES:
+            return None
+        with scanning():
+            data, pos = self.io.read_ranges_np(np.array([o for o, _ in rs], np.int64),
+                                               np.array([z for _, z in rs], np.int64))
+            arr = PageDecoder.decode_all_many([dec], [rs], data, pos)[0]
+        if isinstance(arr, pa.DictionaryArray):
+            arr = arr.dictionary_decode()
+        plain.keep_page(key, arr)
+        return arr
 
     def _read_all(self, field_idx: int) -> pa.ChunkedArray:
         # page by page, in pieces: peak memory is the result plus one piece's bytes;

@@ -309,6 +309,31 @@ def new_cache_key() -> int:
     return next(_KEYS)
 
 
+_TOUCHED: OrderedDict = OrderedDict()  # keys of pages taken from once (bounded)
+_TOUCHED_SIZE = 1 << 16
+
+
+def touched_again(key) -> bool:
+    """Whether ``key`` was passed here before (then it is forgotten); else remember it."""
+    with _PAGES_LOCK:
+        if _TOUCHED.pop(key, None) is not None:
+            return True
+        _TOUCHED[key] = True
+        if len(_TOUCHED) > _TOUCHED_SIZE:
+            _TOUCHED.popitem(last=False)
+        return False
+
+
+def cached_page(key):
+    """The decoded page kept under ``key`` (see :func:`keep_page`), or None."""
+    return _cached(key)
+
+
+def keep_page(key, arr: pa.Array) -> None:
+    """Keep a decoded page for later takes, within the cache's byte budget."""
+    _keep(key, arr)
+
+
 def _cached(key):
     with _PAGES_LOCK:
         hit = _PAGES.get(key)
