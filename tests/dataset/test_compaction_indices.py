@@ -182,3 +182,23 @@ def test_remapped_pq_index_answers_as_before(tmp_path, builder):
     lancenb.dataset(uri).optimize.compact_files(target_rows_per_fragment=10_000)
     assert len(lancenb.dataset(uri).get_fragments()) == 1
     assert {lib: rows(LIBS[lib]) for lib in LIBS} == before
+
+
+def test_distributed_compaction_remaps_at_commit(tmp_path):
+    """Plan, execute the tasks (results pickled, as from workers), commit: the commit
+    remaps the indices, as compact_files does."""
+    import pickle
+
+    uri = str(tmp_path / "d")
+    _build(uri, "pylance")
+    ds = lancenb.dataset(uri)
+    plan = lancenb_opt.Compaction.plan(ds, {"target_rows_per_fragment": 400})
+    assert plan.num_tasks() > 1
+    results = [pickle.loads(pickle.dumps(t.execute(lancenb.dataset(uri))))
+               for t in plan.tasks]
+    lancenb_opt.Compaction.commit(lancenb.dataset(uri), results)
+    frags = {f.fragment_id for f in lancenb.dataset(uri).get_fragments()}
+    for e in lance.dataset(uri).list_indices():
+        if e["name"] != "z_idx":
+            assert set(e["fragment_ids"]) <= frags and e["fragment_ids"]
+    _check(uri)
