@@ -33,19 +33,17 @@ from lancenb.index.fts.stem import stem
 
 __all__ = ["TokenizerParams", "Tokenized", "tokenize", "tokenize_query", "ENGLISH_STOP_WORDS"]
 
-# the Snowball English stop list (tantivy's StopWordFilter for Language::English)
+# tantivy's English stop words (StopWordFilter for Language::English), measured on
+# pylance 14 over the union of the Snowball, NLTK and Lucene English lists
 ENGLISH_STOP_WORDS = frozenset("""
-i me my myself we our ours ourselves you your yours yourself yourselves he him his himself
-she her hers herself it its itself they them their theirs themselves what which who whom
-this that these those am is are was were be been being have has had having do does did
-doing would should could ought i'm you're he's she's it's we're they're i've you've we've
-they've i'd you'd he'd she'd we'd they'd i'll you'll he'll she'll we'll they'll isn't
-aren't wasn't weren't hasn't haven't hadn't doesn't don't didn't won't wouldn't shan't
-shouldn't can't cannot couldn't mustn't let's that's who's what's here's there's when's
-where's why's how's a an the and but if or because as until while of at by for with about
-against between into through during before after above below to from up down in out on
-off over under again further then once here there when where why how all any both each
-few more most other some such no nor not only own same so than too very""".split())
+a about above after again against all am an and any are as at be because been before
+being below between both but by can did do does doing down during each few for from
+further had has have having he her here hers herself him himself his how i if in into
+is it its itself just me more most my myself now of off on once only or other our ours
+ourselves out over own re same she should so some such than that the their theirs them
+themselves then there these they this those through to too under until up very was we
+were what when where which while who whom why will with you your yours yourself
+yourselves""".split())
 
 # letters that do not decompose into an ASCII letter and a mark
 _FOLD = str.maketrans({"ß": "ss", "æ": "ae", "Æ": "AE", "ø": "o", "Ø": "O", "œ": "oe",
