@@ -182,3 +182,18 @@ def test_flat_storage_kept_transposed_reads_back_as_pylance(uri):
     ours.optimize.compact_files()
     q = np.full(DIM, 0.2, np.float32)
     _same(lancenb.dataset(uri), lance.dataset(uri), q)
+
+
+def test_optimize_after_searching_a_pq_index(uri):
+    """A search leaves arrays in the opened index's quantizer parameters (the
+    transposed codebook): optimize_indices writes only the stored metadata."""
+    ours = lancenb.dataset(uri)
+    ours.create_index("v", "IVF_PQ", num_partitions=4, num_sub_vectors=4)
+    q = np.full(DIM, 0.1, np.float32)
+    _same(ours, lance.dataset(uri), q)
+    lancenb.write_dataset(_table(300, seed=4, start=2000), uri, mode="append")
+    ours = lancenb.dataset(uri)
+    ours.optimize.optimize_indices()
+    ours = lancenb.dataset(uri)
+    assert ours.to_table(nearest=_nearest(q)).num_rows == 10
+    _same(ours, lance.dataset(uri), q)

@@ -94,7 +94,7 @@ def _rebuild_with_model(ds, idx, name, frags):
     num_bits = int(st.params.get("nbits", st.params.get("num_bits", 8)))
     parts = list(encode_fragments(ds, idx.column, frags, idx.index_type, idx.metric,
                                   idx.centroids, codebook, bounds, num_bits))
-    width = st.data.shape[1] if st.data.ndim == 2 else \
+    width = st.dim if st.dim is not None else \
         (int(st.params["num_sub_vectors"]) if num_bits == 8
          else int(st.params["num_sub_vectors"]) // 2)
     dtype = np.float32 if st.kind == "FLAT" else np.uint8
@@ -102,7 +102,10 @@ def _rebuild_with_model(ds, idx, name, frags):
     labels = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.int32)
     payload = np.concatenate([p[2] for p in parts]) if parts else \
         np.zeros((0, width), dtype)
-    params = {k: v for k, v in st.params.items() if k != "codebook"}
+    # (the stored metadata only: a reader keeps arrays in params, the codebook and its
+    # transposed copy)
+    params = {k: v for k, v in st.params.items() if k != "codebook"
+              and isinstance(v, (int, float, str, bool, list, dict, type(None)))}
     field_id = ds.lance_schema.field(idx.column).id()
     return write_index(ds, field_id, idx.index_type, idx.metric, name, idx.centroids,
                        idx.loss, ids, labels, payload, params, codebook, num_bits=num_bits,
