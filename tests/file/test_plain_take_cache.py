@@ -98,3 +98,19 @@ def test_pages_decoded_whole_on_the_second_take_match_pylance(tmp_path, seed):
     for _ in range(4):  # cold, second touch (decoded whole), warm
         idx = rng.choice(n, int(rng.integers(1, 200)), replace=True)
         assert_tables_equal(ours.take(idx), theirs.take(idx))
+
+
+def test_a_page_too_large_to_keep_is_not_decoded_again(monkeypatch):
+    monkeypatch.setattr(v2_1_plain, "PAGE_CACHE_BYTES", 80)
+    key = ("test", object())
+    assert not v2_1_plain.touched_again(key)
+    assert v2_1_plain.touched_again(key)  # the second touch: decode whole and keep
+    v2_1_plain.keep_page(key, pa.array(np.arange(100)))  # 800 bytes: over 80 // 8
+    assert v2_1_plain.cached_page(key) is None
+    # refused: later touches never ask for a whole decode again
+    assert not v2_1_plain.touched_again(key) and not v2_1_plain.touched_again(key)
+    small = ("test", object())
+    v2_1_plain.touched_again(small)
+    assert v2_1_plain.touched_again(small)
+    v2_1_plain.keep_page(small, pa.array([1], pa.int8()))
+    assert v2_1_plain.cached_page(small).to_pylist() == [1]

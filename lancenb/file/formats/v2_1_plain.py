@@ -311,11 +311,14 @@ def new_cache_key() -> int:
 
 _TOUCHED: OrderedDict = OrderedDict()  # keys of pages taken from once (bounded)
 _TOUCHED_SIZE = 1 << 16
+_REFUSED: OrderedDict = OrderedDict()  # keys of pages too large to keep (bounded)
 
 
 def touched_again(key) -> bool:
     """Whether ``key`` was passed here before (then it is forgotten); else remember it."""
     with _PAGES_LOCK:
+        if key in _REFUSED:
+            return False
         if _TOUCHED.pop(key, None) is not None:
             return True
         _TOUCHED[key] = True
@@ -330,8 +333,14 @@ def cached_page(key):
 
 
 def keep_page(key, arr: pa.Array) -> None:
-    """Keep a decoded page for later takes, within the cache's byte budget."""
-    _keep(key, arr)
+    """Keep a decoded page for later takes, within the cache's byte budget; a page too
+    large to keep is remembered as such (:func:`touched_again` then never says yes to
+    it: it is not decoded whole again for nothing)."""
+    if not _keep(key, arr):
+        with _PAGES_LOCK:
+            _REFUSED[key] = True
+            if len(_REFUSED) > _TOUCHED_SIZE:
+                _REFUSED.popitem(last=False)
 
 
 def _cached(key):
@@ -342,18 +351,19 @@ def _cached(key):
         return hit
 
 
-def _keep(key, arr: pa.Array) -> None:
+def _keep(key, arr: pa.Array) -> bool:
     n = arr.nbytes
     if n > PAGE_CACHE_BYTES // 8:
-        return
+        return False
     with _PAGES_LOCK:
         if key in _PAGES:
-            return
+            return True
         _PAGES[key] = arr
         _PAGES_HELD[0] += n
         while _PAGES_HELD[0] > PAGE_CACHE_BYTES and _PAGES:
             _, old = _PAGES.popitem(last=False)
             _PAGES_HELD[0] -= old.nbytes
+    return True
 
 
 def _take_cached(io, fields, rows: np.ndarray, num_rows: int, cache_key
