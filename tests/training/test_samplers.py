@@ -167,3 +167,23 @@ def test_read_ahead_threads_keep_the_order(threads):
     next(stream)
     stream.close()
     assert threading.active_count() <= before
+
+
+@pytest.mark.parametrize("columns", [["id", "vec"], {"id": "id", "twice": "id * 2"}])
+def test_grouped_run_reads_equal_run_by_run_reads(tmp_path, monkeypatch, columns):
+    # small runs are read GROUP_RUNS at a time with one take: the same batches, in the
+    # same order, as one read per run (deleted rows skipped alike)
+    path = tmp_path / "ds.lance"
+    table = pa.table({"id": np.arange(ROWS), "vec": pa.FixedSizeListArray.from_arrays(
+        pa.array(np.arange(ROWS * 4, dtype=np.float32)), 4)})
+    lance.write_dataset(table, path, max_rows_per_file=150)
+    lance.dataset(path).delete("id % 7 = 3")
+    ds = lancenb.dataset(str(path))
+    for rank in range(2):
+        sampler = nbs.ShardedBatchSampler(rank, 2, randomize=True, seed=5)
+        grouped = list(sampler(ds, batch_size=32, columns=columns))
+        monkeypatch.setattr(nbs, "GROUP_RUNS", 1)
+        alone = list(sampler(ds, batch_size=32, columns=columns))
+        monkeypatch.undo()
+        assert len(grouped) == len(alone) > 4
+        assert all(a.equals(b) for a, b in zip(grouped, alone))
