@@ -29,9 +29,11 @@ def check_column_type(t: pa.DataType, column: str) -> None:
 
 def text_column(values) -> pa.Array:
     """A column as one text per row: lists of strings joined by a space (a null list
-    is a null text)."""
+    is a null text); a JSON column's text."""
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
+    if isinstance(values.type, pa.BaseExtensionType):
+        values = values.storage
     t = values.type
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         values = pc.binary_join(values.cast(pa.list_(pa.string())), " ")

@@ -148,6 +148,9 @@ def tokenize_text(params: TokenizerParams, text: str) -> list[str]:
 
 
 def _query_positions(params: TokenizerParams, text: str) -> tuple[list[str], list[int]]:
+    if params.lance_tokenizer == "json":
+        toks = tokenize_query(params, text)
+        return toks, list(range(len(toks)))
     return query_words(params, text)
 
 

@@ -222,11 +222,76 @@ def _split(params: TokenizerParams, texts: pa.Array):
     return flat, parents, np.arange(n, dtype=np.int64) - first
 
 
+def _json_leaves(value, prefix: str, out: list) -> None:
+    """``(path, type, value)`` of each leaf of a JSON value (objects' keys joined by
+    ".", array items under their array's path), in document order."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _json_leaves(v, f"{prefix}.{k}" if prefix else k, out)
+    elif isinstance(value, list):
+        for v in value:
+            _json_leaves(v, prefix, out)
+    elif isinstance(value, str):
+        out.append((prefix, "str", value))
+    elif value is None:
+        out.append((prefix, "null", "null"))
+    elif isinstance(value, bool):
+        out.append((prefix, "bool", "true" if value else "false"))
+    else:
+        out.append((prefix, "number", json.dumps(value)))
+
+
+def _json_tokens(params: TokenizerParams, leaves) -> list[str]:
+    """Tokens ``path,type,value`` (a string's words each through the text analyzer)."""
+    out: list[str] = []
+    for path, kind, value in leaves:
+        if kind == "str":
+            out.extend(f"{path},str,{w}" for w in query_words(params, value)[0])
+        else:
+            out.append(f"{path},{kind},{value}")
+    return out
+
+
+def json_query_tokens(params: TokenizerParams, text: str) -> list[str]:
+    """A JSON index's query: ``path,type,value`` triples separated by ";"."""
+    leaves = []
+    for triple in text.split(";"):
+        parts = triple.split(",", 2)
+        if len(parts) != 3 or parts[1] not in ("str", "number", "bool", "null"):
+            raise InvalidInputError(f"Invalid triple format: {triple}")
+        leaves.append(tuple(parts))
+    return _json_tokens(params, leaves)
+
+
+def _tokenize_json(params: TokenizerParams, texts: pa.Array, vocab: dict) -> Tokenized:
+    """JSON documents (one Python parse per document: JSON columns only)."""
+    ids, docs, pos = [], [], []
+    for d, text in enumerate(texts.to_pylist()):
+        if text is None:
+            continue
+        leaves: list = []
+        _json_leaves(json.loads(text), "", leaves)
+        for k, tok in enumerate(_json_tokens(params, leaves)):
+            got = vocab.get(tok)
+            if got is None:
+                got = vocab[tok] = len(vocab)
+            ids.append(got)
+            docs.append(d)
+            pos.append(k)
+    doc = np.asarray(docs, np.int64)
+    return Tokenized(list(vocab), np.asarray(ids, np.int64), doc, np.asarray(pos, np.int64),
+                     np.bincount(doc, minlength=len(texts)).astype(np.uint32))
+
+
 def tokenize(params: TokenizerParams, texts, vocab: dict | None = None) -> Tokenized:
     """Tokenize a string column (nulls are documents without tokens). ``vocab``: a
     ``{token: id}`` to extend (ids of new tokens follow); default a new one."""
     if isinstance(texts, pa.ChunkedArray):
         texts = texts.combine_chunks()
+    if params.lance_tokenizer == "json":
+        if isinstance(texts.type, pa.BaseExtensionType):
+            texts = texts.storage
+        return _tokenize_json(params, texts.cast(pa.string()), {} if vocab is None else vocab)
     if pa.types.is_large_string(texts.type) or pa.types.is_string_view(texts.type):
         texts = texts.cast(pa.string())
     words, parents, pos = _split(params, texts)
@@ -277,4 +342,6 @@ def query_words(params: TokenizerParams, text: str) -> tuple[list[str], list[int
 
 def tokenize_query(params: TokenizerParams, text: str) -> list[str]:
     """The tokens of a query string, in order (repeats kept)."""
+    if params.lance_tokenizer == "json":
+        return json_query_tokens(params, text)
     return query_words(params, text)[0]

@@ -193,6 +193,8 @@ class ScalarIndexMethods:
 
             fts_build.check_column_type(field.type, column)
             fts_params = fts_build.params_from(kwargs)
+            if isinstance(_field(self, column).type, pa.JsonType):
+                fts_params.lance_tokenizer = "json"
             kwargs = {}
         if kind not in _BUILT:
             raise NotSupportedError(f"lancenb cannot build {kind} indices yet (BTREE, "

@@ -268,3 +268,28 @@ def test_compaction_remaps_the_index(tmp_path, builder, compactor):
         _same(ln.to_table(full_text_query=q, columns=["id"]),
               pl.to_table(full_text_query=q, columns=["id"]))
         assert 0 not in ln.to_table(full_text_query=q, columns=["id"])["id"].to_pylist()
+
+
+@pytest.mark.parametrize("builder", ["lancenb", "pylance"])
+def test_json_documents(tmp_path, builder):
+    import json
+
+    import lance.query as lq
+    docs = [{"Title": "Harry Potter", "Content": "Once upon a time", "Price": 99,
+             "Language": ["english", "french"], "meta": {"ok": True, "n": None}},
+            {"Title": "The Hobbit", "Content": "In a hole there lived", "Price": 8.5,
+             "Language": ["english"], "meta": {"ok": False}},
+            {"Title": "Lazy dogs", "Content": "running dogs", "Price": 99}]
+    t = pa.table({"id": [0, 1, 2],
+                  "j": pa.array([json.dumps(d) for d in docs], type=pa.json_())})
+    uri = str(tmp_path / "ds")
+    lancenb.write_dataset(t, uri)
+    lib = lancenb if builder == "lancenb" else lance
+    lib.dataset(uri).create_scalar_index("j", "INVERTED", max_token_length=10)
+    ln, pl = lancenb.dataset(uri), lance.dataset(uri)
+    for q in ["Content,str,onc", "Language,str,english", "Price,number,99",
+              "meta.ok,bool,true", "Title,str,dog;Content,str,run", "Price,number,8.5",
+              "meta.n,null,null", "Title,str,harrypotter"]:
+        a = ln.to_table(full_text_query=MatchQuery(q, "j"), columns=["id"])
+        b = pl.to_table(full_text_query=lq.MatchQuery(q, "j"), columns=["id"])
+        _same(a, b)
