@@ -357,8 +357,9 @@ def _remap(ds, op) -> list:
         new_objs.extend(LanceFragment(ds, n) for n in g.new_fragments)
     stable = ds.stable_row_ids
     amap = None if stable else remap.AddressMap.from_groups(groups)
+    section = ds.snapshot.manifest.index_section_bytes()
     versions = {index_from_pb(m).uuid: int(m.index_version)
-                for m in parse_section(ds._mf.index_section_bytes(), "index section")}
+                for m in parse_section(section, "index section")}
     done = remap.remap_indices(ds, amap, new_objs, moved, stable=stable, versions=versions)
     for r in done:
         ri = op.rewritten_indices.add()
