@@ -147,10 +147,14 @@ def remap_indices(ds, amap: AddressMap, new_fragments: list, moved: dict, *,
                 done.append(_remap_vector(ds, e, amap, after))
             elif e["type"] == "Inverted":  # (built again over the new row addresses)
                 from lancenb.index.fts.build import rebuild_inverted
+                from lancenb.index.scalar import api
 
                 frags = [f for f in ds.get_fragments() if f.fragment_id in after] + \
                     [f for f in new_fragments if f.fragment_id in after]
-                uid, url, details, version, written = rebuild_inverted(ds, e, frags)
+                col = e["fields"][0]
+                typ = api._storage(api._field(ds, col).type)
+                uid, url, details, version, written = rebuild_inverted(
+                    ds.uri, e["uuid"], api._address_batches(ds, col, frags, typ))
                 done.append(RemappedIndex(e["uuid"], uid, url, details, version, written))
             elif e["type"] not in KEPT_TYPES:
                 raise NotSupportedError(f"compaction: lancenb cannot remap the {e['type']} "

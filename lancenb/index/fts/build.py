@@ -148,24 +148,21 @@ def params_from(kwargs: dict) -> TokenizerParams:
         raise InvalidInputError(str(e)) from e
 
 
-def rebuild_inverted(ds, entry: dict, frags: list):
-    """The INVERTED index ``entry`` of ``ds`` built again with its parameters over
-    ``frags`` (a compaction moved their rows): ``(uuid, details type URL, details,
-    index version, [(file, size)])``."""
+def rebuild_inverted(uri: str, old_uuid: str, batches):
+    """The INVERTED index ``old_uuid`` built again with its parameters over ``(values,
+    row addresses)`` batches (a compaction moved the rows): ``(uuid, details type URL,
+    details, index version, [(file, size)])``."""
     import uuid as uuidlib
 
-    from lancenb.index.scalar import api
     from lancenb.index.scalar.common import IndexFiles
 
-    old = IndexFiles(ds.uri, entry["uuid"])
+    old = IndexFiles(uri, old_uuid)
     if old.exists("metadata.lance"):
         params = fmt.read_metadata(old)[0]
     else:
         params = fmt.read_legacy(old)[0]
-    column = entry["fields"][0]
-    typ = api._storage(api._field(ds, column).type)
     uid = str(uuidlib.uuid4())
-    files = IndexFiles(ds.uri, uid)
-    write_inverted(files, params, api._address_batches(ds, column, frags, typ))
+    files = IndexFiles(uri, uid)
+    write_inverted(files, params, batches)
     return uid, DETAILS_TYPE_URL, details_bytes(params), 0, \
         [(n, int(sz)) for n, sz in files.written]
