@@ -197,3 +197,26 @@ def test_optimize_after_searching_a_pq_index(uri):
     ours = lancenb.dataset(uri)
     assert ours.to_table(nearest=_nearest(q)).num_rows == 10
     _same(ours, lance.dataset(uri), q)
+
+
+def test_pylance_hamming_ivf_flat_is_searched_through_its_index(tmp_path):
+    u = str(tmp_path / "bin")
+    data = np.random.default_rng(0).integers(0, 256, (1000, 16)).astype(np.uint8)
+    lance.write_dataset(pa.table({"vector": pa.FixedSizeListArray.from_arrays(
+        pa.array(data.ravel()), 16)}), u)
+    lance.dataset(u).create_index("vector", index_type="IVF_FLAT", num_partitions=4,
+                                  metric="hamming")
+    ours, theirs = lancenb.dataset(u), lance.dataset(u)
+    for i, nprobes in ((3, 1), (500, 2), (999, 4)):
+        nn = {"column": "vector", "q": data[i], "k": 10, "metric": "hamming",
+              "nprobes": nprobes}
+        assert "ANNSubIndex" in ours.scanner(nearest=nn).explain_plan()
+        a = ours.to_table(nearest=nn, with_row_id=True, columns=[])
+        b = theirs.to_table(nearest=nn, with_row_id=True, columns=[])
+        assert a["_distance"].to_pylist() == b["_distance"].to_pylist()
+        # (whole-number distances tie often: each library orders ties its own way)
+        cut = a["_distance"][9].as_py()
+        below = [{r for r, d in zip(t["_rowid"].to_pylist(), t["_distance"].to_pylist())
+                  if d < cut} for t in (a, b)]
+        assert below[0] == below[1]
+        assert a["_distance"][0].as_py() == 0  # the row itself

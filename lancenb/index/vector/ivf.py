@@ -252,7 +252,9 @@ class VectorIndex:
         self.name, self.uuid, self.column = name, uuid, column
         self.index_type, self.metric = index_type, metric
         self.fragment_ids = set(fragment_ids)
-        self.centroids = np.ascontiguousarray(centroids, dtype=np.float32)
+        # (uint8 for hamming: binary vectors and centroids, 8 dimensions a byte)
+        self.centroids = np.ascontiguousarray(
+            centroids, dtype=np.uint8 if metric == "hamming" else np.float32)
         self.storage = storage
         self.loss = loss
         self._ds = ds
@@ -298,7 +300,8 @@ class VectorIndex:
         (numpy.ndarray of uint64, numpy.ndarray of float32)
             Row ids (addresses unless stable row ids) and distances, best first.
         """
-        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        q = np.asarray(query).reshape(-1).astype(
+            np.uint8 if self.metric == "hamming" else np.float32)
         if q.shape[0] != self.dim:
             raise InvalidInputError(f"query has {q.shape[0]} dimensions, the index on "
                                     f"{self.column!r} has {self.dim}")
@@ -351,7 +354,8 @@ class VectorIndex:
 
         vecs, found = vectors_of(self._ds, self.column, ids)
         ids = ids[found]
-        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        q = np.asarray(query).reshape(-1).astype(
+            np.uint8 if self.metric == "hamming" else np.float32)
         d = exact_distances(vecs, q, self.metric)
         sel = _smallest(d, ids, k)
         return ids[sel], d[sel].astype(np.float32, copy=False)
@@ -486,9 +490,10 @@ def _load(ds, entry) -> VectorIndex:
     if itype not in SUPPORTED_TYPES:
         raise NotSupportedError(f"vector index {entry.get('name')!r} is {itype}: lancenb "
                                 f"searches {', '.join(SUPPORTED_TYPES)}")
-    if metric not in METRICS:
+    if metric not in METRICS and not (metric == "hamming" and itype == "IVF_FLAT"):
         raise NotSupportedError(f"vector index {entry.get('name')!r} uses the {metric!r} "
-                                f"distance: lancenb searches {', '.join(METRICS)}")
+                                f"distance: lancenb searches {', '.join(METRICS)} (and "
+                                f"hamming IVF_FLAT)")
     ivf = _ivf_of(r, path)
     if ivf.centroids is None or ivf.centroids.ndim != 2:
         raise CorruptFileError(f"{path}: the IVF model has no centroids")
@@ -497,7 +502,7 @@ def _load(ds, entry) -> VectorIndex:
     return VectorIndex(name=entry.get("name", ""), uuid=entry["uuid"], column=fields[0],
                        index_type=itype, metric=metric,
                        fragment_ids=entry.get("fragment_ids") or (),
-                       centroids=ivf.centroids.astype(np.float32), storage=storage,
+                       centroids=ivf.centroids, storage=storage,
                        loss=ivf.loss)
 
 

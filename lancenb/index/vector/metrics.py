@@ -1,6 +1,7 @@
 """Distances of vectors to one query, as pylance's metrics define them.
 
-``l2``: squared Euclidean; ``cosine``: ``1 - x.q / (|x| |q|)``; ``dot``: ``1 - x.q``.
+``l2``: squared Euclidean; ``cosine``: ``1 - x.q / (|x| |q|)``; ``dot``: ``1 - x.q``;
+``hamming``: differing bits of uint8 vectors.
 Computed in float32 from float32 inputs (float16 vectors are widened first), by
 :mod:`lancenb.kernels.vector.distance` (NumPy for what it refuses).
 """
@@ -17,6 +18,12 @@ __all__ = ["exact_distances", "partition_distances"]
 def exact_distances(x: np.ndarray, q: np.ndarray, metric: str) -> np.ndarray:
     """Distances of the rows of ``x`` (``(n, dim)``) to ``q`` (``(dim,)``)."""
     x = np.asarray(x)
+    if metric == "hamming":  # uint8 bytes: differing bits
+        x, q = np.ascontiguousarray(x, np.uint8), np.ascontiguousarray(q, np.uint8)
+        out = np.empty(len(x), np.float32)
+        if len(x) and kd.distances_to_query(x, q, kd.HAMMING, out) != kd.OK:
+            raise ValueError(f"hamming: vectors {x.shape} and a query of {q.shape}")
+        return out
     if x.dtype != np.float32 and x.dtype != np.float64:
         x = x.astype(np.float32)
     q = np.asarray(q, dtype=x.dtype)
@@ -42,5 +49,6 @@ def exact_distances(x: np.ndarray, q: np.ndarray, metric: str) -> np.ndarray:
 
 
 def partition_distances(centroids: np.ndarray, q: np.ndarray, metric: str) -> np.ndarray:
-    """Distances of the query to each IVF centroid (``metric`` is l2 or dot here)."""
-    return exact_distances(centroids, q, "dot" if metric == "dot" else "l2")
+    """Distances of the query to each IVF centroid (``metric`` is l2, dot or hamming
+    here)."""
+    return exact_distances(centroids, q, metric if metric in ("dot", "hamming") else "l2")
