@@ -10,8 +10,9 @@ are keyed by dataset URI and data-file path: data files are immutable, so a read
 opened through one version serves every version naming the file.
 
 ``metadata_cache_size_bytes`` bounds the metadata cache (its estimate, below);
-``0`` caches nothing, as pylance's. ``index_cache_size_bytes`` is accepted and reported
-(lancenb has no vector or scalar index cache).
+``0`` caches nothing, as pylance's. ``index_cache_size_bytes`` is reported; at ``0``
+vector searches keep no opened index (:mod:`lancenb.index.vector.ivf`); pylance's older
+``index_cache_size`` (entries, deprecated) counts 20 MiB an entry.
 
 :meth:`Session.size_bytes` is an estimate of what the caches hold: the bytes of the
 cached manifests, and per cached reader the serialised size of its file's schema plus
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import copy
 import threading
+import warnings
 
 from lancenb.errors import InvalidInputError
 from lancenb.io.pools import fork_safe_locks
@@ -186,6 +188,12 @@ def open_options(kwargs: dict) -> tuple[Session | None, dict | None]:
     if session is not None and not isinstance(session, Session):
         raise InvalidInputError(f"session must be a lancenb Session, not {type(session)}")
     sizes = kwargs.get("index_cache_size_bytes"), kwargs.get("metadata_cache_size_bytes")
+    if kwargs.get("index_cache_size") is not None:  # pylance's older option, in entries
+        warnings.warn("The 'index_cache_size' parameter is deprecated. Use "
+                      "'index_cache_size_bytes' instead. The old parameter will be converted "
+                      "to bytes using 20 MiB per entry.", DeprecationWarning, stacklevel=3)
+        if sizes[0] is None:
+            sizes = (int(kwargs["index_cache_size"]) * (20 << 20), sizes[1])
     if session is None and sizes != (None, None):
         session = Session(*sizes)
     defaults = kwargs.get("default_scan_options")

@@ -220,3 +220,16 @@ def test_pylance_hamming_ivf_flat_is_searched_through_its_index(tmp_path):
                   if d < cut} for t in (a, b)]
         assert below[0] == below[1]
         assert a["_distance"][0].as_py() == 0  # the row itself
+
+
+def test_index_cache_size_entries_are_deprecated_as_pylance(uri):
+    lance.dataset(uri).create_index("v", "IVF_FLAT", num_partitions=4)
+    with pytest.warns(DeprecationWarning, match="index_cache_size_bytes"):
+        ours = lancenb.dataset(uri, index_cache_size=0)
+    assert ours.session().index_cache_size_bytes == 0
+    key = (ours.uri, _uuid(ours))
+    _same(ours, lance.dataset(uri), np.zeros(DIM, np.float32))
+    assert key not in ivf.cached_indices()
+    with pytest.warns(DeprecationWarning):
+        assert lancenb.dataset(uri, index_cache_size=3).session().index_cache_size_bytes \
+            == 3 * 20 * 1024 * 1024
