@@ -97,7 +97,7 @@ def _indexed(sc) -> tuple[str, bool] | None:
         indices = ds.list_indices()
     except Exception:  # noqa: BLE001 - a plan text never fails on an index listing
         return None
-    return describe(indices, ds.schema, sc.filter_text)
+    return describe(indices, ds.schema, sc.filter_text, ds.uri, ds.version)
 
 
 def _answered(sc, query: str) -> list[tuple[str, str]]:

@@ -163,6 +163,8 @@ class ScalarIndexMethods:
             raise NotSupportedError(f"index_type {index_type!r}: lancenb takes the index type "
                                     f"by name")
         kind = index_type.upper()
+        if kind == "JSON":
+            return self._create_json_index(column, name, replace, train, kwargs)
         if kind == "FTS":
             kind = "INVERTED"
         if kind not in SCALAR_INDEX_TYPES:
@@ -263,6 +265,47 @@ class ScalarIndexMethods:
         new = type(self).commit(self.uri, CreateIndex(new_indices=[index], removed_indices=[]),
                                 read_version=self.version)
         become(self, new)  # this dataset moves to the new version, as pylance's
+
+    def _create_json_index(self, column: str, name, replace: bool, train: bool, params):
+        """A JSON index (:mod:`lancenb.index.json_index`): the values under one key of a
+        JSON column, indexed by a BTREE or BITMAP, committed as a new version."""
+        from lancenb.file.jsonb import to_jsonb
+        from lancenb.index import json_index as ji
+
+        target, path = ji.check_params(params)
+        field = _field(self, column)
+        if not isinstance(field.type, pa.JsonType) and not pa.types.is_large_binary(
+                field.type) and not pa.types.is_binary(field.type):
+            raise InvalidInputError(f"A JSON index can only be created on a JSON column, "
+                                    f"not {column} ({field.type})")
+        storage = _storage(field.type)
+        existing = self.list_indices()
+        name = _index_name(existing, column, name, "Json")
+        if any(e["name"] == name for e in existing) and not replace:
+            raise IndexExistsError(f"Index name '{name}' already exists, please specify a "
+                                   f"different name or use replace=True")
+        frags = self.get_fragments() if train else []
+
+        def jsonb():
+            for v, ids in _column_batches(self, column, frags, storage):
+                yield (v if pa.types.is_large_binary(v.type)
+                       else to_jsonb(v, column=column)), ids
+
+        typ = ji.value_type(ji.extract_texts(v, path) for v, _ in jsonb())
+        batches = ((ji.json_values(v, path, typ), ids) for v, ids in jsonb())
+        uid = str(uuidlib.uuid4())
+        files = IndexFiles(self.uri, uid)
+        (btree.write_btree if target == "BTREE" else bitmap.write_bitmap)(files, batches, typ)
+        index = Index(uuid=uid, name=name, fields=[_field_id(self, column)],
+                      dataset_version=self.version,
+                      fragment_ids={f.fragment_id for f in frags}, index_version=0,
+                      created_at=datetime.now(timezone.utc),
+                      files=[IndexFile(n, s) for n, s in files.written],
+                      index_details=(ji.DETAILS_TYPE_URL,
+                                     ji.encode_details(path, ji.TARGETS[target][0])))
+        new = type(self).commit(self.uri, CreateIndex(new_indices=[index], removed_indices=[]),
+                                read_version=self.version)
+        become(self, new)
 
     def create_index_uncommitted(self, column, index_type, name: str | None = None, *args,
                                  replace: bool = False, train: bool = True,

@@ -24,10 +24,12 @@ import pyarrow as pa
 from lancenb.errors import LanceError
 from lancenb.expr.nodes import FLIP, And, Cast, Cmp, Col, In, IsNull, Like, Lit, Not, Opaque, Or
 from lancenb.expr.parse import Translator, parse_sql
+from lancenb.index.json_index import json_leaf
 from lancenb.index.scalar.common import Unanswerable
 from lancenb.index.scalar.label_list import label_query
 from lancenb.index.scalar.literals import opaque_comparison
 from lancenb.index.scalar.ngram import contains_query, like_regex, like_runs
+from lancenb.index.scalar.query import json_targets
 
 __all__ = ["describe"]
 
@@ -71,6 +73,7 @@ def _col_lit(node: Cmp):
 
 class _Describer:
     def __init__(self, indices: list[dict]):
+        self.json: dict[tuple, tuple] = {}
         self.value: dict[str, dict] = {}
         self.loose = True
         self.labels: dict[str, dict] = {}
@@ -143,6 +146,30 @@ class _Describer:
         text = self.leaf(node)
         return text, _REGEX not in text  # (LIKE by an NGRAM index: a superset)
 
+    def json_text(self, got) -> str:
+        """pylance's text of a JSON index leaf: ``[Json(col = 10->path)]@idx(BTree)``."""
+        column, path, typ, node = got
+        e = self.json.get((column, path, typ))
+        if e is None:
+            raise Unanswerable(f"no JSON index on {column} -> {path} of type {typ}")
+
+        def at(text: str) -> str:
+            return f"[Json({column} {text}->{path})]@{e[0]}({e[1]})"
+
+        def text(n) -> str:
+            if isinstance(n, And):
+                return f"AND({text(n.left)},{text(n.right)})"
+            if isinstance(n, Not):
+                return f"NOT({text(n.arg)})"
+            if isinstance(n, IsNull):
+                return at("IS NULL")
+            if isinstance(n, In):
+                return at("IN [" + ",".join(_value(v) for v in n.values) + "]")
+            if n.op == "!=":
+                return f"NOT({at(f'= {_value(n.right.value)}')})"
+            return at(f"{n.op} {_value(n.right.value)}")
+        return text(node)
+
     def leaf(self, node) -> str:
         if isinstance(node, Cmp):
             got = _col_lit(node)
@@ -179,6 +206,10 @@ class _Describer:
         if isinstance(node, Col) and pa.types.is_boolean(node.type):
             c = ".".join(node.path)
             return self.at(c, f"{c} = true")
+        if isinstance(node, Opaque) and self.json:
+            got = json_leaf(node.sql)
+            if got is not None:
+                return self.json_text(got)
         if isinstance(node, Opaque) and opaque_comparison(node.sql, self.schema) is not None:
             return self.leaf(opaque_comparison(node.sql, self.schema))
         if isinstance(node, Opaque) and contains_query(node.sql) is not None:
@@ -199,7 +230,8 @@ class _Describer:
 _REGEX = "regexp_like("
 
 
-def describe(indices: list[dict], schema: pa.Schema, filter) -> tuple[str, bool] | None:
+def describe(indices: list[dict], schema: pa.Schema, filter, uri: str | None = None,
+             version: int | None = None) -> tuple[str, bool] | None:
     """``(query text, exact)`` of the part of the SQL ``filter`` the scalar
     ``indices`` (``list_indices()`` entries) answer, None when they answer none of
     it; ``exact`` is False when the scan still has a part to evaluate.
@@ -213,7 +245,17 @@ def describe(indices: list[dict], schema: pa.Schema, filter) -> tuple[str, bool]
         return None
     d = _Describer(indices)
     d.schema = schema
-    if not d.value and not d.labels and not d.ngrams:
+    d.json = {}
+    if uri is not None and any(e["type"] == "Json" for e in indices):
+        try:
+            targets = json_targets(uri, version, indices)
+        except (Unanswerable, LanceError, OSError):
+            targets = {}
+        for e in indices:
+            t = targets.get(e["uuid"])
+            if t is not None:
+                d.json.setdefault((e["fields"][0], t[0], t[2]), (e["name"], t[1]))
+    if not d.value and not d.labels and not d.ngrams and not d.json:
         return None
     try:
         tree = Translator(filter, schema, tolerant=True).term(parse_sql(filter, "filter"))

@@ -24,6 +24,7 @@ from pyroaring import BitMap64
 from lancenb.errors import LanceError
 from lancenb.expr.nodes import And, Cmp, Col, In, IsNull, Like, Lit, Not, Opaque, Or
 from lancenb.expr.parse import Translator, parse_sql
+from lancenb.index import json_index as ji
 from lancenb.index.scalar import rowmap
 from lancenb.index.scalar.bitmap import BitmapIndex
 from lancenb.index.scalar.btree import BTreeIndex
@@ -39,7 +40,8 @@ from lancenb.table.deletion import read_deletions
 from lancenb.table.indices import index_from_pb, parse_section
 from lancenb.table.rowids import decode_row_ids, external_bytes
 
-__all__ = ["index_rows", "index_offsets", "open_index", "TableView", "view_of"]
+__all__ = ["index_rows", "index_offsets", "open_index", "TableView", "view_of",
+           "json_targets"]
 
 _READERS = {"BTree": BTreeIndex, "Bitmap": BitmapIndex, "LabelList": LabelListIndex}
 # inexact indices: they rule zones of rows out, used where a superset will do
@@ -106,6 +108,26 @@ def open_index(view: "TableView", entries: list[dict]):
     return out
 
 
+# (uri, uuid) -> (path, target type, value type) of a JSON index, or None
+_JSON: dict = {}
+
+
+def json_targets(uri: str, version: int, entries: list[dict]) -> dict[str, tuple]:
+    """uuid -> ``(path, list_indices type of the target, value type)`` of the JSON
+    indices among ``entries`` that lancenb reads (details from the manifest file)."""
+    want = [e["uuid"] for e in entries if e["type"] == "Json"]
+    if any((uri, u) not in _JSON for u in want):
+        found = find_manifest(ObjectStore(uri), version)
+        if found is None:
+            raise Unanswerable("the manifest file of this version cannot be read by name")
+        for m in parse_section(found[0].index_section_bytes(), found[0].name):
+            i = index_from_pb(m)
+            if i.uuid in want and i.index_details and \
+                    i.index_details[0] == ji.DETAILS_TYPE_URL:
+                _JSON[(uri, i.uuid)] = ji.target_of(uri, i.uuid, i.index_details[1])
+    return {u: _JSON[(uri, u)] for u in want if _JSON.get((uri, u)) is not None}
+
+
 def _index_versions(view: "TableView") -> dict[str, int]:
     """uuid -> ``index_version`` of the indices of ``ds``'s version (read from its
     manifest file: ``list_indices`` does not give it)."""
@@ -149,6 +171,7 @@ class _Planner:
                 self.by_column.setdefault(e["fields"][0], []).append(e)
             elif len(e["fields"]) == 1 and e["type"] in _ZONE_READERS:
                 self.zone_by_column.setdefault(e["fields"][0], []).append(e)
+        self.json = [e for e in view.indices if e["type"] == "Json" and len(e["fields"]) == 1]
         self.readers: dict[tuple, list] = {}
         self.covered: set[int] | None = None
         self.universe: BitMap64 | None = None
@@ -267,6 +290,10 @@ class _Planner:
                 any(e["type"] == "NGram" for e in self.zone_by_column.get(
                     ".".join(node.arg.path), ())):
             return self.like(node, ".".join(node.arg.path), with_nulls, loose)
+        if isinstance(node, Opaque) and self.json:
+            got = ji.json_leaf(node.sql)
+            if got is not None:
+                return self.json_leaf(got, with_nulls, loose)
         if isinstance(node, Opaque):
             cmp = opaque_comparison(node.sql, self.view.schema)
             if cmp is not None:
@@ -291,6 +318,21 @@ class _Planner:
             for seg in self._segments(column):
                 self.universe |= seg.all_rows()
         return Answer(true, null)
+
+    def json_leaf(self, got, with_nulls: bool, loose: bool) -> Answer:
+        """A ``json_get_<type>(column, 'path')`` test answered by the JSON index on that
+        column and path whose values have the function's type."""
+        column, path, typ, node = got
+        key = ji.json_key(column, path)
+        if key not in self.by_column:
+            targets = json_targets(self.view.uri, self.view.version, self.json)
+            found = [dict(e, type=targets[e["uuid"]][1], fields=[key]) for e in self.json
+                     if e["fields"] == [column] and e["uuid"] in targets
+                     and targets[e["uuid"]][0] == path and targets[e["uuid"]][2] == typ]
+            if not found:
+                raise Unanswerable(f"no JSON index on {column} -> {path} of type {typ}")
+            self.by_column[key] = found
+        return self.eval(node, with_nulls, loose)
 
     def eval(self, node, with_nulls: bool, loose: bool = False) -> Answer:
         """The answer of ``node``; ``loose``: an ``AND`` with a side no index answers
@@ -432,13 +474,14 @@ def index_rows(ds, filter, *, exact: bool = True) -> tuple[BitMap64, set[int]] |
     if not isinstance(filter, str) or not filter.strip():
         return None
     view = _view(ds)
-    if not any(e["type"] in _READERS or e["type"] in _ZONE_READERS for e in view.indices):
+    if not any(e["type"] in _READERS or e["type"] in _ZONE_READERS or e["type"] == "Json"
+               for e in view.indices):
         return None  # (the common case: no scalar index, nothing parsed or read)
     stable = any(f.row_id_meta is not None for f in view.fragments)
     try:
         tree = _tree(filter, view.schema)
         planner = _Planner(view, stable)
-        if not planner.by_column and not planner.zone_by_column:
+        if not planner.by_column and not planner.zone_by_column and not planner.json:
             return None
         answer = planner.eval(tree, _has_not(tree), not exact)
     except (Unanswerable, LanceError, RecursionError, TypeError, ValueError):
