@@ -17,6 +17,7 @@ import pyarrow as pa
 import pytest
 
 import lancenb
+from lancenb.errors import NotSupportedError
 from lancenb.index.vector import ivf, search
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -233,3 +234,26 @@ def test_index_cache_size_entries_are_deprecated_as_pylance(uri):
     with pytest.warns(DeprecationWarning):
         assert lancenb.dataset(uri, index_cache_size=3).session().index_cache_size_bytes \
             == 3 * 20 * 1024 * 1024
+
+
+def test_lancenb_hamming_ivf_flat_is_searched_by_pylance(tmp_path):
+    u = str(tmp_path / "bin")
+    data = np.random.default_rng(1).integers(0, 256, (1000, 16)).astype(np.uint8)
+    lancenb.write_dataset(pa.table({"vector": pa.FixedSizeListArray.from_arrays(
+        pa.array(data.ravel()), 16)}), u)
+    lancenb.dataset(u).create_index("vector", index_type="IVF_FLAT", num_partitions=4,
+                                    metric="hamming")
+    theirs = lance.dataset(u)
+    stats = theirs.stats.index_stats("vector_idx")
+    assert stats["index_type"] == "IVF_FLAT"
+    assert stats["indices"][0]["metric_type"] == "hamming"
+    assert stats["num_indexed_rows"] == 1000
+    for i in (3, 500):
+        nn = {"column": "vector", "q": data[i], "k": 10, "metric": "hamming", "nprobes": 2}
+        a = lancenb.dataset(u).to_table(nearest=nn, with_row_id=True, columns=[])
+        b = theirs.to_table(nearest=nn, with_row_id=True, columns=[])
+        assert a["_distance"].to_pylist() == b["_distance"].to_pylist()
+        assert a["_distance"][0].as_py() == 0
+    with pytest.raises(NotSupportedError, match="IVF_FLAT"):
+        lancenb.dataset(u).create_index("vector", index_type="IVF_PQ", num_partitions=4,
+                                        num_sub_vectors=4, metric="hamming", replace=True)

@@ -185,8 +185,8 @@ class VectorIndexMethods:
             if device != "cpu":
                 raise ValueError(f"accelerator {accelerator!r} is not supported "
                                  "(cpu, cuda or mps)")
-        if metric.lower() == "hamming":
-            raise NotSupportedError("lancenb builds vector indices for l2, cosine and dot")
+        if metric.lower() == "hamming" and str(index_type).upper() != "IVF_FLAT":
+            raise NotSupportedError("lancenb builds hamming vector indices as IVF_FLAT only")
         if num_partitions is None and target_partition_size:
             rows = self.count_rows()
             num_partitions = max(1, rows // int(target_partition_size))

@@ -42,6 +42,7 @@ from lancenb.index.vector.ivfpb import Ivf, encode_ivf, encode_tensor
 from lancenb.index.vector.kmeans import assign, train_kmeans
 from lancenb.io import open_reader
 from lancenb.io.pools import ThreadPool
+from lancenb.kernels.vector import distance as kd
 from lancenb.table.indices import CreateIndex, Index, IndexFile
 
 __all__ = ["build_vector_index", "BuiltIndex", "VECTOR_DETAILS_URL", "sample_vectors",
@@ -50,8 +51,9 @@ __all__ = ["build_vector_index", "BuiltIndex", "VECTOR_DETAILS_URL", "sample_vec
 
 BUILD_TYPES = ("IVF_FLAT", "IVF_PQ", "IVF_SQ", "IVF_HNSW_FLAT", "IVF_HNSW_PQ", "IVF_HNSW_SQ")
 VECTOR_DETAILS_URL = "/lance.index.pb.VectorIndexDetails"
-_METRIC_CODES = {"l2": 0, "cosine": 1, "dot": 2}
-_METRIC_ALIASES = {"l2": "l2", "euclidean": "l2", "cosine": "cosine", "dot": "dot"}
+_METRIC_CODES = {"l2": 0, "cosine": 1, "dot": 2, "hamming": 3}
+_METRIC_ALIASES = {"l2": "l2", "euclidean": "l2", "cosine": "cosine", "dot": "dot",
+                   "hamming": "hamming"}
 INDEX_FILE_VERSION = "2.2"  # what pylance 14 writes its index files as
 INDEX_VERSION = 1  # the manifest's index_version pylance gives IVF indices
 SCAN_BATCH = 65536
@@ -204,8 +206,12 @@ def build_vector_index(ds, column: str, index_type: str, name: str | None = None
         raise InvalidInputError(f"column {column!r} is not in the dataset "
                                 f"(columns: {ds.schema.names})")
     ftype = ds.schema.field(column).type
-    if not pa.types.is_fixed_size_list(ftype) or not (
-            pa.types.is_floating(ftype.value_type)):
+    if metric == "hamming" and (index_type != "IVF_FLAT" or not (
+            pa.types.is_fixed_size_list(ftype) and ftype.value_type == pa.uint8())):
+        raise NotSupportedError(f"lancenb builds hamming indices as IVF_FLAT over "
+                                f"fixed-size lists of uint8, not {full_type} over {ftype}")
+    if metric != "hamming" and not (pa.types.is_fixed_size_list(ftype) and
+                                    pa.types.is_floating(ftype.value_type)):
         raise InvalidInputError(f"column {column!r} of type {ftype} cannot have a "
                                 f"{index_type} index: it needs fixed-size lists of floats")
     dim = ftype.list_size
@@ -251,8 +257,12 @@ def build_vector_index(ds, column: str, index_type: str, name: str | None = None
         if len(sample) < num_partitions:
             raise InvalidInputError(f"{len(sample)} vectors cannot make {num_partitions} "
                                     "partitions (need at least one row per partition)")
-        centroids, loss = train_kmeans(sample, num_partitions, metric=ivf_metric,
-                                       max_iters=max_iters, seed=seed)
+        if metric == "hamming":
+            centroids, loss = _train_binary(sample.astype(np.uint8), num_partitions,
+                                            max_iters, seed)
+        else:
+            centroids, loss = train_kmeans(sample, num_partitions, metric=ivf_metric,
+                                           max_iters=max_iters, seed=seed)
 
     # 3: quantizer
     params: dict = {}
@@ -289,7 +299,7 @@ def build_vector_index(ds, column: str, index_type: str, name: str | None = None
         pay_l.append(payload)
     width = {"IVF_FLAT": dim, "IVF_SQ": dim}.get(index_type) or \
         (num_sub_vectors if num_bits == 8 else num_sub_vectors // 2)
-    pdtype = np.float32 if index_type == "IVF_FLAT" else np.uint8
+    pdtype = np.float32 if index_type == "IVF_FLAT" and metric != "hamming" else np.uint8
     row_ids = np.concatenate(ids_l) if ids_l else np.zeros(0, np.uint64)
     labels = np.concatenate(lab_l) if lab_l else np.zeros(0, np.int32)
     payload = np.concatenate(pay_l) if pay_l else np.zeros((0, width), pdtype)
@@ -315,10 +325,15 @@ def encode_fragments(ds, column: str, frags, index_type: str, metric: str, centr
     ``codebook`` or SQ ``bounds``."""
     ivf_metric = "dot" if metric == "dot" else "l2"
     index_type = index_type.replace("HNSW_", "")
-    centroids = np.ascontiguousarray(centroids, np.float32)
+    centroids = np.ascontiguousarray(centroids, np.uint8 if metric == "hamming"
+                                     else np.float32)
     for ids, x, keep in _scan(ds, column, frags):
         ids, x = ids[keep], x[keep]
         if not len(ids):
+            continue
+        if metric == "hamming":  # binary vectors: bytes as they are, nearest by bits
+            x = x.astype(np.uint8)
+            yield ids, _nearest_binary(x, centroids)[0], x
             continue
         if metric == "cosine":
             x = _normalise(x)
@@ -331,6 +346,37 @@ def encode_fragments(ds, column: str, frags, index_type: str, metric: str, centr
         else:
             payload = sqmod.quantize(x, bounds[0], bounds[1])
         yield ids, labels, payload
+
+
+def _nearest_binary(x: np.ndarray, centroids: np.ndarray):
+    """Each uint8 row's nearest centroid by hamming distance (first on ties) and it."""
+    labels = np.empty(len(x), np.int64)
+    dists = np.empty(len(x), np.float32)
+    if kd.nearest_of_many(np.ascontiguousarray(x), np.ascontiguousarray(centroids),
+                          kd.HAMMING, labels, dists) != kd.OK:
+        raise InvalidInputError(f"hamming: vectors {x.shape}, centroids {centroids.shape}")
+    return labels, dists
+
+
+def _train_binary(x: np.ndarray, k: int, max_iters: int, seed: int):
+    """k-modes of uint8 (bit) vectors: ``k`` distinct random rows to start, then each
+    centroid the per-bit majority of its rows (an empty one kept) until nothing moves;
+    ``(centroids uint8 (k, d), total hamming distance)``."""
+    rng = np.random.default_rng(seed)
+    cent = x[rng.choice(len(x), k, replace=False)].copy()
+    bits = np.unpackbits(x, axis=1).astype(np.int64)
+    labels, dists = _nearest_binary(x, cent)
+    for _ in range(max(1, int(max_iters))):
+        sums = np.zeros((k, bits.shape[1]), np.int64)
+        np.add.at(sums, labels, bits)
+        counts = np.bincount(labels, minlength=k)
+        maj = (2 * sums > counts[:, None]).astype(np.uint8)
+        new = np.where(counts[:, None] > 0, np.packbits(maj, axis=1), cent)
+        if np.array_equal(new, cent):
+            break
+        cent = new
+        labels, dists = _nearest_binary(x, cent)
+    return cent, float(dists.sum())
 
 
 def pq_params(num_bits: int, num_sub_vectors: int, dim: int) -> dict:
@@ -440,7 +486,7 @@ def _write_files(base, opts, index_type, metric, centroids, loss, row_ids, paylo
     base_type = index_type.replace("HNSW_", "")
     col_name = {"IVF_FLAT": "flat", "IVF_PQ": pqmod.CODE_COLUMN,
                 "IVF_SQ": sqmod.CODE_COLUMN}[base_type]
-    vtype = pa.float32() if base_type == "IVF_FLAT" else pa.uint8()
+    vtype = pa.float32() if base_type == "IVF_FLAT" and metric != "hamming" else pa.uint8()
     schema = pa.schema([pa.field("_rowid", pa.uint64()),
                         pa.field(col_name, pa.list_(pa.field("item", vtype), width),
                                  nullable=base_type != "IVF_FLAT")])
