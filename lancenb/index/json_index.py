@@ -34,7 +34,8 @@ from lancenb.expr.nodes import FLIP, And, Cmp, Col, In, IsNull, Lit, Not
 from lancenb.index.scalar.common import IndexFiles, Unanswerable
 
 __all__ = ["DETAILS_TYPE_URL", "encode_details", "decode_details", "json_values",
-           "json_leaf", "json_key", "target_of", "extract_texts", "value_type", "check_params"]
+           "json_leaf", "json_key", "target_of", "extract_texts", "value_type", "check_params",
+           "as_jsonb"]
 
 DETAILS_TYPE_URL = "/lance.index.pb.JsonIndexDetails"
 # target index type -> (its details type URL, list_indices type, the file and column
@@ -158,6 +159,13 @@ def value_type(chunks) -> pa.DataType:
             if got is not None:
                 return got
     return pa.string()
+
+
+def as_jsonb(v: pa.Array, column: str) -> pa.Array:
+    """A JSON column's values as JSONB (``large_binary``), as the JSON functions take."""
+    from lancenb.file.jsonb import to_jsonb
+
+    return v if pa.types.is_large_binary(v.type) else to_jsonb(v, column=column)
 
 
 def json_values(arr: pa.Array, path: str, typ: pa.DataType) -> pa.Array:

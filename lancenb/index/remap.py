@@ -43,7 +43,7 @@ __all__ = ["AddressMap", "RemappedIndex", "remap_indices", "unremappable", "REMA
 # list_indices types pylance remaps, and those it leaves unremapped (can_remap false)
 _SCALAR = {"BTree": "BTREE", "Bitmap": "BITMAP", "LabelList": "LABEL_LIST", "NGram": "NGRAM"}
 _VECTOR = ("IVF_FLAT", "IVF_PQ", "IVF_SQ", "IVF_HNSW_FLAT", "IVF_HNSW_PQ", "IVF_HNSW_SQ")
-REMAP_TYPES = tuple(_SCALAR) + _VECTOR + ("Inverted",)
+REMAP_TYPES = tuple(_SCALAR) + _VECTOR + ("Inverted", "Json")
 KEPT_TYPES = ("ZoneMap", "BloomFilter")
 _FRAG_REUSE = "__lance_frag_reuse"
 
@@ -143,6 +143,8 @@ def remap_indices(ds, amap: AddressMap, new_fragments: list, moved: dict, *,
                     done.append(_rebuild_scalar(ds, e, after, new_fragments))
             elif e["type"] in _SCALAR:
                 done.append(_rebuild_scalar(ds, e, after, new_fragments))
+            elif e["type"] == "Json":
+                done.append(_rebuild_json(ds, e, after, new_fragments))
             elif e["type"] in _VECTOR:
                 done.append(_remap_vector(ds, e, amap, after))
             elif e["type"] == "Inverted":  # (built again over the new row addresses)
@@ -199,6 +201,33 @@ def _rebuild_scalar(ds, entry: dict, after: set, new_fragments: list) -> Remappe
     _, url, version = api._BUILT[kind]
     return RemappedIndex(entry["uuid"], uid, url, b"", version,
                          [(n, int(s)) for n, s in files.written])
+
+
+def _rebuild_json(ds, entry: dict, after: set, new_fragments: list) -> RemappedIndex:
+    """A JSON index written again over ``after``'s rows (their addresses), with its
+    path, target type and value type kept."""
+    from lancenb.index import json_index as ji
+    from lancenb.index.scalar import api, bitmap, btree
+    from lancenb.index.scalar.common import IndexFiles
+    from lancenb.index.scalar.query import json_targets
+
+    target = json_targets(ds.uri, ds.version, [entry]).get(entry["uuid"])
+    if target is None:
+        raise NotSupportedError(f"compaction: lancenb cannot remap the JSON index "
+                                f"{entry['name']!r} (its target index type)")
+    path, tname, typ = target
+    column = entry["fields"][0]
+    storage = api._storage(api._field(ds, column).type)
+    frags = [f for f in ds.get_fragments() if f.fragment_id in after] + \
+        [f for f in new_fragments if f.fragment_id in after]
+    batches = ((ji.json_values(ji.as_jsonb(v, column), path, typ), ids)
+               for v, ids in api._address_batches(ds, column, frags, storage))
+    uid = str(uuidlib.uuid4())
+    files = IndexFiles(ds.uri, uid)
+    (btree.write_btree if tname == "BTree" else bitmap.write_bitmap)(files, batches, typ)
+    url = ji.TARGETS["BTREE" if tname == "BTree" else "BITMAP"][0]
+    return RemappedIndex(entry["uuid"], uid, ji.DETAILS_TYPE_URL, ji.encode_details(path, url),
+                         0, [(n, int(s)) for n, s in files.written])
 
 
 def _remap_vector(ds, entry: dict, amap: AddressMap, after: set) -> RemappedIndex:

@@ -269,7 +269,6 @@ class ScalarIndexMethods:
     def _create_json_index(self, column: str, name, replace: bool, train: bool, params):
         """A JSON index (:mod:`lancenb.index.json_index`): the values under one key of a
         JSON column, indexed by a BTREE or BITMAP, committed as a new version."""
-        from lancenb.file.jsonb import to_jsonb
         from lancenb.index import json_index as ji
 
         target, path = ji.check_params(params)
@@ -288,8 +287,7 @@ class ScalarIndexMethods:
 
         def jsonb():
             for v, ids in _column_batches(self, column, frags, storage):
-                yield (v if pa.types.is_large_binary(v.type)
-                       else to_jsonb(v, column=column)), ids
+                yield ji.as_jsonb(v, column), ids
 
         typ = ji.value_type(ji.extract_texts(v, path) for v, _ in jsonb())
         batches = ((ji.json_values(v, path, typ), ids) for v, ids in jsonb())
