@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from lancenb.dataset.fragment import LanceFragment
 from lancenb.dataset.fragment_columns import FragmentSession
+from lancenb.dataset.write.insert import DEFAULT_MAX_BYTES_PER_FILE
 from lancenb.dataset.write.insert import write_fragments as _write_fragments
 from lancenb.table.fragments import (
     DataFile,
@@ -34,7 +35,8 @@ from lancenb.table.fragments import (
 )
 
 __all__ = ["LanceFragment", "FragmentMetadata", "DataFile", "DeletionFile", "RowIdMeta",
-           "RowDatasetVersionMeta", "FragmentSession", "write_fragments"]
+           "RowDatasetVersionMeta", "FragmentSession", "write_fragments",
+           "DEFAULT_MAX_BYTES_PER_FILE"]
 
 
 def write_fragments(data, dataset_uri, schema=None, *, return_transaction: bool = False,

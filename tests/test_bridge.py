@@ -281,8 +281,21 @@ _ECOSYSTEM = {
                                   split="train", cache_dir=sys.argv[2])
         print(sum(d["a"][5:]), d[5]["b"])
         """,
+    "ray": """
+        import lance, ray
+        ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False,
+                 object_store_memory=80 * 1024 * 1024)
+        uri = sys.argv[1]
+        d = ray.data.read_lance(uri, filter="a > 4")
+        out = sys.argv[2] + "/copy.lance"
+        ray.data.read_lance(uri).write_lance(out)
+        copy = lance.dataset(out)
+        print(sum(r["a"] for r in d.iter_rows()), copy.count_rows("a > 4"))
+        ray.shutdown()
+        """,
 }
-_EXPECTED = {"polars": ["35", "10"], "duckdb": ["35", "5"], "datasets": ["35", "5"]}
+_EXPECTED = {"polars": ["35", "10"], "duckdb": ["35", "5"], "datasets": ["35", "5"],
+             "ray": ["35", "5"]}
 
 
 @pytest.mark.parametrize("library", sorted(_ECOSYSTEM))

@@ -7,7 +7,19 @@ from __future__ import annotations
 
 from lancenb.errors import InvalidInputError
 
-__all__ = ["namespace_table"]
+__all__ = ["namespace_table", "provided_options"]
+
+
+def provided_options(storage_options, provider):
+    """``storage_options`` with those of a ``storage_options_provider`` (an object with
+    ``fetch_storage_options()``, as newer pylance and Ray Data pass one) over them."""
+    if provider is None:
+        return storage_options
+    fetch = getattr(provider, "fetch_storage_options", None)
+    if fetch is None:
+        raise InvalidInputError("storage_options_provider needs a fetch_storage_options() "
+                                "method")
+    return {**(storage_options or {}), **(fetch() or {})}
 
 
 def namespace_table(kwargs: dict, uri, storage_options, mode=None):

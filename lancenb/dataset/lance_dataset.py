@@ -28,7 +28,7 @@ from lancenb._proto import transaction_pb2
 from lancenb._version import __version__
 from lancenb.dataset.administration import DatasetAdministration
 from lancenb.dataset.branching import branch_store, resolve_reference, root_of
-from lancenb.dataset.catalog import namespace_table
+from lancenb.dataset.catalog import namespace_table, provided_options
 from lancenb.dataset.fragment import LanceFragment, open_data_file
 from lancenb.dataset.operations import commit_operation, commit_store
 from lancenb.dataset.read import take
@@ -169,6 +169,8 @@ class LanceDataset(VectorIndexMethods, ScalarIndexMethods, BlobMethods, DatasetA
         >>> ds = LanceDataset.commit(uri, LanceOperation.Append(frags),
         ...                          read_version=1)  # doctest: +SKIP
         """
+        storage_options = provided_options(storage_options,
+                                           kwargs.pop("storage_options_provider", None))
         store = base_uri.snapshot.store if isinstance(base_uri, LanceDataset) else \
             commit_store(base_uri, storage_options, commit_lock)
         mf = commit_operation(store, operation, read_version,

@@ -34,6 +34,7 @@ import pyarrow as pa
 
 from lancenb._proto import table_pb2, transaction_pb2
 from lancenb._version import __version__
+from lancenb.dataset.catalog import provided_options
 from lancenb.dataset.operations import LanceOperation
 from lancenb.dataset.operations import Transaction as WriteTransaction
 from lancenb.dataset.read import blob
@@ -604,6 +605,8 @@ def write_fragments(data, dataset_uri, schema=None, *, return_transaction: bool 
                     enable_stable_row_ids: bool = False, target_bases=None,
                     target_all_bases=None, **kwargs):
     """See :func:`lancenb.fragment.write_fragments`."""
+    storage_options = provided_options(storage_options,
+                                       kwargs.pop("storage_options_provider", None))
     unknown = sorted(k for k in kwargs if k not in ("data_cache_bytes", "max_page_bytes",
                                                     "session"))
     if unknown:
