@@ -149,7 +149,7 @@ class FilterSteps:
         if not indices:
             return None
         view = TableView(ds.uri, ds.version, ds.schema, indices,
-                         [f.metadata for f in ds.get_fragments()])
+                         [f.metadata for f in ds.get_fragments()], ds.session())
         return index_offsets(view, self._filter.text)
 
     def filter_table(self, frag, live) -> pa.Table:

@@ -39,6 +39,7 @@ from lancenb.file.extensions import (
     public_schema,
     with_extension_types,
 )
+from lancenb.index.scalar.common import parts_loaded
 
 __all__ = ["LanceScanner", "DEFAULT_BATCH_SIZE", "TaggedRecordBatch"]
 
@@ -276,6 +277,7 @@ class LanceScanner(FilterSteps):
         callback, self.scan_stats_callback = self.scan_stats_callback, None
         io = self._ds.snapshot.store.io_stats
         reads, nbytes = io.reads, io.bytes_read
+        parts = parts_loaded()
         rows = 0
         try:
             for t in self.tables():
@@ -286,6 +288,7 @@ class LanceScanner(FilterSteps):
         frags = sum(1 for f in self.fragment_list() if f.count_rows())
         callback(ScanStatistics(iops=io.reads - reads, requests=io.reads - reads,
                                 bytes_read=io.bytes_read - nbytes,
+                                parts_loaded=parts_loaded() - parts,
                                 all_counts={"rows_scanned": rows, "fragments_scanned": frags,
                                             "ranges_scanned": frags}))
 

@@ -305,6 +305,13 @@ class ScalarIndexMethods:
                                 read_version=self.version)
         become(self, new)
 
+    def prewarm_index(self, name: str) -> None:
+        """Load the index ``name`` into this dataset's session cache, so queries on it
+        read no index part from storage (pylance's ``prewarm_index``)."""
+        from lancenb.index.scalar.query import prewarm
+
+        prewarm(self, name)
+
     def create_index_uncommitted(self, column, index_type, name: str | None = None, *args,
                                  replace: bool = False, train: bool = True,
                                  fragment_ids=None, index_uuid: str | None = None,

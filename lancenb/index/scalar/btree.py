@@ -39,7 +39,14 @@ from pyroaring import BitMap64
 from lancenb.errors import CorruptFileError
 from lancenb.expr.nodes import FLIP, Cmp, Col, In, IsNull, Like, Lit
 from lancenb.index.scalar import rowmap
-from lancenb.index.scalar.common import Answer, IndexFiles, Unanswerable, ids_at, leaf_mask
+from lancenb.index.scalar.common import (
+    Answer,
+    IndexFiles,
+    Unanswerable,
+    ids_at,
+    leaf_mask,
+    note_parts,
+)
 from lancenb.index.scalar.sorting import RUN_ROWS, sorted_pairs
 from lancenb.io.pools import fork_safe_locks
 
@@ -180,10 +187,16 @@ class BTreeIndex:
             else:
                 spans.append([start, end])
         parts = [self.data.read_range(a, b - a).to_table() for a, b in spans]
+        note_parts(len(positions))
         if not parts:
             return pa.table({"values": pa.array([], self.value_type),
                              "ids": pa.array([], pa.uint64())})
         return pa.concat_tables(parts)
+
+    def prewarm(self) -> None:
+        """Read every page into the page cache (the first :data:`PAGE_CACHE` pages
+        stay), as pylance's ``prewarm_index``."""
+        self.read_pages(list(range(min(len(self.pages), PAGE_CACHE))))
 
     # -- queries -----------------------------------------------------------------------
     def search(self, node, column: str, with_nulls: bool) -> Answer:

@@ -25,12 +25,26 @@ from lancenb.file.writer import LanceFileWriter
 from lancenb.index.scalar import rowmap
 from lancenb.io.store import ObjectStore
 
-__all__ = ["become", "INDICES_DIR", "INDEX_FILE_VERSION", "Answer", "IndexFiles", "Unanswerable",
-           "leaf_mask", "sort_order", "ids_at"]
+__all__ = ["become", "note_parts", "parts_loaded", "INDICES_DIR", "INDEX_FILE_VERSION",
+           "Answer", "IndexFiles", "Unanswerable", "leaf_mask", "sort_order", "ids_at"]
 
 INDICES_DIR = "_indices"
 # pylance 14 writes its index files in Lance file format 2.2
 INDEX_FILE_VERSION = "2.2"
+
+
+_PARTS = [0]  # index parts (pages) read from index files, process-wide (see parts_loaded)
+
+
+def note_parts(n: int) -> None:
+    """Count ``n`` index parts read from an index file (cache misses)."""
+    _PARTS[0] += int(n)
+
+
+def parts_loaded() -> int:
+    """The index parts read so far (a scan reports its difference as pylance's
+    ``ScanStatistics.parts_loaded``: the parts its index cache did not hold)."""
+    return _PARTS[0]
 
 
 class Unanswerable(Exception):

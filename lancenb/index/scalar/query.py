@@ -14,6 +14,7 @@ translated through the fragments' row-id sequences.
 
 from __future__ import annotations
 
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -21,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 from pyroaring import BitMap64
 
-from lancenb.errors import LanceError
+from lancenb.errors import InvalidInputError, LanceError
 from lancenb.expr.nodes import And, Cmp, Col, In, IsNull, Like, Lit, Not, Opaque, Or
 from lancenb.expr.parse import Translator, parse_sql
 from lancenb.index import json_index as ji
@@ -41,7 +42,7 @@ from lancenb.table.indices import index_from_pb, parse_section
 from lancenb.table.rowids import decode_row_ids, external_bytes
 
 __all__ = ["index_rows", "index_offsets", "open_index", "TableView", "view_of",
-           "json_targets"]
+           "json_targets", "prewarm"]
 
 _READERS = {"BTree": BTreeIndex, "Bitmap": BitmapIndex, "LabelList": LabelListIndex}
 # inexact indices: they rule zones of rows out, used where a superset will do
@@ -75,6 +76,9 @@ def _has_not(node) -> bool:
 # build gets a new uuid), so a reader and the lookup it loaded serve every version
 _OPEN: OrderedDict = OrderedDict()
 _OPEN_MAX = 64
+# a dataset session's own open indices (pylance's index cache is its session's: a
+# dataset opened afresh reads its index parts again, until prewarm_index loads them)
+_SESSIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _OPEN_LOCK = module_lock(globals(), "_OPEN_LOCK")  # (a fresh one in a forked child)
 
 
@@ -88,22 +92,29 @@ def open_index(view: "TableView", entries: list[dict]):
         return frags.get(fid, 0)
 
     out = []
+    with _OPEN_LOCK:
+        cache = _OPEN
+        if view.cache is not None:
+            try:
+                cache = _SESSIONS.setdefault(view.cache, OrderedDict())
+            except TypeError:  # (a session object that takes no weak reference)
+                pass
     for e in entries:
         cls = _READERS.get(e["type"]) or _ZONE_READERS.get(e["type"])
         if cls is None:
             raise Unanswerable(f"index type {e['type']}")
         key = (view.uri, e["uuid"], e["type"])
         with _OPEN_LOCK:
-            got = _OPEN.get(key)
+            got = cache.get(key)
             if got is not None:
-                _OPEN.move_to_end(key)
+                cache.move_to_end(key)
         if got is None:
             files = IndexFiles(view.uri, e["uuid"])
             got = cls(files) if cls is BTreeIndex else cls(files, full_rows)
             with _OPEN_LOCK:
-                _OPEN[key] = got
-                while len(_OPEN) > _OPEN_MAX:
-                    _OPEN.popitem(last=False)
+                cache[key] = got
+                while len(cache) > _OPEN_MAX:
+                    cache.popitem(last=False)
         out.append(got)
     return out
 
@@ -427,12 +438,31 @@ class TableView:
     schema: pa.Schema
     indices: list
     fragments: list
+    cache: object = None  # the dataset's session: its open indices are its own
 
 
 def view_of(ds) -> TableView:
     """The :class:`TableView` of a dataset object, through its public API."""
+    session = ds.session() if hasattr(ds, "session") else None
     return TableView(ds.uri, ds.version, ds.schema, ds.list_indices(),
-                     [f.metadata for f in ds.get_fragments()])
+                     [f.metadata for f in ds.get_fragments()], session)
+
+
+def prewarm(ds, name: str) -> None:
+    """Load the index ``name`` of ``ds`` into its session's cache (BTREE pages: a
+    later query on that dataset object reads no index part)."""
+    view = view_of(ds)
+    entries = [e for e in view.indices if e["name"] == name]
+    if not entries:
+        raise InvalidInputError(f"Index {name!r} not found in dataset {view.uri}")
+    if entries[0]["type"] == "Json":
+        targets = json_targets(view.uri, view.version, entries)
+        entries = [dict(e, type=targets[e["uuid"]][1]) for e in entries
+                   if e["uuid"] in targets]
+    entries = [e for e in entries if e["type"] in _READERS or e["type"] in _ZONE_READERS]
+    for reader in open_index(view, entries) if entries else ():
+        if hasattr(reader, "prewarm"):
+            reader.prewarm()
 
 
 def _view(ds_or_view) -> TableView:
