@@ -84,10 +84,16 @@ def test_include_deleted_rows_needs_row_id(pair):
             ds.to_table(include_deleted_rows=True)
 
 
-def test_full_text_search_is_not_supported(pair):
-    _, ours = pair
-    with pytest.raises(lancenb.NotSupportedError, match="full_text_query"):
-        ours.scanner(full_text_query="hello")
+def test_full_text_search_without_an_index(pair):
+    """Without an INVERTED index a query must name its columns (then they are searched
+    without an index), as pylance; tests/index/fts/ has the indexed searches."""
+    for ds in pair:
+        with pytest.raises(ValueError, match="INVERTED index has been created"):
+            ds.to_table(full_text_query="hello")
+    ref, ours = (ds.to_table(full_text_query={"query": "x", "columns": ["b"]}) for ds in pair)
+    assert ours.column_names == ref.column_names
+    assert ours.sort_by("a").drop_columns(["_score"]) == ref.sort_by("a").drop_columns(
+        ["_score"])
 
 
 def test_explain_plan_names_the_scan(pair):

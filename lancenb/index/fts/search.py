@@ -43,9 +43,10 @@ def _normalize(query, ds, indices: list) -> FullTextQuery:
     if not columns:
         columns = [e["fields"][0] for e in indices if e["type"] == "Inverted"]
         columns = list(dict.fromkeys(columns))
-        if not columns:
-            columns = [f.name for f in ds.schema if pa.types.is_string(f.type)
-                       or pa.types.is_large_string(f.type)]
+        if not columns:  # (pylance searches unindexed columns only when named)
+            raise InvalidInputError("Invalid user input: Cannot perform full text search "
+                                    "unless an INVERTED index has been created on at least "
+                                    "one column")
     if isinstance(columns, str):
         columns = [columns]
     q = query.strip()
