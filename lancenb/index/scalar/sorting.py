@@ -24,11 +24,12 @@ import tempfile
 import numpy as np
 import pyarrow as pa
 
+from lancenb.errors import InvalidInputError, LanceIOError
 from lancenb.file.reader import LanceFileReader
 from lancenb.file.writer import LanceFileWriter
 from lancenb.index.scalar.common import sort_order
 
-__all__ = ["sorted_pairs", "RUN_ROWS", "BLOCK_ROWS"]
+__all__ = ["sorted_pairs", "memory_pool", "RUN_ROWS", "BLOCK_ROWS"]
 
 # rows sorted in memory at once (about 100 MB for 8-byte values and their ids)
 RUN_ROWS = 1 << 22
@@ -100,10 +101,41 @@ def _merge(readers, block_rows: int):
                 refill(k)
 
 
+def memory_pool() -> int | None:
+    """The bytes an index build may sort in memory: pylance's ``LANCE_MEM_POOL_SIZE``
+    (None: unbounded, or ``LANCE_BYPASS_SPILLING`` set, which takes precedence)."""
+    raw = os.environ.get("LANCE_MEM_POOL_SIZE")
+    if not raw or os.environ.get("LANCE_BYPASS_SPILLING"):
+        return None
+    try:
+        return int(raw)
+    except ValueError as e:
+        raise InvalidInputError(f"LANCE_MEM_POOL_SIZE={raw!r} is not a number of bytes") from e
+
+
+def _within(batches, pool: int):
+    """``batches``, refused when one does not fit the memory pool."""
+    for v, i in batches:
+        need = v.nbytes + 8 * len(v)
+        if need > pool:
+            raise LanceIOError(f"Resources exhausted: sorting index input needs {need} bytes "
+                               f"for a batch of {len(v)} rows; the memory pool "
+                               f"(LANCE_MEM_POOL_SIZE) is {pool} bytes")
+        yield v, i
+
+
 def sorted_pairs(batches, value_type: pa.DataType, *, run_rows: int = RUN_ROWS,
                  block_rows: int = BLOCK_ROWS):
     """Tables of ``values``, ``ids`` in index order, from ``batches`` of ``(values
-    array, uint64 ids)``, holding about ``run_rows`` rows in memory at a time."""
+    array, uint64 ids)``, holding about ``run_rows`` rows in memory at a time (fewer
+    when the memory pool, :func:`memory_pool`, is smaller)."""
+    pool = memory_pool()
+    if pool is not None:
+        batches = _within(batches, pool)
+        width = 8 + (pa.array([], value_type).type.bit_width // 8
+                     if pa.types.is_primitive(value_type) else 32)
+        run_rows = max(1, min(run_rows, pool // width))
+        block_rows = max(1, min(block_rows, run_rows))
     runs = _runs(batches, value_type, run_rows)
     first = next(runs)
     second = next(runs, None)
