@@ -6,7 +6,6 @@ no index covers (statistics over the index and those rows together).
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,12 +14,13 @@ import pyarrow as pa
 from lancenb.errors import InvalidInputError
 from lancenb.index.fts import format as fmt
 from lancenb.index.fts.tokenize import TokenizerParams, query_words, tokenize, tokenize_query
+from lancenb.io.pools import module_lock
 
 __all__ = ["OpenIndex", "open_inverted", "match", "phrase", "flat_match"]
 
 K1, B = np.float32(fmt.K1), np.float32(fmt.B)
 _CACHE: dict = {}
-_LOCK = threading.Lock()
+_LOCK = module_lock(globals(), "_LOCK")  # (a fresh one in a forked child)
 
 
 @dataclass
