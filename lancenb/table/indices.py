@@ -30,8 +30,8 @@ from lancenb._proto import table_pb2, transaction_pb2
 from lancenb.encodings import pb
 from lancenb.errors import CorruptFileError, InvalidInputError, LanceError, NotSupportedError
 
-__all__ = ["list_indices", "has_indices", "Index", "IndexFile", "CreateIndex", "index_to_pb",
-           "index_from_pb", "parse_section", "section_bytes"]
+__all__ = ["list_indices", "FragmentIds", "has_indices", "Index", "IndexFile", "CreateIndex",
+           "index_to_pb", "index_from_pb", "parse_section", "section_bytes"]
 
 _DETAILS_SUFFIX = "IndexDetails"
 _VECTOR = "VectorIndexDetails"
@@ -99,9 +99,25 @@ def has_indices(mf) -> bool:
     return len(_section(mf)) > 0
 
 
+class FragmentIds(BitMap):
+    """The fragments an index covers, as ``list_indices()`` gives them: a roaring bitmap
+    that also equals the ``set`` of its ids (``ids == {0, 1}``), as pylance's
+    ``lance.bitmap.Bitmap`` does."""
+
+    def __eq__(self, other):
+        if isinstance(other, (set, frozenset)):
+            return set(self) == other
+        return BitMap.__eq__(self, other)
+
+    def __ne__(self, other):
+        return not self.__eq__(other)
+
+    __hash__ = None  # type: ignore[assignment]  (mutable, as BitMap)
+
+
 def list_indices(mf, store) -> list[dict]:
     """pylance's ``list_indices()`` for the manifest file ``mf``: one dict per index
-    (name, type, uuid, fields, version, fragment_ids as a ``pyroaring.BitMap``,
+    (name, type, uuid, fields, version, fragment_ids as :class:`FragmentIds`,
     base_id)."""
     indices = _section(mf)
     paths = _field_paths(mf.manifest.fields) if indices else {}
@@ -114,8 +130,8 @@ def list_indices(mf, store) -> list[dict]:
         elif kind.endswith(_DETAILS_SUFFIX):
             kind = kind[: -len(_DETAILS_SUFFIX)]
         try:
-            frags = BitMap.deserialize(bytes(m.fragment_bitmap)) if m.fragment_bitmap \
-                else BitMap()
+            frags = FragmentIds(BitMap.deserialize(bytes(m.fragment_bitmap))
+                                if m.fragment_bitmap else ())
         except Exception as e:  # noqa: BLE001 - pyroaring raises plain ValueError etc.
             raise CorruptFileError(f"manifest {mf.name!r}: index {m.name!r} has a fragment "
                                    f"bitmap that is not a roaring bitmap: {e}") from e

@@ -189,3 +189,13 @@ def test_index_section_through_later_commits(tmp_path):
     want = _history(str(tmp_path / "lance"), lance)
     got = _history(str(tmp_path / "lancenb"), lancenb)
     assert got == want
+
+
+def test_list_indices_fragment_ids_equal_a_set_as_pylance_s(tmp_path):
+    """pylance's list_indices() gives a Bitmap that equals the set of fragment ids."""
+    uri = str(tmp_path / "ds")
+    t = pa.table({"id": list(range(300))})
+    lance.write_dataset(t, uri, max_rows_per_file=100).create_scalar_index("id", "BTREE")
+    ours = lancenb.dataset(uri).list_indices()[0]["fragment_ids"]
+    theirs = lance.dataset(uri).list_indices()[0]["fragment_ids"]
+    assert ours == {0, 1, 2} == theirs and ours != {0} and sorted(ours) == [0, 1, 2]
