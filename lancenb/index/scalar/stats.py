@@ -2,16 +2,18 @@
 ``{"num_zones", "rows_per_zone"}`` (ZONEMAP), ``{"type", "num_blocks",
 "number_of_items", "probability"}`` (BLOOMFILTER: ``num_blocks`` counts zones),
 ``{"min", "max", "num_pages"}`` (BTREE, values as text) or ``{"num_bitmaps"}``
-(BITMAP), then the fragment and row counts the index covers and does not."""
+(BITMAP; a JSON index gives its target's), then the fragment and row counts the
+index covers and does not."""
 
 from __future__ import annotations
 
 from lancenb.errors import NotSupportedError
-from lancenb.index.scalar.query import open_index, view_of
+from lancenb.index.scalar.query import json_targets, open_index, view_of
 
 __all__ = ["SCALAR_STATS_TYPES", "scalar_index_stats"]
 
-SCALAR_STATS_TYPES = ("ZoneMap", "BloomFilter", "BTree", "Bitmap")
+_TYPES = ("ZoneMap", "BloomFilter", "BTree", "Bitmap")
+SCALAR_STATS_TYPES = _TYPES + ("Json",)  # (a JSON index: its BTREE or BITMAP target)
 
 
 def _segment(kind: str, idx) -> dict:
@@ -23,6 +25,9 @@ def _segment(kind: str, idx) -> dict:
     if kind == "BTree":
         mins = [v for v in idx.mins if v is not None]
         maxs = [v for v in idx.maxs if v is not None]
+        if len(idx.pages) and (idx.null_counts > 0).any():  # (nulls sort first)
+            return {"min": "NULL", "max": str(max(maxs)) if maxs else "NULL",
+                    "num_pages": len(idx.pages)}
         return {"min": str(min(mins)) if mins else None,
                 "max": str(max(maxs)) if maxs else None, "num_pages": len(idx.pages)}
     return {"num_bitmaps": len(idx.keys)}
@@ -33,9 +38,15 @@ def scalar_index_stats(ds, index_name: str) -> dict:
     only), as pylance's ``index_stats``."""
     segs = [e for e in ds.list_indices() if e["name"] == index_name]
     kind = segs[0]["type"] if segs else None
-    if kind not in SCALAR_STATS_TYPES:
-        raise NotSupportedError(f"index statistics of {kind} indices are not supported")
     view = view_of(ds)
+    label = kind
+    if kind == "Json":  # (pylance: its target index's statistics, called "BTree")
+        label = "BTree"
+        targets = json_targets(view.uri, view.version, segs)
+        segs = [dict(e, type=targets[e["uuid"]][1]) for e in segs if e["uuid"] in targets]
+        kind = segs[0]["type"] if segs else None
+    if kind not in _TYPES:
+        raise NotSupportedError(f"index statistics of {kind} indices are not supported")
     frags = {f.fragment_id: f.count_rows() for f in ds.get_fragments()}
     per, covered = [], set()
     for e, idx in zip(segs, open_index(view, segs)):
@@ -43,7 +54,7 @@ def scalar_index_stats(ds, index_name: str) -> dict:
         per.append(_segment(kind, idx))
     live = set(frags)
     indexed = covered & live
-    return {"index_type": kind, "name": index_name, "num_indices": len(per),
+    return {"index_type": label, "name": index_name, "num_indices": len(per),
             "num_segments": len(per), "indices": per, "segments": per,
             "num_indexed_fragments": len(indexed),
             "num_indexed_rows": sum(frags[f] for f in indexed),

@@ -47,6 +47,8 @@ def test_json_index_both_ways(tmp_path, builder, target):
     ours, theirs = lancenb.dataset(tmp_path / "d"), lance.dataset(tmp_path / "d")
     assert ours.list_indices()[0]["type"] == "Json"
     assert theirs.describe_indices()[0].type_url.endswith("JsonIndexDetails")
+    a, b = ours.stats.index_stats("j_idx"), theirs.stats.index_stats("j_idx")
+    assert (a["index_type"], a["indices"]) == (b["index_type"], b["indices"])
     for f in FILTERS:
         want = _sorted(theirs.to_table(filter=f, use_scalar_index=False))
         assert _sorted(ours.to_table(filter=f)) == want, f
