@@ -272,6 +272,11 @@ class ScalarIndexMethods:
         from lancenb.index import json_index as ji
 
         target, path = ji.check_params(params)
+        if target == "BTREE" and self.has_stable_row_ids:
+            raise NotSupportedError("a JSON-wrapped BTREE index is not yet supported on a "
+                                    "dataset with stable row ids enabled (as pylance 14): "
+                                    "create a plain BTREE index on this column instead, or "
+                                    "a JSON index with target_index_type 'bitmap'")
         field = _field(self, column)
         if not isinstance(field.type, pa.JsonType) and not pa.types.is_large_binary(
                 field.type) and not pa.types.is_binary(field.type):
