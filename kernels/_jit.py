@@ -499,7 +499,9 @@ def _written_stored(dispatcher) -> frozenset:
 
 # numpy functions and array methods that write into an argument
 _WRITING_METHODS = frozenset({"fill", "sort", "put", "itemset", "resize", "partition"})
-_WRITING_FUNCS = frozenset({"copyto", "put", "place", "putmask", "fill_diagonal"})
+# (and bytes_util.copy_bytes, the kernels' memcpy: it writes its first argument)
+_WRITING_FUNCS = frozenset({"copyto", "put", "place", "putmask", "fill_diagonal",
+                            "copy_bytes"})
 
 
 _VIEW_METHODS = frozenset({"view", "reshape", "ravel", "transpose", "squeeze"})
