@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 from pyroaring import BitMap64
 
 from lancenb.index.scalar import rowmap
-from lancenb.index.scalar.common import Answer, IndexFiles, leaf_mask
+from lancenb.index.scalar.common import Answer, IndexFiles, leaf_mask, note_parts
 from lancenb.index.scalar.sorting import RUN_ROWS, sorted_pairs
 
 __all__ = ["BitmapIndex", "write_bitmap", "BITMAP_FILE", "DETAILS_TYPE_URL", "group_rows"]
@@ -60,9 +60,14 @@ class BitmapIndex:
         if not want:
             return
         raw = self._bitmaps.take_rows(want).to_table().column("bitmaps").to_pylist()
+        note_parts(len(want))
         for i, data in zip(want, raw):
             self._cache[i] = rowmap.deserialize(data, full_rows=self.full_rows,
                                                 where=f"index {self.files.uuid} key {i}")
+
+    def prewarm(self) -> None:
+        """Decode every key's bitmap now (pylance's ``prewarm_index``)."""
+        self._load(list(range(len(self.keys))))
 
     def union(self, positions) -> BitMap64:
         """The rows of the keys at ``positions``."""

@@ -31,6 +31,17 @@ def test_btree_prewarm_parts(tmp_path, mod):
     assert ds.count_rows("id > 5000") == 4999
 
 
+@pytest.mark.parametrize("mod", [lancenb, lance], ids=["lancenb", "pylance"])
+def test_bitmap_prewarm_parts(tmp_path, mod):
+    t = pa.table({"k": pa.array([i % 50 for i in range(5_000)], pa.int64())})
+    lancenb.write_dataset(t, tmp_path / "d").create_scalar_index("k", "BITMAP")
+    assert _parts(mod.dataset(tmp_path / "d"), filter="k IN (3, 4)") > 0
+    ds = mod.dataset(tmp_path / "d")
+    ds.prewarm_index("k_idx")
+    assert _parts(ds, filter="k IN (3, 4)") == 0
+    assert ds.count_rows("k IN (3, 4)") == 200
+
+
 def test_json_prewarm(tmp_path):
     t = pa.table({"j": pa.array(['{"x": %d}' % i for i in range(100)], pa.json_())})
     ds = lancenb.write_dataset(t, tmp_path / "d")
