@@ -385,7 +385,7 @@ class _Sharded:
         return np.random.default_rng(self._seed + self._epoch)
 
     @classmethod
-    def _torch_rank(cls) -> tuple[int, int]:
+    def torch_rank(cls) -> tuple[int, int]:
         import torch.distributed as dist
 
         return dist.get_rank(), dist.get_world_size()
@@ -404,7 +404,7 @@ class ShardedFragmentSampler(_Sharded, FragmentSampler):
     @staticmethod
     def from_torch(randomize: bool = False, seed: int = 0) -> ShardedFragmentSampler:
         """Rank and world size from :mod:`torch.distributed`."""
-        rank, world_size = _Sharded._torch_rank()
+        rank, world_size = _Sharded.torch_rank()
         return ShardedFragmentSampler(rank, world_size, randomize=randomize, seed=seed)
 
     def iter_fragments(self, dataset, **kwargs):
@@ -430,7 +430,7 @@ class ShardedBatchSampler(_Sharded, Sampler):
     @staticmethod
     def from_torch(randomize: bool = False, seed: int = 0) -> ShardedBatchSampler:
         """Rank and world size from :mod:`torch.distributed`."""
-        rank, world_size = _Sharded._torch_rank()
+        rank, world_size = _Sharded.torch_rank()
         return ShardedBatchSampler(rank, world_size, randomize=randomize, seed=seed)
 
     def _shard_scan(self, dataset, batch_size, columns, batch_readahead, filter,
@@ -567,7 +567,7 @@ class ShardedFixedBatchSampler(ShardedBatchSampler):
     def from_torch(batch_size: int, total_num_rows: int, randomize: bool = False,
                    seed: int = 0) -> ShardedFixedBatchSampler:
         """Rank and world size from :mod:`torch.distributed`."""
-        rank, world_size = _Sharded._torch_rank()
+        rank, world_size = _Sharded.torch_rank()
         return ShardedFixedBatchSampler(rank, world_size, randomize, seed, batch_size,
                                         total_num_rows)
 

@@ -64,6 +64,8 @@ class Partition:
     pos_offsets: np.ndarray | None = None
     positions: np.ndarray | None = None
     fst: bool = False
+    # (average document length, BM25 length norms) of the last search: score.py's cache
+    norms: tuple | None = None
 
     @property
     def total_tokens(self) -> int:

@@ -77,10 +77,10 @@ def open_inverted(files, fragment_ids, *, positions: bool = False) -> OpenIndex:
 
 def _norms(p, avgdl: np.float32) -> np.ndarray:
     """``K1 * (1 - B + B * len / avgdl)`` of each document (kept with the partition)."""
-    got = getattr(p, "_norms", None)
+    got = p.norms
     if got is None or got[0] != avgdl:
         got = (avgdl, K1 * (np.float32(1) - B + B * p.num_tokens.astype(np.float32) / avgdl))
-        p._norms = got
+        p.norms = got
     return got[1]
 
 

@@ -158,7 +158,7 @@ def _score_multivector(fq: FlatQuery, col: pa.Array, dim: int) -> np.ndarray:
     return out
 
 
-def _in_range(fq: FlatQuery, dist: np.ndarray) -> None:
+def in_range(fq: FlatQuery, dist: np.ndarray) -> None:
     if fq.lower is not None:
         dist[~(dist >= fq.lower)] = np.nan
     if fq.upper is not None:
@@ -178,7 +178,7 @@ def _score_part(fq: FlatQuery, batch: pa.RecordBatch, dim: int, fid: int, first:
             vectors = vectors.take(pa.array(rows))
             ids, live = ids[rows], live[rows]
     dist = _score_batch(fq, vectors, dim)
-    _in_range(fq, dist)
+    in_range(fq, dist)
     pos = np.empty(min(fq.k, len(ids)), np.int64)
     c = kt.topk_by_key(dist, ids, len(pos), pos)
     _status(c, "top-k")

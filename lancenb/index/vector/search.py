@@ -452,7 +452,7 @@ class VectorSearchScanner:
                 break
             nprobes = min(top, idx.num_partitions)  # too few rows found: probe further
         dists = np.asarray(dists, np.float32).copy()
-        flat._in_range(req.flat_query(q, k), dists)
+        flat.in_range(req.flat_query(q, k), dists)
         n = len(ids)
         return Candidates(dists, np.asarray(ids, np.uint64), np.full(n, -1, np.int64),
                           np.full(n, -1, np.int64))
