@@ -154,9 +154,9 @@ def remap_indices(ds, amap: AddressMap, new_fragments: list, moved: dict, *,
                 frags = [f for f in ds.get_fragments() if f.fragment_id in after] + \
                     [f for f in new_fragments if f.fragment_id in after]
                 col = e["fields"][0]
-                typ = api._storage(api._field(ds, col).type)
+                typ = api.storage_type(api.column_field(ds, col).type)
                 uid, url, details, version, written = rebuild_inverted(
-                    ds.uri, e["uuid"], api._address_batches(ds, col, frags, typ))
+                    ds.uri, e["uuid"], api.address_batches(ds, col, frags, typ))
                 done.append(RemappedIndex(e["uuid"], uid, url, details, version, written))
             elif e["type"] not in KEPT_TYPES:
                 raise NotSupportedError(f"compaction: lancenb cannot remap the {e['type']} "
@@ -186,19 +186,19 @@ def _rebuild_scalar(ds, entry: dict, after: set, new_fragments: list) -> Remappe
 
     kind = _SCALAR[entry["type"]]
     column = entry["fields"][0]
-    field = api._field(ds, column)
-    typ = api._storage(field.type)
+    field = api.column_field(ds, column)
+    typ = api.storage_type(field.type)
     frags = [f for f in ds.get_fragments() if f.fragment_id in after] + \
         [f for f in new_fragments if f.fragment_id in after]
     uid = str(uuidlib.uuid4())
     files = IndexFiles(ds.uri, uid)
     # (row addresses: the row ids without stable row ids, and what a BTREE of index
     # version 1 holds with them)
-    batches = api._address_batches(ds, column, frags, typ)
+    batches = api.address_batches(ds, column, frags, typ)
     writer = {"BTREE": btree.write_btree, "BITMAP": bitmap.write_bitmap,
               "LABEL_LIST": label_list.write_label_list, "NGRAM": ngram.write_ngram}[kind]
     writer(files, batches, typ)
-    _, url, version = api._BUILT[kind]
+    _, url, version = api.BUILT_TYPES[kind]
     return RemappedIndex(entry["uuid"], uid, url, b"", version,
                          [(n, int(s)) for n, s in files.written])
 
@@ -217,11 +217,11 @@ def _rebuild_json(ds, entry: dict, after: set, new_fragments: list) -> RemappedI
                                 f"{entry['name']!r} (its target index type)")
     path, tname, typ = target
     column = entry["fields"][0]
-    storage = api._storage(api._field(ds, column).type)
+    storage = api.storage_type(api.column_field(ds, column).type)
     frags = [f for f in ds.get_fragments() if f.fragment_id in after] + \
         [f for f in new_fragments if f.fragment_id in after]
     batches = ((ji.json_values(ji.as_jsonb(v, column), path, typ), ids)
-               for v, ids in api._address_batches(ds, column, frags, storage))
+               for v, ids in api.address_batches(ds, column, frags, storage))
     uid = str(uuidlib.uuid4())
     files = IndexFiles(ds.uri, uid)
     (btree.write_btree if tname == "BTree" else bitmap.write_bitmap)(files, batches, typ)

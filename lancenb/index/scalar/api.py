@@ -21,20 +21,21 @@ from lancenb.index.scalar.common import IndexFiles, become
 from lancenb.index.scalar.segments import replace_fields
 from lancenb.table.indices import CreateIndex, Index, IndexFile
 
-__all__ = ["ScalarIndexMethods", "SCALAR_INDEX_TYPES"]
+__all__ = ["ScalarIndexMethods", "SCALAR_INDEX_TYPES", "BUILT_TYPES", "storage_type",
+           "column_field", "address_batches"]
 
 # pylance's index types for scalar columns (its NotImplementedError lists them)
 SCALAR_INDEX_TYPES = ("BTREE", "BITMAP", "NGRAM", "ZONEMAP", "LABEL_LIST", "INVERTED",
                       "BLOOMFILTER", "RTREE", "MINHASHLSH")
 # index type -> (list_indices type, details type URL, index version pylance 14 writes:
 # a LABEL_LIST of version 0 lacks the null-list rows, and pylance warns it is "old")
-_BUILT = {"BTREE": ("BTree", btree.DETAILS_TYPE_URL, 0),
-          "BITMAP": ("Bitmap", bitmap.DETAILS_TYPE_URL, 0),
-          "LABEL_LIST": ("LabelList", label_list.DETAILS_TYPE_URL, 1),
-          "ZONEMAP": ("ZoneMap", zones.ZONEMAP_DETAILS, 0),
-          "BLOOMFILTER": ("BloomFilter", zones.BLOOM_DETAILS, 0),
-          "NGRAM": ("NGram", ngram.DETAILS_TYPE_URL, 0),
-          "INVERTED": ("Inverted", "/lance.table.InvertedIndexDetails", 0)}
+BUILT_TYPES = {"BTREE": ("BTree", btree.DETAILS_TYPE_URL, 0),
+               "BITMAP": ("Bitmap", bitmap.DETAILS_TYPE_URL, 0),
+               "LABEL_LIST": ("LabelList", label_list.DETAILS_TYPE_URL, 1),
+               "ZONEMAP": ("ZoneMap", zones.ZONEMAP_DETAILS, 0),
+               "BLOOMFILTER": ("BloomFilter", zones.BLOOM_DETAILS, 0),
+               "NGRAM": ("NGram", ngram.DETAILS_TYPE_URL, 0),
+               "INVERTED": ("Inverted", "/lance.table.InvertedIndexDetails", 0)}
 # the build parameters of each type (pylance's names) and their defaults
 _PARAMS = {"ZONEMAP": {"rows_per_zone": zones.ROWS_PER_ZONE},
            "BLOOMFILTER": {"number_of_items": zones.BLOOM_ITEMS,
@@ -49,12 +50,13 @@ def _btree_type_ok(t: pa.DataType) -> bool:
             or pa.types.is_fixed_size_binary(t) or pa.types.is_temporal(t))
 
 
-def _storage(t: pa.DataType) -> pa.DataType:
+def storage_type(t: pa.DataType) -> pa.DataType:
     """An extension type's storage type (a uuid column is indexed as its 16 bytes)."""
     return t.storage_type if isinstance(t, pa.BaseExtensionType) else t
 
 
-def _field(ds, column: str) -> pa.Field:
+def column_field(ds, column: str) -> pa.Field:
+    """The Arrow field of top-level ``column`` of dataset ``ds`` (a clear error if none)."""
     try:
         return ds.schema.field(column)
     except KeyError:
@@ -83,7 +85,7 @@ def _column_batches(ds, column: str, frags, typ: pa.DataType):
     return _keyed_batches(ds, column, frags, typ, "_rowid")
 
 
-def _address_batches(ds, column: str, frags, typ: pa.DataType):
+def address_batches(ds, column: str, frags, typ: pa.DataType):
     """``(values, uint64 row addresses)`` of ``column`` in ``frags``, in address order."""
     return _keyed_batches(ds, column, frags, typ, "_rowaddr")
 
@@ -172,8 +174,8 @@ class ScalarIndexMethods:
                 'Only "BTREE", "BITMAP", "NGRAM", "ZONEMAP", "LABEL_LIST", "INVERTED", '
                 '"BLOOMFILTER", "RTREE" or "MINHASHLSH" are supported for scalar columns.  '
                 f"Received {index_type}")
-        field = _field(self, column)
-        field = field.with_type(_storage(field.type))
+        field = column_field(self, column)
+        field = field.with_type(storage_type(field.type))
         if kind in ("BTREE", "BITMAP") and not _btree_type_ok(field.type):
             raise TypeError(f"BTREE/BITMAP index column {column} must be int, float, bool, "
                             f"str, large_str, binary, large_binary, decimal, fixed-size-binary, "
@@ -195,10 +197,10 @@ class ScalarIndexMethods:
 
             fts_build.check_column_type(field.type, column)
             fts_params = fts_build.params_from(kwargs)
-            if isinstance(_field(self, column).type, pa.JsonType):
+            if isinstance(column_field(self, column).type, pa.JsonType):
                 fts_params.lance_tokenizer = "json"
             kwargs = {}
-        if kind not in _BUILT:
+        if kind not in BUILT_TYPES:
             raise NotSupportedError(f"lancenb cannot build {kind} indices yet (BTREE, "
                                     f"BITMAP, LABEL_LIST, ZONEMAP, BLOOMFILTER and NGRAM only)")
         if fragment_ids is not None and kind == "BTREE" and not _uncommitted:
@@ -213,7 +215,7 @@ class ScalarIndexMethods:
             raise InvalidInputError(f"create_scalar_index: unknown options {unknown} for "
                                     f"{kind}")
         fid = _field_id(self, column)
-        type_name, type_url, index_version = _BUILT[kind]
+        type_name, type_url, index_version = BUILT_TYPES[kind]
         existing = self.list_indices()
         name = _index_name(existing, column, name, type_name)
         same = [e for e in existing if e["name"] == name] if fragment_ids is None else []
@@ -233,7 +235,7 @@ class ScalarIndexMethods:
                                         f"dataset (version {self.version})")
             frags = [f for f in frags if f.fragment_id in wanted]
         covered = [f.fragment_id for f in frags] if train else []
-        source = _address_batches if kind in _PARAMS else _column_batches
+        source = address_batches if kind in _PARAMS else _column_batches
         batches = source(self, column, frags if train else [], field.type)
         files = IndexFiles(self.uri, uid)
         if kind == "ZONEMAP":
@@ -277,12 +279,12 @@ class ScalarIndexMethods:
                                     "dataset with stable row ids enabled (as pylance 14): "
                                     "create a plain BTREE index on this column instead, or "
                                     "a JSON index with target_index_type 'bitmap'")
-        field = _field(self, column)
+        field = column_field(self, column)
         if not isinstance(field.type, pa.JsonType) and not pa.types.is_large_binary(
                 field.type) and not pa.types.is_binary(field.type):
             raise InvalidInputError(f"A JSON index can only be created on a JSON column, "
                                     f"not {column} ({field.type})")
-        storage = _storage(field.type)
+        storage = storage_type(field.type)
         existing = self.list_indices()
         name = _index_name(existing, column, name, "Json")
         if any(e["name"] == name for e in existing) and not replace:
