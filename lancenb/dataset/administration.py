@@ -572,6 +572,13 @@ class DatasetAdministration:
         ``lancenb.dataset(..., session=)`` to share them)."""
         return self._session
 
+    def index_cache_hit_rate(self) -> float:
+        """The share of this dataset's session index cache lookups (vector searches:
+        an index's IVF model and each partition probed) that hit, as pylance's."""
+        from lancenb.index.vector.ivf import index_cache_hit_rate
+
+        return index_cache_hit_rate(self._session)
+
     def new_file_session(self):
         self._no("new_file_session", "file sessions belong to pylance's Rust object store")
 

@@ -257,3 +257,57 @@ def test_lancenb_hamming_ivf_flat_is_searched_by_pylance(tmp_path):
     with pytest.raises(NotSupportedError, match="IVF_FLAT"):
         lancenb.dataset(u).create_index("vector", index_type="IVF_PQ", num_partitions=4,
                                         num_sub_vectors=4, metric="hamming", replace=True)
+
+
+def _hit_rates(open_ds, uri, rng):
+    """Hit rates of a session: fresh, after one query, after 50 of one query, after
+    30 new queries (nprobes 8 of 64 partitions)."""
+    out = []
+    ds = open_ds(uri, index_cache_size_bytes=0)
+    out.append(ds._ds.index_cache_hit_rate())
+    ds.to_table(nearest=_nearest(rng.standard_normal(DIM), nprobes=8))
+    out.append(ds._ds.index_cache_hit_rate())
+    ds = open_ds(uri)
+    q = rng.standard_normal(DIM)
+    for _ in range(50):
+        ds.to_table(nearest=_nearest(q, nprobes=8))
+    out.append(ds._ds.index_cache_hit_rate())
+    for _ in range(30):
+        ds.to_table(nearest=_nearest(rng.standard_normal(DIM), nprobes=8))
+    out.append(ds._ds.index_cache_hit_rate())
+    return out
+
+
+@pytest.mark.parametrize("builder", ["pylance", "lancenb"])
+def test_index_cache_hit_rate_as_pylance(tmp_path, builder):
+    """No cache: 0 hits; one query repeated: nearly all hits (each partition missed
+    once); new queries probe partitions not seen yet: the rate drops. Both libraries."""
+    uri = str(tmp_path / "ds")
+    lance.write_dataset(_table(64 * 256), uri)  # (pylance trains 64 partitions of it)
+    lib = lance if builder == "pylance" else lancenb
+    lib.dataset(uri).create_index("v", index_type="IVF_PQ", num_partitions=64,
+                                  num_sub_vectors=4)
+    for open_ds in (lance.dataset, lancenb.dataset):
+        rates = _hit_rates(open_ds, uri, np.random.default_rng(3))
+        assert rates[0] == 0.0 and rates[1] == 0.0, (open_ds, rates)
+        assert rates[2] > 0.95, (open_ds, rates)
+        assert rates[3] < rates[2], (open_ds, rates)
+
+
+def test_index_cache_hit_rate_is_per_session_and_bounded(uri):
+    """A dataset opened afresh has a session of its own (rate 0 again); one sharing the
+    session shares its entries; a session bound too small for a partition never hits."""
+    lancenb.dataset(uri).create_index("v", index_type="IVF_FLAT", num_partitions=8)
+    q = np.ones(DIM, np.float32)
+    ds = lancenb.dataset(uri)
+    ds.to_table(nearest=_nearest(q))
+    ds.to_table(nearest=_nearest(q))
+    assert ds.index_cache_hit_rate() == pytest.approx(0.5)  # 5 lookups missed, 5 hit
+    again = lancenb.dataset(uri, session=ds.session())
+    again.to_table(nearest=_nearest(q))
+    assert again.index_cache_hit_rate() == pytest.approx(10 / 15)
+    assert lancenb.dataset(uri).index_cache_hit_rate() == 0.0
+    tiny = lancenb.dataset(uri, index_cache_size_bytes=16)
+    for _ in range(3):
+        tiny.to_table(nearest=_nearest(q))
+    assert tiny.index_cache_hit_rate() == 0.0

@@ -67,6 +67,8 @@ with ``refine_factor`` re-rank them by the exact distance to the original vector
 from __future__ import annotations
 
 import json
+import threading
+import weakref
 from collections import OrderedDict
 
 import numpy as np
@@ -82,8 +84,8 @@ from lancenb.kernels.vector import distance as kd
 from lancenb.kernels.vector import ivfscan as kscan
 from lancenb.kernels.vector import topk as kt
 
-__all__ = ["VectorIndex", "open_vector_index", "cached_indices", "INDEX_FILE", "AUX_FILE",
-           "SUPPORTED_TYPES"]
+__all__ = ["VectorIndex", "open_vector_index", "cached_indices", "index_cache_hit_rate",
+           "INDEX_FILE", "AUX_FILE", "SUPPORTED_TYPES"]
 
 INDEX_FILE = "index.idx"
 AUX_FILE = "auxiliary.idx"
@@ -315,6 +317,7 @@ class VectorIndex:
         pdist = partition_distances(self.centroids, q, inner)
         nprobes = max(1, min(int(nprobes), self.num_partitions))
         parts = np.argsort(pdist, kind="stable")[:nprobes]
+        _note_lookups(self, parts)
         want = k * (int(refine_factor) if refine_factor else 1)
         ids, dists = self._scan_partitions(q, parts, inner, want, allow)
         if refine_factor and len(ids):
@@ -460,6 +463,76 @@ def open_vector_index(ds, index) -> VectorIndex:
     out.name = entry.get("name", hit.name)
     out.fragment_ids = set(int(f) for f in entry.get("fragment_ids") or ())
     return out
+
+
+class _SessionEntries:
+    """What one session's index cache holds, as pylance counts it: the IVF model of an
+    index and each of its partitions are entries of their own, entered on first use
+    (a miss) and found again later (a hit); past the session's
+    ``index_cache_size_bytes`` the least recently used leave, and at 0 nothing stays.
+    Bookkeeping over the process cache above, which holds the decoded arrays."""
+
+    def __init__(self):
+        self.entries: OrderedDict = OrderedDict()
+        self.used = self.hits = self.misses = 0
+        self.lock = threading.Lock()
+
+    def lookup(self, keys: list, sizes: list, limit: int) -> None:
+        with self.lock:
+            for key, size in zip(keys, sizes):
+                if key in self.entries:
+                    self.hits += 1
+                    self.entries.move_to_end(key)
+                    continue
+                self.misses += 1
+                if size > limit:
+                    continue
+                self.entries[key] = size
+                self.used += size
+                while self.used > limit:
+                    self.used -= self.entries.popitem(last=False)[1]
+
+
+_sessions: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_sessions_lock = module_lock(globals(), "_sessions_lock")
+
+
+def _session_of(ds):
+    session = getattr(ds, "session", None)
+    try:
+        return session() if callable(session) else session
+    except Exception:  # noqa: BLE001 - a dataset-like object without sessions
+        return None
+
+
+def _note_lookups(idx: VectorIndex, parts: np.ndarray) -> None:
+    """Count a search of ``idx`` probing ``parts`` in its dataset's session cache."""
+    session = _session_of(idx._ds)
+    if session is None:
+        return
+    with _sessions_lock:
+        entries = _sessions.get(session)
+        if entries is None:
+            entries = _sessions[session] = _SessionEntries()
+    st = idx.storage
+    per_row = st.nbytes() / max(1, len(st.row_ids))
+    uri = getattr(idx._ds, "uri", "")
+    keys = [(uri, idx.uuid, -1)] + [(uri, idx.uuid, int(p)) for p in parts]
+    sizes = [idx.centroids.nbytes] + [int(per_row * st.lengths[p]) + 1 for p in parts]
+    entries.lookup(keys, sizes, int(getattr(session, "index_cache_size_bytes", 1)))
+
+
+def index_cache_hit_rate(session) -> float:
+    """The share of index cache lookups of vector searches through ``session`` that
+    found their entry (0.0 before any lookup), as pylance's
+    ``index_cache_hit_rate()``."""
+    with _sessions_lock:
+        entries = _sessions.get(session)
+    if entries is None:
+        return 0.0
+    with entries.lock:
+        total = entries.hits + entries.misses
+        return entries.hits / total if total else 0.0
 
 
 def _caches(ds) -> bool:
