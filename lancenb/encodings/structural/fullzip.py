@@ -466,6 +466,9 @@ def _read_slices(reader, positions: np.ndarray, lengths: np.ndarray, where: str)
     if len(positions) == 1:
         return np.frombuffer(reader.read(int(positions[0]), int(lengths[0])), np.uint8)
     buf, pos = reader.read_ranges_np(positions, lengths)
+    if len(buf) == int(lengths[-1]) + int(pos[-1]) and pos[0] == 0 and \
+            np.array_equal(pos[1:], np.cumsum(lengths[:-1])):
+        return buf  # read back to back already (nothing coalesced): no second copy
     out = np.empty(int(lengths.sum()), np.uint8)
     if slices.concat_slices(buf, pos, lengths.astype(np.int64), out) != 0:
         raise CorruptFileError(f"{where}: read ranges do not fit the buffer read")
