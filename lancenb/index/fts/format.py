@@ -66,6 +66,8 @@ class Partition:
     fst: bool = False
     # (average document length, BM25 length norms) of the last search: score.py's cache
     norms: tuple | None = None
+    # (average document length, {token id: per-block maxima}) for top-k pruning: score.py
+    block_max: tuple | None = None
 
     @property
     def total_tokens(self) -> int:

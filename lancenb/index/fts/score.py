@@ -16,7 +16,7 @@ from lancenb.index.fts import format as fmt
 from lancenb.index.fts.tokenize import TokenizerParams, query_words, tokenize, tokenize_query
 from lancenb.io.pools import module_lock
 
-__all__ = ["OpenIndex", "open_inverted", "match", "phrase", "flat_match"]
+__all__ = ["OpenIndex", "open_inverted", "match", "match_topk", "phrase", "flat_match"]
 
 K1, B = np.float32(fmt.K1), np.float32(fmt.B)
 _CACHE: dict = {}
@@ -116,6 +116,61 @@ def _doc_scores(idx: OpenIndex, tokens: list[str], boost: float):
             any_hit = True
         out.append((p, score * np.float32(boost), hits, any_hit))
     return out
+
+
+def _block_max(p, avgdl: np.float32, tid: int, norm: np.ndarray) -> np.ndarray:
+    """Per block of 128 postings of token ``tid``, its largest ``(K1 + 1) * f / (f +
+    norm)`` (kept with the partition until the average document length changes)."""
+    from lancenb.kernels.fts import topk as kt
+
+    got = p.block_max
+    if got is None or got[0] != avgdl:
+        got = p.block_max = (avgdl, {})
+    out = got[1].get(tid)
+    if out is None:
+        lo, hi = int(p.offsets[tid]), int(p.offsets[tid + 1])
+        out = np.zeros((hi - lo + kt.BLOCK - 1) // kt.BLOCK, np.float32)
+        kt.block_max(p.doc_ids, p.freqs, lo, hi, norm, K1 + np.float32(1), out)
+        got[1][tid] = out
+    return out
+
+
+def match_topk(idx: OpenIndex, text: str, k: int, *, boost: float = 1.0, live=None):
+    """``(row ids, scores)`` of the best ``k`` documents of an OR match query (score
+    descending, then row id): :func:`match` then a top-k, without scoring most postings
+    of frequent tokens (MaxScore, ``kernels/fts/topk.py``). ``live(partition)`` gives a
+    uint8 mask of the partition's documents to keep (or None: all)."""
+    from lancenb.kernels.fts import topk as kt
+
+    toks = tokenize_text(idx.params, text)
+    repeats: dict = {}
+    for t in toks:
+        repeats[t] = repeats.get(t, 0) + 1
+    if not repeats or k <= 0:
+        return np.zeros(0, np.uint64), np.zeros(0, np.float32)
+    n_docs = idx.num_docs
+    avgdl = idx.avgdl()
+    w = np.array([fmt.idf(idx.token_docs(t), n_docs) for t in repeats], np.float32)
+    rep = np.array(list(repeats.values()), np.float32)
+    hs, hr, size = np.zeros(k, np.float32), np.zeros(k, np.uint64), np.zeros(1, np.int64)
+    none = np.zeros(0, np.uint8)
+    for p in idx.parts:
+        look = p.lookup()
+        tids = [look.get(t) for t in repeats]
+        if all(i is None for i in tids):
+            continue
+        norm = _norms(p, avgdl)
+        lo = np.array([0 if i is None else p.offsets[i] for i in tids], np.int64)
+        hi = np.array([0 if i is None else p.offsets[i + 1] for i in tids], np.int64)
+        bm = [none.view(np.float32) if i is None else _block_max(p, avgdl, i, norm)
+              for i in tids]
+        bstart = np.concatenate([[0], np.cumsum([len(b) for b in bm])]).astype(np.int64)
+        mask = live(p) if live is not None else None
+        kt.maxscore_topk(p.doc_ids, p.freqs, lo, hi, w, rep, bstart, np.concatenate(bm),
+                         norm, none if mask is None else mask, p.row_ids, np.float32(boost),
+                         K1 + np.float32(1), hs, hr, size)
+    n = int(size[0])
+    return hr[:n].copy(), hs[:n].copy()
 
 
 def match(idx: OpenIndex, text: str, *, operator: str = "OR", boost: float = 1.0,
@@ -237,7 +292,9 @@ def flat_match(params: TokenizerParams | None, idx: OpenIndex | None, text: str,
     doclen = tk.num_tokens.astype(np.float32)
     norm = K1 * (np.float32(1) - B + B * doclen / (avgdl if avgdl > 0 else np.float32(1)))
     w = fmt.idf(has, num_docs)
-    s = (w[None, :] * (freq * (K1 + np.float32(1)) / (freq + norm[:, None]))).sum(
+    rep = np.zeros(nq, np.float32)  # (a token repeated in the query counts as often)
+    np.add.at(rep, [vocab[t] for t in qt], 1)
+    s = (w[None, :] * (freq * (K1 + np.float32(1)) / (freq + norm[:, None])) * rep).sum(
         axis=1, dtype=np.float32)
     keep = (s > 0) & valid
     return np.asarray(row_ids, np.uint64)[keep], s[keep].astype(np.float32)

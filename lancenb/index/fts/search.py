@@ -89,7 +89,7 @@ class _Searcher:
                                idx.fragment_ids | more.fragment_ids, idx.has_positions)
         return idx, sorted(idx.fragment_ids)
 
-    def _flat(self, column: str, idx, text: str):
+    def _flat(self, column: str, idx, text: str, boost: float = 1.0):
         covered = idx.fragment_ids if idx is not None else set()
         todo = [f for f in self.frags if f.fragment_id not in covered]
         if self.fast or not todo:
@@ -100,17 +100,19 @@ class _Searcher:
         t = scan.to_table()
         texts = text_column(t.column(0))
         ids = np.asarray(t.column(ROWID).to_numpy(), np.uint64)
-        return sc.flat_match(idx.params if idx is not None else None, idx, text, texts, ids)
+        rows, scores = sc.flat_match(idx.params if idx is not None else None, idx, text,
+                                     texts, ids)
+        return rows, scores * np.float32(boost)
 
     def _leaf(self, column: str, fn, text: str, flat: bool = True,
-              positions: bool = False):
+              positions: bool = False, boost: float = 1.0):
         self._check_column(column)
         idx, _ = self._index(column, positions=positions)
         parts = []
         if idx is not None:
             parts.append(self._live(*fn(idx), idx))
         if flat:  # (a scan of live rows)
-            parts.append(self._live(*self._flat(column, idx, text), None))
+            parts.append(self._live(*self._flat(column, idx, text, boost), None))
         rows = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.uint64)
         scores = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.float32)
         return rows, scores
@@ -141,6 +143,50 @@ class _Searcher:
             rows, scores = rows[keep], scores[keep]
         return rows, scores
 
+    def top(self, q, k: int):
+        """The best ``k`` ``(row ids, scores)`` of an OR :class:`MatchQuery` without
+        fuzziness and with a positive boost, scoring only the postings that can enter
+        (:func:`sc.match_topk`); None for other queries (:meth:`run` then a top-k)."""
+        if not isinstance(q, MatchQuery) or self.stable or not q.boost > 0:
+            return None
+        op = q.operator.value if isinstance(q.operator, FullTextOperator) else q.operator
+        if op != "OR" or q.fuzziness is None or int(q.fuzziness) > 0:
+            return None
+        self._check_column(q.column)
+        idx, _ = self._index(q.column, positions=False)
+        parts = [self._live(*self._flat(q.column, idx, q.query, q.boost), None)]
+        if idx is not None:
+            parts.append(sc.match_topk(idx, q.query, k, boost=q.boost,
+                                       live=self._live_mask(idx)))
+        return _top(np.concatenate([p[0] for p in parts]),
+                    np.concatenate([p[1] for p in parts]), k)
+
+    def _live_mask(self, idx):
+        """What :meth:`_live` keeps, as a function of a partition giving a uint8 mask of
+        its documents (None when every indexed row is kept)."""
+        scanned = {f.fragment_id for f in self.frags}
+        gone = not idx.fragment_ids <= scanned
+        dead = [f.deleted_offsets().astype(np.uint64) | np.uint64(f.fragment_id << 32)
+                for f in self.frags if f.fragment_id in idx.fragment_ids]
+        dead = [d for d in dead if d.size]
+        if not gone and not dead and self.allow is None:
+            return None
+        dead = np.concatenate(dead) if dead else None
+        keep_frags = np.fromiter(scanned, np.uint64)
+
+        def mask(p):
+            rows = p.row_ids
+            keep = np.ones(len(rows), bool)
+            if gone:
+                keep = np.isin(rows >> np.uint64(32), keep_frags)
+            if dead is not None:
+                keep &= ~np.isin(rows, dead)
+            if self.allow is not None:
+                keep &= np.isin(rows, self.allow)
+            return keep.view(np.uint8)
+
+        return mask
+
     def _live_stable(self, rows, scores, idx):
         from lancenb.index.scalar import rowmap
         from lancenb.index.scalar.query import _live, view_of
@@ -160,7 +206,7 @@ class _Searcher:
                 fuzzy = expander(q.fuzziness, q.max_expansions, q.prefix_length)
             return self._leaf(q.column, lambda idx: sc.match(idx, q.query, operator=op,
                                                              boost=q.boost, fuzzy=fuzzy),
-                              q.query, flat=fuzzy is None and op == "OR")
+                              q.query, flat=fuzzy is None and op == "OR", boost=q.boost)
         if isinstance(q, PhraseQuery):
             return self._leaf(q.column, lambda idx: sc.phrase(idx, q.query, q.slop),
                               q.query, flat=False, positions=True)
@@ -290,13 +336,19 @@ class FtsScanner:
             return self._result
         frags = self._fragments if self._fragments is not None else self._ds.get_fragments()
         search = _Searcher(self._ds, frags, self._allowed(frags), self._fast, self._indices)
-        rows, scores = search.run(self._query)
         names = self._names()
         data = [c for c in names if c not in (SCORE, ROWID, "_rowaddr")]
         post = self._filter if (self._filter is not None and not self._prefilter) else None
+        got = None
         if post is None and self._limit is not None:
+            got = search.top(self._query, self._offset + self._limit)
+        if got is not None:
+            rows, scores = got
+        elif post is None and self._limit is not None:
+            rows, scores = search.run(self._query)
             rows, scores = _top(rows, scores, self._offset + self._limit)
         else:
+            rows, scores = search.run(self._query)
             order = np.lexsort((rows, -scores.astype(np.float64)))
             rows, scores = rows[order], scores[order]
         t = self._fetch(rows, scores, data, post)
