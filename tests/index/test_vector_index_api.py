@@ -160,3 +160,33 @@ def test_accelerator_and_tensor_codebook(tmp_path):
 
     idx = open_vector_index(nds, nds.list_indices()[0])
     np.testing.assert_array_equal(idx.storage.params["codebook"], cb)
+
+
+@pytest.mark.parametrize("builder", ["pylance", "lancenb"])
+def test_prefilter_on_a_scalar_indexed_column_uses_the_index(tmp_path, builder):
+    """A vector search prefiltered on a BTREE-indexed column: both libraries' plans show
+    the ScalarIndexQuery under ANNSubIndex (alone when the index answers the whole
+    filter, under the filtered read otherwise), and the answers are the same, also with
+    a fragment appended after both indices (searched flat, filtered by the scan)."""
+    uri = str(tmp_path / "ds")
+    t = _table().append_column("tag", pa.array([f"t{i % 40}" for i in range(1200)]))
+    lance.write_dataset(t, uri, max_rows_per_file=500)
+    lib = lance if builder == "pylance" else lancenb
+    lib.dataset(uri).create_index("v", "IVF_PQ", num_partitions=4, num_sub_vectors=4)
+    lib.dataset(uri).create_scalar_index("tag", "BTREE")
+    q = np.ones(16, np.float32)
+    nn = {"column": "v", "q": q, "k": 5, "nprobes": 4}
+    for flt, alone in (("tag = 't7'", True), ("id >= 0 AND tag = 't7'", False)):
+        plans = [m.dataset(uri).scanner(nearest=nn, columns=["id"], prefilter=True,
+                                        filter=flt).explain_plan() for m in (lancenb, lance)]
+        for plan in plans:
+            assert "ScalarIndexQuery: query=[tag = t7]@tag_idx(BTree)" in plan, plan
+            sub = plan[plan.index("ANNSubIndex"):]
+            assert ("LanceRead" not in sub) == alone, plan
+    more = _table(300, seed=1).append_column("tag", pa.array([f"t{i % 40}" for i in range(300)]))
+    lance.write_dataset(more, uri, mode="append")
+    for flt in ("tag = 't7'", "id >= 0 AND tag = 't7'"):
+        a, b = (m.dataset(uri).to_table(nearest=nn, columns=["id", "tag"], prefilter=True,
+                                        filter=flt) for m in (lancenb, lance))
+        assert a["id"].to_pylist() == b["id"].to_pylist()
+        assert set(a["tag"].to_pylist()) == {"t7"}

@@ -335,10 +335,7 @@ def _allowed_ids(frags: list, filter, ds=None) -> np.ndarray | None:
             if hit is not None:
                 kept.move_to_end(key)
                 return hit
-    parts = [np.asarray(f.to_table(columns=[], filter=filter, with_row_id=True)
-                        .column(ROWID).to_numpy(), dtype=np.uint64) for f in frags]
-    ids = np.concatenate(parts) if parts else np.zeros(0, np.uint64)
-    ids = np.sort(ids)
+    ids = np.sort(_filtered_ids(frags, filter, ds))
     if key is not None and ids.nbytes <= _PREFILTER_BYTES:
         ids.flags.writeable = False
         with _prefilter_lock:
@@ -348,6 +345,35 @@ def _allowed_ids(frags: list, filter, ds=None) -> np.ndarray | None:
                     sum(a.nbytes for a in kept.values()) > _PREFILTER_BYTES:
                 kept.popitem(last=False)
     return ids
+
+
+def _filtered_ids(frags: list, filter, ds) -> np.ndarray:
+    """Row ids of the live rows of ``frags`` that ``filter`` keeps: through the
+    dataset's scanner when there is one (its scalar indices answer what they can, as
+    pylance's prefilter), else fragment by fragment."""
+    if filter is not None and ds is not None and hasattr(ds, "scanner") and frags:
+        t = ds.scanner(columns=[], filter=filter, with_row_id=True,
+                       fragments=frags).to_table()
+        return np.asarray(t.column(ROWID).to_numpy(), dtype=np.uint64)
+    parts = [np.asarray(f.to_table(columns=[], filter=filter, with_row_id=True)
+                        .column(ROWID).to_numpy(), dtype=np.uint64) for f in frags]
+    return np.concatenate(parts) if parts else np.zeros(0, np.uint64)
+
+
+def _prefilter_plan(ds, frags: list, filter) -> list[str]:
+    """pylance's plan lines of an indexed search's prefilter, below ``ANNSubIndex``:
+    ``ScalarIndexQuery`` alone when the scalar indices answer the whole filter, else
+    the filtered read of the covered fragments (with the index query under it)."""
+    if filter is None or not hasattr(ds, "scanner") or not frags:
+        return []
+    plan = ds.scanner(columns=[], filter=filter, with_row_id=True,
+                      fragments=frags).explain_plan()
+    lines = [ln.strip() for ln in plan.splitlines() if ln.strip()]
+    read = [ln for ln in lines if ln.startswith("LanceRead:")]
+    query = [ln for ln in lines if ln.startswith("ScalarIndexQuery:")]
+    if query and read and "refine_filter=--" in read[0]:
+        return query[:1]
+    return read[:1] + ["  " + ln for ln in query[:1]]
 
 
 class VectorSearchScanner:
@@ -566,6 +592,10 @@ class VectorSearchScanner:
                          f"metric={shown}")
             lines.append(f"      ANNIvfPartition: uuid={idx.uuid}, minimum_nprobes={req.nprobes}, "
                          f"maximum_nprobes={most}, deltas=1")
+            covered = [f for f in frags if f.fragment_id in idx.fragment_ids]
+            if self._prefilter:
+                lines += ["      " + ln for ln in _prefilter_plan(self._ds, covered,
+                                                                  self._filter)]
         return "\n".join(lines) + "\n"
 
     def analyze_plan(self) -> str:
