@@ -59,6 +59,13 @@ _WHOLE_PAGE_KINDS = frozenset({"mini_block_layout", "full_zip_layout"})
 # a take decodes a flat page whole (and keeps it for the next takes: see
 # V21Backend._page_for_take) when it touches it again and its buffers hold at most this
 CACHED_PAGE_BYTES = 1 << 20
+# ... or up to LARGE_CACHED_PAGE_BYTES when the take picks at least one row per this many
+# of its bytes: decoding such a page whole (~1 ms per 3 MB) costs about what reading
+# those rows chunk by chunk does, and later takes then only pick rows (a 200k-row table
+# of 16-d vectors: 3.2 MB pages, 64 rows each of a 256-row take). Random takes from a
+# large table pick a row or two per page and never decode one whole.
+LARGE_CACHED_PAGE_BYTES = 4 << 20
+LARGE_PAGE_BYTES_PER_ROW = 64 << 10
 
 # read_range scans a page (and slices it) when the range covers at least this
 # fraction of its rows, (numerator, denominator) for flat and for nested pages;
@@ -439,7 +446,7 @@ class V21Backend:
                               for p in np.unique(page_of)]
                 out = []
                 for dec, sel in pieces:
-                    whole = self._page_for_take(dec)
+                    whole = self._page_for_take(dec, len(sel))
                     if whole is not None:  # decoded before: pick the rows
                         out.append(whole.take(pa.array(sel)))
                         continue
@@ -466,7 +473,7 @@ class V21Backend:
                           for leaf in leaves] for leaves in per_field]
         return [self._merge(i, leaves) for i, leaves in zip(field_idxs, per_field)]
 
-    def _page_for_take(self, dec) -> pa.Array | None:
+    def _page_for_take(self, dec, picked: int = 0) -> pa.Array | None:
         """A flat page's rows decoded whole, from the take cache (shared with
         :func:`v2_1_plain.take`), when a take touches it a second time and it holds at
         most ``CACHED_PAGE_BYTES``; None: read its rows by position. Random takes and
@@ -479,7 +486,9 @@ class V21Backend:
         if hit is not None or not plain.touched_again(key):
             return hit
         rs = dec.buffer_ranges()
-        if sum(z for _, z in rs) > CACHED_PAGE_BYTES:
+        size = sum(z for _, z in rs)
+        if size > CACHED_PAGE_BYTES and (size > LARGE_CACHED_PAGE_BYTES
+                                         or picked * LARGE_PAGE_BYTES_PER_ROW < size):
             return None
         with scanning():
             data, pos = self.io.read_ranges_np(np.array([o for o, _ in rs], np.int64),
