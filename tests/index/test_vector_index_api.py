@@ -145,9 +145,14 @@ def test_accelerator_and_tensor_codebook(tmp_path):
     uri = str(tmp_path / "ds")
     lancenb.write_dataset(_table(), uri)
     nds = lancenb.dataset(uri)
-    with pytest.raises(ValueError, match="not supported"):
+    for bad in ("0cuda", "cuda-0", "cuda:", "cuda:abc", "no-supported"):
+        # (pylance's check and message: 'cuda', 'cuda:N' or 'mps')
+        with pytest.raises(ValueError, match="only support 'cuda' or 'mps'"):
+            VectorIndexMethods.create_index(nds, "v", "IVF_PQ", num_partitions=2,
+                                            num_sub_vectors=4, accelerator=bad)
+    with pytest.raises(NotSupportedError, match="GPU"):
         VectorIndexMethods.create_index(nds, "v", "IVF_PQ", num_partitions=2,
-                                        num_sub_vectors=4, accelerator="0cuda")
+                                        num_sub_vectors=4, accelerator="cuda:1")
     with pytest.raises(NotSupportedError, match="GPU"):
         VectorIndexMethods.create_index(nds, "v", "IVF_PQ", num_partitions=2,
                                         num_sub_vectors=4, accelerator="cuda")

@@ -10,6 +10,7 @@ dataset's public API only (``uri``, ``version``, ``schema``, ``lance_schema``,
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from dataclasses import dataclass, field
 
@@ -176,15 +177,17 @@ class VectorIndexMethods:
                                      f"for num_bits={num_bits}, got {pq_codebook.shape}")
         if kind == "IVF_RQ":
             raise NotSupportedError("lancenb cannot build IVF_RQ indices")
-        if accelerator is not None:
-            # a torch device or its name; "cpu" trains as without one (the same model)
+        if accelerator is not None and kind == "IVF_PQ":
+            # a torch device or its name ("cuda", "cuda:N", "mps" as pylance accepts;
+            # "cpu" trains as without one); other types build on the CPU, as pylance
             device = str(accelerator)
+            if isinstance(accelerator, str) and not (
+                    re.fullmatch(r"cuda(:\d+)?", device) or device in ("mps", "cpu")):
+                raise ValueError("Train ivf centroids on accelerator: only support 'cuda' "
+                                 f"or 'mps' as accelerator, got '{accelerator}'.")
             if device.split(":")[0] in ("cuda", "mps"):
                 raise NotSupportedError("index training on a GPU (torch) is not supported "
                                         "by lancenb")
-            if device != "cpu":
-                raise ValueError(f"accelerator {accelerator!r} is not supported "
-                                 "(cpu, cuda or mps)")
         if metric.lower() == "hamming" and str(index_type).upper() != "IVF_FLAT":
             raise NotSupportedError("lancenb builds hamming vector indices as IVF_FLAT only")
         if num_partitions is None and target_partition_size:
