@@ -161,6 +161,22 @@ def maxscore_topk(docs, freqs, lo, hi, w, rep, bstart, bmax, norm, live, row_ids
             e += 1
         if e >= m:
             break
+        if e == m - 1 and th > -np.inf:
+            # one essential term: run down its postings to the next one that can enter
+            j = order[e]
+            i = cur[j]
+            while i < hi[j]:
+                b = (i - lo[j]) // BLOCK
+                if (i - lo[j]) % BLOCK == 0 and pre[e] + float(bmax[bstart[j] + b]) * \
+                        scale[j] < th:
+                    i = min(hi[j], lo[j] + (b + 1) * BLOCK)
+                    continue
+                f = np.float32(freqs[i])
+                c = float((w[j] * (k1p * f / (f + norm[docs[i]]))) * rep[j])
+                if (c * float(boost) + pre[e]) * _MARGIN >= th:
+                    break
+                i += 1
+            cur[j] = i
         # the candidate: the smallest document under an essential cursor
         d = -1
         for i in range(e, m):
