@@ -89,7 +89,7 @@ def _check_vector_column(ds, column: str, num_sub_vectors):
                          f"({num_sub_vectors})")
     if not (pa.types.is_floating(elem) or pa.types.is_uint8(elem)):
         raise TypeError(f"Vector column {column} must have floating value type, got {elem}")
-    return lf.name(), dim
+    return (column if "." in column else lf.name()), dim  # (a struct path kept whole)
 
 
 def _centroids_array(ivf_centroids, num_partitions):

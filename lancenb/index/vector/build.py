@@ -40,6 +40,7 @@ from lancenb.index.vector.ivf import (
 )
 from lancenb.index.vector.ivfpb import Ivf, encode_ivf, encode_tensor
 from lancenb.index.vector.kmeans import assign, train_kmeans
+from lancenb.index.vector.rows import nested_field
 from lancenb.io import open_reader
 from lancenb.io.pools import ThreadPool
 from lancenb.kernels.vector import distance as kd
@@ -202,10 +203,11 @@ def build_vector_index(ds, column: str, index_type: str, name: str | None = None
     metric = _norm(metric)
     full_type, index_type = index_type, index_type.replace("HNSW_", "")
     field = ds.lance_schema.field(column) if hasattr(ds, "lance_schema") else None
-    if column not in ds.schema.names or field is None:
+    afield = nested_field(ds.schema, column)  # (a top-level name or a struct path)
+    if afield is None or afield.name != column or field is None:
         raise InvalidInputError(f"column {column!r} is not in the dataset "
                                 f"(columns: {ds.schema.names})")
-    ftype = ds.schema.field(column).type
+    ftype = afield.type
     if metric == "hamming" and (index_type != "IVF_FLAT" or not (
             pa.types.is_fixed_size_list(ftype) and ftype.value_type == pa.uint8())):
         raise NotSupportedError(f"lancenb builds hamming indices as IVF_FLAT over "

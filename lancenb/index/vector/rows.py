@@ -93,6 +93,18 @@ def _matrix(col) -> np.ndarray:
     return np.asarray(col.flatten().to_numpy(zero_copy_only=False)).reshape(-1, dim)
 
 
+def _taken(frag, column: str, offsets: np.ndarray):
+    """Column ``column`` (top-level, or a path ``a.b`` into struct columns) of the rows
+    of ``frag`` at physical ``offsets``."""
+    if column in frag.schema.names:
+        return frag.take_physical([column], offsets).column(column)
+    top, *path = column.split(".")
+    col = frag.take_physical([top], offsets).column(top).combine_chunks()
+    for name in path:
+        col = col.field(name)
+    return pa.chunked_array([col])
+
+
 def vectors_of(ds, column: str, ids: np.ndarray):
     """``(vectors, found)``: the vectors of the rows in ``ids`` that still exist
     (``found``, a mask over ``ids``), in the order of ``ids[found]``."""
@@ -103,7 +115,7 @@ def vectors_of(ds, column: str, ids: np.ndarray):
     out = None
     for f, sel in _by_fragment(fid):
         uniq, inverse = np.unique(off[sel], return_inverse=True)
-        got = _matrix(frags[f].take_physical([column], uniq).column(column))
+        got = _matrix(_taken(frags[f], column, uniq))
         got = got[inverse.reshape(-1)]
         if out is None:
             out = np.empty((len(fid), got.shape[1]), got.dtype)
@@ -139,3 +151,20 @@ def take_results(ds, cand: Candidates, columns: list[str]) -> pa.Table | None:
     for name, arr in cols.items():
         data = data.append_column(name, arr)
     return data
+
+
+def nested_field(schema: pa.Schema, column: str) -> pa.Field | None:
+    """The field ``column`` names: a top-level name (else one equal but for case), or
+    a path ``a.b`` into struct columns; None when there is none."""
+    if column in schema.names:
+        return schema.field(column)
+    names = {f.name.lower(): f for f in schema}
+    if column.lower() in names:
+        return names[column.lower()]
+    field, fields = None, list(schema)
+    for part in column.split("."):
+        field = next((f for f in fields if f.name == part), None)
+        if field is None:
+            return None
+        fields = list(field.type) if pa.types.is_struct(field.type) else []
+    return None if field is None else field.with_name(column)

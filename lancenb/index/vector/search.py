@@ -53,7 +53,7 @@ from lancenb.kernels.vector import distance as kd
 
 from . import flat, rows
 from .flat import Candidates, FlatQuery
-from .rows import DISTANCE, ROWADDR, ROWID
+from .rows import DISTANCE, ROWADDR, ROWID, nested_field
 
 try:  # the IVF reader lands separately: search flat without it
     from .ivf import open_vector_index
@@ -122,8 +122,7 @@ def _coerce_query(q):
 
 def _vector_type(schema: pa.Schema, column: str):
     """``(element type, dim, multivector)`` of ``column``, with pylance's errors."""
-    names = {f.name.lower(): f for f in schema}
-    field = schema.field(column) if column in schema.names else names.get(column.lower())
+    field = nested_field(schema, column)
     if field is None:
         raise InvalidInputError(f"Embedding column {column} is not in the dataset")
     t = field.type
