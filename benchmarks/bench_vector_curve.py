@@ -1,0 +1,179 @@
+#!/usr/bin/env python
+"""Recall/QPS curves of IVF vector indices, lancenb vs pylance in one run, with a PNG.
+
+Run from the repository root::
+
+    python benchmarks/bench_vector_curve.py [--queries Q] [--nprobes 1,2,4,...] [--data DIR]
+
+The 100,000 x 768 clustered float32 set of ``bench_vector.py`` (written by pylance once,
+kept under ``--data``), l2, ``sqrt(n)`` partitions. For IVF_PQ (``dim/16`` sub-vectors x
+8 bits) and IVF_HNSW_SQ, each library builds the index on its own copy of the set; then
+both libraries query both indices with ``nearest={..., "nprobes": P}`` for each P of
+``--nprobes`` (no refine), ``columns=["id"]``, the same Q queries one after another after
+a warm-up, the two libraries alternated ``--passes`` times (best pass kept: the machine
+is shared). Recall@10 is against exact neighbours (NumPy). On the same index both
+libraries must give nearly the same ids (a mismatch aborts).
+
+The curves go to ``benchmarks/bench_vector_curve.png`` (drawn with bench_scale's
+PNG writer: no plotting library is a dependency), the figures between the
+``bench_vector_curve`` markers of RESULTS.md. No timing assertions: this only measures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import sys
+
+import lance
+import numpy as np
+from _results import replace_section  # noqa: E402  (benchmarks/ is on sys.path)
+from bench_scale import _png, _text
+from bench_vector import dataset, queries
+from bench_vector_index import build_lancenb, build_pylance, copy, exact, recall, run
+
+import lancenb
+
+MARK_START = "<!-- bench_vector_curve:start -->"
+MARK_END = "<!-- bench_vector_curve:end -->"
+K = 10
+RED, BLUE = (220, 30, 30), (30, 60, 220)
+
+
+def log(msg=""):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def plot(curves: dict, path: str) -> None:
+    """One panel per index type: QPS (log) against recall@10, one line per (library,
+    index builder): lancenb red, pylance blue; solid on pylance's index, dashed on
+    lancenb's; each point's nprobes written beside lancenb's on pylance's index."""
+    W, H, L, T, B, R = 420, 300, 56, 28, 30, 16
+    kinds = list(curves)
+    img = np.full((H + 40, W * len(kinds), 3), 255, np.uint8)
+    for k, kind in enumerate(kinds):
+        ox = k * W
+        _text(img, 6, ox + 8, f"{kind}: qps (log) against recall at 10")
+        top, bottom, left, right = T, H - B, ox + L, ox + W - R
+        img[top:bottom + 1, left] = 0
+        img[bottom, left:right] = 0
+        pts = [p for series in curves[kind].values() for p in series]
+        rs = [p[1] for p in pts]
+        qs = np.log10([p[2] for p in pts])
+        r0, r1 = min(rs), max(max(rs), min(rs) + 1e-3)
+        q0, q1 = qs.min(), max(qs.max(), qs.min() + 1e-3)
+
+        def at(rec, qps, box=(top, bottom, left, right, r0, r1, q0, q1)):
+            top, bottom, left, right, r0, r1, q0, q1 = box
+            return (int(bottom - 4 - (np.log10(qps) - q0) / (q1 - q0) * (bottom - top - 10)),
+                    int(left + 6 + (rec - r0) / (r1 - r0) * (right - left - 14)))
+
+        for rec in (r0, r1):
+            _, x = at(rec, 10 ** q0)
+            img[bottom:bottom + 4, x] = 0
+            _text(img, bottom + 7, x - 8, f"{rec:.3f}", scale=1)
+        for qv in (10 ** q0, 10 ** q1):
+            y, _ = at(r0, qv)
+            img[y, left - 4:left] = 0
+            _text(img, y - 2, ox + 4, f"{qv:.0f}", scale=1)
+        for (lib, by), series in curves[kind].items():
+            color = RED if lib == "lancenb" else BLUE
+            line = [at(rec, qps) for _, rec, qps in sorted(series)]
+            for y, x in line:
+                img[y - 2:y + 3, x - 2:x + 3] = color
+            for (ya, xa), (yb, xb) in zip(line, line[1:]):
+                for t in np.linspace(0, 1, 400):
+                    if by == "lancenb" and int(t * 16) % 2:
+                        continue
+                    y, x = int(ya + (yb - ya) * t), int(xa + (xb - xa) * t)
+                    img[y - 1:y + 1, x - 1:x + 1] = color
+            if (lib, by) == ("lancenb", "pylance"):
+                for (npb, _, _), (y, x) in zip(sorted(series), line):
+                    _text(img, y - 9, x + 3, str(npb), scale=1)
+    y = H + 8
+    _text(img, y, 8, "lancenb", RED)
+    _text(img, y, 8 + 8 * 8, "red,")
+    _text(img, y, 8 + 13 * 8, "pylance", BLUE)
+    _text(img, y, 8 + 21 * 8, "blue. solid: index built by pylance, dashed: by lancenb")
+    _text(img, y + 16, 8, "numbers: nprobes", scale=1)
+    _png(path, img)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
+    ap.add_argument("--queries", type=int, default=50)
+    ap.add_argument("--passes", type=int, default=2, help="alternated passes per point")
+    ap.add_argument("--nprobes", default="1,2,4,8,16,32,64")
+    ap.add_argument("--kinds", default="IVF_PQ,IVF_HNSW_SQ")
+    ap.add_argument("--rows", type=int, default=100_000)
+    ap.add_argument("--dim", type=int, default=768)
+    ap.add_argument("--data", default=os.path.join(os.environ.get("TMPDIR", "/tmp"),
+                                                   "lancenb-bench-vector"))
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "RESULTS.md"))
+    ap.add_argument("--png", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                  "bench_vector_curve.png"))
+    args = ap.parse_args()
+    n, dim, nq = args.rows, args.dim, args.queries
+    probes = [int(p) for p in args.nprobes.split(",")]
+    os.makedirs(args.data, exist_ok=True)
+    base = dataset(args.data, n, dim)
+    qs = queries(base, nq)
+    truth = exact(base, qs)
+    parts, subs = int(round(np.sqrt(n))), dim // 16
+    builds, rows, curves = [], [], {}
+    for kind in args.kinds.split(","):
+        p_path, n_path = copy(base, "pylance_curve"), copy(base, "lancenb_curve")
+        bp = build_pylance(p_path, kind, parts, subs)
+        bn = build_lancenb(n_path, kind, parts, subs)
+        log(f"{kind}: build pylance {bp:.1f}s, lancenb {bn:.1f}s")
+        builds.append((kind, bp, bn))
+        curves[kind] = {}
+        for built_by, path in (("pylance", p_path), ("lancenb", n_path)):
+            dp, dn = lance.dataset(path), lancenb.dataset(path)
+            for nprobes in probes:
+                sec_p = sec_n = float("inf")
+                for _ in range(args.passes):
+                    tp, ans_p = run(dp, qs, nprobes, None)
+                    tn, ans_n = run(dn, qs, nprobes, None)
+                    sec_p, sec_n = min(sec_p, tp), min(sec_n, tn)
+                same = float(np.mean([len(set(a) & set(b)) / K
+                                      for a, b in zip(ans_p, ans_n)]))
+                if same < (0.8 if "HNSW" in kind else 0.9):
+                    sys.exit(f"{kind} built by {built_by}, nprobes={nprobes}: lancenb's "
+                             f"answers differ from pylance's ({same:.2f} of the ids agree)")
+                rp, rn = recall(ans_p, truth), recall(ans_n, truth)
+                qp, qn = nq / sec_p, nq / sec_n
+                log(f"  {kind} by {built_by:<7} nprobes={nprobes:<3} recall@10 pylance "
+                    f"{rp:.3f} lancenb {rn:.3f} (ids agree {same:.3f})  pylance {qp:7.1f} "
+                    f"QPS  lancenb {qn:7.1f} QPS")
+                rows.append((kind, built_by, nprobes, rp, rn, same, qp, qn))
+                curves[kind].setdefault(("pylance", built_by), []).append((nprobes, rp, qp))
+                curves[kind].setdefault(("lancenb", built_by), []).append((nprobes, rn, qn))
+        shutil.rmtree(p_path, ignore_errors=True)
+        shutil.rmtree(n_path, ignore_errors=True)
+    png = args.png
+    plot(curves, png)
+    lines = [MARK_START, "## Vector recall/QPS curves (benchmarks/bench_vector_curve.py)", "",
+             "![recall@10 against QPS](bench_vector_curve.png)", "",
+             f"{n:,} x {dim} clustered float32 (bench_vector's set), l2, {parts} partitions, "
+             f"IVF_PQ with {subs} sub-vectors x 8 bits, IVF_HNSW_SQ with default graph "
+             f"parameters; no refine; {nq} queries one after another after a warm-up, k={K}, "
+             f"`columns=['id']`; recall@10 against exact neighbours. {platform.machine()}, "
+             f"{os.cpu_count()} cores (shared), Python {platform.python_version()}, pylance "
+             f"{lance.__version__}; best of {args.passes} alternated passes.", "",
+             "| index | build pylance (s) | build lancenb (s) |", "| --- | ---: | ---: |"]
+    lines += [f"| {k} | {bp:.1f} | {bn:.1f} |" for k, bp, bn in builds]
+    lines += ["", "| index | built by | nprobes | recall@10 pylance | recall@10 lancenb | "
+              "ids agree | pylance QPS | lancenb QPS | lancenb / pylance |",
+              "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines += [f"| {k} | {by} | {npb} | {rp:.3f} | {rn:.3f} | {same:.3f} | {qp:.1f} | "
+              f"{qn:.1f} | {qn / qp:.2f}x |" for k, by, npb, rp, rn, same, qp, qn in rows]
+    lines.append(MARK_END)
+    replace_section(args.out, "\n".join(lines), MARK_START, MARK_END)
+    log(f"figures written to {args.out}, curves to {png}")
+
+
+if __name__ == "__main__":
+    main()
