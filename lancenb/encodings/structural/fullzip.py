@@ -424,7 +424,7 @@ class FullZipDecoder:
             raise CorruptFileError(f"{self.where}: repetition index points outside the page")
         # second read: the items themselves
         data = _read_slices(reader, offsets[0] + bounds[:, 0], bounds[:, 1] - bounds[:, 0],
-                            self.where)
+                            self.where, scratch=True)  # (unzipped into new arrays at once)
         return self._variable(data, n)
 
 
@@ -451,8 +451,11 @@ def _per_value_decoder(vc, where: str):
                             f"supported yet")
 
 
-def _read_slices(reader, positions: np.ndarray, lengths: np.ndarray, where: str) -> np.ndarray:
-    """The byte ranges, read (coalesced) and joined back to back."""
+def _read_slices(reader, positions: np.ndarray, lengths: np.ndarray, where: str,
+                 scratch: bool = False) -> np.ndarray:
+    """The byte ranges, read (coalesced) and joined back to back; ``scratch``: the
+    bytes may be in the reader's reused buffer (the caller copies them out at once)."""
+    read = getattr(reader, "read_ranges_scratch", None) if scratch else None
     if len(positions) > 1:
         # consecutive rows are back to back in the page: one range per run of them
         # (a run of 1024 vectors was 1024 ranges, then 1024 copies to join them)
@@ -463,9 +466,9 @@ def _read_slices(reader, positions: np.ndarray, lengths: np.ndarray, where: str)
             last = np.append(breaks, len(positions)) - 1
             positions = positions[np.insert(breaks, 0, 0)]
             lengths = ends[last] - positions
-    if len(positions) == 1:
+    if len(positions) == 1 and read is None:
         return np.frombuffer(reader.read(int(positions[0]), int(lengths[0])), np.uint8)
-    buf, pos = reader.read_ranges_np(positions, lengths)
+    buf, pos = (read or reader.read_ranges_np)(positions, lengths)
     if len(buf) == int(lengths[-1]) + int(pos[-1]) and pos[0] == 0 and \
             np.array_equal(pos[1:], np.cumsum(lengths[:-1])):
         return buf  # read back to back already (nothing coalesced): no second copy
