@@ -33,7 +33,7 @@ from lancenb.dataset.fragment import LanceFragment, open_data_file
 from lancenb.dataset.operations import commit_operation, commit_store
 from lancenb.dataset.read import take
 from lancenb.dataset.read.blob import BlobMethods
-from lancenb.dataset.read.scanner import LanceScanner
+from lancenb.dataset.read.scanner import LanceScanner, ScanStatistics
 from lancenb.dataset.session import Session, open_options, scan_with_defaults, with_scan_defaults
 from lancenb.dataset.snapshot import Snapshot
 from lancenb.dataset.write.cleanup import after_commit
@@ -410,8 +410,8 @@ class LanceDataset(VectorIndexMethods, ScalarIndexMethods, BlobMethods, DatasetA
             return FtsScanner(self, full_text_query, columns=columns, filter=filter,
                               prefilter=prefilter, limit=limit, offset=offset,
                               with_row_id=with_row_id, with_row_address=with_row_address,
-                              fragments=fragments, batch_size=batch_size,
-                              fast_search=fast_search,
+                              fragments=fragments, batch_size=batch_size, fast_search=fast_search,
+                              scan_stats=(scan_stats_callback, ScanStatistics),
                               disable_scoring_autoprojection=disable_scoring_autoprojection,
                               include_deleted_rows=include_deleted_rows)
         search = {"nearest": nearest, "full_text_query": full_text_query,

@@ -6,6 +6,7 @@ no index covers (statistics over the index and those rows together).
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -14,12 +15,14 @@ import pyarrow as pa
 from lancenb.errors import InvalidInputError
 from lancenb.index.fts import format as fmt
 from lancenb.index.fts.tokenize import TokenizerParams, query_words, tokenize, tokenize_query
+from lancenb.index.scalar.common import IndexFiles, note_parts
 from lancenb.io.pools import module_lock
 
-__all__ = ["OpenIndex", "open_inverted", "match", "match_topk", "phrase", "flat_match"]
+__all__ = ["OpenIndex", "open_inverted", "match", "match_topk", "prewarm", "phrase", "flat_match"]
 
 K1, B = np.float32(fmt.K1), np.float32(fmt.B)
 _CACHE: dict = {}
+_SESSIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _LOCK = module_lock(globals(), "_LOCK")  # (a fresh one in a forked child)
 
 
@@ -53,11 +56,25 @@ class OpenIndex:
         return n
 
 
-def open_inverted(files, fragment_ids, *, positions: bool = False) -> OpenIndex:
-    """Read (once, cached by uuid) the index in ``files``."""
-    key = (files.store.uri_of(files.rel("")), positions)
+def _cache_of(session) -> dict:
+    """The open indices of ``session`` (a dataset's session; None: process-wide)."""
+    if session is None:
+        return _CACHE
+    try:
+        return _SESSIONS.setdefault(session, {})
+    except TypeError:  # (a session object that takes no weak reference)
+        return _CACHE
+
+
+def open_inverted(files, fragment_ids, *, positions: bool = False,
+                  session=None) -> OpenIndex:
+    """Read (once per session, cached by uuid) the index in ``files``; each partition's
+    three files read count as index parts (``ScanStatistics.parts_loaded``)."""
+    key = files.store.uri_of(files.rel(""))
     with _LOCK:
-        got = _CACHE.get(key)
+        cache = _cache_of(session)
+        got = cache.get((key, positions)) or (cache.get((key, True)) if not positions
+                                               else None)
     if got is not None:
         return got
     if not files.exists("metadata.lance") and files.exists("tokens.lance"):
@@ -66,13 +83,22 @@ def open_inverted(files, fragment_ids, *, positions: bool = False) -> OpenIndex:
     else:
         params, pids, meta = fmt.read_metadata(files)
         parts = [fmt.read_partition(files, p, meta, positions) for p in pids]
+    note_parts(3 * len(parts))
     has_pos = bool(params.with_position)
     idx = OpenIndex(files.uuid, params, parts, set(fragment_ids), has_pos)
     with _LOCK:
-        if len(_CACHE) > 32:
-            _CACHE.clear()
-        _CACHE[key] = idx
+        if len(cache) > 32:
+            cache.clear()
+        cache[(key, positions)] = idx
     return idx
+
+
+def prewarm(uri: str, entries: list, session=None) -> None:
+    """Load the INVERTED index segments ``entries`` (``list_indices()`` dicts) into
+    ``session``'s cache, with positions when stored (pylance's ``prewarm_index``)."""
+    for e in entries:
+        open_inverted(IndexFiles(uri, e["uuid"]), e.get("fragment_ids") or [],
+                      positions=True, session=session)
 
 
 def _norms(p, avgdl: np.float32) -> np.ndarray:

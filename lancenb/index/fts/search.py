@@ -22,7 +22,7 @@ from lancenb.index.fts.query import (
     Occur,
     PhraseQuery,
 )
-from lancenb.index.scalar.common import IndexFiles
+from lancenb.index.scalar.common import IndexFiles, parts_loaded
 
 __all__ = ["FtsScanner"]
 
@@ -81,10 +81,13 @@ class _Searcher:
         e = entries[0]
         entries = [x for x in entries if x["name"] == e["name"]]  # (its segments)
         files = IndexFiles(self.ds.uri, e["uuid"])
-        idx = sc.open_inverted(files, e.get("fragment_ids") or [], positions=positions)
+        session = self.ds.session() if hasattr(self.ds, "session") else None
+        idx = sc.open_inverted(files, e.get("fragment_ids") or [], positions=positions,
+                               session=session)
         for extra in entries[1:]:  # (segments of one index built apart)
             more = sc.open_inverted(IndexFiles(self.ds.uri, extra["uuid"]),
-                                    extra.get("fragment_ids") or [], positions=positions)
+                                    extra.get("fragment_ids") or [], positions=positions,
+                                    session=session)
             idx = sc.OpenIndex(idx.uuid, idx.params, idx.parts + more.parts,
                                idx.fragment_ids | more.fragment_ids, idx.has_positions)
         return idx, sorted(idx.fragment_ids)
@@ -290,7 +293,7 @@ class FtsScanner:
     def __init__(self, ds, query, *, columns=None, filter=None, prefilter=None, limit=None,
                  offset=None, with_row_id=False, with_row_address=False, fragments=None,
                  batch_size=None, fast_search=False, disable_scoring_autoprojection=False,
-                 include_deleted_rows=False):
+                 include_deleted_rows=False, scan_stats=None):
         if include_deleted_rows:
             raise InvalidInputError("Invalid user input: Cannot include deleted rows in a "
                                     "full text search")
@@ -311,6 +314,8 @@ class FtsScanner:
         self._fast = bool(fast_search)
         self._no_auto = bool(disable_scoring_autoprojection)
         self._result = None
+        # (callback, ScanStatistics class): told the index parts the search read
+        self._stats = scan_stats if scan_stats and scan_stats[0] is not None else None
 
     def _allowed(self, frags):
         if self._filter is None or not self._prefilter:
@@ -334,6 +339,7 @@ class FtsScanner:
         """The matching rows, best score first."""
         if self._result is not None:
             return self._result
+        parts = parts_loaded()
         frags = self._fragments if self._fragments is not None else self._ds.get_fragments()
         search = _Searcher(self._ds, frags, self._allowed(frags), self._fast, self._indices)
         names = self._names()
@@ -357,6 +363,10 @@ class FtsScanner:
             t = t.slice(0, stop)
         t = t.slice(self._offset)
         self._result = t.select(names).combine_chunks()
+        if self._stats is not None:
+            callback, stats = self._stats
+            callback(stats(parts_loaded=parts_loaded() - parts,
+                           all_counts={"rows_scanned": self._result.num_rows}))
         return self._result
 
     def _fetch(self, rows, scores, data, post) -> pa.Table:

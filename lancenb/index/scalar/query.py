@@ -459,6 +459,10 @@ def prewarm(ds, name: str) -> None:
         targets = json_targets(view.uri, view.version, entries)
         entries = [dict(e, type=targets[e["uuid"]][1]) for e in entries
                    if e["uuid"] in targets]
+    if entries[0]["type"] == "Inverted":
+        from lancenb.index.fts.score import prewarm as prewarm_inverted
+
+        return prewarm_inverted(view.uri, entries, view.cache)
     entries = [e for e in entries if e["type"] in _READERS or e["type"] in _ZONE_READERS]
     for reader in open_index(view, entries) if entries else ():
         if hasattr(reader, "prewarm"):

@@ -1,0 +1,38 @@
+"""Full-text searches report the index parts they read (``scan_stats_callback``'s
+``parts_loaded``) and ``prewarm_index`` loads an INVERTED index into the dataset's
+session, for indices built by either library, as pylance does."""
+
+import pyarrow as pa
+import pytest
+
+import lancenb
+
+lance = pytest.importorskip("lance")
+
+
+def _parts(ds, q):
+    got = []
+    t = ds.scanner(full_text_query=q, scan_stats_callback=got.append).to_table()
+    assert len(got) == 1
+    return got[0].parts_loaded, t.num_rows
+
+
+@pytest.mark.parametrize("builder", ["lancenb", "pylance"])
+def test_parts_loaded_and_prewarm(tmp_path, builder):
+    uri = str(tmp_path / "ds")
+    lancenb.write_dataset(pa.table({"text": [f"word w{i % 5}" for i in range(60)]}), uri)
+    (lancenb.dataset if builder == "lancenb" else lance.dataset)(uri).create_scalar_index(
+        "text", "INVERTED", with_position=True)
+    for lib in (lancenb, lance):
+        ds = lib.dataset(uri)
+        cold, n = _parts(ds, "word")
+        assert cold > 0 and n == 60
+        if lib is lancenb:  # (lancenb holds the whole index now; pylance reads per token)
+            assert _parts(ds, "w1")[0] == 0
+        assert _parts(lib.dataset(uri), "word")[0] > 0  # (a new session reads again)
+        warm = lib.dataset(uri)
+        warm.prewarm_index("text_idx")
+        assert _parts(warm, "word") == (0, 60)
+        assert warm.to_table(full_text_query=lancenb.query.PhraseQuery("word w1", "text")
+                             if lib is lancenb else lance.query.PhraseQuery("word w1", "text")
+                             ).num_rows == 12
