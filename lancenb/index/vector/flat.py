@@ -22,6 +22,7 @@ A null vector, or a NaN distance (cosine of a zero vector), is never a result.
 from __future__ import annotations
 
 import os
+import threading
 from collections import deque
 from dataclasses import dataclass
 
@@ -233,3 +234,29 @@ def flat_search(fragments: list, fq: FlatQuery, dim: int, *, keep=None,
                 done = []
     done.extend(f.result() for f in pending)
     return Candidates.concat([best] + done).best(fq.k)
+
+
+# an indexed search's probed rows are scored on two threads past this much stored data
+# (the kernels release the GIL); below it one call costs less than the thread hop
+_SPLIT_BYTES = 1 << 20
+
+
+def in_two(call, row_counts: np.ndarray, row_bytes: int, out: np.ndarray) -> int:
+    """Run ``call(lo, hi, out_part)`` (a kernel over probed partitions ``lo:hi``
+    writing their rows' distances into ``out_part``; returns its status) once, or on
+    two threads over halves of about equal rows when there is enough to score.
+
+    The two statuses: the first that is not 0 (OK) is returned."""
+    total = int(row_counts.sum())
+    if len(row_counts) < 2 or total * row_bytes < _SPLIT_BYTES or (os.cpu_count() or 1) < 2 \
+            or threading.current_thread().name.startswith("lancenb-vector"):  # (no waits
+        # on the pool from its own workers)
+        return call(0, len(row_counts), out)
+    ends = np.cumsum(row_counts)
+    h = min(max(int(np.searchsorted(ends, total // 2)) + 1, 1), len(row_counts) - 1)
+    first = int(ends[h - 1])
+    later = _POOL.get().submit(call, h, len(row_counts), out[first:total])
+    status = call(0, h, out[:first])
+    other = later.result()
+    return status if status != 0 else other
+

@@ -77,6 +77,7 @@ from lancenb.errors import CorruptFileError, InvalidInputError, NotSupportedErro
 from lancenb.file import LanceFileReader
 from lancenb.index.vector import pq as pqmod
 from lancenb.index.vector import sq as sqmod
+from lancenb.index.vector.flat import in_two
 from lancenb.index.vector.ivfpb import decode_ivf, decode_tensor
 from lancenb.index.vector.metrics import exact_distances, partition_distances
 from lancenb.io.pools import module_lock
@@ -371,12 +372,16 @@ def _score(idx, st: _Storage, q, parts, where, inner, total) -> np.ndarray:
         # a flat cosine index reports the cosine distance (the others: L2)
         if st.xt is None:
             return exact_distances(st.data[where], q, idx.metric)
-        status = kscan.flat_scan(st.xt, st.offsets, st.lengths, parts, q,
-                                 kd.METRICS[idx.metric], out)
+        metric = kd.METRICS[idx.metric]
+        status = in_two(lambda a, b, o: kscan.flat_scan(st.xt, st.offsets, st.lengths,
+                                                        parts[a:b], q, metric, o),
+                        st.lengths[parts], st.xt.itemsize * st.dim, out)
     elif st.kind == "PQ":
         tables = pqmod.query_tables(st.params, q, idx.centroids, parts, inner)
-        status = kscan.pq_scan(tables, st.data, st.offsets, st.lengths, parts,
-                               int(st.params["nbits"]), out)
+        nbits = int(st.params["nbits"])
+        status = in_two(lambda a, b, o: kscan.pq_scan(tables[a:b], st.data, st.offsets,
+                                                      st.lengths, parts[a:b], nbits, o),
+                        st.lengths[parts], tables.shape[1], out)
         if inner == "dot":
             out -= np.float32(tables.shape[1] - 1)
     elif inner == "dot":  # SQ dot: dequantized rows (numpy, as before)
@@ -384,8 +389,10 @@ def _score(idx, st: _Storage, q, parts, where, inner, total) -> np.ndarray:
         return sqmod.partition_distances(st.params, codes, q, inner)
     else:
         lo, hi = sqmod.bounds_of(st.params)
-        status = kscan.sq_scan(st.xt, st.offsets, st.lengths, parts,
-                               sqmod.quantize(q, lo, hi), out)
+        qc = sqmod.quantize(q, lo, hi)
+        status = in_two(lambda a, b, o: kscan.sq_scan(st.xt, st.offsets, st.lengths,
+                                                      parts[a:b], qc, o),
+                        st.lengths[parts], st.dim, out)
         sqmod.scale_l2(out, lo, hi)
     if status != kscan.OK:
         raise CorruptFileError(f"vector index {idx.name!r}: its {st.kind} storage does not "
