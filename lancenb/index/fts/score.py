@@ -162,7 +162,7 @@ def _block_max(p, avgdl: np.float32, tid: int, norm: np.ndarray) -> np.ndarray:
 
 
 def match_topk(idx: OpenIndex, text: str, k: int, *, boost: float = 1.0, live=None):
-    """``(row ids, scores)`` of the best ``k`` documents of an OR match query (score
+    """``(row ids, scores, documents scored)``: the best ``k`` of an OR match query (score
     descending, then row id): :func:`match` then a top-k, without scoring most postings
     of frequent tokens (MaxScore, ``kernels/fts/topk.py``). ``live(partition)`` gives a
     uint8 mask of the partition's documents to keep (or None: all)."""
@@ -173,13 +173,14 @@ def match_topk(idx: OpenIndex, text: str, k: int, *, boost: float = 1.0, live=No
     for t in toks:
         repeats[t] = repeats.get(t, 0) + 1
     if not repeats or k <= 0:
-        return np.zeros(0, np.uint64), np.zeros(0, np.float32)
+        return np.zeros(0, np.uint64), np.zeros(0, np.float32), 0
     n_docs = idx.num_docs
     avgdl = idx.avgdl()
     w = np.array([fmt.idf(idx.token_docs(t), n_docs) for t in repeats], np.float32)
     rep = np.array(list(repeats.values()), np.float32)
     hs, hr, size = np.zeros(k, np.float32), np.zeros(k, np.uint64), np.zeros(1, np.int64)
     none = np.zeros(0, np.uint8)
+    scored = 0
     for p in idx.parts:
         look = p.lookup()
         tids = [look.get(t) for t in repeats]
@@ -192,11 +193,11 @@ def match_topk(idx: OpenIndex, text: str, k: int, *, boost: float = 1.0, live=No
               for i in tids]
         bstart = np.concatenate([[0], np.cumsum([len(b) for b in bm])]).astype(np.int64)
         mask = live(p) if live is not None else None
-        kt.maxscore_topk(p.doc_ids, p.freqs, lo, hi, w, rep, bstart, np.concatenate(bm),
+        scored += kt.maxscore_topk(p.doc_ids, p.freqs, lo, hi, w, rep, bstart, np.concatenate(bm),
                          norm, none if mask is None else mask, p.row_ids, np.float32(boost),
                          K1 + np.float32(1), hs, hr, size)
     n = int(size[0])
-    return hr[:n].copy(), hs[:n].copy()
+    return hr[:n].copy(), hs[:n].copy(), scored
 
 
 def match(idx: OpenIndex, text: str, *, operator: str = "OR", boost: float = 1.0,

@@ -70,6 +70,7 @@ class _Searcher:
         self.frags = fragments
         self.allow = allow  # sorted uint64 row ids allowed by a prefilter, or None
         self.fast = fast_search
+        self.comparisons = 0  # indexed documents scored (analyze_plan's index_comparisons)
         self.stable = bool(getattr(ds, "has_stable_row_ids", False))
 
     def _index(self, column: str, positions: bool):
@@ -114,6 +115,7 @@ class _Searcher:
         parts = []
         if idx is not None:
             parts.append(self._live(*fn(idx), idx))
+            self.comparisons += len(parts[-1][0])
         if flat:  # (a scan of live rows)
             parts.append(self._live(*self._flat(column, idx, text, boost), None))
         rows = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.uint64)
@@ -159,8 +161,10 @@ class _Searcher:
         idx, _ = self._index(q.column, positions=False)
         parts = [self._live(*self._flat(q.column, idx, q.query, q.boost), None)]
         if idx is not None:
-            parts.append(sc.match_topk(idx, q.query, k, boost=q.boost,
-                                       live=self._live_mask(idx)))
+            rows, scores, scored = sc.match_topk(idx, q.query, k, boost=q.boost,
+                                                 live=self._live_mask(idx))
+            parts.append((rows, scores))
+            self.comparisons += scored
         return _top(np.concatenate([p[0] for p in parts]),
                     np.concatenate([p[1] for p in parts]), k)
 
@@ -314,6 +318,7 @@ class FtsScanner:
         self._fast = bool(fast_search)
         self._no_auto = bool(disable_scoring_autoprojection)
         self._result = None
+        self._metrics: dict = {}
         # (callback, ScanStatistics class): told the index parts the search read
         self._stats = scan_stats if scan_stats and scan_stats[0] is not None else None
 
@@ -363,6 +368,9 @@ class FtsScanner:
             t = t.slice(0, stop)
         t = t.slice(self._offset)
         self._result = t.select(names).combine_chunks()
+        self._metrics = {"output_rows": self._result.num_rows,
+                         "index_comparisons": search.comparisons,
+                         "parts_loaded": parts_loaded() - parts}
         if self._stats is not None:
             callback, stats = self._stats
             callback(stats(parts_loaded=parts_loaded() - parts,
@@ -425,10 +433,36 @@ class FtsScanner:
         return self._ds.schema
 
     def explain_plan(self, verbose: bool = False) -> str:
+        """The search's plan, in the shape of pylance's (projection, read of the rows,
+        the query over the index, the prefilter below it)."""
+        return self._plan(None)
+
+    def _plan(self, metrics: dict | None) -> str:
         q = self._query
-        return (f"ProjectionExec: expr=[{', '.join(self._names())}]\n"
-                f"  FullTextSearch: {type(q).__name__}: {q.inner}\n")
+        if isinstance(q, MatchQuery):
+            node = f"MatchQuery: column={q.column}, query=[{q.query}]"
+        elif isinstance(q, PhraseQuery):
+            node = f"PhraseQuery: column={q.column}, query=[{q.query}]"
+        else:
+            node = f"{type(q).__name__}: {q.inner}"
+
+        def m(keys):
+            if metrics is None:
+                return ""
+            return ", metrics=[" + ", ".join(f"{k}={metrics[k]}" for k in keys) + "]"
+
+        lines = [f"ProjectionExec: expr=[{', '.join(self._names())}]{m(['output_rows'])}",
+                 f"  LanceRead: uri={self._ds.uri}{m(['output_rows'])}",
+                 f"    {node}{m(['output_rows', 'index_comparisons', 'parts_loaded'])}"]
+        if self._filter is not None:
+            where = "Prefilter" if self._prefilter else "Postfilter"
+            lines.append(f"      {where}: filter=[{self._filter}]")
+        return "\n".join(lines) + "\n"
 
     def analyze_plan(self) -> str:
+        """:meth:`explain_plan` with what running the search did: rows out, indexed
+        documents scored (``index_comparisons``) and index parts read."""
+        self._result = None
         self.to_table()
-        return self.explain_plan(True)
+        return "AnalyzeExec verbose=true, metrics=[]\n" + "\n".join(
+            "  " + line for line in self._plan(self._metrics).splitlines()) + "\n"
