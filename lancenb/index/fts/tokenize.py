@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lancenb.errors import InvalidInputError
+from lancenb.errors import InvalidInputError, LanceIOError, NotSupportedError
 from lancenb.index.fts.stem import stem
 
 __all__ = ["TokenizerParams", "Tokenized", "tokenize", "tokenize_query", "ENGLISH_STOP_WORDS"]
@@ -91,6 +91,8 @@ class TokenizerParams:
 
     def check(self) -> None:
         base = self.base_tokenizer
+        if isinstance(base, str) and base.startswith("jieba/"):
+            _check_jieba_model(base)
         if base not in _BASES:
             raise InvalidInputError(f"unknown base tokenizer {base}: lancenb has "
                                     f"{', '.join(_BASES)}")
@@ -345,3 +347,28 @@ def tokenize_query(params: TokenizerParams, text: str) -> list[str]:
     if params.lance_tokenizer == "json":
         return json_query_tokens(params, text)
     return query_words(params, text)[0]
+
+
+def _check_jieba_model(base: str) -> None:
+    """A ``jieba/<name>`` model as pylance finds it: the folder ``<name>`` under
+    ``$LANCE_LANGUAGE_MODEL_HOME/jieba``, its ``config.json`` (optional) naming a
+    ``main`` dictionary (else ``dict.txt``) and ``users`` dictionaries, paths relative to
+    the folder. A dictionary missing is an OSError, a folder missing a ValueError, as
+    pylance's; a complete model is refused (lancenb has no jieba segmenter)."""
+    import os
+
+    home = os.environ.get("LANCE_LANGUAGE_MODEL_HOME")
+    folder = os.path.join(home, "jieba", base.split("/", 1)[1]) if home else None
+    if folder is None or not os.path.isdir(folder):
+        raise InvalidInputError(f"base tokenizer {base}: invalid directory path {folder} "
+                                f"(LANCE_LANGUAGE_MODEL_HOME={home})")
+    cfg = {}
+    config = os.path.join(folder, "config.json")
+    if os.path.isfile(config):
+        with open(config, encoding="utf-8") as f:
+            cfg = json.load(f)
+    for path in [cfg.get("main", "dict.txt")] + list(cfg.get("users") or []):
+        full = os.path.join(folder, path)
+        if not os.path.isfile(full):
+            raise LanceIOError(f"base tokenizer {base}: dictionary {full} not found")
+    raise NotSupportedError(f"base tokenizer {base}: lancenb has no jieba segmenter")

@@ -1,0 +1,46 @@
+"""``base_tokenizer="jieba/<name>"``: a dictionary missing is an OSError in both
+libraries, a model folder missing a ValueError; lancenb refuses a complete model (it
+has no jieba segmenter)."""
+
+import json
+
+import pyarrow as pa
+import pytest
+
+import lancenb
+from lancenb.errors import NotSupportedError
+
+lance = pytest.importorskip("lance")
+
+
+@pytest.fixture
+def models(tmp_path, monkeypatch):
+    home = tmp_path / "models"
+    (home / "jieba" / "default").mkdir(parents=True)
+    (home / "jieba" / "default" / "dict.txt").write_text("我们 98740 r\n都 202780 d\n",
+                                                       encoding="utf-8")
+    for name, cfg in (("no_main", {"main": "missing.txt"}),
+                      ("no_user", {"main": "../default/dict.txt", "users": ["nope.txt"]})):
+        (home / "jieba" / name).mkdir()
+        (home / "jieba" / name / "config.json").write_text(json.dumps(cfg))
+    monkeypatch.setenv("LANCE_LANGUAGE_MODEL_HOME", str(home))
+    return home
+
+
+@pytest.mark.parametrize("name,error", [("no_main", OSError), ("no_user", OSError),
+                                        ("absent", ValueError)])
+def test_missing_model_files(tmp_path, models, name, error):
+    uri = str(tmp_path / "ds")
+    lancenb.write_dataset(pa.table({"text": ["我们都有"]}), uri)
+    for lib in (lancenb, lance):
+        with pytest.raises(error):
+            lib.dataset(uri).create_scalar_index("text", "INVERTED",
+                                                 base_tokenizer=f"jieba/{name}")
+
+
+def test_complete_model_refused(tmp_path, models):
+    uri = str(tmp_path / "ds")
+    lancenb.write_dataset(pa.table({"text": ["我们都有"]}), uri)
+    with pytest.raises(NotSupportedError, match="jieba"):
+        lancenb.dataset(uri).create_scalar_index("text", "INVERTED",
+                                                 base_tokenizer="jieba/default")
