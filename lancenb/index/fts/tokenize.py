@@ -93,6 +93,8 @@ class TokenizerParams:
         base = self.base_tokenizer
         if isinstance(base, str) and base.startswith("jieba/"):
             _check_jieba_model(base)
+        if isinstance(base, str) and base.startswith("lindera/"):
+            _check_lindera_model(base)
         if base not in _BASES:
             raise InvalidInputError(f"unknown base tokenizer {base}: lancenb has "
                                     f"{', '.join(_BASES)}")
@@ -372,3 +374,26 @@ def _check_jieba_model(base: str) -> None:
         if not os.path.isfile(full):
             raise LanceIOError(f"base tokenizer {base}: dictionary {full} not found")
     raise NotSupportedError(f"base tokenizer {base}: lancenb has no jieba segmenter")
+
+
+def _check_lindera_model(base: str) -> None:
+    """A ``lindera/<name>`` model: the folder ``<name>`` under
+    ``$LANCE_LANGUAGE_MODEL_HOME/lindera`` and its ``config.yml``, whose dictionary and
+    user dictionary ``path`` entries (relative to the working directory) must exist: a
+    missing file is an OSError, as pylance's; a complete model is refused (lancenb has
+    no lindera segmenter)."""
+    import os
+
+    home = os.environ.get("LANCE_LANGUAGE_MODEL_HOME")
+    folder = os.path.join(home, "lindera", base.split("/", 1)[1]) if home else None
+    config = os.path.join(folder, "config.yml") if folder else None
+    if config is None or not os.path.isfile(config):
+        raise LanceIOError(f"base tokenizer {base}: no lindera config at {config} "
+                           f"(LANCE_LANGUAGE_MODEL_HOME={home})")
+    with open(config, encoding="utf-8") as f:
+        paths = re.findall(r"^\s*path:\s*[\"']?([^\"'\n]+?)[\"']?\s*$", f.read(), re.M)
+    for path in paths:
+        if not os.path.exists(path):
+            raise LanceIOError(f"base tokenizer {base}: {path} (named by {config}) not "
+                               f"found")
+    raise NotSupportedError(f"base tokenizer {base}: lancenb has no lindera segmenter")

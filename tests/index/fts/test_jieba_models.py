@@ -1,6 +1,6 @@
-"""``base_tokenizer="jieba/<name>"``: a dictionary missing is an OSError in both
-libraries, a model folder missing a ValueError; lancenb refuses a complete model (it
-has no jieba segmenter)."""
+"""``base_tokenizer="jieba/<name>"`` (and ``lindera/<name>``): a dictionary missing is
+an OSError in both libraries, a jieba model folder missing a ValueError; lancenb
+refuses a complete model (it has neither segmenter)."""
 
 import json
 
@@ -44,3 +44,24 @@ def test_complete_model_refused(tmp_path, models):
     with pytest.raises(NotSupportedError, match="jieba"):
         lancenb.dataset(uri).create_scalar_index("text", "INVERTED",
                                                  base_tokenizer="jieba/default")
+
+
+def test_lindera_config_naming_missing_files(tmp_path, models, monkeypatch):
+    """``lindera/<name>``: a ``config.yml`` naming a dictionary that does not exist
+    (relative to the working directory) is an OSError in both libraries."""
+    (models / "lindera" / "broken").mkdir(parents=True)
+    (models / "lindera" / "broken" / "config.yml").write_text(
+        'segmenter:\n  mode: "normal"\n  dictionary:\n    path: "./nowhere/main"\n'
+        '  user_dictionary:\n    path: "./nowhere/user.bin"\n    kind: "ipadic"\n')
+    monkeypatch.chdir(tmp_path)
+    uri = str(tmp_path / "ds")
+    lancenb.write_dataset(pa.table({"text": ["成田国際空港"]}), uri)
+    for lib in (lancenb, lance):
+        with pytest.raises(OSError):
+            lib.dataset(uri).create_scalar_index("text", "INVERTED",
+                                                 base_tokenizer="lindera/broken")
+    (tmp_path / "nowhere" / "main").mkdir(parents=True)
+    (tmp_path / "nowhere" / "user.bin").write_bytes(b"")
+    with pytest.raises(NotSupportedError, match="lindera"):
+        lancenb.dataset(uri).create_scalar_index("text", "INVERTED",
+                                                 base_tokenizer="lindera/broken")
