@@ -229,6 +229,10 @@ def _dataset_work(tmp: str) -> None:
               "json_get_float(j, 'i') > 0.5", "json_get(j, 'x') IS NOT NULL"):
         ds.count_rows(q)
     ds.to_table(columns={"i": "json_get_int(j, 'i')", "x": "json_extract(j, '$.x[0]')"})
+    # full-text search (index/fts, kernels/fts): an INVERTED index and a top-k query,
+    # whose pruning kernel compiled for ~16 s on first use
+    ds.create_scalar_index("s", "INVERTED")
+    ds.to_table(full_text_query="red blue", limit=10)
     ds.delete("i16 < 0")
     ds = open_dataset(path)
     ds.to_table(filter=pa.compute.field("i8") > 0)
