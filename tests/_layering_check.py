@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 # layer order, lowest first: a module may import its own layer and lower ones only
-LAYERS = ["errors", "io", "kernels", "encodings", "file", "table", "expr", "index", "dataset",
+# (kernels, numpy and numba only, sit below io: io's local reads call a pread kernel)
+LAYERS = ["errors", "kernels", "io", "encodings", "file", "table", "expr", "index", "dataset",
           "top"]
 # first component under lancenb/ -> layer (anything not named is "top": spark, inspect,
 # tools, fragment and the package root)

@@ -1,6 +1,6 @@
 """The package's structure rules (docs/architecture.md), checked on the source.
 
-Layers, lowest first: errors (and ``_version``) < io (and ``_proto``) < kernels <
+Layers, lowest first: errors (and ``_version``) < kernels < io (and ``_proto``) <
 encodings < file < dataset < the top (spark, inspect, tools, fragment, the package
 root). A module imports its own layer and lower ones only, never the package root
 ``lancenb`` (whose lazy attributes reach every layer). Also: no import cycles, no

@@ -23,7 +23,7 @@ import os
 import numba
 from numba.core import types
 
-from ._jit import kernel
+from .._jit import kernel
 
 OUT_OF_BOUNDS = -1
 
