@@ -43,7 +43,7 @@ PARTIAL = {
     ("LanceDataset", "optimize"): "compact_files only (no index optimisation)",
     ("LanceScanner", "explain_plan"): "a description of lancenb's steps, not DataFusion's",
     ("LanceScanner", "analyze_plan"): "a description of lancenb's steps, not DataFusion's",
-    ("module", "write_dataset"): "auto_cleanup_options=, bases, namespaces are not supported",
+    ("module", "write_dataset"): "base_store_params= and external blob modes are not supported",
     ("MergeInsertBuilder", "data_storage_version"): "only the dataset's own file version "
     "(pylance flags mixed-version datasets with reader feature 256)",
 }
