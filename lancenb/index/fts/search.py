@@ -22,6 +22,7 @@ from lancenb.index.fts.query import (
     Occur,
     PhraseQuery,
 )
+from lancenb.index.results import TableResults
 from lancenb.index.scalar.common import IndexFiles, parts_loaded
 
 __all__ = ["FtsScanner"]
@@ -290,7 +291,7 @@ def _sum_union(results):
     return u.astype(np.uint64), out
 
 
-class FtsScanner:
+class FtsScanner(TableResults):
     """A full-text search with pylance's scanner options; rows are computed when first
     asked for (:meth:`to_table`, :meth:`to_batches`, :meth:`count_rows`, ...)."""
 
@@ -404,33 +405,6 @@ class FtsScanner:
         if flt is not None:
             t = flt.apply(t)
         return t
-
-    def to_batches(self):
-        return iter(self.to_table().to_batches(max_chunksize=self._batch_size))
-
-    def to_reader(self) -> pa.RecordBatchReader:
-        t = self.to_table()
-        return pa.RecordBatchReader.from_batches(t.schema, t.to_batches())
-
-    def __arrow_c_stream__(self, requested_schema=None):
-        return self.to_reader().__arrow_c_stream__(requested_schema)
-
-    def to_pandas(self, **kwargs):
-        return self.to_table().to_pandas(**kwargs)
-
-    def count_rows(self) -> int:
-        return self.to_table().num_rows
-
-    def head(self, num_rows: int) -> pa.Table:
-        return self.to_table().slice(0, num_rows)
-
-    @property
-    def projected_schema(self) -> pa.Schema:
-        return self.to_table().schema
-
-    @property
-    def dataset_schema(self) -> pa.Schema:
-        return self._ds.schema
 
     def explain_plan(self, verbose: bool = False) -> str:
         """The search's plan, in the shape of pylance's (projection, read of the rows,

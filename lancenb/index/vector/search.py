@@ -48,6 +48,7 @@ import pyarrow.compute as pc
 from lancenb.errors import InputTypeError, InvalidInputError, NotSupportedError
 from lancenb.expr.engine import evaluate
 from lancenb.expr.filters import compile_filter, referenced_columns
+from lancenb.index.results import TableResults
 from lancenb.io.pools import module_lock
 from lancenb.kernels.vector import distance as kd
 
@@ -375,7 +376,7 @@ def _prefilter_plan(ds, frags: list, filter) -> list[str]:
     return read[:1] + ["  " + ln for ln in query[:1]]
 
 
-class VectorSearchScanner:
+class VectorSearchScanner(TableResults):
     """The result of ``ds.scanner(nearest=...)``: a vector search, run when its rows
     are asked for (:meth:`to_table`, :meth:`to_batches`, :meth:`to_reader`,
     :meth:`count_rows`), with pylance's ``LanceScanner`` methods.
@@ -535,34 +536,6 @@ class VectorSearchScanner:
                          for t in parts]
             self._result = pa.concat_tables(parts).combine_chunks()
         return self._result
-
-    def to_batches(self):
-        """The rows as record batches (of at most ``batch_size`` rows)."""
-        return iter(self.to_table().to_batches(max_chunksize=self._batch_size))
-
-    def to_reader(self) -> pa.RecordBatchReader:
-        t = self.to_table()
-        return pa.RecordBatchReader.from_batches(t.schema, t.to_batches())
-
-    def __arrow_c_stream__(self, requested_schema=None):
-        return self.to_reader().__arrow_c_stream__(requested_schema)
-
-    def to_pandas(self, **kwargs):
-        return self.to_table().to_pandas(**kwargs)
-
-    def count_rows(self) -> int:
-        return self.to_table().num_rows
-
-    def head(self, num_rows: int) -> pa.Table:
-        return self.to_table().slice(0, num_rows)
-
-    @property
-    def projected_schema(self) -> pa.Schema:
-        return self.to_table().schema
-
-    @property
-    def dataset_schema(self) -> pa.Schema:
-        return self._ds.schema
 
     def explain_plan(self, verbose: bool = False) -> str:
         """The search in the terms of pylance's plan: ``ANNSubIndex``/``ANNIvfPartition``
