@@ -161,7 +161,7 @@ def test_status_and_switch_off(installed):
     assert out.returncode == 0, out.stderr
     assert f"bridge: installed in {site}" in out.stdout
     assert "pylance: not installed" in out.stdout
-    assert "import lance gives: lancenb (bridge)" in out.stdout
+    assert "`import lance` gives: lancenb (bridge)" in out.stdout
     off = _run(python, "import importlib.util as u; print(u.find_spec('lance'))",
                env_extra={"LANCENB_BRIDGE": "0"})
     assert off.stdout.strip() == "None", off.stderr
@@ -184,7 +184,7 @@ def test_uninstall_restores(env):
     assert gone.stdout.strip() == "no lance", gone.stderr
     status = _bridge(python, "status")
     assert "bridge: not installed" in status.stdout
-    assert "import lance gives: none" in status.stdout
+    assert "`import lance` gives: none" in status.stdout
 
 
 def test_install_refuses_to_shadow_pylance(env):
@@ -204,7 +204,7 @@ def test_install_refuses_to_shadow_pylance(env):
         forced = _bridge(python, "install", "--force")
         assert forced.returncode == 0, forced.stderr
         status = _bridge(python, "status")
-        assert "import lance gives: lancenb (bridge)" in status.stdout
+        assert "`import lance` gives: lancenb (bridge)" in status.stdout
         assert "shadows pylance" in status.stdout
     finally:
         _bridge(python, "uninstall")

@@ -169,7 +169,7 @@ class BridgeStatus:
         lines = [f"bridge: {state} in {self.site_dir}",
                  "pylance: " + (f"{self.pylance} installed" if self.pylance
                                 else "not installed"),
-                 f"import lance gives: {self.lance_source}"
+                 f"`import lance` gives: {self.lance_source}"
                  + (f" ({self.lance_origin})" if self.lance_origin else "")]
         if self.installed and self.pylance:
             lines.append("note: the bridge shadows pylance; LANCENB_BRIDGE=0 gives pylance "
@@ -288,7 +288,7 @@ def status(*, site_dir: str | os.PathLike | None = None,
     >>> print(status().describe())  # doctest: +SKIP
     bridge: installed in /venv/lib/python3.11/site-packages
     pylance: not installed
-    import lance gives: lancenb (bridge) (/src/lancenb/__init__.py)
+    `import lance` gives: lancenb (bridge) (/src/lancenb/__init__.py)
     """
     site = _site_dir(site_dir)
     hook = site / f"{HOOK_MODULE}.py"
