@@ -260,7 +260,7 @@ class VectorIndex:
             centroids, dtype=np.uint8 if metric == "hamming" else np.float32)
         self.storage = storage
         self.loss = loss
-        self._ds = ds
+        self.dataset = ds
 
     @property
     def num_partitions(self) -> int:
@@ -277,7 +277,7 @@ class VectorIndex:
         """This index searching the rows of dataset version ``ds`` (refine reads it)."""
         out = object.__new__(VectorIndex)
         out.__dict__.update(self.__dict__)
-        out._ds = ds
+        out.dataset = ds
         return out
 
     # -- search ------------------------------------------------------------------------
@@ -351,12 +351,12 @@ class VectorIndex:
         return ids[sel], d[sel]
 
     def _refine(self, query, ids, k):
-        if self._ds is None:
+        if self.dataset is None:
             raise NotSupportedError("refine_factor needs the dataset: open the index "
                                     "with open_vector_index(ds, ...)")
         from lancenb.index.vector.rows import vectors_of  # the dataset's rows
 
-        vecs, found = vectors_of(self._ds, self.column, ids)
+        vecs, found = vectors_of(self.dataset, self.column, ids)
         ids = ids[found]
         q = np.asarray(query).reshape(-1).astype(
             np.uint8 if self.metric == "hamming" else np.float32)
@@ -514,7 +514,7 @@ def _session_of(ds):
 
 def _note_lookups(idx: VectorIndex, parts: np.ndarray) -> None:
     """Count a search of ``idx`` probing ``parts`` in its dataset's session cache."""
-    session = _session_of(idx._ds)
+    session = _session_of(idx.dataset)
     if session is None:
         return
     with _sessions_lock:
@@ -523,7 +523,7 @@ def _note_lookups(idx: VectorIndex, parts: np.ndarray) -> None:
             entries = _sessions[session] = _SessionEntries()
     st = idx.storage
     per_row = st.nbytes() / max(1, len(st.row_ids))
-    uri = getattr(idx._ds, "uri", "")
+    uri = getattr(idx.dataset, "uri", "")
     keys = [(uri, idx.uuid, -1)] + [(uri, idx.uuid, int(p)) for p in parts]
     sizes = [idx.centroids.nbytes] + [int(per_row * st.lengths[p]) + 1 for p in parts]
     entries.lookup(keys, sizes, int(getattr(session, "index_cache_size_bytes", 1)))
