@@ -32,6 +32,7 @@ from lancenb.errors import InvalidInputError, NotSupportedError
 from lancenb.expr import jsonfuncs
 from lancenb.expr.nodes import FLIP, And, Cmp, Col, In, IsNull, Lit, Not
 from lancenb.index.scalar.common import IndexFiles, Unanswerable
+from lancenb.index.scalar.common import varint as _varint
 
 __all__ = ["DETAILS_TYPE_URL", "encode_details", "decode_details", "json_values",
            "json_leaf", "json_key", "target_of", "extract_texts", "value_type", "check_params",
@@ -51,16 +52,6 @@ _OPS = {exp.EQ: "=", exp.NEQ: "!=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp
 
 
 # -- details -------------------------------------------------------------------------
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        out.append(b | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
 def _field(num: int, data: bytes) -> bytes:
     return _varint(num << 3 | 2) + _varint(len(data)) + data
 

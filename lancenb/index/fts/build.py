@@ -12,6 +12,7 @@ import pyarrow.compute as pc
 from lancenb.errors import InvalidInputError
 from lancenb.index.fts import format as fmt
 from lancenb.index.fts.tokenize import TokenizerParams, tokenize
+from lancenb.index.scalar.common import varint as _varint
 
 __all__ = ["DETAILS_TYPE_URL", "text_column", "build_partition", "write_inverted",
            "details_bytes", "check_column_type"]
@@ -110,16 +111,6 @@ def merge_index_metadata(files) -> None:
     if params is None:
         raise InvalidInputError(f"index {files.uuid}: no partition metadata to merge")
     fmt.write_metadata(files, params, sorted(set(pids)))
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        out.append(b | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
 
 
 def details_bytes(params: TokenizerParams) -> bytes:

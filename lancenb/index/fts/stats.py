@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from lancenb.index.fts import format as fmt
 from lancenb.index.scalar.common import IndexFiles
+from lancenb.index.scalar.stats import stats_summary
 
 __all__ = ["inverted_index_stats"]
 
@@ -27,17 +28,4 @@ def inverted_index_stats(ds, index_name: str) -> dict:
     segs = [e for e in ds.list_indices() if e["name"] == index_name]
     frags = {f.fragment_id: f.count_rows() for f in ds.get_fragments()}
     per = [_segment(ds, e) for e in segs]
-    covered = set()
-    for e in segs:
-        covered |= {int(f) for f in e["fragment_ids"]}
-    live = set(frags)
-    indexed = covered & live
-    return {"index_type": "Inverted", "name": index_name, "num_indices": len(per),
-            "num_segments": len(per), "indices": per, "segments": per,
-            "num_indexed_fragments": len(indexed),
-            "num_indexed_rows": sum(frags[f] for f in indexed),
-            "num_unindexed_fragments": len(live - covered),
-            "num_unindexed_rows": sum(frags[f] for f in live - covered),
-            "num_indexed_rows_per_delta": [sum(frags.get(int(f), 0) for f in e["fragment_ids"])
-                                           for e in segs],
-            "updated_at_timestamp_ms": None}
+    return stats_summary("Inverted", index_name, per, segs, frags)

@@ -26,9 +26,22 @@ from lancenb.index.scalar import rowmap
 from lancenb.io.store import ObjectStore
 
 __all__ = ["become", "note_parts", "parts_loaded", "INDICES_DIR", "INDEX_FILE_VERSION",
-           "Answer", "IndexFiles", "Unanswerable", "leaf_mask", "sort_order", "ids_at"]
+           "Answer", "IndexFiles", "Unanswerable", "leaf_mask", "sort_order", "ids_at",
+           "varint"]
 
 INDICES_DIR = "_indices"
+
+
+def varint(n: int) -> bytes:
+    """``n`` (>= 0) as a protobuf varint: the index details messages lancenb writes by
+    hand (full-text parameters, JSON index targets)."""
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
 # pylance 14 writes its index files in Lance file format 2.2
 INDEX_FILE_VERSION = "2.2"
 

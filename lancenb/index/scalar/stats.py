@@ -10,7 +10,7 @@ from __future__ import annotations
 from lancenb.errors import NotSupportedError
 from lancenb.index.scalar.query import json_targets, open_index, view_of
 
-__all__ = ["SCALAR_STATS_TYPES", "scalar_index_stats"]
+__all__ = ["SCALAR_STATS_TYPES", "scalar_index_stats", "stats_summary"]
 
 _TYPES = ("ZoneMap", "BloomFilter", "BTree", "Bitmap")
 SCALAR_STATS_TYPES = _TYPES + ("Json",)  # (a JSON index: its BTREE or BITMAP target)
@@ -48,10 +48,15 @@ def scalar_index_stats(ds, index_name: str) -> dict:
     if kind not in _TYPES:
         raise NotSupportedError(f"index statistics of {kind} indices are not supported")
     frags = {f.fragment_id: f.count_rows() for f in ds.get_fragments()}
-    per, covered = [], set()
-    for e, idx in zip(segs, open_index(view, segs)):
-        covered |= set(int(f) for f in e["fragment_ids"])
-        per.append(_segment(kind, idx))
+    per = [_segment(kind, idx) for idx in open_index(view, segs)]
+    return stats_summary(label, index_name, per, segs, frags)
+
+
+def stats_summary(label: str, index_name: str, per: list, segs: list, frags: dict) -> dict:
+    """pylance's ``index_stats`` dict of an index of type ``label``: its segments' own
+    statistics ``per``, its entries ``segs`` (``list_indices`` dicts) and the dataset's
+    live row count per fragment id ``frags`` (covered and uncovered fragments and rows)."""
+    covered = {int(f) for e in segs for f in e["fragment_ids"]}
     live = set(frags)
     indexed = covered & live
     return {"index_type": label, "name": index_name, "num_indices": len(per),
