@@ -153,8 +153,8 @@ def positions(table: pa.Table, predicate: str, *, what: str = "filter") -> np.nd
     """Row positions (int64, ascending) of ``table`` where SQL ``predicate`` is true
     (NULL counts as false)."""
     try:
-        frame = _frame(table)
-        expr = frame.parse_sql_expr(predicate)
+        sql, frame = _lift_casts(predicate, _frame(table), table)
+        expr = frame.parse_sql_expr(sql)
         out = frame.select(expr.alias("m")).to_arrow_table()
     except _ENGINE_ERRORS as err:  # the engine raises plain Exceptions (or panics)
         if isinstance(err, (KeyboardInterrupt, SystemExit)):
@@ -173,11 +173,18 @@ def positions(table: pa.Table, predicate: str, *, what: str = "filter") -> np.nd
 def evaluate(table: pa.Table, exprs: dict, *, what: str = "expression") -> pa.Table:
     """A table of one column per ``{name: SQL expression}``, evaluated row by row over
     ``table`` (same number of rows)."""
-    selected, frame = [], None
-    for name, sql in exprs.items():
+    selected, frame, lifted = [], None, {}
+    for name, sql in exprs.items():  # (the frame parsing every one is the last made)
         try:
             frame = _frame(table) if frame is None else frame
-            selected.append(frame.parse_sql_expr(sql).alias(name))
+            lifted[name], frame = _lift_casts(sql, frame, table)
+        except _ENGINE_ERRORS as err:
+            if isinstance(err, (KeyboardInterrupt, SystemExit)):
+                raise
+            raise _fail(what, sql, err) from None
+    for name, sql in exprs.items():
+        try:
+            selected.append(frame.parse_sql_expr(lifted[name]).alias(name))
         except _ENGINE_ERRORS as err:
             if isinstance(err, (KeyboardInterrupt, SystemExit)):
                 raise
@@ -196,6 +203,106 @@ def evaluate(table: pa.Table, exprs: dict, *, what: str = "expression") -> pa.Ta
     if plain != out.schema:
         out = out.cast(plain)
     return out.combine_chunks() if out.num_rows else out
+
+
+# pylance's ``_cast_list_f16(v)``: a list or fixed-size list of float32 (or float16) as
+# float16, same shape. The engine's Python functions have one fixed signature, and this
+# one's result type is its argument's, so each call is rewritten before parsing into a
+# call of a function registered for the argument's exact type (found by planning it).
+# A frame sees the functions registered before it was made: it is made again after one.
+_CAST_F16 = re.compile(r"_cast_list_f16\s*\(", re.IGNORECASE)
+_cast_udfs: dict = {}
+
+
+def _lift_casts(text: str, frame, table) -> tuple[str, object]:
+    """``text`` with each ``_cast_list_f16(arg)`` outside quotes replaced by a call of
+    the function registered for ``arg``'s type over ``frame`` (of ``table``), and the
+    frame to parse it with."""
+    if "_cast_list_f16" not in text.lower():
+        return text, frame
+    out, i, n, quote = [], 0, len(text), None
+    while i < n:
+        ch = text[i]
+        if quote is not None:
+            if ch == "\\" and quote != "`" and i + 1 < n:
+                out.append(text[i:i + 2])
+                i += 2
+                continue
+            quote = None if ch == quote else quote
+        elif ch in "'\"`":
+            quote = ch
+        else:
+            m = _CAST_F16.match(text, i)
+            if m and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] in "_.")):
+                args, end = _call_args(text, m.end())
+                if end is None:  # unbalanced: the engine names the syntax error
+                    out.append(text[i:])
+                    break
+                if len(args) != 1 or not args[0].strip():
+                    raise InvalidInputError(f"The function '_cast_list_f16' expected 1 "
+                                            f"arguments but received {len(args)}")
+                arg, frame = _lift_casts(args[0], frame, table)
+                name, new = _cast_udf(frame, arg)
+                frame = _frame(table) if new else frame
+                out.append(f"{name}({arg})")
+                i = end
+                continue
+        out.append(ch)
+        i += 1
+    return "".join(out), frame
+
+
+def _call_args(text: str, i: int) -> tuple[list, int | None]:
+    """The top-level arguments of the call whose ``(`` ends before ``i``, and the
+    position after its ``)`` (None when it has none)."""
+    args, depth, quote, start = [], 0, None, i
+    while i < len(text):
+        ch = text[i]
+        if quote is not None:
+            if ch == "\\" and quote != "`":
+                i += 1
+            elif ch == quote:
+                quote = None
+        elif ch in "'\"`":
+            quote = ch
+        elif ch == "(":
+            depth += 1
+        elif ch == ")" and depth:
+            depth -= 1
+        elif ch in ",)":
+            args.append(text[start:i])
+            start = i + 1
+            if ch == ")":
+                return ([] if args == [""] or (len(args) == 1 and not args[0].strip())
+                        else args), i + 1
+        i += 1
+    return args, None
+
+
+def _cast_udf(frame, arg: str) -> tuple[str, bool]:
+    """The name of the function casting ``arg`` (an expression over ``frame``) to a
+    float16 list, and whether it was registered now."""
+    typ = frame.select(frame.parse_sql_expr(arg).alias("a")).schema().field("a").type
+    if not (pa.types.is_list(typ) or pa.types.is_fixed_size_list(typ)):
+        raise InvalidInputError("cast_list_f16 only supports FixedSizeList/List arguments")
+    if typ.value_type not in (pa.float32(), pa.float16()):
+        raise InvalidInputError("cast_list_f16 only supports list of float32 or float16")
+    child = typ.value_field.with_type(pa.float16())
+    out = pa.list_(child, typ.list_size) if pa.types.is_fixed_size_list(typ) \
+        else pa.list_(child)
+    key = (typ, typ.value_field.name, typ.value_field.nullable)
+    ctx = _context()
+    with _LOCK:
+        name, new = _cast_udfs.get(key), False
+        if name is None:
+            new = True
+            from datafusion import udf  # lazy: the engine is imported on first use
+
+            name = f"__lancenb_cast_list_f16_{len(_cast_udfs)}"
+            ctx.register_udf(udf(lambda a: pc.cast(a, out, safe=False), [typ], out,
+                                 "immutable", name))
+            _cast_udfs[key] = name
+    return name, new
 
 
 def _plain_type(t: pa.DataType) -> pa.DataType:
