@@ -1,7 +1,8 @@
 """Tokenizers of the INVERTED index, as pylance builds them on tantivy: a base tokenizer
 (``simple``: runs of letters and digits; ``whitespace``; ``raw``: the whole text;
-``ngram``), then, in this order, tokens of ``max_token_length`` bytes or more dropped,
-lower case, English Snowball stemming, stop words removed and ASCII folding.
+``ngram``; ``jieba/<model>``: Chinese words by dictionary, see
+:mod:`lancenb.index.fts.jieba`), then, in this order, tokens of ``max_token_length``
+bytes or more dropped, lower case, English Snowball stemming, stop words removed and ASCII folding.
 
 A token's position is its place among the base tokenizer's tokens (dropped tokens keep
 their places), as phrase queries need.
@@ -29,6 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lancenb.errors import InvalidInputError, LanceIOError, NotSupportedError
+from lancenb.index.fts import jieba
 from lancenb.index.fts.stem import stem
 
 __all__ = ["TokenizerParams", "Tokenized", "tokenize", "tokenize_query", "ENGLISH_STOP_WORDS"]
@@ -91,8 +93,9 @@ class TokenizerParams:
 
     def check(self) -> None:
         base = self.base_tokenizer
-        if isinstance(base, str) and base.startswith("jieba/"):
-            _check_jieba_model(base)
+        if isinstance(base, str) and (base == "jieba" or base.startswith("jieba/")):
+            jieba.load_model(base)  # a missing model or dictionary is an error now
+            return
         if isinstance(base, str) and base.startswith("lindera/"):
             _check_lindera_model(base)
         if base not in _BASES:
@@ -205,6 +208,8 @@ def _ngrams(params: TokenizerParams, texts: pa.Array) -> tuple[list, np.ndarray,
 def _split(params: TokenizerParams, texts: pa.Array):
     """The base tokenizer: ``(words array, parent document, position)``."""
     base = params.base_tokenizer
+    if base == "jieba" or base.startswith("jieba/"):
+        return _jieba_split(jieba.load_model(base), texts)
     if base == "ngram":
         words, parents, pos = _ngrams(params, texts)
         return pa.array(words, pa.string()), parents, pos
@@ -224,6 +229,21 @@ def _split(params: TokenizerParams, texts: pa.Array):
     starts = np.flatnonzero(np.r_[True, parents[1:] != parents[:-1]])
     first = np.repeat(starts, np.diff(np.r_[starts, n]))
     return flat, parents, np.arange(n, dtype=np.int64) - first
+
+
+def _jieba_split(model, texts: pa.Array):
+    """The jieba base tokenizer (search mode; positions are character offsets, as
+    pylance's): one Python segmentation per document."""
+    words, parents, positions = [], [], []
+    for i, t in enumerate(texts.to_pylist()):
+        if not t:
+            continue
+        for w, p in model.search_tokens(t):
+            words.append(w)
+            parents.append(i)
+            positions.append(p)
+    return (pa.array(words, pa.string()), np.asarray(parents, np.int64),
+            np.asarray(positions, np.int64))
 
 
 def _json_leaves(value, prefix: str, out: list) -> None:
@@ -349,31 +369,6 @@ def tokenize_query(params: TokenizerParams, text: str) -> list[str]:
     if params.lance_tokenizer == "json":
         return json_query_tokens(params, text)
     return query_words(params, text)[0]
-
-
-def _check_jieba_model(base: str) -> None:
-    """A ``jieba/<name>`` model as pylance finds it: the folder ``<name>`` under
-    ``$LANCE_LANGUAGE_MODEL_HOME/jieba``, its ``config.json`` (optional) naming a
-    ``main`` dictionary (else ``dict.txt``) and ``users`` dictionaries, paths relative to
-    the folder. A dictionary missing is an OSError, a folder missing a ValueError, as
-    pylance's; a complete model is refused (lancenb has no jieba segmenter)."""
-    import os
-
-    home = os.environ.get("LANCE_LANGUAGE_MODEL_HOME")
-    folder = os.path.join(home, "jieba", base.split("/", 1)[1]) if home else None
-    if folder is None or not os.path.isdir(folder):
-        raise InvalidInputError(f"base tokenizer {base}: invalid directory path {folder} "
-                                f"(LANCE_LANGUAGE_MODEL_HOME={home})")
-    cfg = {}
-    config = os.path.join(folder, "config.json")
-    if os.path.isfile(config):
-        with open(config, encoding="utf-8") as f:
-            cfg = json.load(f)
-    for path in [cfg.get("main", "dict.txt")] + list(cfg.get("users") or []):
-        full = os.path.join(folder, path)
-        if not os.path.isfile(full):
-            raise LanceIOError(f"base tokenizer {base}: dictionary {full} not found")
-    raise NotSupportedError(f"base tokenizer {base}: lancenb has no jieba segmenter")
 
 
 def _check_lindera_model(base: str) -> None:

@@ -1,6 +1,6 @@
 """``base_tokenizer="jieba/<name>"`` (and ``lindera/<name>``): a dictionary missing is
-an OSError in both libraries, a jieba model folder missing a ValueError; lancenb
-refuses a complete model (it has neither segmenter)."""
+an OSError in both libraries, a jieba model folder missing a ValueError (segmentation
+itself: test_jieba_segmenter.py; lancenb has no lindera segmenter)."""
 
 import json
 
@@ -36,14 +36,6 @@ def test_missing_model_files(tmp_path, models, name, error):
         with pytest.raises(error):
             lib.dataset(uri).create_scalar_index("text", "INVERTED",
                                                  base_tokenizer=f"jieba/{name}")
-
-
-def test_complete_model_refused(tmp_path, models):
-    uri = str(tmp_path / "ds")
-    lancenb.write_dataset(pa.table({"text": ["我们都有"]}), uri)
-    with pytest.raises(NotSupportedError, match="jieba"):
-        lancenb.dataset(uri).create_scalar_index("text", "INVERTED",
-                                                 base_tokenizer="jieba/default")
 
 
 def test_lindera_config_naming_missing_files(tmp_path, models, monkeypatch):
