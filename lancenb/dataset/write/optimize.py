@@ -29,11 +29,15 @@ class Optimize:
         return compact_files(self._ds, **kwargs)
 
     def optimize_indices(self, **kwargs) -> None:
-        """Add new fragments to the vector indices (pylance's ``num_indices_to_merge``,
-        ``index_names``, ``retrain``; see :mod:`lancenb.index.vector.optimize`)."""
+        """Add new fragments to the indices (pylance's ``num_indices_to_merge``,
+        ``index_names``, ``retrain``): the vector indices
+        (:mod:`lancenb.index.vector.optimize`), then the scalar and full-text ones
+        (:mod:`lancenb.index.scalar.optimize`), one CreateIndex commit per index changed."""
+        from lancenb.index.scalar.optimize import optimize_scalar_indices
         from lancenb.index.vector.optimize import optimize_vector_indices
 
         optimize_vector_indices(self._ds, **kwargs)
+        optimize_scalar_indices(self._ds, **kwargs)
 
     def enable_auto_cleanup(self, auto_cleanup_config, **kwargs) -> None:
         """Clean up old versions automatically from now on (a config update, hence a

@@ -1,0 +1,191 @@
+"""``optimize_indices`` for scalar and full-text indices: bring appended fragments into
+BTREE, BITMAP, LABEL_LIST, NGRAM, ZONEMAP, BLOOMFILTER, INVERTED and JSON indices.
+
+What pylance 14 does, per index name (found by experiment; its segments in manifest
+order, the *unindexed* fragments being the live ones no segment of the name covers):
+
+* ``num_indices_to_merge=0``: a *delta* segment (a new uuid under the same name)
+  over the unindexed fragments, ``dataset_version`` the version optimized; the old
+  segments stay. Nothing happens when every fragment is indexed.
+* ``num_indices_to_merge=n`` (default 1; ``retrain=True`` does the same for scalar
+  indices): the last ``n`` segments and the unindexed fragments become one segment
+  covering their fragments that still exist; the segments before them stay. Nothing
+  happens when there is nothing unindexed and at most one segment would be merged.
+  The merged segment's ``dataset_version`` is that of the first merged segment, except
+  for LABEL_LIST, ZONEMAP and BLOOMFILTER merging two or more segments (the version
+  optimized).
+* The index version and details are those of the type (the build parameters of the
+  newest merged segment: zone sizes, bloom filter sizing, tokenizer, JSON path).
+
+Each index that changes is one CreateIndex commit (the segments that stay are listed
+again, since a CreateIndex replaces every segment of a name it names).
+
+lancenb writes the new segment from the column over its fragments (deleted rows
+skipped), with the same builders as ``create_scalar_index``; pylance merges the old
+segments' content with the new rows instead, keeping rows deleted since (queries drop
+them either way, so the answers are the same).
+
+The code uses the dataset's public API only (``list_indices``, ``get_fragments``,
+``scanner``, ``lance_schema``, ``uri``, ``version``, ``type(ds).commit``).
+"""
+
+from __future__ import annotations
+
+import uuid as uuidlib
+from datetime import datetime, timezone
+
+from lancenb.errors import NotSupportedError
+from lancenb.index.scalar import api, bitmap, btree, label_list, ngram, zones
+from lancenb.index.scalar.common import IndexFiles, become
+from lancenb.io.store import ObjectStore
+from lancenb.table.commit import find_manifest
+from lancenb.table.indices import CreateIndex, Index, IndexFile, index_from_pb, parse_section
+
+__all__ = ["optimize_scalar_indices", "OPTIMIZE_TYPES"]
+
+# list_indices type -> create_scalar_index type
+OPTIMIZE_TYPES = {"BTree": "BTREE", "Bitmap": "BITMAP", "LabelList": "LABEL_LIST",
+                  "NGram": "NGRAM", "ZoneMap": "ZONEMAP", "BloomFilter": "BLOOMFILTER",
+                  "Inverted": "INVERTED", "Json": "JSON"}
+# types whose merge of several segments is stamped with the version optimized
+_RESTAMPED = ("LabelList", "ZoneMap", "BloomFilter")
+_SYSTEM = ("__lance_frag_reuse", "__lance_mem_wal")
+
+
+def optimize_scalar_indices(ds, *, num_indices_to_merge: int | None = None,
+                            index_names=None, retrain: bool = False, **_ignored) -> None:
+    """Add unindexed fragments to ``ds``'s scalar and full-text indices (see the module
+    docstring); ``ds`` moves to the version committed last.
+
+    Examples
+    --------
+    >>> optimize_scalar_indices(ds, num_indices_to_merge=0)  # doctest: +SKIP
+    """
+    entries = ds.list_indices()
+    names = list(dict.fromkeys(e["name"] for e in entries if e["type"] in OPTIMIZE_TYPES
+                               and e["name"] not in _SYSTEM))
+    if index_names is not None:
+        wanted = set(index_names)
+        names = [n for n in names if n in wanted]
+    n_merge = 1 if num_indices_to_merge is None or retrain else int(num_indices_to_merge)
+    if n_merge < 0:
+        from lancenb.errors import InvalidInputError
+
+        raise InvalidInputError(f"num_indices_to_merge must be >= 0, got {n_merge}")
+    for name in names:
+        segs = [e for e in ds.list_indices() if e["name"] == name]
+        if segs:
+            _optimize_one(ds, name, segs, n_merge)
+
+
+def _manifest_entries(ds) -> dict:
+    """uuid -> :class:`Index` of the index segments of ``ds``'s version, as its manifest
+    holds them (details, index version and files, which ``list_indices`` omits)."""
+    opts = getattr(ds, "initial_storage_options", None)
+    opts = opts() if callable(opts) else opts
+    found = find_manifest(ObjectStore(ds.uri, opts), ds.version)
+    if found is None:
+        raise NotSupportedError(f"optimize_indices: the manifest of version {ds.version} "
+                                f"cannot be read by name")
+    mf = found[0]
+    return {i.uuid: i for i in (index_from_pb(m)
+                                for m in parse_section(mf.index_section_bytes(), mf.name))}
+
+
+def _optimize_one(ds, name: str, segs: list, n_merge: int) -> None:
+    live = ds.get_fragments()
+    live_ids = {f.fragment_id for f in live}
+    covered = {int(f) for e in segs for f in e["fragment_ids"]}
+    unindexed = [f for f in live if f.fragment_id not in covered]
+    removed = [] if n_merge == 0 else segs[-n_merge:]
+    if not unindexed and len(removed) <= 1:
+        return
+    kept = segs[:len(segs) - len(removed)]
+    frag_ids = {f.fragment_id for f in unindexed}
+    for e in removed:
+        frag_ids |= {int(f) for f in e["fragment_ids"]} & live_ids
+    frags = [f for f in live if f.fragment_id in frag_ids]
+    meta = _manifest_entries(ds)
+    model = meta[(removed or segs)[-1]["uuid"]]  # (the parameters come from the newest)
+    kind = segs[-1]["type"]
+    if removed and (len(removed) < 2 or kind not in _RESTAMPED):
+        version = int(removed[0]["version"])
+    else:
+        version = int(ds.version)
+    built = _build(ds, kind, segs[-1]["fields"][0], model, frags)
+    uid, files, details, index_version = built
+    new = Index(uuid=uid, name=name, fields=list(model.fields), dataset_version=version,
+                fragment_ids=frag_ids, index_version=index_version,
+                created_at=datetime.now(timezone.utc),
+                files=[IndexFile(n, s) for n, s in files], index_details=details)
+    stay = [meta[e["uuid"]] for e in kept]
+    gone = [meta[e["uuid"]] for e in removed]
+    out = type(ds).commit(ds.uri, CreateIndex(new_indices=[*stay, new], removed_indices=gone),
+                          read_version=ds.version)
+    become(ds, out)
+
+
+def _build(ds, kind: str, column: str, model: Index, frags: list):
+    """A new segment of the ``kind`` index (a list_indices type) on ``column`` over
+    ``frags``, with the parameters of segment ``model``: ``(uuid, [(file, size)],
+    (details type URL, details), index version)``."""
+    typ = api.storage_type(api.column_field(ds, column).type)
+    uid = str(uuidlib.uuid4())
+    files = IndexFiles(ds.uri, uid)
+    old = IndexFiles(ds.uri, str(model.uuid))
+    details = model.index_details or ("", b"")
+    create = OPTIMIZE_TYPES[kind]
+    if kind == "Json":
+        _build_json(ds, column, model, frags, files)
+        return uid, files.written, details, int(model.index_version)
+    index_version = api.BUILT_TYPES[create][2]
+    if kind in ("ZoneMap", "BloomFilter"):
+        batches = api.address_batches(ds, column, frags, typ)
+    else:
+        batches = api._column_batches(ds, column, frags, typ)
+    if kind == "BTree":
+        btree.write_btree(files, batches, typ)
+    elif kind == "Bitmap":
+        bitmap.write_bitmap(files, batches, typ)
+    elif kind == "LabelList":
+        label_list.write_label_list(files, batches, typ)
+    elif kind == "NGram":
+        ngram.write_ngram(files, batches, typ)
+    elif kind == "ZoneMap":
+        meta = old.reader(zones.ZONEMAP_FILE).schema_full.metadata or {}
+        zones.write_zonemap(files, batches, typ, rows_per_zone=int(
+            meta.get(b"rows_per_zone", zones.ROWS_PER_ZONE)))
+    elif kind == "BloomFilter":
+        meta = old.reader(zones.BLOOM_FILE).schema_full.metadata or {}
+        zones.write_bloomfilter(
+            files, batches, typ,
+            number_of_items=int(meta.get(b"bloomfilter_item", zones.BLOOM_ITEMS)),
+            probability=float(meta.get(b"bloomfilter_probability", zones.BLOOM_PROBABILITY)))
+    else:  # Inverted
+        from lancenb.index.fts import build as fts_build
+        from lancenb.index.fts import format as fts_format
+
+        params = fts_format.read_metadata(old)[0] if old.exists("metadata.lance") else \
+            fts_format.read_legacy(old)[0]
+        fts_build.write_inverted(files, params, batches)
+        details = (fts_build.DETAILS_TYPE_URL, fts_build.details_bytes(params))
+    if kind != "Inverted":
+        details = (details[0] or api.BUILT_TYPES[create][1], details[1])
+    return uid, files.written, details, index_version
+
+
+def _build_json(ds, column: str, model: Index, frags: list, files: IndexFiles) -> None:
+    """A JSON index segment over ``frags`` with ``model``'s path, target and value type."""
+    from lancenb.index import json_index as ji
+    from lancenb.index.scalar.query import json_targets
+
+    entry = {"uuid": str(model.uuid), "type": "Json"}
+    target = json_targets(ds.uri, ds.version, [entry]).get(str(model.uuid))
+    if target is None:
+        raise NotSupportedError(f"optimize_indices: lancenb cannot read the JSON index "
+                                f"{model.name!r} (its target index type)")
+    path, tname, typ = target
+    storage = api.storage_type(api.column_field(ds, column).type)
+    batches = ((ji.json_values(ji.as_jsonb(v, column), path, typ), ids)
+               for v, ids in api._column_batches(ds, column, frags, storage))
+    (btree.write_btree if tname == "BTree" else bitmap.write_bitmap)(files, batches, typ)
