@@ -38,7 +38,11 @@ update_config   ok      ok      ok      K          ok       ok      ok       ok 
 Against an index creation, a rewrite conflicts (retryable) when a new index covers
 a fragment it rewrites; the other operations are compatible with it. A data
 replacement conflicts (retryable) with a delete, update or rewrite of its fragments
-and with a merge being committed. pylance commits a
+and with a merge being committed. A data replacement being committed is retryable
+against an index creation covering a field it replaces, a rewrite of a fragment it
+replaces, and another replacement of a same field in a same fragment; incompatible
+with an overwrite or restore; compatible with anything else (it copies the fragments
+it changes from the latest manifest, so their new deletion files are kept). pylance commits a
 ``Delete``/``Update`` given to ``LanceDataset.commit`` without knowing which rows it
 changed, so it cannot rebase it (retryable); ``LanceDataset.delete``, ``update`` and
 ``merge_insert`` know, and rebase. An update rebased over a change that removed rows
@@ -343,6 +347,28 @@ def _index_fields_replaced(ours, other) -> str:
     return OK
 
 
+def _replaced_fields_indexed(ours, other) -> str:
+    """Our data replacement against an index creation: retryable when a new index
+    covers a field the replacement's files hold."""
+    fields = {f for i in other.create_index.new_indices for f in i.fields}
+    for g in ours.pb.data_replacement.replacements:
+        if fields & set(g.new_file.fields):
+            return RETRY
+    return OK
+
+
+def _replacements_overlap(ours, other) -> str:
+    """Two data replacements: retryable when both replace a same field of a same
+    fragment."""
+    theirs = {}
+    for g in other.data_replacement.replacements:
+        theirs.setdefault(g.fragment_id, set()).update(g.new_file.fields)
+    for g in ours.pb.data_replacement.replacements:
+        if theirs.get(g.fragment_id, set()) & set(g.new_file.fields):
+            return RETRY
+    return OK
+
+
 def _index_rewritten(ours, other) -> str:
     """Our index creation against a rewrite: retryable when the rewrite moved rows of
     a fragment a new index covers (or a new index does not say which it covers)."""
@@ -378,3 +404,9 @@ _RULES[Op.CREATE_INDEX] = {
     Op.OVERWRITE: INCOMPATIBLE, Op.RESTORE: INCOMPATIBLE, Op.UPDATE_MEM_WAL_STATE: INCOMPATIBLE,
     Op.REWRITE: _index_rewritten, Op.DATA_REPLACEMENT: _index_fields_replaced,
     Op.CREATE_INDEX: _frag_reuse_both}
+# (pylance: a data replacement copies each fragment it changes from the latest manifest,
+# so new deletion files and new columns are kept)
+_RULES[Op.DATA_REPLACEMENT] = {
+    Op.OVERWRITE: INCOMPATIBLE, Op.RESTORE: INCOMPATIBLE, Op.UPDATE_MEM_WAL_STATE: INCOMPATIBLE,
+    Op.REWRITE: lambda ours, other: _overlap(ours, other),
+    Op.CREATE_INDEX: _replaced_fields_indexed, Op.DATA_REPLACEMENT: _replacements_overlap}
