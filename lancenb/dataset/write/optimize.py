@@ -32,8 +32,8 @@ class Optimize:
         """Add new fragments to the indices (pylance's ``num_indices_to_merge``,
         ``index_names``, ``retrain``): the vector indices
         (:mod:`lancenb.index.vector.optimize`), then the scalar and full-text ones
-        (:mod:`lancenb.index.scalar.optimize`), one CreateIndex commit per index changed."""
-        from lancenb.index.scalar.optimize import optimize_scalar_indices
+        (:mod:`lancenb.index.optimize`), one CreateIndex commit per index changed."""
+        from lancenb.index.optimize import optimize_scalar_indices
         from lancenb.index.vector.optimize import optimize_vector_indices
 
         optimize_vector_indices(self._ds, **kwargs)

@@ -1,5 +1,7 @@
 """``optimize_indices`` for scalar and full-text indices: bring appended fragments into
-BTREE, BITMAP, LABEL_LIST, NGRAM, ZONEMAP, BLOOMFILTER, INVERTED and JSON indices.
+BTREE, BITMAP, LABEL_LIST, NGRAM, ZONEMAP, BLOOMFILTER, INVERTED and JSON indices (the
+vector indices' counterpart is :mod:`lancenb.index.vector.optimize`; this module sits
+beside the scalar and fts packages, as it uses both).
 
 What pylance 14 does, per index name (found by experiment; its segments in manifest
 order, the *unindexed* fragments being the live ones no segment of the name covers):
