@@ -97,6 +97,58 @@ def _leaf_ranges(node):
     return None
 
 
+def _numeric_bounds(mins: pa.ChunkedArray, maxs: pa.ChunkedArray):
+    """The pages' ``(min, max, min valid, max valid)`` as numpy arrays (int64 or
+    float64) for integer and float columns, None for other types."""
+    t = mins.type
+    if pa.types.is_floating(t):
+        dt = np.float64
+    elif pa.types.is_integer(t) and (pa.types.is_signed_integer(t) or t.bit_width < 64):
+        dt = np.int64
+    else:
+        return None
+    out = []
+    for c in (mins, maxs):
+        c = c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c
+        out.append(np.asarray(c.fill_null(0).to_numpy(zero_copy_only=False), dt))
+    for c in (mins, maxs):
+        c = c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c
+        out.append(np.asarray(c.is_valid().to_numpy(zero_copy_only=False), bool))
+    return tuple(out)
+
+
+def _plain_numbers(ranges, dtype) -> bool:
+    """Whether every bound of ``ranges`` compares exactly with ``dtype`` values (ints
+    with an int64 column; ints in float range or floats with a float64 one)."""
+    for lo, hi in ranges:
+        for v in (lo, hi):
+            if v is None:
+                continue
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                return False
+            if dtype == np.int64 and not (isinstance(v, int) and -2**63 <= v < 2**63):
+                return False
+            if dtype == np.float64 and isinstance(v, int) and abs(v) > 2**53:
+                return False
+    return True
+
+
+def _pages_holding(bounds, ranges) -> list[int]:
+    """:meth:`BTreeIndex._may_hold` for every page and range at once: the pages
+    whose ``[min, max]`` meets some range (a NaN or null bound rules nothing out; a
+    page of nulls only holds no value)."""
+    mins, maxs, min_ok, max_ok = bounds
+    hit = np.zeros(len(mins), bool)
+    for lo, hi in ranges:
+        ok = max_ok.copy()
+        if lo is not None:
+            ok &= ~(maxs < lo)  # (NaN compares False: kept)
+        if hi is not None:
+            ok &= ~(min_ok & (hi < mins))
+        hit |= ok
+    return np.flatnonzero(hit).tolist()
+
+
 class BTreeIndex:
     """An open BTREE index: its page lookup in memory, pages read on demand."""
 
@@ -113,6 +165,7 @@ class BTreeIndex:
         lookup = lookup_reader.read_all().to_table()
         self.mins = lookup.column("min").to_pylist()
         self.maxs = lookup.column("max").to_pylist()
+        self._bounds = _numeric_bounds(lookup.column("min"), lookup.column("max"))
         self.null_counts = np.asarray(lookup.column("null_count").to_numpy(), np.int64)
         self.pages = np.asarray(lookup.column("page_idx").to_numpy(), np.int64)
         self.data = files.reader(PAGES_FILE)
@@ -143,6 +196,8 @@ class BTreeIndex:
         n = len(self.pages)
         if ranges is None:
             want = [i for i in range(n) if self.maxs[i] is not None]
+        elif self._bounds is not None and _plain_numbers(ranges, self._bounds[0].dtype):
+            want = _pages_holding(self._bounds, ranges)
         else:
             want = [i for i in range(n) if any(self._may_hold(i, lo, hi) for lo, hi in ranges)]
         if with_nulls or isinstance(node, IsNull):
@@ -207,6 +262,23 @@ class BTreeIndex:
         ids = np.asarray(t.column("ids").to_numpy(), np.uint64)
         true, null = leaf_mask(pa.table({column: values}), node.expr())
         return Answer(ids_at(ids, true), ids_at(ids, null) if with_nulls else None)
+
+    def search_all(self, nodes: list, column: str) -> Answer:
+        """The rows every leaf of ``nodes`` (predicates over ``column``) is true for:
+        only the pages all of them may hold are read (``x >= a AND x < b`` reads the
+        pages of ``[a, b)``, not those of each side)."""
+        want = None
+        for node in nodes:
+            got = set(self.candidate_pages(node, False))
+            want = got if want is None else want & got
+        t = self.read_pages(sorted(want))
+        ids = np.asarray(t.column("ids").to_numpy(), np.uint64)
+        table = pa.table({column: t.column("values")})
+        keep = None
+        for node in nodes:
+            true, _ = leaf_mask(table, node.expr())
+            keep = true if keep is None else np.intersect1d(keep, true, assume_unique=True)
+        return Answer(ids_at(ids, keep))
 
     def all_rows(self) -> BitMap64:
         """Every row the index holds."""

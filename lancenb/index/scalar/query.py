@@ -165,6 +165,9 @@ class _AddressesAsIds:
     def all_rows(self) -> BitMap64:
         return self.planner.addr_to_id(self.seg.all_rows())
 
+    def search_all(self, nodes: list, column: str) -> Answer:
+        return Answer(self.planner.addr_to_id(self.seg.search_all(nodes, column).true))
+
 
 class _Planner:
     """Evaluates a filter tree over the indexed columns of one dataset."""
@@ -345,10 +348,41 @@ class _Planner:
             self.by_column[key] = found
         return self.eval(node, with_nulls, loose)
 
+    def conjunction(self, node) -> Answer | None:
+        """An ``AND`` of comparisons of one BTREE-indexed column (``x >= a AND x <
+        b``) answered by reading only the pages all of them may hold, or None."""
+        leaves, todo = [], [node]
+        while todo:
+            n = todo.pop()
+            if isinstance(n, And):
+                todo += [n.left, n.right]
+            elif isinstance(n, (Cmp, In)):
+                leaves.append(n)
+            else:
+                return None
+        columns = {_leaf_column(n) for n in leaves}
+        if len(columns) != 1 or None in columns or next(iter(columns)) not in self.by_column:
+            return None
+        column = columns.pop()
+        try:
+            segs = self._segments(column)
+        except Unanswerable:
+            return None
+        if not all(hasattr(s, "search_all") for s in segs):
+            return None
+        true = BitMap64()
+        for seg in segs:
+            true |= seg.search_all(leaves, column).true
+        return Answer(true)
+
     def eval(self, node, with_nulls: bool, loose: bool = False) -> Answer:
         """The answer of ``node``; ``loose``: an ``AND`` with a side no index answers
         is answered by its other side (a superset: the caller evaluates the filter on
         those rows), only where no ``NOT`` is above."""
+        if isinstance(node, And) and not with_nulls:
+            got = self.conjunction(node)
+            if got is not None:
+                return got
         if isinstance(node, And) and loose and not with_nulls:
             try:
                 a = self.eval(node.left, False, True)

@@ -32,7 +32,7 @@ _HEAD = struct.Struct("<II")
 
 def from_ids(ids: np.ndarray) -> BitMap64:
     """A ``BitMap64`` of the uint64 ids ``ids`` (any order, repeats allowed)."""
-    ids = np.ascontiguousarray(ids, dtype=np.uint64)
+    ids = np.sort(np.asarray(ids, dtype=np.uint64))  # (sorted ids build twice as fast)
     return BitMap64(array.array("Q", ids.tobytes())) if ids.size else BitMap64()
 
 
