@@ -1,11 +1,23 @@
-"""Fuzzy match terms: each query token expanded to the index tokens within a
-Levenshtein distance (``fuzziness``; None: by length as pylance, 0 up to 2
-characters, 1 up to 5, else 2), sharing the first ``prefix_length`` characters, at most
-``max_expansions`` of them (nearest first, then in token order)."""
+"""Fuzzy match terms, as pylance 14 runs them: a match query with ``fuzziness`` > 0 is
+split into terms as typed (:func:`query_terms`), and each term is expanded to the index
+tokens within ``fuzziness`` Levenshtein edits sharing its first ``prefix_length``
+characters, in token order, ``max_expansions`` in all, shared by the terms in query
+order (:func:`expander`). A query with
+``fuzziness`` None or 0 is not fuzzy (pylance does not apply its length-based
+fuzziness to None)."""
 
 from __future__ import annotations
 
-__all__ = ["expander", "levenshtein"]
+import re
+
+__all__ = ["expander", "levenshtein", "query_terms", "is_fuzzy"]
+
+_WORDS = re.compile(r"[^\W_]+")
+
+
+def is_fuzzy(fuzziness) -> bool:
+    """Whether a match query with this ``fuzziness`` expands its terms."""
+    return fuzziness is not None and int(fuzziness) > 0
 
 
 def levenshtein(a: str, b: str, cap: int) -> int:
@@ -23,24 +35,38 @@ def levenshtein(a: str, b: str, cap: int) -> int:
     return prev[-1]
 
 
-def _auto(token: str) -> int:
-    n = len(token)
-    return 0 if n <= 2 else (1 if n <= 5 else 2)
+def query_terms(text: str) -> list[str]:
+    """The terms of a fuzzy query: runs of letters and digits, as typed (pylance splits
+    a fuzzy query with tantivy's simple tokenizer alone: no lower case, stemming, stop
+    words or folding), each once."""
+    return list(dict.fromkeys(_WORDS.findall(text)))
 
 
-def expander(fuzziness, max_expansions: int, prefix_length: int):
-    """A function ``(index, tokens) -> tokens`` doing the expansion."""
-    def expand(idx, tokens):
-        vocab = []
-        for p in idx.parts:
-            vocab.extend(p.tokens)
-        vocab = sorted(set(vocab))
-        out = []
-        for t in tokens:
-            k = _auto(t) if fuzziness is None else int(fuzziness)
+def expander(fuzziness: int, max_expansions: int, prefix_length: int):
+    """A function ``(index, terms) -> tokens`` doing the expansion: for each term in
+    turn while fewer than ``max_expansions`` tokens are gathered, the index tokens within
+    ``fuzziness`` edits that start with its first ``prefix_length`` characters, in token
+    order, up to the room left."""
+    k = int(fuzziness)
+
+    def expand(idx, terms):
+        vocab = sorted({t for p in idx.parts for t in p.tokens})
+        out: list[str] = []
+        seen: set = set()
+        for i, t in enumerate(terms):
+            room = max_expansions - len(out)
+            if room <= 0:
+                break
             pre = t[:prefix_length]
-            found = [(levenshtein(t, v, k), v) for v in vocab if v.startswith(pre)]
-            found = sorted((d, v) for d, v in found if d <= k)[:max_expansions]
-            out.extend(v for _, v in found)
+            found = []
+            for v in vocab:
+                if v.startswith(pre) and levenshtein(t, v, k) <= k:
+                    found.append(v)
+                    if len(found) >= room:
+                        break
+            for v in found:
+                if (v, i) not in seen:
+                    seen.add((v, i))
+                    out.append(v)
         return list(dict.fromkeys(out))
     return expand

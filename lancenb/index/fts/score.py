@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from lancenb.errors import InvalidInputError
 from lancenb.index.fts import format as fmt
+from lancenb.index.fts.fuzzy import query_terms
 from lancenb.index.fts.tokenize import TokenizerParams, query_words, tokenize, tokenize_query
 from lancenb.index.scalar.common import IndexFiles, note_parts
 from lancenb.io.pools import module_lock
@@ -203,9 +204,12 @@ def match_topk(idx: OpenIndex, text: str, k: int, *, boost: float = 1.0, live=No
 def match(idx: OpenIndex, text: str, *, operator: str = "OR", boost: float = 1.0,
           fuzzy=None) -> tuple[np.ndarray, np.ndarray]:
     """``(row ids, scores)`` of a match query over the index."""
-    toks = tokenize_text(idx.params, text)
-    if fuzzy is not None:
-        toks = fuzzy(idx, list(dict.fromkeys(toks)))
+    if fuzzy is not None and idx.params.lance_tokenizer != "json":
+        toks = fuzzy(idx, query_terms(text))
+    else:
+        toks = tokenize_text(idx.params, text)
+        if fuzzy is not None:
+            toks = fuzzy(idx, list(dict.fromkeys(toks)))
     if not toks:
         return np.zeros(0, np.uint64), np.zeros(0, np.float32)
     rows, scores = [], []

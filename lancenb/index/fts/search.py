@@ -12,6 +12,7 @@ import pyarrow as pa
 
 from lancenb.errors import InvalidInputError
 from lancenb.index.fts import score as sc
+from lancenb.index.fts.fuzzy import expander, is_fuzzy
 from lancenb.index.fts.query import (
     BooleanQuery,
     BoostQuery,
@@ -156,7 +157,7 @@ class _Searcher:
         if not isinstance(q, MatchQuery) or self.stable or not q.boost > 0:
             return None
         op = q.operator.value if isinstance(q.operator, FullTextOperator) else q.operator
-        if op != "OR" or q.fuzziness is None or int(q.fuzziness) > 0:
+        if op != "OR" or is_fuzzy(q.fuzziness):
             return None
         self._check_column(q.column)
         idx, _ = self._index(q.column, positions=False)
@@ -208,9 +209,7 @@ class _Searcher:
         if isinstance(q, MatchQuery):
             op = q.operator.value if isinstance(q.operator, FullTextOperator) else q.operator
             fuzzy = None
-            if q.fuzziness is None or int(q.fuzziness) > 0:
-                from lancenb.index.fts.fuzzy import expander
-
+            if is_fuzzy(q.fuzziness):
                 fuzzy = expander(q.fuzziness, q.max_expansions, q.prefix_length)
             return self._leaf(q.column, lambda idx: sc.match(idx, q.query, operator=op,
                                                              boost=q.boost, fuzzy=fuzzy),
