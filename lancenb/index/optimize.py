@@ -13,9 +13,10 @@ order, the *unindexed* fragments being the live ones no segment of the name cove
   indices): the last ``n`` segments and the unindexed fragments become one segment
   covering their fragments that still exist; the segments before them stay. Nothing
   happens when there is nothing unindexed and at most one segment would be merged.
-  The merged segment's ``dataset_version`` is that of the first merged segment, except
-  for LABEL_LIST, ZONEMAP and BLOOMFILTER merging two or more segments (the version
-  optimized).
+  The merged segment's ``dataset_version`` is that of the first merged segment that
+  still covers a live fragment (for INVERTED: the first merged segment); the version
+  optimized when none does, and for
+  LABEL_LIST, ZONEMAP and BLOOMFILTER merging two or more such segments.
 * The index version and details are those of the type (the build parameters of the
   newest merged segment: zone sizes, bloom filter sizing, tokenizer, JSON path).
 
@@ -110,8 +111,10 @@ def _optimize_one(ds, name: str, segs: list, n_merge: int) -> None:
     meta = _manifest_entries(ds)
     model = meta[(removed or segs)[-1]["uuid"]]  # (the parameters come from the newest)
     kind = segs[-1]["type"]
-    if removed and (len(removed) < 2 or kind not in _RESTAMPED):
-        version = int(removed[0]["version"])
+    holding = [e for e in removed if kind == "Inverted"  # (its old partitions stay)
+               or {int(f) for f in e["fragment_ids"]} & live_ids]
+    if holding and (len(holding) < 2 or kind not in _RESTAMPED):
+        version = int(holding[0]["version"])
     else:
         version = int(ds.version)
     built = _build(ds, kind, segs[-1]["fields"][0], model, frags)
