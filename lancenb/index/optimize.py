@@ -34,11 +34,24 @@ The code uses the dataset's public API only (``list_indices``, ``get_fragments``
 
 from __future__ import annotations
 
+import itertools
 import uuid as uuidlib
 from datetime import datetime, timezone
 
+import numpy as np
+import pyarrow as pa
+
 from lancenb.errors import NotSupportedError
-from lancenb.index.scalar import api, bitmap, btree, label_list, ngram, zones
+from lancenb.index.scalar import (
+    api,
+    bitmap,
+    btree,
+    label_list,
+    ngram,
+    rowmap,
+    segments,
+    zones,
+)
 from lancenb.index.scalar.common import IndexFiles, become
 from lancenb.io.store import ObjectStore
 from lancenb.table.commit import find_manifest
@@ -117,7 +130,18 @@ def _optimize_one(ds, name: str, segs: list, n_merge: int) -> None:
         version = int(holding[0]["version"])
     else:
         version = int(ds.version)
-    built = _build(ds, kind, segs[-1]["fields"][0], model, frags)
+    # (BTREE and BITMAP keep what the merged segments hold, as pylance: their rows of
+    # live fragments, deleted ones too, plus the unindexed fragments' rows)
+    keep = removed if kind in ("BTree", "Bitmap") and \
+        not getattr(ds, "has_stable_row_ids", False) else []
+    new_frags = unindexed if keep else frags
+    column = segs[-1]["fields"][0]
+    olds = [meta[e["uuid"]] for e in removed]
+    if kind in ("ZoneMap", "BloomFilter") and olds and _disjoint(olds):
+        built = _merge_zones(ds, kind, column, model, olds, unindexed)
+    else:
+        built = _build(ds, kind, column, model, new_frags,
+                       _held_rows(ds, kind, keep, live) if keep else None)
     uid, files, details, index_version = built
     new = Index(uuid=uid, name=name, fields=list(model.fields), dataset_version=version,
                 fragment_ids=frag_ids, index_version=index_version,
@@ -130,9 +154,106 @@ def _optimize_one(ds, name: str, segs: list, n_merge: int) -> None:
     become(ds, out)
 
 
-def _build(ds, kind: str, column: str, model: Index, frags: list):
+def _disjoint(olds: list) -> bool:
+    seen: set = set()
+    for i in olds:
+        got = {int(f) for f in i.fragment_ids}
+        if got & seen:
+            return False
+        seen |= got
+    return True
+
+
+def _merge_zones(ds, kind: str, column: str, model: Index, olds: list, unindexed: list):
+    """The zones of the ZONEMAP or BLOOMFILTER segments ``olds`` as they are (those of
+    fragments deleted since too, as pylance keeps them) and the zones of the
+    ``unindexed`` fragments, in one new segment (:func:`.segments.merge_segments`)."""
+    parts, temp = list(olds), None
+    if unindexed:
+        uid, written, details, version = _build(ds, kind, column, model, unindexed)
+        temp = segments.replace_fields(
+            model, uuid=uid, fragment_ids={f.fragment_id for f in unindexed},
+            index_version=version, index_details=details,
+            files=[IndexFile(n, sz) for n, sz in written])
+        parts.append(temp)
+    try:
+        merged = segments.merge_segments(ds, parts)
+    finally:
+        if temp is not None:  # (the new fragments' zones: merged, or of no use)
+            files = IndexFiles(ds.uri, str(temp.uuid))
+            for f in temp.files:
+                files.store.delete(files.rel(f.path))
+    return str(merged.uuid), [(f.path, int(f.size_bytes)) for f in merged.files], \
+        model.index_details, api.BUILT_TYPES[OPTIMIZE_TYPES[kind]][2]
+
+
+def _held_rows(ds, kind: str, segs: list, live: list):
+    """``(values, uint64 row addresses)`` batches of what the BTREE or BITMAP segments
+    ``segs`` hold in the ``live`` fragments (a dataset without stable row ids: the
+    ids are addresses, ``fragment << 32 | offset``)."""
+    rows = {f.fragment_id: int(f.physical_rows) for f in live}
+    live_ids = np.fromiter(rows, np.uint64, len(rows))
+    parts = [IndexFiles(ds.uri, e["uuid"]) for e in segs]
+    if kind == "BTree":
+        source = (b for f in parts for b in _btree_pages(f))
+    else:
+        source = (b for f in parts for b in _bitmap_batches(f, rows))
+    for values, ids in source:
+        mask = np.isin(ids >> np.uint64(32), live_ids)
+        if mask.all():
+            yield values, ids
+        elif mask.any():
+            yield values.filter(pa.array(mask)), ids[mask]
+
+
+def _btree_pages(files: IndexFiles, step: int = 1 << 16):
+    """``(values, ids)`` of a BTREE segment's sorted pages, ``step`` rows at a time."""
+    r = files.reader(btree.PAGES_FILE)
+    n = r.num_rows()
+    for a in range(0, n, step):
+        t = r.read_range(a, min(step, n - a)).to_table()
+        yield t.column("values").combine_chunks(), \
+            np.asarray(t.column("ids").to_numpy(), np.uint64)
+
+
+def _row_batches(ds, column: str, frags: list, typ: pa.DataType, key: str):
+    """``(values cast to typ, uint64 key)`` of ``column`` over ``frags`` (deleted rows
+    skipped); ``key`` is ``_rowid`` or ``_rowaddr``, as ``create_scalar_index`` takes
+    them for the index type."""
+    if key == "_rowaddr":
+        yield from api.address_batches(ds, column, frags, typ)
+        return
+    if not frags:
+        return
+    for b in ds.scanner(columns=[column], with_row_id=True, fragments=frags).to_batches():
+        if b.num_rows:
+            v = b.column(0)
+            v = v.storage if isinstance(v, pa.ExtensionArray) else v
+            yield (v.cast(typ) if v.type != typ else v), \
+                np.asarray(b.column(b.schema.get_field_index(key)).to_numpy(), np.uint64)
+
+
+def _bitmap_batches(files: IndexFiles, rows: dict, step: int = 1024):
+    """``(values, ids)`` of a BITMAP segment, ``step`` keys at a time (``rows``:
+    fragment id -> physical rows, for row sets that store a fragment whole)."""
+    r = files.reader(bitmap.BITMAP_FILE)
+    n = r.num_rows()
+    for a in range(0, n, step):
+        t = r.read_range(a, min(step, n - a)).to_table()
+        ids = [rowmap.to_ids(rowmap.deserialize(
+            raw, full_rows=lambda fid: rows.get(int(fid), 0),
+            where=f"index {files.uuid} key {a + k}"))
+            for k, raw in enumerate(t.column("bitmaps").to_pylist())]
+        counts = np.array([len(x) for x in ids], np.int64)
+        if counts.sum():
+            at = pa.array(np.repeat(np.arange(len(ids)), counts))
+            yield t.column("keys").combine_chunks().take(at), np.concatenate(ids)
+
+
+def _build(ds, kind: str, column: str, model: Index, frags: list, held=None):
     """A new segment of the ``kind`` index (a list_indices type) on ``column`` over
-    ``frags``, with the parameters of segment ``model``: ``(uuid, [(file, size)],
+    ``frags`` (and the ``(values, ids)`` batches ``held``, kept from merged
+    segments), with the parameters of segment ``model``: ``(uuid, [(file, size)],
     (details type URL, details), index version)``."""
     typ = api.storage_type(api.column_field(ds, column).type)
     uid = str(uuidlib.uuid4())
@@ -144,10 +265,11 @@ def _build(ds, kind: str, column: str, model: Index, frags: list):
         _build_json(ds, column, model, frags, files)
         return uid, files.written, details, int(model.index_version)
     index_version = api.BUILT_TYPES[create][2]
-    if kind in ("ZoneMap", "BloomFilter"):
-        batches = api.address_batches(ds, column, frags, typ)
-    else:
-        batches = api._column_batches(ds, column, frags, typ)
+    batches = _row_batches(ds, column, frags, typ, "_rowaddr" if kind in (
+        "ZoneMap", "BloomFilter") else "_rowid")
+    if held is not None:
+        batches = itertools.chain(((v.cast(typ) if v.type != typ else v, ids)
+                                   for v, ids in held), batches)
     if kind == "BTree":
         btree.write_btree(files, batches, typ)
     elif kind == "Bitmap":
@@ -192,5 +314,5 @@ def _build_json(ds, column: str, model: Index, frags: list, files: IndexFiles) -
     path, tname, typ = target
     storage = api.storage_type(api.column_field(ds, column).type)
     batches = ((ji.json_values(ji.as_jsonb(v, column), path, typ), ids)
-               for v, ids in api._column_batches(ds, column, frags, storage))
+               for v, ids in _row_batches(ds, column, frags, storage, "_rowid"))
     (btree.write_btree if tname == "BTree" else bitmap.write_bitmap)(files, batches, typ)

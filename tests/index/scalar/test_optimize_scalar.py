@@ -233,6 +233,26 @@ def test_merge_after_deletes_as_pylance(tmp_path, kind, deleted):
     assert got[0] == got[1]
 
 
+@pytest.mark.parametrize("kind", ["BTREE", "BITMAP", "ZONEMAP", "BLOOMFILTER"])
+@pytest.mark.parametrize("deleted", ["k < 50", "k < 100"], ids=["some-rows", "a-fragment"])
+def test_merged_content_as_pylance_after_deletes(tmp_path, kind, deleted):
+    """A merge keeps what the merged segment held (rows deleted since in live
+    fragments; zones of a fragment deleted whole), as pylance: the same statistics."""
+    got = []
+    for lib in ("lancenb", "pylance"):
+        uri = str(tmp_path / lib)
+        build(uri, kind, "pylance", n=300)
+        LIBS[lib].dataset(uri).delete(deleted)
+        append(uri, "lancenb", 50, 300)
+        LIBS[lib].dataset(uri).optimize.optimize_indices()
+        st = lance.dataset(uri).stats.index_stats("i_idx")
+        st.pop("updated_at_timestamp_ms")
+        assert lancenb.dataset(uri).stats.index_stats("i_idx")["segments"] == st["segments"]
+        got.append(st)
+        check_answers(uri, kind)
+    assert got[0] == got[1]
+
+
 def test_index_names_and_no_ops(tmp_path):
     uri = str(tmp_path / "d")
     build(uri, "BTREE")
