@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from lancenb.errors import IndexExistsError, InvalidInputError, NotSupportedError
+from lancenb.index import distributed as vector_segments
 from lancenb.index.scalar import bitmap, btree, label_list, ngram, zones
 from lancenb.index.scalar import segments as segments_mod
 from lancenb.index.scalar.common import IndexFiles, become
@@ -40,6 +41,12 @@ BUILT_TYPES = {"BTREE": ("BTree", btree.DETAILS_TYPE_URL, 0),
 _PARAMS = {"ZONEMAP": {"rows_per_zone": zones.ROWS_PER_ZONE},
            "BLOOMFILTER": {"number_of_items": zones.BLOOM_ITEMS,
                            "probability": zones.BLOOM_PROBABILITY}}
+
+
+def _vector_type(index_type) -> bool:
+    from lancenb.index.vector.api import VECTOR_INDEX_TYPES
+
+    return isinstance(index_type, str) and index_type.upper() in VECTOR_INDEX_TYPES
 
 
 def _btree_type_ok(t: pa.DataType) -> bool:
@@ -338,6 +345,15 @@ class ScalarIndexMethods:
         if fragment_ids is None:
             raise InvalidInputError("create_index_uncommitted requires fragment_ids for "
                                     "distributed index build")
+        if _vector_type(index_type):  # (lancenb.index.distributed)
+            unknown = sorted({int(f) for f in fragment_ids} -
+                             {f.fragment_id for f in self.get_fragments()})
+            if unknown:
+                raise InvalidInputError(f"fragment_ids {unknown} are not fragments of this "
+                                        f"dataset (version {self.version})")
+            return self.create_index(column, index_type, name, *args, replace=replace,
+                                     train=train, fragment_ids=list(fragment_ids),
+                                     index_uuid=index_uuid, _uncommitted=True, **kwargs)
         if args or kwargs.get("metric") not in (None, "L2"):
             raise NotSupportedError("create_index_uncommitted: lancenb builds scalar index "
                                     "segments only")
@@ -361,12 +377,18 @@ class ScalarIndexMethods:
     def merge_existing_index_segments(self, segments) -> Index:
         """Merge uncommitted segments of one index type into one new segment covering
         their fragments (BTREE, ZONEMAP, BLOOMFILTER); the inputs stay on disk."""
-        return segments_mod.merge_segments(self, list(segments))
+        segments = list(segments)
+        if any(vector_segments.is_vector_segment(s) for s in segments):
+            return vector_segments.merge_segments(self, segments)
+        return segments_mod.merge_segments(self, segments)
 
     def commit_existing_index_segments(self, index_name: str, column: str, segments):
         """Publish ``segments`` as the one index ``index_name`` on ``column`` (replacing
         an index of that name) in a new version; this dataset moves to it."""
         fid = _field_id(self, column)
+        segments = list(segments)
+        if not segments or any(vector_segments.is_vector_segment(s) for s in segments):
+            return vector_segments.commit_segments(self, index_name, column, segments, fid)
         new = [replace_fields(seg, name=index_name, fields=[fid]) for seg in segments]
         done = type(self).commit(self.uri, CreateIndex(new_indices=new, removed_indices=[]),
                                  read_version=self.version)

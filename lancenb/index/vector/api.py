@@ -118,7 +118,8 @@ class VectorIndexMethods:
                      shuffle_partition_concurrency=None, ivf_centroids_file=None,
                      precomputed_partition_dataset=None, storage_options=None,
                      filter_nan: bool = True, train: bool = True, fragment_ids=None,
-                     index_uuid: str | None = None, *, target_partition_size=None, **kwargs):
+                     index_uuid: str | None = None, *, target_partition_size=None,
+                     _uncommitted: bool = False, **kwargs):
         """Build an index on ``column`` and commit it; this dataset moves to the new
         version. Returns the dataset.
 
@@ -194,19 +195,27 @@ class VectorIndexMethods:
             rows = self.count_rows()
             num_partitions = max(1, rows // int(target_partition_size))
         name = name or f"{col}_idx"
-        if not replace and any(e["name"] == name for e in self.list_indices()):
+        if not _uncommitted and not replace and \
+                any(e["name"] == name for e in self.list_indices()):
             raise IndexExistsError(f"Index name '{name}' already exists, please specify a "
                                    f"different name or use replace=True")
         from lancenb.index.vector.build import build_vector_index
 
-        build_vector_index(self, col, kind, name, metric=metric.lower(),
-                           num_partitions=num_partitions, num_sub_vectors=num_sub_vectors,
-                           num_bits=num_bits, ivf_centroids=ivf_centroids,
-                           pq_codebook=pq_codebook, replace=True, fragment_ids=fragment_ids,
-                           index_uuid=index_uuid, train=train,
-                           sample_rate=int(kwargs.pop("sample_rate", 256)),
-                           max_iters=int(kwargs.pop("max_iters", 50)),
-                           dataset_out=self)
+        built = build_vector_index(
+            self, col, kind, name, metric=metric.lower(), num_partitions=num_partitions,
+            num_sub_vectors=num_sub_vectors, num_bits=num_bits, ivf_centroids=ivf_centroids,
+            pq_codebook=pq_codebook, replace=True, fragment_ids=fragment_ids,
+            index_uuid=index_uuid, train=train,
+            sample_rate=int(kwargs.pop("sample_rate", 256)),
+            max_iters=int(kwargs.pop("max_iters", 50)), dataset_out=self,
+            index_file_version=kwargs.pop("index_file_version", None),
+            commit=not _uncommitted,
+            # (a shared codebook: row-major codes, as pylance's segments)
+            row_major=_uncommitted and pq_codebook is not None)
+        if _uncommitted:  # create_index_uncommitted: the segment's metadata
+            from lancenb.index.distributed import segment_index
+
+            return segment_index(built)
         return self
 
     def drop_index(self, name: str) -> None:
@@ -359,15 +368,15 @@ def vector_index_stats(ds, index_name: str) -> dict:
         sub.pop("codebook_position", None)
         sub.pop("codebook_tensor", None)
         sub["index_type"] = st.kind
-        sub["metric_type"] = "l2" if (st.kind == "PQ" and idx.metric == "cosine") \
-            else idx.metric
+        sub["metric_type"] = "l2" if (st.kind == "PQ" and idx.metric == "cosine" and
+                                      idx.file_version != "Legacy") else idx.metric
         per.append({"index_type": idx.index_type, "uuid": e["uuid"],
                     "uri": f"{index_dir(ds, e['uuid'])}/index.idx",
                     "metric_type": idx.metric, "num_partitions": idx.num_partitions,
                     "sub_index": sub,
                     "partitions": [{"size": int(s)} for s in st.lengths],
                     "centroids": idx.centroids.tolist(), "loss": idx.loss,
-                    "index_file_version": "V3"})
+                    "index_file_version": idx.file_version})
     live = set(frags)
     indexed = covered & live
     per_delta = [sum(frags.get(int(f), 0) for f in e["fragment_ids"]) for e in segs]

@@ -38,7 +38,7 @@ from lancenb.index.vector.ivf import (
     index_dir,
     storage_options_of,
 )
-from lancenb.index.vector.ivfpb import Ivf, encode_ivf, encode_tensor
+from lancenb.index.vector.ivfpb import Ivf, encode_ivf, encode_tensor, write_legacy
 from lancenb.index.vector.kmeans import assign, train_kmeans
 from lancenb.index.vector.rows import nested_field
 from lancenb.io import open_reader
@@ -182,11 +182,14 @@ def build_vector_index(ds, column: str, index_type: str, name: str | None = None
                        sample_rate: int = 256, max_iters: int = 50, ivf_centroids=None,
                        pq_codebook=None, replace: bool = True, fragment_ids=None,
                        index_uuid: str | None = None, commit: bool = True, seed: int = 42,
-                       train: bool = True, dataset_out=None) -> BuiltIndex:
+                       train: bool = True, dataset_out=None, index_file_version=None,
+                       row_major: bool = False) -> BuiltIndex:
     """Build a vector index of ``column`` and (with ``commit``) commit it.
 
     Parameters follow pylance's ``create_index``; ``num_partitions`` defaults to
     ``sqrt(rows)`` and ``num_sub_vectors`` to ``dim / 16`` (or ``dim / 8``) as pylance.
+    ``row_major``: PQ codes stored row by row (``"transposed": false``), as pylance 14
+    writes the segments of a distributed build given a shared codebook.
 
     Examples
     --------
@@ -194,6 +197,9 @@ def build_vector_index(ds, column: str, index_type: str, name: str | None = None
     ...                    num_sub_vectors=4)  # doctest: +SKIP
     """
     index_type = str(index_type).upper()
+    legacy = _file_version(index_file_version) == "Legacy" and index_type == "IVF_PQ"
+    if legacy and num_bits != 8:  # (pylance writes them, then fails reading them)
+        raise NotSupportedError("legacy IVF_PQ index files hold 8-bit codes only")
     if not train:
         raise NotSupportedError("create_index(train=False) (an empty vector index) is not "
                                 "supported by lancenb")
@@ -285,6 +291,8 @@ def build_vector_index(ds, column: str, index_type: str, name: str | None = None
                 train = qsample - centroids[labels]
             codebook = train_pq_codebook(train, num_sub_vectors, num_bits, max_iters, seed)
         params = pq_params(num_bits, num_sub_vectors, dim)
+        if row_major and index_type == full_type:
+            params["transposed"] = False
     elif index_type == "IVF_SQ":
         lo, hi = (float(qsample.min()), float(qsample.max())) if len(qsample) else (0., 0.)
         params = {"dim": dim, "num_bits": num_bits, "bounds": {"start": lo, "end": hi}}
@@ -309,15 +317,40 @@ def build_vector_index(ds, column: str, index_type: str, name: str | None = None
     if index_type == "IVF_PQ":
         build_params.update({"lance.pq.sample_rate": sample_rate,
                              "lance.pq.max_iters": max_iters})
+    if legacy:  # pylance's single-file IVF_PQ layout (see ivfpb)
+        uid = index_uuid or str(uuidlib.uuid4())
+        size = write_legacy(f"{index_dir(ds, uid)}/{INDEX_FILE}", storage_options_of(ds),
+                            name=name, column=column, dataset_version=ds.version,
+                            metric=metric, centroids=centroids, loss=loss, row_ids=row_ids,
+                            labels=labels, codes=payload, codebook=codebook)
+        built = BuiltIndex(uid, name, field.id(), ds.version,
+                           sorted(f.fragment_id for f in frags), [(INDEX_FILE, size)],
+                           _details(full_type, metric, num_bits, num_sub_vectors,
+                                    build_params))
+        built.build_seconds = time.time() - t0
+        if commit:
+            commit_create_index(ds, [built], existing, dataset_out=dataset_out)
+        return built
     built = write_index(ds, field.id(), full_type, metric, name, centroids, loss, row_ids,
                         labels, payload, params, codebook, num_bits=num_bits,
                         num_sub_vectors=num_sub_vectors or 0,
                         fragment_ids=[f.fragment_id for f in frags],
-                        build_params=build_params, index_uuid=index_uuid)
+                        build_params=build_params, index_uuid=index_uuid,
+                        transposed=params.get("transposed", True))
     built.build_seconds = time.time() - t0
     if commit:
         commit_create_index(ds, [built], existing, dataset_out=dataset_out)
     return built
+
+
+def _file_version(v) -> str:
+    """pylance's ``index_file_version`` (an ``IndexFileVersion`` or its name) as
+    ``"V3"`` (the default) or ``"Legacy"``."""
+    text = str(getattr(v, "value", v) or "V3")
+    out = {"v3": "V3", "legacy": "Legacy"}.get(text.lower())
+    if out is None:
+        raise InvalidInputError(f"index_file_version must be 'V3' or 'Legacy', not {v!r}")
+    return out
 
 
 def encode_fragments(ds, column: str, frags, index_type: str, metric: str, centroids,
@@ -390,11 +423,12 @@ def pq_params(num_bits: int, num_sub_vectors: int, dim: int) -> dict:
 def write_index(ds, field_id: int, index_type: str, metric: str, name: str, centroids,
                 loss, row_ids, labels, payload, params: dict, codebook, *, num_bits=8,
                 num_sub_vectors=0, fragment_ids=(), build_params=None,
-                index_uuid=None) -> BuiltIndex:
+                index_uuid=None, transposed=True) -> BuiltIndex:
     """Write the two index files from each row's id, partition (``labels``) and
     encoded vector (``payload``: row-major codes or vectors) and describe them.
 
-    Rows are grouped by partition (stable), PQ codes transposed per partition."""
+    Rows are grouped by partition (stable), PQ codes transposed per partition (unless
+    ``transposed`` is False: a distributed segment's row-major codes)."""
     num_partitions = len(centroids)
     width = payload.shape[1]
     order = np.argsort(labels, kind="stable")
@@ -406,7 +440,7 @@ def write_index(ds, field_id: int, index_type: str, metric: str, name: str, cent
         decoded = _decode(index_type, metric, payload, labels, centroids, params, codebook,
                           num_bits)
         graph = build_graphs(decoded, offsets, lengths)
-    if index_type.endswith("PQ"):  # stored sub-vector major within each partition
+    if index_type.endswith("PQ") and transposed:  # stored sub-vector major within each partition
         flat = np.empty(payload.size, np.uint8)
         for p in range(num_partitions):
             s, n = int(offsets[p]), int(lengths[p])

@@ -226,6 +226,10 @@ def _read_storage(path: str, storage_options, num_partitions: int) -> _Storage:
                           f"{path}: PQ codebook"), params, path)
         col = r.read_column(pqmod.CODE_COLUMN).combine_chunks()
         data = np.asarray(col.flatten().to_numpy(zero_copy_only=False), dtype=np.uint8)
+        if params.get("transposed") is False:  # a distributed segment's row-major codes
+            rows = data.reshape(n, col.type.list_size)
+            data = np.concatenate([pqmod.transpose_codes(rows[s:s + k]) for s, k in
+                                   zip(offsets.tolist(), lengths.tolist())] + [data[:0]])
         return _Storage("PQ", row_ids, offsets, lengths, data, params)
     if sqmod.CODE_COLUMN in names:
         col = r.read_column(sqmod.CODE_COLUMN).combine_chunks()

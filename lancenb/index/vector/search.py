@@ -301,6 +301,12 @@ def _vector_index(ds, req: Request):
         if not req.metric_given and idx.metric in kd.METRICS:
             # no metric named: the index's, for the unindexed fragments too
             req.use_metric(_metric(idx.metric, req.elem))
+        others = [e for e in _index_list(ds) if e.get("name") == entry.get("name")
+                  and e.get("uuid") != entry.get("uuid")]
+        if others:  # an index of several segments (deltas, a distributed build)
+            from lancenb.index.distributed import segmented
+
+            idx = segmented(ds, idx, others)
         return idx
     return None
 
