@@ -274,31 +274,49 @@ def _positions_of(p, tid: int, doc: int) -> np.ndarray:
 
 
 def _has_phrase(p, look, toks, qpos, doc, slop) -> bool:
-    lists = [_positions_of(p, look[t], doc) for t in toks]
-    starts = lists[0]
-    for s in starts.tolist():
-        prev = s
-        good = True
-        for i in range(1, len(toks)):
-            want = prev + (qpos[i] - qpos[i - 1])
-            cand = lists[i][(lists[i] >= want - slop) & (lists[i] <= want + slop)
-                            & (lists[i] != prev)]
-            if cand.size == 0:
-                good = False
+    return _positions_hold_phrase([_positions_of(p, look[t], doc) for t in toks], qpos,
+                                  slop)
+
+
+def _positions_hold_phrase(lists, qpos, slop) -> bool:
+    """Whether positions ``lists`` (one sorted array per query token, in query order)
+    hold the phrase, as pylance decides it: with each position taken relative to its
+    token's place in the query, some choice of one position per token is
+    non-decreasing along the query with steps of at most ``slop``. Searched as pylance
+    searches it: every token at its first relative position >= the furthest position
+    a failed step asks for, until a choice fits or a token runs out."""
+    rel = [np.asarray(x, np.int64) - int(q) for x, q in zip(lists, qpos)]
+    at = [int(np.searchsorted(r, 0)) for r in rel]
+    while True:
+        target = None
+        fits = True
+        for i in range(1, len(rel)):
+            if at[i - 1] >= len(rel[i - 1]) or at[i] >= len(rel[i]):
+                return False
+            last, nxt = int(rel[i - 1][at[i - 1]]), int(rel[i][at[i]])
+            move = last if last > nxt else max(last + 1, nxt - slop)
+            target = move if target is None else max(target, move)
+            if not last <= nxt <= last + slop:
+                fits = False
                 break
-            prev = int(cand[np.argmin(np.abs(cand - want))])
-        if good:
+        if fits:
             return True
-    return False
+        at = [int(np.searchsorted(r, target)) for r in rel]
 
 
 def flat_match(params: TokenizerParams | None, idx: OpenIndex | None, text: str,
-               texts: pa.Array, row_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """pylance's flat BM25 of ``texts`` (rows no index covers)."""
+               texts: pa.Array, row_ids: np.ndarray, *, operator: str = "OR",
+               slop: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """pylance's flat BM25 of ``texts`` (rows no index covers): documents holding any
+    query token (``operator="OR"``), every one (``"AND"``), or the phrase (``slop`` not
+    None: every token, in order, gaps as in the query plus at most ``slop``)."""
     if params is None:  # (no index: pylance splits like 'simple' and nothing else)
         params = TokenizerParams(lower_case=False, stem=False, remove_stop_words=False,
                                  ascii_folding=False, max_token_length=None)
-    qt = tokenize_text(params, text)
+    if slop is not None:
+        qt, qpos = _query_positions(params, text)
+    else:
+        qt = tokenize_text(params, text)
     valid = np.asarray(texts.is_valid().to_numpy(zero_copy_only=False), bool)
     vocab: dict = {t: i for i, t in enumerate(dict.fromkeys(qt))}
     nq = len(vocab)
@@ -306,9 +324,9 @@ def flat_match(params: TokenizerParams | None, idx: OpenIndex | None, text: str,
     n = len(texts)
     if nq == 0 or n == 0:
         return np.zeros(0, np.uint64), np.zeros(0, np.float32)
-    # pylance 14: one set of statistics over the index and every unindexed document,
-    # each document's full length (measured: exact with deletions in the unindexed
-    # fragments; without, pylance counts one document less, a 1e-3 relative gap)
+    # pylance 14: one set of statistics over the index and every unindexed document
+    # that has a token (a text without tokens is not a document), each document's
+    # full length
     n_idx = idx.num_docs if idx is not None else 0
     t_idx = idx.total_tokens if idx is not None else 0
     nq_idx = np.array([idx.token_docs(t) if idx is not None else 0 for t in vocab], np.int64)
@@ -316,7 +334,7 @@ def flat_match(params: TokenizerParams | None, idx: OpenIndex | None, text: str,
     d, t = tk.doc[inq], tk.token_ids[inq]
     freq = np.zeros((n, nq), np.float32)
     np.add.at(freq, (d, t), 1)
-    num_docs = max(n_idx + int(valid.sum()), 1)
+    num_docs = max(n_idx + int((valid & (tk.num_tokens > 0)).sum()), 1)
     total = t_idx + int(tk.num_tokens.astype(np.int64)[valid].sum())
     avgdl = np.float32(total) / np.float32(num_docs)
     has = nq_idx + (freq > 0).sum(axis=0)
@@ -328,4 +346,27 @@ def flat_match(params: TokenizerParams | None, idx: OpenIndex | None, text: str,
     s = (w[None, :] * (freq * (K1 + np.float32(1)) / (freq + norm[:, None])) * rep).sum(
         axis=1, dtype=np.float32)
     keep = (s > 0) & valid
+    if operator == "AND" or slop is not None:
+        keep &= (freq > 0).all(axis=1)
+    if slop is not None and keep.any():
+        keep[keep] = _flat_phrases(tk, np.flatnonzero(keep), [vocab[t] for t in qt], qpos,
+                                   nq, slop)
     return np.asarray(row_ids, np.uint64)[keep], s[keep].astype(np.float32)
+
+
+def _flat_phrases(tk, docs: np.ndarray, qids: list, qpos: list, nq: int,
+                  slop: int) -> np.ndarray:
+    """Whether each of ``docs`` (holding every query token) holds the phrase: the
+    positions of its query tokens as one posting each, checked as :func:`phrase` does."""
+    inq = tk.token_ids < nq
+    d, t, pos = tk.doc[inq], tk.token_ids[inq], tk.position[inq].astype(np.int64)
+    order = np.lexsort((pos, t, d))
+    d, t, pos = d[order], t[order], pos[order]
+    lo = np.searchsorted(d, docs, side="left")
+    hi = np.searchsorted(d, docs, side="right")
+    out = np.zeros(len(docs), bool)
+    for k in range(len(docs)):
+        dt, dp = t[lo[k]:hi[k]], pos[lo[k]:hi[k]]
+        lists = [dp[dt == q] for q in qids]
+        out[k] = _positions_hold_phrase(lists, qpos, slop)
+    return out

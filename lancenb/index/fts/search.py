@@ -95,7 +95,8 @@ class _Searcher:
                                idx.fragment_ids | more.fragment_ids, idx.has_positions)
         return idx, sorted(idx.fragment_ids)
 
-    def _flat(self, column: str, idx, text: str, boost: float = 1.0):
+    def _flat(self, column: str, idx, text: str, boost: float = 1.0, operator: str = "OR",
+              slop: int | None = None):
         covered = idx.fragment_ids if idx is not None else set()
         todo = [f for f in self.frags if f.fragment_id not in covered]
         if self.fast or not todo:
@@ -107,11 +108,12 @@ class _Searcher:
         texts = text_column(t.column(0))
         ids = np.asarray(t.column(ROWID).to_numpy(), np.uint64)
         rows, scores = sc.flat_match(idx.params if idx is not None else None, idx, text,
-                                     texts, ids)
+                                     texts, ids, operator=operator, slop=slop)
         return rows, scores * np.float32(boost)
 
     def _leaf(self, column: str, fn, text: str, flat: bool = True,
-              positions: bool = False, boost: float = 1.0):
+              positions: bool = False, boost: float = 1.0, operator: str = "OR",
+              slop: int | None = None):
         self._check_column(column)
         idx, _ = self._index(column, positions=positions)
         parts = []
@@ -119,7 +121,8 @@ class _Searcher:
             parts.append(self._live(*fn(idx), idx))
             self.comparisons += len(parts[-1][0])
         if flat:  # (a scan of live rows)
-            parts.append(self._live(*self._flat(column, idx, text, boost), None))
+            parts.append(self._live(*self._flat(column, idx, text, boost, operator, slop),
+                                    None))
         rows = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.uint64)
         scores = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.float32)
         return rows, scores
@@ -213,10 +216,10 @@ class _Searcher:
                 fuzzy = expander(q.fuzziness, q.max_expansions, q.prefix_length)
             return self._leaf(q.column, lambda idx: sc.match(idx, q.query, operator=op,
                                                              boost=q.boost, fuzzy=fuzzy),
-                              q.query, flat=fuzzy is None and op == "OR", boost=q.boost)
+                              q.query, flat=fuzzy is None, boost=q.boost, operator=op)
         if isinstance(q, PhraseQuery):
             return self._leaf(q.column, lambda idx: sc.phrase(idx, q.query, q.slop),
-                              q.query, flat=False, positions=True)
+                              q.query, positions=True, slop=int(q.slop or 0))
         if isinstance(q, MultiMatchQuery):
             boosts = q.boosts or [1.0] * len(q.columns)
             # (pylance: the union of the columns' matches, each row's best score)
