@@ -122,11 +122,22 @@ class FilterSteps:
             not self.use_scalar_index else self._index_hits()
         if self.limit is None and not hits:  # (whole fragments decoded ahead: not
             frags = decoded_ahead(frags, self._plain(self.filter_columns))  # indexed ones)
+        exact = getattr(hits, "exact", False)
         for frag in frags:
             live = None if self.include_deleted_rows else frag.live_offsets()
             if hits is not None and frag.fragment_id in hits:
                 got = hits[frag.fragment_id]
                 live = got if live is None else np.intersect1d(live, got, assume_unique=True)
+                if exact:  # (the index's rows are the filter's: nothing to evaluate)
+                    if pending:
+                        yield from self._evaluate(pending, count)
+                        pending, rows = [], 0
+                    self.rows_scanned += len(live)
+                    if len(live):
+                        yield (None, None, None, len(live)) if count else (
+                            frag, live, self.filter_table(frag, live, projected=True),
+                            np.arange(len(live)))
+                    continue
             live = self._prune(frag, live)
             n_live = frag.physical_rows if live is None else len(live)
             if n_live == 0:
@@ -152,16 +163,20 @@ class FilterSteps:
                          [f.metadata for f in ds.get_fragments()], ds.session())
         return index_offsets(view, self._filter.text)
 
-    def filter_table(self, frag, live) -> pa.Table:
+    def filter_table(self, frag, live, projected: bool = False) -> pa.Table:
         """The filter columns of ``frag``'s rows ``live`` (all: None); ``_rowid`` and
-        ``_rowaddr`` computed, not read."""
-        stored = [c for c in self.filter_columns if c not in _META]
+        ``_rowaddr`` computed, not read. ``projected``: only those the scan returns."""
+        cols = [c for c in self.filter_columns if c in (self.columns or ())] \
+            if projected else self.filter_columns
+        if not cols:
+            return pa.table({"_": pa.nulls(len(live))}).select([])
+        stored = [c for c in cols if c not in _META]
         table = frag.take_physical(stored, live, blob_handling=self.blob_handling,
                                    dictionaries=self._dictionary_filter())
-        if len(stored) == len(self.filter_columns):
+        if len(stored) == len(cols):
             return table
         offs = np.arange(frag.physical_rows, dtype=np.int64) if live is None else live
-        for i, c in enumerate(self.filter_columns):
+        for i, c in enumerate(cols):
             if c in _META:
                 v = frag.row_ids()[offs] if (c == ROW_ID and frag.has_stable_row_ids) \
                     else frag.row_addresses(offs)

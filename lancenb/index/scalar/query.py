@@ -41,7 +41,7 @@ from lancenb.table.deletion import read_deletions
 from lancenb.table.indices import index_from_pb, parse_section
 from lancenb.table.rowids import decode_row_ids, external_bytes
 
-__all__ = ["index_rows", "index_offsets", "open_index", "TableView", "view_of",
+__all__ = ["index_rows", "index_offsets", "Offsets", "open_index", "TableView", "view_of",
            "json_targets", "prewarm"]
 
 _READERS = {"BTree": BTreeIndex, "Bitmap": BitmapIndex, "LabelList": LabelListIndex}
@@ -189,6 +189,9 @@ class _Planner:
         self.readers: dict[tuple, list] = {}
         self.covered: set[int] | None = None
         self.universe: BitMap64 | None = None
+        #: whether some part was answered by a superset (zones, n-grams, an AND side
+        #: no index answers): the caller must then evaluate the filter on the rows
+        self.superset = False
 
     def _segments(self, column: str, labels: bool = False, zones: bool = False) -> list:
         key = (column, labels, zones)
@@ -252,6 +255,7 @@ class _Planner:
         """A superset of the rows where ``node`` is true: the zones a ZONEMAP or
         BLOOMFILTER index cannot rule out (reaching further by the fragment's deleted
         rows, :mod:`.zones`)."""
+        self.superset = True
         frags = {int(f.id): f for f in self.frags}
         out = BitMap64()
         for seg in self._segments(column, zones=True):
@@ -277,6 +281,7 @@ class _Planner:
             return None
         if not loose or with_nulls:
             raise Unanswerable("an NGRAM index gives a superset only")
+        self.superset = True
         out = BitMap64()
         for seg in self._segments(q[0], zones="ngram"):
             got = seg.search_contains(q[1])
@@ -290,6 +295,7 @@ class _Planner:
         scan rechecks them), as pylance 14 uses one: case-sensitive LIKE, no NOT above."""
         if not loose or with_nulls or node.ignore_case:
             raise Unanswerable("an NGRAM index gives a superset only")
+        self.superset = True
         out = BitMap64()
         for seg in self._segments(column, zones="ngram"):
             got = seg.search_like(node.pattern)
@@ -387,10 +393,12 @@ class _Planner:
             try:
                 a = self.eval(node.left, False, True)
             except Unanswerable:
+                self.superset = True
                 return self.eval(node.right, False, True)
             try:
                 b = self.eval(node.right, False, True)
             except Unanswerable:
+                self.superset = True
                 return a
             return Answer(a.true & b.true)
         if isinstance(node, And):
@@ -539,6 +547,12 @@ def index_rows(ds, filter, *, exact: bool = True) -> tuple[BitMap64, set[int]] |
     --------
     >>> rows, covered = index_rows(ds, "x = 5 OR x IN (7, 9)")  # doctest: +SKIP
     """
+    got = _answer(ds, filter, exact)
+    return None if got is None else got[:2]
+
+
+def _answer(ds, filter, exact: bool) -> tuple[BitMap64, set[int], bool] | None:
+    """:func:`index_rows`, and whether the rows are a superset (``exact=False`` only)."""
     if not isinstance(filter, str) or not filter.strip():
         return None
     view = _view(ds)
@@ -556,7 +570,15 @@ def index_rows(ds, filter, *, exact: bool = True) -> tuple[BitMap64, set[int]] |
         return None
     existing = {int(f.id) for f in view.fragments}
     covered = (planner.covered or set()) & existing
-    return _live(view, answer.true, covered, stable), covered
+    return _live(view, answer.true, covered, stable), covered, planner.superset
+
+
+class Offsets(dict):
+    """``{fragment id: offsets}`` of :func:`index_offsets`; ``exact``: the offsets
+    are exactly the rows the filter is true for (no zone, n-gram or unindexed ``AND``
+    side widened them), so a scan need not evaluate the filter on them."""
+
+    exact = False
 
 
 def index_offsets(ds, filter) -> dict[int, np.ndarray] | None:
@@ -566,8 +588,8 @@ def index_offsets(ds, filter) -> dict[int, np.ndarray] | None:
     or a :class:`TableView`.
 
     A scan restricts each covered fragment's rows to these offsets, then evaluates
-    the filter on them: the offsets hold every matching row (exactly the matching
-    ones unless an ``AND`` has a side no index answers).
+    the filter on them: the offsets hold every matching row, exactly the matching
+    ones when the result's ``exact`` is true (:class:`Offsets`).
 
     Examples
     --------
@@ -576,12 +598,13 @@ def index_offsets(ds, filter) -> dict[int, np.ndarray] | None:
     array([ 5, 102, 199])
     """
     view = _view(ds)
-    got = index_rows(view, filter, exact=False)
+    got = _answer(view, filter, False)
     if got is None:
         return None
-    rows, covered = got
+    rows, covered, superset = got
     frags = {int(f.id): f for f in view.fragments}
-    out: dict[int, np.ndarray] = {}
+    out = Offsets()
+    out.exact = not superset
     stable = any(f.row_id_meta is not None for f in frags.values())
     store = ObjectStore(view.uri) if stable else None
     ids = rowmap.to_ids(rows)
