@@ -20,8 +20,8 @@ order, the *unindexed* fragments being the live ones no segment of the name cove
 * The index version and details are those of the type (the build parameters of the
   newest merged segment: zone sizes, bloom filter sizing, tokenizer, JSON path).
 
-Each index that changes is one CreateIndex commit (the segments that stay are listed
-again, since a CreateIndex replaces every segment of a name it names).
+The indices that change are one CreateIndex commit, as pylance's (the segments that
+stay are listed again, since a CreateIndex replaces every segment of a name it names).
 
 lancenb writes the new segment from the column over its fragments (deleted rows
 skipped), with the same builders as ``create_scalar_index``; pylance merges the old
@@ -41,7 +41,7 @@ from datetime import datetime, timezone
 import numpy as np
 import pyarrow as pa
 
-from lancenb.errors import NotSupportedError
+from lancenb.errors import InvalidInputError, NotSupportedError
 from lancenb.index.scalar import (
     api,
     bitmap,
@@ -85,13 +85,19 @@ def optimize_scalar_indices(ds, *, num_indices_to_merge: int | None = None,
         names = [n for n in names if n in wanted]
     n_merge = 1 if num_indices_to_merge is None or retrain else int(num_indices_to_merge)
     if n_merge < 0:
-        from lancenb.errors import InvalidInputError
-
         raise InvalidInputError(f"num_indices_to_merge must be >= 0, got {n_merge}")
+    meta = _manifest_entries(ds) if names else {}
+    new, gone = [], []
     for name in names:
-        segs = [e for e in ds.list_indices() if e["name"] == name]
-        if segs:
-            _optimize_one(ds, name, segs, n_merge)
+        segs = [e for e in entries if e["name"] == name]
+        got = _optimize_one(ds, name, segs, n_merge, meta) if segs else None
+        if got is not None:
+            new.extend(got[0])
+            gone.extend(got[1])
+    if new:
+        out = type(ds).commit(ds.uri, CreateIndex(new_indices=new, removed_indices=gone),
+                              read_version=ds.version)
+        become(ds, out)
 
 
 def _manifest_entries(ds) -> dict:
@@ -108,7 +114,9 @@ def _manifest_entries(ds) -> dict:
                                 for m in parse_section(mf.index_section_bytes(), mf.name))}
 
 
-def _optimize_one(ds, name: str, segs: list, n_merge: int) -> None:
+def _optimize_one(ds, name: str, segs: list, n_merge: int, meta: dict):
+    """The segments of index ``name`` to commit (those that stay, then the new one) and
+    those to remove, or None when it needs nothing."""
     live = ds.get_fragments()
     live_ids = {f.fragment_id for f in live}
     covered = {int(f) for e in segs for f in e["fragment_ids"]}
@@ -121,7 +129,6 @@ def _optimize_one(ds, name: str, segs: list, n_merge: int) -> None:
     for e in removed:
         frag_ids |= {int(f) for f in e["fragment_ids"]} & live_ids
     frags = [f for f in live if f.fragment_id in frag_ids]
-    meta = _manifest_entries(ds)
     model = meta[(removed or segs)[-1]["uuid"]]  # (the parameters come from the newest)
     kind = segs[-1]["type"]
     holding = [e for e in removed if kind == "Inverted"  # (its old partitions stay)
@@ -147,11 +154,7 @@ def _optimize_one(ds, name: str, segs: list, n_merge: int) -> None:
                 fragment_ids=frag_ids, index_version=index_version,
                 created_at=datetime.now(timezone.utc),
                 files=[IndexFile(n, s) for n, s in files], index_details=details)
-    stay = [meta[e["uuid"]] for e in kept]
-    gone = [meta[e["uuid"]] for e in removed]
-    out = type(ds).commit(ds.uri, CreateIndex(new_indices=[*stay, new], removed_indices=gone),
-                          read_version=ds.version)
-    become(ds, out)
+    return [*(meta[e["uuid"]] for e in kept), new], [meta[e["uuid"]] for e in removed]
 
 
 def _disjoint(olds: list) -> bool:

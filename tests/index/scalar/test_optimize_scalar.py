@@ -273,6 +273,12 @@ def test_index_names_and_no_ops(tmp_path):
     ds.optimize.optimize_indices()
     assert ds.version == v + 3
     assert sorted(lancenb.dataset(uri).list_indices()[0]["fragment_ids"]) == [0, 1, 2]
+    append(uri, "lancenb", 50, 250)
+    ds = lancenb.dataset(uri)
+    ds.optimize.optimize_indices(num_indices_to_merge=0)
+    assert ds.version == v + 5  # (both indices, one CreateIndex, as pylance)
+    assert sorted((e["name"], sorted(e["fragment_ids"])) for e in ds.list_indices()) == [
+        ("i_idx", [0, 1, 2]), ("i_idx", [3]), ("s_idx", [0, 1, 2]), ("s_idx", [3])]
     with pytest.raises(lancenb.LanceError):
         ds.optimize.optimize_indices(num_indices_to_merge=-1)
 
@@ -285,3 +291,52 @@ def test_the_appended_fragment_is_scanned_until_optimized(tmp_path):
     assert rows_scanned(ds, "i = 105") >= 90
     ds.optimize.optimize_indices()
     assert rows_scanned(lancenb.dataset(uri), "i = 105") <= len(rows(ds, "i = 105"))
+
+
+def _wide(n: int, off: int = 0) -> pa.Table:
+    x = np.arange(off, off + n)
+    return pa.table({"i": pa.array(x % 37, pa.int64()),
+                     "st": pa.array([{"a": int(v % 13), "b": f"w{v % 5}"} for v in x]),
+                     "j": pa.array([f'{{"x": {v % 9}}}' for v in x], pa.json_()),
+                     "k": pa.array(x)})
+
+
+@pytest.mark.parametrize("lib", ["lancenb", "pylance"])
+@pytest.mark.parametrize("kind", ["BTREE", "BITMAP", "ZONEMAP", "INVERTED"])
+def test_stable_row_ids(tmp_path, lib, kind):
+    mod, uri = LIBS[lib], str(tmp_path / "d")
+    lance.write_dataset(_wide(300), uri, max_rows_per_file=100, enable_stable_row_ids=True)
+    col = "st.b" if kind == "INVERTED" else "i"
+    mod.dataset(uri).create_scalar_index(col, kind)
+    ds = lancenb.dataset(uri)
+    ds.delete("k < 30")
+    ds.update({"i": "5"}, where="k >= 100 AND k < 110")
+    mod.write_dataset(_wide(50, 300), uri, mode="append")
+    lancenb.dataset(uri).optimize.optimize_indices()
+    ours, theirs = lancenb.dataset(uri), lance.dataset(uri)
+    assert sorted(int(f) for f in ours.list_indices()[0]["fragment_ids"]) == [0, 1, 2, 3, 4]
+    if kind == "INVERTED":
+        q = {"full_text_query": "w3", "columns": ["k"]}
+        assert sorted(ours.to_table(**q).column("k").to_pylist()) == \
+            sorted(theirs.to_table(**q).column("k").to_pylist())
+        return
+    want = rows(theirs, "i = 5", use_scalar_index=False)
+    assert rows(ours, "i = 5") == rows(theirs, "i = 5") == want
+
+
+@pytest.mark.parametrize("lib", ["lancenb", "pylance"])
+def test_nested_and_json_indices(tmp_path, lib):
+    mod, uri = LIBS[lib], str(tmp_path / "d")
+    lance.write_dataset(_wide(300), uri, max_rows_per_file=100)
+    ds = lancenb.dataset(uri)
+    ds.create_scalar_index("st.a", "BTREE")
+    ds.create_scalar_index("j", lancenb.indices.IndexConfig(
+        index_type="json", parameters={"target_index_type": "btree", "path": "x"}))
+    lance.write_dataset(_wide(50, 300), uri, mode="append")
+    mod.dataset(uri).optimize.optimize_indices()
+    ours, theirs = lancenb.dataset(uri), lance.dataset(uri)
+    assert sorted((e["name"], sorted(e["fragment_ids"])) for e in ours.list_indices()) == [
+        ("j_idx", [0, 1, 2, 3]), ("st.a_idx", [0, 1, 2, 3])]
+    for flt in ("st.a = 4", "json_get_int(j, 'x') = 3"):
+        want = rows(theirs, flt, use_scalar_index=False)
+        assert rows(ours, flt) == rows(theirs, flt) == want
