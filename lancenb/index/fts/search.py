@@ -107,6 +107,9 @@ class _Searcher:
         t = scan.to_table()
         texts = text_column(t.column(0))
         ids = np.asarray(t.column(ROWID).to_numpy(), np.uint64)
+        if self.allow is not None:  # (a prefilter: its rows alone make the statistics)
+            keep = np.isin(ids, self.allow)
+            texts, ids = texts.filter(pa.array(keep)), ids[keep]
         rows, scores = sc.flat_match(idx.params if idx is not None else None, idx, text,
                                      texts, ids, operator=operator, slop=slop)
         return rows, scores * np.float32(boost)

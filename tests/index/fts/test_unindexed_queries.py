@@ -56,3 +56,17 @@ def test_unindexed_rows_match_as_pylance(uri, i):
     assert rows or i >= 5
     assert got_rows == rows
     assert np.allclose(got, want, rtol=1e-4)
+
+
+def test_prefiltered_unindexed_rows_score_as_pylance(uri):
+    """With a prefilter, the unindexed rows that pass it alone make the flat
+    statistics (pylance scores the filtered scan)."""
+    out = []
+    for lib in (lance, lancenb):
+        t = lib.dataset(uri).to_table(full_text_query="quick", columns=["id"],
+                                      filter="id % 3 = 0", prefilter=True)
+        order = np.argsort(t["id"].to_numpy())
+        out.append((t["id"].to_numpy()[order].tolist(), t["_score"].to_numpy()[order]))
+    assert any(r >= 300 for r in out[0][0])
+    assert out[1][0] == out[0][0]
+    assert np.allclose(out[1][1], out[0][1], rtol=1e-5)
