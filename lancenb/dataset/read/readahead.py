@@ -14,24 +14,36 @@ of a bounded pool could then wait on each other forever.
 
 :func:`decoded_ahead` decodes the small data files of the next fragments together, per
 shape (:mod:`lancenb.file.same_shape`), before the fragments read them.
+
+:func:`read_several` reads the next fragments of a scan on the scan pool while the
+consumer works through the current one (and decodes two at once on two cores: a
+fragment's read is one thread's work when it reads one column).
 """
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
+from collections import deque
 from itertools import islice
-from typing import Iterator, TypeVar
+from typing import Callable, Iterable, Iterator, TypeVar
 
 from lancenb.errors import LanceError
 from lancenb.file.same_shape import DECODE_AHEAD_FILES, SmallFile, decode_ahead
+from lancenb.io.pools import ThreadPool
 from lancenb.table.fragments import is_legacy_file
 
-__all__ = ["read_ahead", "decoded_ahead"]
+__all__ = ["read_ahead", "decoded_ahead", "read_several", "READ_SEVERAL_BYTES"]
 
 T = TypeVar("T")
 _END = object()
 _POLL = 0.05  # seconds between checks of the stop flag while the queue is full
+# the fragments read_several has in flight besides the first hold at most this many
+# bytes of data files (a fragment is decoded whole: this bounds the extra memory)
+READ_SEVERAL_BYTES = 256 << 20
+# read_several's tasks only read (they never wait on another task of this pool)
+_SCAN_POOL = ThreadPool(lambda: max(2, os.cpu_count() or 1), "lancenb-scan")
 
 
 def read_ahead(source: Iterator[T], depth: int) -> Iterator[T]:
@@ -115,3 +127,44 @@ def decoded_ahead(frags, columns: list[str], window: int = DECODE_AHEAD_FILES):
         for (_, idx), files in groups.items():
             decode_ahead(files, idx)
         yield from run
+
+
+def read_several(read: Callable[[T], object], items: Iterable[T], depth: int,
+                 size: Callable[[T], int] = lambda item: 0) -> Iterator:
+    """``read(item)`` of each of ``items``, in order, with up to ``depth`` of them
+    under way at once on the scan pool (the ones after the first only while their
+    ``size`` adds up to at most ``READ_SEVERAL_BYTES``). ``items`` is consumed on the
+    calling thread; an error raised by a read is raised in order. Closing the
+    iterator cancels the reads not started (the ones running finish unseen).
+
+    Examples
+    --------
+    >>> list(read_several(lambda x: x * 2, range(4), 2))
+    [0, 2, 4, 6]
+    """
+    if depth <= 1:
+        for item in items:
+            yield read(item)
+        return
+    pool = _SCAN_POOL.get()
+    pending: deque = deque()  # (future, size)
+    held = 0  # sizes of the pending reads after the first
+    it = iter(items)
+    try:
+        nxt = next(it, _END)
+        while nxt is not _END or pending:
+            while nxt is not _END and len(pending) < depth:
+                z = int(size(nxt)) if pending else 0
+                if pending and held + z > READ_SEVERAL_BYTES:
+                    break
+                pending.append((pool.submit(read, nxt), z))
+                held += z
+                nxt = next(it, _END)
+            fut, _ = pending.popleft()
+            if pending:  # the next one becomes the first: its size no longer counts
+                held -= pending[0][1]
+                pending[0] = (pending[0][0], 0)
+            yield fut.result()
+    finally:
+        for fut, _ in pending:
+            fut.cancel()

@@ -29,7 +29,7 @@ from lancenb.dataset.descriptions import ScanStatistics
 from lancenb.dataset.read import blob, scanplan
 from lancenb.dataset.read.columnless import concat_tables, with_metadata
 from lancenb.dataset.read.nested import ROW_ADDR, ROW_ID, ROW_OFFSET, quoted, struct_path
-from lancenb.dataset.read.readahead import decoded_ahead, read_ahead
+from lancenb.dataset.read.readahead import decoded_ahead, read_ahead, read_several
 from lancenb.dataset.read.scanfilter import FilterSteps, compiled, filter_schema
 from lancenb.errors import InvalidInputError
 from lancenb.expr import engine as engine
@@ -56,6 +56,8 @@ DEFAULT_BATCH_SIZE = 8192
 FILTER_BATCH_ROWS = 64 * 1024
 # the environment variable that changes the default batch size (pylance's)
 BATCH_SIZE_ENV = "LANCE_DEFAULT_BATCH_SIZE"
+# fragments a scan without a filter reads at once, on as many cores (see read_several)
+SCAN_FRAGMENTS = 2
 # columns a projection may name that are not stored: computed per row read
 _SYSTEM = (ROW_ID, ROW_ADDR, ROW_OFFSET)
 _META = (ROW_ID, ROW_ADDR)  # the ones a filter may name
@@ -164,6 +166,9 @@ class LanceScanner(FilterSteps):
         self.batch_readahead = int(batch_readahead or 0)
         if self.batch_readahead < 0:
             raise InvalidInputError(f"batch_readahead must be >= 0, not {batch_readahead}")
+        # fragments read at once by a scan without a filter (None: SCAN_FRAGMENTS)
+        self.fragment_readahead = None if fragment_readahead is None \
+            else int(fragment_readahead)
         if not hasattr(self, "projection"):
             self.projection = None
         self._fragments = fragments
@@ -314,72 +319,92 @@ class LanceScanner(FilterSteps):
         yield table.slice(offset, None if stop is None else stop - offset)
 
     def _scan_tables(self) -> Iterator[pa.Table]:
-        skip = self.offset
-        remaining = self.limit
         read_cols = list(self.columns)
         frags = self.fragment_list()
-        if self._filter is not None:
-            frags = self.filtered(frags)
-        elif remaining is None and not skip:  # every fragment is read whole
-            frags = decoded_ahead(frags, self._plain(read_cols))
+        if self._filter is None:
+            if self.limit is None and not self.offset:  # every fragment is read whole
+                frags = decoded_ahead(frags, self._plain(read_cols))
+
+            def read(job):
+                frag, offsets = job
+                return frag, offsets, frag.take_physical(read_cols, offsets,
+                                                         blob_handling=self.blob_handling)
+
+            for frag, offsets, table in read_several(read, self._windows(frags),
+                                                     self._fragments_at_once(), _file_bytes):
+                self.rows_scanned += table.num_rows
+                yield self.ordered(self.with_ids(frag, self.project(table), offsets))
+            return
+        skip = self.offset
+        remaining = self.limit
+        for frag, live, ftable, keep in self.filtered(frags):
+            if remaining is not None and remaining <= 0:
+                return
+            n_live = frag.physical_rows if live is None else len(live)
+            # late materialisation: the filter was evaluated on its own columns
+            # (_filtered); the other projected columns are read at the matching rows
+            if skip:
+                drop = min(skip, len(keep))
+                keep = keep[drop:]
+                skip -= drop
+            if remaining is not None:
+                keep = keep[:remaining]
+                remaining -= len(keep)
+            if not len(keep):
+                continue
+            phys = live[keep] if live is not None else keep
+            rest = [c for c in self.columns if c not in self.filter_columns]
+            ftable = ftable.drop_columns([c for c in _META if c in ftable.column_names])
+            if not self.columns:  # count_rows: no column kept, only the row count
+                ftable = ftable.select([]).slice(0, len(keep))
+            elif len(keep) < ftable.num_rows:
+                ftable = ftable.take(pa.array(keep))
+            ftable = self._values(ftable)  # (dictionaries: only the rows kept decoded)
+            if rest:
+                dense = len(keep) * 2 > n_live  # most rows match: one sequential read
+                other = frag.take_physical(rest, live if dense else phys,
+                                           blob_handling=self.blob_handling)
+                if dense and len(keep) < other.num_rows:
+                    other = other.take(pa.array(keep))
+                table = pa.Table.from_arrays(
+                    [(ftable if c in self.filter_columns else other).column(c)
+                     for c in self.columns],
+                    schema=self._read_schema())
+            else:
+                table = ftable.select(self.columns)
+            yield self.ordered(self.with_ids(frag, self.project(table), phys))
+
+    def _windows(self, frags) -> Iterator[tuple]:
+        """``(fragment, physical offsets or None)`` of each fragment a scan without a
+        filter reads (offset/limit skip whole fragments by their row counts)."""
+        skip = self.offset
+        remaining = self.limit
         for frag in frags:
             if remaining is not None and remaining <= 0:
                 return
-            if self._filter is not None:
-                frag, live, ftable, keep = frag
-            else:
-                live = None if self.include_deleted_rows else frag.live_offsets()
+            live = None if self.include_deleted_rows else frag.live_offsets()
             n_live = frag.physical_rows if live is None else len(live)
-            if self._filter is None:
-                if skip >= n_live:
-                    skip -= n_live
-                    continue
-                lo = skip
-                hi = n_live if remaining is None else min(n_live, lo + remaining)
-                skip = 0
-                if lo == 0 and hi == n_live:
-                    offsets = live
-                else:
-                    offsets = (live[lo:hi] if live is not None
-                               else np.arange(lo, hi, dtype=np.int64))
-                table = frag.take_physical(read_cols, offsets, blob_handling=self.blob_handling)
-                self.rows_scanned += table.num_rows
-                phys = offsets
-                if remaining is not None:
-                    remaining -= table.num_rows
+            if skip >= n_live:
+                skip -= n_live
+                continue
+            lo = skip
+            hi = n_live if remaining is None else min(n_live, lo + remaining)
+            skip = 0
+            if lo == 0 and hi == n_live:
+                offsets = live
             else:
-                # late materialisation: the filter was evaluated on its own columns
-                # (_filtered); the other projected columns are read at the matching rows
-                if skip:
-                    drop = min(skip, len(keep))
-                    keep = keep[drop:]
-                    skip -= drop
-                if remaining is not None:
-                    keep = keep[:remaining]
-                    remaining -= len(keep)
-                if not len(keep):
-                    continue
-                phys = live[keep] if live is not None else keep
-                rest = [c for c in self.columns if c not in self.filter_columns]
-                ftable = ftable.drop_columns([c for c in _META if c in ftable.column_names])
-                if not self.columns:  # count_rows: no column kept, only the row count
-                    ftable = ftable.select([]).slice(0, len(keep))
-                elif len(keep) < ftable.num_rows:
-                    ftable = ftable.take(pa.array(keep))
-                ftable = self._values(ftable)  # (dictionaries: only the rows kept decoded)
-                if rest:
-                    dense = len(keep) * 2 > n_live  # most rows match: one sequential read
-                    other = frag.take_physical(rest, live if dense else phys,
-                                               blob_handling=self.blob_handling)
-                    if dense and len(keep) < other.num_rows:
-                        other = other.take(pa.array(keep))
-                    table = pa.Table.from_arrays(
-                        [(ftable if c in self.filter_columns else other).column(c)
-                         for c in self.columns],
-                        schema=self._read_schema())
-                else:
-                    table = ftable.select(self.columns)
-            yield self.ordered(self.with_ids(frag, self.project(table), phys))
+                offsets = (live[lo:hi] if live is not None
+                           else np.arange(lo, hi, dtype=np.int64))
+            if remaining is not None:
+                remaining -= hi - lo
+            yield frag, offsets
+
+    def _fragments_at_once(self) -> int:
+        """Fragments a scan without a filter reads at once (one per core, at most
+        ``fragment_readahead`` when given; ``SCAN_FRAGMENTS`` by default)."""
+        if self.fragment_readahead is not None:
+            return max(1, self.fragment_readahead)
+        return min(SCAN_FRAGMENTS, os.cpu_count() or 1)
 
     def _filter_batch_rows(self) -> int:
         return FILTER_BATCH_ROWS  # (read when used: tests change it)
@@ -668,6 +693,12 @@ class LanceScanner(FilterSteps):
             opts["blob_handling"] = self.blob_handling
         ids = None if self._fragments is None else [f.fragment_id for f in self._fragments]
         return _rebuild_scanner, (self._ds, opts, ids)
+
+
+def _file_bytes(job) -> int:
+    """The bytes of a scan job's fragment's data files (0 when the manifest has no
+    sizes): what read_several bounds the fragments it holds ahead by."""
+    return sum(df.file_size_bytes or 0 for df in job[0].protobuf.files)
 
 
 def _orderings(order_by, schema: pa.Schema) -> list:
