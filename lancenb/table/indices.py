@@ -78,7 +78,25 @@ def _read_vector_type(store, uuid: str) -> str:
         t = info.get("type") if isinstance(info, dict) else None
         return t if isinstance(t, str) and t else "Vector"
     except (LanceError, ValueError, TypeError):
-        return "Vector"
+        return "IVF_PQ" if _legacy_file(store, uuid) else "Vector"
+
+
+def _legacy_file(store, uuid: str) -> bool:
+    """Whether the index file is pylance's legacy single-file IVF_PQ (it ends in the
+    footer ``<i64 position> 0 1 LANC``; see lancenb.index.vector.ivfpb)."""
+    from lancenb.io import open_reader
+
+    try:
+        r = open_reader(store.uri_of(f"{INDICES_DIR}/{uuid}/index.idx"),
+                        store.storage_options)
+        try:
+            size = r.size()
+            tail = bytes(r.read_ranges([(max(0, size - 8), min(8, size))])[0])
+        finally:
+            r.close()
+    except (LanceError, OSError):
+        return False
+    return tail == b"\x00\x00\x01\x00LANC"
 
 
 def _uuid_text(raw) -> str:

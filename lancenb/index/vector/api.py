@@ -208,6 +208,7 @@ class VectorIndexMethods:
             index_uuid=index_uuid, train=train,
             sample_rate=int(kwargs.pop("sample_rate", 256)),
             max_iters=int(kwargs.pop("max_iters", 50)), dataset_out=self,
+            index_file_version=kwargs.pop("index_file_version", None),
             commit=not _uncommitted,
             # (a shared codebook: row-major codes, as pylance's segments)
             row_major=_uncommitted and pq_codebook is not None)
@@ -367,15 +368,15 @@ def vector_index_stats(ds, index_name: str) -> dict:
         sub.pop("codebook_position", None)
         sub.pop("codebook_tensor", None)
         sub["index_type"] = st.kind
-        sub["metric_type"] = "l2" if (st.kind == "PQ" and idx.metric == "cosine") \
-            else idx.metric
+        sub["metric_type"] = "l2" if (st.kind == "PQ" and idx.metric == "cosine" and
+                                      idx.file_version != "Legacy") else idx.metric
         per.append({"index_type": idx.index_type, "uuid": e["uuid"],
                     "uri": f"{index_dir(ds, e['uuid'])}/index.idx",
                     "metric_type": idx.metric, "num_partitions": idx.num_partitions,
                     "sub_index": sub,
                     "partitions": [{"size": int(s)} for s in st.lengths],
                     "centroids": idx.centroids.tolist(), "loss": idx.loss,
-                    "index_file_version": "V3"})
+                    "index_file_version": idx.file_version})
     live = set(frags)
     indexed = covered & live
     per_delta = [sum(frags.get(int(f), 0) for f in e["fragment_ids"]) for e in segs]

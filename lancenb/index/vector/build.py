@@ -38,7 +38,7 @@ from lancenb.index.vector.ivf import (
     index_dir,
     storage_options_of,
 )
-from lancenb.index.vector.ivfpb import Ivf, encode_ivf, encode_tensor
+from lancenb.index.vector.ivfpb import Ivf, encode_ivf, encode_tensor, write_legacy
 from lancenb.index.vector.kmeans import assign, train_kmeans
 from lancenb.index.vector.rows import nested_field
 from lancenb.io import open_reader
@@ -182,7 +182,7 @@ def build_vector_index(ds, column: str, index_type: str, name: str | None = None
                        sample_rate: int = 256, max_iters: int = 50, ivf_centroids=None,
                        pq_codebook=None, replace: bool = True, fragment_ids=None,
                        index_uuid: str | None = None, commit: bool = True, seed: int = 42,
-                       train: bool = True, dataset_out=None,
+                       train: bool = True, dataset_out=None, index_file_version=None,
                        row_major: bool = False) -> BuiltIndex:
     """Build a vector index of ``column`` and (with ``commit``) commit it.
 
@@ -197,6 +197,9 @@ def build_vector_index(ds, column: str, index_type: str, name: str | None = None
     ...                    num_sub_vectors=4)  # doctest: +SKIP
     """
     index_type = str(index_type).upper()
+    legacy = _file_version(index_file_version) == "Legacy" and index_type == "IVF_PQ"
+    if legacy and num_bits != 8:  # (pylance writes them, then fails reading them)
+        raise NotSupportedError("legacy IVF_PQ index files hold 8-bit codes only")
     if not train:
         raise NotSupportedError("create_index(train=False) (an empty vector index) is not "
                                 "supported by lancenb")
@@ -314,6 +317,20 @@ def build_vector_index(ds, column: str, index_type: str, name: str | None = None
     if index_type == "IVF_PQ":
         build_params.update({"lance.pq.sample_rate": sample_rate,
                              "lance.pq.max_iters": max_iters})
+    if legacy:  # pylance's single-file IVF_PQ layout (see ivfpb)
+        uid = index_uuid or str(uuidlib.uuid4())
+        size = write_legacy(f"{index_dir(ds, uid)}/{INDEX_FILE}", storage_options_of(ds),
+                            name=name, column=column, dataset_version=ds.version,
+                            metric=metric, centroids=centroids, loss=loss, row_ids=row_ids,
+                            labels=labels, codes=payload, codebook=codebook)
+        built = BuiltIndex(uid, name, field.id(), ds.version,
+                           sorted(f.fragment_id for f in frags), [(INDEX_FILE, size)],
+                           _details(full_type, metric, num_bits, num_sub_vectors,
+                                    build_params))
+        built.build_seconds = time.time() - t0
+        if commit:
+            commit_create_index(ds, [built], existing, dataset_out=dataset_out)
+        return built
     built = write_index(ds, field.id(), full_type, metric, name, centroids, loss, row_ids,
                         labels, payload, params, codebook, num_bits=num_bits,
                         num_sub_vectors=num_sub_vectors or 0,
@@ -324,6 +341,16 @@ def build_vector_index(ds, column: str, index_type: str, name: str | None = None
     if commit:
         commit_create_index(ds, [built], existing, dataset_out=dataset_out)
     return built
+
+
+def _file_version(v) -> str:
+    """pylance's ``index_file_version`` (an ``IndexFileVersion`` or its name) as
+    ``"V3"`` (the default) or ``"Legacy"``."""
+    text = str(getattr(v, "value", v) or "V3")
+    out = {"v3": "V3", "legacy": "Legacy"}.get(text.lower())
+    if out is None:
+        raise InvalidInputError(f"index_file_version must be 'V3' or 'Legacy', not {v!r}")
+    return out
 
 
 def encode_fragments(ds, column: str, frags, index_type: str, metric: str, centroids,

@@ -78,7 +78,7 @@ from lancenb.file import LanceFileReader
 from lancenb.index.vector import pq as pqmod
 from lancenb.index.vector import sq as sqmod
 from lancenb.index.vector.flat import in_two
-from lancenb.index.vector.ivfpb import decode_ivf, decode_tensor
+from lancenb.index.vector.ivfpb import decode_ivf, decode_tensor, read_legacy_file
 from lancenb.index.vector.metrics import exact_distances, partition_distances
 from lancenb.io.pools import module_lock
 from lancenb.kernels.vector import distance as kd
@@ -253,6 +253,8 @@ class VectorIndex:
     centroids : numpy.ndarray
         ``(num_partitions, dim)`` float32.
     """
+
+    file_version = "V3"  # pylance's index_file_version ("Legacy": one index.idx file)
 
     def __init__(self, *, name, uuid, column, index_type, metric, fragment_ids,
                  centroids, storage: _Storage, loss=None, ds=None):
@@ -566,6 +568,9 @@ def _load(ds, entry) -> VectorIndex:
     base = index_dir(ds, entry["uuid"])
     opts = storage_options_of(ds)
     path = f"{base}/{INDEX_FILE}"
+    legacy = read_legacy_file(path, opts)  # pylance's index_file_version="Legacy"
+    if legacy is not None:
+        return _legacy_index(entry, legacy)
     r = LanceFileReader(path, opts)
     md = r.schema_full.metadata or {}
     info = _json_meta(md, INDEX_KEY, path)
@@ -590,3 +595,21 @@ def _load(ds, entry) -> VectorIndex:
                        loss=ivf.loss)
 
 
+def _legacy_index(entry, li) -> VectorIndex:
+    """A legacy IVF_PQ index (:class:`.ivfpb.LegacyIndex`), its codes kept sub-vector
+    major per partition as a v3 index's."""
+    if li.metric not in METRICS:
+        raise NotSupportedError(f"legacy vector index {entry.get('name')!r} uses the "
+                                f"{li.metric!r} distance: lancenb searches {METRICS}")
+    offsets, lengths = li.ivf.offsets.astype(np.int64), li.ivf.lengths.astype(np.int64)
+    codes = np.concatenate([pqmod.transpose_codes(li.codes[s:s + n]) for s, n in zip(
+        offsets.tolist(), lengths.tolist())] + [np.zeros(0, np.uint8)])
+    params = {"nbits": li.num_bits, "num_sub_vectors": li.num_sub_vectors,
+              "dimension": li.dimension, "codebook": li.codebook}
+    out = VectorIndex(name=entry.get("name", li.name), uuid=entry["uuid"],
+                      column=(entry.get("fields") or [li.column])[0], index_type="IVF_PQ",
+                      metric=li.metric, fragment_ids=entry.get("fragment_ids") or (),
+                      centroids=li.ivf.centroids, loss=li.ivf.loss,
+                      storage=_Storage("PQ", li.row_ids, offsets, lengths, codes, params))
+    out.file_version = "Legacy"
+    return out

@@ -1,4 +1,5 @@
-"""The two protobuf messages of pylance's vector-index files, by hand.
+"""The protobuf messages of pylance's vector-index files, by hand, and its legacy
+single-file IVF_PQ layout (at the end of this module).
 
 ``lance.index.pb.Tensor`` and ``lance.index.pb.Ivf`` (``protos/index.proto`` in the
 reference) are the only messages an IVF index file holds in its global buffers: the
@@ -24,9 +25,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from lancenb.errors import CorruptFileError
+from lancenb.errors import CorruptFileError, NotSupportedError
 
-__all__ = ["Ivf", "decode_tensor", "encode_tensor", "decode_ivf", "encode_ivf"]
+__all__ = ["Ivf", "decode_tensor", "encode_tensor", "decode_ivf", "encode_ivf",
+           "LegacyIndex", "is_legacy_footer", "legacy_file_bytes", "decode_legacy_file",
+           "read_legacy_file", "write_legacy"]
 
 # Tensor.DataType -> numpy dtype (bf16 has no numpy type: refused when read)
 _DTYPES = {1: np.dtype("<f2"), 2: np.dtype("<f4"), 3: np.dtype("<f8"), 4: np.dtype("u1"),
@@ -192,3 +195,235 @@ def encode_ivf(ivf: Ivf) -> bytes:
         _put_varint(out, (5 << 3) | 1)
         out += struct.pack("<d", float(ivf.loss))
     return bytes(out)
+
+
+# -- the legacy single-file IVF_PQ index (pylance's index_file_version="Legacy") ---------
+#
+# One file, ``index.idx``, no Lance file structure: each partition in turn as its
+# row-major PQ codes (``n * m`` bytes, row ``i``'s ``m`` codes together) then its row
+# ids (``n`` little-endian u64); then the ``lance.index.pb.Index`` message prefixed by
+# its u32 length; then a 16-byte footer: the message's position (i64), major and minor
+# version (i16 0 and 1) and ``LANC``. The message::
+#
+#     Index:            1 name, 2 columns (repeated string), 3 dataset_version (u64),
+#                       4 index_type (VECTOR = 0), 5 vector_index (VectorIndex)
+#     VectorIndex:      1 spec_version (1), 2 dimension, 3 stages (repeated
+#                       VectorIndexStage), 4 metric_type (L2 0, Cosine 1, Dot 2, Hamming 3)
+#     VectorIndexStage: 2 ivf (Ivf: offsets are byte positions of the partitions in the
+#                       file, lengths their rows), 3 pq (Pq)
+#     Pq:               1 num_bits, 2 num_sub_vectors, 3 dimension, 4 codebook (packed
+#                       f32, deprecated), 5 codebook_tensor (Tensor (2**num_bits, dim)
+#                       whose bytes are [m][2**num_bits][dim/m], as the v3 codebook)
+#
+# pylance writes it for IVF_PQ only (other types ignore the option) and reads 8-bit
+# codes only (it fails on its own 4-bit legacy files), so lancenb writes 8 bits.
+
+LEGACY_FOOTER = struct.Struct("<qhh4s")
+LEGACY_VERSION = (0, 1)
+_LEGACY_METRICS = ("l2", "cosine", "dot", "hamming")
+
+
+@dataclass
+class LegacyIndex:
+    """What a legacy IVF_PQ file holds (codes row-major per partition; ``offsets`` in
+    rows, as the storage of a v3 index)."""
+
+    name: str
+    column: str
+    dataset_version: int
+    metric: str
+    ivf: Ivf
+    num_bits: int
+    num_sub_vectors: int
+    dimension: int
+    codebook: np.ndarray  # (m, 2**num_bits, dim/m) float32
+    row_ids: np.ndarray  # (n,) uint64, grouped by partition
+    codes: np.ndarray  # (n, m) uint8
+
+
+def is_legacy_footer(tail: bytes) -> bool:
+    """Whether the last 16 bytes of an index file are a legacy index file's footer."""
+    if len(tail) < LEGACY_FOOTER.size:
+        return False
+    _, major, minor, magic = LEGACY_FOOTER.unpack(tail[-LEGACY_FOOTER.size:])
+    return magic == b"LANC" and (major, minor) == LEGACY_VERSION
+
+
+def encode_legacy_message(idx: LegacyIndex, ivf: Ivf) -> bytes:
+    """The ``Index`` message of ``idx`` with ``ivf`` (byte offsets)."""
+    pq = bytearray()
+    for num, v in ((1, idx.num_bits), (2, idx.num_sub_vectors), (3, idx.dimension)):
+        _put_varint(pq, num << 3)
+        _put_varint(pq, v)
+    kk = 1 << idx.num_bits
+    _put_bytes(pq, 5, encode_tensor(np.ascontiguousarray(idx.codebook, np.float32)
+                                    .reshape(kk, -1)))
+    vec = bytearray()
+    for num, v in ((1, 1), (2, idx.dimension)):
+        _put_varint(vec, num << 3)
+        _put_varint(vec, v)
+    stage = bytearray()
+    _put_bytes(stage, 2, encode_ivf(ivf))
+    _put_bytes(vec, 3, bytes(stage))
+    stage = bytearray()
+    _put_bytes(stage, 3, bytes(pq))
+    _put_bytes(vec, 3, bytes(stage))
+    code = _LEGACY_METRICS.index(idx.metric)
+    if code:
+        _put_varint(vec, 4 << 3)
+        _put_varint(vec, code)
+    out = bytearray()
+    _put_bytes(out, 1, idx.name.encode())
+    _put_bytes(out, 2, idx.column.encode())
+    _put_varint(out, 3 << 3)
+    _put_varint(out, int(idx.dataset_version))
+    _put_bytes(out, 5, bytes(vec))
+    return bytes(out)
+
+
+def legacy_file_bytes(idx: LegacyIndex) -> bytes:
+    """The whole legacy file of ``idx`` (``idx.ivf``'s offsets and lengths in rows)."""
+    starts = idx.ivf.offsets.astype(np.int64)
+    lengths = idx.ivf.lengths.astype(np.int64)
+    m = idx.codes.shape[1] if idx.codes.ndim == 2 else idx.num_sub_vectors
+    body, byte_offsets, pos = [], [], 0
+    for s, n in zip(starts.tolist(), lengths.tolist()):
+        byte_offsets.append(pos)
+        if n:
+            body.append(np.ascontiguousarray(idx.codes[s:s + n], np.uint8).tobytes())
+            body.append(np.ascontiguousarray(idx.row_ids[s:s + n], "<u8").tobytes())
+            pos += n * (m + 8)
+    ivf = Ivf(idx.ivf.centroids, np.asarray(byte_offsets, np.uint64),
+              lengths.astype(np.uint32), idx.ivf.loss)
+    msg = encode_legacy_message(idx, ivf)
+    return b"".join(body) + struct.pack("<I", len(msg)) + msg + \
+        LEGACY_FOOTER.pack(pos, *LEGACY_VERSION, b"LANC")
+
+
+def _decode_pq(buf: bytes, what: str) -> tuple[int, int, int, np.ndarray | None]:
+    nbits = m = dim = 0
+    flat, tensor = [], None
+    for num, wt, val in _fields(buf, what):
+        if num == 1 and wt == 0:
+            nbits = val
+        elif num == 2 and wt == 0:
+            m = val
+        elif num == 3 and wt == 0:
+            dim = val
+        elif num == 4 and wt == 2:
+            flat.extend(np.frombuffer(val, "<f4").tolist())
+        elif num == 5 and wt == 2:
+            tensor = decode_tensor(val, what + ": codebook")
+    if tensor is None and flat:
+        tensor = np.asarray(flat, np.float32)
+    return nbits, m, dim, tensor
+
+
+def decode_legacy_file(data: bytes, what: str = "legacy index") -> LegacyIndex:
+    """A legacy IVF_PQ index file (its whole bytes)."""
+    if not is_legacy_footer(data):
+        raise CorruptFileError(f"{what}: not a legacy index file (no 0.1 LANC footer)")
+    pos = LEGACY_FOOTER.unpack(data[-LEGACY_FOOTER.size:])[0]
+    end = len(data) - LEGACY_FOOTER.size
+    if pos < 0 or pos + 4 > end:
+        raise CorruptFileError(f"{what}: metadata position {pos} past the file's end")
+    size = struct.unpack("<I", data[pos:pos + 4])[0]
+    if pos + 4 + size > end:
+        raise CorruptFileError(f"{what}: metadata of {size} bytes runs past the footer")
+    name = column = ""
+    version, vec = 0, None
+    for num, wt, val in _fields(data[pos + 4:pos + 4 + size], what):
+        if num == 1 and wt == 2:
+            name = val.decode("utf-8", "replace")
+        elif num == 2 and wt == 2 and not column:
+            column = val.decode("utf-8", "replace")
+        elif num == 3 and wt == 0:
+            version = val
+        elif num == 5 and wt == 2:
+            vec = val
+    if vec is None:
+        raise CorruptFileError(f"{what}: the metadata describes no vector index")
+    dim, metric, ivf, pq = 0, 0, None, None
+    for num, wt, val in _fields(vec, what):
+        if num == 2 and wt == 0:
+            dim = val
+        elif num == 4 and wt == 0:
+            metric = val
+        elif num == 3 and wt == 2:
+            for snum, swt, sval in _fields(val, what):
+                if snum == 2 and swt == 2:
+                    ivf = decode_ivf(sval, what + ": IVF model")
+                elif snum == 3 and swt == 2:
+                    pq = _decode_pq(sval, what + ": PQ")
+                elif swt == 2:
+                    raise NotSupportedError(f"{what}: stage {snum} (a transform or "
+                                            "DiskANN) is not supported; lancenb reads "
+                                            "IVF + PQ legacy indices")
+    if ivf is None or pq is None or ivf.centroids is None:
+        raise CorruptFileError(f"{what}: a legacy index needs an IVF stage with centroids "
+                               "and a PQ stage")
+    nbits, m, pdim, cb = pq
+    if nbits != 8 or m <= 0 or pdim % m or cb is None or cb.size != 256 * pdim:
+        raise NotSupportedError(f"{what}: PQ of {nbits} bits x {m} sub-vectors over {pdim} "
+                                "dimensions: lancenb reads 8-bit legacy PQ indices")
+    if metric >= len(_LEGACY_METRICS):
+        raise CorruptFileError(f"{what}: unknown metric type {metric}")
+    lengths = ivf.lengths.astype(np.int64)
+    codes, ids = [], []
+    for off, n in zip(ivf.offsets.tolist(), lengths.tolist()):
+        if off + n * (m + 8) > pos:
+            raise CorruptFileError(f"{what}: a partition of {n} rows at byte {off} runs "
+                                   f"into the metadata at {pos}")
+        codes.append(np.frombuffer(data, np.uint8, n * m, off).reshape(n, m))
+        ids.append(np.frombuffer(data, "<u8", n, off + n * m))
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.uint64)
+    return LegacyIndex(
+        name, column, int(version), _LEGACY_METRICS[metric],
+        Ivf(ivf.centroids, starts, ivf.lengths, ivf.loss), nbits, m, pdim or dim,
+        np.ascontiguousarray(cb.astype(np.float32).reshape(m, 256, pdim // m)),
+        np.concatenate(ids + [np.zeros(0, "<u8")]).astype(np.uint64),
+        np.concatenate(codes + [np.zeros((0, m), np.uint8)]))
+
+
+def write_legacy(uri: str, storage_options, *, name: str, column: str,
+                 dataset_version: int, metric: str, centroids: np.ndarray, loss,
+                 row_ids: np.ndarray, labels: np.ndarray, codes: np.ndarray,
+                 codebook: np.ndarray) -> int:
+    """Write a legacy IVF_PQ index file at ``uri`` from each row's id, partition and
+    row-major 8-bit ``codes`` (any order: grouped here, stable); its size in bytes."""
+    from lancenb.io import open_writer  # (the protobuf helpers above need no I/O)
+
+    nparts = len(centroids)
+    order = np.argsort(labels, kind="stable")
+    lengths = np.bincount(np.asarray(labels)[order], minlength=nparts).astype(np.uint32)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.uint64)
+    codes = np.asarray(codes, np.uint8).reshape(len(order), -1)[order]
+    m = codebook.shape[0]
+    idx = LegacyIndex(name, column, int(dataset_version), metric,
+                      Ivf(np.ascontiguousarray(centroids, np.float32), starts, lengths, loss),
+                      8, m, m * codebook.shape[2], codebook,
+                      np.asarray(row_ids, np.uint64)[order], codes)
+    data = legacy_file_bytes(idx)
+    w = open_writer(uri, storage_options)
+    try:
+        w.write(data)
+    finally:
+        w.close()
+    return len(data)
+
+
+def read_legacy_file(uri: str, storage_options) -> LegacyIndex | None:
+    """The legacy index in the file at ``uri``; None when the file is not one (its
+    last 16 bytes tell: a v3 index file is a Lance file, whose footer differs)."""
+    from lancenb.io import open_reader
+
+    r = open_reader(uri, storage_options)
+    try:
+        size = r.size()
+        tail = bytes(r.read_ranges([(max(0, size - 16), min(16, size))])[0])
+        if not is_legacy_footer(tail):
+            return None
+        data = bytes(r.read_ranges([(0, size)])[0])
+    finally:
+        r.close()
+    return decode_legacy_file(data, uri)
