@@ -4,6 +4,9 @@ and on the other's.
 
     .venv/bin/python benchmarks/bench_fts.py [num_docs] [work_dir]   # default 200_000
 
+Each index is built in a child process (``multiprocessing`` spawn): its wall time and
+peak resident memory (``VmHWM`` of the child, which includes the interpreter and the
+imported libraries, measured on their own as ``baseline``) are printed.
 With ``work_dir`` the datasets and indices are kept there and reused by a later run
 (queries only: the 1M-document figures). Queries run in two rounds, each index queried
 first once, in a process that has not just built anything when the indices are reused.
@@ -46,6 +49,42 @@ def timed(fn, repeat=1):
     return min(out) if repeat == 1 else statistics.median(out)
 
 
+def _peak_mib() -> float:
+    """This process's peak resident memory (``VmHWM``: the high-water mark of its own
+    address space; ``ru_maxrss`` would carry the forking parent's over an exec)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _build_child(lib: str, uri: str, out) -> None:
+    if lib == "lancenb":
+        import lancenb as mod
+    else:
+        import lance as mod
+    ds = mod.dataset(uri)
+    base = _peak_mib()
+    t = time.perf_counter()
+    ds.create_scalar_index("text", "INVERTED")
+    out.put((time.perf_counter() - t, base, _peak_mib()))
+
+
+def build_in_child(lib: str, uri: str) -> tuple[float, float, float]:
+    """``(seconds, baseline MiB, peak MiB)`` of building the INVERTED index of ``uri``
+    with ``lib`` in a fresh process."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    p = ctx.Process(target=_build_child, args=(lib, uri, q))
+    p.start()
+    secs, base, peak = q.get()
+    p.join()
+    return secs, base, peak
+
+
 def main(n: int, work_dir: str | None = None) -> None:
     import os
 
@@ -60,14 +99,11 @@ def main(n: int, work_dir: str | None = None) -> None:
             t = corpus(n)
             for lib in ("lancenb", "pylance"):
                 lancenb.write_dataset(t, f"{root}/{lib}", max_rows_per_file=1 << 20)
-            build = {
-                "lancenb": timed(lambda: lancenb.dataset(f"{root}/lancenb")
-                                 .create_scalar_index("text", "INVERTED")),
-                "pylance": timed(lambda: lance.dataset(f"{root}/pylance")
-                                 .create_scalar_index("text", "INVERTED")),
-            }
-            print(f"docs={n} build_s lancenb={build['lancenb']:.2f} "
-                  f"pylance={build['pylance']:.2f}")
+            del t
+            for lib in ("lancenb", "pylance"):
+                secs, base, peak = build_in_child(lib, f"{root}/{lib}")
+                print(f"docs={n} build lib={lib} seconds={secs:.2f} "
+                      f"peak_rss_mib={peak:.0f} baseline_mib={base:.0f}", flush=True)
         else:
             print(f"docs={n} reusing {root} (queries only)")
         for order in (("lancenb", "pylance"), ("pylance", "lancenb")):

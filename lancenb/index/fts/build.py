@@ -1,9 +1,13 @@
-"""Building an INVERTED index: tokenize a column, sort the (token, document, position)
-triples into CSR posting lists (numpy, no per-row Python), write the partition files
+"""Building an INVERTED index: tokenize a column chunk by chunk, sort each chunk's
+(token, document, position) triples into posting runs (numpy, no per-row Python), merge
+them into CSR posting lists (in memory, or spilled and merged token range by token
+range when they outgrow the memory budget, :mod:`.spill`) and write the partition files
 (:mod:`.format`) under ``_indices/<uuid>/``.
 """
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 import pyarrow as pa
@@ -11,13 +15,17 @@ import pyarrow.compute as pc
 
 from lancenb.errors import InvalidInputError
 from lancenb.index.fts import format as fmt
-from lancenb.index.fts.tokenize import TokenizerParams, tokenize
+from lancenb.index.fts import spill
+from lancenb.index.fts.bitpack import BLOCK
+from lancenb.index.fts.tokenize import TokenizerParams, _split, analyze, tokenize
 from lancenb.index.scalar.common import varint as _varint
 
 __all__ = ["DETAILS_TYPE_URL", "text_column", "build_partition", "write_inverted",
            "details_bytes", "check_column_type"]
 
 DETAILS_TYPE_URL = "/lance.table.InvertedIndexDetails"
+# an index build's memory budget when LANCE_MEM_POOL_SIZE is not set
+DEFAULT_BUDGET = 128 << 20
 
 
 def check_column_type(t: pa.DataType, column: str) -> None:
@@ -51,51 +59,155 @@ def build_partition(params: TokenizerParams, texts: pa.Array,
         texts = texts.filter(pa.array(valid))
         row_ids = row_ids[valid]
     tk = tokenize(params, texts)
-    ntok = len(tk.vocab)
-    # tokens come in document then position order: a stable sort by (token, document)
-    key = tk.token_ids.astype(np.int64) * max(len(texts), 1) + tk.doc
-    order = np.argsort(key, kind="stable")
-    tid, doc, pos = tk.token_ids[order], tk.doc[order], tk.position[order]
-    if len(tid):
-        new = np.r_[True, (tid[1:] != tid[:-1]) | (doc[1:] != doc[:-1])]
-        starts = np.flatnonzero(new)
-        freqs = np.diff(np.r_[starts, len(tid)]).astype(np.uint32)
-        p_tok, p_doc = tid[starts], doc[starts].astype(np.uint32)
-    else:
-        starts = np.zeros(0, np.int64)
-        freqs = np.zeros(0, np.uint32)
-        p_tok, p_doc = np.zeros(0, np.int64), np.zeros(0, np.uint32)
-    counts = np.bincount(p_tok, minlength=ntok)
-    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    part = fmt.Partition(list(tk.vocab), np.asarray(row_ids, np.uint64), tk.num_tokens,
-                         offsets, p_doc, freqs)
-    if params.with_position:
-        part.pos_offsets = np.concatenate([starts, [len(tid)]]).astype(np.int64)
-        part.positions = pos.astype(np.uint32)
+    tok, doc, freqs, pos = spill.chunk_postings(
+        tk.token_ids, tk.doc, tk.position if params.with_position else None, len(texts))
+    return _partition(list(tk.vocab), np.asarray(row_ids, np.uint64), tk.num_tokens,
+                      tok, doc, freqs, pos)
+
+
+def _partition(vocab: list, row_ids, num_tokens, tok, doc, freqs, pos) -> fmt.Partition:
+    counts = np.bincount(tok, minlength=len(vocab))
+    offsets = np.zeros(len(vocab) + 1, np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    part = fmt.Partition(vocab, row_ids, num_tokens, offsets, doc, freqs)
+    if pos is not None:
+        part.pos_offsets = np.zeros(len(freqs) + 1, np.int64)
+        np.cumsum(freqs, out=part.pos_offsets[1:])
+        part.positions = pos
     return part
+
+
+def memory_budget() -> int:
+    """Bytes an index build may hold: ``LANCE_MEM_POOL_SIZE`` (pylance's memory pool
+    setting) or :data:`DEFAULT_BUDGET`."""
+    raw = os.environ.get("LANCE_MEM_POOL_SIZE")
+    try:
+        return int(raw) if raw else DEFAULT_BUDGET
+    except ValueError:
+        raise InvalidInputError(f"LANCE_MEM_POOL_SIZE={raw!r} is not a number of "
+                                f"bytes") from None
+
+
+class _Tokenizer:
+    """Tokenizes chunks into one vocabulary, each distinct word analyzed (stemmed,
+    folded, stop words dropped) once per build rather than once per chunk."""
+
+    MAX_CACHED = 1 << 20
+
+    def __init__(self, params: TokenizerParams):
+        self.params = params
+        self.vocab: dict = {}
+        self.words: dict = {}  # word -> token id, -1 when the word is dropped
+
+    def __call__(self, texts: pa.Array):
+        """``(token ids, document, position, tokens per document)`` of ``texts``."""
+        params = self.params
+        if params.lance_tokenizer == "json":
+            tk = tokenize(params, texts, self.vocab)
+            return tk.token_ids, tk.doc, tk.position, tk.num_tokens
+        words, parents, pos = _split(params, texts)
+        ndocs = len(texts)
+        if len(words) == 0:
+            return (np.zeros(0, np.int64), parents, pos, np.zeros(ndocs, np.uint32))
+        enc = pc.dictionary_encode(words)
+        if isinstance(enc, pa.ChunkedArray):
+            enc = enc.combine_chunks()
+        distinct = enc.dictionary.to_pylist()
+        codes = np.asarray(enc.indices.to_numpy(zero_copy_only=False), np.int64)
+        cache = self.words
+        if len(cache) > self.MAX_CACHED:
+            cache.clear()
+        ids = np.fromiter((cache.get(w, -2) for w in distinct), np.int64, len(distinct))
+        new = np.flatnonzero(ids == -2)
+        if len(new):
+            fresh = [distinct[i] for i in new.tolist()]
+            vocab = self.vocab
+            for i, w, t in zip(new.tolist(), fresh, analyze(params, fresh)):
+                if t is None:
+                    got = -1
+                else:
+                    got = vocab.get(t)
+                    if got is None:
+                        got = vocab[t] = len(vocab)
+                ids[i] = cache[w] = got
+        tid = ids[codes]
+        keep = tid >= 0
+        doc = parents[keep]
+        return tid[keep], doc, pos[keep], np.bincount(doc, minlength=ndocs).astype(np.uint32)
+
+
+def _chunks(batches, chunk_bytes: int):
+    """``(texts, row ids)`` of the non-null documents, about ``chunk_bytes`` of text
+    at a time."""
+    texts, ids, size = [], [], 0
+    for values, keys in batches:
+        arr = text_column(values)
+        keys = np.asarray(keys, np.uint64)
+        if arr.null_count:
+            valid = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), bool)
+            arr, keys = arr.filter(pa.array(valid)), keys[valid]
+        texts.append(arr)
+        ids.append(keys)
+        size += arr.nbytes
+        if size >= chunk_bytes:
+            yield pa.concat_arrays(texts), np.concatenate(ids)
+            texts, ids, size = [], [], 0
+    if texts:
+        yield pa.concat_arrays(texts), np.concatenate(ids)
 
 
 def write_inverted(files, params: TokenizerParams, batches,
-                   fragment_ids=None) -> fmt.Partition:
+                   fragment_ids=None, budget: int | None = None) -> fmt.Partition | None:
     """Build over ``(values, row ids)`` batches and write the index; returns the
-    partition. With ``fragment_ids`` (a distributed build), one partition numbered
-    after the first fragment and its ``part_<id>_metadata.lance``, for
+    partition when its posting lists fit the memory budget (``budget`` bytes, default
+    :func:`memory_budget`), else None (they were spilled to disk and merged token
+    range by token range). With ``fragment_ids`` (a distributed build), one partition
+    numbered after the first fragment and its ``part_<id>_metadata.lance``, for
     :func:`merge_index_metadata` to gather."""
-    texts, ids = [], []
-    for values, keys in batches:
-        texts.append(text_column(values))
-        ids.append(np.asarray(keys, np.uint64))
-    arr = pa.concat_arrays(texts) if texts else pa.array([], pa.string())
-    rid = np.concatenate(ids) if ids else np.zeros(0, np.uint64)
-    part = build_partition(params, arr, rid)
+    budget = memory_budget() if budget is None else int(budget)
+    pid = 0
+    if fragment_ids is not None:
+        pid = min(int(f) for f in fragment_ids) if len(fragment_ids) else 0
+    tokenizer = _Tokenizer(params)
+    # a quarter of the budget for the posting runs, about a quarter for the tokenization
+    # of a chunk (measured: 25-30 bytes per byte of text at its peak)
+    runs = spill.Runs(budget // 4, params.with_position)
+    row_ids, num_tokens, ndocs = [], [], 0
+    try:
+        for texts, keys in _chunks(batches, max(budget // 128, 1 << 16)):
+            tid, doc, pos, num = tokenizer(texts)
+            runs.add(*_shift(spill.chunk_postings(
+                tid, doc, pos if params.with_position else None, len(texts)), ndocs))
+            row_ids.append(keys)
+            num_tokens.append(num)
+            ndocs += len(texts)
+        rows = np.concatenate(row_ids) if row_ids else np.zeros(0, np.uint64)
+        nums = np.concatenate(num_tokens) if num_tokens else np.zeros(0, np.uint32)
+        vocab = list(tokenizer.vocab)
+        if len(runs.counts) < len(vocab):  # (tokens of chunks without postings)
+            runs.counts = np.r_[runs.counts, np.zeros(len(vocab) - len(runs.counts), np.int64)]
+        part = None
+        if not runs.did_spill:
+            part = _partition(vocab, rows, nums, *runs.merged())
+            runs.close()
+            fmt.write_partition(files, pid, part)
+        else:
+            # (~100 bytes per posting while a range is encoded: a quarter of the budget)
+            fmt.write_partition_ranges(files, pid, vocab, rows, nums,
+                                       runs.ranges(max(budget // 400, BLOCK)),
+                                       params.with_position)
+    finally:
+        runs.close()
     if fragment_ids is None:
-        fmt.write_partition(files, 0, part)
-        fmt.write_metadata(files, params, [0])
-        return part
-    pid = min(int(f) for f in fragment_ids) if len(fragment_ids) else 0
-    fmt.write_partition(files, pid, part)
-    fmt.write_metadata(files, params, [pid], name=f"part_{pid}_metadata.lance")
+        fmt.write_metadata(files, params, [pid])
+    else:
+        fmt.write_metadata(files, params, [pid], name=f"part_{pid}_metadata.lance")
     return part
+
+
+def _shift(postings, base: int):
+    tok, doc, freqs, pos = postings
+    return tok, doc + np.uint32(base), freqs, pos
 
 
 def merge_index_metadata(files) -> None:

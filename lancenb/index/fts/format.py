@@ -31,7 +31,7 @@ import pyarrow as pa
 from pyroaring import BitMap
 
 from lancenb.errors import NotSupportedError
-from lancenb.index.fts import bitpack
+from lancenb.index.fts import bitpack, impacts
 from lancenb.index.fts.tokenize import TokenizerParams
 
 __all__ = ["Partition", "write_partition", "write_metadata", "read_metadata",
@@ -148,23 +148,29 @@ def _runs_buffer(heads: np.ndarray, starts: np.ndarray, counts: np.ndarray,
     return buf, at
 
 
-def _posting_column(part: Partition, scores: np.ndarray) -> pa.Array:
+def _posting_column(part: Partition, scores: np.ndarray, varint: bool = False) -> pa.Array:
     """``_posting``: full blocks bit-packed (per block, for the frequent tokens), the
-    last partial block of every token as raw uint32 (vectorised)."""
+    last partial block of every token as raw uint32 (format 1) or varints (format 2,
+    :mod:`.impacts`), vectorised."""
     lengths = np.diff(part.offsets)
     nfull = lengths // BLOCK
     tail = lengths % BLOCK
     nblocks = nfull + (tail > 0)
     first_block = np.concatenate([[0], np.cumsum(nblocks)])[:-1]
     has_tail = np.flatnonzero(tail > 0)
-    tail_scores = scores[first_block[has_tail] + nfull[has_tail]].view(np.uint32)
+    tail_scores = scores[first_block[has_tail] + nfull[has_tail]]
     tail_start = part.offsets[:-1][has_tail] + nfull[has_tail] * BLOCK
-    buf, at = _runs_buffer(tail_scores, tail_start, tail[has_tail],
-                           [part.doc_ids.astype(np.uint32), part.freqs.astype(np.uint32)])
-    raw = buf.astype("<u4").tobytes()
+    if varint:
+        buf8, at = impacts.tails(tail_start, tail[has_tail], tail_scores, part.doc_ids,
+                                 part.freqs)
+        raw, scale = buf8.tobytes(), 1
+    else:
+        buf, at = _runs_buffer(tail_scores.view(np.uint32), tail_start, tail[has_tail],
+                               [part.doc_ids.astype(np.uint32), part.freqs.astype(np.uint32)])
+        raw, scale = buf.astype("<u4").tobytes(), 4
     tails: dict = {}
     for j, t in enumerate(has_tail.tolist()):
-        tails[t] = raw[int(at[j]) * 4:int(at[j + 1]) * 4]
+        tails[t] = raw[int(at[j]) * scale:int(at[j + 1]) * scale]
     if not nfull.any():
         blocks = [tails[t] for t in range(len(lengths)) if t in tails]
     else:
@@ -231,41 +237,84 @@ def _positions_column_blocks(part: Partition) -> pa.Array:
     return pa.ListArray.from_arrays(pa.array(part.offsets.astype(np.int32)), mid)
 
 
-def write_partition(files, pid: int, part: Partition) -> None:
-    """Write partition ``pid``'s three files with ``files`` (an ``IndexFiles``)."""
-    order = sorted(range(len(part.tokens)), key=lambda i: part.tokens[i].encode())
-    toks = pa.table({"_token": pa.array([part.tokens[i] for i in order], pa.string()),
-                     "_token_id": pa.array(np.asarray(order, np.uint32), pa.uint32())})
-    files.write(f"part_{pid}_tokens.lance", toks, toks.schema)
+def _invert_columns(part: Partition) -> pa.Table:
+    """The rows of ``part_p_invert.lance`` for ``part``'s tokens (``part`` may hold a
+    range of an index's tokens: its documents and lengths are the whole partition's)."""
     scores = _block_scores(part)
     lengths = np.diff(part.offsets)
     nblocks = (lengths + BLOCK - 1) // BLOCK
-    bounds = np.concatenate([[0], np.cumsum(nblocks)])
-    max_score = np.array([scores[bounds[i]:bounds[i + 1]].max() if nblocks[i] else 0.0
-                          for i in range(len(lengths))], np.float32)
-    cols = {"_posting": _posting_column(part, scores),
-            "_max_score": pa.array(max_score, pa.float32()),
+    bounds = np.concatenate([[0], np.cumsum(nblocks)]).astype(np.int64)
+    max_score = np.maximum.reduceat(scores, bounds[:-1][nblocks > 0]) if len(scores) \
+        else np.zeros(0, np.float32)
+    full_max = np.zeros(len(lengths), np.float32)
+    full_max[nblocks > 0] = max_score
+    # format 2 (varint tails and _impacts, what pylance 14 writes and skips blocks
+    # with) without positions; with positions format 1 and lancenb's _position layout
+    v2 = part.positions is None
+    cols = {"_posting": _posting_column(part, scores, varint=v2),
+            "_max_score": pa.array(full_max, pa.float32()),
             "_length": pa.array(lengths.astype(np.uint32), pa.uint32())}
-    if part.positions is not None:
+    if v2:
+        cols["_impacts"] = impacts.impacts_column(part.offsets, part.doc_ids, part.freqs,
+                                                  part.num_tokens)
+    else:
         cols["_position"] = _positions_column(part)
     fields = [pa.field(k, v.type, nullable=False) for k, v in cols.items()]
-    inv = pa.table(cols, schema=pa.schema(fields))
-    files.write(f"part_{pid}_invert.lance", inv, inv.schema)
-    docs = pa.table({"_rowid": pa.array(part.row_ids, pa.uint64()),
-                     "_num_tokens": pa.array(part.num_tokens, pa.uint32())},
+    return pa.table(cols, schema=pa.schema(fields, metadata=impacts.FORMAT2_META if v2
+                                           else None))
+
+
+def _write_tokens_docs(files, pid: int, tokens: list, row_ids, num_tokens) -> None:
+    order = sorted(range(len(tokens)), key=lambda i: tokens[i].encode())
+    toks = pa.table({"_token": pa.array([tokens[i] for i in order], pa.string()),
+                     "_token_id": pa.array(np.asarray(order, np.uint32), pa.uint32())})
+    files.write(f"part_{pid}_tokens.lance", toks, toks.schema)
+    total = int(np.asarray(num_tokens).sum(dtype=np.uint64))
+    docs = pa.table({"_rowid": pa.array(row_ids, pa.uint64()),
+                     "_num_tokens": pa.array(num_tokens, pa.uint32())},
                     schema=pa.schema([pa.field("_rowid", pa.uint64(), False),
                                       pa.field("_num_tokens", pa.uint32(), False)],
-                                     metadata={"total_tokens": str(part.total_tokens)}))
+                                     metadata={"total_tokens": str(total)}))
     files.write(f"part_{pid}_docs.lance", docs, docs.schema)
+
+
+def write_partition(files, pid: int, part: Partition) -> None:
+    """Write partition ``pid``'s three files with ``files`` (an ``IndexFiles``)."""
+    _write_tokens_docs(files, pid, part.tokens, part.row_ids, part.num_tokens)
+    inv = _invert_columns(part)
+    files.write(f"part_{pid}_invert.lance", inv, inv.schema)
+
+
+def write_partition_ranges(files, pid: int, tokens: list, row_ids: np.ndarray,
+                           num_tokens: np.ndarray, ranges, with_positions: bool) -> None:
+    """Write partition ``pid`` from its posting lists given token range by token range
+    (``ranges`` as :meth:`.spill.Runs.ranges` yields them, in token id order): the
+    invert file is written range by range."""
+    _write_tokens_docs(files, pid, tokens, row_ids, num_tokens)
+    probe = Partition([], row_ids, num_tokens, np.zeros(1, np.int64), np.zeros(0, np.uint32),
+                      np.zeros(0, np.uint32), np.zeros(1, np.int64) if with_positions else None,
+                      np.zeros(0, np.uint32) if with_positions else None)
+    schema = _invert_columns(probe).schema
+
+    def batches():
+        for _lo, _hi, offsets, docs, freqs, pos_offsets, positions in ranges:
+            part = Partition([], row_ids, num_tokens, offsets, docs, freqs, pos_offsets,
+                             positions)
+            for b in _invert_columns(part).to_batches():
+                yield b
+
+    files.write(f"part_{pid}_invert.lance", None, schema, batches=batches())
 
 
 def write_metadata(files, params: TokenizerParams, partitions: list[int],
                    name: str = "metadata.lance") -> None:
-    """The index's ``metadata.lance`` (or a distributed build's partition metadata)."""
-    schema = pa.schema([pa.field("deleted_fragments", pa.binary(), False)],
-                       metadata={"params": params.to_json(),
-                                 "partitions": json.dumps(partitions),
-                                 "token_set_format": "arrow"})
+    """The index's ``metadata.lance`` (or a distributed build's partition metadata);
+    format 2 (see :func:`write_partition`) unless the index keeps positions."""
+    meta = {"params": params.to_json(), "partitions": json.dumps(partitions),
+            "token_set_format": "arrow"}
+    if not params.with_position:
+        meta.update(impacts.FORMAT2_META)
+    schema = pa.schema([pa.field("deleted_fragments", pa.binary(), False)], metadata=meta)
     t = pa.table({"deleted_fragments": pa.array([BitMap().serialize()], pa.binary())},
                  schema=schema)
     files.write(name, t, schema)
