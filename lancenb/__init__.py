@@ -65,6 +65,8 @@ _LAZY = {
     "validate": ("lancenb.inspect", "validate"),
     "warmup": ("lancenb.tools.warmup", "warmup"),
     "IndexProgress": ("lancenb.progress", "IndexProgress"),
+    "tokenize": ("lancenb.index.fts.query", "tokenize"),
+    "FtsToken": ("lancenb.index.fts.query", "FtsToken"),
 }
 
 TYPE_CHECKING = False  # (not typing's: importing typing would cost more than lancenb)
@@ -97,6 +99,8 @@ if TYPE_CHECKING:
     from lancenb.file import LanceFileWriter as LanceFileWriter
     from lancenb.file.schema_json import json_to_schema as json_to_schema
     from lancenb.file.schema_json import schema_to_json as schema_to_json
+    from lancenb.index.fts.query import FtsToken as FtsToken
+    from lancenb.index.fts.query import tokenize as tokenize
     from lancenb.inspect import explain as explain
     from lancenb.inspect import inspect as inspect
     from lancenb.inspect import validate as validate

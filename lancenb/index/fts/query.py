@@ -20,7 +20,8 @@ import abc
 from enum import Enum
 
 __all__ = ["FullTextQueryType", "FullTextOperator", "Occur", "FullTextQuery", "MatchQuery",
-           "PhraseQuery", "BoostQuery", "MultiMatchQuery", "BooleanQuery"]
+           "PhraseQuery", "BoostQuery", "MultiMatchQuery", "BooleanQuery", "FtsToken",
+           "tokenize"]
 
 
 class FullTextQueryType(Enum):
@@ -184,3 +185,61 @@ class BooleanQuery(FullTextQuery):
     def query_type(self) -> FullTextQueryType:
         """``BOOLEAN``."""
         return FullTextQueryType.BOOLEAN
+
+
+class FtsToken:
+    """One token of a text as an INVERTED index tokenizes it (:func:`tokenize`): its
+    ``text`` and ``position`` (counted from the first kept token; tokens dropped by
+    the filters keep their places)."""
+
+    __slots__ = ("text", "position")
+
+    def __init__(self, text: str, position: int):
+        self.text, self.position = text, int(position)
+
+    def __repr__(self) -> str:
+        return f'FtsToken(text="{self.text}", position={self.position})'
+
+
+_UNSET = object()
+_CODE_FLAGS = ("split_identifiers", "split_on_numerics", "preserve_original",
+               "index_operators")
+
+
+def tokenize(query: str, *, analyzer=None, base_tokenizer=None, language=None,
+             max_token_length=_UNSET, lower_case=None, stem=None, remove_stop_words=None,
+             custom_stop_words=None, ascii_folding=None, min_ngram_length=None,
+             max_ngram_length=None, prefix_only=None, split_identifiers=None,
+             split_on_numerics=None, preserve_original=None,
+             index_operators=None) -> list[FtsToken]:
+    """The tokens of ``query`` under the tokenizer options of
+    ``create_scalar_index(..., "INVERTED")`` (pylance's ``lance.tokenize``): None keeps
+    an option's default, except ``max_token_length=None``, which lifts the length limit.
+
+    Examples
+    --------
+    >>> [(t.text, t.position) for t in tokenize("the Cats and Dogs")]
+    [('cat', 0), ('dog', 2)]
+    """
+    from lancenb.errors import NotSupportedError
+    from lancenb.index.fts.tokenize import TokenizerParams, query_words, tokenize_query
+
+    flags = dict(zip(_CODE_FLAGS, (split_identifiers, split_on_numerics,
+                                   preserve_original, index_operators)))
+    if analyzer not in (None, "default") or any(flags.values()):
+        raise NotSupportedError("lancenb tokenizes with the default analyzer only (the "
+                                "'code' analyzer and its flags are not supported)")
+    opts = dict(base_tokenizer=base_tokenizer, language=language, lower_case=lower_case,
+                stem=stem, remove_stop_words=remove_stop_words,
+                custom_stop_words=custom_stop_words, ascii_folding=ascii_folding,
+                min_ngram_length=min_ngram_length, max_ngram_length=max_ngram_length,
+                prefix_only=prefix_only)
+    opts = {k: v for k, v in opts.items() if v is not None}
+    if max_token_length is not _UNSET:
+        opts["max_token_length"] = max_token_length
+    params = TokenizerParams.from_kwargs(opts)
+    if params.base_tokenizer == "ngram":  # (n-grams all sit at position 0)
+        return [FtsToken(t, 0) for t in tokenize_query(params, query)]
+    words, positions = query_words(params, query)
+    first = positions[0] if positions else 0
+    return [FtsToken(w, p - first) for w, p in zip(words, positions)]
