@@ -214,7 +214,7 @@ def _btree_pages(files: IndexFiles, step: int = 1 << 16):
     r = files.reader(btree.PAGES_FILE)
     n = r.num_rows()
     for a in range(0, n, step):
-        t = r.read_range(a, min(step, n - a)).to_table()
+        t = btree.read_rows(r, a, min(step, n - a))
         yield t.column("values").combine_chunks(), \
             np.asarray(t.column("ids").to_numpy(), np.uint64)
 

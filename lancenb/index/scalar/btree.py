@@ -50,7 +50,8 @@ from lancenb.index.scalar.common import (
 from lancenb.index.scalar.sorting import RUN_ROWS, sorted_pairs
 from lancenb.io.pools import fork_safe_locks
 
-__all__ = ["BTreeIndex", "write_btree", "PAGES_FILE", "LOOKUP_FILE", "DETAILS_TYPE_URL"]
+__all__ = ["BTreeIndex", "write_btree", "read_rows", "PAGES_FILE", "LOOKUP_FILE",
+           "DETAILS_TYPE_URL"]
 
 PAGES_FILE = "page_data.lance"
 LOOKUP_FILE = "page_lookup.lance"
@@ -171,6 +172,9 @@ class BTreeIndex:
         self.data = files.reader(PAGES_FILE)
         self.num_rows = self.data.num_rows()
         self.value_type = self.data.schema_full.field("values").type
+        # a 0.1 file's batch row starts (one page per batch; the row ids' pages are its batches)
+        self._batches = None if self.data.version.label != "0.1" else np.cumsum(
+            [0] + [p.num_rows for p in self.data.metadata().columns[-1].pages])
         self._pages: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
         fork_safe_locks(self, "_lock")  # (a fresh one in a forked child)
@@ -226,14 +230,26 @@ class BTreeIndex:
         return pa.concat_tables(parts)
 
     def _page_rows(self, i: int) -> int:
-        start = int(self.pages[i]) * self.batch_size
-        return max(0, min(start + self.batch_size, self.num_rows) - start)
+        start, end = self._span(i)
+        return max(0, end - start)
+
+    def _span(self, i: int) -> tuple[int, int]:
+        """Rows ``[start, end)`` of the page at lookup position ``i``: page ``p`` is rows
+        ``[p * batch_size, (p + 1) * batch_size)``, or, in a 0.1 file (pylance before
+        0.21 wrote one batch per page), the file's batch ``p``."""
+        p = int(self.pages[i])
+        if self._batches is None:
+            start = p * self.batch_size
+            return start, min(start + self.batch_size, self.num_rows)
+        if not 0 <= p < len(self._batches) - 1:
+            raise CorruptFileError(f"index {self.files.uuid}: page {p}; {PAGES_FILE} has "
+                                   f"{len(self._batches) - 1} batches")
+        return int(self._batches[p]), int(self._batches[p + 1])
 
     def _read_pages(self, positions: list[int]) -> pa.Table:
         spans = []
         for i in positions:
-            start = int(self.pages[i]) * self.batch_size
-            end = min(start + self.batch_size, self.num_rows)
+            start, end = self._span(i)
             if start >= self.num_rows:
                 raise CorruptFileError(f"index {self.files.uuid}: page {self.pages[i]} starts "
                                        f"at row {start}; {PAGES_FILE} has {self.num_rows}")
@@ -241,12 +257,15 @@ class BTreeIndex:
                 spans[-1][1] = end
             else:
                 spans.append([start, end])
-        parts = [self.data.read_range(a, b - a).to_table() for a, b in spans]
+        parts = [self._rows(a, b - a) for a, b in spans]
         note_parts(len(positions))
         if not parts:
             return pa.table({"values": pa.array([], self.value_type),
                              "ids": pa.array([], pa.uint64())})
         return pa.concat_tables(parts)
+
+    def _rows(self, start: int, n: int) -> pa.Table:
+        return read_rows(self.data, start, n)
 
     def prewarm(self) -> None:
         """Read every page into the page cache (the first :data:`PAGE_CACHE` pages
@@ -282,9 +301,16 @@ class BTreeIndex:
 
     def all_rows(self) -> BitMap64:
         """Every row the index holds."""
-        ids = self.data.read_range(0, self.num_rows).to_table().column("ids") \
+        ids = self._rows(0, self.num_rows).column("ids") \
             if self.num_rows else pa.array([], pa.uint64())
         return rowmap.from_ids(np.asarray(ids.to_numpy(), np.uint64))
+
+
+def read_rows(reader, start: int, n: int) -> pa.Table:
+    """Rows ``[start, start + n)`` of a ``page_data.lance`` reader as columns ``values,
+    ids`` (pylance before 0.21 wrote a 0.1 file naming the second one ``row_ids``)."""
+    t = reader.read_range(start, n).to_table()
+    return t if t.column_names == ["values", "ids"] else t.rename_columns(["values", "ids"])
 
 
 def write_btree(files: IndexFiles, batches, value_type: pa.DataType, *,

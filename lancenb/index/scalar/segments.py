@@ -50,7 +50,7 @@ def _btree_batches(files: list[IndexFiles]):
         n = r.num_rows()
         step = 1 << 16
         for a in range(0, n, step):
-            t = r.read_range(a, min(step, n - a)).to_table()
+            t = btree.read_rows(r, a, min(step, n - a))
             yield t.column("values").combine_chunks(), \
                 np.asarray(t.column("ids").to_numpy(), np.uint64)
 
