@@ -35,6 +35,7 @@ The code uses the dataset's public API only (``list_indices``, ``get_fragments``
 from __future__ import annotations
 
 import itertools
+import json
 import uuid as uuidlib
 from datetime import datetime, timezone
 
@@ -144,9 +145,13 @@ def _optimize_one(ds, name: str, segs: list, n_merge: int, meta: dict):
     new_frags = unindexed if keep else frags
     column = segs[-1]["fields"][0]
     olds = [meta[e["uuid"]] for e in removed]
+    built = None
     if kind in ("ZoneMap", "BloomFilter") and olds and _disjoint(olds):
         built = _merge_zones(ds, kind, column, model, olds, unindexed)
-    else:
+    elif kind == "Inverted" and olds and all(
+            {int(f) for f in o.fragment_ids} <= live_ids for o in olds):
+        built = _merge_inverted(ds, column, model, olds, unindexed)
+    if built is None:
         built = _build(ds, kind, column, model, new_frags,
                        _held_rows(ds, kind, keep, live) if keep else None)
     uid, files, details, index_version = built
@@ -184,10 +189,75 @@ def _merge_zones(ds, kind: str, column: str, model: Index, olds: list, unindexed
     finally:
         if temp is not None:  # (the new fragments' zones: merged, or of no use)
             files = IndexFiles(ds.uri, str(temp.uuid))
-            for f in temp.files:
-                files.store.delete(files.rel(f.path))
+            files.written = [(f.path, f.size_bytes) for f in temp.files]
+            _remove(files)
     return str(merged.uuid), [(f.path, int(f.size_bytes)) for f in merged.files], \
         model.index_details, api.BUILT_TYPES[OPTIMIZE_TYPES[kind]][2]
+
+
+def _inverted_meta(files: IndexFiles) -> tuple[dict, list, pa.Table] | None:
+    """``(schema metadata but the partition list, partition ids, rows)`` of an
+    INVERTED index's ``metadata.lance`` (None: the legacy layout without it)."""
+    if not files.exists("metadata.lance"):
+        return None
+    r = files.reader("metadata.lance")
+    meta = {k.decode(): v.decode() for k, v in (r.schema_full.metadata or {}).items()}
+    parts = json.loads(meta.pop("partitions", "[]"))
+    return meta, [int(p) for p in parts], r.read_all().to_table()
+
+
+def _copy_partition(src: IndexFiles, pid: int, dst: IndexFiles, to: int) -> None:
+    for kind in ("tokens", "invert", "docs"):
+        data = src.store.read_bytes(src.rel(f"part_{pid}_{kind}.lance"))
+        name = f"part_{to}_{kind}.lance"
+        dst.store.write_bytes(dst.rel(name), data)
+        dst.written.append((name, len(data)))
+
+
+def _merge_inverted(ds, column: str, model: Index, olds: list, unindexed: list):
+    """The partitions of the INVERTED segments ``olds`` (over live fragments only),
+    copied as they are (documents deleted since too, as pylance keeps them for its
+    BM25 statistics), and a partition of the ``unindexed`` fragments, in one new
+    segment; None when their layouts differ (the caller builds it from the column)."""
+    from lancenb.index.fts import build as fts_build
+    from lancenb.index.fts import format as fts_format
+
+    old_files = [IndexFiles(ds.uri, str(o.uuid)) for o in olds]
+    metas = [_inverted_meta(f) for f in old_files]
+    if any(m is None or m[0] != metas[0][0] for m in metas):
+        return None
+    params = fts_format.read_metadata(old_files[-1])[0]
+    sources = [(f, pid) for f, m in zip(old_files, metas) for pid in m[1]]
+    scratch = None
+    if unindexed:
+        typ = api.storage_type(api.column_field(ds, column).type)
+        scratch = IndexFiles(ds.uri, str(uuidlib.uuid4()))
+        fts_build.write_inverted(scratch, params, _row_batches(ds, column, unindexed, typ,
+                                                               "_rowid"))
+        fresh = _inverted_meta(scratch)
+        if fresh is None or fresh[0] != metas[0][0]:  # (written in another layout)
+            _remove(scratch)
+            return None
+        sources += [(scratch, pid) for pid in fresh[1]]
+    uid = str(uuidlib.uuid4())
+    files = IndexFiles(ds.uri, uid)
+    try:
+        for to, (src, pid) in enumerate(sources):
+            _copy_partition(src, pid, files, to)
+        meta, _, table = metas[0]
+        meta = dict(meta, partitions=json.dumps(list(range(len(sources)))))
+        files.write("metadata.lance", table, table.schema.with_metadata(meta))
+    finally:
+        if scratch is not None:
+            _remove(scratch)
+    return uid, files.written, model.index_details or (
+        fts_build.DETAILS_TYPE_URL, fts_build.details_bytes(params)), int(model.index_version)
+
+
+def _remove(files: IndexFiles) -> None:
+    """Remove the files of a scratch index directory."""
+    for name, _ in files.written:
+        files.store.delete(files.rel(name))
 
 
 def _held_rows(ds, kind: str, segs: list, live: list):
