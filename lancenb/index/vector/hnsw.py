@@ -14,18 +14,38 @@ lancenb builds a two-level graph: level 0 links each node to ``2*m`` nodes of it
 partition, three quarters its nearest (exact, by the decoded vectors) and a quarter
 random ones (long links: a nearest-only graph of clustered data falls apart), level 1
 holds only the entry point (the node nearest the partition's mean). pylance searches it as any HNSW
-graph. lancenb itself searches an HNSW index's partitions exhaustively (its storage
-as IVF_FLAT/SQ/PQ would be), which finds at least what the graph walk finds.
+graph.
+
+Search (:class:`Graphs`, opened with the index): every partition's graph rows become
+one CSR adjacency (``row_of[level, node]`` -> graph row, the ``__neighbors`` lists as
+read), built once when the index is opened and kept with it; a query walks the graphs
+of its probed partitions in one call of :func:`lancenb.kernels.vector.hnsw.hnsw_search`
+(greedy descent from the partition's entry point, then a beam of ``ef`` at level 0;
+``ef`` defaults to ``k + k // 2`` with ``k`` the candidates asked for, ``k *
+refine_factor``, as pylance), on the storage's rows kept row-major (SQ: codes against
+the query's codes; PQ: the ADC tables of the probed partitions; FLAT: the vectors).
+Prefilters and deletions: rows the prefilter drops are walked through but never
+returned; a partition where fewer than a tenth of the rows pass is scored row by row
+(pylance's rule), so a search returns ``k`` rows whenever ``k`` pass.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["HNSW", "HNSW_KEY", "GRAPH_SCHEMA", "build_graphs", "DEFAULT_M", "MAX_LEVEL"]
+from lancenb.errors import CorruptFileError, InvalidInputError
+from lancenb.index.vector import pq as pqmod
+from lancenb.index.vector import sq as sqmod
+from lancenb.index.vector.flat import in_two
+from lancenb.kernels.vector import hnsw as kh
+from lancenb.kernels.vector import topk as kt
+
+__all__ = ["HNSW", "HNSW_KEY", "GRAPH_SCHEMA", "Graphs", "build_graphs", "DEFAULT_M",
+           "MAX_LEVEL"]
 
 HNSW_KEY = "lance:hnsw"
 DEFAULT_M = 20
@@ -161,3 +181,204 @@ class HNSW:
     def vectors(self) -> pa.Array:
         """The vectors the graph links."""
         return self._vectors
+
+
+_F32 = np.zeros((0, 0), np.float32)
+_U8 = np.zeros((0, 0), np.uint8)
+_TABLES = np.zeros((0, 0, 0), np.float32)
+_NONE = np.zeros(0, np.uint8)
+# the probed partitions' walks run on two threads past this much work (distance
+# evaluations x row bytes, estimated): below it one call costs less than the hop
+_WALK_VISITS = 40  # nodes scored per result a walk keeps, about (2 m links, pruned)
+
+
+class Graphs:
+    """The HNSW graphs of an IVF_HNSW index's partitions, ready to walk.
+
+    Built by :meth:`read` from ``index.idx`` (its graph rows, the ``lance:hnsw``
+    metadata and the IVF message's graph row ranges) and the index's storage (rows kept
+    row-major, :class:`lancenb.index.vector.ivf._Storage`)."""
+
+    def __init__(self, row_of, nb_off, nb, entries):
+        self.row_of, self.nb_off, self.nb, self.entries = row_of, nb_off, nb, entries
+        self._rows = {}  # what the kernel scores, per storage kind / metric (lazily)
+        self._lock = threading.Lock()
+
+    def nbytes(self) -> int:
+        extra = sum(a.nbytes for a in self._rows.values())
+        return int(self.row_of.nbytes + self.nb_off.nbytes + self.nb.nbytes + extra)
+
+    @staticmethod
+    def read(reader, ivf, storage, path: str) -> "Graphs":
+        """The graphs of ``index.idx`` (``reader``, its decoded ``ivf``) over the
+        partitions of ``storage``."""
+        offsets = np.asarray(storage.offsets, np.int64)
+        lengths = np.asarray(storage.lengths, np.int64)
+        md = reader.schema_full.metadata or {}
+        try:
+            metas = [json.loads(m) for m in json.loads(md[HNSW_KEY.encode()])]
+        except (KeyError, TypeError, ValueError) as e:
+            raise CorruptFileError(f"{path}: no readable {HNSW_KEY!r} metadata ({e})") from None
+        nparts = len(lengths)
+        g_off = np.asarray(ivf.offsets, np.int64)
+        g_len = np.asarray(ivf.lengths, np.int64)
+        if len(metas) != nparts or len(g_off) != nparts or len(g_len) != nparts:
+            raise CorruptFileError(f"{path}: {len(metas)} graphs and {len(g_off)} graph "
+                                   f"ranges for {nparts} partitions")
+        nrows = reader.num_rows()
+        if nrows:
+            vid = np.asarray(reader.read_column("__vector_id").combine_chunks()
+                             .to_numpy(zero_copy_only=False), np.int64)
+            col = reader.read_column("__neighbors").combine_chunks()
+            nb_off = np.asarray(col.offsets.to_numpy(zero_copy_only=False), np.int64)
+            nb = np.ascontiguousarray(col.values.to_numpy(zero_copy_only=False), np.uint32)
+        else:
+            vid = np.zeros(0, np.int64)
+            nb_off, nb = np.zeros(1, np.int64), np.zeros(0, np.uint32)
+        if len(vid) != nrows or len(nb_off) != nrows + 1 or np.any(np.diff(nb_off) < 0) \
+                or nb_off[0] < 0 or nb_off[-1] > len(nb):
+            raise CorruptFileError(f"{path}: graph rows do not fit their neighbour lists")
+        levels = max([len(m.get("level_offsets") or [0]) - 1 for m in metas] + [1])
+        starts = offsets
+        total = len(storage.row_ids)
+        row_of = np.full((max(levels, 1), total), -1, np.int32)
+        entries = np.full(nparts, -1, np.int64)
+        for p in range(nparts):
+            n, first, count = int(lengths[p]), int(g_off[p]), int(g_len[p])
+            if n == 0 or count == 0:
+                continue
+            if first < 0 or first + count > nrows:
+                raise CorruptFileError(f"{path}: partition {p}'s graph rows run past "
+                                       f"the file's {nrows}")
+            lv = np.asarray(metas[p].get("level_offsets") or [0, count], np.int64)
+            if len(lv) < 2 or lv[0] != 0 or np.any(np.diff(lv) < 0) or lv[-1] > count or lv[1] != n:
+                raise CorruptFileError(f"{path}: partition {p}'s level offsets {lv.tolist()} "
+                                       f"do not fit {count} graph rows of {n} nodes")
+            ids = vid[first:first + count]
+            links = nb[nb_off[first]:nb_off[first + count]]
+            if (len(ids) and (ids.min() < 0 or ids.max() >= n)) or \
+                    (len(links) and int(links.max()) >= n):
+                raise CorruptFileError(f"{path}: partition {p}'s graph links nodes past "
+                                       f"its {n} rows")
+            for level in range(len(lv) - 1):
+                a, b = int(lv[level]), int(lv[level + 1])
+                row_of[level, starts[p] + ids[a:b]] = np.arange(first + a, first + b)
+            entries[p] = _entry(ids, lv)
+        return Graphs(row_of, nb_off, nb, entries)
+
+    def _stored(self, st, what: str, make):
+        got = self._rows.get(what)
+        if got is None:
+            with self._lock:
+                got = self._rows.get(what)
+                if got is None:
+                    got = self._rows[what] = make(st)
+        return got
+
+    def search(self, idx, q: np.ndarray, parts: np.ndarray, inner: str, want: int,
+               ef: int | None, allow: np.ndarray | None):
+        """The best ``want`` rows of the probed partitions ``parts`` by their graph walks
+        (row ids, float32 distances, best first, ties by row id)."""
+        st = idx.storage
+        ef = want + want // 2 if ef is None else int(ef)
+        if ef < want:
+            raise InvalidInputError(f"ef must be greater than or equal to k (ef {ef}, k "
+                                    f"{want})")
+        parts = np.ascontiguousarray(parts, np.int64)
+        lengths = np.asarray(st.lengths, np.int64)
+        starts = np.asarray(st.offsets, np.int64)
+        xf, xc, qf, qc, tables = _F32, _U8, np.zeros(0, np.float32), _NONE, _TABLES
+        kind, metric, nbits = kh.FLAT, kh.L2, 8
+        shift = scale = np.float32(0)
+        if st.kind == "FLAT":
+            xf = self._stored(st, "flat", lambda s: np.ascontiguousarray(s.data, np.float32))
+            qf = np.ascontiguousarray(q, np.float32)
+            metric = {"l2": kh.L2, "cosine": kh.COSINE, "dot": kh.DOT}[idx.metric]
+        elif st.kind == "SQ" and inner == "dot":  # dequantized rows, the float query
+            xf = self._stored(st, "sq_dot", _dequantized)
+            qf = np.ascontiguousarray(q, np.float32)
+            metric = kh.DOT
+        elif st.kind == "SQ":
+            kind = kh.SQ
+            xc = self._stored(st, "sq", lambda s: np.ascontiguousarray(s.data, np.uint8))
+            lo, hi = sqmod.bounds_of(st.params)
+            qc = np.ascontiguousarray(sqmod.quantize(q, lo, hi))
+            rng = np.float32(hi - lo)
+            scale = rng * rng
+        else:
+            kind = kh.PQ
+            xc = self._stored(st, "pq", _row_major_codes)
+            tables = pqmod.query_tables(st.params, q, idx.centroids, parts, inner)
+            nbits = int(st.params["nbits"])
+            if inner == "dot":
+                shift = np.float32(tables.shape[1] - 1)
+        mask = _NONE
+        if allow is not None:
+            mask = np.zeros(len(st.row_ids), np.uint8)
+            for p in parts.tolist():
+                a, b = int(starts[p]), int(starts[p] + lengths[p])
+                mask[a:b] = _allowed(st.row_ids[a:b], allow)
+        k = want
+        out_pos = np.empty(len(parts) * k, np.int64)
+        out_dist = np.empty(len(parts) * k, np.float32)
+
+        def call(a, b, o):
+            return kh.hnsw_search(self.row_of, self.nb_off, self.nb, self.entries, starts,
+                                  lengths, parts[a:b], kind, metric, xf, xc, qf, qc,
+                                  tables[a:b] if kind == kh.PQ else tables, nbits, shift,
+                                  scale, ef, k, mask, -np.inf, np.inf, False,
+                                  out_pos[a * k:b * k], o)
+
+        width = xc.shape[1] if kind != kh.FLAT else xf.shape[1] * 4
+        work = np.minimum(lengths[parts], ef * _WALK_VISITS) * width // max(k, 1)
+        status = in_two(call, np.full(len(parts), k, np.int64), int(work.mean()) if len(parts)
+                        else 0, out_dist)
+        if status != kh.OK:
+            raise CorruptFileError(f"vector index {idx.name!r}: its HNSW graphs or "
+                                   f"{st.kind} storage do not fit (status {status})")
+        found = out_pos >= 0
+        pos, dist = out_pos[found], out_dist[found]
+        ids = st.row_ids[pos]
+        sel = np.empty(min(want, len(ids)), np.int64)
+        got = kt.topk_by_key(dist, ids, len(sel), sel)
+        sel = sel[:max(got, 0)]
+        return ids[sel], dist[sel]
+
+
+def _entry(ids: np.ndarray, lv: np.ndarray) -> int:
+    """Where a walk starts: a node of the top non-empty level, node 0 when it is there.
+    pylance walks from node 0 (its builds put it on every level) whatever
+    ``entry_point`` says (pylance 14 writes the same number for every partition);
+    lancenb's builds put the entry point alone on level 1."""
+    full = np.nonzero(np.diff(lv) > 0)[0]
+    top = ids[lv[full[-1]]:lv[full[-1] + 1]]
+    return 0 if np.any(top == 0) else int(top[0])
+
+
+def _allowed(rows: np.ndarray, allow: np.ndarray) -> np.ndarray:
+    allow = np.asarray(allow, dtype=np.uint64)
+    if len(allow) == 0:
+        return np.zeros(len(rows), bool)
+    at = np.searchsorted(allow, rows)
+    at[at == len(allow)] = len(allow) - 1
+    return allow[at] == rows
+
+
+def _dequantized(st) -> np.ndarray:
+    lo, hi = sqmod.bounds_of(st.params)
+    return np.float32(lo) + st.data.astype(np.float32) * np.float32((hi - lo) / 255.0)
+
+
+def _row_major_codes(st) -> np.ndarray:
+    """PQ codes ``(rows, bytes per row)`` row-major (pylance stores them transposed per
+    partition)."""
+    data = np.asarray(st.data, np.uint8).reshape(-1)
+    n = len(st.row_ids)
+    mb = data.shape[0] // n if n else 1
+    if not st.params.get("transposed", True):
+        return np.ascontiguousarray(data.reshape(n, mb))
+    out = np.empty((n, mb), np.uint8)
+    for p in range(len(st.offsets)):
+        a, m = int(st.offsets[p]), int(st.lengths[p])
+        out[a:a + m] = data[a * mb:(a + m) * mb].reshape(mb, m).T
+    return out

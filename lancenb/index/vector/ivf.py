@@ -94,7 +94,7 @@ INDICES_DIR = "_indices"
 IVF_KEY = b"lance:ivf"
 INDEX_KEY = b"lance:index"
 ROW_ID = "_rowid"
-# HNSW sub-indices are searched exhaustively within the probed partitions (see hnsw.py)
+# HNSW sub-indices: each probed partition's graph is walked (hnsw.Graphs)
 SUPPORTED_TYPES = ("IVF_FLAT", "IVF_PQ", "IVF_SQ", "IVF_HNSW_FLAT", "IVF_HNSW_PQ",
                    "IVF_HNSW_SQ")
 METRICS = ("l2", "cosine", "dot")
@@ -145,7 +145,7 @@ class _Storage:
     rebuilds the row-major ``(n, d)`` array when asked (index maintenance),
     :meth:`rows` one partition's rows."""
 
-    def __init__(self, kind, row_ids, offsets, lengths, data, params):
+    def __init__(self, kind, row_ids, offsets, lengths, data, params, row_major=False):
         self.kind = kind              # "FLAT", "PQ" or "SQ"
         self.row_ids = row_ids        # (n,) uint64
         self.offsets = offsets        # (P,) int64
@@ -153,7 +153,8 @@ class _Storage:
         self.params = params          # quantizer parameters (codebook, bounds, ...)
         self.dim = data.shape[1] if kind in ("FLAT", "SQ") else None
         # FLAT f32 and SQ: (n * d,) transposed per partition; PQ: codes as stored
-        transpose = (kind == "FLAT" and data.dtype == np.float32) or kind == "SQ"
+        transpose = ((kind == "FLAT" and data.dtype == np.float32) or kind == "SQ") and \
+            not row_major  # (HNSW graphs are walked row by row: hnsw.Graphs)
         self.xt = _transpose_blocks(data, offsets, lengths) if transpose else None
         self._data = None if transpose else data
 
@@ -198,7 +199,8 @@ def _transpose_blocks(data: np.ndarray, offsets: np.ndarray, lengths: np.ndarray
     return out
 
 
-def _read_storage(path: str, storage_options, num_partitions: int) -> _Storage:
+def _read_storage(path: str, storage_options, num_partitions: int,
+                  row_major: bool = False) -> _Storage:
     r = LanceFileReader(path, storage_options)
     md = r.schema_full.metadata or {}
     ivf = _ivf_of(r, path)
@@ -219,7 +221,7 @@ def _read_storage(path: str, storage_options, num_partitions: int) -> _Storage:
         col = r.read_column("flat").combine_chunks()
         dim = col.type.list_size
         data = np.asarray(col.flatten().to_numpy(zero_copy_only=False)).reshape(-1, dim)
-        return _Storage("FLAT", row_ids, offsets, lengths, data, params)
+        return _Storage("FLAT", row_ids, offsets, lengths, data, params, row_major)
     if pqmod.CODE_COLUMN in names:
         params["codebook"] = pqmod.parse_codebook(
             decode_tensor(r.read_global_buffer(int(params["codebook_position"])),
@@ -236,7 +238,7 @@ def _read_storage(path: str, storage_options, num_partitions: int) -> _Storage:
         dim = col.type.list_size
         data = np.asarray(col.flatten().to_numpy(zero_copy_only=False),
                           dtype=np.uint8).reshape(-1, dim)
-        return _Storage("SQ", row_ids, offsets, lengths, data, params)
+        return _Storage("SQ", row_ids, offsets, lengths, data, params, row_major)
     raise NotSupportedError(f"{path}: vector storage with columns {names} is not supported")
 
 
@@ -267,6 +269,7 @@ class VectorIndex:
         self.storage = storage
         self.loss = loss
         self.dataset = ds
+        self.graphs = None  # IVF_HNSW_*: the partitions' graphs (hnsw.Graphs)
 
     @property
     def num_partitions(self) -> int:
@@ -300,7 +303,8 @@ class VectorIndex:
         refine_factor : int, optional
             Keep ``k * refine_factor`` candidates and re-rank them by exact distance.
         ef : int, optional
-            Unused (for HNSW sub-indices).
+            IVF_HNSW_*: the beam of each partition's graph walk (default: the
+            candidates kept, ``k * refine_factor``, and half as many again).
         allow : numpy.ndarray of uint64, optional
             Sorted row ids a prefilter allows; None allows every row.
 
@@ -326,7 +330,10 @@ class VectorIndex:
         parts = np.argsort(pdist, kind="stable")[:nprobes]
         _note_lookups(self, parts)
         want = k * (int(refine_factor) if refine_factor else 1)
-        ids, dists = self._scan_partitions(q, parts, inner, want, allow)
+        if self.graphs is not None:
+            ids, dists = self.graphs.search(self, q, parts, inner, want, ef, allow)
+        else:
+            ids, dists = self._scan_partitions(q, parts, inner, want, allow)
         if refine_factor and len(ids):
             ids, dists = self._refine(query, ids, k)
         else:
@@ -586,13 +593,18 @@ def _load(ds, entry) -> VectorIndex:
     ivf = _ivf_of(r, path)
     if ivf.centroids is None or ivf.centroids.ndim != 2:
         raise CorruptFileError(f"{path}: the IVF model has no centroids")
-    storage = _read_storage(f"{base}/{AUX_FILE}", opts, len(ivf.centroids))
+    hnsw = itype.startswith("IVF_HNSW")
+    storage = _read_storage(f"{base}/{AUX_FILE}", opts, len(ivf.centroids), hnsw)
     fields = entry.get("fields") or [""]
-    return VectorIndex(name=entry.get("name", ""), uuid=entry["uuid"], column=fields[0],
-                       index_type=itype, metric=metric,
-                       fragment_ids=entry.get("fragment_ids") or (),
-                       centroids=ivf.centroids, storage=storage,
-                       loss=ivf.loss)
+    out = VectorIndex(name=entry.get("name", ""), uuid=entry["uuid"], column=fields[0],
+                      index_type=itype, metric=metric,
+                      fragment_ids=entry.get("fragment_ids") or (),
+                      centroids=ivf.centroids, storage=storage, loss=ivf.loss)
+    if hnsw:
+        from lancenb.index.vector.hnsw import Graphs
+
+        out.graphs = Graphs.read(r, ivf, storage, path)
+    return out
 
 
 def _legacy_index(entry, li) -> VectorIndex:
