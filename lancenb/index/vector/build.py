@@ -88,6 +88,8 @@ def _normalise(x: np.ndarray) -> np.ndarray:
 def as_matrix(col: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """``(vectors float32 (n, d), keep mask)``: null or non-finite rows are dropped."""
     arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if _multivector(arr.type):  # every vector of every row (null rows have none)
+        arr = arr.flatten()
     if not pa.types.is_fixed_size_list(arr.type):
         raise InvalidInputError(f"a vector index needs a fixed-size list column, got "
                                 f"{arr.type}")
@@ -173,7 +175,17 @@ def _scan(ds, column: str, fragments):
                                      batch_size=SCAN_BATCH):
             x, keep = as_matrix(batch.column(column))
             ids = np.asarray(batch.column("_rowid").to_numpy(), dtype=np.uint64)
+            if _multivector(batch.column(column).type):  # a row id per vector
+                ids = np.repeat(ids, pa.compute.list_value_length(batch.column(column))
+                                .fill_null(0).to_numpy(zero_copy_only=False))
             yield ids, x, keep
+
+
+def _multivector(t: pa.DataType) -> bool:
+    """Whether ``t`` is a multivector column: a list of fixed-size lists (pylance
+    indexes each vector, under its row's id)."""
+    return (pa.types.is_list(t) or pa.types.is_large_list(t)) and \
+        pa.types.is_fixed_size_list(t.value_type)
 
 
 def build_vector_index(ds, column: str, index_type: str, name: str | None = None, *,
@@ -213,7 +225,7 @@ def build_vector_index(ds, column: str, index_type: str, name: str | None = None
     if afield is None or afield.name != column or field is None:
         raise InvalidInputError(f"column {column!r} is not in the dataset "
                                 f"(columns: {ds.schema.names})")
-    ftype = afield.type
+    ftype = afield.type.value_type if _multivector(afield.type) else afield.type
     if metric == "hamming" and (index_type != "IVF_FLAT" or not (
             pa.types.is_fixed_size_list(ftype) and ftype.value_type == pa.uint8())):
         raise NotSupportedError(f"lancenb builds hamming indices as IVF_FLAT over "
