@@ -41,6 +41,8 @@ from datetime import datetime, timezone
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+from pyroaring import BitMap64
 
 from lancenb.errors import InvalidInputError, NotSupportedError
 from lancenb.index.scalar import (
@@ -53,7 +55,7 @@ from lancenb.index.scalar import (
     segments,
     zones,
 )
-from lancenb.index.scalar.common import IndexFiles, become
+from lancenb.index.scalar.common import IndexFiles, become, sort_order
 from lancenb.io.store import ObjectStore
 from lancenb.table.commit import find_manifest
 from lancenb.table.indices import CreateIndex, Index, IndexFile, index_from_pb, parse_section
@@ -151,6 +153,9 @@ def _optimize_one(ds, name: str, segs: list, n_merge: int, meta: dict):
     elif kind == "Inverted" and olds and all(
             {int(f) for f in o.fragment_ids} <= live_ids for o in olds):
         built = _merge_inverted(ds, column, model, olds, unindexed)
+    elif kind == "Bitmap" and keep and all(
+            {int(f) for f in o.fragment_ids} <= live_ids for o in olds):
+        built = _merge_bitmaps(ds, column, model, olds, unindexed, live)
     if built is None:
         built = _build(ds, kind, column, model, new_frags,
                        _held_rows(ds, kind, keep, live) if keep else None)
@@ -258,6 +263,65 @@ def _remove(files: IndexFiles) -> None:
     """Remove the files of a scratch index directory."""
     for name, _ in files.written:
         files.store.delete(files.rel(name))
+
+
+def _same_as_next(keys: pa.Array) -> np.ndarray:
+    """Whether each sorted key equals the next one (null = null, NaN = NaN)."""
+    a, b = keys.slice(0, len(keys) - 1), keys.slice(1)
+    same = pc.fill_null(pc.equal(a, b), False).to_numpy(zero_copy_only=False)
+    same |= (a.is_null().to_numpy(zero_copy_only=False)
+             & b.is_null().to_numpy(zero_copy_only=False))
+    if pa.types.is_floating(keys.type):
+        same |= (pc.fill_null(pc.is_nan(a), False).to_numpy(zero_copy_only=False)
+                 & pc.fill_null(pc.is_nan(b), False).to_numpy(zero_copy_only=False))
+    return np.asarray(same, bool)
+
+
+def _merge_bitmaps(ds, column: str, model: Index, olds: list, unindexed: list, live: list):
+    """The BITMAP segments ``olds`` (over live fragments only) and a BITMAP of the
+    ``unindexed`` fragments united key by key, as pylance's update: a key's row set is
+    copied when one segment has it, united when several do."""
+    typ = api.storage_type(api.column_field(ds, column).type)
+    rows = {f.fragment_id: int(f.physical_rows) for f in live}
+    sources = [IndexFiles(ds.uri, str(o.uuid)) for o in olds]
+    scratch = None
+    if unindexed:
+        scratch = IndexFiles(ds.uri, str(uuidlib.uuid4()))
+        bitmap.write_bitmap(scratch, _row_batches(ds, column, unindexed, typ, "_rowid"), typ)
+        sources.append(scratch)
+    try:
+        tables = [f.reader(bitmap.BITMAP_FILE).read_all().to_table() for f in sources]
+    finally:
+        if scratch is not None:
+            _remove(scratch)
+    keys = pa.concat_arrays([t.column("keys").combine_chunks().cast(typ) for t in tables])
+    raw = pa.concat_arrays([t.column("bitmaps").combine_chunks() for t in tables])
+    order = pa.array(sort_order(keys))
+    keys, raw = keys.take(order), raw.take(order)
+    first = np.r_[True, ~_same_as_next(keys)] if len(keys) else np.zeros(0, bool)
+    starts = np.flatnonzero(first)
+    ends = np.r_[starts[1:], len(keys)]
+    out = raw.to_pylist()
+    merged = []
+    for a, b in zip(starts.tolist(), ends.tolist()):
+        if b - a == 1:
+            merged.append(out[a])
+            continue
+        rs = BitMap64()
+        for i in range(a, b):
+            rs |= rowmap.deserialize(out[i], full_rows=lambda fid: rows.get(int(fid), 0),
+                                     where=f"index {model.uuid} key {i}")
+        merged.append(rowmap.serialize(rowmap.to_ids(rs)))
+    uid = str(uuidlib.uuid4())
+    files = IndexFiles(ds.uri, uid)
+    meta = {bitmap.STATS_KEY: json.dumps({"num_bitmaps": len(starts)}, separators=(",", ":"))}
+    schema = pa.schema([pa.field("keys", typ), pa.field("bitmaps", pa.binary())],
+                       metadata=meta)
+    files.write(bitmap.BITMAP_FILE, pa.table([keys.take(pa.array(starts)),
+                                              pa.array(merged, pa.binary())], schema=schema),
+                schema)
+    return uid, files.written, model.index_details or ("", b""), \
+        api.BUILT_TYPES["BITMAP"][2]
 
 
 def _held_rows(ds, kind: str, segs: list, live: list):
