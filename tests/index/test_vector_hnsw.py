@@ -160,3 +160,32 @@ def test_ef_below_k_is_refused_as_pylance(tmp_path):
     with pytest.raises(InvalidInputError, match="ef must be greater than or equal to k"):
         lancenb.dataset(uri).to_table(nearest={"column": "v", "q": queries[0], "k": 10,
                                                "ef": 5})
+
+
+def test_lancenb_graph_has_levels_pylance_walks(tmp_path):
+    """lancenb's build draws HNSW levels (a node on level l with chance m**-l) and links
+    each level's nodes among themselves; the entry point is on the top level; pylance
+    opens and walks it (the recall test above covers its answers)."""
+    import json
+
+    from lancenb.index.vector.hnsw import build_graphs
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((3000, 8)).astype(np.float32)
+    table, meta, g_off, g_len = build_graphs(x, [0, 1000], [1000, 2000], m=4)
+    metas = [json.loads(m) for m in json.loads(meta)]
+    vid = table["__vector_id"].to_numpy()
+    nbrs = table["__neighbors"].to_pylist()
+    for p, (first, count, n) in enumerate(zip(g_off.tolist(), g_len.tolist(), [1000, 2000])):
+        lv = metas[p]["level_offsets"]
+        assert lv[1] == n and lv[-1] == count and lv[2] > lv[1]  # level 1 is not empty
+        below = set(range(n))
+        for level in range(len(lv) - 1):
+            nodes = vid[first + lv[level]:first + lv[level + 1]].tolist()
+            assert set(nodes) <= below and nodes == sorted(nodes)
+            for row in range(lv[level], lv[level + 1]):
+                assert set(nbrs[first + row]) <= set(nodes) - {int(vid[first + row])}
+            if nodes:
+                top = nodes
+            below = set(nodes)
+        assert metas[p]["entry_point"] in top

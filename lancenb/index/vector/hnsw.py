@@ -10,17 +10,23 @@ JSON string per partition: ``{"entry_point": id, "params": {"max_level": 7, "m":
 "ef_construction": 150, "prefetch_distance": 2}, "level_offsets": [0, n0, n0+n1, ...]}``
 (cumulative row counts per level; empty top levels repeat the last offset).
 
-lancenb builds a two-level graph: level 0 links each node to ``2*m`` nodes of its
-partition, three quarters its nearest (exact, by the decoded vectors) and a quarter
-random ones (long links: a nearest-only graph of clustered data falls apart), level 1
-holds only the entry point (the node nearest the partition's mean). pylance searches it as any HNSW
-graph.
+lancenb builds an HNSW hierarchy without insertions: each node's top level is drawn as
+HNSW draws it (level ``l`` with chance ``m**-l``); level 0 links every node to ``2*m``
+nodes of its partition, the upper levels each of their nodes to ``m`` of that level:
+per level, its nearest (exact, by the decoded vectors: two thirds of the nearest
+share) and the nodes it is nearest to, up to three quarters of the links, and a
+quarter random ones (long links: a nearest-only graph of clustered data falls apart);
+the entry point is the top level's node nearest the partition's mean. Measured on 20k
+x 32 clustered vectors, one partition, recall@10 at ``ef`` 10/15/30 (both libraries
+walk it alike): 0.96/0.9975/0.9975, pylance's own graph 0.99/0.9975/1.0, the former
+two-level graph (entry point alone on level 1) 0.83/0.93/0.9975.
 
 Search (:class:`Graphs`, opened with the index): every partition's graph rows become
 one CSR adjacency (``row_of[level, node]`` -> graph row, the ``__neighbors`` lists as
 read), built once when the index is opened and kept with it; a query walks the graphs
 of its probed partitions in one call of :func:`lancenb.kernels.vector.hnsw.hnsw_search`
-(greedy descent from the partition's entry point, then a beam of ``ef`` at level 0;
+(greedy descent from the partition's entry point, then a beam of ``ef`` at level 0
+from there and from node 0, which reproduces pylance 14's answers on its own graphs;
 ``ef`` defaults to ``k + k // 2`` with ``k`` the candidates asked for, ``k *
 refine_factor``, as pylance), on the storage's rows kept row-major (SQ: codes against
 the query's codes; PQ: the ADC tables of the probed partitions; FLAT: the vectors).
@@ -81,20 +87,80 @@ def _knn(x: np.ndarray, k: int):
 RANDOM_SHARE = 4  # one link in four goes to a random node: keeps clusters connected
 
 
+def _with_reverse(nbrs: np.ndarray, dists: np.ndarray, cap: int):
+    """The links ``nbrs`` (each node's nearest, ``(n, k)``) and their reverses, each
+    node keeping its ``cap`` nearest: ``(owner, neighbour, distance)`` sorted by owner
+    then distance. A node many others are near to links back to them, which keeps
+    the walk from dead-ending in clusters reached only one way."""
+    n, k = nbrs.shape
+    src = np.repeat(np.arange(n, dtype=np.int64), k)
+    dst = nbrs.reshape(-1).astype(np.int64)
+    d = dists.reshape(-1)
+    s, t, dd = np.r_[src, dst], np.r_[dst, src], np.r_[d, d]
+    _, first = np.unique(s * n + t, return_index=True)  # one of each (owner, neighbour)
+    s, t, dd = s[first], t[first], dd[first]
+    order = np.lexsort((t, dd, s))
+    s, t, dd = s[order], t[order], dd[order]
+    rank = np.arange(len(s)) - np.searchsorted(s, s, side="left")
+    keep = rank < cap
+    return s[keep], t[keep], dd[keep]
+
+
 def _links(x: np.ndarray, k: int, seed: int):
-    """Each node's links: its nearest nodes, plus a quarter random ones (a nearest-only
-    graph of clustered data falls apart into islands the walk cannot leave)."""
+    """Each node's links as ``(counts, neighbours, distances)`` (CSR, nodes in order):
+    its nearest nodes and the nodes it is nearest to (three quarters of ``k``), plus a
+    quarter random ones (a nearest-only graph of clustered data falls apart into
+    islands the walk cannot leave)."""
     n = len(x)
     near = k - k // RANDOM_SHARE if n - 1 > k else k
-    nbrs, dists = _knn(x, near)
-    extra = min(k, n - 1) - nbrs.shape[1]
-    if extra <= 0:
-        return nbrs, dists
-    rng = np.random.default_rng(seed)
-    rand = rng.integers(0, n - 1, (n, extra))
-    rand += rand >= np.arange(n)[:, None]  # never the node itself
-    rd = ((x[:, None, :] - x[rand]) ** 2).sum(-1).astype(np.float32)
-    return np.concatenate([nbrs, rand], axis=1), np.concatenate([dists, rd], axis=1)
+    nbrs, dists = _knn(x, max(1, near * 2 // 3) if near < n - 1 else near)
+    owner, nb, nd = _with_reverse(nbrs, dists, near) if nbrs.size else \
+        (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32))
+    extra = min(k, n - 1) - near
+    if extra > 0:
+        rng = np.random.default_rng(seed)
+        rand = rng.integers(0, n - 1, (n, extra))
+        rand += rand >= np.arange(n)[:, None]  # never the node itself
+        rd = ((x[:, None, :] - x[rand]) ** 2).sum(-1).astype(np.float32)
+        owner = np.r_[owner, np.repeat(np.arange(n, dtype=np.int64), extra)]
+        order = np.argsort(owner, kind="stable")  # each node's near links first
+        owner, nb = owner[order], np.r_[nb, rand.reshape(-1)][order]
+        nd = np.r_[nd, rd.reshape(-1)][order]
+    return np.bincount(owner, minlength=n), nb, nd.astype(np.float32)
+
+
+def _levels(n: int, m: int, seed: int) -> np.ndarray:
+    """Each node's top level, as HNSW draws it: ``floor(-ln(U) / ln(m))`` (a node is on
+    level ``l`` with chance ``m**-l``), at most ``MAX_LEVEL - 1``; seeded."""
+    u = np.random.default_rng(seed ^ 0x5EED).random(n)
+    lv = np.floor(-np.log(np.maximum(u, 1e-300)) / np.log(max(m, 2)))
+    return np.minimum(lv, MAX_LEVEL - 1).astype(np.int64)
+
+
+def _partition_graph(x: np.ndarray, m: int, seed: int):
+    """One partition's graph rows: ``(vector ids, neighbour lists, distances, level
+    offsets, entry point)``. Level 0 links every node to ``2*m`` others, the upper
+    levels link the nodes drawn onto them to ``m`` others of the same level (nearest
+    three quarters, random a quarter, as :func:`_links`); the entry point is the node
+    of the top level nearest the partition's mean."""
+    n = len(x)
+    top = _levels(n, m, seed)
+    ids, nbs, dss, offsets = [], [], [], [0]
+    for level in range(MAX_LEVEL):
+        members = np.nonzero(top >= level)[0] if level else np.arange(n)
+        if len(members) == 0:
+            offsets.append(offsets[-1])
+            continue
+        counts, nbrs, dists = _links(x[members], 2 * m if level == 0 else m, seed + level)
+        cut = np.cumsum(counts)[:-1]
+        ids.append(members)
+        nbs.extend(np.split(members[nbrs], cut))
+        dss.extend(np.split(dists, cut))
+        offsets.append(offsets[-1] + len(members))
+    highest = np.nonzero(top == top.max())[0]
+    mean = x.mean(0)
+    entry = int(highest[np.argmin(((x[highest] - mean) ** 2).sum(1))])
+    return np.concatenate(ids), nbs, dss, offsets, entry
 
 
 def build_graphs(vectors: np.ndarray, offsets, lengths, m: int = DEFAULT_M):
@@ -115,18 +181,15 @@ def build_graphs(vectors: np.ndarray, offsets, lengths, m: int = DEFAULT_M):
             g_len.append(0)
             continue
         x = np.ascontiguousarray(vectors[start:start + n], np.float32)
-        nbrs, dists = _links(x, 2 * m, seed=start)
-        entry = int(np.argmin(((x - x.mean(0)) ** 2).sum(1)))
-        # level 0: every node; level 1: the entry point alone, without neighbours
-        ids.append(np.r_[np.arange(n, dtype=np.uint32), np.uint32(entry)])
-        nb.append(nbrs.astype(np.uint32).reshape(-1))
-        ds.append(dists.reshape(-1))
-        lens.append(np.r_[np.full(n, nbrs.shape[1], np.int32), np.int32(0)])
-        levels = [0, n] + [n + 1] * (MAX_LEVEL - 1)
+        vid, nbrs, dists, levels, entry = _partition_graph(x, m, seed=start)
+        ids.append(vid.astype(np.uint32))
+        nb.extend(a.astype(np.uint32) for a in nbrs)
+        ds.extend(a.astype(np.float32) for a in dists)
+        lens.append(np.asarray([len(a) for a in nbrs], np.int32))
         meta.append(json.dumps({"entry_point": entry, "params": params,
                                 "level_offsets": levels}, separators=(",", ":")))
-        g_len.append(n + 1)
-        row += n + 1
+        g_len.append(len(vid))
+        row += len(vid)
     vid = np.concatenate(ids) if ids else np.zeros(0, np.uint32)
     ln = np.concatenate(lens) if lens else np.zeros(0, np.int32)
     list_offsets = pa.array(np.r_[np.int32(0), np.cumsum(ln, dtype=np.int32)], pa.int32())
@@ -140,8 +203,8 @@ def build_graphs(vectors: np.ndarray, offsets, lengths, m: int = DEFAULT_M):
 
 
 class HNSW:
-    """pylance's ``lance.util.HNSW``: an HNSW graph of some vectors (lancenb's two-level
-    graph, see the module docstring), written as a Lance file of graph rows.
+    """pylance's ``lance.util.HNSW``: an HNSW graph of some vectors (lancenb's graph, see
+    the module docstring), written as a Lance file of graph rows.
 
     Examples
     --------
