@@ -303,7 +303,7 @@ def build_vector_index(ds, column: str, index_type: str, name: str | None = None
                 train = qsample - centroids[labels]
             codebook = train_pq_codebook(train, num_sub_vectors, num_bits, max_iters, seed)
         params = pq_params(num_bits, num_sub_vectors, dim)
-        if row_major and index_type == full_type:
+        if row_major:  # (IVF_HNSW_PQ segments too, as pylance)
             params["transposed"] = False
     elif index_type == "IVF_SQ":
         lo, hi = (float(qsample.min()), float(qsample.max())) if len(qsample) else (0., 0.)

@@ -232,6 +232,7 @@ def _read_storage(path: str, storage_options, num_partitions: int,
             rows = data.reshape(n, col.type.list_size)
             data = np.concatenate([pqmod.transpose_codes(rows[s:s + k]) for s, k in
                                    zip(offsets.tolist(), lengths.tolist())] + [data[:0]])
+            params["transposed"] = True  # (held as a single-shot build's now)
         return _Storage("PQ", row_ids, offsets, lengths, data, params)
     if sqmod.CODE_COLUMN in names:
         col = r.read_column(sqmod.CODE_COLUMN).combine_chunks()
