@@ -11,7 +11,16 @@ lancenb and spawned for pylance (not fork-safe), and epochs after the first are 
 (pylance hands a user's sampler to every worker unchanged, so its workers repeat rows).
 Then random-batch takes (256 rows) through ``ds.take``.
 
-    python benchmarks/bench_loader.py [--quick] [--rows N] [--workers 0,2]
+``--scans`` measures plain scans instead (``ds.to_batches()`` of every column): the
+embeddings and a table of 10 x N URL-like strings, each written by pylance and by
+lancenb, rows/s and MB/s by wall clock and per CPU-second of the process (all its
+threads), in alternating rounds. ``--arrow`` adds, for each 0-worker epoch, the same
+epoch without the DataLoader and without the tensor conversion (``to_tensor_fn=None``,
+the library's Arrow batches alone), so an epoch's time splits into the library's part
+and torch's (``default_convert`` walks lists of strings value by value).
+
+    python benchmarks/bench_loader.py [--quick] [--rows N] [--workers 0,2] [--arrow]
+    python benchmarks/bench_loader.py --scans [--rows N] [--rounds 3]
 
 Prints a markdown table (the integrator copies it into RESULTS.md).
 """
@@ -84,7 +93,7 @@ def pylance_to_tensor(batch, **kwargs):
     return out
 
 
-def _torch_dataset(lib: str, uri: str, columns, shuffled: bool):
+def _torch_dataset(lib: str, uri: str, columns, shuffled: bool, arrow: bool = False):
     if lib == "lancenb":
         from lancenb.sampler import ShardedBatchSampler
         from lancenb.torch.data import LanceDataset
@@ -93,9 +102,30 @@ def _torch_dataset(lib: str, uri: str, columns, shuffled: bool):
         from lance.torch.data import LanceDataset
     sampler = ShardedBatchSampler(0, 1, randomize=True, seed=1) if shuffled else None
     kw = {}
-    if lib == "pylance":
+    if arrow:
+        kw["to_tensor_fn"] = None
+    elif lib == "pylance":
         kw["to_tensor_fn"] = pylance_to_tensor
     return LanceDataset(uri, batch_size=BATCH, columns=columns, sampler=sampler, **kw)
+
+
+def _clock():
+    return time.perf_counter(), time.process_time()
+
+
+def arrow_epoch(lib, uri, columns, shuffled):
+    """The library's part of a 0-worker epoch: the LanceDataset's Arrow batches,
+    iterated directly; ``(best wall s, best CPU s, rows)``."""
+    ds = _torch_dataset(lib, uri, columns, shuffled, arrow=True)
+    for _ in ds:
+        pass
+    wall = cpu = float("inf")
+    for _ in range(REPEAT):
+        t0, c0 = _clock()
+        n = sum(b.num_rows for b in ds)
+        t1, c1 = _clock()
+        wall, cpu = min(wall, t1 - t0), min(cpu, c1 - c0)
+    return wall, cpu, n
 
 
 def epoch(lib, uri, columns, shuffled, workers):
@@ -110,16 +140,18 @@ def epoch(lib, uri, columns, shuffled, workers):
                                          persistent_workers=workers > 0)
     for _ in loader:  # warm: workers started, files opened, kernels loaded
         pass
-    best = float("inf")
+    best = cpu = float("inf")
     for _ in range(REPEAT):  # the machine is shared: the best of REPEAT epochs
-        t0 = time.perf_counter()
+        t0, c0 = _clock()
         seen = []
         for batch in loader:
             seen.append(_ids(batch).copy())
-        best = min(best, time.perf_counter() - t0)
+        t1, c1 = _clock()
+        best, cpu = min(best, t1 - t0), min(cpu, c1 - c0)
     ids = np.concatenate(seen) if seen else np.array([], np.int64)
     del loader
-    return best, len(ids), len(np.unique(ids))
+    # (the CPU time is this process's: with workers it leaves theirs out)
+    return best, len(ids), len(np.unique(ids)), cpu
 
 
 def random_takes(lib, uri, columns, total, n_batches=60, size=256):
@@ -132,13 +164,79 @@ def random_takes(lib, uri, columns, total, n_batches=60, size=256):
     picks = [np.sort(rng.choice(total, size, replace=False)) for _ in range(n_batches + 2)]
     for p in picks[:2]:
         ds.take(p, columns=columns)
-    best = float("inf")
+    best = cpu = float("inf")
     for _ in range(REPEAT):
-        t0 = time.perf_counter()
+        t0, c0 = _clock()
         for p in picks[2:]:
             ds.take(p, columns=columns)
-        best = min(best, time.perf_counter() - t0)
-    return best, n_batches * size
+        t1, c1 = _clock()
+        best, cpu = min(best, t1 - t0), min(cpu, c1 - c0)
+    return best, n_batches * size, cpu
+
+
+def strings_table(rows: int, seed: int = 5) -> pa.Table:
+    """``rows`` URL-like strings of 30-60 bytes (the scans' string table)."""
+    rng = np.random.default_rng(seed)
+    hosts = np.array([f"https://host{i}.example.com/" for i in range(50)], dtype=object)
+    words = np.array("alpha beta gamma delta epsilon zeta eta theta iota kappa".split(),
+                     dtype=object)
+    s = (hosts[rng.integers(0, 50, rows)] + words[rng.integers(0, 10, rows)] + "/"
+         + rng.integers(0, 10**9, rows).astype(str).astype(object))
+    return pa.table({"s": pa.array(s.tolist(), pa.string())})
+
+
+def scan(lib: str, uri: str):
+    """``ds.to_batches()`` of every column: ``(best wall s, best CPU s, Arrow bytes)``."""
+    if lib == "pylance":
+        import lance as mod
+    else:
+        import lancenb as mod
+    ds = mod.dataset(uri)
+    nbytes = sum(b.nbytes for b in ds.to_batches())  # warm
+    wall = cpu = float("inf")
+    for _ in range(3):
+        t0, c0 = _clock()
+        for _b in ds.to_batches():
+            pass
+        t1, c1 = _clock()
+        wall, cpu = min(wall, t1 - t0), min(cpu, c1 - c0)
+    return wall, cpu, nbytes
+
+
+def scans(rows: int, rounds: int) -> None:
+    """Plain scans, lancenb and pylance alternating, tables written by both."""
+    import lance
+
+    import lancenb
+
+    tables = {"embeddings": make_tables(rows)["embeddings"],
+              "strings": strings_table(rows * 10)}
+    best: dict = {}
+    with tempfile.TemporaryDirectory(prefix="bench_loader-") as tmp:
+        uris = {}
+        for name, table in tables.items():
+            for writer, mod in (("pylance", lance), ("lancenb", lancenb)):
+                uri = os.path.join(tmp, f"{name}-{writer}.lance")
+                mod.write_dataset(table, uri, max_rows_per_file=max(table.num_rows // 4, 1))
+                uris[(name, writer)] = uri
+        for r in range(rounds):
+            for (name, writer), uri in uris.items():
+                for lib in ("lancenb", "pylance"):
+                    wall, cpu, nbytes = scan(lib, uri)
+                    key = (name, writer, lib)
+                    w0, c0, _ = best.get(key, (float("inf"), float("inf"), 0))
+                    best[key] = (min(w0, wall), min(c0, cpu), nbytes)
+                    print(f"round {r} {name:10s} written by {writer:8s} read by {lib:8s} "
+                          f"{nbytes / wall / 1e9:6.2f} GB/s wall {nbytes / cpu / 1e9:6.2f} "
+                          f"GB/s per CPU-s", file=sys.stderr, flush=True)
+    print(f"\nbench_loader --scans: {rows:,} embeddings (768 float32), {rows * 10:,} "
+          f"strings, 4 fragments each, best of 3 scans x {rounds} rounds, "
+          f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}\n")
+    print("| table | written by | read by | GB/s (wall) | GB/s per CPU-s |")
+    print("|---|---|---|---:|---:|")
+    for (name, writer, lib), (wall, cpu, nbytes) in best.items():
+        print(f"| {name} | {writer} | {lib} | {nbytes / wall / 1e9:.2f} | "
+              f"{nbytes / cpu / 1e9:.2f} |")
 
 
 def main(argv=None) -> None:
@@ -146,8 +244,15 @@ def main(argv=None) -> None:
     ap.add_argument("--quick", action="store_true", help="20k embeddings, under 3 minutes")
     ap.add_argument("--rows", type=int, default=None, help="embedding rows (default 100k)")
     ap.add_argument("--workers", default="0,2")
+    ap.add_argument("--arrow", action="store_true",
+                    help="also the 0-worker epochs' Arrow batches alone (library's part)")
+    ap.add_argument("--scans", action="store_true", help="plain scans only (see above)")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds of --scans")
     args = ap.parse_args(argv)
     rows = args.rows or (20_000 if args.quick else 100_000)
+    if args.scans:
+        scans(rows, args.rounds)
+        return
     workers = [int(w) for w in args.workers.split(",")]
     import lance
 
@@ -161,28 +266,35 @@ def main(argv=None) -> None:
             cols = table.column_names
             mb = table.nbytes / 1e6
             for shuffled in (False, True):
+                order = "shuffled" if shuffled else "sequential"
                 for w in workers:
                     for lib in ("lancenb", "pylance"):
-                        dt, got, distinct = epoch(lib, uri, cols, shuffled, w)
-                        out.append((name, "shuffled" if shuffled else "sequential", w, lib,
-                                    got / dt, mb * got / table.num_rows / dt, got, distinct,
+                        dt, got, distinct, cpu = epoch(lib, uri, cols, shuffled, w)
+                        out.append((name, order, w, lib, got / dt,
+                                    mb * got / table.num_rows / dt,
+                                    got / cpu if w == 0 else None, got, distinct,
                                     table.num_rows))
-                        print(f"{name:10s} {out[-1][1]:10s} w={w} {lib:8s} "
+                        print(f"{name:10s} {order:10s} w={w} {lib:8s} "
                               f"{out[-1][4]:12,.0f} rows/s {out[-1][5]:8,.0f} MB/s "
                               f"rows {got}/{table.num_rows} distinct {distinct}",
                               file=sys.stderr, flush=True)
+                        if w == 0 and args.arrow:
+                            dt, cpu, n = arrow_epoch(lib, uri, cols, shuffled)
+                            out.append((name, order + ", Arrow only", w, lib, n / dt,
+                                        mb * n / table.num_rows / dt, n / cpu, n, n, n))
             for lib in ("lancenb", "pylance"):
-                dt, n = random_takes(lib, uri, cols, table.num_rows)
+                dt, n, cpu = random_takes(lib, uri, cols, table.num_rows)
                 out.append((name, "take 256", "-", lib, n / dt, mb * n / table.num_rows / dt,
-                            n, n, n))
+                            n / cpu, n, n, n))
     print(f"\nbench_loader: {rows:,} embedding rows, batch {BATCH}, best of {REPEAT} "
           f"epochs, {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"load average {os.getloadavg()[0]:.1f}; {time.perf_counter() - began:.0f} s\n")
-    print("| table | order | workers | library | rows/s | MB/s | rows delivered / distinct"
-          " (of) |")
-    print("|---|---|---|---|---:|---:|---|")
-    for name, order, w, lib, rps, mbs, got, distinct, total in out:
-        print(f"| {name} | {order} | {w} | {lib} | {rps:,.0f} | {mbs:,.0f} | "
+    print("| table | order | workers | library | rows/s | MB/s | rows per CPU-s | "
+          "rows delivered / distinct (of) |")
+    print("|---|---|---|---|---:|---:|---:|---|")
+    for name, order, w, lib, rps, mbs, per_cpu, got, distinct, total in out:
+        cpu_txt = "" if per_cpu is None else f"{per_cpu:,.0f}"
+        print(f"| {name} | {order} | {w} | {lib} | {rps:,.0f} | {mbs:,.0f} | {cpu_txt} | "
               f"{got:,} / {distinct:,} ({total:,}) |")
 
 
