@@ -330,11 +330,14 @@ class ScalarIndexMethods:
                                  replace: bool = False, train: bool = True,
                                  fragment_ids=None, index_uuid: str | None = None,
                                  **kwargs) -> Index:
-        """Build one scalar index segment over ``fragment_ids`` under
+        """Build one index segment over ``fragment_ids`` under
         ``_indices/<uuid>/`` and return its ``Index`` metadata, unpublished (pylance
         14's distributed build): merge groups with
         :meth:`merge_existing_index_segments`, publish with
-        :meth:`commit_existing_index_segments`.
+        :meth:`commit_existing_index_segments`. Vector types (IVF_FLAT, IVF_PQ,
+        IVF_SQ, IVF_HNSW_*) take :meth:`create_index`'s parameters; pass the same
+        ``ivf_centroids`` (and ``pq_codebook``) to every worker for segments that merge
+        (:mod:`lancenb.index.distributed`).
 
         Examples
         --------
@@ -376,7 +379,8 @@ class ScalarIndexMethods:
 
     def merge_existing_index_segments(self, segments) -> Index:
         """Merge uncommitted segments of one index type into one new segment covering
-        their fragments (BTREE, ZONEMAP, BLOOMFILTER); the inputs stay on disk."""
+        their fragments (BTREE, ZONEMAP, BLOOMFILTER; vector segments of one model);
+        the inputs stay on disk."""
         segments = list(segments)
         if any(vector_segments.is_vector_segment(s) for s in segments):
             return vector_segments.merge_segments(self, segments)
