@@ -239,6 +239,8 @@ def main_1m():
     ap.add_argument("--reuse", default="", help="libraries whose index built by an earlier "
                     "run (kept with --keep) is queried again instead of rebuilt")
     ap.add_argument("--keep", action="store_true", help="keep the indexed copies")
+    ap.add_argument("--build-only", default="", help="build (and keep) this library's "
+                    "index only, for a later --reuse run")
     ap.add_argument("--data", default=os.path.join(os.environ.get("TMPDIR", "/tmp"),
                                                    "lancenb-bench-vector"))
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "RESULTS.md"))
@@ -256,7 +258,8 @@ def main_1m():
         builds, paths = dict(saved.get(kind, {}).get("build", {})), {}
         for lib in ("pylance", "lancenb"):  # (builds first: the parent is small then)
             paths[lib] = f"{base}_{lib}_{kind}_c1m"
-            if lib in reuse and lib in builds and os.path.isdir(paths[lib]):
+            if lib in reuse and lib in builds and os.path.isdir(paths[lib]) or \
+                    args.build_only not in ("", lib):
                 continue
             paths[lib] = copy(base, f"{lib}_{kind}_c1m")
             builds[lib] = _build_in_child(lib, paths[lib], kind, parts, subs)
@@ -264,6 +267,8 @@ def main_1m():
             saved.setdefault(kind, {"rows": []})["build"] = builds
             with open(store, "w") as f:
                 json.dump(saved, f)
+        if args.build_only:
+            continue
         bp, bn = builds["pylance"], builds["lancenb"]
         p_path, n_path = paths["pylance"], paths["lancenb"]
         log(f"{kind}: build pylance {bp['seconds']:.1f}s {bp['peak_mb']:.0f} MB, lancenb "
@@ -295,7 +300,8 @@ def main_1m():
                        "load": os.getloadavg()[0]}
         with open(store, "w") as f:
             json.dump(saved, f)
-    write_1m(saved, n, parts, subs, args.out, args.png)
+    if not args.build_only:
+        write_1m(saved, n, parts, subs, args.out, args.png)
 
 
 def write_1m(saved: dict, n: int, parts: int, subs: int, out: str, png: str) -> None:

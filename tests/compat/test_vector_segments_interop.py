@@ -195,3 +195,28 @@ def test_hnsw_segments_cross_merged(uri, index_type, builder):
             a = nds.to_table(nearest=req, columns=["id"])["id"].to_pylist()
             b = pds.to_table(nearest=req, columns=["id"])["id"].to_pylist()
             assert a == b
+
+
+@pytest.mark.parametrize("index_type,metric", [("IVF_PQ", "dot"), ("IVF_FLAT", "cosine"),
+                                               ("IVF_SQ", "l2")])
+def test_segmented_index_with_prefilter_and_appended_rows(uri, index_type, metric):
+    """Segments committed separately, rows appended after (searched flat), a prefilter
+    and a postfilter: lancenb and pylance return the same rows."""
+    model = _model(uri, index_type, metric)
+    ds = lancenb.dataset(uri)
+    segs = [ds.create_index_uncommitted("v", index_type, fragment_ids=[f], **model)
+            for f in range(FRAGS)]
+    ds.commit_existing_index_segments("v_idx", "v", segs)
+    extra = _table(600, seed=6)
+    extra = extra.set_column(0, "id", pa.array(np.arange(600) + FRAG_ROWS * FRAGS))
+    lancenb.write_dataset(extra, uri, mode="append")
+    nds, pds = lancenb.dataset(uri), lance.dataset(uri)
+    assert len(nds.get_fragments()) == FRAGS + 1
+    qs = (np.random.default_rng(12).standard_normal((4, DIM)) * 2).astype(np.float32)
+    for q in qs:
+        for prefilter in (True, False):
+            kw = {"nearest": {"column": "v", "q": q, "k": 10, "nprobes": 3},
+                  "filter": "id % 3 = 0", "prefilter": prefilter, "columns": ["id"]}
+            a = nds.to_table(**kw)["id"].to_pylist()
+            b = pds.to_table(**kw)["id"].to_pylist()
+            assert a == b, prefilter
