@@ -128,3 +128,13 @@ def test_closing_early_cancels_the_rest():
     assert next(it) == 0
     it.close()
     assert len(started) <= 3
+
+
+def test_a_scan_inside_a_read_runs_inline():
+    # each outer read starts a scan of its own (as a read that scanned would):
+    # with every worker of the pool waiting on inner reads queued behind them, the
+    # inner scans must run on the worker itself
+    def inner(x):
+        return sum(read_several(lambda y: y, range(x, x + 3), 4))
+
+    assert list(read_several(inner, range(8), 8)) == [3 * x + 3 for x in range(8)]

@@ -43,7 +43,8 @@ _POLL = 0.05  # seconds between checks of the stop flag while the queue is full
 # bytes of data files (a fragment is decoded whole: this bounds the extra memory)
 READ_SEVERAL_BYTES = 256 << 20
 # read_several's tasks only read (they never wait on another task of this pool)
-_SCAN_POOL = ThreadPool(lambda: max(2, os.cpu_count() or 1), "lancenb-scan")
+_SCAN_POOL_NAME = "lancenb-scan"
+_SCAN_POOL = ThreadPool(lambda: max(2, os.cpu_count() or 1), _SCAN_POOL_NAME)
 
 
 def read_ahead(source: Iterator[T], depth: int) -> Iterator[T]:
@@ -142,7 +143,9 @@ def read_several(read: Callable[[T], object], items: Iterable[T], depth: int,
     >>> list(read_several(lambda x: x * 2, range(4), 2))
     [0, 2, 4, 6]
     """
-    if depth <= 1:
+    if depth <= 1 or threading.current_thread().name.startswith(_SCAN_POOL_NAME):
+        # (a scan started by a read of the pool's own runs inline: a worker waiting on
+        # tasks queued behind it could wait forever)
         for item in items:
             yield read(item)
         return
