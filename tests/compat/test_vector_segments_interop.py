@@ -220,3 +220,34 @@ def test_segmented_index_with_prefilter_and_appended_rows(uri, index_type, metri
             a = nds.to_table(**kw)["id"].to_pylist()
             b = pds.to_table(**kw)["id"].to_pylist()
             assert a == b, prefilter
+
+
+@pytest.mark.parametrize("builder", ["lancenb", "pylance"])
+def test_segmented_index_statistics_and_optimize(uri, builder):
+    """Both libraries describe a distributed index alike (segments, rows per delta), and
+    lancenb's optimize_indices folds its segments and appended rows into one segment
+    that both search alike."""
+    lib = lancenb if builder == "lancenb" else lance
+    model = _model(uri, "IVF_PQ")
+    ds = lib.dataset(uri)
+    segs = [ds.create_index_uncommitted("v", "IVF_PQ", fragment_ids=[f], **model)
+            for f in range(FRAGS)]
+    ds.commit_existing_index_segments(
+        "v_idx", "v", [ds.merge_existing_index_segments(segs[:2]), *segs[2:]])
+    keys = ("index_type", "num_indices", "num_indexed_fragments", "num_indexed_rows",
+            "num_unindexed_rows", "num_indexed_rows_per_delta")
+    got = [{k: r.dataset(uri).stats.index_stats("v_idx")[k] for k in keys}
+           for r in (lance, lancenb)]
+    assert got[0] == got[1]
+    assert got[0]["num_indexed_rows_per_delta"] == [2 * FRAG_ROWS, FRAG_ROWS, FRAG_ROWS]
+    d = [[(x.name, len(x.segments), x.num_rows_indexed) for x in r.dataset(uri)
+          .describe_indices()] for r in (lance, lancenb)]
+    assert d[0] == d[1] == [("v_idx", 3, FRAGS * FRAG_ROWS)]
+    extra = _table(500, seed=7)
+    extra = extra.set_column(0, "id", pa.array(np.arange(500) + FRAG_ROWS * FRAGS))
+    lancenb.write_dataset(extra, uri, mode="append")
+    nds = lancenb.dataset(uri)
+    nds.optimize.optimize_indices()
+    assert [sorted(e["fragment_ids"]) for e in lance.dataset(uri).list_indices()] == \
+        [list(range(FRAGS + 1))]
+    _same_both(uri, nprobes=(2, 6), refine=(None,))
