@@ -112,8 +112,11 @@ _cache_lock = module_lock(globals(), "_cache_lock")  # (a fresh one in a forked 
 
 
 def index_dir(ds, uuid: str) -> str:
-    """The directory of index ``uuid`` of dataset ``ds``."""
-    return f"{ds.uri.rstrip('/')}/{INDICES_DIR}/{uuid}"
+    """The directory of index ``uuid`` of dataset ``ds``, named by the dataset's store
+    (as scalar indices name theirs): ``memory://``'s bare root stays in memory."""
+    from lancenb.io.store import ObjectStore
+
+    return ObjectStore(ds.uri, storage_options_of(ds)).uri_of(f"{INDICES_DIR}/{uuid}")
 
 
 def _json_meta(md: dict, key: bytes, path: str):
