@@ -51,8 +51,13 @@ def resolve(uri: str | os.PathLike, storage_options: dict | None = None):
         return LOCAL, path
     import fsspec
 
+    from lancenb.io.memory import filesystem_for, resolve_scheme
+
+    own = resolve_scheme(uri)  # (the store of a memory:// root started anew)
+    if own is not None:
+        return own
     fs, path = fsspec.core.url_to_fs(uri, **options)
-    return fs, path
+    return filesystem_for(fs, path), path
 
 
 @dataclass

@@ -47,6 +47,7 @@ from lancenb.errors import (
     UnsafeCommitError,
 )
 from lancenb.io.local import is_local
+from lancenb.io.memory import is_memory, uri_scheme
 from lancenb.io.options import SINGLE_PROCESS_COMMITS, single_process_commits
 from lancenb.io.paths import check_relative, is_confined
 
@@ -124,9 +125,7 @@ def conditional_put_of(fs) -> tuple[str, str | None, object] | tuple[None, None,
 def _is_memory(fs) -> bool:
     """Whether ``fs`` is fsspec's in-process memory filesystem itself (a wrapper
     around one is not recognised: what it forwards to cannot be told)."""
-    # (by name: local I/O must not import fsspec)
-    return any(c.__name__ == "MemoryFileSystem" and c.__module__ == "fsspec.implementations.memory"
-               for c in type(fs).__mro__)
+    return is_memory(fs)
 
 
 def _already_exists(err: BaseException) -> bool:
@@ -214,6 +213,19 @@ class ObjectStore:
         self._single_process = single_process_commits(storage_options) or \
             _is_memory(self.fs)
 
+    def renew_memory_root(self) -> bool:
+        """A ``memory://`` store: start its root anew, empty (as each pylance call given
+        a ``memory://`` URI does; :mod:`lancenb.io.memory`) and use it; True if done,
+        False (nothing changed) for any other store."""
+        if not _is_memory(self.fs):
+            return False
+        from lancenb.io import memory
+
+        memory.renew(self.root)
+        self.fs = memory.filesystem_for(self.fs, self.root)
+        self._made.clear()
+        return True
+
     @property
     def conditional_put(self) -> str | None:
         """How :meth:`put_if_absent` is atomic on this store: ``"commit_lock"`` (given),
@@ -241,7 +253,8 @@ class ObjectStore:
             return p
         proto = self.fs.protocol[0] if isinstance(self.fs.protocol, (tuple, list)) else \
             self.fs.protocol
-        return f"{proto}://{p.lstrip('/')}" if proto != "memory" else f"memory://{p}"
+        return f"{proto}://{p.lstrip('/')}" if proto != "memory" else \
+            f"{uri_scheme(self.fs, p)}://{p}"
 
     def open_reader(self, rel: str):
         """A :class:`lancenb.io.RangeReader` of ``rel`` through this store's own

@@ -382,8 +382,10 @@ def plan_write(target, new_schema: pa.Schema | Callable[[], pa.Schema], *, mode:
     if base is not None:
         check_feature_flags(base.manifest, base.name, write=True)
     if mode == "create" and base is not None and refuse_existing is not None:
-        raise DatasetExistsError(f"dataset {store.uri!r} already exists (version "
-                                 f"{base.version}); use {refuse_existing}")
+        if not (isinstance(target, str) and store.renew_memory_root()):
+            raise DatasetExistsError(f"dataset {store.uri!r} already exists (version "
+                                     f"{base.version}); use {refuse_existing}")
+        base = naming = None  # (memory://: a new empty store for it, as pylance)
     v2 = naming if naming is not None else bool(enable_v2_manifest_paths)
     if mode == "append" and base is not None:
         m = base.manifest
