@@ -6,8 +6,10 @@ columns plus any the filter needs, drops deleted rows, evaluates the filter with
 filter, ``offset``/``limit`` skip whole fragments by their row counts (no data
 read) and read only the rows inside the window.
 
-Memory: one fragment's projected columns at a time (fragments hold at most
-``max_rows_per_file`` rows, 1 Mi by default).
+Memory: a fragment's projected columns at a time (fragments hold at most
+``max_rows_per_file`` rows, 1 Mi by default), and without a filter the next fragment's,
+read on another core while this one is consumed (``SCAN_FRAGMENTS``; the fragments
+ahead hold at most ``readahead.READ_SEVERAL_BYTES`` of data files).
 
 The filter steps (reading filter columns, pruning pages, finding matches; ``_rowid`` /
 ``_rowaddr`` in filters) are :class:`lancenb.dataset.read.scanfilter.FilterSteps`; the plan
