@@ -80,7 +80,9 @@ def _entries(group: np.ndarray, ngroups: int, freqs: np.ndarray, norms: np.ndarr
     lo = int(norms.min()) if len(norms) else 0
     width = (int(norms.max()) - lo + 1) if len(norms) else 1
     table = np.zeros((ngroups, width), np.uint32)
-    np.maximum.at(table, (group, norms.astype(np.int64) - lo), freqs.astype(np.uint32))
+    # (a flat index: ufunc.at's fast path)
+    np.maximum.at(table.reshape(-1), group * width + (norms.astype(np.int64) - lo),
+                  freqs.astype(np.uint32))
     best = np.maximum.accumulate(table, axis=1)
     # a frontier pair where the best frequency up to this norm rises
     step = np.empty_like(best, bool)
@@ -131,7 +133,10 @@ def impacts_column(offsets: np.ndarray, doc_ids: np.ndarray, freqs: np.ndarray,
     np.cumsum(n1, out=f1[1:])
     blk = fb[tok] + within // block
     grp = f1[tok] + within // (block * LEVEL1_BLOCKS)
-    norms = quantize(num_tokens[doc_ids])
+    # (per document when there are fewer documents than postings: a token range of a
+    # spilled build holds few of the partition's documents' postings)
+    norms = quantize(num_tokens)[doc_ids] if len(num_tokens) <= total else \
+        quantize(num_tokens[doc_ids])
     ends0 = np.minimum((np.arange(int(fb[-1])) - np.repeat(fb[:-1], nb) + 1) * block,
                        np.repeat(lengths, nb)) + np.repeat(offsets[:-1].astype(np.int64), nb)
     ends1 = np.minimum((np.arange(int(f1[-1])) - np.repeat(f1[:-1], n1) + 1)
