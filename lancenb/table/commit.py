@@ -392,7 +392,7 @@ def commit_detached(store, txn: Transaction, *, base, data_format: str, writer_v
             m = build_manifest(base.manifest, txn, v, data_format=data_format,
                                writer_version=writer_version)
             index = index_section_for(base, txn, m)
-            raw = frame_manifest(m, txn.pb, index)
+            raw = frame_manifest(m, txn.pb, index, base=base)
             rel = detached_path(v)
             if put_new_object(store, rel, raw):
                 _log.info("%s: committed detached version %d (%s, read version %d)",
@@ -489,7 +489,7 @@ def _commit_loop(store, txn: Transaction, own: list, phase: Phase, *, v2_names, 
                            writer_version=writer_version)
         apply_bases(m, base, txn)
         index = index_section_for(latest, built, m)
-        raw = frame_manifest(m, txn.pb, index)
+        raw = frame_manifest(m, txn.pb, index, base=latest)
         rel = f"{VERSIONS_DIR}/{manifest_name(new_v, v2_names)}"
         try:
             finish = handler.publish(store, rel, raw, new_v, phase)

@@ -32,7 +32,7 @@ from lancenb.errors import CorruptFileError, InvalidInputError, LanceIOError, No
 from lancenb.file.version import FileVersion
 
 __all__ = ["VERSIONS_DIR", "manifest_name", "parse_manifest_name", "parse_manifest_names",
-           "frame_manifest",
+           "frame_manifest", "dictionary_prefix",
            "parse_manifest_file", "manifest_span", "parse_manifest_message", "message_records",
            "ManifestFile", "check_feature_flags", "FLAG_DELETION_FILES",
            "FLAG_STABLE_ROW_IDS", "FLAG_TABLE_CONFIG", "FLAG_BASE_PATHS",
@@ -116,12 +116,16 @@ def parse_manifest_names(names) -> tuple[list[int], list[int]]:
     return v1, v2
 
 
-def frame_manifest(manifest, transaction=None, index_section: bytes | None = None) -> bytes:
+def frame_manifest(manifest, transaction=None, index_section: bytes | None = None, *,
+                   base=None) -> bytes:
     """Serialise a manifest file (sets the section offsets on ``manifest``, and checks
-    its storage version against its files: :func:`check_storage_version`)."""
+    its storage version against its files: :func:`check_storage_version`). ``base``:
+    the :class:`ManifestFile` it was built from, whose dictionary values it keeps
+    (:func:`dictionary_prefix`)."""
     check_storage_version(manifest, f"version {manifest.version}")
-    parts = []
-    pos = 0
+    prefix = dictionary_prefix(base, manifest)
+    parts = [prefix] if prefix else []
+    pos = len(prefix)
     if index_section is not None:
         manifest.index_section = pos
         parts.append(struct.pack("<I", len(index_section)) + index_section)
@@ -140,6 +144,27 @@ def frame_manifest(manifest, transaction=None, index_section: bytes | None = Non
     parts.append(struct.pack("<I", len(mb)) + mb)
     parts.append(struct.pack("<qHH", pos, 0, 2) + MANIFEST_MAGIC)
     return b"".join(parts)
+
+
+def dictionary_prefix(base, manifest) -> bytes:
+    """The bytes before the first section of ``base`` (a :class:`ManifestFile`) when
+    ``manifest`` has dictionary fields: a 0.1 dataset's dictionary values, which
+    pylance writes there and its fields' ``dictionary.offset`` point at, copied so those
+    offsets stay valid in the new file; else nothing."""
+    if base is None or not any(f.HasField("dictionary") and f.dictionary.length
+                               for f in manifest.fields):
+        return b""
+    m = base.manifest
+    starts = [int(manifest_span(base.raw, base.name)[0]) - 4]  # (its length prefix)
+    for name in ("index_section", "transaction_section"):
+        if m.HasField(name):
+            starts.append(int(getattr(m, name)))
+    end = min(starts)
+    if any(f.HasField("dictionary") and f.dictionary.length and f.dictionary.offset >= end
+           for f in manifest.fields):
+        raise NotSupportedError(f"manifest {base.name!r}: a dictionary's values are not "
+                                f"before its sections; lancenb cannot carry them over")
+    return bytes(base.raw[:end])
 
 
 @dataclass
