@@ -18,7 +18,8 @@ import math
 import numba
 import numpy as np
 
-__all__ = ["xxh64_many", "xxh64_ref", "SALT", "bloom_insert", "bloom_check", "bloom_log2_bytes"]
+__all__ = ["xxh64_many", "xxh64_ref", "SALT", "bloom_insert", "bloom_check",
+           "bloom_check_many", "bloom_log2_bytes"]
 
 _P1 = 11400714785074694791
 _P2 = 14029467366897019727
@@ -173,6 +174,17 @@ def bloom_check(words: np.ndarray, hashes: np.ndarray) -> np.ndarray:
     masks = _masks(hashes)
     got = words[_blocks(hashes, words.shape[0])]
     return np.all((got & masks) != 0, axis=1)
+
+
+def bloom_check_many(stack: np.ndarray, hashes: np.ndarray) -> np.ndarray:
+    """Whether some hash may be in each filter of ``stack`` (uint32, shape ``(filters,
+    blocks, 8)``, filters of one size): one bool per filter, as
+    ``bloom_check(stack[i], hashes).any()`` for each ``i``."""
+    if not hashes.size or not stack.shape[0]:
+        return np.zeros(stack.shape[0], bool)
+    masks = _masks(hashes)
+    got = stack[:, _blocks(hashes, stack.shape[1]), :]  # (filters, hashes, 8)
+    return np.all((got & masks[None]) != 0, axis=2).any(axis=1)
 
 
 def _fpp(ndv: int, log_bytes: int) -> float:

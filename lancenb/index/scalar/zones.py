@@ -48,7 +48,12 @@ from lancenb.expr.nodes import FLIP, Cmp, Col, In, IsNull, Lit
 from lancenb.index.scalar import rowmap
 from lancenb.index.scalar.btree import _leaf_ranges
 from lancenb.index.scalar.common import IndexFiles, Unanswerable
-from lancenb.index.scalar.xxh import bloom_check, bloom_insert, bloom_log2_bytes, xxh64_many
+from lancenb.index.scalar.xxh import (
+    bloom_check_many,
+    bloom_insert,
+    bloom_log2_bytes,
+    xxh64_many,
+)
 
 __all__ = ["ZoneMapIndex", "BloomFilterIndex", "write_zonemap", "write_bloomfilter",
            "ZONEMAP_FILE", "BLOOM_FILE", "ZONEMAP_DETAILS", "BLOOM_DETAILS", "bloom_type_ok"]
@@ -367,6 +372,13 @@ class BloomFilterIndex(_Zones):
         self.has_null = np.asarray(t.column("has_null").to_numpy(zero_copy_only=False), bool)
         self.filters = [np.frombuffer(b, "<u4").reshape(-1, 8)
                         for b in t.column("bloom_filter_data").to_pylist()]
+        # the zones grouped by filter size, each group's filters stacked (zones,
+        # blocks, 8): a lookup tests every zone of a group at once
+        shapes: dict[int, list[int]] = {}
+        for i, w in enumerate(self.filters):
+            shapes.setdefault(w.shape[0], []).append(i)
+        self._groups = [(np.array(ix, np.int64), np.stack([self.filters[i] for i in ix]))
+                        for ix in shapes.values()]
         meta = r.schema_full.metadata or {}
         self.number_of_items = int(meta.get(b"bloomfilter_item", BLOOM_ITEMS))
         self.probability = float(meta.get(b"bloomfilter_probability", BLOOM_PROBABILITY))
@@ -383,9 +395,9 @@ class BloomFilterIndex(_Zones):
             raise Unanswerable("a bloom filter answers =, IN and IS NULL")
         hashes = _hashes(values)
         out = np.zeros(len(self.fids), bool)
-        if hashes.size:
-            for i, words in enumerate(self.filters):
-                out[i] = bool(bloom_check(words, hashes).any())
+        for lo in range(0, hashes.size, 256):
+            for zones, stack in self._groups:
+                out[zones] |= bloom_check_many(stack, hashes[lo:lo + 256])
         if isinstance(node, In) and node.has_null:
             out |= self.has_null
         return out

@@ -93,3 +93,18 @@ def test_random_ranges_on_a_float_column(tmp_path):
         a, b = sorted(rng.normal(0, 120, 2).round(2).tolist())
         flt = f"f >= {a} AND f <= {b}"
         assert _rows(ds, flt) == _rows(lance.dataset(uri), flt, use_scalar_index=False)
+
+
+def test_bloom_check_many_is_each_filter_checked():
+    from lancenb.index.scalar.xxh import bloom_check, bloom_check_many, bloom_insert
+
+    rng = np.random.default_rng(9)
+    for blocks in (1, 4, 32):
+        stack = np.zeros((40, blocks, 8), np.uint32)
+        for z in range(40):
+            bloom_insert(stack[z], rng.integers(0, 2**63, int(rng.integers(0, 30)))
+                         .astype(np.uint64))
+        for k in (0, 1, 7, 300):
+            hashes = rng.integers(0, 2**63, k).astype(np.uint64)
+            want = np.array([bloom_check(stack[z], hashes).any() for z in range(40)], bool)
+            assert np.array_equal(bloom_check_many(stack, hashes), want)
