@@ -138,3 +138,14 @@ def test_a_scan_inside_a_read_runs_inline():
         return sum(read_several(lambda y: y, range(x, x + 3), 4))
 
     assert list(read_several(inner, range(8), 8)) == [3 * x + 3 for x in range(8)]
+
+
+def test_fixed_width_scans_read_one_fragment_at_a_time(ds):
+    # vectors and numbers are read straight into their output (memory-bound): one at
+    # a time; a string column decodes, so two at once when there are two cores
+    assert ds.scanner(columns=["a", "v"])._fragments_at_once() == 1
+    want = min(2, os.cpu_count() or 1)
+    assert ds.scanner(columns=["a", "s"])._fragments_at_once() == want
+    sc = ds.scanner(columns=["v"])
+    sc.fragment_readahead = 3
+    assert sc._fragments_at_once() == 3

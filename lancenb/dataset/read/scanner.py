@@ -402,10 +402,15 @@ class LanceScanner(FilterSteps):
             yield frag, offsets
 
     def _fragments_at_once(self) -> int:
-        """Fragments a scan without a filter reads at once (one per core, at most
-        ``fragment_readahead`` when given; ``SCAN_FRAGMENTS`` by default)."""
+        """Fragments a scan without a filter reads at once: ``fragment_readahead``
+        when given, else ``SCAN_FRAGMENTS`` (at most one per core) when a column needs
+        decoding, one when every column is fixed-width (numbers, vectors: a read
+        straight into the output, bound by memory, which two at once only slowed)."""
         if self.fragment_readahead is not None:
             return max(1, self.fragment_readahead)
+        s = self._ds.snapshot.schema
+        if all(_fixed_width(s.field(c).type) for c in self.columns):
+            return 1
         return min(SCAN_FRAGMENTS, os.cpu_count() or 1)
 
     def _filter_batch_rows(self) -> int:
@@ -695,6 +700,14 @@ class LanceScanner(FilterSteps):
             opts["blob_handling"] = self.blob_handling
         ids = None if self._fragments is None else [f.fragment_id for f in self._fragments]
         return _rebuild_scanner, (self._ds, opts, ids)
+
+
+def _fixed_width(t: pa.DataType) -> bool:
+    """Numbers, booleans and (nested) fixed-size lists of them."""
+    while pa.types.is_fixed_size_list(t):
+        t = t.value_type
+    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t) \
+        or pa.types.is_temporal(t) or pa.types.is_decimal(t)
 
 
 def _file_bytes(job) -> int:
