@@ -25,8 +25,8 @@ import pyarrow.compute as pc
 from pyroaring import BitMap64
 
 from lancenb.index.scalar import rowmap
-from lancenb.index.scalar.common import Answer, IndexFiles, leaf_mask, note_parts
-from lancenb.index.scalar.sorting import RUN_ROWS, sorted_pairs
+from lancenb.index.scalar.common import Answer, IndexFiles, leaf_mask, note_parts, sort_order
+from lancenb.index.scalar.sorting import RUN_ROWS, memory_pool, sorted_pairs
 
 __all__ = ["BitmapIndex", "write_bitmap", "BITMAP_FILE", "DETAILS_TYPE_URL", "group_rows"]
 
@@ -132,6 +132,75 @@ def group_rows(sorted_tables):
         yield key, np.concatenate(held)
 
 
+# distinct values a build keeps as row sets (hashed, not sorted) before it sorts instead
+_DICT_MAX = 1 << 16
+
+
+def _gathered(batches, rows: int):
+    """``(values, ids)`` batches joined into ones of at least ``rows`` rows."""
+    vals, ids, n = [], [], 0
+    for v, i in batches:
+        if isinstance(v, pa.ChunkedArray):
+            v = v.combine_chunks()
+        if len(v):
+            vals.append(v)
+            ids.append(np.asarray(i, np.uint64))
+            n += len(v)
+        if n >= rows:
+            yield pa.concat_arrays(vals), np.concatenate(ids)
+            vals, ids, n = [], [], 0
+    if n:
+        yield pa.concat_arrays(vals), np.concatenate(ids)
+
+
+def _grouped(batches, value_type: pa.DataType, run_rows: int):
+    """:func:`group_rows` of the sorted ``batches``: for integer, string and binary
+    values (and no memory pool) the rows are gathered per distinct value as they come,
+    a compressed row set each, and only the distinct values are sorted; past
+    :data:`_DICT_MAX` values the pairs go through the bounded-memory sort."""
+    t = value_type
+    if memory_pool() is not None or not (
+            pa.types.is_integer(t) or pa.types.is_string(t) or pa.types.is_large_string(t)
+            or pa.types.is_binary(t) or pa.types.is_large_binary(t)):
+        yield from group_rows(sorted_pairs(batches, value_type, run_rows=run_rows))
+        return
+    sets: dict = {}  # value -> [one-value array, row set]
+    it = _gathered(batches, 1 << 20)
+    for values, ids in it:
+        enc = pc.dictionary_encode(values, null_encoding="encode")
+        codes = np.asarray(enc.indices.to_numpy(zero_copy_only=False), np.int64)
+        order = np.argsort(codes.astype(np.uint16), kind="stable") \
+            if len(enc.dictionary) <= 1 << 16 else np.argsort(codes)  # (radix: small codes)
+        codes, ids = codes[order], np.asarray(ids, np.uint64)[order]
+        cuts = np.flatnonzero(np.diff(codes)) + 1
+        starts = np.concatenate([[0], cuts]).tolist()
+        ends = np.concatenate([cuts, [len(codes)]]).tolist()
+        dic = enc.dictionary
+        for a, b in zip(starts, ends):
+            c = int(codes[a])
+            key = dic[c].as_py()
+            got = rowmap.from_ids(ids[a:b])
+            held = sets.get(key)
+            if held is None:
+                sets[key] = [dic.slice(c, 1), got]
+            else:
+                held[1] |= got
+        if len(sets) > _DICT_MAX:
+            def pairs(sets=sets):
+                for one, rows in sets.values():
+                    r = rowmap.to_ids(rows)
+                    yield one.take(pa.array(np.zeros(len(r), np.int64))), r
+                yield from it
+            yield from group_rows(sorted_pairs(pairs(), value_type, run_rows=run_rows))
+            return
+    if not sets:
+        return
+    held = list(sets.values())
+    keys = pa.concat_arrays([h[0] for h in held])
+    for i in sort_order(keys).tolist():
+        yield keys.slice(i, 1), rowmap.to_ids(held[i][1])
+
+
 def write_bitmap(files: IndexFiles, batches, value_type: pa.DataType, *,
                  file_name: str = BITMAP_FILE, extra_metadata: dict | None = None,
                  buffers: dict | None = None, run_rows: int = RUN_ROWS) -> None:
@@ -140,7 +209,7 @@ def write_bitmap(files: IndexFiles, batches, value_type: pa.DataType, *,
     ``buffers``: global buffers for :meth:`IndexFiles.write` (read once the batches
     are consumed)."""
     keys, bitmaps = [], []
-    for k, ids in group_rows(sorted_pairs(batches, value_type, run_rows=run_rows)):
+    for k, ids in _grouped(batches, value_type, run_rows):
         keys.append(k)
         bitmaps.append(rowmap.serialize(ids))
     key_arr = pa.concat_arrays(keys) if keys else pa.array([], value_type)

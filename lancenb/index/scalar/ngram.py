@@ -134,9 +134,43 @@ def _read_treemap(raw: bytes) -> BitMap64:
     return out
 
 
+# pending (token, row) pairs folded into the row sets per this many; the row sets
+# are kept per 2**_CHUNK_BITS tokens, serialised a chunk at a time at the end
+_FOLD_PAIRS = 1 << 22
+_CHUNK_BITS = 10
+_LOW = np.uint64(0xFFFFFFFF)
+
+
 def write_ngram(files: IndexFiles, batches, value_type: pa.DataType) -> None:
-    """Write an NGRAM index from ``(values, uint64 row ids)`` batches."""
-    toks, ids = [], []
+    """Write an NGRAM index from ``(values, uint64 row ids)`` batches.
+
+    The ``(token, row)`` pairs go, per high half of the row id and range of tokens,
+    into a roaring bitmap of ``token << 32 | low half`` (compressed, repeats merged
+    as they come), so the build never holds every pair as arrays; the posting lists
+    are then cut out of those bitmaps a range of tokens at a time."""
+    sets: dict[tuple[int, int], BitMap64] = {}
+    toks, ids, held = [], [], 0
+
+    def fold():
+        tok = np.concatenate(toks)
+        rid = np.concatenate(ids)
+        highs = rid >> np.uint64(32)
+        keys = (tok.astype(np.uint64) << np.uint64(32)) | (rid & _LOW)
+        present = np.unique(highs).tolist()
+        for h in present:
+            part = np.sort(keys if len(present) == 1 else keys[highs == h])
+            chunk = part >> np.uint64(32 + _CHUNK_BITS)
+            cuts = np.flatnonzero(np.diff(chunk)) + 1
+            for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), len(part)]):
+                key = (int(chunk[a]), h)
+                got = rowmap.from_ids(part[a:b])
+                if key in sets:
+                    sets[key] |= got
+                else:
+                    sets[key] = got
+        toks.clear()
+        ids.clear()
+
     for values, row_ids in batches:
         if isinstance(values, pa.ChunkedArray):
             values = values.combine_chunks()
@@ -144,22 +178,42 @@ def write_ngram(files: IndexFiles, batches, value_type: pa.DataType) -> None:
         nulls = np.flatnonzero(~values.is_valid().to_numpy(zero_copy_only=False))
         toks += [tokens, np.zeros(len(nulls), np.uint32)]
         ids += [row_ids[rows], row_ids[nulls]]
-    tok = np.concatenate(toks) if toks else np.zeros(0, np.uint32)
-    rid = np.concatenate(ids) if ids else np.zeros(0, np.uint64)
-    order = np.lexsort((rid, tok))
-    tok, rid = tok[order], rid[order]
-    if tok.size:  # (a row holding a trigram twice is listed once)
-        first = np.concatenate([[True], (np.diff(tok) != 0) | (np.diff(rid) != 0)])
-        tok, rid = tok[first], rid[first]
-    cuts = np.flatnonzero(np.diff(tok)) + 1
-    starts = np.concatenate([[0], cuts]) if tok.size else np.zeros(0, np.int64)
-    ends = np.concatenate([cuts, [tok.size]]) if tok.size else np.zeros(0, np.int64)
+        held += len(rows) + len(nulls)
+        if held >= _FOLD_PAIRS:
+            fold()
+            held = 0
+    if toks:
+        fold()
     schema = pa.schema([pa.field("tokens", pa.uint32()),
                         pa.field("posting_list", pa.binary(), False)])
-    table = pa.table([pa.array(tok[starts], pa.uint32()),
-                      pa.array([_treemap(rid[a:b]) for a, b in zip(starts, ends)],
-                               pa.binary())], schema=schema)
-    files.write(POSTINGS_FILE, table, schema)
+    files.write(POSTINGS_FILE, None, schema, _posting_batches(sets, schema))
+
+
+def _posting_batches(sets: dict, schema: pa.Schema):
+    """The ``(tokens, posting_list)`` batches of the row sets ``sets`` ((token range,
+    high half) -> bitmap of ``token << 32 | low half``), in token order (each row
+    set dropped once read)."""
+    for chunk in sorted({c for c, _ in sets}):
+        tok_parts, rid_parts = [], []
+        for h in sorted(h for c, h in sets if c == chunk):
+            keys = rowmap.to_ids(sets.pop((chunk, h)))
+            if keys.size:
+                tok_parts.append(keys >> np.uint64(32))
+                rid_parts.append((keys & _LOW) | np.uint64(h << 32))
+        if not tok_parts:
+            continue
+        tok = np.concatenate(tok_parts)
+        rid = np.concatenate(rid_parts)
+        if len(tok_parts) > 1:  # (each part sorted by token then row; highs ascending)
+            order = np.argsort(tok, kind="stable")
+            tok, rid = tok[order], rid[order]
+        cuts = np.flatnonzero(np.diff(tok)) + 1
+        starts = np.concatenate([[0], cuts])
+        ends = np.concatenate([cuts, [tok.size]])
+        yield pa.record_batch(
+            [pa.array(tok[starts].astype(np.uint32), pa.uint32()),
+             pa.array([_treemap(rid[a:b]) for a, b in zip(starts.tolist(), ends.tolist())],
+                      pa.binary())], schema=schema)
 
 
 def contains_query(sql: str) -> tuple[str, str] | None:

@@ -44,7 +44,10 @@ def to_ids(rows: BitMap64) -> np.ndarray:
 
 def serialize(ids: np.ndarray) -> bytes:
     """The serialised row set of the uint64 ``ids`` (sorted or not)."""
-    ids = np.unique(np.asarray(ids, dtype=np.uint64))
+    ids = np.asarray(ids, dtype=np.uint64)
+    if ids.size > 1 and not (ids[1:] > ids[:-1]).all():  # (sorted and unique: as they are)
+        ids = np.sort(ids)
+        ids = ids[np.concatenate([[True], ids[1:] != ids[:-1]])]
     highs = (ids >> np.uint64(32)).astype(np.uint32)
     cuts = np.flatnonzero(np.diff(highs)) + 1 if ids.size else np.zeros(0, np.int64)
     starts = np.concatenate([[0], cuts]) if ids.size else np.zeros(0, np.int64)
