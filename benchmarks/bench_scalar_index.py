@@ -19,7 +19,7 @@ Lookups run in one process per library, warm (one untimed run first), median of
 ``--repeat`` runs, on both libraries' indices, and without an index
 (``use_scalar_index=False``), projecting ``id``. Every variant must return the same number
 of rows (checked). With ``--data DIR`` the datasets are kept and a later run reuses them
-(``--lookups-only`` skips the builds).
+(``--lookups-only`` skips the builds, ``--no-scans`` the unindexed filters).
 """
 
 from __future__ import annotations
@@ -135,9 +135,9 @@ def child_build(lib: str, typ: str, uri: str) -> None:
     print(json.dumps({"wall": wall, "peak": _status("VmHWM") - base}), flush=True)
 
 
-def child_lookups(lib: str, root: str, n: int, repeat: int) -> None:
+def child_lookups(lib: str, root: str, n: int, repeat: int, scans: bool = True) -> None:
     out = {}
-    for index_by in (*LIBS, "none"):
+    for index_by in (*LIBS, "none") if scans else LIBS:
         ds = _open(lib, f"{root}/{'pylance' if index_by == 'none' else index_by}")
         for typ, kind, flt in queries(n, root):
             kw = {"use_scalar_index": False} if index_by == "none" else {}
@@ -171,13 +171,15 @@ def main() -> None:
     ap.add_argument("--data", help="keep the datasets here (reused when present)")
     ap.add_argument("--types", default=",".join(TYPES), help="index types to build")
     ap.add_argument("--lookups-only", action="store_true")
+    ap.add_argument("--no-scans", action="store_true", help="skip the unindexed filters")
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         if args.child[0] == "build":
             child_build(*args.child[1:4])
         else:
-            child_lookups(args.child[1], args.child[2], int(args.child[3]), int(args.child[4]))
+            child_lookups(args.child[1], args.child[2], int(args.child[3]), int(args.child[4]),
+                          args.child[5] == "1")
         return
     n, repeat = (500_000, 3) if args.quick else (args.rows, args.repeat)
     root = args.data or tempfile.mkdtemp(prefix="bench_scalar_")
@@ -193,7 +195,8 @@ def main() -> None:
                 for lib in LIBS:
                     builds[(typ, lib)] = r = _child("build", lib, typ, f"{root}/{lib}")
                     print(f"build {typ} {lib}: {r}", flush=True)
-        look = {lib: _child("lookups", lib, root, str(n), str(repeat)) for lib in LIBS}
+        look = {lib: _child("lookups", lib, root, str(n), str(repeat),
+                            "0" if args.no_scans else "1") for lib in LIBS}
         for lib in LIBS:
             if "error" in look[lib]:
                 print(f"lookups {lib}: {look[lib]['error']}")
