@@ -169,9 +169,10 @@ def write_inverted(files, params: TokenizerParams, batches,
     if fragment_ids is not None:
         pid = min(int(f) for f in fragment_ids) if len(fragment_ids) else 0
     tokenizer = _Tokenizer(params)
-    # a quarter of the budget for the posting runs, about a quarter for the tokenization
-    # of a chunk (measured: 25-30 bytes per byte of text at its peak)
-    runs = spill.Runs(budget // 4, params.with_position)
+    # an eighth of the budget for the posting runs (merging them before a spill takes
+    # about three times that), about a quarter for the tokenization of a chunk
+    # (measured: 25-30 bytes per byte of text at its peak)
+    runs = spill.Runs(budget // 8, params.with_position)
     row_ids, num_tokens, ndocs = [], [], 0
     try:
         for texts, keys in _chunks(batches, max(budget // 128, 1 << 16)):

@@ -102,21 +102,22 @@ class Runs:
         return tok[order], doc, freqs[order], pos
 
     def _spill(self) -> None:
-        """Write each in-memory run to its own files (merging them first would need
-        as much memory again)."""
+        """Merge the in-memory runs into one (a stable sort by token: they are in
+        document order) and write it to its own files: few runs to slice per token
+        range however large the input."""
         if self.tmp is None:
             self.tmp = tempfile.mkdtemp(prefix="lancenb_fts_")
-        for tok, doc, freqs, pos in self.mem:
-            base = os.path.join(self.tmp, f"run{len(self.spilled)}_")
-            names = {"tok": tok, "doc": doc, "freq": freqs}
-            if pos is not None:
-                pcum = np.zeros(len(freqs) + 1, np.int64)
-                np.cumsum(freqs, out=pcum[1:])
-                names.update(pos=pos, pcum=pcum)
-            for k, v in names.items():
-                np.save(base + k + ".npy", v)
-            self.spilled.append({k: base + k + ".npy" for k in names})
+        tok, doc, freqs, pos = self.merged()
         self.mem, self.mem_bytes = [], 0
+        base = os.path.join(self.tmp, f"run{len(self.spilled)}_")
+        names = {"tok": tok, "doc": doc, "freq": freqs}
+        if pos is not None:
+            pcum = np.zeros(len(freqs) + 1, np.int64)
+            np.cumsum(freqs, out=pcum[1:])
+            names.update(pos=pos, pcum=pcum)
+        for k, v in names.items():
+            np.save(base + k + ".npy", v)
+        self.spilled.append({k: base + k + ".npy" for k in names})
 
     @property
     def did_spill(self) -> bool:
