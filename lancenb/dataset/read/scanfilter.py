@@ -169,7 +169,8 @@ class FilterSteps:
         cols = [c for c in self.filter_columns if c in (self.columns or ())] \
             if projected else self.filter_columns
         if not cols:
-            return pa.table({"_": pa.nulls(len(live))}).select([])
+            n = frag.physical_rows if live is None else len(live)
+            return pa.table({"_": pa.nulls(n)}).select([])
         stored = [c for c in cols if c not in _META]
         table = frag.take_physical(stored, live, blob_handling=self.blob_handling,
                                    dictionaries=self._dictionary_filter())

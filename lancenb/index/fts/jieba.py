@@ -40,9 +40,9 @@ import json
 import math
 import os
 import re
-import threading
 
 from lancenb.errors import InvalidInputError, LanceIOError
+from lancenb.io.pools import module_lock
 
 __all__ = ["JiebaModel", "load_model", "model_folder"]
 
@@ -189,7 +189,7 @@ def _read_dict(path: str, freq: dict[str, int]) -> None:
 
 
 _CACHE: dict[tuple, JiebaModel] = {}
-_LOCK = threading.Lock()
+_LOCK = module_lock(globals(), "_LOCK")  # (replaced in a forked child)
 
 
 def load_model(base: str) -> JiebaModel:
