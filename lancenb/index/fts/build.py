@@ -25,7 +25,7 @@ __all__ = ["DETAILS_TYPE_URL", "text_column", "build_partition", "write_inverted
 
 DETAILS_TYPE_URL = "/lance.table.InvertedIndexDetails"
 # an index build's memory budget when LANCE_MEM_POOL_SIZE is not set
-DEFAULT_BUDGET = 128 << 20
+DEFAULT_BUDGET = 64 << 20
 
 
 def check_column_type(t: pa.DataType, column: str) -> None:

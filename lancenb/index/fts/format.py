@@ -7,18 +7,20 @@ JSON), ``partitions`` (JSON list of ids) and ``token_set_format``. Partition ``p
   ``_token_id`` (uint32) (``token_set_format="arrow"``, what lancenb writes), or one
   row of ``_token_fst_bytes`` (an FST map, ``"fst"``, what pylance 14 writes);
 - ``part_p_invert.lance``: one row per token id: ``_posting`` (list of blocks),
-  ``_max_score`` (float32), ``_length`` (documents), and positions: ``_position``
-  (list per document of blocks) in the layout lancenb writes;
+  ``_max_score`` (float32), ``_length`` (documents), and in format 2 ``_impacts``
+  (:mod:`.impacts`; what lancenb writes without positions, as pylance 14) or, in
+  format 1, positions: ``_position`` (list per document of blocks) in the layout lancenb
+  writes with positions;
 - ``part_p_docs.lance``: ``_rowid`` (uint64) and ``_num_tokens`` (uint32) per document
   id, schema metadata ``total_tokens``.
 
 A posting block starts with its float32 maximum BM25 score; a full block (128 documents)
 then holds the first document id (uint32), its bit width and the bit-packed document
 id deltas (:mod:`.bitpack`), the bit width and bit-packed frequencies. The last, partial
-block holds the ids then the frequencies as raw uint32 (lancenb, pylance's format 1) or
-as LEB128 varints, ids delta-coded (pylance's format 2, ``posting_tail_codec=
-varint_delta_v1``). A document's positions: a block holding their count (uint32), full
-128-position blocks as posting ids, then the rest as raw uint32.
+block holds the ids then the frequencies as raw uint32 (pylance's format 1) or as LEB128
+varints, ids delta-coded (format 2, ``posting_tail_codec=varint_delta_v1``). A
+document's positions: a block holding their count (uint32), full 128-position blocks as
+posting ids, then the rest as raw uint32.
 """
 
 from __future__ import annotations
