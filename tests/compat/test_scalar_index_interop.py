@@ -424,3 +424,29 @@ def test_uuid_btree_with_arrow_cast_literal(tmp_path, builder):
     line = _index_line(ours.scanner(filter=flt).explain_plan())
     assert line == _index_line(theirs.scanner(filter=flt).explain_plan()) is not None
     assert {k: v.tolist() for k, v in index_offsets(ours, flt).items()} == {0: [7]}
+
+
+def test_describe_indices_type_urls_as_pylance(tmp_path):
+    """describe_indices reports each index's details type URL as the manifest stores it
+    (pylance: /lance.table.* for most scalar types, /lance.index.pb.* for bloom
+    filters and vectors), whichever library built the indices."""
+    n = 400
+    rng = np.random.default_rng(3)
+    t = pa.table({"a": np.arange(n), "s": [f"v{i % 7}" for i in range(n)],
+                  "l": [["a", "b"]] * n,
+                  "v": pa.FixedSizeListArray.from_arrays(
+                      pa.array(rng.random(16 * n).astype(np.float32)), 16)})
+    for lib in (lance, lancenb):
+        uri = str(tmp_path / lib.__name__)
+        lance.write_dataset(t, uri)
+        ds = lib.dataset(uri)
+        ds.create_index("v", "IVF_PQ", num_partitions=2, num_sub_vectors=4)
+        for col, kind, name in (("a", "BTREE", None), ("s", "BITMAP", None),
+                                ("l", "LABEL_LIST", None), ("s", "NGRAM", "ng"),
+                                ("a", "ZONEMAP", "zm"), ("a", "BLOOMFILTER", "bf")):
+            ds.create_scalar_index(col, kind, name=name)
+        want = sorted((d.name, d.type_url, d.index_type)
+                      for d in lance.dataset(uri).describe_indices())
+        got = sorted((d.name, d.type_url, d.index_type)
+                     for d in lancenb.dataset(uri).describe_indices())
+        assert got == want

@@ -36,6 +36,17 @@ _TYPE_URLS = {"BTree": "/lance.index.pb.BTreeIndexDetails",
 VECTOR_TYPE_URL = "/lance.index.pb.VectorIndexDetails"
 
 
+def _details_type_urls(ds) -> dict:
+    """``{uuid: type URL of its details}`` as the manifest stores them (pylance reports
+    those: ``/lance.table.BTreeIndexDetails`` and ``/lance.index.pb.BloomFilterIndexDetails``
+    alike)."""
+    from lancenb.table.indices import index_from_pb, parse_section
+
+    raw = ds.snapshot.manifest.index_section_bytes()
+    found = (index_from_pb(m) for m in parse_section(raw, "index section"))
+    return {i.uuid: i.index_details[0] for i in found if i.index_details}
+
+
 @dataclass
 class IndexSegmentDescription:
     """One physical segment (one uuid) of an index."""
@@ -237,10 +248,11 @@ class VectorIndexMethods:
         out: dict[str, IndexDescription] = {}
         counts = {f.fragment_id: f.count_rows() for f in self.get_fragments()}
         ids = {f.name(): f.id() for f in _walk(self.lance_schema.fields())}
+        stored = _details_type_urls(self)
         for e in self.list_indices():
             t = e["type"]
             url = VECTOR_TYPE_URL if t.startswith("IVF") or t == "Vector" else \
-                _TYPE_URLS.get(t, f"/lance.index.pb.{t}IndexDetails")
+                stored.get(e["uuid"]) or _TYPE_URLS.get(t, f"/lance.index.pb.{t}IndexDetails")
             rows = sum(counts.get(int(f), 0) for f in e["fragment_ids"])
             vector = url == VECTOR_TYPE_URL
             size = _files_size(self, e["uuid"]) if vector else None
