@@ -7,10 +7,10 @@ JSON), ``partitions`` (JSON list of ids) and ``token_set_format``. Partition ``p
   ``_token_id`` (uint32) (``token_set_format="arrow"``, what lancenb writes), or one
   row of ``_token_fst_bytes`` (an FST map, ``"fst"``, what pylance 14 writes);
 - ``part_p_invert.lance``: one row per token id: ``_posting`` (list of blocks),
-  ``_max_score`` (float32), ``_length`` (documents), and in format 2 ``_impacts``
-  (:mod:`.impacts`; what lancenb writes without positions, as pylance 14) or, in
-  format 1, positions: ``_position`` (list per document of blocks) in the layout lancenb
-  writes with positions;
+  ``_max_score`` (float32), ``_length`` (documents), and in format 2 (what pylance 14
+  and lancenb write) ``_impacts`` (:mod:`.impacts`) and positions as
+  ``_compressed_position`` and ``_position_block_offset`` (:mod:`.positions2`); in
+  format 1 (read only) positions as ``_position`` (list per document of blocks);
 - ``part_p_docs.lance``: ``_rowid`` (uint64) and ``_num_tokens`` (uint32) per document
   id, schema metadata ``total_tokens``.
 
@@ -33,7 +33,7 @@ import pyarrow as pa
 from pyroaring import BitMap
 
 from lancenb.errors import NotSupportedError
-from lancenb.index.fts import bitpack, impacts
+from lancenb.index.fts import bitpack, impacts, positions2
 from lancenb.index.fts.tokenize import TokenizerParams
 
 __all__ = ["Partition", "write_partition", "write_metadata", "read_metadata",
@@ -132,28 +132,9 @@ def _full_blocks(scores: np.ndarray, docs: np.ndarray, freqs: np.ndarray) -> lis
             for i in range(len(d))]
 
 
-def _runs_buffer(heads: np.ndarray, starts: np.ndarray, counts: np.ndarray,
-                 body: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """One uint32 buffer of runs ``[head, body_0[run], body_1[run], ...]`` (each body
-    run ``counts`` long from ``starts``): ``(buffer, word offset of each run)``."""
-    n = len(counts)
-    width = 1 + len(body) * counts
-    at = np.concatenate([[0], np.cumsum(width)]).astype(np.int64)
-    buf = np.empty(int(at[-1]), np.uint32)
-    buf[at[:-1]] = heads
-    total = int(counts.sum())
-    run = np.repeat(np.arange(n), counts)
-    within = np.arange(total) - np.repeat(np.concatenate([[0], np.cumsum(counts)])[:-1], counts)
-    src = np.repeat(starts, counts) + within
-    for k, b in enumerate(body):
-        buf[at[:-1][run] + 1 + k * counts[run] + within] = b[src]
-    return buf, at
-
-
-def _posting_column(part: Partition, scores: np.ndarray, varint: bool = False) -> pa.Array:
+def _posting_column(part: Partition, scores: np.ndarray) -> pa.Array:
     """``_posting``: full blocks bit-packed (per block, for the frequent tokens), the
-    last partial block of every token as raw uint32 (format 1) or varints (format 2,
-    :mod:`.impacts`), vectorised."""
+    last partial block of every token as format 2 varints (:mod:`.impacts`)."""
     lengths = np.diff(part.offsets)
     nfull = lengths // BLOCK
     tail = lengths % BLOCK
@@ -162,17 +143,12 @@ def _posting_column(part: Partition, scores: np.ndarray, varint: bool = False) -
     has_tail = np.flatnonzero(tail > 0)
     tail_scores = scores[first_block[has_tail] + nfull[has_tail]]
     tail_start = part.offsets[:-1][has_tail] + nfull[has_tail] * BLOCK
-    if varint:
-        buf8, at = impacts.tails(tail_start, tail[has_tail], tail_scores, part.doc_ids,
-                                 part.freqs)
-        raw, scale = buf8.tobytes(), 1
-    else:
-        buf, at = _runs_buffer(tail_scores.view(np.uint32), tail_start, tail[has_tail],
-                               [part.doc_ids.astype(np.uint32), part.freqs.astype(np.uint32)])
-        raw, scale = buf.astype("<u4").tobytes(), 4
+    buf8, at = impacts.tails(tail_start, tail[has_tail], tail_scores, part.doc_ids,
+                             part.freqs)
+    raw = buf8.tobytes()
     tails: dict = {}
     for j, t in enumerate(has_tail.tolist()):
-        tails[t] = raw[int(at[j]) * scale:int(at[j + 1]) * scale]
+        tails[t] = raw[int(at[j]):int(at[j + 1])]
     if not nfull.any():
         blocks = [tails[t] for t in range(len(lengths)) if t in tails]
     else:
@@ -197,48 +173,6 @@ def _posting_column(part: Partition, scores: np.ndarray, varint: bool = False) -
     return pa.ListArray.from_arrays(pa.array(offs), _binary(blocks))
 
 
-def _positions_column(part: Partition) -> pa.Array:
-    """``_position``: per posting a count block, then full 128-position blocks and the
-    rest raw (vectorised when no document holds a token 128 times or more)."""
-    counts = np.diff(part.pos_offsets)
-    if counts.size and counts.max() >= BLOCK:
-        return _positions_column_blocks(part)
-    n = len(counts)
-    buf, at = _runs_buffer(counts.astype(np.uint32), part.pos_offsets[:-1], counts,
-                           [part.positions.astype(np.uint32)])
-    offsets = np.empty(2 * n + 1, np.int64)
-    offsets[0:2 * n:2] = at[:-1] * 4
-    offsets[1:2 * n:2] = at[:-1] * 4 + 4
-    offsets[2 * n] = at[-1] * 4
-    inner = pa.Array.from_buffers(pa.large_binary(), 2 * n,
-                                  [None, pa.py_buffer(offsets), pa.py_buffer(buf.astype("<u4"))])
-    mid = pa.ListArray.from_arrays(pa.array(np.arange(0, 2 * n + 1, 2, dtype=np.int32)), inner)
-    return pa.ListArray.from_arrays(pa.array(part.offsets.astype(np.int32)), mid)
-
-
-def _positions_column_blocks(part: Partition) -> pa.Array:
-    counts = np.diff(part.pos_offsets)
-    inner: list[bytes] = []
-    per_posting = np.zeros(len(counts), np.int32)
-    for e in range(len(counts)):
-        lo, hi = int(part.pos_offsets[e]), int(part.pos_offsets[e + 1])
-        pos = part.positions[lo:hi].astype(np.uint32)
-        inner.append(np.uint32(hi - lo).astype("<u4").tobytes())
-        full = (hi - lo) // BLOCK
-        for k in range(full):
-            blk = pos[k * BLOCK:(k + 1) * BLOCK].reshape(1, BLOCK)
-            deltas = np.diff(blk, prepend=blk[:, :1])
-            nb = int(bitpack.num_bits(deltas)[0])
-            inner.append(blk[0, 0].astype("<u4").tobytes() + bytes([nb])
-                         + bitpack.pack(deltas, nb)[0])
-        if (hi - lo) % BLOCK:
-            inner.append(pos[full * BLOCK:].astype("<u4").tobytes())
-        per_posting[e] = 1 + full + (1 if (hi - lo) % BLOCK else 0)
-    mid = pa.ListArray.from_arrays(pa.array(np.concatenate([[0], np.cumsum(per_posting)])
-                                            .astype(np.int32)), _binary(inner))
-    return pa.ListArray.from_arrays(pa.array(part.offsets.astype(np.int32)), mid)
-
-
 def _invert_columns(part: Partition) -> pa.Table:
     """The rows of ``part_p_invert.lance`` for ``part``'s tokens (``part`` may hold a
     range of an index's tokens: its documents and lengths are the whole partition's)."""
@@ -250,20 +184,21 @@ def _invert_columns(part: Partition) -> pa.Table:
         else np.zeros(0, np.float32)
     full_max = np.zeros(len(lengths), np.float32)
     full_max[nblocks > 0] = max_score
-    # format 2 (varint tails and _impacts, what pylance 14 writes and skips blocks
-    # with) without positions; with positions format 1 and lancenb's _position layout
-    v2 = part.positions is None
-    cols = {"_posting": _posting_column(part, scores, varint=v2),
+    # format 2, what pylance 14 writes: varint tails, _impacts (its scorer skips blocks
+    # with them) and positions in one stream per token
+    cols = {"_posting": _posting_column(part, scores),
             "_max_score": pa.array(full_max, pa.float32()),
-            "_length": pa.array(lengths.astype(np.uint32), pa.uint32())}
-    if v2:
-        cols["_impacts"] = impacts.impacts_column(part.offsets, part.doc_ids, part.freqs,
-                                                  part.num_tokens)
-    else:
-        cols["_position"] = _positions_column(part)
+            "_length": pa.array(lengths.astype(np.uint32), pa.uint32()),
+            "_impacts": impacts.impacts_column(part.offsets, part.doc_ids, part.freqs,
+                                               part.num_tokens)}
+    meta = dict(impacts.FORMAT2_META)
+    if part.positions is not None:
+        cols["_compressed_position"], cols["_position_block_offset"] = \
+            positions2.position_columns(part.offsets, part.freqs, part.pos_offsets,
+                                        part.positions)
+        meta.update(positions2.META)
     fields = [pa.field(k, v.type, nullable=False) for k, v in cols.items()]
-    return pa.table(cols, schema=pa.schema(fields, metadata=impacts.FORMAT2_META if v2
-                                           else None))
+    return pa.table(cols, schema=pa.schema(fields, metadata=meta))
 
 
 def _write_tokens_docs(files, pid: int, tokens: list, row_ids, num_tokens) -> None:
@@ -310,12 +245,12 @@ def write_partition_ranges(files, pid: int, tokens: list, row_ids: np.ndarray,
 
 def write_metadata(files, params: TokenizerParams, partitions: list[int],
                    name: str = "metadata.lance") -> None:
-    """The index's ``metadata.lance`` (or a distributed build's partition metadata);
-    format 2 (see :func:`write_partition`) unless the index keeps positions."""
+    """The index's ``metadata.lance`` (or a distributed build's partition metadata),
+    format 2 (see :func:`write_partition`)."""
     meta = {"params": params.to_json(), "partitions": json.dumps(partitions),
-            "token_set_format": "arrow"}
-    if not params.with_position:
-        meta.update(impacts.FORMAT2_META)
+            "token_set_format": "arrow", **impacts.FORMAT2_META}
+    if params.with_position:
+        meta.update(positions2.META)
     schema = pa.schema([pa.field("deleted_fragments", pa.binary(), False)], metadata=meta)
     t = pa.table({"deleted_fragments": pa.array([BitMap().serialize()], pa.binary())},
                  schema=schema)

@@ -1,6 +1,6 @@
-"""pylance 14's posting format 2, which lancenb writes for indices without positions:
-varint posting tails and the ``_impacts`` column (block-max impacts pylance's scorer
-skips blocks with), compared with what pylance writes for the same documents."""
+"""pylance 14's posting format 2, which lancenb writes: varint posting tails, the
+``_impacts`` column (block-max impacts pylance's scorer skips blocks with) and positions
+in one stream per token, compared with what pylance writes for the same documents."""
 
 import glob
 
@@ -101,20 +101,25 @@ def test_pylance_and_lancenb_query_format2(tmp_path):
                                want.column("_score").to_numpy(), rtol=1e-6)
 
 
-def test_positions_keep_format1(tmp_path):
-    """With positions lancenb writes format 1 (its ``_position`` layout, no impacts);
-    both libraries read it, and lancenb reads pylance's format 2 positions."""
-    t = _zipf_docs(1500, seed=2)
+def test_positions_format2_equal_pylances(tmp_path):
+    """With positions both libraries write format 2: the shared position stream per token
+    and its block offsets equal pylance's; phrase queries read them in both."""
+    t = _zipf_docs(3000, seed=2)
+    cols = {}
     for builder in (lancenb, lance):
         uri = str(tmp_path / builder.__name__)
         lancenb.write_dataset(t, uri)
         builder.dataset(uri).create_scalar_index("text", "INVERTED", with_position=True)
         _, inv, meta = _invert(uri)
-        assert ("_impacts" in inv.schema.names) == (builder is lance)
-        for reader in (lancenb, lance):
-            got = reader.dataset(uri).to_table(full_text_query='"w0x w1x"',
-                                               columns=["id"])
-            words = [s.split() for s in t.column("text").to_pylist()]
+        assert meta[b"positions_layout"] == b"shared_stream_v2"
+        cols[builder.__name__] = {k: inv.column(k).to_pylist() for k in (
+            "_impacts", "_compressed_position", "_position_block_offset", "_length")}
+        words = [s.split() for s in t.column("text").to_pylist()]
+        for a, b in (("w0x", "w1x"), ("w3x", "w0x")):
             want = {i for i, w in enumerate(words)
-                    if any(a == "w0x" and b == "w1x" for a, b in zip(w, w[1:]))}
-            assert set(got.column("id").to_pylist()) == want
+                    if any(x == a and y == b for x, y in zip(w, w[1:]))}
+            for reader in (lancenb, lance):
+                got = reader.dataset(uri).to_table(full_text_query=f'"{a} {b}"',
+                                                   columns=["id"])
+                assert set(got.column("id").to_pylist()) == want and want
+    assert cols["lancenb"] == cols["lance"]
