@@ -139,7 +139,7 @@ def test_refine_gives_exact_distances(tmp_path, built_by):
 
 
 @pytest.mark.parametrize("metric", ["cosine", "dot"])
-@pytest.mark.parametrize("index_type", ["IVF_HNSW_FLAT", "IVF_HNSW_SQ"])
+@pytest.mark.parametrize("index_type", ["IVF_HNSW_FLAT", "IVF_HNSW_SQ", "IVF_HNSW_PQ"])
 def test_other_metrics_agree_with_pylance(tmp_path, metric, index_type):
     uri, v, queries = _build(tmp_path, "pylance", index_type, metric)
     ds, pds = lancenb.dataset(uri), lance.dataset(uri)

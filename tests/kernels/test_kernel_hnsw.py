@@ -290,3 +290,10 @@ def test_malformed_graphs_are_refused():
     assert status(parts=(1,)) == kh.BAD_SHAPE
     assert status(ef=1, k=2) == kh.BAD_SHAPE  # ef < k
     assert status(k=5) == kh.BAD_SHAPE  # outputs too short
+    wide = np.zeros((3, kh._SQ_MAX_DIM + 1), np.uint8)  # an int32 sum could overflow
+    assert kh.hnsw_search(base["row_of"], base["nb_off"], base["nb"], base["entries"],
+                          base["starts"], base["lengths"], np.zeros(1, np.int64), kh.SQ,
+                          kh.L2, EMPTY_F, wide, np.zeros(0, np.float32), wide[0], EMPTY_T, 8,
+                          np.float32(0), np.float32(1), 2, 1, np.zeros(0, np.uint8), -INF,
+                          INF, False, np.zeros(4, np.int64),
+                          np.zeros(4, np.float32)) == kh.BAD_SHAPE
