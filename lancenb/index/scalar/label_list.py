@@ -17,6 +17,8 @@ Example: ``[["a", "b"], null, ["b"]]`` gives keys ``["a", "b"]`` with bitmaps
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -49,7 +51,13 @@ def _literal(e):
 def label_query(sql: str) -> tuple[str, list, str] | None:
     """``(column, labels, "any" | "all")`` of an ``array_has_any``/``array_has_all``/
     ``array_contains`` predicate in the SQL text of an opaque filter part, None for
-    anything else."""
+    anything else (parsed once per text: the last 256 kept)."""
+    got = _label_query(sql)
+    return None if got is None else (got[0], list(got[1]), got[2])
+
+
+@functools.lru_cache(maxsize=256)
+def _label_query(sql: str) -> tuple[str, tuple, str] | None:
     try:
         e = sqlglot.parse_one(sql, read="postgres")
     except sqlglot.errors.ParseError:
@@ -73,7 +81,7 @@ def label_query(sql: str) -> tuple[str, list, str] | None:
         return None
     if not labels:
         return None
-    return col.name, labels, mode
+    return col.name, tuple(labels), mode
 
 
 class LabelListIndex(BitmapIndex):

@@ -22,6 +22,7 @@ all of its trigrams. Example: ``["hello", None]`` gives tokens ``0`` (row 1),
 from __future__ import annotations
 
 import array
+import functools
 import struct
 import unicodedata
 
@@ -216,8 +217,10 @@ def _posting_batches(sets: dict, schema: pa.Schema):
                       pa.binary())], schema=schema)
 
 
+@functools.lru_cache(maxsize=256)
 def contains_query(sql: str) -> tuple[str, str] | None:
-    """``(column, substring)`` of a ``contains(column, 'text')`` filter part, else None."""
+    """``(column, substring)`` of a ``contains(column, 'text')`` filter part, else None
+    (kept for the last 256 texts: a scan asks on every execution, parsing costs ms)."""
     try:
         e = sqlglot.parse_one(sql, read="postgres")
     except sqlglot.errors.ParseError:
