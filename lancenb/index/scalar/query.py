@@ -608,7 +608,7 @@ def index_offsets(ds, filter) -> dict[int, np.ndarray] | None:
     stable = any(f.row_id_meta is not None for f in frags.values())
     store = ObjectStore(view.uri) if stable else None
     ids = rowmap.to_ids(rows)
-    if not stable:
+    if not stable:  # (addresses sorted: each fragment's are one run)
         fids = (ids >> np.uint64(32)).astype(np.int64)
         offs = (ids & np.uint64(0xFFFFFFFF)).astype(np.int64)
     for fid in sorted(covered):
@@ -618,5 +618,6 @@ def index_offsets(ds, filter) -> dict[int, np.ndarray] | None:
         if stable:
             out[fid] = np.flatnonzero(np.isin(_fragment_row_ids(store, f), ids))
         else:
-            out[fid] = offs[fids == fid]
+            a, b = np.searchsorted(fids, [fid, fid + 1]).tolist()
+            out[fid] = offs[a:b]
     return out
