@@ -33,13 +33,13 @@ from lancenb.index.scalar.common import Answer, IndexFiles, Unanswerable
 from lancenb.index.scalar.label_list import LabelListIndex, label_query
 from lancenb.index.scalar.literals import opaque_comparison
 from lancenb.index.scalar.ngram import NGramIndex, contains_query
+from lancenb.index.scalar.rowmap import fragment_row_ids as _fragment_row_ids
+from lancenb.index.scalar.rowmap import live_rows as _live
 from lancenb.index.scalar.zones import BloomFilterIndex, ZoneMapIndex
 from lancenb.io.pools import module_lock
 from lancenb.io.store import ObjectStore
 from lancenb.table.commit import find_manifest
-from lancenb.table.deletion import read_deletions
 from lancenb.table.indices import index_from_pb, parse_section
-from lancenb.table.rowids import decode_row_ids, external_bytes
 
 __all__ = ["index_rows", "index_offsets", "Offsets", "open_index", "TableView", "view_of",
            "json_targets", "prewarm"]
@@ -415,57 +415,6 @@ class _Planner:
             a = self.eval(node.arg, True)
             return Answer(self.universe - a.true - a.null, a.null if with_nulls else None)
         return self.leaf(node, with_nulls, loose)
-
-
-def _deleted(store, f) -> np.ndarray:
-    """Offsets of a fragment's deleted rows (``f``: its ``FragmentMetadata``)."""
-    if f.deletion_file is None:
-        return np.zeros(0, np.uint32)
-    return read_deletions(store, int(f.id), f.deletion_file.to_pb(), int(f.physical_rows))
-
-
-def _fragment_row_ids(store, f) -> np.ndarray:
-    """The row id of each physical row of a fragment (stable row ids)."""
-    pbf = f.to_pb()
-    where = f"fragment {f.id} row ids"
-    data = pbf.inline_row_ids if pbf.WhichOneof("row_id_sequence") == "inline_row_ids" \
-        else external_bytes(store, pbf.external_row_ids, where)
-    return decode_row_ids(data, where, expected=int(f.physical_rows))
-
-
-def _live(view: "TableView", rows: BitMap64, covered: set[int], stable: bool) -> BitMap64:
-    """``rows`` restricted to the live rows of the covered fragments: by address
-    (``fragment << 32 | offset``), or with stable row ids by the fragments' row-id
-    sequences (deleted rows' ids dropped)."""
-    store = ObjectStore(view.uri)
-    if stable:
-        out = BitMap64()
-        for f in view.fragments:
-            if int(f.id) not in covered:
-                continue
-            ids = _fragment_row_ids(store, f)
-            dead = _deleted(store, f)
-            if dead.size:
-                ids = np.delete(ids, dead.astype(np.int64))
-            out |= rows & rowmap.from_ids(ids)
-        return out
-    addrs = rowmap.to_ids(rows)  # (sorted: the fragments present are its runs)
-    high = addrs >> np.uint64(32)
-    present = high[np.r_[True, high[1:] != high[:-1]]].tolist() if addrs.size else []
-    out = rows
-    if any(int(p) not in covered for p in present):
-        out = rowmap.from_ids(addrs[np.isin(high, np.array(sorted(covered), np.uint64))])
-    by_id = {int(f.id): f for f in view.fragments}
-    gone = []
-    for fid in present:
-        f = by_id.get(int(fid))
-        if f is not None and int(fid) in covered and f.deletion_file is not None:
-            dead = _deleted(store, f)
-            if dead.size:
-                gone.append(dead.astype(np.uint64) | np.uint64(int(fid) << 32))
-    if gone:
-        out = out - rowmap.from_ids(np.concatenate(gone))
-    return out
 
 
 @dataclass(frozen=True)

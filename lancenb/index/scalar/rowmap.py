@@ -24,8 +24,11 @@ import numpy as np
 from pyroaring import BitMap, BitMap64
 
 from lancenb.errors import CorruptFileError
+from lancenb.io.store import ObjectStore
+from lancenb.table.deletion import read_deletions
+from lancenb.table.rowids import decode_row_ids, external_bytes
 
-__all__ = ["from_ids", "to_ids", "serialize", "deserialize"]
+__all__ = ["from_ids", "to_ids", "serialize", "deserialize", "fragment_row_ids", "live_rows"]
 
 _HEAD = struct.Struct("<II")
 
@@ -93,4 +96,55 @@ def deserialize(raw: bytes, *, full_rows=None, where: str = "row set") -> BitMap
         pos += size
         lows = np.frombuffer(bm.to_array(), dtype=np.uint32).astype(np.uint64)
         out |= from_ids(lows | np.uint64(high << 32))
+    return out
+
+
+def _deleted(store, f) -> np.ndarray:
+    """Offsets of a fragment's deleted rows (``f``: its ``FragmentMetadata``)."""
+    if f.deletion_file is None:
+        return np.zeros(0, np.uint32)
+    return read_deletions(store, int(f.id), f.deletion_file.to_pb(), int(f.physical_rows))
+
+
+def fragment_row_ids(store, f) -> np.ndarray:
+    """The row id of each physical row of a fragment (stable row ids)."""
+    pbf = f.to_pb()
+    where = f"fragment {f.id} row ids"
+    data = pbf.inline_row_ids if pbf.WhichOneof("row_id_sequence") == "inline_row_ids" \
+        else external_bytes(store, pbf.external_row_ids, where)
+    return decode_row_ids(data, where, expected=int(f.physical_rows))
+
+
+def live_rows(view, rows: BitMap64, covered: set[int], stable: bool) -> BitMap64:
+    """``rows`` restricted to the live rows of the covered fragments: by address
+    (``fragment << 32 | offset``), or with stable row ids by the fragments' row-id
+    sequences (deleted rows' ids dropped)."""
+    store = ObjectStore(view.uri)
+    if stable:
+        out = BitMap64()
+        for f in view.fragments:
+            if int(f.id) not in covered:
+                continue
+            ids = fragment_row_ids(store, f)
+            dead = _deleted(store, f)
+            if dead.size:
+                ids = np.delete(ids, dead.astype(np.int64))
+            out |= rows & from_ids(ids)
+        return out
+    addrs = to_ids(rows)  # (sorted: the fragments present are its runs)
+    high = addrs >> np.uint64(32)
+    present = high[np.r_[True, high[1:] != high[:-1]]].tolist() if addrs.size else []
+    out = rows
+    if any(int(p) not in covered for p in present):
+        out = from_ids(addrs[np.isin(high, np.array(sorted(covered), np.uint64))])
+    by_id = {int(f.id): f for f in view.fragments}
+    gone = []
+    for fid in present:
+        f = by_id.get(int(fid))
+        if f is not None and int(fid) in covered and f.deletion_file is not None:
+            dead = _deleted(store, f)
+            if dead.size:
+                gone.append(dead.astype(np.uint64) | np.uint64(int(fid) << 32))
+    if gone:
+        out = out - from_ids(np.concatenate(gone))
     return out
