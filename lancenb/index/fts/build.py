@@ -59,10 +59,21 @@ def build_partition(params: TokenizerParams, texts: pa.Array,
         texts = texts.filter(pa.array(valid))
         row_ids = row_ids[valid]
     tk = tokenize(params, texts)
+    doc, nums, row_ids = _documents(tk.doc, tk.num_tokens, np.asarray(row_ids, np.uint64))
     tok, doc, freqs, pos = spill.chunk_postings(
-        tk.token_ids, tk.doc, tk.position if params.with_position else None, len(texts))
-    return _partition(list(tk.vocab), np.asarray(row_ids, np.uint64), tk.num_tokens,
-                      tok, doc, freqs, pos)
+        tk.token_ids, doc, tk.position if params.with_position else None, len(nums))
+    return _partition(list(tk.vocab), row_ids, nums, tok, doc, freqs, pos)
+
+
+def _documents(doc: np.ndarray, num_tokens: np.ndarray, row_ids: np.ndarray):
+    """``(doc, num_tokens, row_ids)`` without the texts that have no token (empty, or
+    stop words only): as in pylance, those are not documents, and would count in BM25's
+    document count and average length."""
+    has = num_tokens > 0
+    if has.all():
+        return doc, num_tokens, row_ids
+    renumber = np.cumsum(has, dtype=np.int64) - 1
+    return renumber[doc], num_tokens[has], row_ids[has]
 
 
 def _partition(vocab: list, row_ids, num_tokens, tok, doc, freqs, pos) -> fmt.Partition:
@@ -177,11 +188,12 @@ def write_inverted(files, params: TokenizerParams, batches,
     try:
         for texts, keys in _chunks(batches, max(budget // 128, 1 << 16)):
             tid, doc, pos, num = tokenizer(texts)
+            doc, num, keys = _documents(doc, num, keys)
             runs.add(*_shift(spill.chunk_postings(
-                tid, doc, pos if params.with_position else None, len(texts)), ndocs))
+                tid, doc, pos if params.with_position else None, len(num)), ndocs))
             row_ids.append(keys)
             num_tokens.append(num)
-            ndocs += len(texts)
+            ndocs += len(num)
         rows = np.concatenate(row_ids) if row_ids else np.zeros(0, np.uint64)
         nums = np.concatenate(num_tokens) if num_tokens else np.zeros(0, np.uint32)
         vocab = list(tokenizer.vocab)

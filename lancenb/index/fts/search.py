@@ -121,8 +121,10 @@ class _Searcher:
         idx, _ = self._index(column, positions=positions)
         parts = []
         if idx is not None:
-            parts.append(self._live(*fn(idx), idx))
-            self.comparisons += len(parts[-1][0])
+            rows, scores = fn(idx)
+            # (pylance 14 counts the indexed documents matched before the prefilter)
+            self.comparisons += len(rows)
+            parts.append(self._live(rows, scores, idx))
         if flat:  # (a scan of live rows)
             parts.append(self._live(*self._flat(column, idx, text, boost, operator, slop),
                                     None))
