@@ -121,10 +121,8 @@ class _Searcher:
         idx, _ = self._index(column, positions=positions)
         parts = []
         if idx is not None:
-            rows, scores = fn(idx)
-            # (pylance 14 counts the indexed documents matched before the prefilter)
-            self.comparisons += len(rows)
-            parts.append(self._live(rows, scores, idx))
+            parts.append(self._live(*fn(idx), idx))
+            self.comparisons += len(parts[-1][0])
         if flat:  # (a scan of live rows)
             parts.append(self._live(*self._flat(column, idx, text, boost, operator, slop),
                                     None))
@@ -436,9 +434,25 @@ class FtsScanner(TableResults):
                  f"  LanceRead: uri={self._ds.uri}{m(['output_rows'])}",
                  f"    {node}{m(['output_rows', 'index_comparisons', 'parts_loaded'])}"]
         if self._filter is not None:
-            where = "Prefilter" if self._prefilter else "Postfilter"
-            lines.append(f"      {where}: filter=[{self._filter}]")
+            indexed = self._indexed_prefilter() if self._prefilter else None
+            if indexed is not None:  # (the scalar indices answer the whole prefilter)
+                lines.append(f"      {indexed}")
+            else:
+                where = "Prefilter" if self._prefilter else "Postfilter"
+                lines.append(f"      {where}: filter=[{self._filter}]")
         return "\n".join(lines) + "\n"
+
+    def _indexed_prefilter(self) -> str | None:
+        """pylance's ``ScalarIndexQuery`` line for the prefilter when the scalar indices
+        answer all of it, else None."""
+        plan = self._ds.scanner(columns=[], filter=self._filter,
+                                with_row_id=True).explain_plan()
+        lines = [ln.strip() for ln in plan.splitlines()]
+        query = [ln for ln in lines if ln.startswith("ScalarIndexQuery:")]
+        read = [ln for ln in lines if ln.startswith("LanceRead:")]
+        if query and read and "refine_filter=--" in read[0]:
+            return query[0]
+        return None
 
     def analyze_plan(self) -> str:
         """:meth:`explain_plan` with what running the search did: rows out, indexed
