@@ -130,30 +130,19 @@ def _before(da, ia, db, ib):
 
 
 @kernel
-def _push_min(hd, hi, size, d, i):
-    """Push onto a min-heap of (distance, node); returns the new size."""
+def _push(hd, hi, size, d, i, is_max):
+    """Push (distance, node) onto a heap of ``size`` entries (a max-heap, the worst on
+    top, when ``is_max``; else a min-heap); returns the new size."""
     c = size
     hd[c] = d
     hi[c] = i
     while c > 0:
         parent = (c - 1) // 2
-        if not _before(hd[c], hi[c], hd[parent], hi[parent]):
-            break
-        hd[c], hd[parent] = hd[parent], hd[c]
-        hi[c], hi[parent] = hi[parent], hi[c]
-        c = parent
-    return size + 1
-
-
-@kernel
-def _push_max(hd, hi, size, d, i):
-    """Push onto a max-heap (the worst on top); returns the new size."""
-    c = size
-    hd[c] = d
-    hi[c] = i
-    while c > 0:
-        parent = (c - 1) // 2
-        if not _before(hd[parent], hi[parent], hd[c], hi[c]):
+        if is_max:
+            up = _before(hd[parent], hi[parent], hd[c], hi[c])
+        else:
+            up = _before(hd[c], hi[c], hd[parent], hi[parent])
+        if not up:
             break
         hd[c], hd[parent] = hd[parent], hd[c]
         hi[c], hi[parent] = hi[parent], hi[c]
@@ -275,10 +264,10 @@ def hnsw_search(row_of, nb_off, nb, entries, starts, lengths, parts, kind, metri
                 if not (d >= lower and d < upper):
                     continue  # (NaN too)
                 if size < k:
-                    size = _push_max(rd, ri, size, d, i)
+                    size = _push(rd, ri, size, d, i, True)
                 elif _before(d, i, rd[0], ri[0]):
                     size = _pop(rd, ri, size, True)
-                    size = _push_max(rd, ri, size, d, i)
+                    size = _push(rd, ri, size, d, i, True)
             _drain(rd, ri, size, k, base, out_pos, out_dist, at)
             continue
         if ep >= n:
@@ -321,14 +310,14 @@ def hnsw_search(row_of, nb_off, nb, entries, starts, lengths, parts, kind, metri
             visited[cur] = 1
             if cur_d != cur_d:
                 continue
-            csize = _push_min(cd, ci, csize, cur_d, cur)
+            csize = _push(cd, ci, csize, cur_d, cur, False)
             if (allow.shape[0] == 0 or allow[base + cur] != 0) and cur_d >= lower and \
                     cur_d < upper:
                 if size < ef:
-                    size = _push_max(rd, ri, size, cur_d, cur)
+                    size = _push(rd, ri, size, cur_d, cur, True)
                 elif _before(cur_d, cur, rd[0], ri[0]):
                     size = _pop(rd, ri, size, True)
-                    size = _push_max(rd, ri, size, cur_d, cur)
+                    size = _push(rd, ri, size, cur_d, cur, True)
         while csize > 0:
             c_d = cd[0]
             c = ci[0]
@@ -356,10 +345,10 @@ def hnsw_search(row_of, nb_off, nb, entries, starts, lengths, parts, kind, metri
                 if (allow.shape[0] == 0 or allow[base + v] != 0) and d >= lower and \
                         d < upper:
                     if size < ef:
-                        size = _push_max(rd, ri, size, d, v)
+                        size = _push(rd, ri, size, d, v, True)
                     elif d < rd[0]:
                         size = _pop(rd, ri, size, True)
-                        size = _push_max(rd, ri, size, d, v)
-                csize = _push_min(cd, ci, csize, d, v)
+                        size = _push(rd, ri, size, d, v, True)
+                csize = _push(cd, ci, csize, d, v, False)
         _drain(rd, ri, size, k, base, out_pos, out_dist, at)
     return OK
