@@ -279,7 +279,8 @@ class Graphs:
         lengths = np.asarray(storage.lengths, np.int64)
         md = reader.schema_full.metadata or {}
         try:
-            metas = [json.loads(m) for m in json.loads(md[HNSW_KEY.encode()])]
+            # (pylance writes "" for an empty partition: it has no graph)
+            metas = [json.loads(m) if m else {} for m in json.loads(md[HNSW_KEY.encode()])]
         except (KeyError, TypeError, ValueError) as e:
             raise CorruptFileError(f"{path}: no readable {HNSW_KEY!r} metadata ({e})") from None
         nparts = len(lengths)
