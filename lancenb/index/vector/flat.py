@@ -260,3 +260,14 @@ def in_two(call, row_counts: np.ndarray, row_bytes: int, out: np.ndarray) -> int
     other = later.result()
     return status if status != 0 else other
 
+
+
+def allowed_mask(rows: np.ndarray, allow: np.ndarray) -> np.ndarray:
+    """Which of ``rows`` (uint64 row ids) are in ``allow`` (sorted row ids a prefilter
+    passed)."""
+    allow = np.asarray(allow, dtype=np.uint64)
+    if len(allow) == 0:
+        return np.zeros(len(rows), bool)
+    at = np.searchsorted(allow, rows)
+    at[at == len(allow)] = len(allow) - 1
+    return allow[at] == rows

@@ -46,7 +46,7 @@ import pyarrow as pa
 from lancenb.errors import CorruptFileError, InvalidInputError
 from lancenb.index.vector import pq as pqmod
 from lancenb.index.vector import sq as sqmod
-from lancenb.index.vector.flat import in_two
+from lancenb.index.vector.flat import allowed_mask, in_two
 from lancenb.kernels.vector import hnsw as kh
 from lancenb.kernels.vector import topk as kt
 
@@ -381,7 +381,7 @@ class Graphs:
             mask = np.zeros(len(st.row_ids), np.uint8)
             for p in parts.tolist():
                 a, b = int(starts[p]), int(starts[p] + lengths[p])
-                mask[a:b] = _allowed(st.row_ids[a:b], allow)
+                mask[a:b] = allowed_mask(st.row_ids[a:b], allow)
         k = want
         out_pos = np.empty(len(parts) * k, np.int64)
         out_dist = np.empty(len(parts) * k, np.float32)
@@ -417,15 +417,6 @@ def _entry(ids: np.ndarray, lv: np.ndarray) -> int:
     full = np.nonzero(np.diff(lv) > 0)[0]
     top = ids[lv[full[-1]]:lv[full[-1] + 1]]
     return 0 if np.any(top == 0) else int(top[0])
-
-
-def _allowed(rows: np.ndarray, allow: np.ndarray) -> np.ndarray:
-    allow = np.asarray(allow, dtype=np.uint64)
-    if len(allow) == 0:
-        return np.zeros(len(rows), bool)
-    at = np.searchsorted(allow, rows)
-    at[at == len(allow)] = len(allow) - 1
-    return allow[at] == rows
 
 
 def _dequantized(st) -> np.ndarray:

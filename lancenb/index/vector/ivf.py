@@ -77,7 +77,7 @@ from lancenb.errors import CorruptFileError, InvalidInputError, NotSupportedErro
 from lancenb.file import LanceFileReader
 from lancenb.index.vector import pq as pqmod
 from lancenb.index.vector import sq as sqmod
-from lancenb.index.vector.flat import in_two
+from lancenb.index.vector.flat import allowed_mask, in_two
 from lancenb.index.vector.ivfpb import decode_ivf, decode_tensor, read_legacy_file
 from lancenb.index.vector.metrics import exact_distances, partition_distances
 from lancenb.io.pools import module_lock
@@ -359,7 +359,7 @@ class VectorIndex:
         ids = st.row_ids[where]
         d = _score(self, st, q, parts, where, inner, total)
         if allow is not None:
-            d[~_allowed(ids, allow)] = np.nan  # (NaN: never selected)
+            d[~allowed_mask(ids, allow)] = np.nan  # (NaN: never selected)
         sel = np.empty(min(want, total), np.int64)
         got = kt.topk_by_key(d, ids, len(sel), sel)
         if got < 0:
@@ -416,15 +416,6 @@ def _score(idx, st: _Storage, q, parts, where, inner, total) -> np.ndarray:
                                f"fit its partitions or a query of {len(q)} dimensions "
                                f"(status {status})")
     return out
-
-
-def _allowed(rows: np.ndarray, allow: np.ndarray) -> np.ndarray:
-    allow = np.asarray(allow, dtype=np.uint64)
-    if len(allow) == 0:
-        return np.zeros(len(rows), bool)
-    pos = np.searchsorted(allow, rows)
-    pos[pos == len(allow)] = len(allow) - 1
-    return allow[pos] == rows
 
 
 def _smallest(d: np.ndarray, ids: np.ndarray, k: int) -> np.ndarray:
