@@ -72,15 +72,19 @@ def _knn(x: np.ndarray, k: int):
     dists = np.empty((n, max(k, 0)), np.float32)
     if k <= 0:
         return nbrs, dists
-    for s in range(0, n, BLOCK):
-        d = norms[s:s + BLOCK, None] + norms[None, :] - 2 * (x[s:s + BLOCK] @ x.T)
+    # rows of the distance matrix at a time: at most BLOCK, and at most 2**22 entries
+    # (its argpartition holds 8 bytes an entry: a large partition's whole block rows
+    # would be hundreds of MB)
+    step = max(1, min(BLOCK, (1 << 22) // max(n, 1)))
+    for s in range(0, n, step):
+        d = norms[s:s + step, None] + norms[None, :] - 2 * (x[s:s + step] @ x.T)
         np.maximum(d, 0, out=d)
         d[np.arange(len(d)), np.arange(s, s + len(d))] = np.inf  # not its own neighbour
         part = np.argpartition(d, k - 1, axis=1)[:, :k]
         pd = np.take_along_axis(d, part, axis=1)
         order = np.argsort(pd, axis=1, kind="stable")
-        nbrs[s:s + BLOCK] = np.take_along_axis(part, order, axis=1)
-        dists[s:s + BLOCK] = np.take_along_axis(pd, order, axis=1)
+        nbrs[s:s + step] = np.take_along_axis(part, order, axis=1)
+        dists[s:s + step] = np.take_along_axis(pd, order, axis=1)
     return nbrs, dists
 
 
@@ -138,29 +142,31 @@ def _levels(n: int, m: int, seed: int) -> np.ndarray:
 
 
 def _partition_graph(x: np.ndarray, m: int, seed: int):
-    """One partition's graph rows: ``(vector ids, neighbour lists, distances, level
-    offsets, entry point)``. Level 0 links every node to ``2*m`` others, the upper
-    levels link the nodes drawn onto them to ``m`` others of the same level (nearest
-    three quarters, random a quarter, as :func:`_links`); the entry point is the node
-    of the top level nearest the partition's mean."""
+    """One partition's graph rows: ``(vector ids, links per row, neighbours,
+    distances, level offsets, entry point)`` (the rows' links one after another).
+    Level 0 links every node to ``2*m`` others, the upper levels link the nodes drawn
+    onto them to ``m`` others of the same level (nearest three quarters, random a
+    quarter, as :func:`_links`); the entry point is the node of the top level nearest
+    the partition's mean."""
     n = len(x)
     top = _levels(n, m, seed)
-    ids, nbs, dss, offsets = [], [], [], [0]
+    ids, cnt, nbs, dss, offsets = [], [], [], [], [0]
     for level in range(MAX_LEVEL):
         members = np.nonzero(top >= level)[0] if level else np.arange(n)
         if len(members) == 0:
             offsets.append(offsets[-1])
             continue
         counts, nbrs, dists = _links(x[members], 2 * m if level == 0 else m, seed + level)
-        cut = np.cumsum(counts)[:-1]
         ids.append(members)
-        nbs.extend(np.split(members[nbrs], cut))
-        dss.extend(np.split(dists, cut))
+        cnt.append(counts)
+        nbs.append(members[nbrs].astype(np.uint32))
+        dss.append(dists.astype(np.float32, copy=False))
         offsets.append(offsets[-1] + len(members))
     highest = np.nonzero(top == top.max())[0]
     mean = x.mean(0)
     entry = int(highest[np.argmin(((x[highest] - mean) ** 2).sum(1))])
-    return np.concatenate(ids), nbs, dss, offsets, entry
+    return (np.concatenate(ids), np.concatenate(cnt), np.concatenate(nbs),
+            np.concatenate(dss), offsets, entry)
 
 
 def build_graphs(vectors: np.ndarray, offsets, lengths, m: int = DEFAULT_M):
@@ -181,11 +187,11 @@ def build_graphs(vectors: np.ndarray, offsets, lengths, m: int = DEFAULT_M):
             g_len.append(0)
             continue
         x = np.ascontiguousarray(vectors[start:start + n], np.float32)
-        vid, nbrs, dists, levels, entry = _partition_graph(x, m, seed=start)
+        vid, counts, nbrs, dists, levels, entry = _partition_graph(x, m, seed=start)
         ids.append(vid.astype(np.uint32))
-        nb.extend(a.astype(np.uint32) for a in nbrs)
-        ds.extend(a.astype(np.float32) for a in dists)
-        lens.append(np.asarray([len(a) for a in nbrs], np.int32))
+        nb.append(nbrs)
+        ds.append(dists)
+        lens.append(counts.astype(np.int32))
         meta.append(json.dumps({"entry_point": entry, "params": params,
                                 "level_offsets": levels}, separators=(",", ":")))
         g_len.append(len(vid))
