@@ -27,7 +27,8 @@ def _queries(Q):
             Q.MatchQuery("quick brown", "text", operator=Q.FullTextOperator.AND),
             Q.PhraseQuery("quick brown", "text"), Q.PhraseQuery("lazy dog", "text", slop=1),
             Q.PhraseQuery("brown quick fox", "text", slop=2),
-            Q.PhraseQuery("fox quick", "text", slop=1), Q.PhraseQuery("dog the lazy", "text", slop=3),
+            Q.PhraseQuery("fox quick", "text", slop=1),
+            Q.PhraseQuery("dog the lazy", "text", slop=3),
             Q.MatchQuery("quikc", "text", fuzziness=1),
             Q.MatchQuery("dgo", "text", fuzziness=2)]
 
