@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from lancenb.dataset.read.nested import ROW_ADDR, ROW_ID
+from lancenb.dataset.read.ranges import read_runs
 from lancenb.dataset.read.readahead import decoded_ahead
 from lancenb.index.scalar.query import TableView, index_offsets
 
@@ -142,7 +143,11 @@ class FilterSteps:
             n_live = frag.physical_rows if live is None else len(live)
             if n_live == 0:
                 continue
-            ftable = self.filter_table(frag, live)
+            # (an index's candidate zones: runs of rows, read as ranges; None: by position)
+            ftable = read_runs(frag, self.filter_columns, live) if hits is not None and \
+                frag.fragment_id in hits else None
+            if ftable is None:
+                ftable = self.filter_table(frag, live)
             self.rows_scanned += ftable.num_rows
             pending.append((frag, live, ftable))
             rows += ftable.num_rows

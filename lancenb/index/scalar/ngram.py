@@ -24,7 +24,9 @@ from __future__ import annotations
 import array
 import functools
 import struct
+import threading
 import unicodedata
+from collections import OrderedDict
 
 import numpy as np
 import pyarrow as pa
@@ -122,7 +124,18 @@ def _portable_size(raw: bytes, pos: int) -> int:
 
 
 def _read_treemap(raw: bytes) -> BitMap64:
+    """A posting list (a portable 64-bit roaring treemap, as both libraries write
+    it): pyroaring reads that format itself; the container walk below is the
+    fallback for one it refuses."""
     raw = bytes(raw)
+    try:
+        return BitMap64.deserialize(raw)
+    except (ValueError, OverflowError):
+        pass
+    return _walk_treemap(raw)
+
+
+def _walk_treemap(raw: bytes) -> BitMap64:
     (count,) = struct.unpack_from("<Q", raw, 0)
     pos, out = 8, BitMap64()
     for _ in range(count):
@@ -135,6 +148,8 @@ def _read_treemap(raw: bytes) -> BitMap64:
     return out
 
 
+# the serialised size of the posting lists an open NGRAM index keeps decoded
+_CACHE_BYTES = 64 << 20
 # pending (token, row) pairs folded into the row sets per this many; the row sets
 # are kept per 2**_CHUNK_BITS tokens, serialised a chunk at a time at the end
 _FOLD_PAIRS = 1 << 22
@@ -275,6 +290,38 @@ class NGramIndex:
         self.reader = files.reader(POSTINGS_FILE)
         toks = self.reader.read_column("tokens").combine_chunks()
         self.tokens = np.asarray(toks.to_numpy(zero_copy_only=False), np.uint32)
+        # decoded posting lists by token position, the most recently used last, up to
+        # _CACHE_BYTES of their serialised size (pylance keeps what it loads in its
+        # session's index cache too): a repeated query reads no index part
+        self._lists: OrderedDict[int, BitMap64] = OrderedDict()
+        self._sizes: dict[int, int] = {}
+        self._held = 0
+        self._lock = threading.Lock()
+
+    def _postings(self, at: np.ndarray) -> list[BitMap64]:
+        """The posting lists of the token positions ``at`` (from the cache, the others
+        read in one request)."""
+        with self._lock:
+            got = {i: self._lists.get(i) for i in at.tolist()}
+            for i, v in got.items():
+                if v is not None:
+                    self._lists.move_to_end(i)
+        missing = [i for i, v in got.items() if v is None]
+        if missing:
+            lists = self.reader.read_column("posting_list",
+                                            rows=np.array(missing, np.uint64))
+            raws = lists.combine_chunks().to_pylist()
+            with self._lock:
+                for i, raw in zip(missing, raws):
+                    got[i] = bm = _read_treemap(raw)
+                    if i not in self._lists:
+                        self._sizes[i] = len(raw)
+                        self._held += len(raw)
+                    self._lists[i] = bm
+                while self._held > _CACHE_BYTES and len(self._lists) > 1:
+                    old, _ = self._lists.popitem(last=False)
+                    self._held -= self._sizes.pop(old)
+        return [got[i] for i in at.tolist()]
 
     def search_contains(self, substr: str) -> BitMap64 | None:
         """A superset of the rows whose text contains ``substr`` (None: the index
@@ -289,11 +336,10 @@ class NGramIndex:
         if (at >= len(self.tokens)).any() or (self.tokens[np.minimum(
                 at, len(self.tokens) - 1)] != wanted).any():
             return BitMap64()  # (a trigram no row holds)
-        lists = self.reader.read_column("posting_list", rows=at.astype(np.uint64))
-        out = None
-        for raw in lists.combine_chunks().to_pylist():
-            got = _read_treemap(raw)
-            out = got if out is None else out & got
+        lists = sorted(self._postings(at), key=len)  # (smallest first: less to AND)
+        out = lists[0].copy() if len(lists) == 1 else lists[0] & lists[1]
+        for got in lists[2:]:
+            out &= got
         return out
 
     def search_like(self, pattern: str) -> BitMap64 | None:
