@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from lancenb.dataset.read.nested import ROW_ADDR, ROW_ID
-from lancenb.dataset.read.ranges import read_runs
+from lancenb.dataset.read.ranges import read_runs, without_deleted
 from lancenb.dataset.read.readahead import decoded_ahead
 from lancenb.index.scalar.query import TableView, index_offsets
 
@@ -125,10 +125,10 @@ class FilterSteps:
             frags = decoded_ahead(frags, self._plain(self.filter_columns))  # indexed ones)
         exact = getattr(hits, "exact", False)
         for frag in frags:
-            live = None if self.include_deleted_rows else frag.live_offsets()
             if hits is not None and frag.fragment_id in hits:
-                got = hits[frag.fragment_id]
-                live = got if live is None else np.intersect1d(live, got, assume_unique=True)
+                # (the index's rows less the deleted ones: it left them out already,
+                # this makes sure, without building the fragment's live rows)
+                live = without_deleted(hits[frag.fragment_id], frag.deleted_offsets())
                 if exact:  # (the index's rows are the filter's: nothing to evaluate)
                     if pending:
                         yield from self._evaluate(pending, count)
@@ -139,6 +139,10 @@ class FilterSteps:
                             frag, live, self.filter_table(frag, live, projected=True),
                             np.arange(len(live)))
                     continue
+                if not len(live):  # (no candidate row: nothing to prune or read)
+                    continue
+            else:
+                live = None if self.include_deleted_rows else frag.live_offsets()
             live = self._prune(frag, live)
             n_live = frag.physical_rows if live is None else len(live)
             if n_live == 0:
@@ -164,8 +168,11 @@ class FilterSteps:
         indices = ds.list_indices()
         if not indices:
             return None
-        view = TableView(ds.uri, ds.version, ds.schema, indices,
-                         [f.metadata for f in ds.get_fragments()], ds.session())
+        cache = ds.snapshot.cache  # (the version's fragments, built once per version)
+        frags = cache.get("index_view_fragments")
+        if frags is None:
+            frags = cache["index_view_fragments"] = [f.metadata for f in ds.get_fragments()]
+        view = TableView(ds.uri, ds.version, ds.schema, indices, frags, ds.session())
         return index_offsets(view, self._filter.text)
 
     def filter_table(self, frag, live, projected: bool = False) -> pa.Table:

@@ -192,6 +192,7 @@ class _Planner:
         #: whether some part was answered by a superset (zones, n-grams, an AND side
         #: no index answers): the caller must then evaluate the filter on the rows
         self.superset = False
+        self._rows = None
 
     def _segments(self, column: str, labels: bool = False, zones: bool = False) -> list:
         key = (column, labels, zones)
@@ -251,27 +252,44 @@ class _Planner:
             true |= seg.search_labels(labels, mode).true
         return Answer(true)
 
-    def zones(self, node, column: str) -> Answer:
-        """A superset of the rows where ``node`` is true: the zones a ZONEMAP or
-        BLOOMFILTER index cannot rule out (reaching further by the fragment's deleted
-        rows, :mod:`.zones`)."""
+    def zones(self, nodes: list, column: str) -> Answer:
+        """A superset of the rows where the ``AND`` of the leaves ``nodes`` (of
+        ``column``) is true: the zones a ZONEMAP or BLOOMFILTER index cannot rule out
+        for each of them (reaching further by the fragment's deleted rows,
+        :mod:`.zones`)."""
         self.superset = True
-        frags = {int(f.id): f for f in self.frags}
+        rows, dead = self._frag_rows()
         out = BitMap64()
         for seg in self._segments(column, zones=True):
-            fids, starts, lengths = seg.zones(node)
-            for fid, start, length in zip(fids.tolist(), starts.tolist(), lengths.tolist()):
-                f = frags.get(fid)
-                if f is None:
-                    continue
-                n = int(f.physical_rows)
-                end = start + length
-                if f.deletion_file is not None:
-                    dead = int(f.deletion_file.num_deleted_rows or 0)
-                    end = end + dead if dead else n
-                base = fid << 32
-                out.add_range(base + min(start, n), base + min(end, n))
+            fids, starts, lengths = seg.zones_all(nodes)
+            if not len(fids):
+                continue
+            at = np.searchsorted(rows[0], fids)
+            known = (at < len(rows[0])) & (rows[0][np.minimum(at, len(rows[0]) - 1)] == fids)
+            fids, starts, lengths, at = fids[known], starts[known], lengths[known], at[known]
+            n = rows[1][at]
+            # (a fragment with deleted rows: its zones reach further by their count,
+            # or to its end when the deletion file does not say how many)
+            extra = dead[at]
+            ends = np.where(extra < 0, n, starts + lengths + np.maximum(extra, 0))
+            base = fids << 32
+            lo, hi = base + np.minimum(starts, n), base + np.minimum(ends, n)
+            for a, b in zip(lo.tolist(), hi.tolist()):
+                out.add_range(a, b)
         return Answer(self.addr_to_id(out) if self.stable else out)
+
+    def _frag_rows(self) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
+        """``((sorted fragment ids, their physical rows), deleted rows of each, -1
+        where the count is not recorded)``."""
+        if self._rows is None:
+            fr = sorted(self.frags, key=lambda f: int(f.id))
+            ids = np.array([int(f.id) for f in fr], np.int64)
+            rows = np.array([int(f.physical_rows) for f in fr], np.int64)
+            dead = np.array([0 if f.deletion_file is None else
+                             int(f.deletion_file.num_deleted_rows or 0) or -1
+                             for f in fr], np.int64)
+            self._rows = ((ids, rows), dead)
+        return self._rows
 
     def contains(self, node, with_nulls: bool, loose: bool) -> Answer | None:
         """A superset of the rows of ``contains(column, 'text')`` from an NGRAM index
@@ -326,7 +344,7 @@ class _Planner:
         if column not in self.by_column and column in self.zone_by_column:
             if not loose or with_nulls:
                 raise Unanswerable(f"the index on {column} is inexact")
-            return self.zones(node, column)
+            return self.zones([node], column)
         true, null = BitMap64(), BitMap64() if with_nulls else None
         for seg in self._segments(column):
             a = seg.search(node, column, with_nulls)
@@ -354,9 +372,10 @@ class _Planner:
             self.by_column[key] = found
         return self.eval(node, with_nulls, loose)
 
-    def conjunction(self, node) -> Answer | None:
+    def conjunction(self, node, loose: bool = False) -> Answer | None:
         """An ``AND`` of comparisons of one BTREE-indexed column (``x >= a AND x <
-        b``) answered by reading only the pages all of them may hold, or None."""
+        b``) answered by reading only the pages all of them may hold, or None;
+        ``loose``: of a ZONEMAP/BLOOMFILTER column, the zones all of them may hold."""
         leaves, todo = [], [node]
         while todo:
             n = todo.pop()
@@ -367,9 +386,16 @@ class _Planner:
             else:
                 return None
         columns = {_leaf_column(n) for n in leaves}
-        if len(columns) != 1 or None in columns or next(iter(columns)) not in self.by_column:
+        if len(columns) != 1 or None in columns:
             return None
         column = columns.pop()
+        if column not in self.by_column:
+            if not loose or column not in self.zone_by_column:
+                return None
+            try:
+                return self.zones(leaves, column)
+            except Unanswerable:
+                return None
         try:
             segs = self._segments(column)
         except Unanswerable:
@@ -386,7 +412,7 @@ class _Planner:
         is answered by its other side (a superset: the caller evaluates the filter on
         those rows), only where no ``NOT`` is above."""
         if isinstance(node, And) and not with_nulls:
-            got = self.conjunction(node)
+            got = self.conjunction(node, loose)
             if got is not None:
                 return got
         if isinstance(node, And) and loose and not with_nulls:

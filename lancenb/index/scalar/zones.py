@@ -274,7 +274,14 @@ class _Zones:
         """``(fragment ids, starts, lengths)`` of the zones that may hold rows where the
         leaf predicate ``node`` is true (raises ``Unanswerable`` for a predicate this
         index cannot rule zones out for)."""
-        keep = self.may_match(node)
+        return self.zones_all([node])
+
+    def zones_all(self, nodes: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`zones` of the ``AND`` of the leaf predicates ``nodes`` (a zone may
+        hold rows where all are true only if it may for each)."""
+        keep = self.may_match(nodes[0])
+        for node in nodes[1:]:
+            keep &= self.may_match(node)
         return self.fids[keep], self.starts[keep], self.lengths[keep]
 
 

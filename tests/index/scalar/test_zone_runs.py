@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 import lancenb
-from lancenb.dataset.read.ranges import MIN_MEAN_RUN, read_runs, runs_of
+from lancenb.dataset.read.ranges import MIN_MEAN_RUN, read_runs, runs_of, without_deleted
 from lancenb.index.scalar import ngram
 
 lance = pytest.importorskip("lance")
@@ -150,3 +150,12 @@ def test_ngram_postings_cached_and_equal(tmp_path):
     raw = ngram._treemap(ids)
     assert ngram._read_treemap(raw) == ngram._walk_treemap(raw)
     assert sorted(ngram._read_treemap(raw)) == ids.tolist()
+
+
+def test_without_deleted_equals_setdiff():
+    rng = np.random.default_rng(2)
+    for _ in range(100):
+        offs = np.flatnonzero(rng.random(500) < rng.random()).astype(np.int64)
+        dead = np.flatnonzero(rng.random(600) < rng.random() / 4).astype(np.uint32)
+        want = np.setdiff1d(offs, dead.astype(np.int64))
+        assert without_deleted(offs, dead).tolist() == want.tolist()
