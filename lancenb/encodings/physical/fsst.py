@@ -14,6 +14,7 @@ bytes (or when ``lance-encoding:compression=fsst``), and only when it saves spac
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 
 from lancenb.encodings import pb
 from lancenb.encodings.blocks import Variable
@@ -22,13 +23,16 @@ from lancenb.encodings.physical import variable
 from lancenb.errors import CorruptFileError
 from lancenb.kernels.fsst import fsst as kf
 from lancenb.kernels.fsst import fsst_build as kfb
+from lancenb.kernels.fsst import fsst_chunks as kc
 
 __all__ = ["FsstValues", "FsstCodec", "worth_trying"]
 
 _ERRORS = {kf.BAD_OFFSETS: "compressed string offsets are inconsistent",
            kf.BAD_CODE: "a code points past the symbol table",
            kf.ESCAPE_AT_END: "an escape code ends a string",
-           kf.OUTPUT_TOO_SMALL: "strings decompress to more than expected"}
+           kf.OUTPUT_TOO_SMALL: "strings decompress to more than expected",
+           kc.BAD_CHUNK: "a chunk's offset table lies outside the page's data",
+           kc.BAD_CHUNK_OFFSETS: "a chunk's offsets decrease or point outside it"}
 
 
 def worth_trying(block: Variable) -> bool:
@@ -42,6 +46,7 @@ class FsstValues(ChunkDecoder):
     :meth:`expand` also decodes full-zip values (each value's codes zipped whole)."""
 
     can_gather = True  # single values without decoding their chunk
+    copies_out = True  # decode keeps no view of the chunks' bytes (they may be reused)
 
     num_buffers = 1
 
@@ -75,7 +80,26 @@ class FsstValues(ChunkDecoder):
         return Variable(offsets, out[:status], codes.num_values, self.offset_bits)
 
     def decode(self, data, starts, sizes, counts, where) -> Variable:
-        return self.expand(self.inner.decode(data, starts, sizes, counts, where), where)
+        """The strings of the chunks, decoded from them in one pass (no join of their
+        codes first: :func:`lancenb.kernels.fsst.fsst_chunks.decompress_chunks`)."""
+        if self.offset_bits not in (32, 64):
+            raise CorruptFileError(f"{where}: variable offsets of {self.offset_bits} bits")
+        sizes = np.ascontiguousarray(sizes[:, 0], dtype=np.int64)
+        counts = np.ascontiguousarray(counts, dtype=np.int64)
+        n = int(counts.sum())
+        # from Arrow's pool, whose freed memory the next pages reuse (a fresh np.empty
+        # of a few MiB costs a page fault per 4 KiB on first touch)
+        offsets = np.frombuffer(pa.allocate_buffer(8 * (n + 1)), np.int64)
+        out = np.frombuffer(pa.allocate_buffer(kc.output_bound(len(data), sizes)), np.uint8)
+        err = np.zeros(3, np.int64)
+        status = kc.decompress_chunks(data, np.ascontiguousarray(starts[:, 0], dtype=np.int64),
+                                      sizes, counts, self.offset_bits // 8, self.symbols,
+                                      self.lens, self.info, offsets, out, err)
+        if status < 0:
+            value = f", value {int(err[2])}" if err[2] >= 0 else ""
+            raise CorruptFileError(f"{where}, chunk {int(err[0])}{value}, byte {int(err[1])}: "
+                                   f"{_ERRORS.get(int(status), 'bad FSST data')}")
+        return Variable(offsets, out[:status], n, self.offset_bits)
 
     def gather(self, data, starts, sizes, counts, slot, local, where) -> Variable:
         return self.expand(self.inner.gather(data, starts, sizes, counts, slot, local, where),

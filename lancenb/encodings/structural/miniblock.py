@@ -404,12 +404,17 @@ class MiniBlockDecoder(NestedPages, CachedState):
             yield self._empty()
             return
         ends = t.offsets + t.nbytes
+        # values decoded into new arrays (FSST): the run's bytes go to the thread's
+        # reused scratch buffer, not fresh memory (a page fault per 4 KiB on first touch)
+        read = (getattr(reader, "read_ranges_scratch", None)
+                if self.levels is None and getattr(self.values, "copies_out", False)
+                else None) or reader.read_ranges_np
         start = 0
         while start < n:
             stop = max(start + 1, int(np.searchsorted(ends, t.offsets[start] + group_bytes,
                                                       side="right")))
             span = int(ends[stop - 1] - t.offsets[start])
-            data, _ = reader.read_ranges_np([offsets[1] + int(t.offsets[start])], [span])
+            data, _ = read([offsets[1] + int(t.offsets[start])], [span])
             yield self._decode_run(t, np.arange(start, stop), data,
                                    t.offsets[start:stop] - t.offsets[start], dict_items)
             start = stop
