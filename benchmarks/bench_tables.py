@@ -120,7 +120,7 @@ def column_sizes(path) -> list[tuple[int, str]]:
 
     md = LanceFileReader(path).metadata()
     return [(sum(b.size for pg in c.pages for b in pg.buffers),
-             c.pages[0].encoding if c.pages else "-") for c in md.columns]
+             c.pages[0].description if c.pages else "-") for c in md.columns]
 
 
 def parquet_sizes(path, ncols) -> list[int]:

@@ -84,7 +84,7 @@ def test_pylance_files_show_their_layouts(files, version):
         assert c["name"] == name
         for j, page in enumerate(c["pages"]):
             # the description is the one the reader derives from the same protobuf
-            assert page["description"] == ours[i].pages[j].encoding
+            assert page["description"] == ours[i].pages[j].description
             assert [b["size"] for b in page["buffers"]] == [
                 b.size for b in theirs[i].pages[j].buffers]
             if name == "nulls" and version == "2.1":

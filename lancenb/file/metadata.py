@@ -15,12 +15,13 @@ bytes of the metadata region, from which each column's metadata is sliced.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import NamedTuple
 
 import pyarrow as pa
 
 from lancenb._proto import file_pb2
-from lancenb.encodings import pb
+from lancenb.encodings import pb, rust_debug
 from lancenb.errors import CorruptFileError, InvalidInputError
 from lancenb.file.format import Footer, parse_offset_table
 from lancenb.file.schema import fields_to_schema
@@ -42,13 +43,26 @@ class LanceBufferDescriptor:
 
 @dataclass(frozen=True)
 class LancePageMetadata:
-    """One page: its buffers and a compact description of its encoding (for example
-    ``mini_block:variable(flat(32))``); ``layout`` is the decoded protobuf."""
+    """One page: its buffers, rows and encoding.
+
+    ``layout`` is the decoded encoding message (a 2.1+ ``PageLayout``, a 2.0
+    ``ArrayEncoding``; None for a legacy file), ``description`` lancenb's compact name
+    for it (for example ``mini_block:variable(flat(32))``), and :attr:`encoding` the
+    text pylance gives: Rust's pretty Debug of the message
+    (:mod:`lancenb.encodings.rust_debug`).
+    """
 
     buffers: list
-    encoding: str
+    description: str
     num_rows: int
     layout: object = None
+
+    @cached_property
+    def encoding(self) -> str:
+        """pylance's ``encoding`` of the page (rendered on first use)."""
+        if self.layout is None:
+            return self.description
+        return rust_debug.page_encoding(self.layout)
 
 
 @dataclass(frozen=True)

@@ -63,7 +63,7 @@ def batch_encoding_stats(batch, *, version: str = "2.1") -> pa.RecordBatch:
         rows["arrow_bytes"].append(arr.nbytes)
         rows["lance_bytes"].append(sum(b.size for p in pages for b in p.buffers))
         rows["pages"].append(len(pages))
-        rows["encoding"].append(";".join(dict.fromkeys(p.encoding for p in pages)))
+        rows["encoding"].append(";".join(dict.fromkeys(p.description for p in pages)))
     return pa.RecordBatch.from_pydict(rows, schema=STATS_SCHEMA)
 
 

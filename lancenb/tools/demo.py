@@ -69,7 +69,7 @@ def _lance_columns(ds) -> dict:
                 for c in cols[i:i + k]:
                     for p in c.pages:
                         out[f.name][0] += sum(b.size for b in p.buffers)
-                        out[f.name][1][p.encoding] = out[f.name][1].get(p.encoding, 0) + 1
+                        out[f.name][1][p.description] = out[f.name][1].get(p.description, 0) + 1
                 i += k
     return out
 

@@ -38,7 +38,7 @@ def _table(md: dict) -> pa.Table:
 def encodings(path) -> dict[str, list[str]]:
     r = LanceFileReader(path)
     md = r.metadata()
-    return {f.name: [p.encoding for p in c.pages] for f, c in zip(md.schema, md.columns)}
+    return {f.name: [p.description for p in c.pages] for f, c in zip(md.schema, md.columns)}
 
 
 def _write_nb(path, t, version="2.1", **kw):

@@ -63,7 +63,7 @@ def files(request, table, tmp_path_factory):
 @pytest.mark.parametrize("which", [0, 1], ids=["ours", "theirs"])
 def test_layouts(files, which):
     md = LanceFileReader(files[which]).metadata()
-    got = {f.name: c.pages[0].encoding for f, c in zip(md.schema, md.columns)}
+    got = {f.name: c.pages[0].description for f, c in zip(md.schema, md.columns)}
     assert got == EXPECTED
 
 

@@ -60,6 +60,6 @@ def test_same_layouts(files):
     ours = LanceFileReader(files[0]).metadata()
     theirs = LanceFileReader(files[1]).metadata()
     for a, b in zip(ours.columns, theirs.columns):
-        assert [p.encoding for p in a.pages] == [p.encoding for p in b.pages]
+        assert [p.description for p in a.pages] == [p.description for p in b.pages]
         assert [[x.size for x in p.buffers] for p in a.pages] == \
             [[x.size for x in p.buffers] for p in b.pages]

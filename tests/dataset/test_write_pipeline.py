@@ -34,7 +34,7 @@ def _layout(uri: str) -> list:
             md = LanceFileReader(f"{uri}/data/{df.path}").metadata()
             out.append((list(df.fields), list(df.column_indices),
                         (md.major_version, md.minor_version), md.schema,
-                        [[p.encoding for p in c.pages] for c in md.columns]))
+                        [[p.description for p in c.pages] for c in md.columns]))
     return out
 
 

@@ -31,7 +31,7 @@ def _pages(path, col):
         b0 = p.buffers[0]
         words = np.frombuffer(raw[b0.position:b0.position + b0.size],
                               np.uint32 if md.minor_version >= 2 else np.uint16)
-        out.append((p.encoding, ((words.astype(np.int64) >> 4) + 1) * 8,
+        out.append((p.description, ((words.astype(np.int64) >> 4) + 1) * 8,
                     words.astype(np.int64) & 0xF))
     return out
 

@@ -31,7 +31,7 @@ def _write(tmp_path, arr, metadata=None, name="c"):
     # more and compresses dictionaries: tests/compat covers 2.2 against pylance)
     with LanceFileWriter(path, t.schema, version="2.1") as w:
         w.write_batch(t)
-    encs = {p.encoding for p in LanceFileReader(path).metadata().columns[0].pages}
+    encs = {p.description for p in LanceFileReader(path).metadata().columns[0].pages}
     assert_tables_equal(lance_file.LanceFileReader(path).read_all().to_table(), t)
     assert_tables_equal(LanceFileReader(path).read_all().to_table(), t)
     return encs
@@ -222,7 +222,7 @@ def test_compact_writer_option_and_metadata(tmp_path):
     # values stored flat: no byte-stream-split or general compression from the profile
     # (some draws dictionary-encode the series, whose indices are then flat too; the 2.2
     # dictionary itself is always LZ4-wrapped, as pylance 14 does)
-    encs = {p.encoding for p in LanceFileReader(path).metadata().columns[0].pages}
+    encs = {p.description for p in LanceFileReader(path).metadata().columns[0].pages}
     assert all(e.startswith("mini_block:flat(") for e in encs), encs
     with pytest.raises(InvalidInputError, match="compression"):
         LanceFileWriter(str(tmp_path / "bad.lance"), t.schema, compression="smallest")

@@ -59,7 +59,7 @@ def written(request, table, version, tmp_path_factory):
 def test_read_all(written, table):
     r = LanceFileReader(written)
     assert r.read_all().to_table().equals(table)
-    kinds = [c.pages[0].encoding for c in r.metadata().columns]
+    kinds = [c.pages[0].description for c in r.metadata().columns]
     assert kinds[0] == "blob"
     assert kinds[1] == "mini_block:packed_struct(flat(104))"
     assert kinds[2].startswith("mini_block:packed_struct(flat(2416))")

@@ -81,7 +81,7 @@ def _write(writer, path, tables, version, **kw):
 def _layouts(path):
     """``{column index: [page descriptions]}`` of a file (lancenb's metadata)."""
     md = LanceFileReader(path).metadata()
-    return [[(p.encoding, len(p.buffers)) for p in c.pages] for c in md.columns]
+    return [[(p.description, len(p.buffers)) for p in c.pages] for c in md.columns]
 
 
 def _logical(col):

@@ -405,7 +405,7 @@ def test_boolean_vectors_forced_full_zip(tmp_path, version):
     ours = _write(LanceFileWriter, tmp_path / "a.lance", t, version, batch=300)
     theirs = _write(PyWriter, tmp_path / "b.lance", t, version, batch=300)
     assert (tmp_path / "a.lance").read_bytes() == (tmp_path / "b.lance").read_bytes()
-    assert LanceFileReader(ours).metadata().columns[0].pages[0].encoding.startswith(
+    assert LanceFileReader(ours).metadata().columns[0].pages[0].description.startswith(
         "full_zip:fixed_size_list(flat(1))")
     for path in (ours, theirs):
         assert PyReader(path).read_all().to_table().equals(t)
@@ -477,7 +477,7 @@ def test_pylance_pages_of_all_null_items(tmp_path, version):
     })
     path = _write(PyWriter, tmp_path / "n.lance", t, version)
     r = LanceFileReader(path)
-    assert all("constant" in c.pages[0].encoding for c in r.metadata().columns)
+    assert all("constant" in c.pages[0].description for c in r.metadata().columns)
     assert r.read_all().to_table().equals(t)
     assert r.take_rows([2, 0]).to_table().equals(t.take([2, 0]))
     ours = _write(LanceFileWriter, tmp_path / "o.lance", t, version)

@@ -40,7 +40,7 @@ def test_booleans_zipped_a_byte_each_both_ways(tmp_path, version, case):
     ours = _write(LanceFileWriter, tmp_path / "a.lance", t, version)
     theirs = _write(PyWriter, tmp_path / "b.lance", t, version)
     assert (tmp_path / "a.lance").read_bytes() == (tmp_path / "b.lance").read_bytes()
-    assert LanceFileReader(ours).metadata().columns[0].pages[0].encoding == "full_zip:flat(8)"
+    assert LanceFileReader(ours).metadata().columns[0].pages[0].description == "full_zip:flat(8)"
     idx = [299, 0, 13, 77, 150]
     for path in (ours, theirs):
         assert PyReader(path).read_all().to_table().equals(t)

@@ -85,7 +85,7 @@ def test_per_value_compressed_pages_damaged(tmp_path):
     with LanceFileWriter(str(path)) as w:
         w.write_batch(t)
     r = LanceFileReader(str(path))
-    assert [c.pages[0].encoding.split(":")[1].split("(")[0] for c in r.metadata().columns] == \
+    assert [c.pages[0].description.split(":")[1].split("(")[0] for c in r.metadata().columns] == \
         ["fsst", "general"]
     good = path.read_bytes()
     corrupt = 0

@@ -289,7 +289,7 @@ def test_metadata(flat_ds):
     assert all(len(c.pages) == nb for c in md.columns)
     batch_rows = np.diff(reader._backend._batch_offsets).tolist()
     assert [p.num_rows for p in md.columns[0].pages] == batch_rows
-    assert md.columns[0].pages[0].encoding == "plain"
+    assert md.columns[0].pages[0].description == "plain"
     with pytest.raises(NotSupportedError):
         reader.read_global_buffer(0)
 

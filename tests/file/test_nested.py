@@ -77,7 +77,7 @@ def test_read_all(written, table):
 
 
 def test_layouts_used(written):
-    kinds = {p.encoding.split(":")[0] for c in LanceFileReader(written).metadata().columns
+    kinds = {p.description.split(":")[0] for c in LanceFileReader(written).metadata().columns
              for p in c.pages}
     assert {"mini_block", "full_zip", "constant"} <= kinds
 
@@ -154,7 +154,7 @@ def test_takes_of_rows_spanning_chunks(tmp_path, ver):
     with LanceFileWriter(path, version=ver) as w:
         w.write_batch(t)
     r = LanceFileReader(path)
-    kinds = {p.encoding for c in r.metadata().columns for p in c.pages}
+    kinds = {p.description for c in r.metadata().columns for p in c.pages}
     assert any("dict=" in k for k in kinds)
     assert r.read_all().to_table().equals(t)
     rng = np.random.default_rng(2)

@@ -135,7 +135,7 @@ def test_same_encodings_and_footer_as_pylance(tmp_path, flat):
     a, b = LanceFileReader(mine).metadata(), LanceFileReader(ref).metadata()
     assert (a.major_version, a.minor_version) == (b.major_version, b.minor_version) == (0, 3)
     for ca, cb in zip(a.columns, b.columns, strict=True):
-        assert [p.encoding for p in ca.pages] == [p.encoding for p in cb.pages]
+        assert [p.description for p in ca.pages] == [p.description for p in cb.pages]
         assert [[x.size for x in p.buffers] for p in ca.pages] == \
             [[x.size for x in p.buffers] for p in cb.pages]
     assert PyReader(mine).metadata().num_rows == N
@@ -262,7 +262,7 @@ def test_lists_without_items_as_pylance_writes_them(tmp_path):
     check_both(mine, t)
 
     def shape(path):
-        return [[(p.num_rows, p.encoding) for p in c.pages]
+        return [[(p.num_rows, p.description) for p in c.pages]
                 for c in LanceFileReader(path).metadata().columns]
 
     assert shape(mine) == shape(ref)

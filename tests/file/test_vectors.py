@@ -75,7 +75,7 @@ def test_layouts(written):
     md = LanceFileReader(written).metadata()
     enc = {f.name: None for f in md.schema}
     names = list(enc)
-    first = [c.pages[0].encoding for c in md.columns]
+    first = [c.pages[0].description for c in md.columns]
     assert first[names.index("v8")].startswith("mini_block:fixed_size_list(flat(32))")
     assert first[names.index("v128")].startswith("full_zip:fixed_size_list(flat(32))")
     assert first[names.index("v768h")].startswith("full_zip:fixed_size_list(flat(16))")
