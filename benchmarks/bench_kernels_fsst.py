@@ -231,7 +231,7 @@ def vs_pylance(arr: pa.Array) -> dict:
     row0 = 0
     kinds = set()
     for p in pages:
-        kinds.add(p.encoding)
+        kinds.add(p.description)
         theirs += sum(b.size for b in p.buffers)
         if p.layout.mini_block_layout.value_compression.HasField("fsst"):
             theirs += kf.TABLE_BYTES
