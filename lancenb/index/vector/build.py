@@ -31,7 +31,7 @@ from lancenb.file import LanceFileWriter
 from lancenb.index.scalar.common import become
 from lancenb.index.vector import pq as pqmod
 from lancenb.index.vector import sq as sqmod
-from lancenb.index.vector.hnsw import GRAPH_SCHEMA, HNSW_KEY, build_graphs
+from lancenb.index.vector.hnsw import GRAPH_SCHEMA, HNSW_KEY, graph_lengths, iter_graphs
 from lancenb.index.vector.ivf import (
     AUX_FILE,
     INDEX_FILE,
@@ -48,7 +48,8 @@ from lancenb.table.indices import CreateIndex, Index, IndexFile
 
 __all__ = ["build_vector_index", "BuiltIndex", "VECTOR_DETAILS_URL", "sample_vectors",
            "train_pq_codebook", "commit_create_index", "write_index", "as_matrix",
-           "encode_pq", "pq_params", "describe_existing", "encode_fragments"]
+           "encode_pq", "pq_params", "describe_existing", "encode_fragments",
+           "group_by_partition"]
 
 BUILD_TYPES = ("IVF_FLAT", "IVF_PQ", "IVF_SQ", "IVF_HNSW_FLAT", "IVF_HNSW_PQ", "IVF_HNSW_SQ")
 VECTOR_DETAILS_URL = "/lance.index.pb.VectorIndexDetails"
@@ -57,7 +58,7 @@ _METRIC_ALIASES = {"l2": "l2", "euclidean": "l2", "cosine": "cosine", "dot": "do
                    "hamming": "hamming"}
 INDEX_FILE_VERSION = "2.2"  # what pylance 14 writes its index files as
 INDEX_VERSION = 1  # the manifest's index_version pylance gives IVF indices
-SCAN_BATCH = 65536
+SCAN_BATCH = 16384  # rows a batch of the encode pass: its float copies stay ~10 MB
 # workers for independent pieces of a build (PQ sub-vectors): the kernels release the GIL
 _POOL = ThreadPool(lambda: os.cpu_count() or 1, "lancenb-vector-build")
 
@@ -313,18 +314,12 @@ def build_vector_index(ds, column: str, index_type: str, name: str | None = None
 
     # 4: assign and encode every row
     bounds = (lo, hi) if index_type == "IVF_SQ" else None
-    ids_l, lab_l, pay_l = [], [], []
-    for ids, labels, payload in encode_fragments(ds, column, frags, index_type, metric,
-                                                 centroids, codebook, bounds, num_bits):
-        ids_l.append(ids)
-        lab_l.append(labels)
-        pay_l.append(payload)
     width = {"IVF_FLAT": dim, "IVF_SQ": dim}.get(index_type) or \
         (num_sub_vectors if num_bits == 8 else num_sub_vectors // 2)
     pdtype = np.float32 if index_type == "IVF_FLAT" and metric != "hamming" else np.uint8
-    row_ids = np.concatenate(ids_l) if ids_l else np.zeros(0, np.uint64)
-    labels = np.concatenate(lab_l) if lab_l else np.zeros(0, np.int32)
-    payload = np.concatenate(pay_l) if pay_l else np.zeros((0, width), pdtype)
+    row_ids, labels, payload = group_by_partition(
+        list(encode_fragments(ds, column, frags, index_type, metric, centroids, codebook,
+                              bounds, num_bits)), len(centroids), width, pdtype)
     build_params = {"lance.ivf.sample_rate": sample_rate, "lance.ivf.max_iters": max_iters}
     if index_type == "IVF_PQ":
         build_params.update({"lance.pq.sample_rate": sample_rate,
@@ -395,6 +390,35 @@ def encode_fragments(ds, column: str, frags, index_type: str, metric: str, centr
         yield ids, labels, payload
 
 
+def group_by_partition(batches: list, num_partitions: int, width: int, dtype):
+    """``(row ids, partitions, encoded rows)`` of the ``(ids, labels, payload)``
+    batches (as :func:`encode_fragments` yields them), grouped by partition, rows of a
+    partition in batch order (a stable sort of the batches one after another). Each
+    batch is placed and dropped from ``batches`` in turn: the rows are held twice at
+    most, not three times (the batches, their concatenation and its sorted copy)."""
+    counts = np.zeros(num_partitions, np.int64)
+    for _, lab, _ in batches:
+        counts += np.bincount(lab, minlength=num_partitions)
+    total = int(counts.sum())
+    ldtype = batches[0][1].dtype if batches else np.int32
+    row_ids = np.empty(total, np.uint64)
+    labels = np.repeat(np.arange(num_partitions, dtype=ldtype), counts)
+    payload = np.empty((total, width), dtype)
+    nxt = np.cumsum(counts) - counts  # each partition's next free row
+    while batches:
+        ids, lab, pay = batches.pop(0)
+        order = np.argsort(lab, kind="stable")
+        lab = lab[order]
+        here = np.bincount(lab, minlength=num_partitions)
+        first = np.cumsum(here) - here  # each partition's first row in this batch
+        dest = nxt[lab] + (np.arange(len(lab)) - first[lab])
+        row_ids[dest] = ids[order]
+        payload[dest] = pay[order]
+        nxt += here
+        del ids, lab, pay, order, dest
+    return row_ids, labels, payload
+
+
 def _nearest_binary(x: np.ndarray, centroids: np.ndarray):
     """Each uint8 row's nearest centroid by hamming distance (first on ties) and it."""
     labels = np.empty(len(x), np.int64)
@@ -443,15 +467,20 @@ def write_index(ds, field_id: int, index_type: str, metric: str, name: str, cent
     ``transposed`` is False: a distributed segment's row-major codes)."""
     num_partitions = len(centroids)
     width = payload.shape[1]
-    order = np.argsort(labels, kind="stable")
-    row_ids, labels, payload = row_ids[order], labels[order], payload[order]
+    if len(labels) > 1 and (labels[1:] < labels[:-1]).any():  # (else grouped already)
+        order = np.argsort(labels, kind="stable")
+        row_ids, labels, payload = row_ids[order], labels[order], payload[order]
+        del order
     lengths = np.bincount(labels, minlength=num_partitions).astype(np.uint32)
     offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.uint64)
     graph = None
-    if "HNSW" in index_type:  # the graph links the decoded vectors
-        decoded = _decode(index_type, metric, payload, labels, centroids, params, codebook,
-                          num_bits)
-        graph = build_graphs(decoded, offsets, lengths)
+    if "HNSW" in index_type:  # the graph links the decoded vectors, a partition at a time
+        def decode(start, n, rows=payload, labels=labels):
+            return _decode(index_type, metric, rows[start:start + n],
+                           labels[start:start + n], centroids, params, codebook, num_bits)
+
+        graph = (*graph_lengths(offsets, lengths),
+                 iter_graphs(None, offsets, lengths, decode=decode))
     if index_type.endswith("PQ") and transposed:  # sub-vector major in each partition
         flat = np.empty(payload.size, np.uint8)
         for p in range(num_partitions):
@@ -563,7 +592,7 @@ def _write_files(base, opts, index_type, metric, centroids, loss, row_ids, paylo
     with LanceFileWriter(idx_path, schema, version=INDEX_FILE_VERSION,
                          storage_options=opts) as w:
         if graph is not None:
-            table, meta, g_off, g_len = graph
+            g_off, g_len, parts = graph
             ivf = Ivf(centroids, g_off, g_len, loss)
         else:
             zeros = np.zeros(nparts, np.uint64)
@@ -572,13 +601,23 @@ def _write_files(base, opts, index_type, metric, centroids, loss, row_ids, paylo
         w.add_schema_metadata("lance:index", json.dumps(
             {"type": index_type, "distance_type": metric}, separators=(",", ":")))
         if graph is not None:
-            w.add_schema_metadata(HNSW_KEY, meta)
+            w.add_schema_metadata(HNSW_KEY, "")  # (its place among the keys; set below)
         else:
             w.add_schema_metadata("lance:flat", json.dumps([""] * nparts,
                                                            separators=(",", ":")))
         w.add_schema_metadata("lance:ivf", str(pos))
-        if graph is not None and len(table):
-            w.write_batch(table)
+        if graph is not None:  # each partition's graph built, written and dropped
+            metas = []
+            rows = 0
+            for table, meta in parts:
+                metas.append(meta)
+                if table is not None and len(table):
+                    w.write_batch(table)
+                    rows += len(table)
+            if rows != int(np.sum(g_len, dtype=np.int64)):
+                raise InvalidInputError(f"HNSW graphs of {rows} rows, expected "
+                                        f"{int(np.sum(g_len, dtype=np.int64))}")
+            w.add_schema_metadata(HNSW_KEY, json.dumps(metas, separators=(",", ":")))
     return [(n, _size(f"{base}/{n}", opts)) for n in (AUX_FILE, INDEX_FILE)]
 
 

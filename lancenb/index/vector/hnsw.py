@@ -50,8 +50,8 @@ from lancenb.index.vector.flat import allowed_mask, in_two
 from lancenb.kernels.vector import hnsw as kh
 from lancenb.kernels.vector import topk as kt
 
-__all__ = ["HNSW", "HNSW_KEY", "GRAPH_SCHEMA", "Graphs", "build_graphs", "DEFAULT_M",
-           "MAX_LEVEL"]
+__all__ = ["HNSW", "HNSW_KEY", "GRAPH_SCHEMA", "Graphs", "build_graphs", "iter_graphs",
+           "graph_lengths", "DEFAULT_M", "MAX_LEVEL"]
 
 HNSW_KEY = "lance:hnsw"
 DEFAULT_M = 20
@@ -125,7 +125,10 @@ def _links(x: np.ndarray, k: int, seed: int):
         rng = np.random.default_rng(seed)
         rand = rng.integers(0, n - 1, (n, extra))
         rand += rand >= np.arange(n)[:, None]  # never the node itself
-        rd = ((x[:, None, :] - x[rand]) ** 2).sum(-1).astype(np.float32)
+        rd = np.empty((n, extra), np.float32)
+        step = max(1, (1 << 20) // (extra * max(1, x.shape[1])))  # bounded temporaries
+        for s in range(0, n, step):
+            rd[s:s + step] = ((x[s:s + step, None, :] - x[rand[s:s + step]]) ** 2).sum(-1)
         owner = np.r_[owner, np.repeat(np.arange(n, dtype=np.int64), extra)]
         order = np.argsort(owner, kind="stable")  # each node's near links first
         owner, nb = owner[order], np.r_[nb, rand.reshape(-1)][order]
@@ -169,43 +172,67 @@ def _partition_graph(x: np.ndarray, m: int, seed: int):
             np.concatenate(dss), offsets, entry)
 
 
-def build_graphs(vectors: np.ndarray, offsets, lengths, m: int = DEFAULT_M):
-    """``(table of graph rows, lance:hnsw JSON, graph offsets, graph lengths)`` for the
-    partitions of ``vectors`` (decoded, grouped by partition)."""
-    ids, nb, ds, lens, meta = [], [], [], [], []
-    g_off, g_len = [], []
-    row = 0
-    params = {"max_level": MAX_LEVEL, "m": m, "ef_construction": EF_CONSTRUCTION,
-              "prefetch_distance": 2}
+def _params(m: int) -> dict:
+    return {"max_level": MAX_LEVEL, "m": m, "ef_construction": EF_CONSTRUCTION,
+            "prefetch_distance": 2}
+
+
+def graph_lengths(offsets, lengths, m: int = DEFAULT_M):
+    """``(graph offsets uint64, graph lengths uint32)``: each partition's first graph
+    row and row count (a node is a row on each of its levels, 0 to its top level as
+    :func:`_levels` draws it with the partition's seed, its first row), known before
+    any graph is built (the IVF message of ``index.idx`` is written before its rows)."""
+    g_len = np.array([int((_levels(int(n), m, int(s)) + 1).sum()) if n else 0
+                      for s, n in zip(np.asarray(offsets, np.int64),
+                                      np.asarray(lengths, np.int64))], np.int64)
+    g_off = np.cumsum(g_len) - g_len
+    return g_off.astype(np.uint64), g_len.astype(np.uint32)
+
+
+def iter_graphs(vectors, offsets, lengths, m: int = DEFAULT_M, decode=None):
+    """Each partition's graph in turn: ``(table of its graph rows or None when it is
+    empty, its lance:hnsw JSON)``. ``decode(start, n)`` gives a partition's float32
+    vectors (default: rows ``start:start + n`` of ``vectors``), so a build holds one
+    partition's decoded vectors and graph at a time."""
+    params = _params(m)
     for start, n in zip(np.asarray(offsets, np.int64), np.asarray(lengths, np.int64)):
         start, n = int(start), int(n)
-        g_off.append(row)
         if n == 0:
-            meta.append(json.dumps({"entry_point": 0, "params": params,
+            yield None, json.dumps({"entry_point": 0, "params": params,
                                     "level_offsets": [0] * (MAX_LEVEL + 1)},
-                                   separators=(",", ":")))
-            g_len.append(0)
+                                   separators=(",", ":"))
             continue
-        x = np.ascontiguousarray(vectors[start:start + n], np.float32)
+        x = decode(start, n) if decode is not None else vectors[start:start + n]
+        x = np.ascontiguousarray(x, np.float32)
         vid, counts, nbrs, dists, levels, entry = _partition_graph(x, m, seed=start)
-        ids.append(vid.astype(np.uint32))
-        nb.append(nbrs)
-        ds.append(dists)
-        lens.append(counts.astype(np.int32))
-        meta.append(json.dumps({"entry_point": entry, "params": params,
-                                "level_offsets": levels}, separators=(",", ":")))
-        g_len.append(len(vid))
-        row += len(vid)
-    vid = np.concatenate(ids) if ids else np.zeros(0, np.uint32)
-    ln = np.concatenate(lens) if lens else np.zeros(0, np.int32)
-    list_offsets = pa.array(np.r_[np.int32(0), np.cumsum(ln, dtype=np.int32)], pa.int32())
-    nbv = pa.array(np.concatenate(nb) if nb else np.zeros(0, np.uint32), pa.uint32())
-    dsv = pa.array(np.concatenate(ds) if ds else np.zeros(0, np.float32), pa.float32())
-    table = pa.table([pa.array(vid, pa.uint32()),
-                      pa.ListArray.from_arrays(list_offsets, nbv),
-                      pa.ListArray.from_arrays(list_offsets, dsv)], schema=GRAPH_SCHEMA)
-    return table, json.dumps(meta, separators=(",", ":")), \
-        np.asarray(g_off, np.uint64), np.asarray(g_len, np.uint32)
+        del x
+        yield _graph_table(vid.astype(np.uint32), counts.astype(np.int32), nbrs, dists), \
+            json.dumps({"entry_point": entry, "params": params, "level_offsets": levels},
+                       separators=(",", ":"))
+
+
+def _graph_table(vid, counts, nbrs, dists) -> pa.Table:
+    list_offsets = pa.array(np.r_[np.int32(0), np.cumsum(counts, dtype=np.int32)],
+                            pa.int32())
+    return pa.table([pa.array(vid, pa.uint32()),
+                     pa.ListArray.from_arrays(list_offsets, pa.array(nbrs, pa.uint32())),
+                     pa.ListArray.from_arrays(list_offsets, pa.array(dists, pa.float32()))],
+                    schema=GRAPH_SCHEMA)
+
+
+def build_graphs(vectors: np.ndarray, offsets, lengths, m: int = DEFAULT_M):
+    """``(table of graph rows, lance:hnsw JSON, graph offsets, graph lengths)`` for the
+    partitions of ``vectors`` (decoded, grouped by partition), all in memory (an index
+    build streams :func:`iter_graphs` to its file instead)."""
+    tables, meta = [], []
+    for table, one in iter_graphs(vectors, offsets, lengths, m):
+        meta.append(one)
+        if table is not None:
+            tables.append(table)
+    table = pa.concat_tables(tables).combine_chunks() if tables else \
+        GRAPH_SCHEMA.empty_table()
+    g_off, g_len = graph_lengths(offsets, lengths, m)
+    return table, json.dumps(meta, separators=(",", ":")), g_off, g_len
 
 
 class HNSW:

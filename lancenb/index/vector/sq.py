@@ -28,14 +28,29 @@ def bounds_of(params: dict) -> tuple[float, float]:
         raise CorruptFileError(f"SQ metadata {params} has no bounds ({e})") from None
 
 
+QUANTIZE_BLOCK = 1 << 18  # values quantized at a time (float64 temporaries: 2 MB each)
+
+
 def quantize(x: np.ndarray, lo: float, hi: float) -> np.ndarray:
-    """u8 codes of ``x`` (any shape) in the range ``[lo, hi]``."""
+    """u8 codes of ``x`` (any shape) in the range ``[lo, hi]``.
+
+    In blocks of values: a build's batch of 65536 x 128 floats would otherwise hold
+    several float64 copies of itself (hundreds of MB) at once."""
     x = np.asarray(x)
-    if lo == hi:
-        return np.zeros(x.shape, np.uint8)
-    v = (x.astype(np.float64) - lo) * 255.0 / (hi - lo)
-    v = np.nan_to_num(v, nan=0.0, posinf=255.0, neginf=0.0)
-    return np.clip(np.trunc(v), 0, 255).astype(np.uint8)
+    out = np.zeros(x.shape, np.uint8)
+    if lo == hi or not x.size:
+        return out
+    flat, dst = x.reshape(-1), out.reshape(-1)
+    for s in range(0, flat.size, QUANTIZE_BLOCK):
+        v = flat[s:s + QUANTIZE_BLOCK].astype(np.float64)
+        v -= lo
+        v *= 255.0
+        v /= hi - lo
+        np.nan_to_num(v, copy=False, nan=0.0, posinf=255.0, neginf=0.0)
+        np.trunc(v, out=v)
+        np.clip(v, 0, 255, out=v)
+        dst[s:s + QUANTIZE_BLOCK] = v
+    return out
 
 
 def partition_distances(params: dict, codes: np.ndarray, q: np.ndarray,
