@@ -301,6 +301,10 @@ class SegmentedIndex:
     def dim(self) -> int:
         return self.parts[0].dim
 
+    def centroid_distances(self, query):
+        """The first segment's (see :meth:`VectorIndex.centroid_distances`)."""
+        return self.parts[0].centroid_distances(query)
+
     def search(self, query, k: int, *, nprobes: int = 1, refine_factor=None, ef=None,
                allow=None):
         """``(row ids, distances)`` of the ``k`` nearest over every segment, best first

@@ -166,3 +166,62 @@ def test_hnsw_indices_both_ways(tmp_path, index_type, built_by):
         ours = idx.search(q, 10, nprobes=2, refine_factor=None, ef=100, allow=None)[0]
         agree.append(len(set(theirs.tolist()) & set(ours.tolist())) / 10)
     assert np.mean(agree) >= 0.9
+
+
+@pytest.mark.parametrize("index_type", ["IVF_FLAT", "IVF_PQ"])
+def test_default_probes_follow_pylance(tmp_path, index_type):
+    """Without ``nprobes`` pylance 14 first probes a number of partitions that grows
+    with k (5 for k=1, 6 up to 10, 11 up to 100, ...) or with ``search_effort``, not
+    just the nearest one: lancenb probed one and missed neighbours in the next (a
+    test comparing the two failed on about 1 in 10 of pylance's random k-means
+    trainings)."""
+    table, v, queries = _data(seed=5, n=4000)
+    pds = lance.write_dataset(table, tmp_path / "d")
+    pds.create_index("v", index_type=index_type, num_partitions=32, num_sub_vectors=8)
+    ours = lancenb.dataset(tmp_path / "d")
+    probes = list(queries) + [v[i] + 0.05 for i in (3, 700, 1999)]
+    probed_more = 0
+    for q in probes:
+        for k in (1, 10, 40):
+            for extra in ({}, {"minimum_nprobes": 2}, {"minimum_nprobes": 1, "maximum_nprobes": 3},
+                          {"search_effort": 0.0}, {"search_effort": 0.8},
+                          {"search_effort": 0.3, "nprobes": 1}):
+                nn = {"column": "v", "q": q, "k": k, **extra}
+                a = ours.to_table(nearest=nn, columns=["id"])
+                b = pds.to_table(nearest=nn, columns=["id"])
+                assert a["id"].to_pylist() == b["id"].to_pylist(), (k, extra)
+                np.testing.assert_allclose(a["_distance"].to_numpy(),
+                                           b["_distance"].to_numpy(), rtol=1e-4, atol=1e-4)
+                one = ours.to_table(nearest={**nn, "nprobes": 1, "search_effort": None},
+                                    columns=["id"])
+                probed_more += one["id"].to_pylist() != a["id"].to_pylist()
+    assert probed_more  # the probe counts changed some answers (the data exercises them)
+
+
+def test_auto_nprobes_rule():
+    from lancenb.index.vector.search import auto_nprobes
+
+    assert [auto_nprobes(k, 1, None, 256) for k in (1, 2, 10, 11, 100, 101, 200, 201, 500,
+                                                     501, 1000, 1001)] == \
+        [5, 6, 6, 11, 11, 15, 15, 22, 22, 29, 29, 98]
+    assert auto_nprobes(10, 1, None, 4) == 4  # at most every partition
+    assert auto_nprobes(1, 8, None, 32) == 8  # at least the minimum
+    assert auto_nprobes(1, 1, 3, 32) == 3  # at most the maximum
+    # search_effort, as pylance 14 measured (32 and 64 partitions, k = 1 / 10 / 50)
+    assert [auto_nprobes(1, 1, None, 32, e) for e in (0, 0.1, 0.25, 0.5, 0.75, 0.9, 1)] == \
+        [1, 2, 3, 5, 13, 23, 32]
+    assert [auto_nprobes(50, 1, None, 64, e) for e in (0, 0.1, 0.25, 0.5, 0.75, 0.9, 1)] == \
+        [1, 2, 4, 11, 27, 46, 64]
+    assert [auto_nprobes(10, 1, None, 64, e) for e in (0.75, 0.9)] == [20, 40]
+
+
+def test_search_effort_validation(tmp_path):
+    table, _, queries = _data(n=50)
+    lancenb.write_dataset(table, tmp_path / "d")
+    ours = lancenb.dataset(tmp_path / "d")
+    for bad in (1.5, -0.1, float("nan")):
+        with pytest.raises(ValueError, match="search_effort must be finite and in"):
+            ours.to_table(nearest={"column": "v", "q": queries[0], "k": 2,
+                                   "search_effort": bad})
+    with pytest.raises(TypeError):
+        ours.to_table(nearest={"column": "v", "q": queries[0], "k": 2, "search_effort": "x"})

@@ -294,6 +294,19 @@ class VectorIndex:
         return out
 
     # -- search ------------------------------------------------------------------------
+    def centroid_distances(self, query) -> np.ndarray | None:
+        """The query's squared L2 distances to the centroids, nearest first (cosine
+        indices: of the normalised query), or None for dot and hamming indices."""
+        if self.metric not in ("l2", "cosine"):
+            return None
+        q = np.asarray(query, np.float32).reshape(-1)
+        if q.shape[0] != self.dim:
+            return None  # (search says what is wrong)
+        if self.metric == "cosine":
+            norm = np.sqrt(np.dot(q.astype(np.float64), q))
+            q = (q / np.float32(norm)).astype(np.float32) if norm > 0 else q
+        return np.sort(partition_distances(self.centroids, q, "l2"))
+
     def search(self, query, k: int, *, nprobes: int = 1, refine_factor: int | None = None,
                ef: int | None = None, allow: np.ndarray | None = None):
         """The ``k`` nearest indexed rows to ``query``.

@@ -37,6 +37,7 @@ Output columns: the projection (every column by default), ``_distance`` where
 
 from __future__ import annotations
 
+import math
 import re
 import weakref
 from collections import OrderedDict
@@ -210,7 +211,18 @@ class Request:
             raise InvalidInputError(f"Query vector size {qdim} does not match index column "
                                     f"size {self.dim}")
         self.k = _positive("k", n.get("k"), "Nearest-K")
-        nprobes = _positive("nprobes", n.get("nprobes"), "Nprobes")
+        effort = n.get("search_effort")
+        if effort is not None:
+            if isinstance(effort, (str, bytes)) or not hasattr(effort, "__float__"):
+                raise InputTypeError(f"must be real number, not {type(effort).__name__}")
+            effort = float(effort)
+            if not (0.0 <= effort <= 1.0):  # (NaN too)
+                raise InvalidInputError(f"Invalid user input: search_effort must be finite "
+                                        f"and in [0, 1], got {_rust_float(effort)}")
+        self.search_effort = effort
+        # an effort overrides nprobes (pylance), which is then not checked either
+        nprobes = None if effort is not None else \
+            _positive("nprobes", n.get("nprobes"), "Nprobes")
         lo = _positive("minimum_nprobes", n.get("minimum_nprobes"), "Minimum nprobes",
                        strict=False)
         hi = _positive("maximum_nprobes", n.get("maximum_nprobes"), "Maximum nprobes",
@@ -222,6 +234,10 @@ class Request:
             raise InvalidInputError(f"Refine factor must be 1 or more got {rf}")
         self.refine_factor = int(rf) if rf is not None else None
         self.ef = _positive("ef", n.get("ef"), "ef")
+        # an explicit nprobes probes exactly that many; else the probes start at the
+        # effort's budget (auto_nprobes) and grow up to the maximum when too few rows
+        # were found
+        self.explicit_nprobes = nprobes is not None
         self.nprobes = nprobes if nprobes is not None else (lo if lo else 1)
         self.maximum_nprobes = nprobes if nprobes is not None else hi  # None: as needed
         self.use_index = n.get("use_index", True) is not False
@@ -264,6 +280,47 @@ class Request:
     def flat_query(self, q: np.ndarray, k: int) -> FlatQuery:
         return FlatQuery(self.column, q, self.metric, k, self.multivector, self.lower,
                          self.upper)
+
+
+# pylance 14's automatic first probe count (search_effort 0.5), by k (at most 1, 10,
+# 100, 200, 500, 1,000, more): at least ``floor`` partitions, more while a partition's
+# centroid is within ``ratio`` times the nearest centroid's L2 distance, at most
+# ``cap``. Measured on pylance 14.0.2 (the same for IVF_FLAT/PQ/SQ/HNSW_SQ, 32 to 256
+# partitions, 16 to 32 dimensions; the ratios to within 0.001).
+_AUTO_PROBES = ((1, 5, 1.1027, 19), (10, 6, 1.1247, 24), (100, 11, 1.1532, 38),
+                (200, 15, 1.1726, 56), (500, 22, 1.1717, 81), (1000, 29, 1.1905, 93))
+_AUTO_PROBES_MORE = (98, 1.1905, 98)
+
+
+def auto_nprobes(k: int, minimum: int, maximum: int | None, partitions: int,
+                 effort: float = 0.5, centroid_dists: np.ndarray | None = None) -> int:
+    """How many partitions pylance probes first when no ``nprobes`` is given (more
+    are probed afterwards only when fewer than ``k`` rows were found).
+
+    ``centroid_dists``: the query's squared L2 distances to the centroids, nearest
+    first (None: the count by ``k`` alone). ``effort`` (``search_effort``, 0 to 1)
+    interpolates geometrically: 0 starts at ``minimum``, 0.5 at the automatic count
+    (at least ``minimum``), 1 at ``maximum`` (None: every partition), rounded up.
+    Example: 32 partitions, ``k=1``, centroids far apart: effort 0.5 gives 5, 0.75
+    gives ``ceil(5 * (32 / 5) ** 0.5) = 13``, 1 gives 32."""
+    top = partitions if maximum is None else min(int(maximum), partitions)
+    low = max(1, min(int(minimum), top))
+    floor, ratio, cap = next(((f, r, c) for most, f, r, c in _AUTO_PROBES if k <= most),
+                             _AUTO_PROBES_MORE)
+    auto = floor
+    if centroid_dists is not None and len(centroid_dists) and centroid_dists[0] > 0:
+        near = np.asarray(centroid_dists, np.float64) / float(centroid_dists[0])
+        auto = max(auto, int(np.count_nonzero(near <= ratio * ratio)))
+    auto = min(max(min(auto, cap), low), top)
+    if effort <= 0.5:
+        got = low * (auto / low) ** (effort / 0.5)
+    else:
+        got = auto * (top / auto) ** ((effort - 0.5) / 0.5)
+    return int(min(max(math.ceil(got - 1e-9), low), top))
+
+
+def _rust_float(x: float) -> str:
+    return "NaN" if x != x else repr(x)
 
 
 # -- the search -------------------------------------------------------------------------
@@ -476,6 +533,10 @@ class VectorSearchScanner(TableResults):
         allow = _allowed_ids(covered, pre, self._ds)
         query = q.astype(np.float32)
         nprobes = req.nprobes
+        if not req.explicit_nprobes:
+            nprobes = auto_nprobes(k, req.nprobes, req.maximum_nprobes, idx.num_partitions,
+                                   0.5 if req.search_effort is None else req.search_effort,
+                                   idx.centroid_distances(query))
         while True:
             ids, dists = idx.search(query, k, nprobes=nprobes, refine_factor=refine_factor,
                                     ef=req.ef, allow=allow)
