@@ -19,7 +19,12 @@ Lookups run in one process per library, warm (one untimed run first), median of
 ``--repeat`` runs, on both libraries' indices, and without an index
 (``use_scalar_index=False``), projecting ``id``. Every variant must return the same number
 of rows (checked). With ``--data DIR`` the datasets are kept and a later run reuses them
-(``--lookups-only`` skips the builds, ``--no-scans`` the unindexed filters).
+(``--lookups-only`` skips the builds, ``--no-scans`` the unindexed filters,
+``--lookup-types`` limits the lookups to some index types). ``--before TREE`` runs the
+lookups of another lancenb source tree as well (an earlier commit's ``lancenb/``, with
+``kernels/`` linked in as ``lancenb/kernels``: ``git archive``), reported as "lancenb
+before"; ``--rounds R`` runs the lookup processes R times in turn and keeps each
+figure's lowest median (the load of a shared machine comes and goes).
 """
 
 from __future__ import annotations
@@ -135,11 +140,14 @@ def child_build(lib: str, typ: str, uri: str) -> None:
     print(json.dumps({"wall": wall, "peak": _status("VmHWM") - base}), flush=True)
 
 
-def child_lookups(lib: str, root: str, n: int, repeat: int, scans: bool = True) -> None:
+def child_lookups(lib: str, root: str, n: int, repeat: int, scans: bool = True,
+                  types: tuple = tuple(TYPES)) -> None:
     out = {}
     for index_by in (*LIBS, "none") if scans else LIBS:
         ds = _open(lib, f"{root}/{'pylance' if index_by == 'none' else index_by}")
         for typ, kind, flt in queries(n, root):
+            if typ not in types:
+                continue
             kw = {"use_scalar_index": False} if index_by == "none" else {}
 
             def run(ds=ds, flt=flt, kw=kw):
@@ -155,9 +163,12 @@ def child_lookups(lib: str, root: str, n: int, repeat: int, scans: bool = True) 
     print(json.dumps(out), flush=True)
 
 
-def _child(*args: str) -> dict:
+def _child(*args: str, path: str | None = None) -> dict:
+    env = dict(os.environ)
+    if path:  # (another lancenb tree first on the path: an earlier commit's, "before")
+        env["PYTHONPATH"] = os.pathsep.join([path, *filter(None, [env.get("PYTHONPATH")])])
     p = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", *args],
-                       capture_output=True, text=True)
+                       capture_output=True, text=True, env=env)
     if p.returncode != 0:
         return {"error": (p.stderr.strip().splitlines() or ["?"])[-1]}
     return json.loads(p.stdout.strip().splitlines()[-1])
@@ -172,6 +183,13 @@ def main() -> None:
     ap.add_argument("--types", default=",".join(TYPES), help="index types to build")
     ap.add_argument("--lookups-only", action="store_true")
     ap.add_argument("--no-scans", action="store_true", help="skip the unindexed filters")
+    ap.add_argument("--lookup-types", default=",".join(TYPES),
+                    help="index types whose lookups run")
+    ap.add_argument("--before", help="a source tree of an earlier lancenb (its lancenb/ "
+                    "with kernels/ linked in): its lookups too, as 'lancenb before'")
+    ap.add_argument("--rounds", type=int, default=1, help="run the lookup processes this "
+                    "many times in turn and keep each figure's lowest median (a shared "
+                    "machine's load comes and goes)")
     ap.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -179,7 +197,7 @@ def main() -> None:
             child_build(*args.child[1:4])
         else:
             child_lookups(args.child[1], args.child[2], int(args.child[3]), int(args.child[4]),
-                          args.child[5] == "1")
+                          args.child[5] == "1", tuple(args.child[6].split(",")))
         return
     n, repeat = (500_000, 3) if args.quick else (args.rows, args.repeat)
     root = args.data or tempfile.mkdtemp(prefix="bench_scalar_")
@@ -195,11 +213,22 @@ def main() -> None:
                 for lib in LIBS:
                     builds[(typ, lib)] = r = _child("build", lib, typ, f"{root}/{lib}")
                     print(f"build {typ} {lib}: {r}", flush=True)
-        look = {lib: _child("lookups", lib, root, str(n), str(repeat),
-                            "0" if args.no_scans else "1") for lib in LIBS}
-        for lib in LIBS:
-            if "error" in look[lib]:
-                print(f"lookups {lib}: {look[lib]['error']}")
+        runs = [(lib, lib, None) for lib in LIBS]
+        if args.before:
+            runs.insert(0, ("before", "lancenb", args.before))
+        look: dict = {}
+        for _ in range(max(1, args.rounds)):
+            for name, lib, path in runs:
+                got = _child("lookups", lib, root, str(n), str(repeat),
+                             "0" if args.no_scans else "1", args.lookup_types, path=path)
+                if "error" in got:
+                    print(f"lookups {name}: {got['error']}")
+                    look.setdefault(name, got)
+                    continue
+                held = look.setdefault(name, {})
+                for k, v in got.items():
+                    if k not in held or v[0] < held[k][0]:
+                        held[k] = v
         report(n, repeat, types, builds, look)
     finally:
         if args.data is None:
@@ -222,15 +251,20 @@ def report(n, repeat, types, builds, look) -> None:
             print(f"| {typ} | " + " | ".join(cells) + " |")
         print()
     print(f"Filter latency, ms (median of {repeat}, warm), reader / index built by:\n")
-    print("| index | filter | rows | lancenb / lancenb | lancenb / pylance | "
-          "pylance / pylance | pylance / lancenb | lancenb, no index | pylance, no index |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    cols = [("lancenb", "lancenb"), ("lancenb", "pylance"), ("pylance", "pylance"),
+            ("pylance", "lancenb"), ("lancenb", "none"), ("pylance", "none")]
+    head = ["lancenb / lancenb", "lancenb / pylance", "pylance / pylance",
+            "pylance / lancenb", "lancenb, no index", "pylance, no index"]
+    if "before" in look:
+        cols = [("before", "lancenb"), ("before", "pylance")] + cols
+        head = ["lancenb before / lancenb", "lancenb before / pylance"] + head
+    print("| index | filter | rows | " + " | ".join(head) + " |")
+    print("|---|---|---:|" + "---:|" * len(head))
     keys = list(dict.fromkeys(k.rsplit("|", 1)[0] for d in look.values()
                               if "error" not in d for k in d))
     for k in keys:
         cells, rows = [], set()
-        for lib, by in (("lancenb", "lancenb"), ("lancenb", "pylance"), ("pylance", "pylance"),
-                        ("pylance", "lancenb"), ("lancenb", "none"), ("pylance", "none")):
+        for lib, by in cols:
             v = look.get(lib, {}).get(f"{k}|{by}")
             cells.append(_ms(v[0] if v else None))
             if v:

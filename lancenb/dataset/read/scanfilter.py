@@ -25,6 +25,9 @@ __all__ = ["META_FILTER_COLUMNS", "FilterSteps", "compiled",
 # the columns a filter may name besides the dataset's own
 META_FILTER_COLUMNS = (ROW_ID, ROW_ADDR)
 _META = META_FILTER_COLUMNS
+# an index's candidates of a fragment up to this many rows are read with every
+# projected column at once (:meth:`FilterSteps.filtered`)
+FEW_CANDIDATES = 256
 
 # compiled SQL filters by (text, schema object): a dataset opened again and again shares
 # one schema object (memoised by its manifest's fields), so a filter used on each
@@ -151,7 +154,14 @@ class FilterSteps:
             ftable = read_runs(frag, self.filter_columns, live) if hits is not None and \
                 frag.fragment_id in hits else None
             if ftable is None:
-                ftable = self.filter_table(frag, live)
+                # (a few candidates of an index: the other projected columns come in the
+                # same take, not in a second one per fragment after the filter)
+                few = hits is not None and not count and frag.fragment_id in hits and \
+                    len(live) <= FEW_CANDIDATES
+                ftable = self.filter_table(frag, live, extra=few)
+            if pending and ftable.column_names != pending[0][2].column_names:
+                yield from self._evaluate(pending, count)
+                pending, rows = [], 0
             self.rows_scanned += ftable.num_rows
             pending.append((frag, live, ftable))
             rows += ftable.num_rows
@@ -175,11 +185,15 @@ class FilterSteps:
         view = TableView(ds.uri, ds.version, ds.schema, indices, frags, ds.session())
         return index_offsets(view, self._filter.text)
 
-    def filter_table(self, frag, live, projected: bool = False) -> pa.Table:
+    def filter_table(self, frag, live, projected: bool = False,
+                     extra: bool = False) -> pa.Table:
         """The filter columns of ``frag``'s rows ``live`` (all: None); ``_rowid`` and
-        ``_rowaddr`` computed, not read. ``projected``: only those the scan returns."""
+        ``_rowaddr`` computed, not read. ``projected``: only those the scan returns;
+        ``extra``: the other columns it returns too."""
         cols = [c for c in self.filter_columns if c in (self.columns or ())] \
             if projected else self.filter_columns
+        if extra:
+            cols = cols + [c for c in self.columns if c not in cols]
         if not cols:
             n = frag.physical_rows if live is None else len(live)
             return pa.table({"_": pa.nulls(n)}).select([])

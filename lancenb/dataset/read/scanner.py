@@ -355,7 +355,8 @@ class LanceScanner(FilterSteps):
             if not len(keep):
                 continue
             phys = live[keep] if live is not None else keep
-            rest = [c for c in self.columns if c not in self.filter_columns]
+            have = set(ftable.column_names)  # (the filter's, or every one: filtered())
+            rest = [c for c in self.columns if c not in have]
             ftable = ftable.drop_columns([c for c in _META if c in ftable.column_names])
             if not self.columns:  # count_rows: no column kept, only the row count
                 ftable = ftable.select([]).slice(0, len(keep))
@@ -369,7 +370,7 @@ class LanceScanner(FilterSteps):
                 if dense and len(keep) < other.num_rows:
                     other = other.take(pa.array(keep))
                 table = pa.Table.from_arrays(
-                    [(ftable if c in self.filter_columns else other).column(c)
+                    [(ftable if c in have else other).column(c)
                      for c in self.columns],
                     schema=self._read_schema())
             else:
