@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from lancenb.dataset.read import blob
+from lancenb.index.scalar.rowmap import without as without_deleted
 from lancenb.table.fragments import is_legacy_file
 
 __all__ = ["runs_of", "spans_of", "read_runs", "without_deleted", "MIN_MEAN_RUN", "MAX_GAP"]
@@ -47,28 +48,6 @@ def runs_of(offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     first = np.concatenate([[0], cut])
     last = np.concatenate([cut, [len(offsets)]]) - 1
     return offsets[first], offsets[last] + 1
-
-
-def without_deleted(offsets: np.ndarray, deleted: np.ndarray) -> np.ndarray:
-    """Sorted ``offsets`` less the sorted ``deleted`` ones (a binary search per deleted
-    offset: a fragment's live rows are not built).
-
-    Examples
-    --------
-    >>> without_deleted(np.array([1, 4, 5, 9]), np.array([0, 4, 9, 12])).tolist()
-    [1, 5]
-    """
-    if not len(deleted) or not len(offsets):
-        return offsets
-    pos = np.searchsorted(offsets, deleted)
-    ok = pos < len(offsets)
-    pos = pos[ok]
-    pos = pos[offsets[pos] == np.asarray(deleted, np.int64)[ok]]
-    if not len(pos):
-        return offsets
-    keep = np.ones(len(offsets), bool)
-    keep[pos] = False
-    return offsets[keep]
 
 
 def spans_of(offsets: np.ndarray, gap: int = MAX_GAP) -> tuple[np.ndarray, np.ndarray]:

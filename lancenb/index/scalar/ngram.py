@@ -282,6 +282,18 @@ def like_runs(pattern: str) -> list[str] | None:
     return runs or None
 
 
+@functools.lru_cache(maxsize=256)
+def _query_tokens(substr: str) -> np.ndarray | None:
+    """The distinct trigram tokens of a query string (None: fewer than three bytes, or
+    no trigram), kept for the last 256 strings (a scan asks on every execution)."""
+    if len(substr.encode()) < 3:
+        return None
+    _, tokens = trigram_tokens(pa.array([substr]))
+    wanted = np.unique(tokens)
+    wanted.flags.writeable = False
+    return wanted if wanted.size else None
+
+
 class NGramIndex:
     """An open NGRAM index: its token list in memory, posting lists read on demand."""
 
@@ -326,11 +338,8 @@ class NGramIndex:
     def search_contains(self, substr: str) -> BitMap64 | None:
         """A superset of the rows whose text contains ``substr`` (None: the index
         tells nothing about it)."""
-        if len(substr.encode()) < 3:
-            return None
-        rows, tokens = trigram_tokens(pa.array([substr]))
-        wanted = np.unique(tokens)
-        if not wanted.size:
+        wanted = _query_tokens(substr)
+        if wanted is None:
             return None
         at = np.searchsorted(self.tokens, wanted)
         if (at >= len(self.tokens)).any() or (self.tokens[np.minimum(

@@ -193,6 +193,7 @@ class _Planner:
         #: no index answers): the caller must then evaluate the filter on the rows
         self.superset = False
         self._rows = None
+        self.spans = None  # (the answer of the last zones() and its address ranges)
 
     def _segments(self, column: str, labels: bool = False, zones: bool = False) -> list:
         key = (column, labels, zones)
@@ -259,7 +260,7 @@ class _Planner:
         :mod:`.zones`)."""
         self.superset = True
         rows, dead = self._frag_rows()
-        out = BitMap64()
+        out, spans = BitMap64(), []
         for seg in self._segments(column, zones=True):
             fids, starts, lengths = seg.zones_all(nodes)
             if not len(fids):
@@ -276,7 +277,13 @@ class _Planner:
             lo, hi = base + np.minimum(starts, n), base + np.minimum(ends, n)
             for a, b in zip(lo.tolist(), hi.tolist()):
                 out.add_range(a, b)
-        return Answer(self.addr_to_id(out) if self.stable else out)
+            spans.append((lo, hi))
+        got = Answer(self.addr_to_id(out) if self.stable else out)
+        # (the address ranges too: a scan whose whole answer this is reads them as
+        # offsets without going through the row set, index_offsets)
+        self.spans = None if self.stable or not spans else (
+            got, np.concatenate([a for a, _ in spans]), np.concatenate([b for _, b in spans]))
+        return got
 
     def _frag_rows(self) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
         """``((sorted fragment ids, their physical rows), deleted rows of each, -1
@@ -526,8 +533,11 @@ def index_rows(ds, filter, *, exact: bool = True) -> tuple[BitMap64, set[int]] |
     return None if got is None else got[:2]
 
 
-def _answer(ds, filter, exact: bool) -> tuple[BitMap64, set[int], bool] | None:
-    """:func:`index_rows`, and whether the rows are a superset (``exact=False`` only)."""
+def _answer(ds, filter, exact: bool, spans: bool = False
+            ) -> tuple[BitMap64, set[int], bool] | None:
+    """:func:`index_rows`, and whether the rows are a superset (``exact=False`` only).
+    ``spans``: when the answer is one zone index's, ``(lo, hi)`` arrays of its address
+    ranges instead of the rows (deleted rows not taken out)."""
     if not isinstance(filter, str) or not filter.strip():
         return None
     view = _view(ds)
@@ -545,6 +555,8 @@ def _answer(ds, filter, exact: bool) -> tuple[BitMap64, set[int], bool] | None:
         return None
     existing = {int(f.id) for f in view.fragments}
     covered = (planner.covered or set()) & existing
+    if spans and planner.spans is not None and planner.spans[0] is answer:
+        return planner.spans[1:], covered, True
     return _live(view, answer.true, covered, stable), covered, planner.superset
 
 
@@ -573,13 +585,15 @@ def index_offsets(ds, filter) -> dict[int, np.ndarray] | None:
     array([ 5, 102, 199])
     """
     view = _view(ds)
-    got = _answer(view, filter, False)
+    got = _answer(view, filter, False, spans=True)
     if got is None:
         return None
     rows, covered, superset = got
     frags = {int(f.id): f for f in view.fragments}
     out = Offsets()
     out.exact = not superset
+    if isinstance(rows, tuple):  # (zones: their ranges, without a row set)
+        return _span_offsets(view, rows, covered, frags, out)
     stable = any(f.row_id_meta is not None for f in frags.values())
     store = ObjectStore(view.uri) if stable else None
     ids = rowmap.to_ids(rows)
@@ -595,4 +609,24 @@ def index_offsets(ds, filter) -> dict[int, np.ndarray] | None:
         else:
             a, b = np.searchsorted(fids, [fid, fid + 1]).tolist()
             out[fid] = offs[a:b]
+    return out
+
+
+def _span_offsets(view: TableView, spans, covered: set[int], frags: dict,
+                  out: Offsets) -> Offsets:
+    """:func:`index_offsets` of the address ranges ``spans`` (``(lo, hi)``) of a zone
+    index's answer: each covered fragment's ranges as offsets, less its deleted rows."""
+    lo, hi = spans
+    fids = (lo >> 32).astype(np.int64)
+    store = None
+    for fid in sorted(covered):
+        f = frags.get(fid)
+        if f is None:
+            continue
+        mine = fids == fid
+        offs = rowmap.span_offsets(lo[mine] - (fid << 32), hi[mine] - (fid << 32))
+        if f.deletion_file is not None and len(offs):
+            store = store or ObjectStore(view.uri)
+            offs = rowmap.without(offs, rowmap._deleted(store, f))
+        out[fid] = offs
     return out

@@ -28,7 +28,8 @@ from lancenb.io.store import ObjectStore
 from lancenb.table.deletion import read_deletions
 from lancenb.table.rowids import decode_row_ids, external_bytes
 
-__all__ = ["from_ids", "to_ids", "serialize", "deserialize", "fragment_row_ids", "live_rows"]
+__all__ = ["from_ids", "to_ids", "serialize", "deserialize", "fragment_row_ids", "live_rows",
+           "span_offsets", "without"]
 
 _HEAD = struct.Struct("<II")
 
@@ -148,3 +149,51 @@ def live_rows(view, rows: BitMap64, covered: set[int], stable: bool) -> BitMap64
     if gone:
         out = out - from_ids(np.concatenate(gone))
     return out
+
+
+def span_offsets(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The sorted distinct offsets of the ranges ``[lo[i], hi[i])`` (which may overlap).
+
+    Examples
+    --------
+    >>> span_offsets(np.array([5, 0, 6]), np.array([8, 2, 9])).tolist()
+    [0, 1, 5, 6, 7, 8]
+    """
+    lo, hi = np.asarray(lo, np.int64), np.asarray(hi, np.int64)
+    keep = hi > lo
+    lo, hi = lo[keep], hi[keep]
+    if not len(lo):
+        return np.zeros(0, np.int64)
+    order = np.argsort(lo, kind="stable")
+    lo, hi = lo[order], hi[order]
+    reach = np.maximum.accumulate(hi)
+    new = np.ones(len(lo), bool)
+    new[1:] = lo[1:] > reach[:-1]
+    first = np.flatnonzero(new)
+    s, e = lo[first], reach[np.append(first[1:], len(lo)) - 1]
+    n = e - s
+    before = np.zeros(len(n), np.int64)
+    np.cumsum(n[:-1], out=before[1:])
+    return np.arange(int(n.sum()), dtype=np.int64) + np.repeat(s - before, n)
+
+
+def without(offsets: np.ndarray, deleted: np.ndarray) -> np.ndarray:
+    """Sorted ``offsets`` less the sorted ``deleted`` ones (a binary search each).
+
+    Examples
+    --------
+    >>> without(np.array([1, 4, 5, 9]), np.array([0, 4, 9, 12], np.uint32)).tolist()
+    [1, 5]
+    """
+    if not len(deleted) or not len(offsets):
+        return offsets
+    deleted = np.asarray(deleted, np.int64)
+    pos = np.searchsorted(offsets, deleted)
+    ok = pos < len(offsets)
+    pos = pos[ok]
+    pos = pos[offsets[pos] == deleted[ok]]
+    if not len(pos):
+        return offsets
+    keep = np.ones(len(offsets), bool)
+    keep[pos] = False
+    return offsets[keep]

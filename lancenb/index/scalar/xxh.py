@@ -19,7 +19,7 @@ import numba
 import numpy as np
 
 __all__ = ["xxh64_many", "xxh64_ref", "SALT", "bloom_insert", "bloom_check",
-           "bloom_check_many", "bloom_log2_bytes"]
+           "bloom_check_many", "bloom_check_blocks", "bloom_log2_bytes"]
 
 _P1 = 11400714785074694791
 _P2 = 14029467366897019727
@@ -185,6 +185,18 @@ def bloom_check_many(stack: np.ndarray, hashes: np.ndarray) -> np.ndarray:
     masks = _masks(hashes)
     got = stack[:, _blocks(hashes, stack.shape[1]), :]  # (filters, hashes, 8)
     return np.all((got & masks[None]) != 0, axis=2).any(axis=1)
+
+
+def bloom_check_blocks(by_block: np.ndarray, hashes: np.ndarray) -> np.ndarray:
+    """:func:`bloom_check_many` of filters stored block-major: ``by_block`` (uint32,
+    shape ``(blocks, filters, 8)``) holds block ``b`` of every filter together, so a
+    hash's test reads one contiguous slab of all filters (not one cache line in each
+    filter, far apart: the misses cost more than the tests)."""
+    if not hashes.size or not by_block.shape[1]:
+        return np.zeros(by_block.shape[1], bool)
+    masks = _masks(hashes)
+    got = by_block[_blocks(hashes, by_block.shape[0])]  # (hashes, filters, 8)
+    return np.all((got & masks[:, None, :]) != 0, axis=2).any(axis=0)
 
 
 def _fpp(ndv: int, log_bytes: int) -> float:

@@ -49,7 +49,7 @@ from lancenb.index.scalar import rowmap
 from lancenb.index.scalar.btree import _leaf_ranges
 from lancenb.index.scalar.common import IndexFiles, Unanswerable
 from lancenb.index.scalar.xxh import (
-    bloom_check_many,
+    bloom_check_blocks,
     bloom_insert,
     bloom_log2_bytes,
     xxh64_many,
@@ -377,15 +377,16 @@ class BloomFilterIndex(_Zones):
         t = r.read_all().to_table()
         self._load(t)
         self.has_null = np.asarray(t.column("has_null").to_numpy(zero_copy_only=False), bool)
-        self.filters = [np.frombuffer(b, "<u4").reshape(-1, 8)
+        filters = [np.frombuffer(b, "<u4").reshape(-1, 8)
                         for b in t.column("bloom_filter_data").to_pylist()]
-        # the zones grouped by filter size, each group's filters stacked (zones,
-        # blocks, 8): a lookup tests every zone of a group at once
+        # the zones grouped by filter size, each group's filters stacked block-major
+        # (blocks, zones, 8): a lookup tests every zone of a group at once, reading
+        # one contiguous slab per value (bloom_check_blocks)
         shapes: dict[int, list[int]] = {}
-        for i, w in enumerate(self.filters):
+        for i, w in enumerate(filters):
             shapes.setdefault(w.shape[0], []).append(i)
-        self._groups = [(np.array(ix, np.int64), np.stack([self.filters[i] for i in ix]))
-                        for ix in shapes.values()]
+        self._groups = [(np.array(ix, np.int64), np.ascontiguousarray(
+            np.stack([filters[i] for i in ix], axis=1))) for ix in shapes.values()]
         meta = r.schema_full.metadata or {}
         self.number_of_items = int(meta.get(b"bloomfilter_item", BLOOM_ITEMS))
         self.probability = float(meta.get(b"bloomfilter_probability", BLOOM_PROBABILITY))
@@ -404,7 +405,7 @@ class BloomFilterIndex(_Zones):
         out = np.zeros(len(self.fids), bool)
         for lo in range(0, hashes.size, 256):
             for zones, stack in self._groups:
-                out[zones] |= bloom_check_many(stack, hashes[lo:lo + 256])
+                out[zones] |= bloom_check_blocks(stack, hashes[lo:lo + 256])
         if isinstance(node, In) and node.has_null:
             out |= self.has_null
         return out

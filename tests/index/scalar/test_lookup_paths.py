@@ -96,7 +96,12 @@ def test_random_ranges_on_a_float_column(tmp_path):
 
 
 def test_bloom_check_many_is_each_filter_checked():
-    from lancenb.index.scalar.xxh import bloom_check, bloom_check_many, bloom_insert
+    from lancenb.index.scalar.xxh import (
+        bloom_check,
+        bloom_check_blocks,
+        bloom_check_many,
+        bloom_insert,
+    )
 
     rng = np.random.default_rng(9)
     for blocks in (1, 4, 32):
@@ -108,3 +113,5 @@ def test_bloom_check_many_is_each_filter_checked():
             hashes = rng.integers(0, 2**63, k).astype(np.uint64)
             want = np.array([bloom_check(stack[z], hashes).any() for z in range(40)], bool)
             assert np.array_equal(bloom_check_many(stack, hashes), want)
+            by_block = np.ascontiguousarray(stack.transpose(1, 0, 2))
+            assert np.array_equal(bloom_check_blocks(by_block, hashes), want)
