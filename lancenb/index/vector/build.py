@@ -121,14 +121,40 @@ def sample_vectors(ds, column: str, size: int, seed: int = 42, fragment_ids=None
     rng = np.random.default_rng(seed)
     if total > size and fragment_ids is None:
         idx = np.sort(rng.choice(total, size, replace=False))
-        x, keep = as_matrix(ds.take(idx.tolist(), columns=[column]).column(column))
-        if keep.sum() >= min(size, total) // 2:
-            return x[keep]
+        x, kept = _take_vectors(ds, column, idx)
+        if kept >= min(size, total) // 2:
+            return x
     parts = [as_matrix(f.to_table(columns=[column]).column(column)) for f in frags]
     x = np.concatenate([p[0][p[1]] for p in parts]) if parts else np.zeros((0, 0))
     if len(x) > size:
         x = x[np.sort(rng.choice(len(x), size, replace=False))]
     return x
+
+
+TAKE_ROWS = 16384  # rows a sample takes at a time
+
+
+def _take_vectors(ds, column: str, idx: np.ndarray):
+    """``(valid vectors of rows idx, how many)``, taken ``TAKE_ROWS`` rows at a time
+    into one array: the whole take's Arrow table and its copies are never held (a
+    1M-row build's sample is 256k rows)."""
+    pieces, out, filled = [], None, 0
+    multi = _multivector(nested_field(ds.schema, column).type)
+    for s in range(0, len(idx), TAKE_ROWS):
+        xc, kc = as_matrix(ds.take(idx[s:s + TAKE_ROWS].tolist(), columns=[column])
+                           .column(column))
+        xc = xc if kc.all() else xc[kc]
+        if multi:  # (vectors per row vary: gathered, then joined)
+            pieces.append(np.array(xc, np.float32))
+            continue
+        if out is None:
+            out = np.empty((len(idx), xc.shape[1]), np.float32)
+        out[filled:filled + len(xc)] = xc
+        filled += len(xc)
+    if multi:
+        out = np.concatenate(pieces) if pieces else np.zeros((0, 0), np.float32)
+        return out, len(out)
+    return out[:filled], filled
 
 
 def _details(index_type: str, metric: str, num_bits: int, m: int, params: dict) -> bytes:
@@ -284,6 +310,7 @@ def build_vector_index(ds, column: str, index_type: str, name: str | None = None
         else:
             centroids, loss = train_kmeans(sample, num_partitions, metric=ivf_metric,
                                            max_iters=max_iters, seed=seed)
+        del sample  # (not held through the encode pass)
 
     # 3: quantizer
     params: dict = {}
@@ -311,6 +338,7 @@ def build_vector_index(ds, column: str, index_type: str, name: str | None = None
         params = {"dim": dim, "num_bits": num_bits, "bounds": {"start": lo, "end": hi}}
     else:
         params = {"dim": dim}
+    qsample = train = None
 
     # 4: assign and encode every row
     bounds = (lo, hi) if index_type == "IVF_SQ" else None
