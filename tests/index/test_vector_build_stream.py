@@ -12,7 +12,7 @@ import pytest
 
 import lancenb
 from lancenb.index.vector import sq as sqmod
-from lancenb.index.vector.build import group_by_partition
+from lancenb.index.vector.build import encode_fragments, encode_grouped
 from lancenb.index.vector.hnsw import build_graphs, graph_lengths, iter_graphs
 
 
@@ -34,26 +34,39 @@ def test_quantize_in_blocks_matches_whole_array(shape):
     np.testing.assert_array_equal(sqmod.quantize(x, 1.0, 1.0), np.zeros(shape, np.uint8))
 
 
-@pytest.mark.parametrize("ldtype", [np.int32, np.int64])
-def test_group_by_partition_is_a_stable_sort_of_the_batches(ldtype):
+@pytest.mark.parametrize("kind,metric,extra", [
+    ("IVF_HNSW_SQ", "l2", {}), ("IVF_SQ", "cosine", {}), ("IVF_PQ", "l2", {}),
+    ("IVF_FLAT", "dot", {}), ("IVF_FLAT", "hamming", {})])
+def test_encode_grouped_is_a_stable_sort_of_the_encoded_batches(tmp_path, kind, metric,
+                                                                extra):
     rng = np.random.default_rng(3)
-    parts, width = 9, 5
-    batches = []
-    for size in (0, 17, 300, 1, 64):
-        labels = rng.integers(0, parts - 1, size).astype(ldtype)  # the last one empty
-        batches.append((rng.integers(0, 1 << 40, size).astype(np.uint64), labels,
-                        rng.integers(0, 255, (size, width)).astype(np.uint8)))
-    ids = np.concatenate([b[0] for b in batches])
-    labels = np.concatenate([b[1] for b in batches])
-    pay = np.concatenate([b[2] for b in batches])
+    n, d, parts = 5000, 16, 7
+    if metric == "hamming":
+        x = rng.integers(0, 255, (n, d)).astype(np.uint8)
+        vec = pa.FixedSizeListArray.from_arrays(pa.array(x.ravel(), pa.uint8()), d)
+    else:
+        x = rng.standard_normal((n, d)).astype(np.float32)
+        x[::37] = np.nan  # skipped rows
+        vec = pa.FixedSizeListArray.from_arrays(pa.array(x.ravel()), d)
+    ds = lancenb.write_dataset(pa.table({"vector": vec}), str(tmp_path / "ds"),
+                               max_rows_per_file=1500)
+    frags = ds.get_fragments()
+    cent = (rng.integers(0, 255, (parts, d)).astype(np.uint8) if metric == "hamming"
+            else rng.standard_normal((parts, d)).astype(np.float32))
+    codebook = rng.standard_normal((4, 256, d // 4)).astype(np.float32) \
+        if kind == "IVF_PQ" else None
+    width = 4 if kind == "IVF_PQ" else d
+    dtype = np.float32 if kind == "IVF_FLAT" and metric != "hamming" else np.uint8
+    args = (ds, "vector", frags, kind, metric, cent, codebook, (-1.5, 2.0), 8)
+    batches = list(encode_fragments(*args))
+    assert len(batches) > 1
+    ids, labels, pay = (np.concatenate([b[i] for b in batches]) for i in range(3))
     order = np.argsort(labels, kind="stable")
-    got = group_by_partition(list(batches), parts, width, np.uint8)
+    got = encode_grouped(*args, width=width, dtype=dtype)
     np.testing.assert_array_equal(got[0], ids[order])
     np.testing.assert_array_equal(got[1], labels[order])
-    assert got[1].dtype == ldtype
+    assert got[2].dtype == dtype and got[2].shape == (len(order), width)
     np.testing.assert_array_equal(got[2], pay[order])
-    empty = group_by_partition([], parts, width, np.float32)
-    assert [len(a) for a in empty] == [0, 0, 0] and empty[2].shape == (0, width)
 
 
 def test_graph_lengths_and_partition_stream_match_the_whole_build():

@@ -49,7 +49,7 @@ from lancenb.table.indices import CreateIndex, Index, IndexFile
 __all__ = ["build_vector_index", "BuiltIndex", "VECTOR_DETAILS_URL", "sample_vectors",
            "train_pq_codebook", "commit_create_index", "write_index", "as_matrix",
            "encode_pq", "pq_params", "describe_existing", "encode_fragments",
-           "group_by_partition"]
+           "encode_grouped"]
 
 BUILD_TYPES = ("IVF_FLAT", "IVF_PQ", "IVF_SQ", "IVF_HNSW_FLAT", "IVF_HNSW_PQ", "IVF_HNSW_SQ")
 VECTOR_DETAILS_URL = "/lance.index.pb.VectorIndexDetails"
@@ -345,9 +345,9 @@ def build_vector_index(ds, column: str, index_type: str, name: str | None = None
     width = {"IVF_FLAT": dim, "IVF_SQ": dim}.get(index_type) or \
         (num_sub_vectors if num_bits == 8 else num_sub_vectors // 2)
     pdtype = np.float32 if index_type == "IVF_FLAT" and metric != "hamming" else np.uint8
-    row_ids, labels, payload = group_by_partition(
-        list(encode_fragments(ds, column, frags, index_type, metric, centroids, codebook,
-                              bounds, num_bits)), len(centroids), width, pdtype)
+    row_ids, labels, payload = encode_grouped(ds, column, frags, index_type, metric,
+                                              centroids, codebook, bounds, num_bits,
+                                              width=width, dtype=pdtype)
     build_params = {"lance.ivf.sample_rate": sample_rate, "lance.ivf.max_iters": max_iters}
     if index_type == "IVF_PQ":
         build_params.update({"lance.pq.sample_rate": sample_rate,
@@ -393,58 +393,90 @@ def encode_fragments(ds, column: str, frags, index_type: str, metric: str, centr
     """``(row ids, partitions, encoded rows)`` per batch of ``frags`` (null and
     non-finite vectors skipped), with a trained model: IVF ``centroids`` and the PQ
     ``codebook`` or SQ ``bounds``."""
-    ivf_metric = "dot" if metric == "dot" else "l2"
-    index_type = index_type.replace("HNSW_", "")
-    centroids = np.ascontiguousarray(centroids, np.uint8 if metric == "hamming"
-                                     else np.float32)
+    centroids = _centroids(centroids, metric)
+    for ids, x in _valid_batches(ds, column, frags, metric):
+        labels = _labels(x, centroids, metric)
+        yield ids, labels, _encode(x, labels, index_type, metric, centroids, codebook,
+                                   bounds, num_bits)
+
+
+def encode_grouped(ds, column: str, frags, index_type: str, metric: str, centroids,
+                   codebook=None, bounds=None, num_bits: int = 8, *, width: int, dtype):
+    """What :func:`encode_fragments` yields, grouped by partition (a stable sort of
+    the batches one after another), with the encoded rows held once: a first
+    pass assigns every batch's rows (their ids and partitions kept, each row's place
+    then known), a second reads the batches again and encodes each into its place."""
+    centroids = _centroids(centroids, metric)
+    nparts = len(centroids)
+    ids_l, lab_l = [], []
+    for ids, x in _valid_batches(ds, column, frags, metric):
+        ids_l.append(ids)
+        lab_l.append(_labels(x, centroids, metric))
+    counts = np.zeros(nparts, np.int64)
+    for lab in lab_l:
+        counts += np.bincount(lab, minlength=nparts)
+    total = int(counts.sum())
+    row_ids = np.empty(total, np.uint64)
+    labels = np.repeat(np.arange(nparts, dtype=lab_l[0].dtype if lab_l else np.int32),
+                       counts)
+    payload = np.empty((total, width), dtype)
+    nxt = np.cumsum(counts) - counts  # each partition's next free row
+    for b, lab in enumerate(lab_l):  # each row's place (a stable sort of the batches)
+        order = np.argsort(lab, kind="stable")
+        here = np.bincount(lab, minlength=nparts)
+        first = np.cumsum(here) - here
+        dest = np.empty(len(lab), np.int64)
+        dest[order] = nxt[lab[order]] + (np.arange(len(lab)) - first[lab[order]])
+        row_ids[dest] = ids_l[b]
+        ids_l[b] = dest
+        nxt += here
+    b = 0
+    for ids, x in _valid_batches(ds, column, frags, metric):
+        dest = ids_l[b]
+        if len(ids) != len(dest) or not np.array_equal(row_ids[dest], ids):
+            raise InvalidInputError(f"column {column!r} changed while it was indexed")
+        payload[dest] = _encode(x, lab_l[b], index_type, metric, centroids, codebook,
+                                bounds, num_bits)
+        ids_l[b] = lab_l[b] = None
+        b += 1
+    if b != len(lab_l):
+        raise InvalidInputError(f"column {column!r} changed while it was indexed")
+    return row_ids, labels, payload
+
+
+def _centroids(centroids, metric: str) -> np.ndarray:
+    return np.ascontiguousarray(centroids, np.uint8 if metric == "hamming" else np.float32)
+
+
+def _valid_batches(ds, column: str, frags, metric: str):
+    """``(row ids, vectors)`` per batch: valid rows only, normalised for cosine, bytes
+    for hamming; batches without valid rows skipped."""
     for ids, x, keep in _scan(ds, column, frags):
         ids, x = ids[keep], x[keep]
         if not len(ids):
             continue
         if metric == "hamming":  # binary vectors: bytes as they are, nearest by bits
             x = x.astype(np.uint8)
-            yield ids, _nearest_binary(x, centroids)[0], x
-            continue
-        if metric == "cosine":
+        elif metric == "cosine":
             x = _normalise(x)
-        labels, _ = assign(x, centroids, ivf_metric)
-        if index_type == "IVF_FLAT":
-            payload = x
-        elif index_type == "IVF_PQ":
-            key = x - centroids[labels] if pqmod.uses_residual(metric) else x
-            payload = encode_pq(codebook, key, num_bits)
-        else:
-            payload = sqmod.quantize(x, bounds[0], bounds[1])
-        yield ids, labels, payload
+        yield ids, x
 
 
-def group_by_partition(batches: list, num_partitions: int, width: int, dtype):
-    """``(row ids, partitions, encoded rows)`` of the ``(ids, labels, payload)``
-    batches (as :func:`encode_fragments` yields them), grouped by partition, rows of a
-    partition in batch order (a stable sort of the batches one after another). Each
-    batch is placed and dropped from ``batches`` in turn: the rows are held twice at
-    most, not three times (the batches, their concatenation and its sorted copy)."""
-    counts = np.zeros(num_partitions, np.int64)
-    for _, lab, _ in batches:
-        counts += np.bincount(lab, minlength=num_partitions)
-    total = int(counts.sum())
-    ldtype = batches[0][1].dtype if batches else np.int32
-    row_ids = np.empty(total, np.uint64)
-    labels = np.repeat(np.arange(num_partitions, dtype=ldtype), counts)
-    payload = np.empty((total, width), dtype)
-    nxt = np.cumsum(counts) - counts  # each partition's next free row
-    while batches:
-        ids, lab, pay = batches.pop(0)
-        order = np.argsort(lab, kind="stable")
-        lab = lab[order]
-        here = np.bincount(lab, minlength=num_partitions)
-        first = np.cumsum(here) - here  # each partition's first row in this batch
-        dest = nxt[lab] + (np.arange(len(lab)) - first[lab])
-        row_ids[dest] = ids[order]
-        payload[dest] = pay[order]
-        nxt += here
-        del ids, lab, pay, order, dest
-    return row_ids, labels, payload
+def _labels(x: np.ndarray, centroids: np.ndarray, metric: str) -> np.ndarray:
+    if metric == "hamming":
+        return _nearest_binary(x, centroids)[0]
+    return assign(x, centroids, "dot" if metric == "dot" else "l2")[0]
+
+
+def _encode(x, labels, index_type, metric, centroids, codebook, bounds, num_bits):
+    """A batch's encoded rows (``x`` as :func:`_valid_batches` gives it)."""
+    index_type = index_type.replace("HNSW_", "")
+    if metric == "hamming" or index_type == "IVF_FLAT":
+        return x
+    if index_type == "IVF_PQ":
+        key = x - centroids[labels] if pqmod.uses_residual(metric) else x
+        return encode_pq(codebook, key, num_bits)
+    return sqmod.quantize(x, bounds[0], bounds[1])
 
 
 def _nearest_binary(x: np.ndarray, centroids: np.ndarray):
