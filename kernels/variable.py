@@ -13,7 +13,7 @@ Statistics: ``value_bounds`` finds the least and the greatest value (page min/ma
 import numpy as np
 
 from ._jit import kernel
-from .bytes_util import offsets_ok, read_u32, read_u64, write_uint
+from .bytes_util import copy_bytes, offsets_ok, read_u32, read_u64, write_uint
 
 OK = 0
 TOO_LARGE = -1            # plan_chunks: two values do not fit in one chunk
@@ -186,7 +186,7 @@ def decode_fill(src, starts, counts, offset_width, out_offsets, out_data):
         cnt = counts[c]
         first = _read_offset(src, s, offset_width)
         last = _read_offset(src, s + cnt * offset_width, offset_width)
-        out_data[pos:pos + last - first] = src[s + first:s + last]
+        copy_bytes(out_data, pos, src, s + first, last - first)  # memcpy, not a byte loop
         _copy_offsets(src, s, cnt, offset_width, pos - first, out_offsets, j)
         pos += last - first
         j += cnt

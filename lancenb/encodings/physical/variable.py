@@ -12,6 +12,7 @@ reference's target chunk size), the last chunk taking the rest once that fits.
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 
 from lancenb.encodings import pb
 from lancenb.encodings.blocks import Variable
@@ -77,8 +78,10 @@ def decode_chunks(offset_bits: int, data: np.ndarray, starts: np.ndarray, sizes:
     if total < 0:
         raise CorruptFileError(f"{where}, chunk {err[0]}, offset {err[1]}: {_ERRORS[total]}")
     n = int(counts.sum())
-    offsets = np.empty(n + 1, dtype=np.int64)
-    out = np.empty(int(total), dtype=np.uint8)
+    # from Arrow's pool, whose freed memory the next pages reuse (a fresh np.empty of a
+    # few MiB costs a page fault per 4 KiB on first touch)
+    offsets = np.frombuffer(pa.allocate_buffer(8 * (n + 1)), np.int64)
+    out = np.frombuffer(pa.allocate_buffer(int(total)), np.uint8)
     kv.decode_fill(data, starts, counts, w, offsets, out)
     return Variable(offsets, out, n, offset_bits)
 
@@ -103,6 +106,7 @@ class VariableValues(ChunkDecoder):
     """Decoder of Variable mini-block chunks (one value buffer per chunk)."""
 
     can_gather = True  # single values without decoding their chunk
+    copies_out = True  # decode keeps no view of the chunks' bytes (they may be reused)
 
     num_buffers = 1
 
