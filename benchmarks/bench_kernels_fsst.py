@@ -15,6 +15,9 @@ it measures, single-threaded, with the median of K timed runs after a warm-up:
   buffer of exactly that size;
 - **decompress, one pass**: :func:`decompress` alone into a ``8 * len(codes)`` buffer
   (allocated once, outside the timing);
+- **chunks**: the codes cut into 4 KiB mini-block chunks (as in a page), decoded by
+  joining them (``kernels/variable``'s ``decode_size`` + ``decode_fill``) then
+  :func:`decompress`, against :func:`decompress_chunks` straight from the chunks;
 - **memcpy**: ``np.copyto`` of the same number of bytes into a preallocated buffer.
 
 Times are the calling thread's CPU time (``time.thread_time``), so other load on a
@@ -40,10 +43,13 @@ import time
 
 import numpy as np
 import pyarrow as pa
+from lancenb.kernels import variable as kv
 from lancenb.kernels.fsst import fsst as kf
 from lancenb.kernels.fsst import fsst_build as kfb
+from lancenb.kernels.fsst import fsst_chunks as kc
 
 from lancenb.encodings.blocks import Variable
+from lancenb.encodings.physical import variable as variable_codec
 from lancenb.encodings.structural import miniblock
 from lancenb.file import LanceFileReader
 
@@ -211,6 +217,28 @@ def bench_corpus(name, values, repeat):
     bound = np.empty(8 * len(codes), np.uint8)
     row["fill"] = raw / median_time(lambda: kf.decompress(co, codes, *table, out_o, bound),
                                     repeat) / 1e6
+    # from mini-block chunks (4 KiB Variable chunks of the codes, as in a page): the
+    # codes joined first (kernels/variable.decode_size + decode_fill) then decompress,
+    # against decompress_chunks in one pass
+    block = Variable(co, codes, len(values), 32)
+    csrc, cstarts, csizes, _ = variable_codec.encode_chunks(block, variable_codec.plan(block))
+    cstarts, csizes = cstarts[:, 0].copy(), csizes[:, 0].copy()
+    counts = np.diff(variable_codec.plan(block))
+    cerr = np.zeros(3, np.int64)
+    joined_o = np.empty(len(co), np.int64)
+    joined = np.empty(len(codes), np.uint8)
+
+    def join_then_decode():
+        kv.decode_size(csrc, cstarts, csizes, counts, 4, err)
+        kv.decode_fill(csrc, cstarts, counts, 4, joined_o, joined)
+        kf.decompress(joined_o, joined, *table, out_o, bound)
+    row["join"] = raw / median_time(join_then_decode, repeat) / 1e6
+    cbound = np.empty(kc.output_bound(len(csrc), csizes), np.uint8)
+    got = kc.decompress_chunks(csrc, cstarts, csizes, counts, 4, *table, out_o, cbound, cerr)
+    if got != raw or cbound[:got].tobytes() != data[offsets[0]:offsets[-1]].tobytes():
+        raise SystemExit(f"{name}: decompress_chunks mismatch")
+    row["chunks"] = raw / median_time(lambda: kc.decompress_chunks(
+        csrc, cstarts, csizes, counts, 4, *table, out_o, cbound, cerr), repeat) / 1e6
     src = data[offsets[0]:offsets[-1]]
     row["memcpy"] = raw / median_time(lambda: np.copyto(out, src), repeat) / 1e6
     row.update(vs_pylance(arr))
@@ -269,13 +297,14 @@ def main() -> None:
           f"{os.cpu_count()} CPUs; numpy {np.__version__}. Throughput in MB/s of uncompressed "
           f"data.\n")
     print("| corpus | MB | symbols | build ms | compress | decompress, two passes "
-          "| decompress, one pass | memcpy | ratio | pylance page B | lancenb page B "
-          "| lancenb/pylance |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| decompress, one pass | chunks: join + decompress | chunks: decompress_chunks "
+          "| memcpy | ratio | pylance page B | lancenb page B | lancenb/pylance |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(f"| {r['corpus']} | {r['raw_mb']:.2f} | {r['symbols']} | {r['build_ms']:.1f} "
               f"| {r['compress']:.0f} | {r['decompress']:.0f} | {r['fill']:.0f} "
-              f"| {r['memcpy']:.0f} | {r['ratio']:.2f} | {r['pylance_bytes']:,} "
+              f"| {r['join']:.0f} | {r['chunks']:.0f} | {r['memcpy']:.0f} | {r['ratio']:.2f} "
+              f"| {r['pylance_bytes']:,} "
               f"| {r['ours_bytes']:,} | {r['ours_bytes'] / r['pylance_bytes']:.3f} |")
     print("\npylance pages: " + "; ".join(f"{r['corpus']} {r['pylance_pages']} x "
                                           f"{r['pylance_kind']}" for r in rows))
