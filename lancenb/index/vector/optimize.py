@@ -25,7 +25,7 @@ from lancenb.index.vector.build import (
     build_vector_index,
     commit_create_index,
     describe_existing,
-    encode_fragments,
+    encode_grouped,
     write_index,
 )
 from lancenb.index.vector.ivf import open_vector_index
@@ -92,16 +92,13 @@ def _rebuild_with_model(ds, idx, name, frags):
     codebook = st.params.get("codebook") if st.kind == "PQ" else None
     bounds = sqmod.bounds_of(st.params) if st.kind == "SQ" else None
     num_bits = int(st.params.get("nbits", st.params.get("num_bits", 8)))
-    parts = list(encode_fragments(ds, idx.column, frags, idx.index_type, idx.metric,
-                                  idx.centroids, codebook, bounds, num_bits))
     width = st.dim if st.dim is not None else \
         (int(st.params["num_sub_vectors"]) if num_bits == 8
          else int(st.params["num_sub_vectors"]) // 2)
-    dtype = np.float32 if st.kind == "FLAT" else np.uint8
-    ids = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.uint64)
-    labels = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.int32)
-    payload = np.concatenate([p[2] for p in parts]) if parts else \
-        np.zeros((0, width), dtype)
+    dtype = np.float32 if st.kind == "FLAT" and idx.metric != "hamming" else np.uint8
+    ids, labels, payload = encode_grouped(ds, idx.column, frags, idx.index_type,
+                                          idx.metric, idx.centroids, codebook, bounds,
+                                          num_bits, width=width, dtype=dtype)
     # (the stored metadata only: a reader keeps arrays in params, the codebook and its
     # transposed copy)
     params = {k: v for k, v in st.params.items() if k != "codebook"
