@@ -301,6 +301,10 @@ class SegmentedIndex:
     def dim(self) -> int:
         return self.parts[0].dim
 
+    def probes_to_fill(self, query, k: int, allow, start: int, limit: int) -> int:
+        """Every segment shares the count of rows found: probe up to ``limit``."""
+        return limit
+
     def centroid_distances(self, query):
         """The first segment's (see :meth:`VectorIndex.centroid_distances`)."""
         return self.parts[0].centroid_distances(query)

@@ -330,21 +330,12 @@ class VectorIndex:
         (numpy.ndarray of uint64, numpy.ndarray of float32)
             Row ids (addresses unless stable row ids) and distances, best first.
         """
-        q = np.asarray(query).reshape(-1).astype(
-            np.uint8 if self.metric == "hamming" else np.float32)
-        if q.shape[0] != self.dim:
-            raise InvalidInputError(f"query has {q.shape[0]} dimensions, the index on "
-                                    f"{self.column!r} has {self.dim}")
         if k <= 0:
+            self._probe_order(query)  # (checks the query)
             return np.zeros(0, np.uint64), np.zeros(0, np.float32)
-        metric = self.metric
-        if metric == "cosine":
-            norm = np.sqrt(np.dot(q.astype(np.float64), q))
-            q = (q / np.float32(norm)).astype(np.float32) if norm > 0 else q
-        inner = "l2" if metric == "cosine" else metric
-        pdist = partition_distances(self.centroids, q, inner)
+        q, inner, order = self._probe_order(query)
         nprobes = max(1, min(int(nprobes), self.num_partitions))
-        parts = np.argsort(pdist, kind="stable")[:nprobes]
+        parts = order[:nprobes]
         _note_lookups(self, parts)
         want = k * (int(refine_factor) if refine_factor else 1)
         if self.graphs is not None:
@@ -356,6 +347,41 @@ class VectorIndex:
         else:
             ids, dists = ids[:k], dists[:k]
         return ids, dists
+
+    def _probe_order(self, query):
+        """``(query as searched, the metric partitions are scored by, partitions
+        nearest first)``."""
+        q = np.asarray(query).reshape(-1).astype(
+            np.uint8 if self.metric == "hamming" else np.float32)
+        if q.shape[0] != self.dim:
+            raise InvalidInputError(f"query has {q.shape[0]} dimensions, the index on "
+                                    f"{self.column!r} has {self.dim}")
+        if self.metric == "cosine":
+            norm = np.sqrt(np.dot(q.astype(np.float64), q))
+            q = (q / np.float32(norm)).astype(np.float32) if norm > 0 else q
+        inner = "l2" if self.metric == "cosine" else self.metric
+        pdist = partition_distances(self.centroids, q, inner)
+        return q, inner, np.argsort(pdist, kind="stable")
+
+    def probes_to_fill(self, query, k: int, allow, start: int, limit: int) -> int:
+        """How many partitions pylance probes when the first ``start`` gave fewer than
+        ``k`` rows: the next ones in probe order, one at a time, until the rows they
+        can give (each at most ``k``, only rows ``allow`` passes) add up to ``k``, at
+        most ``limit``."""
+        limit = max(1, min(int(limit), self.num_partitions))
+        parts = self._probe_order(query)[2][:limit]
+        st = self.storage
+        counts = st.lengths[parts].astype(np.int64)
+        if allow is not None and counts.sum():
+            starts = np.repeat(st.offsets[parts] - (np.cumsum(counts) - counts), counts)
+            where = starts + np.arange(int(counts.sum()), dtype=np.int64)
+            ok = allowed_mask(st.row_ids[where], allow).astype(np.int64)
+            ends = np.cumsum(counts)
+            counts = np.diff(np.concatenate([[0], np.cumsum(ok)[ends - 1]])) \
+                if len(ok) else counts * 0
+        filled = np.cumsum(np.minimum(counts, k))
+        need = int(np.searchsorted(filled, k, side="left")) + 1
+        return min(max(need, int(start)), limit)
 
     def _scan_partitions(self, q, parts, inner, want, allow):
         """The best ``want`` rows of partitions ``parts`` (ties by row id): every row

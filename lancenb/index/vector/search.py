@@ -286,10 +286,10 @@ class Request:
 # 100, 200, 500, 1,000, more): at least ``floor`` partitions, more while a partition's
 # centroid is within ``ratio`` times the nearest centroid's L2 distance, at most
 # ``cap``. Measured on pylance 14.0.2 (the same for IVF_FLAT/PQ/SQ/HNSW_SQ, 32 to 256
-# partitions, 16 to 32 dimensions; the ratios to within 0.001).
-_AUTO_PROBES = ((1, 5, 1.1027, 19), (10, 6, 1.1247, 24), (100, 11, 1.1532, 38),
-                (200, 15, 1.1726, 56), (500, 22, 1.1717, 81), (1000, 29, 1.1905, 93))
-_AUTO_PROBES_MORE = (98, 1.1905, 98)
+# partitions, 8 to 32 dimensions, 256 queries x 6 k; each ratio to within 0.0003).
+_AUTO_PROBES = ((1, 5, 1.1034, 19), (10, 6, 1.12464, 24), (100, 11, 1.15321, 38),
+                (200, 15, 1.1725, 56), (500, 22, 1.17157, 81), (1000, 29, 1.19057, 93))
+_AUTO_PROBES_MORE = (98, 1.19057, 98)
 
 
 def auto_nprobes(k: int, minimum: int, maximum: int | None, partitions: int,
@@ -540,10 +540,12 @@ class VectorSearchScanner(TableResults):
         while True:
             ids, dists = idx.search(query, k, nprobes=nprobes, refine_factor=refine_factor,
                                     ef=req.ef, allow=allow)
-            top = req.maximum_nprobes or idx.num_partitions
-            if len(ids) >= k or nprobes >= min(top, idx.num_partitions):
+            top = min(req.maximum_nprobes or idx.num_partitions, idx.num_partitions)
+            if len(ids) >= k or nprobes >= top:
                 break
-            nprobes = min(top, idx.num_partitions)  # too few rows found: probe further
+            # too few rows found: the next partitions, as many as may hold k rows
+            more = idx.probes_to_fill(query, k, allow, nprobes + 1, top)
+            nprobes = top if more <= nprobes else more
         dists = np.asarray(dists, np.float32).copy()
         flat.in_range(req.flat_query(q, k), dists)
         n = len(ids)
