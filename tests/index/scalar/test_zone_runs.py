@@ -159,3 +159,31 @@ def test_without_deleted_equals_setdiff():
         dead = np.flatnonzero(rng.random(600) < rng.random() / 4).astype(np.uint32)
         want = np.setdiff1d(offs, dead.astype(np.int64))
         assert without_deleted(offs, dead).tolist() == want.tolist()
+
+
+@pytest.mark.parametrize("version", ["2.0", "2.1"])
+def test_few_candidates_read_with_every_column(tmp_path, version):
+    """A fragment's few NGRAM candidates are read with the projected columns in one
+    take (blob descriptions, strings, lists): the same rows and values as a scan."""
+    rng = np.random.default_rng(4)
+    uri = str(tmp_path / "d")
+    t = _table(rng, 6000)
+    blob_field = pa.field("b", pa.large_binary(), metadata={"lance-encoding:blob": "true"})
+    t = t.append_column(blob_field, pa.array([bytes([i % 251]) * (i % 7) for i in range(6000)],
+                                             pa.large_binary()))
+    t = t.append_column("tags", pa.array([[f"t{i % 5}"] * (i % 3) for i in range(6000)]))
+    lance.write_dataset(t, uri, max_rows_per_file=2000, data_storage_version=version)
+    lance.dataset(uri).create_scalar_index("name", "NGRAM")
+    lance.dataset(uri).delete("r % 11 = 0")
+    ds = lancenb.dataset(uri)
+    sub = t["name"][123].as_py()[:4]
+    for cols in (["r", "name", "tags"], ["b", "r"], ["v"]):
+        for flt in (f"contains(name, '{sub}')", f"contains(name, '{sub}') AND r > 100"):
+            got = ds.to_table(filter=flt, columns=cols, with_row_id=True)
+            want = ds.to_table(filter=flt, columns=cols, with_row_id=True,
+                               use_scalar_index=False)
+            assert got.num_rows and got.equals(want), (cols, flt)
+    got = ds.to_table(filter=f"contains(name, '{sub}')", columns=["b"], blob_handling="all_binary")
+    want = lance.dataset(uri).to_table(filter=f"contains(name, '{sub}')", columns=["b"],
+                                       use_scalar_index=False, blob_handling="all_binary")
+    assert got.equals(want)
