@@ -105,3 +105,26 @@ def test_streamed_hnsw_build_is_read_alike_by_pylance(tmp_path, kind, extra):
         assert a == b
     stats = theirs.stats.index_stats("vector_idx")
     assert stats["num_indexed_rows"] == len(x)
+
+
+@pytest.mark.parametrize("stable", [False, True])
+def test_scan_in_row_ranges_reads_every_live_row_once(tmp_path, monkeypatch, stable):
+    from lancenb.index.vector import build
+
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((2300, 4)).astype(np.float32)
+    table = pa.table({"id": np.arange(len(x)),
+                      "vector": pa.FixedSizeListArray.from_arrays(pa.array(x.ravel()), 4)})
+    uri = str(tmp_path / "ds")
+    ds = lancenb.write_dataset(table, uri, max_rows_per_file=1000,
+                               enable_stable_row_ids=stable)
+    ds.delete("id % 7 = 3 OR (id >= 1200 AND id < 1500)")
+    ds = lancenb.dataset(uri)
+    monkeypatch.setattr(build, "SCAN_BATCH", 128)
+    got = list(build._scan(ds, "vector", ds.get_fragments()))
+    assert len(got) > len(ds.get_fragments())
+    want = ds.to_table(columns=["vector"], with_row_id=True)
+    np.testing.assert_array_equal(np.concatenate([g[0] for g in got]),
+                                  want.column("_rowid").to_numpy())
+    np.testing.assert_array_equal(np.concatenate([g[1] for g in got]),
+                                  build.as_matrix(want.column("vector"))[0])

@@ -198,8 +198,11 @@ def _details(index_type: str, metric: str, num_bits: int, m: int, params: dict) 
 def _scan(ds, column: str, fragments):
     """``(row ids, vectors, keep)`` per batch of each fragment."""
     for frag in fragments:
-        for batch in frag.to_batches(columns=[column], with_row_id=True,
-                                     batch_size=SCAN_BATCH):
+        # in row ranges: a fragment's scan would read the whole column first (a 1M-row
+        # fragment of 128 floats: 512 MB at once)
+        for start in range(0, frag.count_rows(), SCAN_BATCH):
+            batch = frag.to_table(columns=[column], with_row_id=True, offset=start,
+                                  limit=SCAN_BATCH)
             x, keep = as_matrix(batch.column(column))
             ids = np.asarray(batch.column("_rowid").to_numpy(), dtype=np.uint64)
             if _multivector(batch.column(column).type):  # a row id per vector
