@@ -1,2 +1,2 @@
-"""FSST string compression: the codec (``fsst.py``) and symbol-table training
-(``fsst_build.py``)."""
+"""FSST string compression: the codec (``fsst.py``), symbol-table training
+(``fsst_build.py``) and decoding straight from mini-block chunks (``fsst_chunks.py``)."""
