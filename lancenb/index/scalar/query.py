@@ -618,10 +618,14 @@ def _span_offsets(view: TableView, spans, covered: set[int], frags: dict,
     index's answer: each covered fragment's ranges as offsets, less its deleted rows."""
     lo, hi = spans
     fids = (lo >> 32).astype(np.int64)
+    present = set(np.unique(fids).tolist())
     store = None
     for fid in sorted(covered):
         f = frags.get(fid)
         if f is None:
+            continue
+        if fid not in present:  # (no zone of it may match)
+            out[fid] = np.zeros(0, np.int64)
             continue
         mine = fids == fid
         offs = rowmap.span_offsets(lo[mine] - (fid << 32), hi[mine] - (fid << 32))
