@@ -10,7 +10,13 @@ Steps (pylance's, see :mod:`.ivf` for the files written):
    nearest centroid (l2/cosine) or the vectors (dot), unless ``pq_codebook`` given; SQ
    bounds = min and max of the sample;
 4. every row of every fragment assigned to its nearest centroid and encoded, then
-   written grouped by partition (PQ codes transposed per partition);
+   written grouped by partition (PQ codes transposed per partition); HNSW graphs are
+   built, written and dropped one partition at a time.
+
+Memory: the fragments are read in row ranges of ``SCAN_BATCH``, twice (assign, then
+encode each batch into its place in one grouped array: the codes are held once), and
+a HNSW partition's vectors are decoded only while its graph is built. 1M x 128
+IVF_HNSW_SQ peaks at about 0.4x pylance's memory (benchmarks/RESULTS.md).
 5. ``index.idx`` and ``auxiliary.idx`` under ``_indices/<uuid>/``, then a CreateIndex
    transaction through ``type(ds).commit``.
 """
