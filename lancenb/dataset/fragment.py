@@ -470,6 +470,13 @@ class LanceFragment(FragmentColumnMethods):
                 plan[top_names[t]] = (fi, fields[i].name)
         return plan
 
+    def columns_by_field_id(self) -> frozenset:
+        """Names of the top-level columns this fragment assembles from its data files by
+        field id (a nested field renamed, cast or dropped since the files were written,
+        a struct spread over several files); empty in the usual case. Readers that
+        read columns by their position in a file leave these to the fragment."""
+        return frozenset(self._resolutions())
+
     def _resolutions(self) -> dict:
         """Top-level columns whose values are assembled from their data files by field
         id (a nested field renamed, cast or dropped since the files were written, or a

@@ -89,7 +89,7 @@ def read_runs(frag, columns: list[str], offsets: np.ndarray | None) -> pa.Table 
     if missing or any(c not in schema.names or blob.has_blobs(schema.field(c))
                       for c in columns):
         return None
-    resolved = frag._resolutions()  # (columns assembled by field id: not here)
+    resolved = frag.columns_by_field_id()  # (those are not read here)
     if any(c in resolved for c in columns):
         return None
     frag.verified_rows()
