@@ -86,7 +86,8 @@ def child(lib: str, uri: str, kind: str, parts: int, trace: bool) -> None:
     if trace:
         sampler.start()
     t = time.perf_counter()
-    ds.create_index("vector", kind, num_partitions=parts, metric="l2")
+    extra = {"num_sub_vectors": 16} if kind.endswith("PQ") else {}  # (as bench_vector_curve)
+    ds.create_index("vector", kind, num_partitions=parts, metric="l2", **extra)
     wall = time.perf_counter() - t
     sampler.stop = True
     print(json.dumps({"seconds": wall, "peak_mb": (_status("VmHWM") - base) / 2**20,
