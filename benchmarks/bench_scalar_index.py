@@ -41,6 +41,7 @@ import time
 
 import numpy as np
 import pyarrow as pa
+from _memory import peak_since, reset_peak  # noqa: E402  (benchmarks/ is on sys.path)
 
 LIBS = ("lancenb", "pylance")
 # index type -> column
@@ -117,27 +118,14 @@ def _open(lib: str, uri: str):
     return lance.dataset(uri)
 
 
-def _status(field: str) -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
 def child_build(lib: str, typ: str, uri: str) -> None:
     ds = _open(lib, uri)
     ds.count_rows()
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")  # reset VmHWM to the current RSS
-    except OSError:
-        pass
-    base = _status("VmRSS")
+    base = reset_peak()
     t = time.perf_counter()
     ds.create_scalar_index(TYPES[typ], typ, replace=True)
     wall = time.perf_counter() - t
-    print(json.dumps({"wall": wall, "peak": _status("VmHWM") - base}), flush=True)
+    print(json.dumps({"wall": wall, "peak": peak_since(base)}), flush=True)
 
 
 def child_lookups(lib: str, root: str, n: int, repeat: int, scans: bool = True,

@@ -29,15 +29,9 @@ import sys
 import threading
 import time
 
+from _memory import peak_since, proc_status, reset_peak  # noqa: E402  (benchmarks/ is on sys.path)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def _status(field: str) -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) * 1024
-    return 0
 
 
 class _Sampler(threading.Thread):
@@ -51,7 +45,7 @@ class _Sampler(threading.Thread):
 
     def run(self):
         while not self.stop:
-            rss = _status("VmRSS")
+            rss = proc_status("VmRSS")
             frame = sys._current_frames().get(self.main)
             where = []
             while frame is not None:
@@ -76,12 +70,7 @@ def child(lib: str, uri: str, kind: str, parts: int, trace: bool) -> None:
         import lance
     ds = lance.dataset(uri)
     ds.count_rows()
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")  # reset VmHWM to the current RSS
-    except OSError:
-        pass
-    base = _status("VmRSS")
+    base = reset_peak()  # (VmHWM from here)
     sampler = _Sampler()
     if trace:
         sampler.start()
@@ -90,7 +79,7 @@ def child(lib: str, uri: str, kind: str, parts: int, trace: bool) -> None:
     ds.create_index("vector", kind, num_partitions=parts, metric="l2", **extra)
     wall = time.perf_counter() - t
     sampler.stop = True
-    print(json.dumps({"seconds": wall, "peak_mb": (_status("VmHWM") - base) / 2**20,
+    print(json.dumps({"seconds": wall, "peak_mb": peak_since(base) / 2**20,
                       "base_mb": base / 2**20,
                       "traced_mb": (sampler.peak - base) / 2**20 if trace else None,
                       "where": sampler.where,
