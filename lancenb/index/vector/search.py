@@ -543,9 +543,9 @@ class VectorSearchScanner(TableResults):
             top = min(req.maximum_nprobes or idx.num_partitions, idx.num_partitions)
             if len(ids) >= k or nprobes >= top:
                 break
-            # too few rows found: the next partitions, as many as may hold k rows
-            more = idx.probes_to_fill(query, k, allow, nprobes + 1, top)
-            nprobes = top if more <= nprobes else more
+            # too few rows found: the next partitions (at least one more), as many as
+            # may hold k rows
+            nprobes = idx.probes_to_fill(query, k, allow, nprobes + 1, top)
         dists = np.asarray(dists, np.float32).copy()
         flat.in_range(req.flat_query(q, k), dists)
         n = len(ids)
